@@ -1,0 +1,26 @@
+//! The profile model every mlprof source fills and every analysis reads.
+//!
+//! A load produces [`Session`]s; a session holds one [`Host`] per profiled process (an
+//! XSpace file or a Kineto trace of one rank); a host holds [`Plane`]s (`/host:CPU`,
+//! `/device:GPU:0`, …); a plane holds [`Line`]s (threads, streams) whose events are
+//! stored **column-wise** (start offset, duration, metadata index, stat range) rather
+//! than as one struct per event. Names and stat keys are interned once per plane in
+//! its metadata tables; events refer to them by dense `u32` index. Times are integer
+//! **picoseconds** everywhere, as in XSpace.
+//!
+//! The one design decision to know: the model does no I/O and knows no file format.
+//! Readers in `mlprof-formats` fill it; the few source-specific facts that a lossless
+//! round trip needs (a Chrome trace's pid/tid and metadata records) live in plainly
+//! named optional fields ([`Line::chrome_track`], [`Host::chrome`]).
+
+mod host;
+mod line;
+pub mod names;
+mod plane;
+mod stats;
+pub mod time;
+
+pub use host::{ChromeMetadataEvent, ChromeTraceInfo, Host, Session, SourceFormat, TrackId};
+pub use line::{Event, EventColumns, Line};
+pub use plane::{EventMetadata, Plane, PlaneBuilder, StatMetadata};
+pub use stats::{Stat, StatStore, StatValue, TextRef};

@@ -1,0 +1,233 @@
+//! A plane (XSpace `XPlane`: one device or the host) with its interned metadata tables.
+//!
+//! Event names and stat keys are stored once per plane, in `event_metadata` and
+//! `stat_metadata`; events and stats refer to them by dense `u32` index. The original
+//! XSpace ids are kept beside each entry so a written XSpace keeps them.
+
+use std::collections::HashMap;
+use std::ops::Range;
+
+use crate::line::{Event, Line};
+use crate::stats::{ArenaFull, Stat, StatStore, StatValue};
+
+/// Metadata shared by all events of one kind (XSpace `XEventMetadata`).
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct EventMetadata {
+    /// The XSpace id (arbitrary; unique within the plane).
+    pub id: i64,
+    /// Full event name (a TF op `name:Type`, a kernel's mangled name, `ProfilerStep#3`).
+    pub name: String,
+    /// Short display name ("" when none).
+    pub display_name: String,
+    /// Opaque serialized payload (XSpace `metadata`, e.g. an HLO proto); usually empty.
+    pub metadata: Vec<u8>,
+    /// This metadata's stats, a range of [`Plane::metadata_stats`].
+    pub stats: Range<u32>,
+    /// Child metadata ids (XSpace `child_id`).
+    pub child_ids: Vec<i64>,
+}
+
+/// A stat key (XSpace `XStatMetadata`).
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct StatMetadata {
+    /// The XSpace id (arbitrary; unique within the plane).
+    pub id: i64,
+    /// The stat name (`correlation_id`, `step_num`, …). Also the string of a `ref_value`.
+    pub name: String,
+    /// Free-text description.
+    pub description: String,
+}
+
+/// One device or host timeline group.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Plane {
+    /// XSpace plane id (the device ordinal for devices).
+    pub id: i64,
+    /// Plane name: `/host:CPU`, `/device:GPU:0`, `Task Environment`, …
+    pub name: String,
+    /// The lines, in stored order.
+    pub lines: Vec<Line>,
+    /// Interned event metadata; events refer to entries by index.
+    pub event_metadata: Vec<EventMetadata>,
+    /// Interned stat keys; stats refer to entries by index.
+    pub stat_metadata: Vec<StatMetadata>,
+    /// The plane's own stats (device capabilities, versions, profile start/stop).
+    pub stats: Range<u32>,
+    /// Store holding the plane stats and every event-metadata's stats.
+    pub metadata_stats: StatStore,
+}
+
+impl Plane {
+    /// Creates an empty plane.
+    pub fn new(id: i64, name: impl Into<String>) -> Plane {
+        Plane { id, name: name.into(), ..Plane::default() }
+    }
+
+    /// Total number of events over all lines.
+    pub fn event_count(&self) -> usize {
+        self.lines.iter().map(Line::len).sum()
+    }
+
+    /// The plane's own stats.
+    pub fn plane_stats(&self) -> &[Stat] {
+        slice(&self.metadata_stats, &self.stats)
+    }
+
+    /// The stats of an event-metadata entry.
+    pub fn metadata_stats_of(&self, metadata: &EventMetadata) -> &[Stat] {
+        slice(&self.metadata_stats, &metadata.stats)
+    }
+
+    /// The metadata of an event of this plane.
+    pub fn metadata_of(&self, event: &Event<'_>) -> Option<&EventMetadata> {
+        self.event_metadata.get(event.metadata_index() as usize)
+    }
+
+    /// The name of a stat key ("" for an out-of-range key).
+    pub fn stat_name(&self, key: u32) -> &str {
+        self.stat_metadata.get(key as usize).map_or("", |m| m.name.as_str())
+    }
+
+    /// The dense index of the stat key called `name`, if the plane has one.
+    /// A linear scan: look keys up once per plane, never per event.
+    pub fn find_stat_key(&self, name: &str) -> Option<u32> {
+        self.stat_metadata.iter().position(|m| m.name == name).and_then(|i| u32::try_from(i).ok())
+    }
+
+    /// A plane stat by name.
+    pub fn plane_stat(&self, name: &str) -> Option<StatValue> {
+        let key = self.find_stat_key(name)?;
+        self.plane_stats().iter().find(|s| s.key == key).map(|s| s.value)
+    }
+
+    /// Renders a stat value of this plane as display text (strings unquoted, refs
+    /// resolved, bytes as `<N bytes>`). `store` is the store the stat came from.
+    pub fn format_value(&self, store: &StatStore, value: StatValue) -> String {
+        match value {
+            StatValue::Int(v) => v.to_string(),
+            StatValue::Uint(v) => v.to_string(),
+            StatValue::Double(v) => v.to_string(),
+            StatValue::Str(r) | StatValue::Json(r) => store.text(r).to_string(),
+            StatValue::Bytes(r) => format!("<{} bytes>", store.bytes(r).len()),
+            StatValue::Ref(k) => self.stat_name(k).to_string(),
+        }
+    }
+}
+
+fn slice<'a>(store: &'a StatStore, range: &Range<u32>) -> &'a [Stat] {
+    store.stats().get(range.start as usize..range.end as usize).unwrap_or(&[])
+}
+
+/// Builds a plane from names rather than ids: interns event names (with an optional
+/// distinguishing key such as a Chrome-trace category) and stat names, assigning
+/// XSpace ids `1, 2, 3, …` in first-seen order.
+#[derive(Debug, Default)]
+pub struct PlaneBuilder {
+    plane: Plane,
+    event_index: HashMap<(String, u32), u32>,
+    stat_index: HashMap<String, u32>,
+}
+
+impl PlaneBuilder {
+    /// Starts a plane.
+    pub fn new(id: i64, name: impl Into<String>) -> PlaneBuilder {
+        PlaneBuilder { plane: Plane::new(id, name), ..PlaneBuilder::default() }
+    }
+
+    /// The dense index of stat key `name`, creating it on first use.
+    pub fn stat_key(&mut self, name: &str) -> u32 {
+        if let Some(&k) = self.stat_index.get(name) {
+            return k;
+        }
+        let k = self.plane.stat_metadata.len() as u32;
+        self.plane.stat_metadata.push(StatMetadata {
+            id: i64::from(k) + 1,
+            name: name.to_string(),
+            description: String::new(),
+        });
+        self.stat_index.insert(name.to_string(), k);
+        k
+    }
+
+    /// The dense index of the event metadata for `(name, variant)`, creating it on first
+    /// use. `variant` separates same-named events that need different metadata stats;
+    /// `init` fills the new entry's stats (it gets the builder to intern stat keys).
+    pub fn event_metadata(
+        &mut self,
+        name: &str,
+        variant: u32,
+        init: impl FnOnce(&mut PlaneBuilder) -> Vec<(u32, StatValue)>,
+    ) -> u32 {
+        if let Some(&idx) = self.event_index.get(&(name.to_string(), variant)) {
+            return idx;
+        }
+        let idx = self.plane.event_metadata.len() as u32;
+        let stats = init(self);
+        let start = self.plane.metadata_stats.len() as u32;
+        for (key, value) in stats {
+            self.plane.metadata_stats.push(key, value);
+        }
+        let end = self.plane.metadata_stats.len() as u32;
+        self.plane.event_metadata.push(EventMetadata {
+            id: i64::from(idx) + 1,
+            name: name.to_string(),
+            stats: start..end,
+            ..EventMetadata::default()
+        });
+        self.event_index.insert((name.to_string(), variant), idx);
+        idx
+    }
+
+    /// Stores a string in the metadata store (for `init` closures of string stats).
+    pub fn metadata_str(&mut self, text: &str) -> Result<StatValue, ArenaFull> {
+        self.plane.metadata_stats.store_bytes(text.as_bytes()).map(StatValue::Str)
+    }
+
+    /// Sets the plane's own stats (replacing earlier ones).
+    pub fn set_plane_stats(&mut self, stats: Vec<(u32, StatValue)>) {
+        let start = self.plane.metadata_stats.len() as u32;
+        for (key, value) in stats {
+            self.plane.metadata_stats.push(key, value);
+        }
+        self.plane.stats = start..self.plane.metadata_stats.len() as u32;
+    }
+
+    /// Adds a finished line.
+    pub fn push_line(&mut self, line: Line) {
+        self.plane.lines.push(line);
+    }
+
+    /// The plane under construction.
+    pub fn plane(&self) -> &Plane {
+        &self.plane
+    }
+
+    /// Finishes the plane.
+    pub fn finish(mut self) -> Plane {
+        self.plane.metadata_stats.shrink_to_fit();
+        self.plane
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builder_interns_names_and_keys_once() {
+        let mut b = PlaneBuilder::new(0, "/host:CPU");
+        let k1 = b.stat_key("step_num");
+        let k2 = b.stat_key("step_num");
+        assert_eq!(k1, k2);
+        let cat = b.stat_key("cat");
+        let m1 = b.event_metadata("matmul", 0, |b| vec![(cat, b.metadata_str("cpu_op").unwrap())]);
+        let m2 = b.event_metadata("matmul", 0, |_| unreachable!());
+        let m3 = b.event_metadata("matmul", 1, |_| Vec::new());
+        assert_eq!(m1, m2);
+        assert_ne!(m1, m3);
+        let plane = b.finish();
+        assert_eq!(plane.event_metadata.len(), 2);
+        assert_eq!(plane.metadata_stats_of(&plane.event_metadata[0]).len(), 1);
+        assert_eq!(plane.find_stat_key("cat"), Some(cat));
+    }
+}

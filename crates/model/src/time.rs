@@ -1,0 +1,81 @@
+//! Time units and conversions. Internally every time is an `i64` count of picoseconds.
+
+/// Picoseconds in one nanosecond.
+pub const PS_PER_NS: i64 = 1_000;
+/// Picoseconds in one microsecond.
+pub const PS_PER_US: i64 = 1_000_000;
+/// Picoseconds in one millisecond.
+pub const PS_PER_MS: i64 = 1_000_000_000;
+
+/// Writes `ps` picoseconds as a decimal number of microseconds with up to six fractional
+/// digits and no trailing zeros (`1500000` → `1.5`, `-1` → `-0.000001`). Exact: no float
+/// rounding is involved, so a reader that parses decimals exactly gets `ps` back.
+pub fn write_ps_as_us(out: &mut String, ps: i64) {
+    use std::fmt::Write;
+    let negative = ps < 0;
+    let magnitude = ps.unsigned_abs();
+    let whole = magnitude / PS_PER_US as u64;
+    let frac = magnitude % PS_PER_US as u64;
+    if negative {
+        out.push('-');
+    }
+    let _ = write!(out, "{whole}");
+    if frac != 0 {
+        let mut digits = format!("{frac:06}");
+        while digits.ends_with('0') {
+            digits.pop();
+        }
+        out.push('.');
+        out.push_str(&digits);
+    }
+}
+
+/// Formats a picosecond duration for people: `12.3 ms`, `4.56 s`, `789 ns`.
+pub fn human_duration(ps: i64) -> String {
+    let abs = ps.unsigned_abs() as f64;
+    let sign = if ps < 0 { "-" } else { "" };
+    let (value, unit) = if abs >= 1e12 {
+        (abs / 1e12, "s")
+    } else if abs >= 1e9 {
+        (abs / 1e9, "ms")
+    } else if abs >= 1e6 {
+        (abs / 1e6, "us")
+    } else if abs >= 1e3 {
+        (abs / 1e3, "ns")
+    } else {
+        (abs, "ps")
+    };
+    if value >= 100.0 || unit == "ps" {
+        format!("{sign}{value:.0} {unit}")
+    } else {
+        format!("{sign}{value:.3} {unit}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn us(ps: i64) -> String {
+        let mut s = String::new();
+        write_ps_as_us(&mut s, ps);
+        s
+    }
+
+    #[test]
+    fn microsecond_text_is_exact() {
+        assert_eq!(us(0), "0");
+        assert_eq!(us(1_500_000), "1.5");
+        assert_eq!(us(1), "0.000001");
+        assert_eq!(us(-1), "-0.000001");
+        assert_eq!(us(1_495_519_695_800_000), "1495519695.8");
+        assert_eq!(us(i64::MIN), "-9223372036854.775808");
+    }
+
+    #[test]
+    fn human_durations_pick_a_unit() {
+        assert_eq!(human_duration(12_300_000_000), "12.300 ms");
+        assert_eq!(human_duration(500), "500 ps");
+        assert_eq!(human_duration(4_560_000_000_000), "4.560 s");
+    }
+}
