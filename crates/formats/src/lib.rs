@@ -9,7 +9,10 @@
 //! slice (memory-mapped or inflated once, see `input`) without allocating per event,
 //! and reports errors with the file and the byte offset or JSON line/column.
 
+pub mod chrome;
 pub mod error;
 pub mod input;
+pub mod output;
+pub mod xspace;
 
 pub use error::{FormatError, JsonPosition, Result};

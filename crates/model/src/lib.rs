@@ -23,4 +23,4 @@ pub mod time;
 pub use host::{ChromeMetadataEvent, ChromeTraceInfo, Host, Session, SourceFormat, TrackId};
 pub use line::{Event, EventColumns, Line};
 pub use plane::{EventMetadata, Plane, PlaneBuilder, StatMetadata};
-pub use stats::{Stat, StatStore, StatValue, TextRef};
+pub use stats::{ArenaFull, Stat, StatStore, StatValue, TextRef};

@@ -57,6 +57,11 @@ impl StatStore {
         &self.stats
     }
 
+    /// All stats, mutable (readers patch keys they could only resolve late).
+    pub fn stats_mut(&mut self) -> &mut [Stat] {
+        &mut self.stats
+    }
+
     /// Number of stats stored.
     pub fn len(&self) -> usize {
         self.stats.len()

@@ -1,0 +1,477 @@
+//! Writes hosts as one Chrome trace JSON document.
+//!
+//! Hosts read from a Chrome/Kineto trace are written back as they came (their own pids,
+//! tids, `ph`, `cat`, `M` records and top-level keys; see the conventions in
+//! [`super`]). Hosts read from XSpace follow XProf's trace viewer
+//! (`xplane_to_trace_events.cc`): one process per plane with lines — `/host:CPU` is
+//! pid 701, `/device:*:N` is pid N + 1, other planes 501 and up — one thread per line
+//! named after it, event args from metadata stats then event stats (XProf's internal
+//! stats hidden), the `step_name` stat as the event name when present, and flow arrows
+//! between host and device events that share a `correlation_id`. Unlike XProf, no
+//! event is dropped or capped. With several hosts, each host's pids are offset by
+//! `host index × 1000` (XSpace) or `host index × 10^10` (Chrome), and process names
+//! are prefixed by the host name.
+
+use std::collections::HashSet;
+use std::io::{self, Write};
+
+use mlprof_model::{ChromeTraceInfo, Host, Line, Plane, StatStore, StatValue, TrackId, names};
+
+use super::json_text::{push_double, push_json_str, push_us};
+use super::{CAT_STAT, FIELD_PREFIX, PH_STAT, arg_name_for_stat};
+
+/// Writes `hosts` as one Chrome trace (`{"traceEvents": [...]}`) to `out`.
+pub fn write_chrome_trace(hosts: &[&Host], out: &mut dyn Write) -> io::Result<()> {
+    let mut em = Emitter { out, buf: String::with_capacity(1 << 20), first: true };
+    em.buf.push('{');
+    let single_chrome = match hosts {
+        [host] => host.chrome.as_ref().filter(|c| !c.bare_array),
+        _ => None,
+    };
+    match single_chrome {
+        Some(info) => {
+            for (key, raw) in &info.top_level {
+                push_json_str(&mut em.buf, key);
+                em.buf.push(':');
+                em.buf.push_str(raw);
+                em.buf.push(',');
+            }
+        }
+        None => em.buf.push_str("\"displayTimeUnit\":\"ns\",\"metadata\":{\"highres-ticks\":true},"),
+    }
+    em.buf.push_str("\"traceEvents\":[");
+    let multi = hosts.len() > 1;
+    for (index, host) in hosts.iter().enumerate() {
+        let prefix = multi.then(|| host.name.as_str());
+        match &host.chrome {
+            Some(info) => write_chrome_host(&mut em, host, info, index, prefix)?,
+            None => write_xspace_host(&mut em, host, index, prefix)?,
+        }
+    }
+    em.buf.push_str("\n]}\n");
+    em.flush()
+}
+
+/// Buffers event text and handles the commas between events.
+struct Emitter<'w> {
+    out: &'w mut dyn Write,
+    buf: String,
+    first: bool,
+}
+
+impl Emitter<'_> {
+    /// Starts a new event object (writes the separating comma and `{`).
+    fn begin(&mut self) -> io::Result<()> {
+        if self.buf.len() > (1 << 20) - 4096 {
+            self.flush()?;
+        }
+        self.buf.push_str(if self.first { "\n{" } else { ",\n{" });
+        self.first = false;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.write_all(self.buf.as_bytes())?;
+        self.buf.clear();
+        Ok(())
+    }
+}
+
+fn push_track(out: &mut String, id: &TrackId) {
+    match id {
+        TrackId::Int(v) => out.push_str(&v.to_string()),
+        TrackId::Str(s) => push_json_str(out, s),
+    }
+}
+
+/// Renames a Chrome pid for host `index` of a multi-host trace.
+fn chrome_pid(pid: &TrackId, index: usize, prefix: Option<&str>) -> TrackId {
+    match (pid, prefix) {
+        (_, None) => pid.clone(),
+        (TrackId::Int(v), Some(_)) => TrackId::Int(v + index as i64 * 10_000_000_000),
+        (TrackId::Str(s), Some(host)) => TrackId::Str(format!("{host}: {s}")),
+    }
+}
+
+/// Appends a stat value as JSON, typed (numbers stay numbers, refs become their name).
+fn push_value(out: &mut String, plane: &Plane, store: &StatStore, value: StatValue) {
+    match value {
+        StatValue::Int(v) => out.push_str(&v.to_string()),
+        StatValue::Uint(v) => out.push_str(&v.to_string()),
+        StatValue::Double(v) => push_double(out, v),
+        StatValue::Str(r) => push_json_str(out, store.text(r)),
+        StatValue::Json(r) => out.push_str(store.text(r)),
+        StatValue::Bytes(r) => push_json_str(out, &format!("<{} bytes>", store.bytes(r).len())),
+        StatValue::Ref(k) => push_json_str(out, plane.stat_name(k)),
+    }
+}
+
+fn write_chrome_host(
+    em: &mut Emitter<'_>,
+    host: &Host,
+    info: &ChromeTraceInfo,
+    index: usize,
+    prefix: Option<&str>,
+) -> io::Result<()> {
+    for m in &info.metadata_events {
+        em.begin()?;
+        em.buf.push_str("\"ph\":\"M\",\"name\":");
+        push_json_str(&mut em.buf, &m.name);
+        em.buf.push_str(",\"pid\":");
+        push_track(&mut em.buf, &chrome_pid(&m.pid, index, prefix));
+        if let Some(tid) = &m.tid {
+            em.buf.push_str(",\"tid\":");
+            push_track(&mut em.buf, tid);
+        }
+        if let Some(ts) = m.ts_ps {
+            em.buf.push_str(",\"ts\":");
+            push_us(&mut em.buf, info.origin_us, ts);
+        }
+        if !m.args_json.is_empty() {
+            em.buf.push_str(",\"args\":");
+            match (prefix, m.name.as_str()) {
+                (Some(host_name), "process_name") => {
+                    let original = serde_json::from_str::<serde_json::Value>(&m.args_json)
+                        .ok()
+                        .and_then(|v| v.get("name").and_then(|n| n.as_str()).map(str::to_string))
+                        .unwrap_or_default();
+                    em.buf.push_str("{\"name\":");
+                    push_json_str(&mut em.buf, &format!("{host_name}: {original}"));
+                    em.buf.push('}');
+                }
+                _ => em.buf.push_str(&m.args_json),
+            }
+        }
+        em.buf.push('}');
+    }
+    for plane in &host.planes {
+        let kinds = EventKinds::of(plane);
+        for line in &plane.lines {
+            let (pid, tid) = match &line.chrome_track {
+                Some((pid, tid)) => (chrome_pid(pid, index, prefix), tid.clone()),
+                None => (TrackId::Int(plane.id + index as i64 * 10_000_000_000), TrackId::Int(line.id)),
+            };
+            let mut track = String::new();
+            track.push_str(",\"pid\":");
+            push_track(&mut track, &pid);
+            track.push_str(",\"tid\":");
+            push_track(&mut track, &tid);
+            write_chrome_line(em, plane, line, &kinds, &track, info.origin_us)?;
+        }
+    }
+    Ok(())
+}
+
+/// Per-plane lookups for writing Chrome events: each metadata's `ph`/`cat`, and which
+/// stat keys are event fields rather than args.
+struct EventKinds {
+    ph: Vec<String>,
+    cat: Vec<Option<String>>,
+    /// Output name of each stat key, and whether it is a top-level field.
+    keys: Vec<(String, bool)>,
+}
+
+impl EventKinds {
+    fn of(plane: &Plane) -> EventKinds {
+        let cat_key = plane.find_stat_key(CAT_STAT);
+        let ph_key = plane.find_stat_key(PH_STAT);
+        let text_of = |meta, key: Option<u32>| {
+            let key = key?;
+            plane
+                .metadata_stats_of(meta)
+                .iter()
+                .find(|s| s.key == key)
+                .map(|s| plane.format_value(&plane.metadata_stats, s.value))
+        };
+        let mut ph = Vec::new();
+        let mut cat = Vec::new();
+        for meta in &plane.event_metadata {
+            ph.push(text_of(meta, ph_key).unwrap_or_else(|| "X".to_string()));
+            cat.push(text_of(meta, cat_key));
+        }
+        let keys = plane
+            .stat_metadata
+            .iter()
+            .map(|m| match m.name.strip_prefix(FIELD_PREFIX) {
+                Some(field) => (field.to_string(), true),
+                None => (arg_name_for_stat(&m.name).to_string(), false),
+            })
+            .collect();
+        EventKinds { ph, cat, keys }
+    }
+}
+
+fn write_chrome_line(
+    em: &mut Emitter<'_>,
+    plane: &Plane,
+    line: &Line,
+    kinds: &EventKinds,
+    track: &str,
+    origin_us: i64,
+) -> io::Result<()> {
+    for event in line.iter() {
+        let meta = event.metadata_index() as usize;
+        let ph = kinds.ph.get(meta).map_or("X", String::as_str);
+        em.begin()?;
+        em.buf.push_str("\"ph\":");
+        push_json_str(&mut em.buf, ph);
+        if let Some(Some(cat)) = kinds.cat.get(meta) {
+            em.buf.push_str(",\"cat\":");
+            push_json_str(&mut em.buf, cat);
+        }
+        em.buf.push_str(",\"name\":");
+        push_json_str(&mut em.buf, plane.event_metadata.get(meta).map_or("", |m| m.name.as_str()));
+        em.buf.push_str(track);
+        em.buf.push_str(",\"ts\":");
+        push_us(&mut em.buf, origin_us, event.start_ps());
+        if ph == "X" {
+            em.buf.push_str(",\"dur\":");
+            push_us(&mut em.buf, 0, event.duration_ps());
+        }
+        let mut args_open = false;
+        for stat in event.stats() {
+            let Some((name, is_field)) = kinds.keys.get(stat.key as usize) else { continue };
+            if *is_field {
+                em.buf.push(',');
+                push_json_str(&mut em.buf, name);
+                em.buf.push(':');
+                push_value(&mut em.buf, plane, &line.stats, stat.value);
+            }
+        }
+        for stat in event.stats() {
+            let Some((name, is_field)) = kinds.keys.get(stat.key as usize) else { continue };
+            if *is_field {
+                continue;
+            }
+            em.buf.push_str(if args_open { "," } else { ",\"args\":{" });
+            args_open = true;
+            push_json_str(&mut em.buf, name);
+            em.buf.push(':');
+            push_value(&mut em.buf, plane, &line.stats, stat.value);
+        }
+        if args_open {
+            em.buf.push('}');
+        }
+        em.buf.push('}');
+    }
+    Ok(())
+}
+
+/// XProf's trace-viewer process id of a plane, or `None` for planes it does not show.
+fn xprof_pid(plane: &Plane, next_custom: &mut i64) -> Option<i64> {
+    if plane.lines.is_empty() {
+        return None;
+    }
+    if plane.name == names::HOST_PLANE {
+        return Some(701);
+    }
+    if let Some(ordinal) = names::device_ordinal(&plane.name).filter(|o| (0..500).contains(o)) {
+        if !plane.name.starts_with(names::CUSTOM_PLANE_PREFIX) {
+            return Some(ordinal + 1);
+        }
+    }
+    *next_custom += 1;
+    Some(*next_custom - 1)
+}
+
+/// Thread ids for a plane's lines: `display_id` when distinct, else the low 32 bits of
+/// the line id when distinct (host thread ids are 64-bit hashes, too large for
+/// JavaScript numbers), else the line's position.
+fn xprof_tids(plane: &Plane) -> Vec<i64> {
+    let distinct = |ids: &[i64]| ids.iter().collect::<HashSet<_>>().len() == ids.len();
+    let display: Vec<i64> = plane.lines.iter().map(|l| l.display_id).collect();
+    if distinct(&display) {
+        return display;
+    }
+    let low: Vec<i64> = plane.lines.iter().map(|l| i64::from(l.id as u32)).collect();
+    if distinct(&low) {
+        return low;
+    }
+    (1..=plane.lines.len() as i64).collect()
+}
+
+fn write_xspace_host(em: &mut Emitter<'_>, host: &Host, index: usize, prefix: Option<&str>) -> io::Result<()> {
+    let flows = CorrelationFlows::of(host);
+    let mut next_custom = 501;
+    for plane in &host.planes {
+        let Some(pid) = xprof_pid(plane, &mut next_custom) else { continue };
+        let pid = pid + index as i64 * 1000;
+        let process = match prefix {
+            Some(h) => format!("{h}: {}", plane.name),
+            None => plane.name.clone(),
+        };
+        write_metadata(em, "process_name", pid, None, "name", &process)?;
+        write_metadata(em, "process_sort_index", pid, None, "sort_index", &pid.to_string())?;
+        let tids = xprof_tids(plane);
+        let mut order: Vec<usize> = (0..plane.lines.len()).collect();
+        if plane.name == names::HOST_PLANE {
+            order.sort_by(|&a, &b| plane.lines[a].shown_name().cmp(plane.lines[b].shown_name()));
+        }
+        for (rank, &i) in order.iter().enumerate() {
+            write_metadata(em, "thread_name", pid, Some(tids[i]), "name", plane.lines[i].shown_name())?;
+            write_metadata(em, "thread_sort_index", pid, Some(tids[i]), "sort_index", &rank.to_string())?;
+        }
+        let is_device = plane.name.starts_with(names::DEVICE_PLANE_PREFIX);
+        let context = XspaceContext::of(plane);
+        for (line, tid) in plane.lines.iter().zip(&tids) {
+            let track = format!(",\"pid\":{pid},\"tid\":{tid}");
+            write_xspace_line(em, plane, line, &context, &track, &flows, is_device)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes one `M` record whose args hold one value (`sort_index` values are numbers).
+fn write_metadata(
+    em: &mut Emitter<'_>,
+    name: &str,
+    pid: i64,
+    tid: Option<i64>,
+    arg: &str,
+    value: &str,
+) -> io::Result<()> {
+    em.begin()?;
+    em.buf.push_str("\"ph\":\"M\",\"name\":");
+    push_json_str(&mut em.buf, name);
+    em.buf.push_str(&format!(",\"pid\":{pid}"));
+    if let Some(tid) = tid {
+        em.buf.push_str(&format!(",\"tid\":{tid}"));
+    }
+    em.buf.push_str(",\"args\":{");
+    push_json_str(&mut em.buf, arg);
+    em.buf.push(':');
+    if arg == "sort_index" {
+        em.buf.push_str(value);
+    } else {
+        push_json_str(&mut em.buf, value);
+    }
+    em.buf.push_str("}}");
+    Ok(())
+}
+
+/// Per-plane stat keys the XSpace event writer needs.
+struct XspaceContext {
+    internal: Vec<bool>,
+    step_name: Option<u32>,
+    correlation: Option<u32>,
+}
+
+impl XspaceContext {
+    fn of(plane: &Plane) -> XspaceContext {
+        XspaceContext {
+            internal: plane.stat_metadata.iter().map(|m| names::INTERNAL_STATS.contains(&m.name.as_str())).collect(),
+            step_name: plane.find_stat_key(names::STEP_NAME),
+            correlation: plane.find_stat_key(names::CORRELATION_ID),
+        }
+    }
+}
+
+/// Correlation ids that occur on both a host plane and a device plane: each becomes a
+/// flow arrow from the host event (launch) to the device event (kernel, copy).
+struct CorrelationFlows {
+    linked: HashSet<i64>,
+}
+
+impl CorrelationFlows {
+    fn of(host: &Host) -> CorrelationFlows {
+        let mut on_host = HashSet::new();
+        let mut on_device = HashSet::new();
+        for plane in &host.planes {
+            let Some(key) = plane.find_stat_key(names::CORRELATION_ID) else { continue };
+            let target = if plane.name.starts_with(names::DEVICE_PLANE_PREFIX) { &mut on_device } else { &mut on_host };
+            for line in &plane.lines {
+                for stat in line.stats.stats().iter().filter(|s| s.key == key) {
+                    if let Some(id) = int_value(stat.value) {
+                        target.insert(id);
+                    }
+                }
+            }
+        }
+        CorrelationFlows { linked: on_host.intersection(&on_device).copied().collect() }
+    }
+}
+
+fn int_value(value: StatValue) -> Option<i64> {
+    match value {
+        StatValue::Int(v) => Some(v),
+        StatValue::Uint(v) => i64::try_from(v).ok(),
+        _ => None,
+    }
+}
+
+fn write_xspace_line(
+    em: &mut Emitter<'_>,
+    plane: &Plane,
+    line: &Line,
+    ctx: &XspaceContext,
+    track: &str,
+    flows: &CorrelationFlows,
+    is_device: bool,
+) -> io::Result<()> {
+    for event in line.iter() {
+        let meta = plane.event_metadata.get(event.metadata_index() as usize);
+        let long_name = meta.map_or("", |m| m.name.as_str());
+        let step_name = ctx.step_name.and_then(|k| event.stats().iter().find(|s| s.key == k));
+        let shown = match (step_name, meta) {
+            (Some(s), _) => plane.format_value(&line.stats, s.value),
+            (None, Some(m)) if !m.display_name.is_empty() => m.display_name.clone(),
+            _ => long_name.to_string(),
+        };
+        em.begin()?;
+        em.buf.push_str("\"ph\":\"X\",\"name\":");
+        push_json_str(&mut em.buf, &shown);
+        em.buf.push_str(track);
+        em.buf.push_str(",\"ts\":");
+        push_us(&mut em.buf, 0, event.start_ps());
+        em.buf.push_str(",\"dur\":");
+        push_us(&mut em.buf, 0, event.duration_ps());
+        em.buf.push_str(",\"args\":{");
+        let mut first = true;
+        let mut arg = |em: &mut Emitter<'_>, name: &str| {
+            if !first {
+                em.buf.push(',');
+            }
+            first = false;
+            push_json_str(&mut em.buf, name);
+            em.buf.push(':');
+        };
+        if shown != long_name {
+            arg(em, "long_name");
+            push_json_str(&mut em.buf, long_name);
+        }
+        if let Some(n) = event.num_occurrences() {
+            arg(em, "num_occurrences");
+            em.buf.push_str(&n.to_string());
+        }
+        let metadata_stats = meta.map_or(&[][..], |m| plane.metadata_stats_of(m));
+        let sources = metadata_stats
+            .iter()
+            .map(|s| (s, &plane.metadata_stats))
+            .chain(event.stats().iter().map(|s| (s, &line.stats)));
+        let mut correlation = None;
+        for (stat, store) in sources {
+            if ctx.internal.get(stat.key as usize).copied().unwrap_or(false) {
+                continue;
+            }
+            if Some(stat.key) == ctx.correlation {
+                correlation = int_value(stat.value).filter(|id| flows.linked.contains(id));
+            }
+            arg(em, plane.stat_name(stat.key));
+            push_value(&mut em.buf, plane, store, stat.value);
+        }
+        em.buf.push_str("}}");
+        if let Some(id) = correlation {
+            em.begin()?;
+            em.buf.push_str(if is_device {
+                "\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"flow\",\"name\":\"flow\""
+            } else {
+                "\"ph\":\"s\",\"cat\":\"flow\",\"name\":\"flow\""
+            });
+            em.buf.push_str(track);
+            em.buf.push_str(&format!(",\"id\":{id},\"ts\":"));
+            push_us(&mut em.buf, 0, event.start_ps());
+            em.buf.push('}');
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,246 @@
+//! Finding the profiles behind a path, the way TensorBoard and HTA do.
+//!
+//! A path may be:
+//! - one file: an XSpace (`<host>.xplane.pb`, `.xplane.pb.gz`) or a Kineto/Chrome trace
+//!   (`*.pt.trace.json`, `*.json`, `*.json.gz`); anything else is sniffed by content;
+//! - a profile session directory holding `<host>.xplane.pb` files (one per host);
+//! - a TensorBoard log directory: every `plugins/profile/<session>/` below it, at any
+//!   depth, is a session named `<run>/<session>` (`<run>` = the path from the log
+//!   directory to `plugins`, omitted at the root), as TensorBoard's profile plugin names
+//!   runs;
+//! - a directory of Kineto traces, one per rank (files that do not look like a trace,
+//!   such as PyTorch's `memory_timeline.raw.json.gz`, are skipped).
+//!
+//! Sessions are returned sorted by name (XProf session names are timestamps, so the
+//! last is the newest); hosts by rank, then name.
+
+use std::path::{Path, PathBuf};
+
+use mlprof_model::{Host, Session, SourceFormat};
+use rayon::prelude::*;
+
+use crate::error::{FormatError, Result};
+use crate::input::{GZIP_MAGIC, gunzip_prefix, load_file};
+
+/// A profile file found by [`discover`], not yet read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostFile {
+    /// The file.
+    pub path: PathBuf,
+    /// Its format.
+    pub format: SourceFormat,
+    /// The host name derived from the file name.
+    pub host_name: String,
+}
+
+/// A session found by [`discover`]: its name, directory and files.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionFiles {
+    /// Session name (`2026_11_21_19_24_08`, `train/2026_11_21_19_24_04`, a trace stem).
+    pub name: String,
+    /// The session directory (or the file, for a single file).
+    pub path: PathBuf,
+    /// One file per host.
+    pub hosts: Vec<HostFile>,
+}
+
+const XSPACE_SUFFIXES: &[&str] = &[".xplane.pb", ".xplane.pb.gz"];
+const TRACE_SUFFIXES: &[&str] = &[".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json"];
+
+/// Finds the sessions and host files behind `path`.
+pub fn discover(path: &Path) -> Result<Vec<SessionFiles>> {
+    let shown = path.display().to_string();
+    let meta = std::fs::metadata(path).map_err(|e| FormatError::io(&shown, e))?;
+    if meta.is_file() {
+        let file = classify_file(path)?;
+        let name = file.host_name.clone();
+        return Ok(vec![SessionFiles { name, path: path.to_path_buf(), hosts: vec![file] }]);
+    }
+    let xspaces = xspace_files(path)?;
+    if !xspaces.is_empty() {
+        return Ok(vec![SessionFiles { name: dir_name(path), path: path.to_path_buf(), hosts: xspaces }]);
+    }
+    let mut sessions = Vec::new();
+    find_profile_sessions(path, path, &mut sessions)?;
+    if !sessions.is_empty() {
+        sessions.sort_by(|a, b| a.name.cmp(&b.name));
+        return Ok(sessions);
+    }
+    let traces = trace_files(path)?;
+    if !traces.is_empty() {
+        return Ok(vec![SessionFiles { name: dir_name(path), path: path.to_path_buf(), hosts: traces }]);
+    }
+    Err(FormatError::unrecognized(
+        shown,
+        "no profile found: expected <host>.xplane.pb files, plugins/profile/<session>/ directories below it, \
+         or Kineto trace .json/.json.gz files",
+    ))
+}
+
+/// Discovers and reads everything behind `path`, hosts in parallel.
+pub fn load(path: &Path) -> Result<Vec<Session>> {
+    discover(path)?.into_iter().map(|s| load_session(&s)).collect()
+}
+
+/// Reads every host file of one discovered session, in parallel.
+pub fn load_session(files: &SessionFiles) -> Result<Session> {
+    let mut hosts: Vec<Host> = files.hosts.par_iter().map(read_host_file).collect::<Result<_>>()?;
+    hosts.sort_by(|a, b| (a.rank.unwrap_or(i64::MAX), &a.name).cmp(&(b.rank.unwrap_or(i64::MAX), &b.name)));
+    Ok(Session { name: files.name.clone(), path: files.path.display().to_string(), hosts })
+}
+
+/// Reads one host file in the format discovery found.
+pub fn read_host_file(file: &HostFile) -> Result<Host> {
+    let shown = file.path.display().to_string();
+    let loaded = load_file(&file.path)?;
+    let mut host = match file.format {
+        SourceFormat::Xspace => crate::xspace::read_xspace(&loaded.bytes, &shown, &file.host_name)?,
+        SourceFormat::Kineto => crate::kineto::read_kineto(&loaded.bytes, &shown, &file.host_name)?,
+    };
+    host.source_bytes = loaded.stored_bytes;
+    Ok(host)
+}
+
+/// Decides the format of a file named on the command line: by name, else by content.
+pub fn classify_file(path: &Path) -> Result<HostFile> {
+    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    if let Some(host) = strip_any(&file_name, XSPACE_SUFFIXES) {
+        return Ok(HostFile { path: path.to_path_buf(), format: SourceFormat::Xspace, host_name: host });
+    }
+    if let Some(host) = strip_any(&file_name, TRACE_SUFFIXES) {
+        return Ok(HostFile { path: path.to_path_buf(), format: SourceFormat::Kineto, host_name: host });
+    }
+    let host_name = file_name.strip_suffix(".gz").unwrap_or(&file_name).to_string();
+    let format = sniff(path)?.ok_or_else(|| {
+        FormatError::unrecognized(
+            path.display().to_string(),
+            "unrecognized file: expected an XSpace protobuf (.xplane.pb) or a Kineto/Chrome trace (.json), \
+             and the content looks like neither",
+        )
+    })?;
+    Ok(HostFile { path: path.to_path_buf(), format, host_name })
+}
+
+/// Guesses a file's format from its first bytes (inflating gzip first).
+fn sniff(path: &Path) -> Result<Option<SourceFormat>> {
+    let head = head_bytes(path, 64 * 1024)?;
+    if head.is_empty() {
+        return Err(FormatError::unrecognized(path.display().to_string(), "file is empty (0 bytes)"));
+    }
+    let mut significant = head.iter().copied().filter(|b| !b.is_ascii_whitespace());
+    let json = matches!(
+        (significant.next(), significant.next()),
+        (Some(b'{'), Some(b'"' | b'}')) | (Some(b'['), Some(b'{' | b']'))
+    );
+    Ok(if json {
+        Some(SourceFormat::Kineto)
+    } else if matches!(head[0], 0x0a | 0x12 | 0x1a | 0x22) {
+        // XSpace's first field is normally `planes` (1, LEN) or `hostnames` (4, LEN).
+        Some(SourceFormat::Xspace)
+    } else {
+        None
+    })
+}
+
+fn head_bytes(path: &Path, limit: usize) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let shown = path.display().to_string();
+    let mut raw = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(limit as u64).read_to_end(&mut raw))
+        .map_err(|e| FormatError::io(&shown, e))?;
+    Ok(if raw.starts_with(&GZIP_MAGIC) { gunzip_prefix(&raw, limit) } else { raw })
+}
+
+fn strip_any(name: &str, suffixes: &[&str]) -> Option<String> {
+    suffixes.iter().find_map(|s| name.strip_suffix(s)).filter(|h| !h.is_empty()).map(str::to_string)
+}
+
+fn dir_name(path: &Path) -> String {
+    let canonical = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    canonical.file_name().map_or_else(|| canonical.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>> {
+    let shown = dir.display().to_string();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| FormatError::io(&shown, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    Ok(entries)
+}
+
+fn xspace_files(dir: &Path) -> Result<Vec<HostFile>> {
+    Ok(sorted_entries(dir)?
+        .into_iter()
+        .filter(|p| p.is_file())
+        .filter_map(|p| {
+            let name = p.file_name()?.to_string_lossy().into_owned();
+            let host = strip_any(&name, XSPACE_SUFFIXES)?;
+            Some(HostFile { path: p, format: SourceFormat::Xspace, host_name: host })
+        })
+        .collect())
+}
+
+fn trace_files(dir: &Path) -> Result<Vec<HostFile>> {
+    let mut found = Vec::new();
+    for p in sorted_entries(dir)? {
+        if !p.is_file() {
+            continue;
+        }
+        let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let Some(host) = strip_any(&name, TRACE_SUFFIXES) else { continue };
+        if looks_like_trace(&p)? {
+            found.push(HostFile { path: p, format: SourceFormat::Kineto, host_name: host });
+        }
+    }
+    Ok(found)
+}
+
+/// True when the start of a JSON file looks like a Chrome trace (has `traceEvents` or
+/// is an array of objects with `ph`).
+fn looks_like_trace(path: &Path) -> Result<bool> {
+    let head = head_bytes(path, 64 * 1024)?;
+    let contains = |needle: &[u8]| head.windows(needle.len()).any(|w| w == needle);
+    Ok(contains(b"\"traceEvents\"") || (head.trim_ascii_start().starts_with(b"[") && contains(b"\"ph\"")))
+}
+
+/// Collects `plugins/profile/<session>/` directories below `dir` (any depth).
+fn find_profile_sessions(root: &Path, dir: &Path, out: &mut Vec<SessionFiles>) -> Result<()> {
+    for entry in sorted_entries(dir)? {
+        if !entry.is_dir() || entry.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')) {
+            continue;
+        }
+        if entry.file_name().is_some_and(|n| n == "plugins") && entry.join("profile").is_dir() {
+            let run = dir.strip_prefix(root).unwrap_or(Path::new("")).to_string_lossy().into_owned();
+            for session in sorted_entries(&entry.join("profile"))? {
+                if !session.is_dir() {
+                    continue;
+                }
+                let hosts = xspace_files(&session)?;
+                if hosts.is_empty() {
+                    continue;
+                }
+                let session_name = session.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                let name = if run.is_empty() { session_name } else { format!("{run}/{session_name}") };
+                out.push(SessionFiles { name, path: session, hosts });
+            }
+        } else {
+            find_profile_sessions(root, &entry, out)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_names_drop_known_suffixes() {
+        assert_eq!(strip_any("vm.xplane.pb", XSPACE_SUFFIXES).as_deref(), Some("vm"));
+        assert_eq!(strip_any("w0.123.pt.trace.json.gz", TRACE_SUFFIXES).as_deref(), Some("w0.123"));
+        assert_eq!(strip_any(".json", TRACE_SUFFIXES), None);
+    }
+}

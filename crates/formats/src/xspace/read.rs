@@ -1,0 +1,399 @@
+//! Decodes an XSpace (`tensorflow.profiler.XSpace`, field numbers in
+//! `shared/reference/xprof-notes.md` §2) into a [`Host`].
+//!
+//! Planes are decoded in parallel (rayon); within a plane the metadata tables are
+//! decoded first, then every line, each into its own column vectors and stat arena.
+//! Metadata ids are mapped to dense indices through a direct table when the ids are
+//! compact (the usual case) and a hash map otherwise. An event or stat that refers to
+//! an id with no metadata gets a placeholder metadata entry (empty name), as XProf's
+//! C++ readers effectively do, so nothing is dropped.
+
+use std::collections::HashMap;
+
+use mlprof_model::{EventMetadata, Host, Line, Plane, SourceFormat, StatMetadata, StatStore, StatValue, names};
+use rayon::prelude::*;
+
+use super::wire::{Field, WireError, WireReader};
+use crate::error::{FormatError, Result};
+
+/// Decodes a whole XSpace file content into a host called `host_name`.
+pub fn read_xspace(bytes: &[u8], path: &str, host_name: &str) -> Result<Host> {
+    let to_error = |e: WireError| FormatError::Protobuf { path: path.to_string(), offset: e.offset, message: e.message };
+    let mut host = Host::new(host_name, path, SourceFormat::Xspace);
+    let mut plane_slices = Vec::new();
+    let mut reader = WireReader::new(bytes, 0, "XSpace");
+    while let Some(field) = reader.next_field().map_err(to_error)? {
+        match field.number {
+            1 => plane_slices.push(field.as_bytes().map_err(to_error)?),
+            2 => host.errors.push(field.as_string().map_err(to_error)?),
+            3 => host.warnings.push(field.as_string().map_err(to_error)?),
+            4 => host.hostnames.push(field.as_string().map_err(to_error)?),
+            _ => {}
+        }
+    }
+    if plane_slices.is_empty() && host.hostnames.is_empty() {
+        return Err(FormatError::unrecognized(
+            path,
+            "not an XSpace profile: the protobuf data has no planes and no hostnames",
+        ));
+    }
+    let planes: Vec<Plane> = plane_slices
+        .par_iter()
+        .map(|(data, offset)| decode_plane(data, *offset))
+        .collect::<std::result::Result<_, WireError>>()
+        .map_err(to_error)?;
+    host.planes = planes;
+    if let Some(env) = host.plane(names::TASK_ENVIRONMENT_PLANE) {
+        let (start, stop) = (int_stat(env, names::PROFILE_START_TIME), int_stat(env, names::PROFILE_STOP_TIME));
+        host.profile_start_ns = start;
+        host.profile_stop_ns = stop;
+    }
+    Ok(host)
+}
+
+fn int_stat(plane: &Plane, name: &str) -> Option<i64> {
+    match plane.plane_stat(name)? {
+        StatValue::Int(v) => Some(v),
+        StatValue::Uint(v) => i64::try_from(v).ok(),
+        _ => None,
+    }
+}
+
+/// Maps arbitrary XSpace metadata ids to dense indices.
+enum IdMap {
+    /// `table[id - min]` is the index, or `u32::MAX` when absent.
+    Dense { min: i64, table: Vec<u32> },
+    Sparse(HashMap<i64, u32>),
+}
+
+impl IdMap {
+    fn build(ids: impl Iterator<Item = i64> + Clone) -> IdMap {
+        let count = ids.clone().count();
+        let (min, max) = ids.clone().fold((i64::MAX, i64::MIN), |(lo, hi), id| (lo.min(id), hi.max(id)));
+        let span = (max as i128) - (min as i128);
+        if count > 0 && span < (count as i128) * 4 + 64 {
+            let mut table = vec![u32::MAX; span as usize + 1];
+            for (index, id) in ids.enumerate() {
+                table[(id - min) as usize] = index as u32;
+            }
+            IdMap::Dense { min, table }
+        } else {
+            IdMap::Sparse(ids.enumerate().map(|(i, id)| (id, i as u32)).collect())
+        }
+    }
+
+    #[inline]
+    fn get(&self, id: i64) -> Option<u32> {
+        match self {
+            IdMap::Dense { min, table } => {
+                let slot = id.checked_sub(*min).and_then(|d| usize::try_from(d).ok())?;
+                table.get(slot).copied().filter(|&i| i != u32::MAX)
+            }
+            IdMap::Sparse(map) => map.get(&id).copied(),
+        }
+    }
+}
+
+/// Ids referenced by a line but absent from the plane's metadata tables.
+#[derive(Default)]
+struct Unresolved {
+    /// `(event index, event metadata id)`.
+    events: Vec<(u32, i64)>,
+    /// `(stat index in the line store, stat metadata id, is the value a ref)`.
+    stats: Vec<(u32, i64, bool)>,
+}
+
+/// Marks a metadata column slot or stat key still to be resolved.
+const PENDING: u32 = u32::MAX;
+
+fn decode_plane(data: &[u8], base: u64) -> std::result::Result<Plane, WireError> {
+    let mut plane = Plane::default();
+    let mut lines = Vec::new();
+    let mut event_entries = Vec::new();
+    let mut stat_entries = Vec::new();
+    let mut plane_stat_slices = Vec::new();
+    let mut reader = WireReader::new(data, base, "XPlane");
+    while let Some(f) = reader.next_field()? {
+        match f.number {
+            1 => plane.id = f.as_i64()?,
+            2 => plane.name = f.as_string()?,
+            3 => lines.push(f.as_bytes()?),
+            4 => event_entries.push(f.as_bytes()?),
+            5 => stat_entries.push(f.as_bytes()?),
+            6 => plane_stat_slices.push(f.as_bytes()?),
+            _ => {}
+        }
+    }
+
+    for (entry, at) in &stat_entries {
+        let (key, value) = map_entry(entry, *at, "XPlane.stat_metadata entry")?;
+        let mut meta = StatMetadata { id: key, ..StatMetadata::default() };
+        if let Some((value, at)) = value {
+            let mut r = WireReader::new(value, at, "XStatMetadata");
+            while let Some(f) = r.next_field()? {
+                match f.number {
+                    2 => meta.name = f.as_string()?,
+                    3 => meta.description = f.as_string()?,
+                    _ => {}
+                }
+            }
+        }
+        plane.stat_metadata.push(meta);
+    }
+    let stat_ids = IdMap::build(plane.stat_metadata.iter().map(|m| m.id));
+
+    let mut pending_meta = Unresolved::default();
+    for (entry, at) in &event_entries {
+        let (key, value) = map_entry(entry, *at, "XPlane.event_metadata entry")?;
+        let mut meta = EventMetadata { id: key, ..EventMetadata::default() };
+        let first = plane.metadata_stats.len() as u32;
+        if let Some((value, at)) = value {
+            let mut r = WireReader::new(value, at, "XEventMetadata");
+            while let Some(f) = r.next_field()? {
+                match f.number {
+                    2 => meta.name = f.as_string()?,
+                    3 => meta.metadata = f.as_bytes()?.0.to_vec(),
+                    4 => meta.display_name = f.as_string()?,
+                    5 => {
+                        let (s, at) = f.as_bytes()?;
+                        decode_stat(s, at, &stat_ids, &mut plane.metadata_stats, &mut pending_meta)?;
+                    }
+                    6 => meta.child_ids.push(f.as_i64()?),
+                    _ => {}
+                }
+            }
+        }
+        meta.stats = first..plane.metadata_stats.len() as u32;
+        plane.event_metadata.push(meta);
+    }
+    let first = plane.metadata_stats.len() as u32;
+    for (s, at) in &plane_stat_slices {
+        decode_stat(s, *at, &stat_ids, &mut plane.metadata_stats, &mut pending_meta)?;
+    }
+    plane.stats = first..plane.metadata_stats.len() as u32;
+    let event_ids = IdMap::build(plane.event_metadata.iter().map(|m| m.id));
+
+    let parallel = lines.len() > 1 && data.len() > 1 << 20;
+    let decoded: Vec<(Line, Unresolved)> = if parallel {
+        lines.par_iter().map(|(d, at)| decode_line(d, *at, &event_ids, &stat_ids)).collect::<Result<_, _>>()?
+    } else {
+        lines.iter().map(|(d, at)| decode_line(d, *at, &event_ids, &stat_ids)).collect::<Result<_, _>>()?
+    };
+
+    let mut resolver = Resolver::default();
+    resolver.fix_stats(&mut plane.stat_metadata, &mut plane.metadata_stats, &pending_meta);
+    for (mut line, pending) in decoded {
+        resolver.fix_events(&mut plane.event_metadata, &mut line, &pending);
+        resolver.fix_stats(&mut plane.stat_metadata, &mut line.stats, &pending);
+        plane.lines.push(line);
+    }
+    Ok(plane)
+}
+
+/// Creates placeholder metadata for ids that nothing defined, once per id.
+#[derive(Default)]
+struct Resolver {
+    events: HashMap<i64, u32>,
+    stats: HashMap<i64, u32>,
+}
+
+impl Resolver {
+    fn fix_events(&mut self, table: &mut Vec<EventMetadata>, line: &mut Line, pending: &Unresolved) {
+        for &(event, id) in &pending.events {
+            let index = *self.events.entry(id).or_insert_with(|| {
+                table.push(EventMetadata { id, ..EventMetadata::default() });
+                (table.len() - 1) as u32
+            });
+            line.events.metadata[event as usize] = index;
+        }
+    }
+
+    fn fix_stats(&mut self, table: &mut Vec<StatMetadata>, store: &mut StatStore, pending: &Unresolved) {
+        let stats = store.stats_mut();
+        for &(index, id, is_ref) in &pending.stats {
+            let resolved = *self.stats.entry(id).or_insert_with(|| {
+                table.push(StatMetadata { id, ..StatMetadata::default() });
+                (table.len() - 1) as u32
+            });
+            if let Some(stat) = stats.get_mut(index as usize) {
+                if is_ref {
+                    stat.value = StatValue::Ref(resolved);
+                } else {
+                    stat.key = resolved;
+                }
+            }
+        }
+    }
+}
+
+/// Splits a protobuf map entry into its `int64` key and its message value.
+#[allow(clippy::type_complexity)]
+fn map_entry<'a>(
+    entry: &'a [u8],
+    at: u64,
+    context: &'static str,
+) -> std::result::Result<(i64, Option<(&'a [u8], u64)>), WireError> {
+    let mut key = 0;
+    let mut value = None;
+    let mut r = WireReader::new(entry, at, context);
+    while let Some(f) = r.next_field()? {
+        match f.number {
+            1 => key = f.as_i64()?,
+            2 => value = Some(f.as_bytes()?),
+            _ => {}
+        }
+    }
+    Ok((key, value))
+}
+
+fn decode_line(
+    data: &[u8],
+    base: u64,
+    event_ids: &IdMap,
+    stat_ids: &IdMap,
+) -> std::result::Result<(Line, Unresolved), WireError> {
+    let mut line = Line::default();
+    let mut pending = Unresolved::default();
+    let estimate = data.len() / 24;
+    line.events.metadata.reserve(estimate);
+    line.events.offset_ps.reserve(estimate);
+    line.events.duration_ps.reserve(estimate);
+    line.events.stat_start.reserve(estimate);
+    let mut reader = WireReader::new(data, base, "XLine");
+    while let Some(f) = reader.next_field()? {
+        match f.number {
+            1 => line.id = f.as_i64()?,
+            10 => line.display_id = f.as_i64()?,
+            2 => line.name = f.as_string()?,
+            11 => line.display_name = f.as_string()?,
+            3 => line.timestamp_ns = f.as_i64()?,
+            9 => line.duration_ps = f.as_i64()?,
+            4 => {
+                let (event, at) = f.as_bytes()?;
+                decode_event(event, at, &mut line, event_ids, stat_ids, &mut pending)?;
+            }
+            _ => {}
+        }
+    }
+    line.events.metadata.shrink_to_fit();
+    line.events.offset_ps.shrink_to_fit();
+    line.events.duration_ps.shrink_to_fit();
+    line.events.stat_start.shrink_to_fit();
+    line.stats.shrink_to_fit();
+    Ok((line, pending))
+}
+
+#[inline]
+fn decode_event(
+    data: &[u8],
+    base: u64,
+    line: &mut Line,
+    event_ids: &IdMap,
+    stat_ids: &IdMap,
+    pending: &mut Unresolved,
+) -> std::result::Result<(), WireError> {
+    let mut metadata_id = 0;
+    let mut offset_ps = 0;
+    let mut occurrences = None;
+    let mut duration_ps = 0;
+    let mut reader = WireReader::new(data, base, "XEvent");
+    while let Some(f) = reader.next_field()? {
+        match f.number {
+            1 => metadata_id = f.as_i64()?,
+            2 => {
+                offset_ps = f.as_i64()?;
+                occurrences = None;
+            }
+            5 => {
+                occurrences = Some(f.as_i64()?);
+                offset_ps = 0;
+            }
+            3 => duration_ps = f.as_i64()?,
+            4 => {
+                let (s, at) = f.as_bytes()?;
+                decode_stat(s, at, stat_ids, &mut line.stats, pending)?;
+            }
+            _ => {}
+        }
+    }
+    let index = line.len() as u32;
+    let metadata = match event_ids.get(metadata_id) {
+        Some(m) => m,
+        None => {
+            pending.events.push((index, metadata_id));
+            PENDING
+        }
+    };
+    if let Some(n) = occurrences {
+        line.events.occurrences.push((index, n));
+    }
+    if line.stats.len() > u32::MAX as usize - 1 {
+        return Err(WireError { offset: base, message: "in XLine: more than 4 billion stats in one line".into() });
+    }
+    line.push_event(metadata, offset_ps, duration_ps);
+    Ok(())
+}
+
+fn decode_stat(
+    data: &[u8],
+    base: u64,
+    stat_ids: &IdMap,
+    store: &mut StatStore,
+    pending: &mut Unresolved,
+) -> std::result::Result<(), WireError> {
+    let mut metadata_id = 0;
+    let mut value = StatValue::Int(0);
+    let mut ref_id = None;
+    let mut reader = WireReader::new(data, base, "XStat");
+    while let Some(f) = reader.next_field()? {
+        value = match f.number {
+            1 => {
+                metadata_id = f.as_i64()?;
+                continue;
+            }
+            2 => StatValue::Double(f.as_f64()?),
+            3 => StatValue::Uint(f.as_u64()?),
+            4 => StatValue::Int(f.as_i64()?),
+            5 => string_value(&f, store)?,
+            6 => StatValue::Bytes(store.store_bytes(f.as_bytes()?.0).map_err(|_| arena_full(f.offset))?),
+            7 => {
+                let id = f.as_u64()? as i64;
+                ref_id = Some(id);
+                match stat_ids.get(id) {
+                    Some(k) => StatValue::Ref(k),
+                    None => StatValue::Ref(PENDING),
+                }
+            }
+            _ => continue,
+        };
+        if f.number != 7 {
+            ref_id = None;
+        }
+    }
+    let index = store.len() as u32;
+    let key = match stat_ids.get(metadata_id) {
+        Some(k) => k,
+        None => {
+            pending.stats.push((index, metadata_id, false));
+            PENDING
+        }
+    };
+    if let (Some(id), StatValue::Ref(PENDING)) = (ref_id, value) {
+        pending.stats.push((index, id, true));
+    }
+    store.push(key, value);
+    Ok(())
+}
+
+fn string_value(f: &Field<'_>, store: &mut StatStore) -> std::result::Result<StatValue, WireError> {
+    let (bytes, _) = f.as_bytes()?;
+    let stored = match std::str::from_utf8(bytes) {
+        Ok(_) => store.store_bytes(bytes),
+        Err(_) => store.store_bytes(String::from_utf8_lossy(bytes).as_bytes()),
+    };
+    stored.map(StatValue::Str).map_err(|_| arena_full(f.offset))
+}
+
+fn arena_full(offset: u64) -> WireError {
+    WireError { offset, message: "in XStat: the string arena of one line exceeds 4 GiB".into() }
+}
