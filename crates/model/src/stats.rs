@@ -13,7 +13,8 @@ pub struct TextRef {
 
 /// A stat value, typed as in XSpace's `XStat.value` oneof, plus `Json` for Chrome-trace
 /// args whose value is not a number or string (arrays, objects, booleans, null).
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// Equality is identity: doubles compare bit for bit (so a NaN equals itself).
+#[derive(Clone, Copy, Debug)]
 pub enum StatValue {
     /// `int64_value`.
     Int(i64),
@@ -29,6 +30,20 @@ pub enum StatValue {
     Ref(u32),
     /// Raw JSON text of a Chrome-trace arg that is not a number or string.
     Json(TextRef),
+}
+
+impl PartialEq for StatValue {
+    fn eq(&self, other: &StatValue) -> bool {
+        use StatValue::*;
+        match (self, other) {
+            (Double(a), Double(b)) => a.to_bits() == b.to_bits(),
+            (Int(a), Int(b)) => a == b,
+            (Uint(a), Uint(b)) => a == b,
+            (Str(a), Str(b)) | (Bytes(a), Bytes(b)) | (Json(a), Json(b)) => a == b,
+            (Ref(a), Ref(b)) => a == b,
+            _ => false,
+        }
+    }
 }
 
 /// One stat: a key (dense index into the plane's stat metadata) and a value.

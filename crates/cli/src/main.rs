@@ -1,0 +1,152 @@
+//! The `mlprof` command: `info` and `convert` over any profile path mlprof reads.
+//!
+//! Exit codes: 0 ok, 1 the input was read but holds nothing usable, 2 bad input or
+//! usage. Every error is printed as one line on stderr.
+
+mod convert;
+mod info_view;
+mod select;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use mlprof_formats::FormatError;
+
+/// mlprof: where did the time of your ML job go?
+#[derive(Parser)]
+#[command(name = "mlprof", version, about, long_about = None)]
+struct Cli {
+    /// Print timings and other details to stderr.
+    #[arg(short, long, global = true)]
+    verbose: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Show what a profile holds: sessions, hosts, planes, lines, event counts, time spans,
+    /// device properties and well-known stats.
+    Info {
+        /// An .xplane.pb[.gz] file, a session directory, a TensorBoard log directory,
+        /// a Kineto trace (.json[.gz]) or a directory of per-rank traces.
+        path: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = InfoFormat::Table)]
+        format: InfoFormat,
+    },
+    /// Convert a profile to a Chrome trace or to an XSpace TensorBoard log directory.
+    Convert {
+        /// The input (any path `info` accepts).
+        path: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum)]
+        to: ConvertTarget,
+        /// Output: a .json or .json.gz file for chrome-json, a directory for xspace.
+        out: PathBuf,
+        /// Session to convert (default: the newest; xspace converts all).
+        #[arg(long)]
+        session: Option<String>,
+        /// Host to convert (default: all hosts).
+        #[arg(long)]
+        host: Option<String>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum InfoFormat {
+    /// Human-readable tree.
+    Table,
+    /// The JSON document described in the README.
+    Json,
+}
+
+/// What `convert` writes.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ConvertTarget {
+    /// Chrome trace JSON (Perfetto, chrome://tracing); gzipped when OUT ends in .gz.
+    ChromeJson,
+    /// A TensorBoard log directory: OUT/plugins/profile/<session>/<host>.xplane.pb.
+    Xspace,
+}
+
+/// A failure with the exit code it maps to.
+pub struct Failure {
+    code: u8,
+    message: String,
+}
+
+impl Failure {
+    /// Bad input or usage (exit code 2).
+    pub fn input(message: impl Into<String>) -> Failure {
+        Failure { code: 2, message: message.into() }
+    }
+
+    /// Read fine, but nothing usable (exit code 1).
+    pub fn nothing(message: impl Into<String>) -> Failure {
+        Failure { code: 1, message: message.into() }
+    }
+}
+
+impl From<FormatError> for Failure {
+    fn from(e: FormatError) -> Failure {
+        Failure::input(e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            eprintln!("mlprof: error: {}", f.message);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), Failure> {
+    let verbose = cli.verbose;
+    match cli.command {
+        Command::Info { path, format } => {
+            let sessions = load(&path, verbose)?;
+            let inventory = mlprof_analysis::inventory::inventory(&sessions);
+            let text = match format {
+                InfoFormat::Table => info_view::render_table(&inventory),
+                InfoFormat::Json => info_view::render_json(&inventory),
+            };
+            print!("{text}");
+            Ok(())
+        }
+        Command::Convert { path, to, out, session, host } => {
+            let sessions = load(&path, verbose)?;
+            let started = Instant::now();
+            let written = convert::convert(&sessions, to, &out, session.as_deref(), host.as_deref())?;
+            if verbose {
+                eprintln!("wrote {} in {:.3} s", written.join(", "), started.elapsed().as_secs_f64());
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Loads everything behind `path`, reporting the ingest rate with `-v`.
+fn load(path: &std::path::Path, verbose: bool) -> Result<Vec<mlprof_model::Session>, Failure> {
+    let started = Instant::now();
+    let sessions = mlprof_formats::discover::load(path)?;
+    if verbose {
+        let secs = started.elapsed().as_secs_f64();
+        let bytes: u64 = sessions.iter().flat_map(|s| &s.hosts).map(|h| h.source_bytes).sum();
+        let events: usize = sessions.iter().map(|s| s.event_count()).sum();
+        eprintln!(
+            "read {} session(s), {events} events, {:.1} MB in {secs:.3} s ({:.0} MB/s stored, {:.2} M events/s)",
+            sessions.len(),
+            bytes as f64 / 1e6,
+            bytes as f64 / 1e6 / secs.max(1e-9),
+            events as f64 / 1e6 / secs.max(1e-9),
+        );
+    }
+    Ok(sessions)
+}

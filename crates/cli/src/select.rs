@@ -1,0 +1,35 @@
+//! Choosing the session and hosts a command works on.
+
+use mlprof_model::{Host, Session};
+
+use crate::Failure;
+
+/// The session called `name`, or the newest (last by name) when `name` is `None`.
+pub fn session<'a>(sessions: &'a [Session], name: Option<&str>) -> Result<&'a Session, Failure> {
+    match name {
+        Some(n) => sessions.iter().find(|s| s.name == n).ok_or_else(|| {
+            let known: Vec<&str> = sessions.iter().map(|s| s.name.as_str()).collect();
+            Failure::input(format!("no session named {n:?}; sessions: {}", known.join(", ")))
+        }),
+        None => sessions.last().ok_or_else(|| Failure::nothing("no session found")),
+    }
+}
+
+/// The hosts of `session` called `name`, or all of them when `name` is `None`.
+pub fn hosts<'a>(session: &'a Session, name: Option<&str>) -> Result<Vec<&'a Host>, Failure> {
+    match name {
+        Some(n) => {
+            let found: Vec<&Host> = session.hosts.iter().filter(|h| h.name == n).collect();
+            if found.is_empty() {
+                let known: Vec<&str> = session.hosts.iter().map(|h| h.name.as_str()).collect();
+                return Err(Failure::input(format!(
+                    "no host named {n:?} in session {}; hosts: {}",
+                    session.name,
+                    known.join(", ")
+                )));
+            }
+            Ok(found)
+        }
+        None => Ok(session.hosts.iter().collect()),
+    }
+}

@@ -1,0 +1,205 @@
+//! The XSpace reader and writer against real TensorFlow and JAX profiles, checked
+//! against the structure summaries computed from the same files with TensorFlow's own
+//! protobuf classes (`tests/data/xspace/<case>/xplane_summary.json`).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use mlprof_formats::input::load_file;
+use mlprof_formats::xspace::{encode_xspace, read_xspace};
+use mlprof_formats::FormatError;
+use mlprof_model::{Host, StatValue};
+use serde_json::Value;
+
+const CASES: &[&str] = &["tf_keras2_input_bound", "tf_keras_pipelined", "tf_custom_loop", "jax_profile"];
+
+fn case_dir(case: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/xspace").join(case)
+}
+
+fn summary(case: &str) -> Value {
+    let text = std::fs::read_to_string(case_dir(case).join("xplane_summary.json")).expect("summary present");
+    serde_json::from_str(&text).expect("summary is JSON")
+}
+
+fn read_case(case: &str) -> (Host, Value) {
+    let s = summary(case);
+    let xspace = &s["xspaces"][0];
+    let file = case_dir(case).join(xspace["file"].as_str().expect("file"));
+    let loaded = load_file(&file).expect("fixture loads");
+    assert_eq!(loaded.stored_bytes, xspace["bytes"].as_u64().expect("bytes"));
+    let host = read_xspace(&loaded.bytes, &file.display().to_string(), "vm").expect("fixture decodes");
+    (host, xspace.clone())
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array().expect("array").iter().map(|s| s.as_str().expect("string").to_string()).collect()
+}
+
+#[test]
+fn structure_matches_tensorflows_own_decoding() {
+    for case in CASES {
+        let (host, expected) = read_case(case);
+        assert_eq!(host.hostnames, strings(&expected["hostnames"]), "{case}");
+        assert_eq!(host.errors, strings(&expected["errors"]), "{case}");
+        assert_eq!(host.warnings, strings(&expected["warnings"]), "{case}");
+        assert_eq!(host.planes.len() as u64, expected["num_planes"].as_u64().unwrap(), "{case}");
+        assert_eq!(host.event_count() as u64, expected["total_events"].as_u64().unwrap(), "{case}");
+        for (plane, want) in host.planes.iter().zip(expected["planes"].as_array().unwrap()) {
+            let what = format!("{case} {}", plane.name);
+            assert_eq!(plane.name, want["name"].as_str().unwrap(), "{what}");
+            assert_eq!(plane.id, want["id"].as_i64().unwrap(), "{what}");
+            assert_eq!(plane.lines.len() as u64, want["num_lines"].as_u64().unwrap(), "{what}");
+            assert_eq!(plane.event_count() as u64, want["num_events"].as_u64().unwrap(), "{what}");
+            assert_eq!(plane.event_metadata.len() as u64, want["num_event_metadata"].as_u64().unwrap(), "{what}");
+            assert_eq!(plane.stat_metadata.len() as u64, want["num_stat_metadata"].as_u64().unwrap(), "{what}");
+            for (line, want_line) in plane.lines.iter().zip(want["lines"].as_array().unwrap()) {
+                assert_eq!(line.id, want_line["id"].as_i64().unwrap(), "{what}");
+                assert_eq!(line.display_id, want_line["display_id"].as_i64().unwrap(), "{what}");
+                assert_eq!(line.name, want_line["name"].as_str().unwrap(), "{what}");
+                assert_eq!(line.display_name, want_line["display_name"].as_str().unwrap(), "{what}");
+                assert_eq!(line.timestamp_ns, want_line["timestamp_ns"].as_i64().unwrap(), "{what}");
+                assert_eq!(line.duration_ps, want_line["duration_ps"].as_i64().unwrap(), "{what}");
+                assert_eq!(line.len() as u64, want_line["num_events"].as_u64().unwrap(), "{what} {}", line.name);
+            }
+            check_plane_stats(plane, &want["plane_stats"], &what);
+            check_stat_usage(plane, &want["stat_names_used"], &what);
+            check_event_names(plane, want, &what);
+        }
+    }
+}
+
+fn check_plane_stats(plane: &mlprof_model::Plane, want: &Value, what: &str) {
+    let want = want.as_object().unwrap();
+    assert_eq!(plane.plane_stats().len(), want.len(), "{what}");
+    for stat in plane.plane_stats() {
+        let name = plane.stat_name(stat.key);
+        let expected = &want[name];
+        match stat.value {
+            StatValue::Int(v) => assert_eq!(Some(v), expected.as_i64(), "{what} {name}"),
+            StatValue::Uint(v) => assert_eq!(Some(v), expected.as_u64(), "{what} {name}"),
+            StatValue::Str(r) => assert_eq!(Some(plane.metadata_stats.text(r)), expected.as_str(), "{what} {name}"),
+            StatValue::Bytes(r) => {
+                let shown = format!("<{} bytes>", plane.metadata_stats.bytes(r).len());
+                assert_eq!(Some(shown.as_str()), expected.as_str(), "{what} {name}")
+            }
+            other => panic!("{what} {name}: unexpected {other:?}"),
+        }
+    }
+}
+
+fn check_stat_usage(plane: &mlprof_model::Plane, want: &Value, what: &str) {
+    let mut used: HashMap<String, u64> = HashMap::new();
+    for stat in plane.plane_stats() {
+        *used.entry(format!("plane:{}", plane.stat_name(stat.key))).or_default() += 1;
+    }
+    for meta in &plane.event_metadata {
+        for stat in plane.metadata_stats_of(meta) {
+            *used.entry(format!("event_metadata:{}", plane.stat_name(stat.key))).or_default() += 1;
+        }
+    }
+    for line in &plane.lines {
+        for stat in line.stats.stats() {
+            *used.entry(format!("event:{}", plane.stat_name(stat.key))).or_default() += 1;
+        }
+    }
+    let want: HashMap<String, u64> =
+        want.as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.as_u64().unwrap())).collect();
+    assert_eq!(used, want, "{what}");
+}
+
+fn check_event_names(plane: &mlprof_model::Plane, want: &Value, what: &str) {
+    let mut counts: HashMap<&str, u64> = HashMap::new();
+    for line in &plane.lines {
+        for event in line.iter() {
+            let name = plane.metadata_of(&event).map_or("", |m| m.name.as_str());
+            *counts.entry(name).or_default() += 1;
+        }
+    }
+    assert_eq!(counts.len() as u64, want["num_distinct_event_names"].as_u64().unwrap(), "{what}");
+    for pair in want["top_event_names"].as_array().unwrap() {
+        let name = pair[0].as_str().unwrap();
+        assert_eq!(counts.get(name).copied(), pair[1].as_u64(), "{what} {name}");
+    }
+}
+
+#[test]
+fn task_environment_gives_the_profile_start_and_stop() {
+    let (host, expected) = read_case("tf_custom_loop");
+    let env = expected["planes"].as_array().unwrap().iter().find(|p| p["name"] == "Task Environment").unwrap();
+    assert_eq!(host.profile_start_ns, env["plane_stats"]["profile_start_time"].as_i64());
+    assert_eq!(host.profile_stop_ns, env["plane_stats"]["profile_stop_time"].as_i64());
+}
+
+#[test]
+fn encode_then_decode_gives_back_the_same_model() {
+    for case in CASES {
+        let (host, _) = read_case(case);
+        let bytes = encode_xspace(&host);
+        let again = read_xspace(&bytes, &host.source_path, &host.name).expect("re-decodes");
+        assert_same_host(&again, &host, case);
+    }
+}
+
+/// Compares two hosts piece by piece so a difference is reported small.
+fn assert_same_host(a: &Host, b: &Host, what: &str) {
+    assert_eq!(a.planes.len(), b.planes.len(), "{what}");
+    for (pa, pb) in a.planes.iter().zip(&b.planes) {
+        let what = format!("{what} {}", pb.name);
+        assert_eq!((pa.id, &pa.name), (pb.id, &pb.name), "{what}");
+        assert_eq!(pa.stat_metadata, pb.stat_metadata, "{what}");
+        assert_eq!(pa.event_metadata, pb.event_metadata, "{what}");
+        assert_eq!(pa.stats, pb.stats, "{what}");
+        assert_eq!(pa.metadata_stats, pb.metadata_stats, "{what}");
+        assert_eq!(pa.lines.len(), pb.lines.len(), "{what}");
+        for (la, lb) in pa.lines.iter().zip(&pb.lines) {
+            let what = format!("{what} line {}", lb.name);
+            assert_eq!(la.events, lb.events, "{what}");
+            for (i, (sa, sb)) in la.stats.stats().iter().zip(lb.stats.stats()).enumerate() {
+                assert_eq!(sa, sb, "{what} stat {i}");
+            }
+            assert_eq!(la.stats, lb.stats, "{what}");
+            assert_eq!(la, lb, "{what}");
+        }
+    }
+    assert_eq!(a, b, "{what}");
+}
+
+#[test]
+fn every_truncation_is_an_error_with_an_offset_never_a_panic() {
+    let (host, _) = read_case("jax_profile");
+    let bytes = encode_xspace(&host);
+    let mut located = 0;
+    for cut in (1..bytes.len()).step_by(997) {
+        match read_xspace(&bytes[..cut], "cut.xplane.pb", "vm") {
+            Err(FormatError::Protobuf { offset, message, .. }) => {
+                assert!(offset <= cut as u64, "offset {offset} beyond cut {cut}");
+                assert!(!message.is_empty());
+                located += 1;
+            }
+            Err(other) => panic!("cut at {cut}: unexpected error kind {other}"),
+            // A cut that falls exactly between two top-level fields is a shorter, valid XSpace.
+            Ok(partial) => assert!(partial.event_count() < host.event_count()),
+        }
+    }
+    assert!(located > 10);
+}
+
+#[test]
+fn wrong_format_input_is_rejected_with_a_clear_message() {
+    let json = br#"{"traceEvents": []}"#;
+    let err = read_xspace(json, "trace.xplane.pb", "h").unwrap_err().to_string();
+    assert!(err.starts_with("trace.xplane.pb: byte offset "), "{err}");
+    // Valid protobuf (field 5 = 1), but no XSpace field in it.
+    let err = read_xspace(&[0x28, 0x01], "ints.xplane.pb", "h").unwrap_err().to_string();
+    assert_eq!(err, "ints.xplane.pb: not an XSpace profile: the protobuf data has no planes and no hostnames");
+}
+
+#[test]
+fn empty_files_are_refused_before_decoding() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("empty.xplane.pb");
+    std::fs::write(&path, b"").unwrap();
+    let err = load_file(&path).err().expect("empty file is an error").to_string();
+    assert!(err.ends_with("empty.xplane.pb: file is empty (0 bytes)"), "{err}");
+}
