@@ -10,8 +10,10 @@
 //! and reports errors with the file and the byte offset or JSON line/column.
 
 pub mod chrome;
+pub mod discover;
 pub mod error;
 pub mod input;
+pub mod kineto;
 pub mod output;
 pub mod xspace;
 

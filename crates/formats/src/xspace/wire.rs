@@ -265,7 +265,7 @@ mod tests {
         assert_eq!((f.number, f.as_i64().unwrap(), f.offset), (1, -5, 100));
         assert_eq!(r.next_field().unwrap().unwrap().as_f64().unwrap(), 1.5);
         let (b, at) = r.next_field().unwrap().unwrap().as_bytes().unwrap();
-        assert_eq!((b, at), (&b"abc"[..], 100 + 11 + 12 + 2));
+        assert_eq!((b, at), (&b"abc"[..], 100 + 11 + 9 + 2));
         assert!(r.next_field().unwrap().is_none());
     }
 

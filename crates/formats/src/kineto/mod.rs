@@ -1,0 +1,546 @@
+//! Reader of PyTorch profiler / Kineto Chrome-trace JSON into a [`Host`].
+//!
+//! The document is parsed in one streaming pass over the byte slice
+//! (`serde_json::Deserializer::from_slice`): event fields are read with borrowed
+//! strings, times and values as raw JSON text (`RawValue`), and each event is appended
+//! to the columns of its `(pid, tid)` track. Names, categories and stat keys go through
+//! one interner for the whole file; only a name seen for the first time allocates.
+//! Whether a pid is a device is only known at the end, so the planes are assembled
+//! after the pass, each plane's metadata tables compacted to what its lines use.
+//!
+//! Times are exact: `ts`/`dur` are decimal microseconds (`1712195495519695.8`), read
+//! from their text into whole µs plus picoseconds (never through `f64`; digits below a
+//! picosecond are truncated). `displayTimeUnit` only affects display and is ignored.
+//!
+//! # Mapping
+//!
+//! | Chrome trace | Model |
+//! |---|---|
+//! | pid with an event of cat `kernel`, `Kernel`, `gpu_memcpy`, `gpu_memset`, `gpu_user_annotation`, `cuda_sync`, or a `process_labels` record `GPU N` | plane `/device:GPU:<pid>`, id = pid; every event of the pid (any `ph`) goes there |
+//! | pid whose device events are `mtia_ccp_events`, or labelled `MTIA N` | plane `/device:MTIA:<pid>` |
+//! | `deviceProperties[i]` | a device plane with id = its `id` (created even without events), plane stats: `name` → `gpu_device_name`, `totalGlobalMem` → `memory_size`, `computeMajor` → `compute_cap_major`, `computeMinor` → `compute_cap_minor`, `numSms` → `core_count`, every other key verbatim |
+//! | device `tid` (stream) | line id = display_id = tid, name `Stream #<tid>` |
+//! | every other pid (host pids, string pids `"Spans"`, `"Traces"`, `""`) | plane `/host:CPU`, id 0 |
+//! | host `(pid, tid)` | one line each, first-seen order; id = display_id = tid (a string tid: its 63-bit FNV-1a hash); name = the last `thread_name` record's name, else the string tid, else `thread <tid>` |
+//! | `(pid, tid)` | [`Line::chrome_track`](mlprof_model::Line::chrome_track) on every line |
+//! | `name`, `cat`, `ph` | event metadata interned per plane by (name, variant of (cat, ph)); metadata stats `cat` (when present) and `ph` (when not `X`) |
+//! | `ts` | event offset in ps from [`ChromeTraceInfo::origin_us`] (the smallest whole µs of an event `ts`); lines have `timestamp_ns` 0; an event without `ts` sits at the origin |
+//! | `dur` | duration of `X` events (0 when missing); other events have duration 0 and keep a `dur` field as a raw-JSON stat `@dur` |
+//! | `args` | event stats in order, one per key; `correlation` → `correlation_id`, `device` → `device_id`, `context` → `context_id`; integers → Int (Uint above i64::MAX), other numbers → Double, strings → Str, anything else → Json (raw text); a non-object `args` → one Json stat `args` |
+//! | `s`, `id`, `bp` (instants' scope, flow id and binding point) | stats `@s`, `@id`, `@bp` after the args, typed like args values (a flow `id` is an Int or a Str); the `@` prefix ([`crate::chrome::FIELD_PREFIX`]) tells the writer they are event fields, not args |
+//! | any other event key (`id2`, …) | a Json stat (raw text) named `@` + the key, after the args, in file order |
+//! | `"ph": "M"` records | not events: [`ChromeTraceInfo::metadata_events`] (name, pid, tid, ts relative to the origin, raw args); other fields of an `M` record are dropped |
+//! | top-level keys other than `traceEvents` | [`ChromeTraceInfo::top_level`], raw JSON in file order |
+//! | a bare top-level array | the events; [`ChromeTraceInfo::bare_array`] |
+//! | `distributedInfo.rank` | [`Host::rank`] (when an integer) |
+//! | `baseTimeNanoseconds` | [`Host::profile_start_ns`] = it + origin_us × 1000; without it, origin_us × 1000 when origin_us > 10^15 (epoch µs), else none; `profile_stop_ns` = start + the latest event end |
+//!
+//! Host plane first, then device planes by id.
+
+mod intern;
+mod number;
+mod parse;
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+use mlprof_model::names::{DEVICE_PLANE_PREFIX, GPU_PLANE_PREFIX, HOST_PLANE};
+use mlprof_model::{
+    ChromeTraceInfo, Host, Line, Plane, PlaneBuilder, SourceFormat, StatValue, TrackId,
+};
+use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+
+use crate::error::{FormatError, JsonPosition, Result};
+use intern::fnv63;
+use number::{PS_PER_US, Scalar, classify};
+use parse::{NO_CAT, Reader, TopSeed};
+
+/// Decodes a Kineto / Chrome trace from the whole (already decompressed) file content.
+///
+/// `path` is used in errors and as [`Host::source_path`]; `host_name` becomes
+/// [`Host::name`]. The caller sets [`Host::source_bytes`]. Errors are
+/// [`FormatError::Json`] with the line and column of the problem.
+pub fn read_kineto(bytes: &[u8], path: &str, host_name: &str) -> Result<Host> {
+    let mut reader = Reader::default();
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let parsed = TopSeed(&mut reader)
+        .deserialize(&mut de)
+        .and_then(|()| de.end());
+    if let Err(e) = parsed {
+        return Err(json_error(path, &e));
+    }
+    assemble(reader, path, host_name).map_err(|message| FormatError::Json {
+        path: path.to_string(),
+        position: end_position(bytes),
+        message,
+    })
+}
+
+/// A serde_json error as a [`FormatError::Json`].
+fn json_error(path: &str, e: &serde_json::Error) -> FormatError {
+    let full = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    let message = full.strip_suffix(&suffix).unwrap_or(&full);
+    let message = match e.classify() {
+        serde_json::error::Category::Eof => format!("truncated JSON: {message}"),
+        serde_json::error::Category::Syntax => format!("invalid JSON: {message}"),
+        _ => message.to_string(),
+    };
+    FormatError::Json {
+        path: path.to_string(),
+        position: JsonPosition {
+            line: e.line().max(1),
+            column: e.column().max(1),
+        },
+        message,
+    }
+}
+
+/// The position just past the end of the document.
+fn end_position(bytes: &[u8]) -> JsonPosition {
+    let line = 1 + bytes.iter().filter(|&&b| b == b'\n').count();
+    let column = 1 + bytes.iter().rev().take_while(|&&b| b != b'\n').count();
+    JsonPosition { line, column }
+}
+
+/// The kind of device a pid is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum DeviceKind {
+    Gpu,
+    Mtia,
+}
+
+/// Turns the collected tracks into planes and the host.
+fn assemble(mut r: Reader<'_>, path: &str, host_name: &str) -> std::result::Result<Host, String> {
+    // Time origin: the smallest whole µs of a model event; offsets so far are relative
+    // to the first one seen. The span check of the pass guarantees no overflow here.
+    let origin = match r.provisional_origin {
+        Some(provisional) => {
+            let origin = r.min_whole;
+            let shift = (provisional - origin).saturating_mul(PS_PER_US);
+            if shift != 0 {
+                for track in &mut r.tracks {
+                    for offset in &mut track.line.events.offset_ps {
+                        *offset = offset.saturating_add(shift);
+                    }
+                }
+            }
+            origin
+        }
+        None => r
+            .meta_ts
+            .iter()
+            .flatten()
+            .map(|m| m.whole)
+            .min()
+            .unwrap_or(0),
+    };
+    for &(track, index) in &r.missing_ts {
+        if let Some(offset) = r
+            .tracks
+            .get_mut(track as usize)
+            .and_then(|t| t.line.events.offset_ps.get_mut(index as usize))
+        {
+            *offset = 0;
+        }
+    }
+    for (event, ts) in r.meta_events.iter_mut().zip(&r.meta_ts) {
+        event.ts_ps = ts.and_then(|ts| {
+            ts.whole
+                .checked_sub(origin)?
+                .checked_mul(PS_PER_US)?
+                .checked_add(ts.frac_ps)
+        });
+    }
+
+    // Top-level facts.
+    let top = |key: &str| {
+        r.top_level
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    };
+    let rank = top("distributedInfo").and_then(|raw| {
+        let info: DistributedInfo<'_> = serde_json::from_str(raw).ok()?;
+        match classify(info.rank?.get()) {
+            Scalar::Int(v) => Some(v),
+            _ => None,
+        }
+    });
+    let base_ns = top("baseTimeNanoseconds").and_then(|raw| match classify(raw) {
+        Scalar::Int(v) => Some(v),
+        _ => None,
+    });
+    let device_properties: Vec<(i64, Vec<(String, String)>)> = top("deviceProperties")
+        .map(parse_device_properties)
+        .unwrap_or_default();
+
+    // Labels and thread names from the metadata records.
+    let mut labels: HashMap<i64, DeviceKind> = HashMap::new();
+    let mut thread_names: HashMap<(&TrackId, &TrackId), String> = HashMap::new();
+    for event in &r.meta_events {
+        match event.name.as_str() {
+            "process_labels" => {
+                if let (TrackId::Int(pid), Some(kind)) = (&event.pid, label_kind(&event.args_json))
+                {
+                    labels.insert(*pid, kind);
+                }
+            }
+            "thread_name" => {
+                let args = serde_json::from_str::<NameArgs<'_>>(&event.args_json);
+                if let (Some(tid), Ok(NameArgs { name: Some(name) })) = (&event.tid, args) {
+                    thread_names.insert((&event.pid, tid), name.into_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    // Which pids are devices.
+    let pid_kind: Vec<Option<(i64, DeviceKind)>> = r
+        .pids
+        .iter()
+        .map(|info| {
+            let TrackId::Int(pid) = info.id else {
+                return None;
+            };
+            let kind = if info.mtia_events && !info.gpu_events {
+                DeviceKind::Mtia
+            } else if info.gpu_events {
+                DeviceKind::Gpu
+            } else {
+                *labels.get(&pid)?
+            };
+            Some((pid, kind))
+        })
+        .collect();
+
+    // Group tracks: host lines in first-seen order, device lines by pid.
+    let mut host_tracks = Vec::new();
+    let mut devices: BTreeMap<i64, (DeviceKind, Vec<usize>)> = BTreeMap::new();
+    for (i, track) in r.tracks.iter().enumerate() {
+        match pid_kind.get(track.pid_index as usize).copied().flatten() {
+            Some((pid, kind)) => devices.entry(pid).or_insert((kind, Vec::new())).1.push(i),
+            None => host_tracks.push(i),
+        }
+    }
+    for (id, _) in &device_properties {
+        devices.entry(*id).or_insert_with(|| {
+            (
+                labels.get(id).copied().unwrap_or(DeviceKind::Gpu),
+                Vec::new(),
+            )
+        });
+    }
+
+    let mut tracks: Vec<Option<Line>> = r.tracks.drain(..).map(|t| Some(t.line)).collect();
+    let mut planes = Vec::new();
+    let mut compactor = Compactor::new(&r);
+    if !host_tracks.is_empty() {
+        let mut builder = PlaneBuilder::new(0, HOST_PLANE);
+        for i in host_tracks {
+            let Some(mut line) = tracks.get_mut(i).and_then(Option::take) else {
+                continue;
+            };
+            let (id, name) = match &line.chrome_track {
+                Some((pid, tid)) => match tid {
+                    TrackId::Int(t) => (
+                        *t,
+                        thread_names
+                            .get(&(pid, tid))
+                            .cloned()
+                            .unwrap_or_else(|| format!("thread {t}")),
+                    ),
+                    TrackId::Str(s) => (
+                        fnv63(s),
+                        thread_names
+                            .get(&(pid, tid))
+                            .cloned()
+                            .unwrap_or_else(|| s.clone()),
+                    ),
+                },
+                None => (0, String::new()),
+            };
+            line.id = id;
+            line.display_id = id;
+            line.name = name;
+            compactor.add_line(&mut builder, line)?;
+        }
+        planes.push(builder.finish());
+    }
+    for (pid, (kind, members)) in devices {
+        let name = match kind {
+            DeviceKind::Gpu => format!("{GPU_PLANE_PREFIX}{pid}"),
+            DeviceKind::Mtia => format!("{DEVICE_PLANE_PREFIX}MTIA:{pid}"),
+        };
+        let mut builder = PlaneBuilder::new(pid, name);
+        if let Some((_, props)) = device_properties.iter().find(|(id, _)| *id == pid) {
+            set_device_stats(&mut builder, props)?;
+        }
+        compactor.reset();
+        for i in members {
+            let Some(mut line) = tracks.get_mut(i).and_then(Option::take) else {
+                continue;
+            };
+            let id = match &line.chrome_track {
+                Some((_, TrackId::Int(t))) => *t,
+                Some((_, TrackId::Str(s))) => fnv63(s),
+                None => 0,
+            };
+            line.id = id;
+            line.display_id = id;
+            line.name = match &line.chrome_track {
+                Some((_, TrackId::Str(s))) => format!("Stream #{s}"),
+                _ => format!("Stream #{id}"),
+            };
+            compactor.add_line(&mut builder, line)?;
+        }
+        planes.push(builder.finish());
+    }
+
+    let max_end = planes
+        .iter()
+        .flat_map(|p: &Plane| p.lines.iter())
+        .flat_map(|l| l.events.offset_ps.iter().zip(&l.events.duration_ps))
+        .map(|(o, d)| o.saturating_add((*d).max(0)))
+        .max();
+    let start_ns = match base_ns {
+        Some(base) => origin.checked_mul(1000).and_then(|o| o.checked_add(base)),
+        None if origin > 1_000_000_000_000_000 => origin.checked_mul(1000),
+        None => None,
+    };
+    let stop_ns = match (start_ns, max_end) {
+        (Some(start), Some(end)) => start.checked_add(end.div_euclid(1000)),
+        _ => None,
+    };
+
+    let mut host = Host::new(host_name, path, SourceFormat::Kineto);
+    host.rank = rank;
+    host.planes = planes;
+    host.profile_start_ns = start_ns;
+    host.profile_stop_ns = stop_ns;
+    host.chrome = Some(ChromeTraceInfo {
+        top_level: std::mem::take(&mut r.top_level),
+        metadata_events: std::mem::take(&mut r.meta_events),
+        origin_us: origin,
+        bare_array: r.bare_array,
+    });
+    Ok(host)
+}
+
+/// Moves lines into a plane, mapping file-global metadata indices and stat keys to the
+/// plane's own dense tables (only entries the plane's lines use).
+struct Compactor<'r, 'de> {
+    r: &'r Reader<'de>,
+    meta_map: Vec<u32>,
+    key_map: Vec<u32>,
+}
+
+const UNMAPPED: u32 = u32::MAX;
+
+impl<'r, 'de> Compactor<'r, 'de> {
+    fn new(r: &'r Reader<'de>) -> Self {
+        Compactor {
+            r,
+            meta_map: vec![UNMAPPED; r.meta_list.len()],
+            key_map: vec![UNMAPPED; r.keys.len()],
+        }
+    }
+
+    fn reset(&mut self) {
+        self.meta_map.fill(UNMAPPED);
+        self.key_map.fill(UNMAPPED);
+    }
+
+    fn add_line(
+        &mut self,
+        builder: &mut PlaneBuilder,
+        mut line: Line,
+    ) -> std::result::Result<(), String> {
+        let r = self.r;
+        let mut arena_full = false;
+        for m in &mut line.events.metadata {
+            let Some(slot) = self.meta_map.get_mut(*m as usize) else {
+                continue;
+            };
+            if *slot == UNMAPPED {
+                let (name_id, variant) = r.meta_list.get(*m as usize).copied().unwrap_or((0, 0));
+                let (cat_id, ph_id) = r
+                    .catph_list
+                    .get(variant as usize)
+                    .copied()
+                    .unwrap_or((NO_CAT, 0));
+                let ph = r.phs.get(ph_id);
+                *slot = builder.event_metadata(r.names.get(name_id), variant, |b| {
+                    let mut stats = Vec::new();
+                    if cat_id != NO_CAT {
+                        let key = b.stat_key("cat");
+                        match b.metadata_str(r.cats.get(cat_id)) {
+                            Ok(v) => stats.push((key, v)),
+                            Err(_) => arena_full = true,
+                        }
+                    }
+                    if ph != "X" {
+                        let key = b.stat_key("ph");
+                        match b.metadata_str(ph) {
+                            Ok(v) => stats.push((key, v)),
+                            Err(_) => arena_full = true,
+                        }
+                    }
+                    stats
+                });
+            }
+            *m = *slot;
+        }
+        if arena_full {
+            return Err("the metadata strings of one plane exceed 4 GiB".to_string());
+        }
+        for stat in line.stats.stats() {
+            match self.key_map.get_mut(stat.key as usize) {
+                Some(slot) if *slot == UNMAPPED => *slot = builder.stat_key(r.keys.get(stat.key)),
+                _ => {}
+            }
+        }
+        line.stats.remap_keys(&self.key_map);
+        builder.push_line(line);
+        Ok(())
+    }
+}
+
+/// Sets a device plane's stats from its `deviceProperties` entry.
+fn set_device_stats(
+    builder: &mut PlaneBuilder,
+    props: &[(String, String)],
+) -> std::result::Result<(), String> {
+    let mut stats = Vec::with_capacity(props.len());
+    for (key, raw) in props {
+        let name = match key.as_str() {
+            "name" => "gpu_device_name",
+            "totalGlobalMem" => "memory_size",
+            "computeMajor" => "compute_cap_major",
+            "computeMinor" => "compute_cap_minor",
+            "numSms" => "core_count",
+            other => other,
+        };
+        let key = builder.stat_key(name);
+        let full = |_| "the metadata strings of one plane exceed 4 GiB".to_string();
+        let value = match classify(raw) {
+            Scalar::Int(v) => StatValue::Int(v),
+            Scalar::Uint(v) => StatValue::Uint(v),
+            Scalar::Double(v) => StatValue::Double(v),
+            Scalar::Str { inner, escaped } => {
+                let text: Cow<'_, str> = if escaped {
+                    let mut s = String::new();
+                    number::unescape_into(inner, &mut s);
+                    Cow::Owned(s)
+                } else {
+                    Cow::Borrowed(inner)
+                };
+                builder.metadata_str(&text).map_err(full)?
+            }
+            Scalar::Json => match builder.metadata_str(raw).map_err(full)? {
+                StatValue::Str(r) => StatValue::Json(r),
+                other => other,
+            },
+        };
+        stats.push((key, value));
+    }
+    builder.set_plane_stats(stats);
+    Ok(())
+}
+
+/// `deviceProperties` as `(id, [(key, raw value)])` per entry with an integer `id`.
+fn parse_device_properties(raw: &str) -> Vec<(i64, Vec<(String, String)>)> {
+    let Ok(entries) = serde_json::from_str::<Vec<&RawValue>>(raw) else {
+        return Vec::new();
+    };
+    entries
+        .into_iter()
+        .filter_map(|entry| {
+            let OrderedObject(fields) = serde_json::from_str(entry.get()).ok()?;
+            let id = fields.iter().find(|(k, _)| k == "id").and_then(|(_, v)| {
+                match classify(v.get()) {
+                    Scalar::Int(v) => Some(v),
+                    _ => None,
+                }
+            })?;
+            Some((
+                id,
+                fields
+                    .into_iter()
+                    .map(|(k, v)| (k.into_owned(), v.get().to_string()))
+                    .collect(),
+            ))
+        })
+        .collect()
+}
+
+/// The device kind a `process_labels` record's args name (`{"labels": "GPU 0"}`).
+fn label_kind(args_json: &str) -> Option<DeviceKind> {
+    let args: LabelArgs<'_> = serde_json::from_str(args_json).ok()?;
+    let labels = args.labels?;
+    labels.split(',').map(str::trim).find_map(|label| {
+        let (kind, rest) = if let Some(rest) = label.strip_prefix("GPU ") {
+            (DeviceKind::Gpu, rest)
+        } else {
+            (DeviceKind::Mtia, label.strip_prefix("MTIA ")?)
+        };
+        rest.trim().parse::<i64>().ok().map(|_| kind)
+    })
+}
+
+#[derive(Deserialize)]
+struct DistributedInfo<'a> {
+    #[serde(borrow)]
+    rank: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct LabelArgs<'a> {
+    #[serde(borrow)]
+    labels: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct NameArgs<'a> {
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+}
+
+/// A JSON object's entries in file order, values raw.
+struct OrderedObject<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for OrderedObject<'de> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = OrderedObject<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<Self::Value, A::Error> {
+                let mut fields = Vec::new();
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    fields.push((key, map.next_value::<&'de RawValue>()?));
+                }
+                Ok(OrderedObject(fields))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(
+                self,
+                _: A,
+            ) -> std::result::Result<Self::Value, A::Error> {
+                Err(de::Error::invalid_type(de::Unexpected::Seq, &self))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,710 @@
+//! The streaming pass over the JSON: serde visitors that read each event's fields from
+//! the byte slice (strings borrowed, times and values as raw text) straight into
+//! per-track lines, with one name and stat-key interner for the whole file.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use mlprof_model::{ChromeMetadataEvent, Line, StatStore, StatValue, TrackId};
+use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+
+use super::intern::{FxMap, Interner};
+use super::number::{Micros, PS_PER_US, Scalar, classify, parse_micros, unescape_into};
+
+/// What a Chrome trace must look like at the top.
+pub(crate) const EXPECTED_TRACE: &str =
+    "a Chrome trace: an object with \"traceEvents\" or an array of events";
+
+/// Cat id of events without a `cat`.
+pub(crate) const NO_CAT: u32 = u32::MAX;
+
+/// Largest span of event timestamps (whole µs) whose picosecond offsets fit an `i64`.
+const MAX_SPAN_US: i64 = (i64::MAX - (PS_PER_US - 1)) / PS_PER_US;
+
+/// Which kind of device an event category marks its process as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CatClass {
+    /// A host category.
+    Host,
+    /// A GPU activity (`kernel`, `gpu_memcpy`, …).
+    Gpu,
+    /// An MTIA activity (`mtia_ccp_events`).
+    Mtia,
+}
+
+fn cat_class(cat: &str) -> CatClass {
+    match cat {
+        "kernel" | "Kernel" | "gpu_memcpy" | "gpu_memset" | "gpu_user_annotation" | "cuda_sync" => {
+            CatClass::Gpu
+        }
+        "mtia_ccp_events" => CatClass::Mtia,
+        _ => CatClass::Host,
+    }
+}
+
+/// One Chrome `pid` and what its events say about it.
+#[derive(Debug)]
+pub(crate) struct PidInfo {
+    /// The pid.
+    pub id: TrackId,
+    /// Some event had a GPU device category.
+    pub gpu_events: bool,
+    /// Some event had an MTIA device category.
+    pub mtia_events: bool,
+}
+
+/// One `(pid, tid)` with its events, metadata indices still file-global.
+#[derive(Debug)]
+pub(crate) struct Track {
+    /// The events (`chrome_track` set; id and name are filled in at assembly).
+    pub line: Line,
+    /// Index of the pid in [`Reader::pids`].
+    pub pid_index: u32,
+}
+
+/// A string thread id's key in the track map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum TidKey {
+    Int(i64),
+    Str(u32),
+}
+
+/// Everything the streaming pass collects.
+#[derive(Default)]
+pub(crate) struct Reader<'de> {
+    /// Top-level keys other than `traceEvents`, with raw JSON values, in file order.
+    pub top_level: Vec<(String, String)>,
+    /// The input was a bare array of events.
+    pub bare_array: bool,
+    /// The model events, one track per `(pid, tid)` in first-seen order.
+    pub tracks: Vec<Track>,
+    int_tracks: FxMap<(i64, i64), u32>,
+    other_tracks: FxMap<(u32, TidKey), u32>,
+    last_track: Option<(i64, i64, u32)>,
+    /// The pids, first-seen order.
+    pub pids: Vec<PidInfo>,
+    int_pids: FxMap<i64, u32>,
+    str_pids: Interner<'de>,
+    str_pid_index: Vec<u32>,
+    str_tids: Interner<'de>,
+    /// Event names.
+    pub names: Interner<'de>,
+    /// Event categories.
+    pub cats: Interner<'de>,
+    cat_classes: Vec<CatClass>,
+    /// Event phases.
+    pub phs: Interner<'de>,
+    catph: FxMap<(u32, u32), u32>,
+    /// `(cat id or NO_CAT, ph id)` per variant id.
+    pub catph_list: Vec<(u32, u32)>,
+    metas: FxMap<(u32, u32), u32>,
+    /// `(name id, variant id)` per file-global metadata index.
+    pub meta_list: Vec<(u32, u32)>,
+    /// Stat keys.
+    pub keys: Interner<'de>,
+    /// Whole µs of the first model-event timestamp: offsets are relative to it until
+    /// assembly moves them to the final origin.
+    pub provisional_origin: Option<i64>,
+    /// Smallest whole µs of a model-event timestamp.
+    pub min_whole: i64,
+    max_whole: i64,
+    /// `(track, event index)` of model events without `ts` (placed at the origin).
+    pub missing_ts: Vec<(u32, u32)>,
+    /// The `"ph": "M"` records (`ts_ps` filled in at assembly).
+    pub meta_events: Vec<ChromeMetadataEvent>,
+    /// The `ts` of each metadata record.
+    pub meta_ts: Vec<Option<Micros>>,
+    extras: Vec<(Cow<'de, str>, &'de RawValue)>,
+    text: String,
+}
+
+/// The fields of one event.
+struct Fields<'de> {
+    ph: Option<Cow<'de, str>>,
+    name: Option<Cow<'de, str>>,
+    cat: Option<Cow<'de, str>>,
+    pid: Option<Id<'de>>,
+    tid: Option<Id<'de>>,
+    ts: Option<Micros>,
+    dur: Option<(Micros, &'de RawValue)>,
+    args: Option<&'de RawValue>,
+}
+
+/// A pid or tid as written.
+enum Id<'de> {
+    Int(i64),
+    Str(Cow<'de, str>),
+}
+
+impl Id<'_> {
+    fn to_track_id(&self) -> TrackId {
+        match self {
+            Id::Int(v) => TrackId::Int(*v),
+            Id::Str(s) => TrackId::Str(s.to_string()),
+        }
+    }
+}
+
+impl<'de> Reader<'de> {
+    /// Handles one complete event.
+    fn finish_event(
+        &mut self,
+        f: Fields<'de>,
+        extras: &[(Cow<'de, str>, &'de RawValue)],
+    ) -> Result<(), String> {
+        let ph = f.ph.unwrap_or(Cow::Borrowed(""));
+        if ph == "M" {
+            self.meta_events.push(ChromeMetadataEvent {
+                name: f.name.map(Cow::into_owned).unwrap_or_default(),
+                pid: f.pid.as_ref().map_or(TrackId::Int(0), Id::to_track_id),
+                tid: f.tid.as_ref().map(Id::to_track_id),
+                ts_ps: None,
+                args_json: f.args.map(|a| a.get().to_string()).unwrap_or_default(),
+            });
+            self.meta_ts.push(f.ts);
+            return Ok(());
+        }
+        let pid = f.pid.unwrap_or(Id::Int(0));
+        let tid = f.tid.unwrap_or(Id::Int(0));
+        let track = self.track(&pid, &tid)?;
+        let offset = match f.ts {
+            Some(ts) => self.offset(ts)?,
+            None => {
+                let index = self.tracks.get(track as usize).map_or(0, |t| t.line.len());
+                let index = u32::try_from(index).map_err(|_| too_many("events on one thread"))?;
+                self.missing_ts.push((track, index));
+                0
+            }
+        };
+        let is_complete = ph == "X";
+        let duration = match (&f.dur, is_complete) {
+            (Some((dur, _)), true) => dur
+                .to_ps()
+                .ok_or("\"dur\": duration too large for 64-bit picoseconds")?,
+            _ => 0,
+        };
+        let metadata = self.metadata(f.name, f.cat, ph, track)?;
+
+        let Reader {
+            tracks, keys, text, ..
+        } = self;
+        let Some(line) = tracks.get_mut(track as usize) else {
+            return Err("internal error: unknown track".to_string());
+        };
+        let stats = &mut line.line.stats;
+        if let Some(args) = f.args {
+            push_args(args, stats, keys, text)?;
+        }
+        // Top-level fields other than the args are kept as `@`-prefixed stats (see
+        // `crate::chrome`), typed for `s`/`id`/`bp`, raw JSON otherwise.
+        for (key, raw) in extras {
+            let stat = field_key(keys, key)?;
+            if matches!(key.as_ref(), "s" | "id" | "bp") {
+                push_scalar(stats, stat, raw.get(), text)?;
+            } else {
+                stats.push_json(stat, raw.get()).map_err(|_| arena_full())?;
+            }
+        }
+        if let (Some((_, raw)), false) = (f.dur, is_complete) {
+            let stat = field_key(keys, "dur")?;
+            stats.push_json(stat, raw.get()).map_err(|_| arena_full())?;
+        }
+        if stats.len() > u32::MAX as usize {
+            return Err(too_many("stats on one thread"));
+        }
+        line.line.push_event(metadata, offset, duration);
+        Ok(())
+    }
+
+    /// The track of `(pid, tid)`, created on first use.
+    #[inline]
+    fn track(&mut self, pid: &Id<'de>, tid: &Id<'de>) -> Result<u32, String> {
+        if let (Id::Int(p), Id::Int(t)) = (pid, tid) {
+            match self.last_track {
+                Some((lp, lt, idx)) if lp == *p && lt == *t => return Ok(idx),
+                _ => {}
+            }
+            let idx = match self.int_tracks.get(&(*p, *t)) {
+                Some(&idx) => idx,
+                None => {
+                    let idx = self.new_track(pid, tid)?;
+                    self.int_tracks.insert((*p, *t), idx);
+                    idx
+                }
+            };
+            self.last_track = Some((*p, *t, idx));
+            return Ok(idx);
+        }
+        let pid_index = self.pid_index(pid)?;
+        let tid_key = match tid {
+            Id::Int(t) => TidKey::Int(*t),
+            Id::Str(s) => TidKey::Str(
+                self.str_tids
+                    .intern(s.clone())
+                    .map_err(|_| too_many("thread ids"))?,
+            ),
+        };
+        if let Some(&idx) = self.other_tracks.get(&(pid_index, tid_key)) {
+            return Ok(idx);
+        }
+        let idx = self.new_track(pid, tid)?;
+        self.other_tracks.insert((pid_index, tid_key), idx);
+        Ok(idx)
+    }
+
+    fn new_track(&mut self, pid: &Id<'de>, tid: &Id<'de>) -> Result<u32, String> {
+        let pid_index = self.pid_index(pid)?;
+        let idx = u32::try_from(self.tracks.len()).map_err(|_| too_many("threads"))?;
+        let line = Line {
+            chrome_track: Some((pid.to_track_id(), tid.to_track_id())),
+            ..Line::default()
+        };
+        self.tracks.push(Track { line, pid_index });
+        Ok(idx)
+    }
+
+    fn pid_index(&mut self, pid: &Id<'de>) -> Result<u32, String> {
+        let next = u32::try_from(self.pids.len()).map_err(|_| too_many("processes"))?;
+        let idx = match pid {
+            Id::Int(p) => *self.int_pids.entry(*p).or_insert(next),
+            Id::Str(s) => {
+                let sid = self
+                    .str_pids
+                    .intern(s.clone())
+                    .map_err(|_| too_many("processes"))? as usize;
+                if sid == self.str_pid_index.len() {
+                    self.str_pid_index.push(next);
+                }
+                self.str_pid_index.get(sid).copied().unwrap_or(next)
+            }
+        };
+        if idx == next {
+            self.pids.push(PidInfo {
+                id: pid.to_track_id(),
+                gpu_events: false,
+                mtia_events: false,
+            });
+        }
+        Ok(idx)
+    }
+
+    /// Picoseconds from the provisional origin to `ts`.
+    #[inline]
+    fn offset(&mut self, ts: Micros) -> Result<i64, String> {
+        let origin = match self.provisional_origin {
+            Some(o) => o,
+            None => {
+                self.provisional_origin = Some(ts.whole);
+                self.min_whole = ts.whole;
+                self.max_whole = ts.whole;
+                ts.whole
+            }
+        };
+        self.min_whole = self.min_whole.min(ts.whole);
+        self.max_whole = self.max_whole.max(ts.whole);
+        let span = self.max_whole.checked_sub(self.min_whole);
+        if span.is_none_or(|s| s > MAX_SPAN_US) {
+            return Err(format!(
+                "\"ts\": timestamps span more than {MAX_SPAN_US} µs (about 106 days), which 64-bit picoseconds cannot hold"
+            ));
+        }
+        (ts.whole - origin)
+            .checked_mul(PS_PER_US)
+            .and_then(|v| v.checked_add(ts.frac_ps))
+            .ok_or_else(|| "\"ts\": timestamp out of range".to_string())
+    }
+
+    /// The file-global metadata index of `(name, cat, ph)`; marks device pids.
+    #[inline]
+    fn metadata(
+        &mut self,
+        name: Option<Cow<'de, str>>,
+        cat: Option<Cow<'de, str>>,
+        ph: Cow<'de, str>,
+        track: u32,
+    ) -> Result<u32, String> {
+        let name_id = self
+            .names
+            .intern(name.unwrap_or(Cow::Borrowed("")))
+            .map_err(|_| too_many("event names"))?;
+        let cat_id = match cat {
+            Some(cat) => {
+                let id = self.cats.intern(cat).map_err(|_| too_many("categories"))?;
+                if id as usize == self.cat_classes.len() {
+                    self.cat_classes.push(cat_class(self.cats.get(id)));
+                }
+                let class = self
+                    .cat_classes
+                    .get(id as usize)
+                    .copied()
+                    .unwrap_or(CatClass::Host);
+                if class != CatClass::Host {
+                    let pid_index = self.tracks.get(track as usize).map_or(0, |t| t.pid_index);
+                    if let Some(info) = self.pids.get_mut(pid_index as usize) {
+                        match class {
+                            CatClass::Gpu => info.gpu_events = true,
+                            CatClass::Mtia => info.mtia_events = true,
+                            CatClass::Host => {}
+                        }
+                    }
+                }
+                id
+            }
+            None => NO_CAT,
+        };
+        let ph_id = self.phs.intern(ph).map_err(|_| too_many("phases"))?;
+        let next = u32::try_from(self.catph_list.len()).map_err(|_| too_many("categories"))?;
+        let variant = *self.catph.entry((cat_id, ph_id)).or_insert(next);
+        if variant == next {
+            self.catph_list.push((cat_id, ph_id));
+        }
+        let next = u32::try_from(self.meta_list.len()).map_err(|_| too_many("event names"))?;
+        let meta = *self.metas.entry((name_id, variant)).or_insert(next);
+        if meta == next {
+            self.meta_list.push((name_id, variant));
+        }
+        Ok(meta)
+    }
+}
+
+fn too_many(what: &str) -> String {
+    format!("too many {what} (more than 2^32)")
+}
+
+fn arena_full() -> String {
+    "the string values of one thread exceed 4 GiB".to_string()
+}
+
+/// The renamed stat key of an `args` key.
+fn rename<'de>(key: Cow<'de, str>) -> Cow<'de, str> {
+    match key.as_ref() {
+        "correlation" => Cow::Borrowed(mlprof_model::names::CORRELATION_ID),
+        "device" => Cow::Borrowed(mlprof_model::names::DEVICE_ID),
+        "context" => Cow::Borrowed(mlprof_model::names::CONTEXT_ID),
+        _ => key,
+    }
+}
+
+/// Pushes one JSON value as a typed stat.
+pub(crate) fn push_scalar(
+    stats: &mut StatStore,
+    key: u32,
+    raw: &str,
+    buf: &mut String,
+) -> Result<(), String> {
+    let value = match classify(raw) {
+        Scalar::Int(v) => StatValue::Int(v),
+        Scalar::Uint(v) => StatValue::Uint(v),
+        Scalar::Double(v) => StatValue::Double(v),
+        Scalar::Str {
+            inner,
+            escaped: false,
+        } => return stats.push_str(key, inner).map_err(|_| arena_full()),
+        Scalar::Str {
+            inner,
+            escaped: true,
+        } => {
+            buf.clear();
+            unescape_into(inner, buf);
+            return stats.push_str(key, buf).map_err(|_| arena_full());
+        }
+        Scalar::Json => return stats.push_json(key, raw).map_err(|_| arena_full()),
+    };
+    stats.push(key, value);
+    Ok(())
+}
+
+/// Pushes each entry of an `args` object as a stat (a non-object `args` becomes one
+/// raw-JSON stat named `args`).
+fn push_args<'de>(
+    args: &'de RawValue,
+    stats: &mut StatStore,
+    keys: &mut Interner<'de>,
+    buf: &mut String,
+) -> Result<(), String> {
+    let text: &'de str = args.get();
+    if !text.starts_with('{') {
+        let key = keys
+            .intern(Cow::Borrowed("args"))
+            .map_err(|_| too_many("stat keys"))?;
+        return stats.push_json(key, text).map_err(|_| arena_full());
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.deserialize_map(ArgsVisitor { stats, keys, buf })
+        .map_err(|e| format!("\"args\": {e}"))
+}
+
+struct ArgsVisitor<'a, 'de> {
+    stats: &'a mut StatStore,
+    keys: &'a mut Interner<'de>,
+    buf: &'a mut String,
+}
+
+impl<'de> Visitor<'de> for ArgsVisitor<'_, 'de> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object of event args")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
+            let key = self
+                .keys
+                .intern(rename(key))
+                .map_err(|_| de::Error::custom(too_many("stat keys")))?;
+            let raw: &'de RawValue = map.next_value()?;
+            push_scalar(self.stats, key, raw.get(), self.buf).map_err(de::Error::custom)?;
+        }
+        Ok(())
+    }
+}
+
+/// A JSON string, borrowed when it has no escapes.
+struct Text<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Text<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for Id<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Id<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an integer or string process/thread id")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Id<'de>, E> {
+                Ok(Id::Int(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Id<'de>, E> {
+                i64::try_from(v)
+                    .map(Id::Int)
+                    .map_err(|_| E::custom(format!("id {v} does not fit a 64-bit integer")))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Id<'de>, E> {
+                if v.fract() == 0.0 && v.abs() < 9.0e15 {
+                    Ok(Id::Int(v as i64))
+                } else {
+                    Err(E::invalid_type(de::Unexpected::Float(v), &self))
+                }
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Id<'de>, E> {
+                Ok(Id::Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Id<'de>, E> {
+                Ok(Id::Str(Cow::Owned(v.to_string())))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// An event key.
+enum Field<'de> {
+    Ph,
+    Name,
+    Cat,
+    Pid,
+    Tid,
+    Ts,
+    Dur,
+    Args,
+    Other(Cow<'de, str>),
+}
+
+impl<'de> Field<'de> {
+    fn known(s: &str) -> Option<Field<'de>> {
+        Some(match s {
+            "ph" => Field::Ph,
+            "name" => Field::Name,
+            "cat" => Field::Cat,
+            "pid" => Field::Pid,
+            "tid" => Field::Tid,
+            "ts" => Field::Ts,
+            "dur" => Field::Dur,
+            "args" => Field::Args,
+            _ => return None,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Field<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Field<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an event field name")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Field<'de>, E> {
+                Ok(Field::known(v).unwrap_or(Field::Other(Cow::Borrowed(v))))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Field<'de>, E> {
+                Ok(Field::known(v).unwrap_or_else(|| Field::Other(Cow::Owned(v.to_string()))))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// Reads a time field exactly, with an error naming the field and its text.
+fn micros_of<E: de::Error>(field: &str, raw: &RawValue) -> Result<Micros, E> {
+    parse_micros(raw.get()).map_err(|why| {
+        let text = raw.get();
+        let shown: String = text.chars().take(40).collect();
+        let more = if shown.len() < text.len() { "…" } else { "" };
+        E::custom(format!("\"{field}\": {why}, found {shown}{more}"))
+    })
+}
+
+/// Reads one event object.
+struct EventSeed<'a, 'de>(&'a mut Reader<'de>);
+
+impl<'de> DeserializeSeed<'de> for EventSeed<'_, 'de> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EventSeed<'_, 'de> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a trace event object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut f = Fields {
+            ph: None,
+            name: None,
+            cat: None,
+            pid: None,
+            tid: None,
+            ts: None,
+            dur: None,
+            args: None,
+        };
+        let mut extras = std::mem::take(&mut self.0.extras);
+        extras.clear();
+        while let Some(field) = map.next_key::<Field<'de>>()? {
+            match field {
+                Field::Ph => f.ph = Some(map.next_value::<Text<'de>>()?.0),
+                Field::Name => f.name = Some(map.next_value::<Text<'de>>()?.0),
+                Field::Cat => f.cat = Some(map.next_value::<Text<'de>>()?.0),
+                Field::Pid => f.pid = Some(map.next_value()?),
+                Field::Tid => f.tid = Some(map.next_value()?),
+                Field::Ts => {
+                    let raw: &'de RawValue = map.next_value()?;
+                    f.ts = Some(micros_of("ts", raw)?);
+                }
+                Field::Dur => {
+                    let raw: &'de RawValue = map.next_value()?;
+                    f.dur = Some((micros_of("dur", raw)?, raw));
+                }
+                Field::Args => f.args = Some(map.next_value()?),
+                Field::Other(key) => {
+                    let raw: &'de RawValue = map.next_value()?;
+                    extras.push((key, raw));
+                }
+            }
+        }
+        let result = self.0.finish_event(f, &extras);
+        self.0.extras = extras;
+        result.map_err(de::Error::custom)
+    }
+}
+
+/// Reads the events array.
+struct EventsSeed<'a, 'de>(&'a mut Reader<'de>);
+
+impl<'de> DeserializeSeed<'de> for EventsSeed<'_, 'de> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EventsSeed<'_, 'de> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("\"traceEvents\" to be an array of events")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(EventSeed(self.0))?.is_some() {}
+        Ok(())
+    }
+}
+
+/// Reads the whole document.
+pub(crate) struct TopSeed<'a, 'de>(pub &'a mut Reader<'de>);
+
+impl<'de> DeserializeSeed<'de> for TopSeed<'_, 'de> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TopSeed<'_, 'de> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(EXPECTED_TRACE)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut found = false;
+        while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
+            if key == "traceEvents" {
+                map.next_value_seed(EventsSeed(self.0))?;
+                found = true;
+            } else {
+                let raw: &'de RawValue = map.next_value()?;
+                self.0
+                    .top_level
+                    .push((key.into_owned(), raw.get().to_string()));
+            }
+        }
+        if found {
+            Ok(())
+        } else {
+            Err(de::Error::custom(format!(
+                "no \"traceEvents\" array in the top-level object; expected {EXPECTED_TRACE}"
+            )))
+        }
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
+        self.0.bare_array = true;
+        EventsSeed(self.0).visit_seq(seq)
+    }
+}
+
+/// The stat key for the non-`args` event field `field` (`@s`, `@id`, …). The common
+/// fields are static strings, so only unusual fields allocate, once per event.
+fn field_key<'de>(keys: &mut Interner<'de>, field: &str) -> Result<u32, String> {
+    let name: Cow<'de, str> = match field {
+        "s" => Cow::Borrowed("@s"),
+        "id" => Cow::Borrowed("@id"),
+        "bp" => Cow::Borrowed("@bp"),
+        "dur" => Cow::Borrowed("@dur"),
+        other => Cow::Owned(format!("{}{other}", crate::chrome::FIELD_PREFIX)),
+    };
+    keys.intern(name).map_err(|_| too_many("stat keys"))
+}

@@ -1,0 +1,417 @@
+use mlprof_model::{Host, Plane, StatValue, TrackId};
+
+use super::read_kineto;
+use crate::error::FormatError;
+
+fn read(json: &str) -> Host {
+    match read_kineto(json.as_bytes(), "t.json", "t") {
+        Ok(host) => host,
+        Err(e) => panic!("read failed: {e}"),
+    }
+}
+
+fn read_err(json: &str) -> (usize, usize, String) {
+    match read_kineto(json.as_bytes(), "t.json", "t") {
+        Err(FormatError::Json {
+            position, message, ..
+        }) => (position.line, position.column, message),
+        Err(other) => panic!("unexpected error kind: {other}"),
+        Ok(_) => panic!("expected an error"),
+    }
+}
+
+/// The stats of event `i` of line `line` as (name, display text).
+fn event_stats(plane: &Plane, line: usize, i: usize) -> Vec<(String, String)> {
+    let line = &plane.lines[line];
+    let event = line.event(i).unwrap();
+    event
+        .stats()
+        .iter()
+        .map(|s| {
+            (
+                plane.stat_name(s.key).to_string(),
+                plane.format_value(line.stats_store(), s.value),
+            )
+        })
+        .collect()
+}
+
+trait StoreOf {
+    fn stats_store(&self) -> &mlprof_model::StatStore;
+}
+impl StoreOf for mlprof_model::Line {
+    fn stats_store(&self) -> &mlprof_model::StatStore {
+        &self.stats
+    }
+}
+
+fn meta_stats(plane: &Plane, line: usize, i: usize) -> Vec<(String, String)> {
+    let event = plane.lines[line].event(i).unwrap();
+    let meta = plane.metadata_of(&event).unwrap();
+    plane
+        .metadata_stats_of(meta)
+        .iter()
+        .map(|s| {
+            (
+                plane.stat_name(s.key).to_string(),
+                plane.format_value(&plane.metadata_stats, s.value),
+            )
+        })
+        .collect()
+}
+
+fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+    items
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+#[test]
+fn fractional_and_integer_times_are_exact() {
+    let host = read(
+        r#"{"traceEvents": [
+            {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1712195495519689, "dur": 63.813},
+            {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "ts": 1712195495519695.8, "dur": 1.5e1}
+        ], "displayTimeUnit": "ms"}"#,
+    );
+    let chrome = host.chrome.as_ref().unwrap();
+    assert_eq!(chrome.origin_us, 1712195495519689);
+    let line = &host.planes[0].lines[0];
+    assert_eq!(line.events.offset_ps, vec![0, 6_800_000]);
+    assert_eq!(line.events.duration_ps, vec![63_813_000, 15_000_000]);
+    assert_eq!(line.timestamp_ns, 0);
+    // No baseTimeNanoseconds, epoch-like ts: start is the origin in ns.
+    assert_eq!(host.profile_start_ns, Some(1712195495519689 * 1000));
+    assert_eq!(host.profile_stop_ns, Some(1712195495519689 * 1000 + 63_813));
+}
+
+#[test]
+fn earlier_later_events_move_the_origin_down() {
+    let host = read(
+        r#"{"traceEvents": [
+            {"ph": "X", "name": "late", "pid": 1, "tid": 1, "ts": 100.25, "dur": 1},
+            {"ph": "X", "name": "early", "pid": 1, "tid": 2, "ts": 90.5, "dur": 1},
+            {"ph": "M", "name": "process_name", "pid": 1, "ts": 80, "args": {"name": "p"}}
+        ], "baseTimeNanoseconds": 1000000000}"#,
+    );
+    let chrome = host.chrome.as_ref().unwrap();
+    assert_eq!(chrome.origin_us, 90);
+    let host_plane = &host.planes[0];
+    assert_eq!(host_plane.lines[0].events.offset_ps, vec![10_250_000]);
+    assert_eq!(host_plane.lines[1].events.offset_ps, vec![500_000]);
+    assert_eq!(chrome.metadata_events[0].ts_ps, Some(-10_000_000));
+    assert_eq!(host.profile_start_ns, Some(1_000_000_000 + 90_000));
+    assert_eq!(host.profile_stop_ns, Some(1_000_000_000 + 90_000 + 11_250));
+}
+
+#[test]
+fn gpu_and_host_events_map_to_planes_and_lines() {
+    let host = read(
+        r#"{"schemaVersion": 1,
+        "deviceProperties": [{"id": 0, "name": "NVIDIA A100", "totalGlobalMem": 42297524224, "computeMajor": 8,
+                              "computeMinor": 0, "numSms": 108, "warpSize": 32},
+                             {"id": 1, "name": "NVIDIA A100"}],
+        "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8},
+        "traceEvents": [
+          {"ph": "M", "name": "thread_name", "pid": 10, "tid": 11, "args": {"name": "main thread"}},
+          {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 11, "ts": 5, "dur": 2,
+           "args": {"correlation": 7, "External id": 3}},
+          {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 8, "dur": 4,
+           "args": {"device": 0, "context": 1, "stream": 7, "correlation": 7, "grid": [1, 2, 1]}},
+          {"ph": "f", "id": 7, "pid": 0, "tid": 7, "ts": 8, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+          {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 10, "tid": 12, "ts": 6, "dur": 1}
+        ]}"#,
+    );
+    assert_eq!(host.rank, Some(3));
+    let names: Vec<&str> = host.planes.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["/host:CPU", "/device:GPU:0", "/device:GPU:1"]);
+    let cpu = &host.planes[0];
+    assert_eq!(cpu.id, 0);
+    let line_names: Vec<&str> = cpu.lines.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(line_names, ["main thread", "thread 12"]);
+    assert_eq!(cpu.lines[0].id, 11);
+    assert_eq!(
+        cpu.lines[0].chrome_track,
+        Some((TrackId::Int(10), TrackId::Int(11)))
+    );
+    assert_eq!(
+        event_stats(cpu, 0, 0),
+        pairs(&[("correlation_id", "7"), ("External id", "3")])
+    );
+    assert_eq!(meta_stats(cpu, 0, 0), pairs(&[("cat", "cuda_runtime")]));
+
+    let gpu = &host.planes[1];
+    assert_eq!(gpu.id, 0);
+    assert_eq!(gpu.lines.len(), 1);
+    assert_eq!(gpu.lines[0].name, "Stream #7");
+    assert_eq!((gpu.lines[0].id, gpu.lines[0].display_id), (7, 7));
+    assert_eq!(
+        gpu.lines[0].len(),
+        2,
+        "the flow on the GPU pid goes to the GPU plane"
+    );
+    assert_eq!(
+        event_stats(gpu, 0, 0),
+        pairs(&[
+            ("device_id", "0"),
+            ("context_id", "1"),
+            ("stream", "7"),
+            ("correlation_id", "7"),
+            ("grid", "[1, 2, 1]")
+        ])
+    );
+    assert_eq!(
+        gpu.event_metadata.len(),
+        2,
+        "plane metadata holds only what its lines use"
+    );
+    assert_eq!(
+        gpu.plane_stat("gpu_device_name")
+            .map(|v| gpu.format_value(&gpu.metadata_stats, v))
+            .as_deref(),
+        Some("NVIDIA A100")
+    );
+    assert_eq!(
+        gpu.plane_stat("memory_size"),
+        Some(StatValue::Int(42297524224))
+    );
+    assert_eq!(gpu.plane_stat("core_count"), Some(StatValue::Int(108)));
+    assert_eq!(gpu.plane_stat("compute_cap_major"), Some(StatValue::Int(8)));
+    assert_eq!(gpu.plane_stat("warpSize"), Some(StatValue::Int(32)));
+    assert!(host.planes[2].lines.is_empty());
+    let keys: Vec<&str> = host
+        .chrome
+        .as_ref()
+        .unwrap()
+        .top_level
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .collect();
+    assert_eq!(
+        keys,
+        ["schemaVersion", "deviceProperties", "distributedInfo"]
+    );
+}
+
+#[test]
+fn labels_and_mtia_categories_make_device_planes() {
+    let host = read(
+        r#"{"traceEvents": [
+          {"ph": "M", "name": "process_labels", "pid": 3, "tid": 0, "args": {"labels": "GPU 3"}},
+          {"ph": "X", "cat": "mtia_ccp_events", "name": "k", "pid": 17, "tid": 5, "ts": 1, "dur": 1},
+          {"ph": "X", "cat": "mtia_runtime", "name": "launch", "pid": 865, "tid": 5, "ts": 1, "dur": 1},
+          {"ph": "i", "name": "marker", "pid": 3, "tid": 2, "ts": 2, "s": "t"}
+        ]}"#,
+    );
+    let names: Vec<&str> = host.planes.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["/host:CPU", "/device:GPU:3", "/device:MTIA:17"]);
+    assert_eq!(host.planes[0].lines.len(), 1);
+}
+
+#[test]
+fn flows_instants_counters_and_extra_keys_are_kept() {
+    let host = read(
+        r#"[
+          {"ph": "s", "id": 181, "pid": 1, "tid": 1, "ts": 1, "cat": "fwdbwd", "name": "fwdbwd"},
+          {"ph": "f", "id": "x1", "pid": 1, "tid": 1, "ts": 2, "cat": "fwdbwd", "name": "fwdbwd", "bp": "e"},
+          {"ph": "i", "name": "mark", "pid": 1, "tid": 1, "ts": 3, "s": "g", "args": {"a": 1}},
+          {"ph": "C", "name": "mem", "pid": 1, "tid": 1, "ts": 4, "args": {"bytes": 12.5, "big": 18446744073709551615}},
+          {"ph": "B", "name": "begin", "pid": 1, "tid": 1, "ts": 5, "id2": {"local": "0x1"}, "dur": 3},
+          {"ph": "E", "pid": 1, "tid": 1, "ts": 6}
+        ]"#,
+    );
+    let chrome = host.chrome.as_ref().unwrap();
+    assert!(chrome.bare_array);
+    assert!(chrome.top_level.is_empty());
+    let plane = &host.planes[0];
+    assert_eq!(plane.lines[0].len(), 6);
+    assert_eq!(event_stats(plane, 0, 0), pairs(&[("@id", "181")]));
+    assert_eq!(
+        event_stats(plane, 0, 1),
+        pairs(&[("@id", "x1"), ("@bp", "e")])
+    );
+    assert_eq!(event_stats(plane, 0, 2), pairs(&[("a", "1"), ("@s", "g")]));
+    assert_eq!(
+        event_stats(plane, 0, 3),
+        pairs(&[("bytes", "12.5"), ("big", "18446744073709551615")])
+    );
+    assert_eq!(
+        event_stats(plane, 0, 4),
+        pairs(&[("@id2", r#"{"local": "0x1"}"#), ("@dur", "3")])
+    );
+    assert_eq!(plane.lines[0].events.duration_ps, vec![0; 6]);
+    assert_eq!(
+        meta_stats(plane, 0, 0),
+        pairs(&[("cat", "fwdbwd"), ("ph", "s")])
+    );
+    assert_eq!(meta_stats(plane, 0, 3), pairs(&[("ph", "C")]));
+    assert_eq!(
+        plane.event_metadata[plane.lines[0].events.metadata[5] as usize].name,
+        ""
+    );
+    // Typed values.
+    let stats = plane.lines[0].event(1).unwrap().stats();
+    assert!(matches!(stats[0].value, StatValue::Str(_)));
+    let stats = plane.lines[0].event(3).unwrap().stats();
+    assert_eq!(stats[0].value, StatValue::Double(12.5));
+    assert_eq!(stats[1].value, StatValue::Uint(u64::MAX));
+}
+
+#[test]
+fn metadata_records_are_kept_not_events() {
+    let host = read(
+        r#"{"traceEvents": [
+          {"name": "process_name", "ph": "M", "ts": 10.5, "pid": 2677, "tid": 0, "args": {"name": "python"}},
+          {"name": "process_sort_index", "ph": "M", "pid": "Spans", "args": {"sort_index": 536870912}},
+          {"ph": "X", "cat": "Trace", "ts": 11, "dur": 5, "pid": "Spans", "tid": "PyTorch Profiler", "name": "PyTorch Profiler (0)"},
+          {"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "", "ts": 20}
+        ]}"#,
+    );
+    assert_eq!(host.event_count(), 2);
+    let chrome = host.chrome.as_ref().unwrap();
+    assert_eq!(chrome.metadata_events.len(), 2);
+    let m0 = &chrome.metadata_events[0];
+    assert_eq!(
+        (m0.name.as_str(), &m0.pid, &m0.tid),
+        ("process_name", &TrackId::Int(2677), &Some(TrackId::Int(0)))
+    );
+    assert_eq!(m0.ts_ps, Some(-500_000));
+    assert_eq!(m0.args_json, r#"{"name": "python"}"#);
+    let m1 = &chrome.metadata_events[1];
+    assert_eq!(
+        (&m1.pid, &m1.tid, m1.ts_ps),
+        (&TrackId::Str("Spans".into()), &None, None)
+    );
+    let plane = &host.planes[0];
+    assert_eq!(plane.lines[0].name, "PyTorch Profiler");
+    assert_eq!(
+        plane.lines[0].chrome_track,
+        Some((
+            TrackId::Str("Spans".into()),
+            TrackId::Str("PyTorch Profiler".into())
+        ))
+    );
+    assert_eq!(plane.lines[0].id, super::intern::fnv63("PyTorch Profiler"));
+    assert_eq!(plane.lines[1].name, "");
+    assert_eq!(event_stats(plane, 1, 0), pairs(&[("@s", "g")]));
+}
+
+#[test]
+fn escaped_strings_are_unescaped() {
+    let host = read(
+        r#"{"traceEvents": [{"ph": "X", "name": "a\"b", "pid": 1, "tid": 1, "ts": 0, "args": {"k\u0041": "x\ny"}}]}"#,
+    );
+    let plane = &host.planes[0];
+    assert_eq!(plane.event_metadata[0].name, "a\"b");
+    assert_eq!(event_stats(plane, 0, 0), pairs(&[("kA", "x\ny")]));
+}
+
+#[test]
+fn empty_event_list_is_a_host_without_events() {
+    let host = read(r#"{"traceEvents": [], "traceName": "x"}"#);
+    assert!(host.planes.is_empty());
+    assert_eq!(host.profile_start_ns, None);
+    assert_eq!(
+        host.chrome.as_ref().unwrap().top_level,
+        vec![("traceName".to_string(), "\"x\"".to_string())]
+    );
+}
+
+#[test]
+fn errors_carry_line_and_column() {
+    let (line, column, message) =
+        read_err("{\"traceEvents\": [\n  {\"ph\": \"X\", \"ts\": \"soon\"}\n]}");
+    assert_eq!(line, 2);
+    assert!(column > 10, "{column}");
+    assert!(
+        message.contains("\"ts\": expected a number of microseconds"),
+        "{message}"
+    );
+
+    let (line, _, message) = read_err("{\"traceEvents\": [\n {\"ph\": \"X\",, }]}");
+    assert_eq!(line, 2);
+    assert!(message.starts_with("invalid JSON:"), "{message}");
+
+    let (_, _, message) = read_err(r#"{"traceEvents": {"ph": "X"}}"#);
+    assert!(
+        message.contains("expected \"traceEvents\" to be an array of events"),
+        "{message}"
+    );
+
+    let (_, _, message) = read_err(r#"{"traceEvents": [1]}"#);
+    assert!(
+        message.contains("expected a trace event object"),
+        "{message}"
+    );
+
+    let (_, _, message) = read_err(r#"{"schemaVersion": 1}"#);
+    assert!(message.contains("no \"traceEvents\" array"), "{message}");
+
+    let (line, column, message) = read_err("42");
+    assert_eq!((line, column), (1, 2));
+    assert!(
+        message.contains(
+            "expected a Chrome trace: an object with \"traceEvents\" or an array of events"
+        ),
+        "{message}"
+    );
+
+    let (_, _, message) = read_err(r#"{"traceEvents": [{"ph": "X", "pid": 1.5}]}"#);
+    assert!(message.contains("integer or string"), "{message}");
+
+    let (_, _, message) = read_err(r#"{"traceEvents": [{"ph": "X", "ts": 1e300}]}"#);
+    assert!(message.contains("too large"), "{message}");
+
+    let (_, _, message) = read_err(r#"{"traceEvents": [{"ts": 0}, {"ts": 1e13}]}"#);
+    assert!(message.contains("span"), "{message}");
+
+    let (_, _, message) = read_err(r#"{"traceEvents": []} x"#);
+    assert!(message.contains("trailing"), "{message}");
+
+    let (_, _, message) = read_err("");
+    assert!(message.starts_with("truncated JSON"), "{message}");
+}
+
+#[test]
+fn truncated_input_is_an_error_at_the_end() {
+    let json = "{\"traceEvents\": [\n{\"ph\": \"X\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 2},\n{\"ph\": \"X\", \"na";
+    let (line, _, message) = read_err(json);
+    assert_eq!(line, 3);
+    assert!(
+        message.starts_with("truncated JSON: EOF while parsing"),
+        "{message}"
+    );
+    for cut in 1..json.len() {
+        assert!(
+            read_kineto(&json.as_bytes()[..cut], "t", "t").is_err(),
+            "cut at {cut}"
+        );
+    }
+}
+
+#[test]
+fn real_torch_profiler_trace() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/fixtures/kineto/torch_profile/logdir/worker0.1795289102612280864.pt.trace.json"
+    );
+    let Ok(bytes) = std::fs::read(path) else {
+        eprintln!("skipping: {path} is missing");
+        return;
+    };
+    let host = read_kineto(&bytes, path, "worker0").unwrap();
+    let chrome = host.chrome.as_ref().unwrap();
+    assert_eq!(chrome.metadata_events.len(), 8);
+    assert_eq!(host.event_count(), 9447);
+    assert_eq!(host.planes.len(), 1);
+    assert_eq!(host.planes[0].name, "/host:CPU");
+    assert_eq!(host.rank, None);
+    assert_eq!(chrome.top_level.len(), 10);
+    assert!(
+        host.profile_start_ns
+            .is_some_and(|s| s > 1_790_857_026_000_000_000)
+    );
+    let python = host.planes[0].lines.iter().find(|l| l.id == 2677).unwrap();
+    assert_eq!(python.name, "thread 2677 (python)");
+}
