@@ -172,7 +172,7 @@ fn plane_inventory(plane: &Plane) -> PlaneInventory {
 
     let keys = plane.stat_metadata.len();
     let (mut on_plane, mut on_metadata, mut on_events) = (vec![0usize; keys], vec![0usize; keys], vec![0usize; keys]);
-    let mut count = |counts: &mut Vec<usize>, key: u32| {
+    let count = |counts: &mut Vec<usize>, key: u32| {
         if let Some(c) = counts.get_mut(key as usize) {
             *c += 1;
         }
@@ -211,9 +211,7 @@ fn plane_inventory(plane: &Plane) -> PlaneInventory {
         events: plane.event_count(),
         event_metadata: plane.event_metadata.len(),
         stat_metadata: plane.stat_metadata.len(),
-        span: SpanPs::of(
-            plane.lines.iter().filter_map(|l| l.span_ps()).reduce(|(a, b), (c, d)| (a.min(c), b.max(d))),
-        ),
+        span: SpanPs::of(plane.lines.iter().filter_map(|l| l.span_ps()).reduce(|(a, b), (c, d)| (a.min(c), b.max(d)))),
         device_properties,
         plane_stats,
         well_known_stats: well_known,

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use divan::counter::{BytesCount, ItemsCount};
 use divan::{Bencher, black_box};
 use mlprof_formats::input::load_file;
-use mlprof_formats::xspace::{encode_xspace, read_xspace};
 use mlprof_formats::kineto::read_kineto;
+use mlprof_formats::xspace::{encode_xspace, read_xspace};
 
 fn main() {
     divan::main();
@@ -215,8 +215,6 @@ mod prost_xspace {
     /// Decodes and returns the event count (so the work is not optimised away).
     pub fn decode(bytes: &[u8]) -> usize {
         use prost::Message;
-        XSpace::decode(bytes)
-            .map(|s| s.planes.iter().flat_map(|p| &p.lines).map(|l| l.events.len()).sum())
-            .unwrap_or(0)
+        XSpace::decode(bytes).map(|s| s.planes.iter().flat_map(|p| &p.lines).map(|l| l.events.len()).sum()).unwrap_or(0)
     }
 }

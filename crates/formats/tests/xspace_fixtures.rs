@@ -5,9 +5,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use mlprof_formats::FormatError;
 use mlprof_formats::input::load_file;
 use mlprof_formats::xspace::{encode_xspace, read_xspace};
-use mlprof_formats::FormatError;
 use mlprof_model::{Host, StatValue};
 use serde_json::Value;
 

@@ -157,10 +157,10 @@ impl StatStore {
             if let Some(&k) = map.get(stat.key as usize) {
                 stat.key = k;
             }
-            if let StatValue::Ref(r) = &mut stat.value {
-                if let Some(&k) = map.get(*r as usize) {
-                    *r = k;
-                }
+            if let StatValue::Ref(r) = &mut stat.value
+                && let Some(&k) = map.get(*r as usize)
+            {
+                *r = k;
             }
         }
     }

@@ -45,11 +45,7 @@ pub fn human_duration(ps: i64) -> String {
     } else {
         (abs, "ps")
     };
-    if value >= 100.0 || unit == "ps" {
-        format!("{sign}{value:.0} {unit}")
-    } else {
-        format!("{sign}{value:.3} {unit}")
-    }
+    if value >= 100.0 || unit == "ps" { format!("{sign}{value:.0} {unit}") } else { format!("{sign}{value:.3} {unit}") }
 }
 
 #[cfg(test)]

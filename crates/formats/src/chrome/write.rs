@@ -42,7 +42,7 @@ pub fn write_chrome_trace(hosts: &[&Host], out: &mut dyn Write) -> io::Result<()
     em.buf.push_str("\"traceEvents\":[");
     let multi = hosts.len() > 1;
     for (index, host) in hosts.iter().enumerate() {
-        let prefix = multi.then(|| host.name.as_str());
+        let prefix = multi.then_some(host.name.as_str());
         match &host.chrome {
             Some(info) => write_chrome_host(&mut em, host, info, index, prefix)?,
             None => write_xspace_host(&mut em, host, index, prefix)?,
@@ -265,10 +265,10 @@ fn xprof_pid(plane: &Plane, next_custom: &mut i64) -> Option<i64> {
     if plane.name == names::HOST_PLANE {
         return Some(701);
     }
-    if let Some(ordinal) = names::device_ordinal(&plane.name).filter(|o| (0..500).contains(o)) {
-        if !plane.name.starts_with(names::CUSTOM_PLANE_PREFIX) {
-            return Some(ordinal + 1);
-        }
+    if let Some(ordinal) = names::device_ordinal(&plane.name).filter(|o| (0..500).contains(o))
+        && !plane.name.starts_with(names::CUSTOM_PLANE_PREFIX)
+    {
+        return Some(ordinal + 1);
     }
     *next_custom += 1;
     Some(*next_custom - 1)

@@ -127,9 +127,6 @@ mod tests {
         assert_eq!(i.intern(Cow::Borrowed("b")).unwrap(), b);
         assert_eq!(i.get(b), "b");
         assert_eq!(i.len(), 2);
-        assert_eq!(
-            fnv63(""),
-            (0xcbf2_9ce4_8422_2325_u64 & (i64::MAX as u64)) as i64
-        );
+        assert_eq!(fnv63(""), (0xcbf2_9ce4_8422_2325_u64 & (i64::MAX as u64)) as i64);
     }
 }

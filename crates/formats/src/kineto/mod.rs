@@ -46,9 +46,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use mlprof_model::names::{DEVICE_PLANE_PREFIX, GPU_PLANE_PREFIX, HOST_PLANE};
-use mlprof_model::{
-    ChromeTraceInfo, Host, Line, Plane, PlaneBuilder, SourceFormat, StatValue, TrackId,
-};
+use mlprof_model::{ChromeTraceInfo, Host, Line, Plane, PlaneBuilder, SourceFormat, StatValue, TrackId};
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
@@ -66,9 +64,7 @@ use parse::{NO_CAT, Reader, TopSeed};
 pub fn read_kineto(bytes: &[u8], path: &str, host_name: &str) -> Result<Host> {
     let mut reader = Reader::default();
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let parsed = TopSeed(&mut reader)
-        .deserialize(&mut de)
-        .and_then(|()| de.end());
+    let parsed = TopSeed(&mut reader).deserialize(&mut de).and_then(|()| de.end());
     if let Err(e) = parsed {
         return Err(json_error(path, &e));
     }
@@ -91,10 +87,7 @@ fn json_error(path: &str, e: &serde_json::Error) -> FormatError {
     };
     FormatError::Json {
         path: path.to_string(),
-        position: JsonPosition {
-            line: e.line().max(1),
-            column: e.column().max(1),
-        },
+        position: JsonPosition { line: e.line().max(1), column: e.column().max(1) },
         message,
     }
 }
@@ -130,39 +123,21 @@ fn assemble(mut r: Reader<'_>, path: &str, host_name: &str) -> std::result::Resu
             }
             origin
         }
-        None => r
-            .meta_ts
-            .iter()
-            .flatten()
-            .map(|m| m.whole)
-            .min()
-            .unwrap_or(0),
+        None => r.meta_ts.iter().flatten().map(|m| m.whole).min().unwrap_or(0),
     };
     for &(track, index) in &r.missing_ts {
-        if let Some(offset) = r
-            .tracks
-            .get_mut(track as usize)
-            .and_then(|t| t.line.events.offset_ps.get_mut(index as usize))
+        if let Some(offset) =
+            r.tracks.get_mut(track as usize).and_then(|t| t.line.events.offset_ps.get_mut(index as usize))
         {
             *offset = 0;
         }
     }
     for (event, ts) in r.meta_events.iter_mut().zip(&r.meta_ts) {
-        event.ts_ps = ts.and_then(|ts| {
-            ts.whole
-                .checked_sub(origin)?
-                .checked_mul(PS_PER_US)?
-                .checked_add(ts.frac_ps)
-        });
+        event.ts_ps = ts.and_then(|ts| ts.whole.checked_sub(origin)?.checked_mul(PS_PER_US)?.checked_add(ts.frac_ps));
     }
 
     // Top-level facts.
-    let top = |key: &str| {
-        r.top_level
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    };
+    let top = |key: &str| r.top_level.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
     let rank = top("distributedInfo").and_then(|raw| {
         let info: DistributedInfo<'_> = serde_json::from_str(raw).ok()?;
         match classify(info.rank?.get()) {
@@ -174,9 +149,8 @@ fn assemble(mut r: Reader<'_>, path: &str, host_name: &str) -> std::result::Resu
         Scalar::Int(v) => Some(v),
         _ => None,
     });
-    let device_properties: Vec<(i64, Vec<(String, String)>)> = top("deviceProperties")
-        .map(parse_device_properties)
-        .unwrap_or_default();
+    let device_properties: Vec<(i64, Vec<(String, String)>)> =
+        top("deviceProperties").map(parse_device_properties).unwrap_or_default();
 
     // Labels and thread names from the metadata records.
     let mut labels: HashMap<i64, DeviceKind> = HashMap::new();
@@ -184,8 +158,7 @@ fn assemble(mut r: Reader<'_>, path: &str, host_name: &str) -> std::result::Resu
     for event in &r.meta_events {
         match event.name.as_str() {
             "process_labels" => {
-                if let (TrackId::Int(pid), Some(kind)) = (&event.pid, label_kind(&event.args_json))
-                {
+                if let (TrackId::Int(pid), Some(kind)) = (&event.pid, label_kind(&event.args_json)) {
                     labels.insert(*pid, kind);
                 }
             }
@@ -228,12 +201,7 @@ fn assemble(mut r: Reader<'_>, path: &str, host_name: &str) -> std::result::Resu
         }
     }
     for (id, _) in &device_properties {
-        devices.entry(*id).or_insert_with(|| {
-            (
-                labels.get(id).copied().unwrap_or(DeviceKind::Gpu),
-                Vec::new(),
-            )
-        });
+        devices.entry(*id).or_insert_with(|| (labels.get(id).copied().unwrap_or(DeviceKind::Gpu), Vec::new()));
     }
 
     let mut tracks: Vec<Option<Line>> = r.tracks.drain(..).map(|t| Some(t.line)).collect();
@@ -247,20 +215,10 @@ fn assemble(mut r: Reader<'_>, path: &str, host_name: &str) -> std::result::Resu
             };
             let (id, name) = match &line.chrome_track {
                 Some((pid, tid)) => match tid {
-                    TrackId::Int(t) => (
-                        *t,
-                        thread_names
-                            .get(&(pid, tid))
-                            .cloned()
-                            .unwrap_or_else(|| format!("thread {t}")),
-                    ),
-                    TrackId::Str(s) => (
-                        fnv63(s),
-                        thread_names
-                            .get(&(pid, tid))
-                            .cloned()
-                            .unwrap_or_else(|| s.clone()),
-                    ),
+                    TrackId::Int(t) => {
+                        (*t, thread_names.get(&(pid, tid)).cloned().unwrap_or_else(|| format!("thread {t}")))
+                    }
+                    TrackId::Str(s) => (fnv63(s), thread_names.get(&(pid, tid)).cloned().unwrap_or_else(|| s.clone())),
                 },
                 None => (0, String::new()),
             };
@@ -343,11 +301,7 @@ const UNMAPPED: u32 = u32::MAX;
 
 impl<'r, 'de> Compactor<'r, 'de> {
     fn new(r: &'r Reader<'de>) -> Self {
-        Compactor {
-            r,
-            meta_map: vec![UNMAPPED; r.meta_list.len()],
-            key_map: vec![UNMAPPED; r.keys.len()],
-        }
+        Compactor { r, meta_map: vec![UNMAPPED; r.meta_list.len()], key_map: vec![UNMAPPED; r.keys.len()] }
     }
 
     fn reset(&mut self) {
@@ -355,11 +309,7 @@ impl<'r, 'de> Compactor<'r, 'de> {
         self.key_map.fill(UNMAPPED);
     }
 
-    fn add_line(
-        &mut self,
-        builder: &mut PlaneBuilder,
-        mut line: Line,
-    ) -> std::result::Result<(), String> {
+    fn add_line(&mut self, builder: &mut PlaneBuilder, mut line: Line) -> std::result::Result<(), String> {
         let r = self.r;
         let mut arena_full = false;
         for m in &mut line.events.metadata {
@@ -368,11 +318,7 @@ impl<'r, 'de> Compactor<'r, 'de> {
             };
             if *slot == UNMAPPED {
                 let (name_id, variant) = r.meta_list.get(*m as usize).copied().unwrap_or((0, 0));
-                let (cat_id, ph_id) = r
-                    .catph_list
-                    .get(variant as usize)
-                    .copied()
-                    .unwrap_or((NO_CAT, 0));
+                let (cat_id, ph_id) = r.catph_list.get(variant as usize).copied().unwrap_or((NO_CAT, 0));
                 let ph = r.phs.get(ph_id);
                 *slot = builder.event_metadata(r.names.get(name_id), variant, |b| {
                     let mut stats = Vec::new();
@@ -411,10 +357,7 @@ impl<'r, 'de> Compactor<'r, 'de> {
 }
 
 /// Sets a device plane's stats from its `deviceProperties` entry.
-fn set_device_stats(
-    builder: &mut PlaneBuilder,
-    props: &[(String, String)],
-) -> std::result::Result<(), String> {
+fn set_device_stats(builder: &mut PlaneBuilder, props: &[(String, String)]) -> std::result::Result<(), String> {
     let mut stats = Vec::with_capacity(props.len());
     for (key, raw) in props {
         let name = match key.as_str() {
@@ -461,19 +404,11 @@ fn parse_device_properties(raw: &str) -> Vec<(i64, Vec<(String, String)>)> {
         .into_iter()
         .filter_map(|entry| {
             let OrderedObject(fields) = serde_json::from_str(entry.get()).ok()?;
-            let id = fields.iter().find(|(k, _)| k == "id").and_then(|(_, v)| {
-                match classify(v.get()) {
-                    Scalar::Int(v) => Some(v),
-                    _ => None,
-                }
+            let id = fields.iter().find(|(k, _)| k == "id").and_then(|(_, v)| match classify(v.get()) {
+                Scalar::Int(v) => Some(v),
+                _ => None,
             })?;
-            Some((
-                id,
-                fields
-                    .into_iter()
-                    .map(|(k, v)| (k.into_owned(), v.get().to_string()))
-                    .collect(),
-            ))
+            Some((id, fields.into_iter().map(|(k, v)| (k.into_owned(), v.get().to_string())).collect()))
         })
         .collect()
 }
@@ -521,20 +456,14 @@ impl<'de> Deserialize<'de> for OrderedObject<'de> {
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("an object")
             }
-            fn visit_map<A: MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> std::result::Result<Self::Value, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Self::Value, A::Error> {
                 let mut fields = Vec::new();
                 while let Some(key) = map.next_key::<Cow<'de, str>>()? {
                     fields.push((key, map.next_value::<&'de RawValue>()?));
                 }
                 Ok(OrderedObject(fields))
             }
-            fn visit_seq<A: SeqAccess<'de>>(
-                self,
-                _: A,
-            ) -> std::result::Result<Self::Value, A::Error> {
+            fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> std::result::Result<Self::Value, A::Error> {
                 Err(de::Error::invalid_type(de::Unexpected::Seq, &self))
             }
         }

@@ -88,10 +88,7 @@ pub(crate) fn parse_micros(text: &str) -> Result<Micros, &'static str> {
     let (whole_mag, frac_mag) = if exp == 0 {
         let mut whole: u64 = 0;
         for &d in int_digits {
-            whole = whole
-                .checked_mul(10)
-                .and_then(|w| w.checked_add(u64::from(d - b'0')))
-                .ok_or(TOO_LARGE)?;
+            whole = whole.checked_mul(10).and_then(|w| w.checked_add(u64::from(d - b'0'))).ok_or(TOO_LARGE)?;
         }
         let mut frac: u64 = 0;
         for k in 0..6 {
@@ -104,24 +101,12 @@ pub(crate) fn parse_micros(text: &str) -> Result<Micros, &'static str> {
     let whole_mag = i64::try_from(whole_mag).map_err(|_| TOO_LARGE)?;
     let frac_mag = frac_mag as i64;
     if neg && frac_mag != 0 {
-        let whole = whole_mag
-            .checked_neg()
-            .and_then(|w| w.checked_sub(1))
-            .ok_or(TOO_LARGE)?;
-        Ok(Micros {
-            whole,
-            frac_ps: PS_PER_US - frac_mag,
-        })
+        let whole = whole_mag.checked_neg().and_then(|w| w.checked_sub(1)).ok_or(TOO_LARGE)?;
+        Ok(Micros { whole, frac_ps: PS_PER_US - frac_mag })
     } else if neg {
-        Ok(Micros {
-            whole: -whole_mag,
-            frac_ps: 0,
-        })
+        Ok(Micros { whole: -whole_mag, frac_ps: 0 })
     } else {
-        Ok(Micros {
-            whole: whole_mag,
-            frac_ps: frac_mag,
-        })
+        Ok(Micros { whole: whole_mag, frac_ps: frac_mag })
     }
 }
 
@@ -130,11 +115,7 @@ pub(crate) fn parse_micros(text: &str) -> Result<Micros, &'static str> {
 fn scaled(int: &[u8], frac: &[u8], exp: i64) -> Result<(u64, u64), &'static str> {
     let len = int.len() + frac.len();
     let digit = |k: usize| -> u64 {
-        let d = if k < int.len() {
-            int.get(k)
-        } else {
-            frac.get(k - int.len())
-        };
+        let d = if k < int.len() { int.get(k) } else { frac.get(k - int.len()) };
         d.map_or(0, |d| u64::from(d - b'0'))
     };
     // Skip leading zeros so that the point position bounds the magnitude.
@@ -154,17 +135,11 @@ fn scaled(int: &[u8], frac: &[u8], exp: i64) -> Result<(u64, u64), &'static str>
             return 0;
         }
         let k = first as u64 + rel as u64;
-        usize::try_from(k)
-            .ok()
-            .filter(|&k| k < len)
-            .map_or(0, digit)
+        usize::try_from(k).ok().filter(|&k| k < len).map_or(0, digit)
     };
     let mut whole: u64 = 0;
     for rel in 0..point.max(0) {
-        whole = whole
-            .checked_mul(10)
-            .and_then(|w| w.checked_add(at(rel)))
-            .ok_or(TOO_LARGE)?;
+        whole = whole.checked_mul(10).and_then(|w| w.checked_add(at(rel))).ok_or(TOO_LARGE)?;
     }
     let mut frac: u64 = 0;
     for j in 0..6 {
@@ -198,10 +173,7 @@ pub(crate) fn classify(raw: &str) -> Scalar<'_> {
     match raw.as_bytes().first() {
         Some(b'"') => {
             let inner = raw.get(1..raw.len().saturating_sub(1).max(1)).unwrap_or("");
-            Scalar::Str {
-                inner,
-                escaped: inner.as_bytes().contains(&b'\\'),
-            }
+            Scalar::Str { inner, escaped: inner.as_bytes().contains(&b'\\') }
         }
         Some(b'-' | b'0'..=b'9') => {
             if raw.bytes().any(|c| matches!(c, b'.' | b'e' | b'E')) {
@@ -247,10 +219,7 @@ pub(crate) fn unescape_into(inner: &str, out: &mut String) {
             b'u' => match hex4(b, i) {
                 Some(hi) => {
                     i += 4;
-                    if (0xD800..0xDC00).contains(&hi)
-                        && b.get(i) == Some(&b'\\')
-                        && b.get(i + 1) == Some(&b'u')
-                    {
+                    if (0xD800..0xDC00).contains(&hi) && b.get(i) == Some(&b'\\') && b.get(i + 1) == Some(&b'u') {
                         match hex4(b, i + 2) {
                             Some(lo) if (0xDC00..0xE000).contains(&lo) => {
                                 i += 6;
@@ -321,20 +290,8 @@ mod tests {
         assert_eq!(classify("18446744073709551615"), Scalar::Uint(u64::MAX));
         assert_eq!(classify("1.5"), Scalar::Double(1.5));
         assert_eq!(classify("1e2"), Scalar::Double(100.0));
-        assert_eq!(
-            classify("\"a\\nb\""),
-            Scalar::Str {
-                inner: "a\\nb",
-                escaped: true
-            }
-        );
-        assert_eq!(
-            classify("\"\""),
-            Scalar::Str {
-                inner: "",
-                escaped: false
-            }
-        );
+        assert_eq!(classify("\"a\\nb\""), Scalar::Str { inner: "a\\nb", escaped: true });
+        assert_eq!(classify("\"\""), Scalar::Str { inner: "", escaped: false });
         assert_eq!(classify("[1,2]"), Scalar::Json);
         assert_eq!(classify("true"), Scalar::Json);
     }

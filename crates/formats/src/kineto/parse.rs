@@ -14,8 +14,7 @@ use super::intern::{FxMap, Interner};
 use super::number::{Micros, PS_PER_US, Scalar, classify, parse_micros, unescape_into};
 
 /// What a Chrome trace must look like at the top.
-pub(crate) const EXPECTED_TRACE: &str =
-    "a Chrome trace: an object with \"traceEvents\" or an array of events";
+pub(crate) const EXPECTED_TRACE: &str = "a Chrome trace: an object with \"traceEvents\" or an array of events";
 
 /// Cat id of events without a `cat`.
 pub(crate) const NO_CAT: u32 = u32::MAX;
@@ -36,9 +35,7 @@ pub(crate) enum CatClass {
 
 fn cat_class(cat: &str) -> CatClass {
     match cat {
-        "kernel" | "Kernel" | "gpu_memcpy" | "gpu_memset" | "gpu_user_annotation" | "cuda_sync" => {
-            CatClass::Gpu
-        }
+        "kernel" | "Kernel" | "gpu_memcpy" | "gpu_memset" | "gpu_user_annotation" | "cuda_sync" => CatClass::Gpu,
         "mtia_ccp_events" => CatClass::Mtia,
         _ => CatClass::Host,
     }
@@ -149,11 +146,7 @@ impl Id<'_> {
 
 impl<'de> Reader<'de> {
     /// Handles one complete event.
-    fn finish_event(
-        &mut self,
-        f: Fields<'de>,
-        extras: &[(Cow<'de, str>, &'de RawValue)],
-    ) -> Result<(), String> {
+    fn finish_event(&mut self, f: Fields<'de>, extras: &[(Cow<'de, str>, &'de RawValue)]) -> Result<(), String> {
         let ph = f.ph.unwrap_or(Cow::Borrowed(""));
         if ph == "M" {
             self.meta_events.push(ChromeMetadataEvent {
@@ -180,16 +173,12 @@ impl<'de> Reader<'de> {
         };
         let is_complete = ph == "X";
         let duration = match (&f.dur, is_complete) {
-            (Some((dur, _)), true) => dur
-                .to_ps()
-                .ok_or("\"dur\": duration too large for 64-bit picoseconds")?,
+            (Some((dur, _)), true) => dur.to_ps().ok_or("\"dur\": duration too large for 64-bit picoseconds")?,
             _ => 0,
         };
         let metadata = self.metadata(f.name, f.cat, ph, track)?;
 
-        let Reader {
-            tracks, keys, text, ..
-        } = self;
+        let Reader { tracks, keys, text, .. } = self;
         let Some(line) = tracks.get_mut(track as usize) else {
             return Err("internal error: unknown track".to_string());
         };
@@ -240,11 +229,7 @@ impl<'de> Reader<'de> {
         let pid_index = self.pid_index(pid)?;
         let tid_key = match tid {
             Id::Int(t) => TidKey::Int(*t),
-            Id::Str(s) => TidKey::Str(
-                self.str_tids
-                    .intern(s.clone())
-                    .map_err(|_| too_many("thread ids"))?,
-            ),
+            Id::Str(s) => TidKey::Str(self.str_tids.intern(s.clone()).map_err(|_| too_many("thread ids"))?),
         };
         if let Some(&idx) = self.other_tracks.get(&(pid_index, tid_key)) {
             return Ok(idx);
@@ -257,10 +242,7 @@ impl<'de> Reader<'de> {
     fn new_track(&mut self, pid: &Id<'de>, tid: &Id<'de>) -> Result<u32, String> {
         let pid_index = self.pid_index(pid)?;
         let idx = u32::try_from(self.tracks.len()).map_err(|_| too_many("threads"))?;
-        let line = Line {
-            chrome_track: Some((pid.to_track_id(), tid.to_track_id())),
-            ..Line::default()
-        };
+        let line = Line { chrome_track: Some((pid.to_track_id(), tid.to_track_id())), ..Line::default() };
         self.tracks.push(Track { line, pid_index });
         Ok(idx)
     }
@@ -270,10 +252,7 @@ impl<'de> Reader<'de> {
         let idx = match pid {
             Id::Int(p) => *self.int_pids.entry(*p).or_insert(next),
             Id::Str(s) => {
-                let sid = self
-                    .str_pids
-                    .intern(s.clone())
-                    .map_err(|_| too_many("processes"))? as usize;
+                let sid = self.str_pids.intern(s.clone()).map_err(|_| too_many("processes"))? as usize;
                 if sid == self.str_pid_index.len() {
                     self.str_pid_index.push(next);
                 }
@@ -281,11 +260,7 @@ impl<'de> Reader<'de> {
             }
         };
         if idx == next {
-            self.pids.push(PidInfo {
-                id: pid.to_track_id(),
-                gpu_events: false,
-                mtia_events: false,
-            });
+            self.pids.push(PidInfo { id: pid.to_track_id(), gpu_events: false, mtia_events: false });
         }
         Ok(idx)
     }
@@ -325,21 +300,14 @@ impl<'de> Reader<'de> {
         ph: Cow<'de, str>,
         track: u32,
     ) -> Result<u32, String> {
-        let name_id = self
-            .names
-            .intern(name.unwrap_or(Cow::Borrowed("")))
-            .map_err(|_| too_many("event names"))?;
+        let name_id = self.names.intern(name.unwrap_or(Cow::Borrowed(""))).map_err(|_| too_many("event names"))?;
         let cat_id = match cat {
             Some(cat) => {
                 let id = self.cats.intern(cat).map_err(|_| too_many("categories"))?;
                 if id as usize == self.cat_classes.len() {
                     self.cat_classes.push(cat_class(self.cats.get(id)));
                 }
-                let class = self
-                    .cat_classes
-                    .get(id as usize)
-                    .copied()
-                    .unwrap_or(CatClass::Host);
+                let class = self.cat_classes.get(id as usize).copied().unwrap_or(CatClass::Host);
                 if class != CatClass::Host {
                     let pid_index = self.tracks.get(track as usize).map_or(0, |t| t.pid_index);
                     if let Some(info) = self.pids.get_mut(pid_index as usize) {
@@ -388,24 +356,13 @@ fn rename<'de>(key: Cow<'de, str>) -> Cow<'de, str> {
 }
 
 /// Pushes one JSON value as a typed stat.
-pub(crate) fn push_scalar(
-    stats: &mut StatStore,
-    key: u32,
-    raw: &str,
-    buf: &mut String,
-) -> Result<(), String> {
+pub(crate) fn push_scalar(stats: &mut StatStore, key: u32, raw: &str, buf: &mut String) -> Result<(), String> {
     let value = match classify(raw) {
         Scalar::Int(v) => StatValue::Int(v),
         Scalar::Uint(v) => StatValue::Uint(v),
         Scalar::Double(v) => StatValue::Double(v),
-        Scalar::Str {
-            inner,
-            escaped: false,
-        } => return stats.push_str(key, inner).map_err(|_| arena_full()),
-        Scalar::Str {
-            inner,
-            escaped: true,
-        } => {
+        Scalar::Str { inner, escaped: false } => return stats.push_str(key, inner).map_err(|_| arena_full()),
+        Scalar::Str { inner, escaped: true } => {
             buf.clear();
             unescape_into(inner, buf);
             return stats.push_str(key, buf).map_err(|_| arena_full());
@@ -426,14 +383,11 @@ fn push_args<'de>(
 ) -> Result<(), String> {
     let text: &'de str = args.get();
     if !text.starts_with('{') {
-        let key = keys
-            .intern(Cow::Borrowed("args"))
-            .map_err(|_| too_many("stat keys"))?;
+        let key = keys.intern(Cow::Borrowed("args")).map_err(|_| too_many("stat keys"))?;
         return stats.push_json(key, text).map_err(|_| arena_full());
     }
     let mut de = serde_json::Deserializer::from_str(text);
-    de.deserialize_map(ArgsVisitor { stats, keys, buf })
-        .map_err(|e| format!("\"args\": {e}"))
+    de.deserialize_map(ArgsVisitor { stats, keys, buf }).map_err(|e| format!("\"args\": {e}"))
 }
 
 struct ArgsVisitor<'a, 'de> {
@@ -449,10 +403,7 @@ impl<'de> Visitor<'de> for ArgsVisitor<'_, 'de> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
-            let key = self
-                .keys
-                .intern(rename(key))
-                .map_err(|_| de::Error::custom(too_many("stat keys")))?;
+            let key = self.keys.intern(rename(key)).map_err(|_| de::Error::custom(too_many("stat keys")))?;
             let raw: &'de RawValue = map.next_value()?;
             push_scalar(self.stats, key, raw.get(), self.buf).map_err(de::Error::custom)?;
         }
@@ -497,9 +448,7 @@ impl<'de> Deserialize<'de> for Id<'de> {
                 Ok(Id::Int(v))
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Id<'de>, E> {
-                i64::try_from(v)
-                    .map(Id::Int)
-                    .map_err(|_| E::custom(format!("id {v} does not fit a 64-bit integer")))
+                i64::try_from(v).map(Id::Int).map_err(|_| E::custom(format!("id {v} does not fit a 64-bit integer")))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<Id<'de>, E> {
                 if v.fract() == 0.0 && v.abs() < 9.0e15 {
@@ -593,16 +542,7 @@ impl<'de> Visitor<'de> for EventSeed<'_, 'de> {
         f.write_str("a trace event object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut f = Fields {
-            ph: None,
-            name: None,
-            cat: None,
-            pid: None,
-            tid: None,
-            ts: None,
-            dur: None,
-            args: None,
-        };
+        let mut f = Fields { ph: None, name: None, cat: None, pid: None, tid: None, ts: None, dur: None, args: None };
         let mut extras = std::mem::take(&mut self.0.extras);
         extras.clear();
         while let Some(field) = map.next_key::<Field<'de>>()? {
@@ -677,9 +617,7 @@ impl<'de> Visitor<'de> for TopSeed<'_, 'de> {
                 found = true;
             } else {
                 let raw: &'de RawValue = map.next_value()?;
-                self.0
-                    .top_level
-                    .push((key.into_owned(), raw.get().to_string()));
+                self.0.top_level.push((key.into_owned(), raw.get().to_string()));
             }
         }
         if found {

@@ -12,9 +12,7 @@ fn read(json: &str) -> Host {
 
 fn read_err(json: &str) -> (usize, usize, String) {
     match read_kineto(json.as_bytes(), "t.json", "t") {
-        Err(FormatError::Json {
-            position, message, ..
-        }) => (position.line, position.column, message),
+        Err(FormatError::Json { position, message, .. }) => (position.line, position.column, message),
         Err(other) => panic!("unexpected error kind: {other}"),
         Ok(_) => panic!("expected an error"),
     }
@@ -27,12 +25,7 @@ fn event_stats(plane: &Plane, line: usize, i: usize) -> Vec<(String, String)> {
     event
         .stats()
         .iter()
-        .map(|s| {
-            (
-                plane.stat_name(s.key).to_string(),
-                plane.format_value(line.stats_store(), s.value),
-            )
-        })
+        .map(|s| (plane.stat_name(s.key).to_string(), plane.format_value(line.stats_store(), s.value)))
         .collect()
 }
 
@@ -51,20 +44,12 @@ fn meta_stats(plane: &Plane, line: usize, i: usize) -> Vec<(String, String)> {
     plane
         .metadata_stats_of(meta)
         .iter()
-        .map(|s| {
-            (
-                plane.stat_name(s.key).to_string(),
-                plane.format_value(&plane.metadata_stats, s.value),
-            )
-        })
+        .map(|s| (plane.stat_name(s.key).to_string(), plane.format_value(&plane.metadata_stats, s.value)))
         .collect()
 }
 
 fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
-    items
-        .iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect()
+    items.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
 }
 
 #[test]
@@ -131,14 +116,8 @@ fn gpu_and_host_events_map_to_planes_and_lines() {
     let line_names: Vec<&str> = cpu.lines.iter().map(|l| l.name.as_str()).collect();
     assert_eq!(line_names, ["main thread", "thread 12"]);
     assert_eq!(cpu.lines[0].id, 11);
-    assert_eq!(
-        cpu.lines[0].chrome_track,
-        Some((TrackId::Int(10), TrackId::Int(11)))
-    );
-    assert_eq!(
-        event_stats(cpu, 0, 0),
-        pairs(&[("correlation_id", "7"), ("External id", "3")])
-    );
+    assert_eq!(cpu.lines[0].chrome_track, Some((TrackId::Int(10), TrackId::Int(11))));
+    assert_eq!(event_stats(cpu, 0, 0), pairs(&[("correlation_id", "7"), ("External id", "3")]));
     assert_eq!(meta_stats(cpu, 0, 0), pairs(&[("cat", "cuda_runtime")]));
 
     let gpu = &host.planes[1];
@@ -146,11 +125,7 @@ fn gpu_and_host_events_map_to_planes_and_lines() {
     assert_eq!(gpu.lines.len(), 1);
     assert_eq!(gpu.lines[0].name, "Stream #7");
     assert_eq!((gpu.lines[0].id, gpu.lines[0].display_id), (7, 7));
-    assert_eq!(
-        gpu.lines[0].len(),
-        2,
-        "the flow on the GPU pid goes to the GPU plane"
-    );
+    assert_eq!(gpu.lines[0].len(), 2, "the flow on the GPU pid goes to the GPU plane");
     assert_eq!(
         event_stats(gpu, 0, 0),
         pairs(&[
@@ -161,37 +136,18 @@ fn gpu_and_host_events_map_to_planes_and_lines() {
             ("grid", "[1, 2, 1]")
         ])
     );
+    assert_eq!(gpu.event_metadata.len(), 2, "plane metadata holds only what its lines use");
     assert_eq!(
-        gpu.event_metadata.len(),
-        2,
-        "plane metadata holds only what its lines use"
-    );
-    assert_eq!(
-        gpu.plane_stat("gpu_device_name")
-            .map(|v| gpu.format_value(&gpu.metadata_stats, v))
-            .as_deref(),
+        gpu.plane_stat("gpu_device_name").map(|v| gpu.format_value(&gpu.metadata_stats, v)).as_deref(),
         Some("NVIDIA A100")
     );
-    assert_eq!(
-        gpu.plane_stat("memory_size"),
-        Some(StatValue::Int(42297524224))
-    );
+    assert_eq!(gpu.plane_stat("memory_size"), Some(StatValue::Int(42297524224)));
     assert_eq!(gpu.plane_stat("core_count"), Some(StatValue::Int(108)));
     assert_eq!(gpu.plane_stat("compute_cap_major"), Some(StatValue::Int(8)));
     assert_eq!(gpu.plane_stat("warpSize"), Some(StatValue::Int(32)));
     assert!(host.planes[2].lines.is_empty());
-    let keys: Vec<&str> = host
-        .chrome
-        .as_ref()
-        .unwrap()
-        .top_level
-        .iter()
-        .map(|(k, _)| k.as_str())
-        .collect();
-    assert_eq!(
-        keys,
-        ["schemaVersion", "deviceProperties", "distributedInfo"]
-    );
+    let keys: Vec<&str> = host.chrome.as_ref().unwrap().top_level.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(keys, ["schemaVersion", "deviceProperties", "distributedInfo"]);
 }
 
 #[test]
@@ -227,29 +183,14 @@ fn flows_instants_counters_and_extra_keys_are_kept() {
     let plane = &host.planes[0];
     assert_eq!(plane.lines[0].len(), 6);
     assert_eq!(event_stats(plane, 0, 0), pairs(&[("@id", "181")]));
-    assert_eq!(
-        event_stats(plane, 0, 1),
-        pairs(&[("@id", "x1"), ("@bp", "e")])
-    );
+    assert_eq!(event_stats(plane, 0, 1), pairs(&[("@id", "x1"), ("@bp", "e")]));
     assert_eq!(event_stats(plane, 0, 2), pairs(&[("a", "1"), ("@s", "g")]));
-    assert_eq!(
-        event_stats(plane, 0, 3),
-        pairs(&[("bytes", "12.5"), ("big", "18446744073709551615")])
-    );
-    assert_eq!(
-        event_stats(plane, 0, 4),
-        pairs(&[("@id2", r#"{"local": "0x1"}"#), ("@dur", "3")])
-    );
+    assert_eq!(event_stats(plane, 0, 3), pairs(&[("bytes", "12.5"), ("big", "18446744073709551615")]));
+    assert_eq!(event_stats(plane, 0, 4), pairs(&[("@id2", r#"{"local": "0x1"}"#), ("@dur", "3")]));
     assert_eq!(plane.lines[0].events.duration_ps, vec![0; 6]);
-    assert_eq!(
-        meta_stats(plane, 0, 0),
-        pairs(&[("cat", "fwdbwd"), ("ph", "s")])
-    );
+    assert_eq!(meta_stats(plane, 0, 0), pairs(&[("cat", "fwdbwd"), ("ph", "s")]));
     assert_eq!(meta_stats(plane, 0, 3), pairs(&[("ph", "C")]));
-    assert_eq!(
-        plane.event_metadata[plane.lines[0].events.metadata[5] as usize].name,
-        ""
-    );
+    assert_eq!(plane.event_metadata[plane.lines[0].events.metadata[5] as usize].name, "");
     // Typed values.
     let stats = plane.lines[0].event(1).unwrap().stats();
     assert!(matches!(stats[0].value, StatValue::Str(_)));
@@ -272,25 +213,16 @@ fn metadata_records_are_kept_not_events() {
     let chrome = host.chrome.as_ref().unwrap();
     assert_eq!(chrome.metadata_events.len(), 2);
     let m0 = &chrome.metadata_events[0];
-    assert_eq!(
-        (m0.name.as_str(), &m0.pid, &m0.tid),
-        ("process_name", &TrackId::Int(2677), &Some(TrackId::Int(0)))
-    );
+    assert_eq!((m0.name.as_str(), &m0.pid, &m0.tid), ("process_name", &TrackId::Int(2677), &Some(TrackId::Int(0))));
     assert_eq!(m0.ts_ps, Some(-500_000));
     assert_eq!(m0.args_json, r#"{"name": "python"}"#);
     let m1 = &chrome.metadata_events[1];
-    assert_eq!(
-        (&m1.pid, &m1.tid, m1.ts_ps),
-        (&TrackId::Str("Spans".into()), &None, None)
-    );
+    assert_eq!((&m1.pid, &m1.tid, m1.ts_ps), (&TrackId::Str("Spans".into()), &None, None));
     let plane = &host.planes[0];
     assert_eq!(plane.lines[0].name, "PyTorch Profiler");
     assert_eq!(
         plane.lines[0].chrome_track,
-        Some((
-            TrackId::Str("Spans".into()),
-            TrackId::Str("PyTorch Profiler".into())
-        ))
+        Some((TrackId::Str("Spans".into()), TrackId::Str("PyTorch Profiler".into())))
     );
     assert_eq!(plane.lines[0].id, super::intern::fnv63("PyTorch Profiler"));
     assert_eq!(plane.lines[1].name, "");
@@ -312,38 +244,25 @@ fn empty_event_list_is_a_host_without_events() {
     let host = read(r#"{"traceEvents": [], "traceName": "x"}"#);
     assert!(host.planes.is_empty());
     assert_eq!(host.profile_start_ns, None);
-    assert_eq!(
-        host.chrome.as_ref().unwrap().top_level,
-        vec![("traceName".to_string(), "\"x\"".to_string())]
-    );
+    assert_eq!(host.chrome.as_ref().unwrap().top_level, vec![("traceName".to_string(), "\"x\"".to_string())]);
 }
 
 #[test]
 fn errors_carry_line_and_column() {
-    let (line, column, message) =
-        read_err("{\"traceEvents\": [\n  {\"ph\": \"X\", \"ts\": \"soon\"}\n]}");
+    let (line, column, message) = read_err("{\"traceEvents\": [\n  {\"ph\": \"X\", \"ts\": \"soon\"}\n]}");
     assert_eq!(line, 2);
     assert!(column > 10, "{column}");
-    assert!(
-        message.contains("\"ts\": expected a number of microseconds"),
-        "{message}"
-    );
+    assert!(message.contains("\"ts\": expected a number of microseconds"), "{message}");
 
     let (line, _, message) = read_err("{\"traceEvents\": [\n {\"ph\": \"X\",, }]}");
     assert_eq!(line, 2);
     assert!(message.starts_with("invalid JSON:"), "{message}");
 
     let (_, _, message) = read_err(r#"{"traceEvents": {"ph": "X"}}"#);
-    assert!(
-        message.contains("expected \"traceEvents\" to be an array of events"),
-        "{message}"
-    );
+    assert!(message.contains("expected \"traceEvents\" to be an array of events"), "{message}");
 
     let (_, _, message) = read_err(r#"{"traceEvents": [1]}"#);
-    assert!(
-        message.contains("expected a trace event object"),
-        "{message}"
-    );
+    assert!(message.contains("expected a trace event object"), "{message}");
 
     let (_, _, message) = read_err(r#"{"schemaVersion": 1}"#);
     assert!(message.contains("no \"traceEvents\" array"), "{message}");
@@ -351,9 +270,7 @@ fn errors_carry_line_and_column() {
     let (line, column, message) = read_err("42");
     assert_eq!((line, column), (1, 2));
     assert!(
-        message.contains(
-            "expected a Chrome trace: an object with \"traceEvents\" or an array of events"
-        ),
+        message.contains("expected a Chrome trace: an object with \"traceEvents\" or an array of events"),
         "{message}"
     );
 
@@ -378,15 +295,9 @@ fn truncated_input_is_an_error_at_the_end() {
     let json = "{\"traceEvents\": [\n{\"ph\": \"X\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 2},\n{\"ph\": \"X\", \"na";
     let (line, _, message) = read_err(json);
     assert_eq!(line, 3);
-    assert!(
-        message.starts_with("truncated JSON: EOF while parsing"),
-        "{message}"
-    );
+    assert!(message.starts_with("truncated JSON: EOF while parsing"), "{message}");
     for cut in 1..json.len() {
-        assert!(
-            read_kineto(&json.as_bytes()[..cut], "t", "t").is_err(),
-            "cut at {cut}"
-        );
+        assert!(read_kineto(&json.as_bytes()[..cut], "t", "t").is_err(), "cut at {cut}");
     }
 }
 
@@ -408,10 +319,7 @@ fn real_torch_profiler_trace() {
     assert_eq!(host.planes[0].name, "/host:CPU");
     assert_eq!(host.rank, None);
     assert_eq!(chrome.top_level.len(), 10);
-    assert!(
-        host.profile_start_ns
-            .is_some_and(|s| s > 1_790_857_026_000_000_000)
-    );
+    assert!(host.profile_start_ns.is_some_and(|s| s > 1_790_857_026_000_000_000));
     let python = host.planes[0].lines.iter().find(|l| l.id == 2677).unwrap();
     assert_eq!(python.name, "thread 2677 (python)");
 }

@@ -18,7 +18,8 @@ use crate::error::{FormatError, Result};
 
 /// Decodes a whole XSpace file content into a host called `host_name`.
 pub fn read_xspace(bytes: &[u8], path: &str, host_name: &str) -> Result<Host> {
-    let to_error = |e: WireError| FormatError::Protobuf { path: path.to_string(), offset: e.offset, message: e.message };
+    let to_error =
+        |e: WireError| FormatError::Protobuf { path: path.to_string(), offset: e.offset, message: e.message };
     let mut host = Host::new(host_name, path, SourceFormat::Xspace);
     let mut plane_slices = Vec::new();
     let mut reader = WireReader::new(bytes, 0, "XSpace");
@@ -62,7 +63,10 @@ fn int_stat(plane: &Plane, name: &str) -> Option<i64> {
 /// Maps arbitrary XSpace metadata ids to dense indices.
 enum IdMap {
     /// `table[id - min]` is the index, or `u32::MAX` when absent.
-    Dense { min: i64, table: Vec<u32> },
+    Dense {
+        min: i64,
+        table: Vec<u32>,
+    },
     Sparse(HashMap<i64, u32>),
 }
 

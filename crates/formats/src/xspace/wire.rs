@@ -83,7 +83,9 @@ impl<'a> WireReader<'a> {
         let tag = self.varint()?;
         let number = u32::try_from(tag >> 3).unwrap_or(0);
         if number == 0 {
-            return Err(self.error(tag_pos, format!("invalid field number 0 (tag {tag:#x}); expected a protobuf field tag")));
+            return Err(
+                self.error(tag_pos, format!("invalid field number 0 (tag {tag:#x}); expected a protobuf field tag"))
+            );
         }
         let offset = self.base + tag_pos as u64;
         let value = match tag & 7 {

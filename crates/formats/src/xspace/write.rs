@@ -20,12 +20,12 @@ pub fn encode_xspace(host: &Host) -> Vec<u8> {
         encode_plane(plane, &mut plane_buf, &mut scratch);
         out.bytes_always(1, &plane_buf.buf);
     }
-    if host.plane(names::TASK_ENVIRONMENT_PLANE).is_none() {
-        if let Some(start) = host.profile_start_ns {
-            plane_buf.buf.clear();
-            encode_task_environment(start, host.profile_stop_ns, &mut plane_buf);
-            out.bytes_always(1, &plane_buf.buf);
-        }
+    if host.plane(names::TASK_ENVIRONMENT_PLANE).is_none()
+        && let Some(start) = host.profile_start_ns
+    {
+        plane_buf.buf.clear();
+        encode_task_environment(start, host.profile_stop_ns, &mut plane_buf);
+        out.bytes_always(1, &plane_buf.buf);
     }
     for s in &host.errors {
         out.bytes_always(2, s.as_bytes());

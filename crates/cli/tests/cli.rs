@@ -1,0 +1,211 @@
+//! The `mlprof` binary end to end: `info` on every kind of path, `convert` in both
+//! directions, and bad input (exit code 2, one line on stderr, no partial output).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(rel)
+}
+
+fn mlprof(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mlprof")).args(args).output().expect("mlprof runs")
+}
+
+fn info_json(path: &Path) -> Value {
+    let out = mlprof(&["info", path.to_str().unwrap(), "--format", "json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("info prints JSON")
+}
+
+fn stderr_line(out: &Output) -> String {
+    let text = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(text.lines().count(), 1, "one line on stderr: {text}");
+    text
+}
+
+const XSPACE_CASES: &[&str] = &["tf_keras2_input_bound", "tf_keras_pipelined", "tf_custom_loop", "jax_profile"];
+
+#[test]
+fn info_json_lines_carry_name_and_events_as_in_the_xspace_summaries() {
+    for case in XSPACE_CASES {
+        let summary: Value = serde_json::from_str(
+            &std::fs::read_to_string(data(&format!("xspace/{case}/xplane_summary.json"))).unwrap(),
+        )
+        .unwrap();
+        let want = &summary["xspaces"][0];
+        let file = data(&format!("xspace/{case}")).join(want["file"].as_str().unwrap());
+        let info = info_json(&file);
+        let host = &info["sessions"][0]["hosts"][0];
+        assert_eq!(host["events"], want["total_events"], "{case}");
+        assert_eq!(host["format"], "xspace");
+        for (plane, want_plane) in host["planes"].as_array().unwrap().iter().zip(want["planes"].as_array().unwrap()) {
+            assert_eq!(plane["name"], want_plane["name"], "{case}");
+            assert_eq!(plane["events"], want_plane["num_events"], "{case}");
+            assert_eq!(plane["stats_used"], want_plane["stat_names_used"], "{case}");
+            let lines = plane["lines"].as_array().unwrap();
+            let want_lines = want_plane["lines"].as_array().unwrap();
+            assert_eq!(lines.len(), want_lines.len(), "{case}");
+            for (line, want_line) in lines.iter().zip(want_lines) {
+                assert_eq!(line["name"], want_line["name"], "{case}");
+                assert_eq!(line["events"], want_line["num_events"], "{case}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_tensorboard_log_directory_yields_every_session_at_any_depth() {
+    let info = info_json(&data("xspace"));
+    let names: Vec<&str> = info["sessions"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        vec![
+            "jax_profile/logdir/2026_11_21_19_24_59",
+            "tf_custom_loop/logdir/2026_11_21_19_24_15",
+            "tf_keras2_input_bound/logdir/2026_11_21_19_24_08",
+            "tf_keras_pipelined/logdir/train/2026_11_21_19_24_04",
+        ]
+    );
+    // A session directory itself, and a run's log directory.
+    let session = info_json(&data("xspace/tf_keras_pipelined/logdir/train/plugins/profile/2026_11_21_19_24_04"));
+    assert_eq!(session["sessions"][0]["name"], "2026_11_21_19_24_04");
+    let run = info_json(&data("xspace/tf_keras_pipelined/logdir"));
+    assert_eq!(run["sessions"][0]["name"], "train/2026_11_21_19_24_04");
+    assert_eq!(run["sessions"][0]["events"], 6807);
+}
+
+#[test]
+fn a_directory_of_rank_traces_is_one_session_with_hosts_by_rank() {
+    let info = info_json(&data("kineto/hta/trace_filter"));
+    let session = &info["sessions"][0];
+    let hosts = session["hosts"].as_array().unwrap();
+    assert_eq!(hosts.len(), 2);
+    assert_eq!(hosts[0]["rank"], 0);
+    assert_eq!(hosts[1]["rank"], 1);
+    assert_eq!(hosts[0]["format"], "kineto");
+    let gpu = hosts[0]["planes"].as_array().unwrap().iter().find(|p| p["name"] == "/device:GPU:0").expect("GPU plane");
+    assert!(gpu["lines"].as_array().unwrap().iter().all(|l| l["name"].as_str().unwrap().starts_with("Stream #")));
+    assert!(gpu["well_known_stats"].as_array().unwrap().contains(&Value::from("correlation_id")));
+    // A PyTorch log directory with other JSON files beside the trace: only the trace is read.
+    let torch = info_json(&data("kineto/torch_profile/logdir"));
+    assert_eq!(torch["sessions"][0]["hosts"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn device_properties_are_reported() {
+    let info = info_json(&data("kineto/hta/ns_resolution_trace"));
+    let planes = info["sessions"][0]["hosts"][0]["planes"].as_array().unwrap();
+    let gpu = planes.iter().find(|p| p["name"] == "/device:GPU:0").unwrap();
+    assert_eq!(gpu["device_properties"]["gpu_device_name"], "Tesla V100-SXM2-32GB");
+    assert_eq!(gpu["device_properties"]["compute_cap_major"], "7");
+    let table = mlprof(&["info", data("kineto/hta/ns_resolution_trace").to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.contains("gpu_device_name=Tesla V100-SXM2-32GB"), "{text}");
+}
+
+#[test]
+fn convert_round_trips_through_both_formats_keeping_every_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = data("kineto/hta/trace_filter/sampled_rank-0.json.gz");
+    let before = info_json(&trace);
+    let events = before["sessions"][0]["events"].clone();
+
+    let chrome = dir.path().join("out.json.gz");
+    let out = mlprof(&["convert", trace.to_str().unwrap(), "--to", "chrome-json", chrome.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(info_json(&chrome)["sessions"][0]["events"], events);
+
+    let logdir = dir.path().join("tb");
+    let out = mlprof(&["convert", trace.to_str().unwrap(), "--to", "xspace", logdir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let written = logdir.join("plugins/profile/sampled_rank-0/sampled_rank-0.xplane.pb");
+    assert!(written.is_file());
+    let after = info_json(&logdir);
+    assert_eq!(after["sessions"][0]["events"], events);
+    assert_eq!(after["sessions"][0]["hosts"][0]["format"], "xspace");
+    let planes = |v: &Value| -> Vec<(Value, Value)> {
+        v["sessions"][0]["hosts"][0]["planes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["name"] != "Task Environment")
+            .map(|p| (p["name"].clone(), p["events"].clone()))
+            .collect()
+    };
+    assert_eq!(planes(&after), planes(&before));
+
+    // XSpace -> Chrome keeps every event of every line, XProf-style.
+    let tf = data("xspace/tf_keras2_input_bound/logdir");
+    let chrome_tf = dir.path().join("tf.json");
+    let out = mlprof(&["convert", tf.to_str().unwrap(), "--to", "chrome-json", chrome_tf.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_slice(&std::fs::read(&chrome_tf).unwrap()).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    assert_eq!(events.iter().filter(|e| e["ph"] == "X").count(), 14992);
+    assert!(events.iter().filter(|e| e["ph"] == "X").all(|e| e["pid"] == 701));
+    let threads = events.iter().filter(|e| e["ph"] == "M" && e["name"] == "thread_name").count();
+    assert_eq!(threads, 9);
+    let back = info_json(&chrome_tf);
+    let lines = back["sessions"][0]["hosts"][0]["planes"][0]["lines"].as_array().unwrap().clone();
+    let mut counts: Vec<(String, u64)> =
+        lines.iter().map(|l| (l["name"].as_str().unwrap().to_string(), l["events"].as_u64().unwrap())).collect();
+    counts.sort();
+    assert_eq!(counts[0], ("python".to_string(), 479));
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line_naming_file_and_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name);
+    std::fs::write(p("empty.json"), b"").unwrap();
+    std::fs::write(p("syntax.json"), b"{\"traceEvents\": [{\"ph\": \"X\",\n \"ts\": }]}").unwrap();
+    let xspace =
+        std::fs::read(data("xspace/jax_profile/logdir/plugins/profile/2026_11_21_19_24_59/vm.xplane.pb")).unwrap();
+    std::fs::write(p("cut.xplane.pb"), &xspace[..xspace.len() / 2]).unwrap();
+    let gz = std::fs::read(data("kineto/hta/trace_filter/sampled_rank-0.json.gz")).unwrap();
+    std::fs::write(p("cut.json.gz"), &gz[..gz.len() / 2]).unwrap();
+    std::fs::write(p("notes.txt"), b"hello, not a profile").unwrap();
+    std::fs::create_dir(p("nothing")).unwrap();
+    let cases: &[(&str, &str)] = &[
+        ("missing.xplane.pb", "No such file or directory"),
+        ("empty.json", "file is empty (0 bytes)"),
+        ("syntax.json", "JSON line 2, column"),
+        ("cut.xplane.pb", "byte offset"),
+        ("cut.json.gz", "corrupt or truncated gzip data at compressed byte offset"),
+        ("notes.txt", "unrecognized file"),
+        ("nothing", "no profile found"),
+    ];
+    for (name, expected) in cases {
+        let path = p(name);
+        let out = mlprof(&["info", path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let line = stderr_line(&out);
+        assert!(line.contains(path.to_str().unwrap()), "{name}: {line}");
+        assert!(line.contains(expected), "{name}: {line}");
+
+        let target = p(&format!("{name}.out.json"));
+        let out = mlprof(&["convert", path.to_str().unwrap(), "--to", "chrome-json", target.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        assert!(!target.exists(), "{name}: no output file after a failure");
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".mlprof-partial-"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left behind");
+}
+
+#[test]
+fn convert_refuses_unknown_hosts_and_sessions_clearly() {
+    let trace = data("kineto/hta/trace_filter");
+    let out =
+        mlprof(&["convert", trace.to_str().unwrap(), "--to", "chrome-json", "/nonexistent/x.json", "--host", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_line(&out).contains("no host named \"nope\""));
+    let out = mlprof(&["info"]);
+    assert_eq!(out.status.code(), Some(2), "usage errors exit 2");
+}
