@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use mlprof_analysis::inventory::{Inventory, LineInventory, PlaneInventory, SpanPs};
+use mlprof_model::SourceFormat;
 use mlprof_model::time::human_duration;
 
 /// The JSON document (schema in the README).
@@ -36,15 +37,22 @@ fn bytes_text(bytes: u64) -> String {
 pub fn render_table(inventory: &Inventory) -> String {
     let mut out = String::new();
     for session in &inventory.sessions {
-        let _ = writeln!(out, "session {}  ({} hosts, {} events)", session.name, session.hosts.len(), session.events);
+        let _ = writeln!(
+            out,
+            "session {}  ({} {}, {} events)",
+            session.name,
+            session.hosts.len(),
+            if session.hosts.len() == 1 { "host" } else { "hosts" },
+            session.events
+        );
         let _ = writeln!(out, "  path {}", session.path);
         for host in &session.hosts {
             let rank = host.rank.map(|r| format!(", rank {r}")).unwrap_or_default();
             let _ = writeln!(
                 out,
-                "  host {}  [{:?}, {}{rank}]  {} events",
+                "  host {}  [{}, {}{rank}]  {} events",
                 host.name,
-                host.format,
+                format_name(host.format),
                 bytes_text(host.bytes),
                 host.events
             );
@@ -109,4 +117,11 @@ fn render_plane(out: &mut String, plane: &PlaneInventory) {
 
 fn shown(line: &LineInventory) -> &str {
     if line.display_name.is_empty() { &line.name } else { &line.display_name }
+}
+
+fn format_name(format: SourceFormat) -> &'static str {
+    match format {
+        SourceFormat::Xspace => "xspace",
+        SourceFormat::Kineto => "kineto",
+    }
 }
