@@ -157,6 +157,27 @@ fn convert_round_trips_through_both_formats_keeping_every_event() {
 }
 
 #[test]
+fn several_ranks_merge_into_one_chrome_trace_with_separate_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let ranks = data("kineto/hta/trace_filter");
+    let before = info_json(&ranks);
+    let out_path = dir.path().join("both.json");
+    let out = mlprof(&["convert", ranks.to_str().unwrap(), "--to", "chrome-json", out_path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_slice(&std::fs::read(&out_path).unwrap()).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let process_names: Vec<&str> = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "process_name")
+        .filter_map(|e| e["args"]["name"].as_str())
+        .collect();
+    assert!(process_names.iter().any(|n| n.starts_with("sampled_rank-0: ")), "{process_names:?}");
+    assert!(process_names.iter().any(|n| n.starts_with("sampled_rank-1: ")), "{process_names:?}");
+    let after = info_json(&out_path);
+    assert_eq!(after["sessions"][0]["events"], before["sessions"][0]["events"]);
+}
+
+#[test]
 fn bad_input_exits_2_with_one_line_naming_file_and_position() {
     let dir = tempfile::tempdir().unwrap();
     let p = |name: &str| dir.path().join(name);

@@ -475,3 +475,77 @@ fn write_xspace_line(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mlprof_model::{Line, PlaneBuilder, SourceFormat};
+
+    /// A host with a CUDA launch on a host thread and its kernel on a GPU stream.
+    fn launch_and_kernel() -> Host {
+        let mut cpu = PlaneBuilder::new(0, names::HOST_PLANE);
+        let corr = cpu.stat_key(names::CORRELATION_ID);
+        let launch = cpu.event_metadata("cudaLaunchKernel", 0, |_| Vec::new());
+        let mut thread = Line::new(42, "python");
+        thread.stats.push(corr, StatValue::Int(7));
+        thread.push_event(launch, 1_000_000, 500_000);
+        thread.stats.push(corr, StatValue::Int(99));
+        thread.push_event(launch, 3_000_000, 500_000);
+        cpu.push_line(thread);
+
+        let mut gpu = PlaneBuilder::new(0, "/device:GPU:0");
+        let corr = gpu.stat_key(names::CORRELATION_ID);
+        let kernel = gpu.event_metadata("gemm", 0, |_| Vec::new());
+        let mut stream = Line::new(7, "Stream #7");
+        stream.display_id = 7;
+        stream.stats.push(corr, StatValue::Int(7));
+        stream.push_event(kernel, 2_000_000, 1_500_000);
+        gpu.push_line(stream);
+
+        let mut host = Host::new("h", "h.xplane.pb", SourceFormat::Xspace);
+        host.planes = vec![cpu.finish(), gpu.finish()];
+        host
+    }
+
+    fn events(host: &Host) -> Vec<serde_json::Value> {
+        let mut out = Vec::new();
+        write_chrome_trace(&[host], &mut out).unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        doc["traceEvents"].as_array().unwrap().clone()
+    }
+
+    #[test]
+    fn correlation_ids_on_host_and_device_become_flow_arrows() {
+        let events = events(&launch_and_kernel());
+        let starts: Vec<_> = events.iter().filter(|e| e["ph"] == "s").collect();
+        let finishes: Vec<_> = events.iter().filter(|e| e["ph"] == "f").collect();
+        // Correlation 99 has no device event: no dangling arrow.
+        assert_eq!(starts.len(), 1);
+        assert_eq!(finishes.len(), 1);
+        assert_eq!(
+            (starts[0]["id"].as_i64(), starts[0]["pid"].as_i64(), starts[0]["ts"].as_f64()),
+            (Some(7), Some(701), Some(1.0))
+        );
+        assert_eq!(
+            (finishes[0]["pid"].as_i64(), finishes[0]["tid"].as_i64(), finishes[0]["bp"].as_str()),
+            (Some(1), Some(7), Some("e"))
+        );
+        let kernel = events.iter().find(|e| e["name"] == "gemm").unwrap();
+        assert_eq!((kernel["ts"].as_f64(), kernel["dur"].as_f64()), (Some(2.0), Some(1.5)));
+        assert_eq!(kernel["args"]["correlation_id"], 7);
+    }
+
+    #[test]
+    fn processes_and_threads_are_named_as_xprof_names_them() {
+        let events = events(&launch_and_kernel());
+        let named = |what: &str, pid: i64| {
+            events
+                .iter()
+                .find(|e| e["ph"] == "M" && e["name"] == what && e["pid"] == pid)
+                .map(|e| e["args"]["name"].clone())
+        };
+        assert_eq!(named("process_name", 701), Some("/host:CPU".into()));
+        assert_eq!(named("process_name", 1), Some("/device:GPU:0".into()));
+        assert_eq!(named("thread_name", 1), Some("Stream #7".into()));
+    }
+}
