@@ -61,7 +61,8 @@ pub fn discover(path: &Path) -> Result<Vec<SessionFiles>> {
         return Ok(vec![SessionFiles { name: dir_name(path), path: path.to_path_buf(), hosts: xspaces }]);
     }
     let mut sessions = Vec::new();
-    find_profile_sessions(path, path, &mut sessions)?;
+    let mut visited = std::collections::HashSet::new();
+    find_profile_sessions(path, path, &mut visited, &mut sessions)?;
     if !sessions.is_empty() {
         sessions.sort_by(|a, b| a.name.cmp(&b.name));
         return Ok(sessions);
@@ -206,8 +207,18 @@ fn looks_like_trace(path: &Path) -> Result<bool> {
     Ok(contains(b"\"traceEvents\"") || (head.trim_ascii_start().starts_with(b"[") && contains(b"\"ph\"")))
 }
 
-/// Collects `plugins/profile/<session>/` directories below `dir` (any depth).
-fn find_profile_sessions(root: &Path, dir: &Path, out: &mut Vec<SessionFiles>) -> Result<()> {
+/// Collects `plugins/profile/<session>/` directories below `dir` (any depth). Symbolic
+/// links are followed, each directory once (`visited` holds canonical paths), so a link
+/// cycle cannot recurse forever.
+fn find_profile_sessions(
+    root: &Path,
+    dir: &Path,
+    visited: &mut std::collections::HashSet<PathBuf>,
+    out: &mut Vec<SessionFiles>,
+) -> Result<()> {
+    if !visited.insert(dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf())) {
+        return Ok(());
+    }
     for entry in sorted_entries(dir)? {
         if !entry.is_dir() || entry.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')) {
             continue;
@@ -227,7 +238,7 @@ fn find_profile_sessions(root: &Path, dir: &Path, out: &mut Vec<SessionFiles>) -
                 out.push(SessionFiles { name, path: session, hosts });
             }
         } else {
-            find_profile_sessions(root, &entry, out)?;
+            find_profile_sessions(root, &entry, visited, out)?;
         }
     }
     Ok(())
@@ -236,6 +247,17 @@ fn find_profile_sessions(root: &Path, dir: &Path, out: &mut Vec<SessionFiles>) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn symlink_cycles_in_a_log_directory_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("run");
+        std::fs::create_dir(&run).unwrap();
+        std::os::unix::fs::symlink(dir.path(), run.join("loop")).unwrap();
+        let err = discover(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("no profile found"), "{err}");
+    }
 
     #[test]
     fn host_names_drop_known_suffixes() {
