@@ -83,17 +83,22 @@ fn every_hta_trace_matches_its_manifest() {
     }
 }
 
+/// Reads the trace a `chrome_trace_summary.json` describes and checks its event total
+/// (model events + `M` records = `num_traceEvents`).
+fn read_summarised(dir: &Path) -> (Value, Host) {
+    let summary = json(&dir.join("chrome_trace_summary.json"));
+    let host = read(&dir.join(summary[0]["file"].as_str().unwrap()));
+    let records = host.chrome.as_ref().map_or(0, |c| c.metadata_events.len());
+    assert_eq!((host.event_count() + records) as u64, summary[0]["num_traceEvents"].as_u64().unwrap());
+    (summary, host)
+}
+
 #[test]
 fn torch_cpu_trace_matches_its_summary() {
     let dir = data("kineto/torch_profile");
-    let summary = json(&dir.join("chrome_trace_summary.json"));
+    let (summary, host) = read_summarised(&dir);
     let summary = &summary[0];
-    let host = read(&dir.join(summary["file"].as_str().unwrap()));
     let chrome = host.chrome.as_ref().unwrap();
-    assert_eq!(
-        (host.event_count() + chrome.metadata_events.len()) as u64,
-        summary["num_traceEvents"].as_u64().unwrap()
-    );
     let want: BTreeMap<String, u64> =
         summary["by_category"].as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.as_u64().unwrap())).collect();
     assert_eq!(categories(&host), want);
@@ -144,14 +149,9 @@ fn torch_cpu_trace_matches_its_summary() {
 #[test]
 fn jax_chrome_export_reads_as_a_chrome_trace() {
     let dir = data("xspace/jax_profile");
-    let summary = json(&dir.join("chrome_trace_summary.json"));
+    let (summary, host) = read_summarised(&dir);
     let summary = &summary[0];
-    let host = read(&dir.join(summary["file"].as_str().unwrap()));
     let chrome = host.chrome.as_ref().unwrap();
-    assert_eq!(
-        (host.event_count() + chrome.metadata_events.len()) as u64,
-        summary["num_traceEvents"].as_u64().unwrap()
-    );
     let names: Vec<&str> = host.planes[0].lines.iter().map(|l| l.name.as_str()).collect();
     for thread in summary["threads"].as_object().unwrap().values() {
         assert!(names.contains(&thread.as_str().unwrap()), "thread {thread}");
