@@ -151,7 +151,6 @@ fn jax_chrome_export_reads_as_a_chrome_trace() {
     let dir = data("xspace/jax_profile");
     let (summary, host) = read_summarised(&dir);
     let summary = &summary[0];
-    let chrome = host.chrome.as_ref().unwrap();
     let names: Vec<&str> = host.planes[0].lines.iter().map(|l| l.name.as_str()).collect();
     for thread in summary["threads"].as_object().unwrap().values() {
         assert!(names.contains(&thread.as_str().unwrap()), "thread {thread}");
