@@ -57,6 +57,21 @@ fn info_json_lines_carry_name_and_events_as_in_the_xspace_summaries() {
 }
 
 #[test]
+fn gzipped_xspace_files_are_read_like_plain_ones() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let plain = data("xspace/tf_custom_loop/logdir/plugins/profile/2026_11_21_19_24_15/vm.xplane.pb");
+    let gz = dir.path().join("vm.xplane.pb.gz");
+    let mut enc = flate2::write::GzEncoder::new(std::fs::File::create(&gz).unwrap(), flate2::Compression::fast());
+    enc.write_all(&std::fs::read(&plain).unwrap()).unwrap();
+    enc.finish().unwrap();
+    let a = info_json(&plain);
+    let b = info_json(&gz);
+    assert_eq!(b["sessions"][0]["hosts"][0]["name"], "vm");
+    assert_eq!(a["sessions"][0]["hosts"][0]["planes"], b["sessions"][0]["hosts"][0]["planes"]);
+}
+
+#[test]
 fn a_tensorboard_log_directory_yields_every_session_at_any_depth() {
     let info = info_json(&data("xspace"));
     let names: Vec<&str> = info["sessions"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();

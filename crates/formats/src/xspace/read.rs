@@ -187,7 +187,8 @@ fn decode_plane(data: &[u8], base: u64) -> std::result::Result<Plane, WireError>
     let mut resolver = Resolver::default();
     resolver.fix_stats(&mut plane.stat_metadata, &mut plane.metadata_stats, &pending_meta);
     for (mut line, pending) in decoded {
-        resolver.fix_events(&mut plane.event_metadata, &mut line, &pending);
+        let stats_end = plane.metadata_stats.len() as u32;
+        resolver.fix_events(&mut plane.event_metadata, stats_end, &mut line, &pending);
         resolver.fix_stats(&mut plane.stat_metadata, &mut line.stats, &pending);
         plane.lines.push(line);
     }
@@ -202,10 +203,12 @@ struct Resolver {
 }
 
 impl Resolver {
-    fn fix_events(&mut self, table: &mut Vec<EventMetadata>, line: &mut Line, pending: &Unresolved) {
+    /// `stats_end` is the end of the plane's metadata stat store: a placeholder's
+    /// (empty) stat range sits there, as it would for an entry decoded from the file.
+    fn fix_events(&mut self, table: &mut Vec<EventMetadata>, stats_end: u32, line: &mut Line, pending: &Unresolved) {
         for &(event, id) in &pending.events {
             let index = *self.events.entry(id).or_insert_with(|| {
-                table.push(EventMetadata { id, ..EventMetadata::default() });
+                table.push(EventMetadata { id, stats: stats_end..stats_end, ..EventMetadata::default() });
                 (table.len() - 1) as u32
             });
             line.events.metadata[event as usize] = index;
@@ -400,4 +403,89 @@ fn string_value(f: &Field<'_>, store: &mut StatStore) -> std::result::Result<Sta
 
 fn arena_full(offset: u64) -> WireError {
     WireError { offset, message: "in XStat: the string arena of one line exceeds 4 GiB".into() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::xspace::wire::WireWriter;
+
+    /// An XSpace with a ref_value stat, an aggregated (num_occurrences) event, event
+    /// metadata stats and references to ids nothing defines, written field by field.
+    fn handmade() -> Vec<u8> {
+        let (mut plane, mut tmp, mut inner) = (WireWriter::default(), WireWriter::default(), WireWriter::default());
+        plane.bytes_always(2, b"/device:GPU:0");
+        // stat metadata 10 = "kind", 11 = "MatMul" (the string of a ref_value).
+        for (id, name) in [(10, "kind"), (11, "MatMul")] {
+            inner.buf.clear();
+            inner.int64(1, id);
+            inner.bytes(2, name.as_bytes());
+            tmp.buf.clear();
+            tmp.int64_always(1, id);
+            tmp.bytes_always(2, &inner.buf);
+            plane.bytes_always(5, &tmp.buf);
+        }
+        // event metadata 5 = "gemm" with a metadata stat kind -> ref "MatMul".
+        let mut stat = WireWriter::default();
+        stat.int64(1, 10);
+        stat.uint64_always(7, 11);
+        inner.buf.clear();
+        inner.int64(1, 5);
+        inner.bytes(2, b"gemm");
+        inner.bytes_always(5, &stat.buf);
+        tmp.buf.clear();
+        tmp.int64_always(1, 5);
+        tmp.bytes_always(2, &inner.buf);
+        plane.bytes_always(4, &tmp.buf);
+        // One line: a timed event, an aggregated event, and an event with unknown ids.
+        let mut line = WireWriter::default();
+        line.int64(1, 7);
+        line.bytes(2, b"Stream #7");
+        line.int64(3, 100);
+        for (metadata, occurrences, stat_id) in [(5, None, None), (5, Some(12), None), (99, None, Some(77))] {
+            let mut event = WireWriter::default();
+            event.int64(1, metadata);
+            match occurrences {
+                Some(n) => event.int64_always(5, n),
+                None => event.int64(2, 2_000),
+            }
+            event.int64(3, 500);
+            if let Some(id) = stat_id {
+                stat.buf.clear();
+                stat.int64(1, id);
+                stat.int64_always(4, -3);
+                event.bytes_always(4, &stat.buf);
+            }
+            line.bytes_always(4, &event.buf);
+        }
+        plane.bytes_always(3, &line.buf);
+        let mut space = WireWriter::default();
+        space.bytes_always(1, &plane.buf);
+        space.bytes_always(4, b"gpu-host");
+        space.buf
+    }
+
+    #[test]
+    fn refs_aggregates_metadata_stats_and_undefined_ids_are_decoded() {
+        let host = read_xspace(&handmade(), "h.xplane.pb", "h").unwrap();
+        let plane = &host.planes[0];
+        let line = &plane.lines[0];
+        assert_eq!(line.len(), 3);
+        let events: Vec<_> = line.iter().collect();
+        assert_eq!((events[0].start_ps(), events[0].duration_ps(), events[0].num_occurrences()), (102_000, 500, None));
+        assert_eq!(events[1].num_occurrences(), Some(12));
+        let gemm = plane.metadata_of(&events[0]).unwrap();
+        assert_eq!(gemm.name, "gemm");
+        let kind = plane.metadata_stats_of(gemm)[0];
+        assert_eq!(plane.stat_name(kind.key), "kind");
+        assert_eq!(plane.format_value(&plane.metadata_stats, kind.value), "MatMul");
+        // Undefined ids get placeholder entries that keep the original ids.
+        let unknown = plane.metadata_of(&events[2]).unwrap();
+        assert_eq!((unknown.id, unknown.name.as_str()), (99, ""));
+        let stat = events[2].stats()[0];
+        assert_eq!((plane.stat_metadata[stat.key as usize].id, stat.value), (77, StatValue::Int(-3)));
+        // And all of it survives the encoder.
+        let again = read_xspace(&crate::xspace::encode_xspace(&host), "h.xplane.pb", "h").unwrap();
+        assert_eq!(again, host);
+    }
 }
