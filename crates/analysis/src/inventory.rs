@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use mlprof_model::{Host, Plane, Session, SourceFormat, StatValue, names};
+use mlprof_model::{Host, Plane, Session, SourceFormat, names};
 use serde::Serialize;
 
 /// A time span in picoseconds relative to the profile start.
@@ -161,10 +161,7 @@ fn host_inventory(host: &Host) -> HostInventory {
 fn plane_inventory(plane: &Plane) -> PlaneInventory {
     let mut plane_stats = BTreeMap::new();
     for stat in plane.plane_stats() {
-        let text = match stat.value {
-            StatValue::Bytes(r) => format!("<{} bytes>", plane.metadata_stats.bytes(r).len()),
-            v => plane.format_value(&plane.metadata_stats, v),
-        };
+        let text = plane.format_value(&plane.metadata_stats, stat.value);
         plane_stats.insert(plane.stat_name(stat.key).to_string(), text);
     }
     let is_device = plane.name.starts_with(names::DEVICE_PLANE_PREFIX);
@@ -211,7 +208,7 @@ fn plane_inventory(plane: &Plane) -> PlaneInventory {
         events: plane.event_count(),
         event_metadata: plane.event_metadata.len(),
         stat_metadata: plane.stat_metadata.len(),
-        span: SpanPs::of(plane.lines.iter().filter_map(|l| l.span_ps()).reduce(|(a, b), (c, d)| (a.min(c), b.max(d)))),
+        span: SpanPs::of(plane.span_ps()),
         device_properties,
         plane_stats,
         well_known_stats: well_known,
@@ -235,7 +232,7 @@ fn plane_inventory(plane: &Plane) -> PlaneInventory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mlprof_model::{Line, PlaneBuilder};
+    use mlprof_model::{Line, PlaneBuilder, StatValue};
 
     #[test]
     fn counts_events_and_stats_per_plane_and_line() {

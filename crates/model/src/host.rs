@@ -119,11 +119,7 @@ impl Host {
     /// Earliest event start and latest event end over all planes (picoseconds relative
     /// to the profile start).
     pub fn span_ps(&self) -> Option<(i64, i64)> {
-        self.planes
-            .iter()
-            .flat_map(|p| p.lines.iter())
-            .filter_map(|l| l.span_ps())
-            .reduce(|(s1, e1), (s2, e2)| (s1.min(s2), e1.max(e2)))
+        self.planes.iter().filter_map(Plane::span_ps).reduce(|(s1, e1), (s2, e2)| (s1.min(s2), e1.max(e2)))
     }
 }
 

@@ -68,6 +68,12 @@ impl Plane {
         self.lines.iter().map(Line::len).sum()
     }
 
+    /// Earliest event start and latest event end over all lines (picoseconds relative
+    /// to the profile start); `None` when no line has timed events.
+    pub fn span_ps(&self) -> Option<(i64, i64)> {
+        self.lines.iter().filter_map(Line::span_ps).reduce(|(s1, e1), (s2, e2)| (s1.min(s2), e1.max(e2)))
+    }
+
     /// The plane's own stats.
     pub fn plane_stats(&self) -> &[Stat] {
         slice(&self.metadata_stats, &self.stats)
