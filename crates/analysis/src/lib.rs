@@ -1,5 +1,13 @@
 //! mlprof's analyses. Each module is one tool: a pure function from the model (plus
 //! options) to a typed, `serde`-serialisable result. No analysis does I/O; views
-//! (CLI, web) only render these results.
+//! (CLI, web) only render these results, through [`report::Report`] (for people) or
+//! the tool's XProf-compatible JSON ([`datatable`]).
 
+pub mod datatable;
+pub mod grouping;
 pub mod inventory;
+pub mod kernel_stats;
+pub mod memory_profile;
+pub mod report;
+pub mod tf_data;
+pub mod xstats;

@@ -1,0 +1,38 @@
+//! Event grouping: which step (XProf's `group_id`) each event belongs to.
+//!
+//! The one design decision to know: group ids are not written into the model; they
+//! live in [`HostGroups`], a side table parallel to the host's planes and lines, so
+//! the model stays immutable and shared across analyses.
+
+use mlprof_model::Host;
+
+/// "No group" in [`HostGroups`].
+pub const NO_GROUP: i64 = -1;
+
+/// The group id of every event of one host: `planes[p][l][e]` for event `e` of line
+/// `l` of plane `p` (indices as in `Host::planes`), [`NO_GROUP`] when ungrouped.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HostGroups {
+    /// Per plane, per line, per event.
+    pub planes: Vec<Vec<Vec<i64>>>,
+    /// Per group id (index), the group's name (e.g. `train 6`).
+    pub names: Vec<String>,
+}
+
+impl HostGroups {
+    /// A table with every event of `host` ungrouped.
+    pub fn none(host: &Host) -> HostGroups {
+        let planes = host
+            .planes
+            .iter()
+            .map(|plane| plane.lines.iter().map(|line| vec![NO_GROUP; line.len()]).collect())
+            .collect();
+        HostGroups { planes, names: Vec::new() }
+    }
+
+    /// The group of event `event` of line `line` of plane `plane`, if grouped.
+    pub fn group_of(&self, plane: usize, line: usize, event: usize) -> Option<i64> {
+        let group = *self.planes.get(plane)?.get(line)?.get(event)?;
+        (group != NO_GROUP).then_some(group)
+    }
+}
