@@ -17,6 +17,10 @@ pub struct HostGroups {
     pub planes: Vec<Vec<Vec<i64>>>,
     /// Per group id (index), the group's name (e.g. `train 6`).
     pub names: Vec<String>,
+    /// Events XProf marks `is_eager=1` (TF ops and GPU kernels executed op by op
+    /// under an `EagerKernelExecute` that is not a compiled function), as
+    /// `(plane, line, event)` indices, sorted.
+    pub eager: Vec<(u32, u32, u32)>,
 }
 
 impl HostGroups {
@@ -27,7 +31,14 @@ impl HostGroups {
             .iter()
             .map(|plane| plane.lines.iter().map(|line| vec![NO_GROUP; line.len()]).collect())
             .collect();
-        HostGroups { planes, names: Vec::new() }
+        HostGroups { planes, names: Vec::new(), eager: Vec::new() }
+    }
+
+    /// Whether event `event` of line `line` of plane `plane` ran eagerly (XProf's
+    /// `is_eager` stat, set by grouping).
+    pub fn is_eager(&self, plane: usize, line: usize, event: usize) -> bool {
+        let key = (plane as u32, line as u32, event as u32);
+        self.eager.binary_search(&key).is_ok()
     }
 
     /// The group of event `event` of line `line` of plane `plane`, if grouped.

@@ -4,10 +4,12 @@
 //! the tool's XProf-compatible JSON ([`datatable`]).
 
 pub mod datatable;
+pub mod framework_op_stats;
 pub mod grouping;
 pub mod inventory;
 pub mod kernel_stats;
 pub mod memory_profile;
+pub mod op_metrics;
 pub mod report;
 pub mod tf_data;
 pub mod xstats;
