@@ -12,4 +12,5 @@ pub mod memory_profile;
 pub mod op_metrics;
 pub mod report;
 pub mod tf_data;
+pub mod tf_op;
 pub mod xstats;
