@@ -1,1 +1,666 @@
-//! (being written)
+//! GPU kernel statistics (XProf's `kernel_stats` tool): every kernel launch recorded on
+//! a `/device:GPU:*` plane, grouped by kernel name, launch configuration and the
+//! framework op that launched it, with occurrence counts and total/min/max durations,
+//! plus whether the kernel uses TensorCores and whether its op could have.
+//!
+//! The one design decision to know: the numbers follow XProf 2.24.2 exactly, including
+//! its quirks — durations are truncated to whole nanoseconds per launch before they are
+//! summed, launch parameters come from the CUPTI `kernel_details` string, only the
+//! event's own stats are read (not its metadata's, as `GpuEventStats` does), the first
+//! launch seen of a group decides its occupancy, each host keeps its top
+//! [`MAX_KERNELS`] groups, and hosts are concatenated (not merged) before a final top
+//! [`MAX_KERNELS`] cut. Mapping XLA kernels back to the TF op of their HLO instruction
+//! needs the HLO protos of `/host:metadata`, which mlprof does not decode yet; such
+//! kernels keep the op named by their `tf_op` stat, as XProf does when the HLO
+//! instruction is unknown.
+
+use std::collections::HashMap;
+
+use mlprof_model::names::{GPU_PLANE_PREFIX, TPU_PLANE_PREFIX};
+use mlprof_model::{Host, Plane};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::datatable::DataTable;
+use crate::report::{Cell, Report, Section, Table};
+use crate::xstats::{self, StatKeys};
+
+/// The most kernel groups XProf keeps (per host, then over all hosts).
+pub const MAX_KERNELS: usize = 1000;
+
+/// Lines with an id at or above this are derived timelines (`Steps`, `XLA Ops`, …),
+/// not streams (XProf's `kThreadIdDerivedMin`).
+pub const DERIVED_LINE_ID_MIN: i64 = 0xdead_beef;
+
+/// Picoseconds per nanosecond.
+const PS_PER_NS: i64 = 1000;
+
+/// Substrings of kernel names that mark TensorCore kernels (`volta_h884gemm…`,
+/// `turing_fp16_s1688cudnn…`, `sm80_xmma_gemm…`), as XProf lists them.
+const TENSOR_CORE_KERNEL_PATTERNS: [&str; 19] = [
+    "16816",
+    "c1688",
+    "conv1x1",
+    "conv2d_c1_k1",
+    "dgrad_1x1_stride_2x2",
+    "direct_group",
+    "first_layer_wgrad_kernel",
+    "h1688",
+    "h884",
+    "hmma",
+    "i16832",
+    "i8816",
+    "s884",
+    "s1688",
+    "xmma_gemm",
+    "xmma_implicit_gemm",
+    "xmma_sparse_conv",
+    "xmma_sparse_gemm",
+    "xmma_warp_specialized_implicit_gemm",
+];
+
+/// Op-name suffixes of ops that can run on TensorCores (fused variants end the same).
+const TENSOR_CORE_OP_SUFFIXES: [&str; 12] = [
+    "Conv2D",
+    "Conv2DBackpropFilter",
+    "Conv2DBackpropInput",
+    "Conv3D",
+    "DepthwiseConv2dNative",
+    "DepthwiseConv2dNativeBackpropFilter",
+    "DepthwiseConv2dNativeBackpropInput",
+    "/MatMul",
+    "FusedMatMul",
+    "/CudnnRNN",
+    "XlaDot",
+    "XlaDotV2",
+];
+
+/// Op-name substrings of ops that can run on TensorCores (versioned variants included).
+const TENSOR_CORE_OP_SUBSTRINGS: [&str; 4] = ["BatchMatMul", "CudnnRNNV", "CudnnRNNForward", "CudnnRNNBackprop"];
+
+/// A kernel's launch configuration, parsed from its `kernel_details` stat.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct LaunchParams {
+    /// Registers per thread (0 when not given).
+    pub registers_per_thread: u32,
+    /// Static shared memory per block in bytes (0 when not given).
+    pub static_shmem_bytes: u32,
+    /// Dynamic shared memory per block in bytes (0 when not given).
+    pub dynamic_shmem_bytes: u32,
+    /// Threads per block, x/y/z (1,1,1 when not given or malformed).
+    pub block_dim: [u32; 3],
+    /// Blocks per grid, x/y/z (1,1,1 when not given or malformed).
+    pub grid_dim: [u32; 3],
+    /// Theoretical occupancy in percent (0 when not given); single precision, as XProf
+    /// stores it.
+    pub occupancy_pct: f32,
+}
+
+impl Default for LaunchParams {
+    fn default() -> Self {
+        LaunchParams {
+            registers_per_thread: 0,
+            static_shmem_bytes: 0,
+            dynamic_shmem_bytes: 0,
+            block_dim: [1; 3],
+            grid_dim: [1; 3],
+            occupancy_pct: 0.0,
+        }
+    }
+}
+
+/// Parses a CUPTI `kernel_details` string: `key:value` tokens separated by spaces or
+/// newlines (`regs:32 static_shared:0 dynamic_shared:16384 grid:2,1,1 block:32,1,1
+/// occ_pct:50`; older profilers put one per line). Unknown or malformed tokens are
+/// skipped; a field that is missing keeps its default. Never fails.
+pub fn parse_kernel_details(text: &str) -> LaunchParams {
+    let mut params = LaunchParams::default();
+    for token in text.split([' ', '\n']) {
+        let mut parts = token.split(':');
+        let (Some(key), Some(value), None) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        match key {
+            "regs" => set_if_some(&mut params.registers_per_thread, parse_u32(value)),
+            "static_shared" => set_if_some(&mut params.static_shmem_bytes, parse_u32(value)),
+            "dynamic_shared" => set_if_some(&mut params.dynamic_shmem_bytes, parse_u32(value)),
+            "block" => set_if_some(&mut params.block_dim, parse_dim3(value)),
+            "grid" => set_if_some(&mut params.grid_dim, parse_dim3(value)),
+            "occ_pct" => set_if_some(&mut params.occupancy_pct, parse_f64(value).map(|pct| pct as f32)),
+            _ => {}
+        }
+    }
+    params
+}
+
+fn set_if_some<T>(slot: &mut T, value: Option<T>) {
+    if let Some(value) = value {
+        *slot = value;
+    }
+}
+
+/// Whitespace as C's `isspace` sees it (what absl trims before parsing numbers).
+fn is_c_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r')
+}
+
+/// A decimal `u32` with optional surrounding whitespace and `+` sign.
+fn parse_u32(text: &str) -> Option<u32> {
+    text.trim_matches(is_c_space).parse().ok()
+}
+
+/// A decimal real with optional surrounding whitespace.
+fn parse_f64(text: &str) -> Option<f64> {
+    text.trim_matches(is_c_space).parse().ok()
+}
+
+/// Exactly three comma-separated `u32`s.
+fn parse_dim3(text: &str) -> Option<[u32; 3]> {
+    let mut parts = text.split(',');
+    let dims = [parse_u32(parts.next()?)?, parse_u32(parts.next()?)?, parse_u32(parts.next()?)?];
+    parts.next().is_none().then_some(dims)
+}
+
+/// Whether a kernel's name says it runs on TensorCores.
+pub fn kernel_uses_tensor_core(kernel_name: &str) -> bool {
+    TENSOR_CORE_KERNEL_PATTERNS.iter().any(|pattern| kernel_name.contains(pattern))
+}
+
+/// Whether an op (by TF op name) is of a kind that can use TensorCores (convolutions,
+/// matrix multiplications, cuDNN RNNs, XLA dots). Not exhaustive, as in XProf.
+pub fn op_tensor_core_eligible(op_name: &str) -> bool {
+    TENSOR_CORE_OP_SUFFIXES.iter().any(|suffix| op_name.ends_with(suffix))
+        || TENSOR_CORE_OP_SUBSTRINGS.iter().any(|part| op_name.contains(part))
+}
+
+/// Whether an einsum `equation` stat describes a two-operand contraction (`ab,bc->ac`),
+/// which can use TensorCores.
+pub fn einsum_tensor_core_eligible(equation: &str) -> bool {
+    if equation.is_empty() {
+        return false;
+    }
+    let mut sides = equation.split("->");
+    match (sides.next(), sides.next(), sides.next()) {
+        (Some(inputs), Some(_), None) => inputs.split(',').count() == 2,
+        _ => false,
+    }
+}
+
+/// The op name in a `tf_op` stat, as XProf's `ParseTfOpFullname` gives it
+/// (`"model/dense/MatMul:MatMul"` → `"model/dense/MatMul"`; the whole string when it is
+/// not a TensorFlow or JAX `name:type`, or is a tf.data iterator).
+pub fn tf_op_name(tf_op_fullname: &str) -> &str {
+    crate::tf_op::parse_tf_op(tf_op_fullname).name
+}
+
+/// What identifies a group of kernel launches, in XProf's tie-break order (name, grid,
+/// block, registers, shared memory, TensorCore use, eligibility, op name).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct GroupKey {
+    name: String,
+    grid_dim: [u32; 3],
+    block_dim: [u32; 3],
+    registers_per_thread: u32,
+    static_shmem_bytes: u32,
+    dynamic_shmem_bytes: u32,
+    uses_tensor_core: bool,
+    op_tensor_core_eligible: bool,
+    op_name: String,
+}
+
+/// Durations and count of one group.
+#[derive(Clone, Copy, Debug)]
+struct GroupTimes {
+    occupancy_pct: f32,
+    occurrences: u64,
+    total_ns: u64,
+    min_ns: u64,
+    max_ns: u64,
+}
+
+/// One group of kernel launches: same kernel, launch configuration and op.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KernelReport {
+    /// Kernel name (the device event's name, usually a mangled or library symbol).
+    pub name: String,
+    /// Registers per thread.
+    pub registers_per_thread: u32,
+    /// Static shared memory per block in bytes.
+    pub static_shmem_bytes: u32,
+    /// Dynamic shared memory per block in bytes.
+    pub dynamic_shmem_bytes: u32,
+    /// Threads per block, x/y/z.
+    pub block_dim: [u32; 3],
+    /// Blocks per grid, x/y/z.
+    pub grid_dim: [u32; 3],
+    /// Theoretical occupancy in percent, of the first launch seen.
+    pub occupancy_pct: f32,
+    /// Whether the kernel's name says it uses TensorCores.
+    pub is_kernel_using_tensor_core: bool,
+    /// Whether the launching op could use TensorCores (by op name or einsum equation,
+    /// or because this kernel does). False when the op is unknown.
+    pub is_op_tensor_core_eligible: bool,
+    /// Name of the framework op that launched the kernel ("" when unknown).
+    pub op_name: String,
+    /// Number of launches.
+    pub occurrences: u64,
+    /// Sum of the launches' durations in nanoseconds (each truncated to whole ns).
+    pub total_duration_ns: u64,
+    /// Shortest launch in nanoseconds.
+    pub min_duration_ns: u64,
+    /// Longest launch in nanoseconds.
+    pub max_duration_ns: u64,
+}
+
+impl KernelReport {
+    /// Static plus dynamic shared memory per block in bytes (wrapping at 2^32, as XProf
+    /// adds them).
+    pub fn shmem_bytes(&self) -> u32 {
+        self.static_shmem_bytes.wrapping_add(self.dynamic_shmem_bytes)
+    }
+
+    /// Mean launch duration in nanoseconds (integer division, as XProf).
+    pub fn avg_duration_ns(&self) -> u64 {
+        self.total_duration_ns.checked_div(self.occurrences).unwrap_or(0)
+    }
+
+    fn from_group(key: GroupKey, times: GroupTimes) -> KernelReport {
+        KernelReport {
+            name: key.name,
+            registers_per_thread: key.registers_per_thread,
+            static_shmem_bytes: key.static_shmem_bytes,
+            dynamic_shmem_bytes: key.dynamic_shmem_bytes,
+            block_dim: key.block_dim,
+            grid_dim: key.grid_dim,
+            occupancy_pct: times.occupancy_pct,
+            is_kernel_using_tensor_core: key.uses_tensor_core,
+            is_op_tensor_core_eligible: key.op_tensor_core_eligible,
+            op_name: key.op_name,
+            occurrences: times.occurrences,
+            total_duration_ns: times.total_ns,
+            min_duration_ns: times.min_ns,
+            max_duration_ns: times.max_ns,
+        }
+    }
+
+    fn key(&self) -> GroupKeyRef<'_> {
+        GroupKeyRef {
+            name: &self.name,
+            grid_dim: self.grid_dim,
+            block_dim: self.block_dim,
+            registers_per_thread: self.registers_per_thread,
+            static_shmem_bytes: self.static_shmem_bytes,
+            dynamic_shmem_bytes: self.dynamic_shmem_bytes,
+            uses_tensor_core: self.is_kernel_using_tensor_core,
+            op_tensor_core_eligible: self.is_op_tensor_core_eligible,
+            op_name: &self.op_name,
+        }
+    }
+}
+
+/// [`GroupKey`] borrowed from a [`KernelReport`], for sorting.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct GroupKeyRef<'a> {
+    name: &'a str,
+    grid_dim: [u32; 3],
+    block_dim: [u32; 3],
+    registers_per_thread: u32,
+    static_shmem_bytes: u32,
+    dynamic_shmem_bytes: u32,
+    uses_tensor_core: bool,
+    op_tensor_core_eligible: bool,
+    op_name: &'a str,
+}
+
+/// Sorts by total duration, longest first, then by group key, and keeps the top
+/// [`MAX_KERNELS`].
+fn sort_and_truncate(reports: &mut Vec<KernelReport>) {
+    reports.sort_by(|a, b| b.total_duration_ns.cmp(&a.total_duration_ns).then_with(|| a.key().cmp(&b.key())));
+    reports.truncate(MAX_KERNELS);
+}
+
+/// The kernel statistics of a set of hosts.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct KernelStats {
+    /// Number of `/device:GPU:*` planes read (GPU planes of hosts that also have TPU
+    /// planes are not read, as in XProf).
+    pub gpu_planes: usize,
+    /// Kernel groups, longest total duration first, at most [`MAX_KERNELS`].
+    pub kernels: Vec<KernelReport>,
+}
+
+/// Stat names read off kernel events, in [`StatKeys`] order.
+const STAT_NAMES: [&str; 3] = ["kernel_details", "tf_op", "equation"];
+
+/// Adds the kernels of one GPU plane to `groups`.
+fn collect_plane(plane: &Plane, groups: &mut HashMap<GroupKey, GroupTimes>) {
+    let keys = StatKeys::new(plane, STAT_NAMES);
+    let (details_key, tf_op_key, equation_key) = (keys.key(0), keys.key(1), keys.key(2));
+    if details_key.is_none() {
+        return;
+    }
+    for line in plane.lines.iter().filter(|line| line.id < DERIVED_LINE_ID_MIN) {
+        for event in line.iter() {
+            let duration_ps = event.duration_ps();
+            if duration_ps <= 0 {
+                continue;
+            }
+            // The last value of each stat wins, as in XProf's `GpuEventStats`.
+            let (mut details, mut tf_op, mut equation) = ("", "", "");
+            for stat in event.stats() {
+                let slot = match Some(stat.key) {
+                    k if k == details_key => &mut details,
+                    k if k == tf_op_key => &mut tf_op,
+                    k if k == equation_key => &mut equation,
+                    _ => continue,
+                };
+                *slot = xstats::as_str(plane, event.store(), stat.value).unwrap_or("");
+            }
+            if details.is_empty() {
+                continue;
+            }
+            let name = xstats::event_name(plane, &event);
+            let params = parse_kernel_details(details);
+            let uses_tensor_core = kernel_uses_tensor_core(name);
+            let (op_name, eligible) = if tf_op.is_empty() {
+                ("", false)
+            } else {
+                let op_name = tf_op_name(tf_op);
+                let eligible =
+                    einsum_tensor_core_eligible(equation) || op_tensor_core_eligible(op_name) || uses_tensor_core;
+                (op_name, eligible)
+            };
+            let key = GroupKey {
+                name: name.to_string(),
+                grid_dim: params.grid_dim,
+                block_dim: params.block_dim,
+                registers_per_thread: params.registers_per_thread,
+                static_shmem_bytes: params.static_shmem_bytes,
+                dynamic_shmem_bytes: params.dynamic_shmem_bytes,
+                uses_tensor_core,
+                op_tensor_core_eligible: eligible,
+                op_name: op_name.to_string(),
+            };
+            let ns = (duration_ps / PS_PER_NS) as u64;
+            groups
+                .entry(key)
+                .and_modify(|times| {
+                    times.occurrences += 1;
+                    times.total_ns = times.total_ns.saturating_add(ns);
+                    times.min_ns = times.min_ns.min(ns);
+                    times.max_ns = times.max_ns.max(ns);
+                })
+                .or_insert(GroupTimes {
+                    occupancy_pct: params.occupancy_pct,
+                    occurrences: 1,
+                    total_ns: ns,
+                    min_ns: ns,
+                    max_ns: ns,
+                });
+        }
+    }
+}
+
+/// Kernel statistics over the GPU planes of `hosts`: each host's launches grouped and
+/// cut to its top [`MAX_KERNELS`], then all hosts' groups sorted together and cut again.
+pub fn analyze(hosts: &[&Host]) -> KernelStats {
+    let mut stats = KernelStats::default();
+    for host in hosts {
+        if host.planes.iter().any(|plane| plane.name.starts_with(TPU_PLANE_PREFIX)) {
+            continue;
+        }
+        let mut groups = HashMap::new();
+        for plane in host.planes.iter().filter(|plane| plane.name.starts_with(GPU_PLANE_PREFIX)) {
+            stats.gpu_planes += 1;
+            collect_plane(plane, &mut groups);
+        }
+        let mut reports: Vec<KernelReport> =
+            groups.into_iter().map(|(key, times)| KernelReport::from_group(key, times)).collect();
+        sort_and_truncate(&mut reports);
+        stats.kernels.extend(reports);
+    }
+    sort_and_truncate(&mut stats.kernels);
+    stats
+}
+
+fn ns_to_us(ns: u64) -> f64 {
+    ns as f64 / 1e3
+}
+
+fn dim_text(dim: [u32; 3]) -> String {
+    format!("{},{},{}", dim[0], dim[1], dim[2])
+}
+
+impl KernelStats {
+    /// Sum of all groups' total durations in nanoseconds.
+    pub fn total_duration_ns(&self) -> u64 {
+        self.kernels.iter().map(|k| k.total_duration_ns).sum()
+    }
+
+    /// Sum of the total durations of groups whose kernel uses TensorCores, in nanoseconds.
+    pub fn tensor_core_duration_ns(&self) -> u64 {
+        self.kernels.iter().filter(|k| k.is_kernel_using_tensor_core).map(|k| k.total_duration_ns).sum()
+    }
+
+    /// The result laid out for people: one main table, one row per kernel group.
+    pub fn report(&self) -> Report {
+        let mut section = Section::new("Kernel stats").main();
+        if self.gpu_planes == 0 {
+            section = section.note("The profile has no GPU kernels: it has no /device:GPU:* plane.");
+        } else if self.kernels.is_empty() {
+            section = section.note(format!(
+                "The profile has {} GPU plane(s) but no kernel launches with launch details (kernel_details).",
+                self.gpu_planes
+            ));
+        } else {
+            let total = self.total_duration_ns();
+            let launches: u64 = self.kernels.iter().map(|k| k.occurrences).sum();
+            let tc_pct = if total == 0 { 0.0 } else { 100.0 * self.tensor_core_duration_ns() as f64 / total as f64 };
+            section = section.note(format!(
+                "{} distinct kernels ({} launches), total kernel time {:.3} us; {:.1}% of kernel time is in kernels using TensorCores.",
+                self.kernels.len(),
+                launches,
+                ns_to_us(total),
+                tc_pct
+            ));
+            if self.kernels.len() == MAX_KERNELS {
+                section = section.note(format!("Only the {MAX_KERNELS} kernels with the longest total time are kept."));
+            }
+        }
+        let mut table = Table::new([
+            "Kernel name",
+            "Registers per thread",
+            "Shared memory bytes",
+            "Block dim",
+            "Grid dim",
+            "Occupancy %",
+            "Op TensorCore eligible",
+            "Kernel uses TensorCore",
+            "Op name",
+            "Occurrences",
+            "Total duration (us)",
+            "Avg duration (us)",
+            "Min duration (us)",
+            "Max duration (us)",
+        ]);
+        let yes_no = |flag: bool| Cell::text(if flag { "yes" } else { "no" });
+        for k in &self.kernels {
+            table.push(vec![
+                Cell::text(k.name.as_str()),
+                Cell::Int(i64::from(k.registers_per_thread)),
+                Cell::Int(i64::from(k.shmem_bytes())),
+                Cell::text(dim_text(k.block_dim)),
+                Cell::text(dim_text(k.grid_dim)),
+                Cell::num(f64::from(k.occupancy_pct), 1),
+                yes_no(k.is_op_tensor_core_eligible),
+                yes_no(k.is_kernel_using_tensor_core),
+                Cell::text(k.op_name.as_str()),
+                Cell::Int(i64::try_from(k.occurrences).unwrap_or(i64::MAX)),
+                Cell::num(ns_to_us(k.total_duration_ns), 3),
+                Cell::num(ns_to_us(k.avg_duration_ns()), 3),
+                Cell::num(ns_to_us(k.min_duration_ns), 3),
+                Cell::num(ns_to_us(k.max_duration_ns), 3),
+            ]);
+        }
+        Report { tool: "kernel_stats".to_string(), sections: vec![section.with_table(table)] }
+    }
+
+    /// XProf 2.24.2's `kernel_stats` DataTable JSON (every number a double, ranks from 1).
+    pub fn to_xprof_json(&self) -> Value {
+        let mut table = DataTable::new();
+        for (id, kind, label) in [
+            ("rank", "number", "Rank"),
+            ("kernel_name", "string", "Kernel Name"),
+            ("registers_per_thread", "number", "Registers per thread"),
+            ("shmem_bytes", "number", "Shared Mem bytes"),
+            ("block_dim", "string", "Block dim"),
+            ("grid_dim", "string", "Grid dim"),
+            ("occupancy_pct", "number", "Theoretical Occupancy %"),
+            ("is_op_tensor_core_eligible", "boolean", "Op is TensorCore eligible"),
+            ("is_kernel_using_tensor_core", "boolean", "Kernel uses TensorCore"),
+            ("op_name", "string", "Op Name"),
+            ("occurrences", "number", "Occurrences"),
+            ("total_duration_us", "number", "Total Duration (μs)"),
+            ("avg_duration_us", "number", "Avg Duration (μs)"),
+            ("min_duration_us", "number", "Min Duration (μs)"),
+            ("max_duration_us", "number", "Max Duration (μs)"),
+        ] {
+            table.column(id, label, kind);
+        }
+        for (rank, k) in self.kernels.iter().enumerate() {
+            // XProf stores occurrences as uint32 in its report proto.
+            let occurrences = k.occurrences as u32;
+            let avg_ns = k.total_duration_ns.checked_div(u64::from(occurrences)).unwrap_or(0);
+            table.row(vec![
+                Value::from((rank + 1) as f64),
+                Value::from(k.name.as_str()),
+                Value::from(f64::from(k.registers_per_thread)),
+                Value::from(f64::from(k.shmem_bytes())),
+                Value::from(dim_text(k.block_dim)),
+                Value::from(dim_text(k.grid_dim)),
+                Value::from(f64::from(k.occupancy_pct)),
+                Value::from(k.is_op_tensor_core_eligible),
+                Value::from(k.is_kernel_using_tensor_core),
+                Value::from(k.op_name.as_str()),
+                Value::from(f64::from(occurrences)),
+                Value::from(ns_to_us(k.total_duration_ns)),
+                Value::from(ns_to_us(avg_ns)),
+                Value::from(ns_to_us(k.min_duration_ns)),
+                Value::from(ns_to_us(k.max_duration_ns)),
+            ]);
+        }
+        table.to_json()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_current_cupti_format() {
+        let p = parse_kernel_details(
+            "regs:32 static_shared:48 dynamic_shared:16384 grid:80,2,1 block:256,1,1 occ_pct:37.5",
+        );
+        assert_eq!(p.registers_per_thread, 32);
+        assert_eq!(p.static_shmem_bytes, 48);
+        assert_eq!(p.dynamic_shmem_bytes, 16384);
+        assert_eq!(p.grid_dim, [80, 2, 1]);
+        assert_eq!(p.block_dim, [256, 1, 1]);
+        assert_eq!(p.occupancy_pct, 37.5);
+    }
+
+    #[test]
+    fn parses_newline_separated_format() {
+        let p =
+            parse_kernel_details("regs:16\nstatic_shared:0\ndynamic_shared:0\ngrid:1,1,1\nblock:1,1,1\nocc_pct:50.0");
+        assert_eq!(p.registers_per_thread, 16);
+        assert_eq!(p.grid_dim, [1, 1, 1]);
+        assert_eq!(p.occupancy_pct, 50.0);
+        // `occ_pct=13.0` is not a `key:value` token and leaves occupancy at 0.
+        let p = parse_kernel_details("regs:32\ndynamic_shared:16384\ngrid:2,1,1\nblock:32,1,1\nocc_pct=13.0");
+        assert_eq!((p.registers_per_thread, p.dynamic_shmem_bytes), (32, 16384));
+        assert_eq!((p.grid_dim, p.block_dim), ([2, 1, 1], [32, 1, 1]));
+        assert_eq!(p.occupancy_pct, 0.0);
+    }
+
+    #[test]
+    fn missing_and_odd_tokens_keep_defaults() {
+        assert_eq!(parse_kernel_details(""), LaunchParams::default());
+        let p = parse_kernel_details("odd grid:3,2,1");
+        assert_eq!(p.grid_dim, [3, 2, 1]);
+        assert_eq!(p.block_dim, [1, 1, 1]);
+        let p = parse_kernel_details("block:6,5,4 odd ");
+        assert_eq!(p.block_dim, [6, 5, 4]);
+        let p = parse_kernel_details("static_shared:7 dynamic_shared:8");
+        assert_eq!((p.static_shmem_bytes, p.dynamic_shmem_bytes), (7, 8));
+        assert_eq!(p.registers_per_thread, 0);
+        // Whitespace other than space/newline is trimmed from values, as absl does.
+        assert_eq!(parse_kernel_details("regs:12\r").registers_per_thread, 12);
+    }
+
+    #[test]
+    fn garbage_does_not_panic_and_is_ignored() {
+        for text in [
+            "regs:-1 static_shared:abc grid:1,2 block:1,2,3,4 occ_pct:x",
+            "regs:99999999999 grid:,, block::: :: : regs",
+            "grid:4294967296,1,1 block:1,1,é occ_pct:",
+            "\u{0}\u{ffff}regs:1:2 ünïcödé:1",
+        ] {
+            let p = parse_kernel_details(text);
+            assert_eq!(p.registers_per_thread, 0, "{text:?}");
+            assert_eq!(p.grid_dim, [1, 1, 1], "{text:?}");
+            assert_eq!(p.block_dim, [1, 1, 1], "{text:?}");
+            assert_eq!(p.occupancy_pct, 0.0, "{text:?}");
+        }
+        // The last valid value of a repeated key wins.
+        assert_eq!(parse_kernel_details("regs:1 regs:2 regs:x").registers_per_thread, 2);
+    }
+
+    #[test]
+    fn tensor_core_patterns() {
+        assert!(kernel_uses_tensor_core("volta_h884gemm_64x64_ldg8_nn"));
+        assert!(kernel_uses_tensor_core("turing_fp16_s1688cudnn_fp16_256x128_ldg8_relu_f2f_exp_small_nhwc_tn_v1"));
+        assert!(kernel_uses_tensor_core("sm80_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize96x128x32_stage4"));
+        assert!(kernel_uses_tensor_core("ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn"));
+        assert!(!kernel_uses_tensor_core("ampere_sgemm_128x64_nn"));
+        assert!(!kernel_uses_tensor_core("void Eigen::internal::EigenMetaKernel<>"));
+
+        assert!(op_tensor_core_eligible("model/conv2d/Conv2D"));
+        assert!(op_tensor_core_eligible("model/dense/MatMul"));
+        assert!(op_tensor_core_eligible("gradients/BatchMatMulV2"));
+        assert!(op_tensor_core_eligible("a/_FusedMatMul"));
+        assert!(!op_tensor_core_eligible("MatMul"));
+        assert!(!op_tensor_core_eligible("model/dense/MatMul_1"));
+        assert!(!op_tensor_core_eligible("model/relu/Relu"));
+
+        assert!(einsum_tensor_core_eligible("ab,bc->ac"));
+        assert!(!einsum_tensor_core_eligible("ab->ba"));
+        assert!(!einsum_tensor_core_eligible("a,b,c->abc"));
+        assert!(!einsum_tensor_core_eligible("ab,bc"));
+        assert!(!einsum_tensor_core_eligible(""));
+    }
+
+    #[test]
+    fn op_names_from_tf_op_stats() {
+        assert_eq!(tf_op_name("model/dense/MatMul:MatMul"), "model/dense/MatMul");
+        assert_eq!(tf_op_name("mul_786"), "mul_786");
+        assert_eq!(tf_op_name("Iterator::Batch::Map"), "Iterator::Batch::Map");
+        assert_eq!(tf_op_name("Iterator:Batch"), "Iterator:Batch");
+        assert_eq!(tf_op_name("jit(f)/dot_general:dot_general[dims=((1,), (0,))]"), "jit(f)/dot_general");
+        assert_eq!(tf_op_name("name:"), "name");
+        assert_eq!(tf_op_name("a b:Not A Type"), "a b:Not A Type");
+        assert_eq!(tf_op_name("x:y:Z"), "x:y:Z");
+        assert_eq!(tf_op_name(""), "");
+    }
+
+    #[test]
+    fn empty_stats_have_the_xprof_columns_and_no_rows() {
+        let stats = analyze(&[]);
+        let json = stats.to_xprof_json();
+        assert_eq!(json["cols"].as_array().map(Vec::len), Some(15));
+        assert_eq!(json["rows"], serde_json::json!([]));
+        let report = stats.report();
+        assert!(report.sections[0].notes[0].contains("no GPU kernels"));
+    }
+}
