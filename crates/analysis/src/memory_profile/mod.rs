@@ -1,0 +1,220 @@
+//! The memory profile (XProf's `memory_profile` tool): how each allocator's memory use
+//! evolved over the profile, where it peaked, and which allocations were live at the
+//! peak, from the TensorFlow allocator's `MemoryAllocation` / `MemoryDeallocation`
+//! events on the host plane.
+//!
+//! The one design decision to know: the computation follows XProf 2.24.2 step by step,
+//! including its quirks (snapshots are ordered by the event's offset from *its line's*
+//! start, as XProf does; the summary's peak is taken in event-storage order before that
+//! sort; only the event's own stats count, not its metadata's; integer stats stored as
+//! unsigned read as 0), so that [`MemoryProfile::to_xprof_json`] reproduces XProf's
+//! answer. Where XProf's own output is not deterministic (ties in its unstable sorts
+//! and hash-map order), we break ties by original position.
+
+mod compute;
+mod output;
+#[cfg(test)]
+mod tests;
+
+use serde::Serialize;
+
+pub use compute::analyze;
+
+/// XProf's cap on the number of points in the memory timeline.
+pub const MAX_TIMELINE_SNAPSHOTS: usize = 1000;
+
+/// The memory profile of one host.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct MemoryProfile {
+    /// Whether the host has a `/host:CPU` plane. Without one XProf answers with an
+    /// empty body (and [`MemoryProfile::to_xprof_json`] gives `null`).
+    pub has_host_plane: bool,
+    /// One profile per memory id (allocator), sorted by memory id.
+    pub allocators: Vec<AllocatorProfile>,
+    /// The XLA modules run on TPU planes (empty elsewhere).
+    pub hlo_modules: Vec<HloModule>,
+}
+
+/// The memory profile of one allocator (XProf's `PerAllocatorMemoryProfile`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct AllocatorProfile {
+    /// The memory id: the `allocator_name` stat, or the `index_on_host` /
+    /// `device_ordinal` stat printed as an integer (whichever the event lists last).
+    pub memory_id: String,
+    /// Peak and capacity figures.
+    pub summary: MemorySummary,
+    /// Allocation events of this allocator in the whole profile.
+    pub total_allocations: u64,
+    /// Deallocation events of this allocator in the whole profile.
+    pub total_deallocations: u64,
+    /// Allocations among the [`AllocatorProfile::timeline`] snapshots (what XProf's UI
+    /// shows as "#Allocation"; equal to `total_allocations` up to 1000 events).
+    pub timeline_allocations: u64,
+    /// Deallocations among the [`AllocatorProfile::timeline`] snapshots (XProf's
+    /// "#Deallocation").
+    pub timeline_deallocations: u64,
+    /// The step XProf attributes the peak to (the step of the last snapshot whose
+    /// stack + heap bytes equal the peak; 0 when none does).
+    pub peak_step_id: i64,
+    /// The memory timeline: all snapshots in time order, or at most
+    /// [`MAX_TIMELINE_SNAPSHOTS`] of them chosen by a max box filter over stack + heap
+    /// bytes (XProf's `sampled_timeline_snapshots`).
+    pub timeline: Vec<MemorySnapshot>,
+    /// The breakdown table at the peak, one row per distinct allocation, largest first;
+    /// rows point into [`AllocatorProfile::peak_snapshots`] or
+    /// [`AllocatorProfile::special_allocations`].
+    pub active_allocations: Vec<ActiveAllocation>,
+    /// The snapshots that [`AllocatorProfile::active_allocations`] rows refer to
+    /// (XProf's `memory_profile_snapshots`).
+    pub peak_snapshots: Vec<MemorySnapshot>,
+    /// Rows that no allocation event accounts for: heap memory allocated before the
+    /// peak step ("unused preallocated device memory") and stack reservation ("stack").
+    pub special_allocations: Vec<MemoryActivity>,
+}
+
+impl AllocatorProfile {
+    /// The breakdown rows at the peak with what each refers to resolved:
+    /// `(activity, occurrences)`, largest allocation first.
+    pub fn breakdown(&self) -> impl Iterator<Item = (&MemoryActivity, i64)> + '_ {
+        self.active_allocations.iter().filter_map(|row| {
+            let activity = if row.snapshot_index >= 0 {
+                &self.peak_snapshots.get(usize::try_from(row.snapshot_index).ok()?)?.activity
+            } else {
+                self.special_allocations.get(usize::try_from(row.special_index).ok()?)?
+            };
+            Some((activity, row.num_occurrences))
+        })
+    }
+}
+
+/// Peak and capacity of one allocator (XProf's `MemoryProfileSummary`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct MemorySummary {
+    /// The allocator's own peak over its lifetime, in bytes (`peak_bytes_in_use` of the
+    /// last event in storage order).
+    pub peak_bytes_usage_lifetime: i64,
+    /// The allocator state at the profile's peak; its `peak_bytes_in_use` is the peak
+    /// stack + heap bytes within the profile.
+    pub peak_stats: AggregationStats,
+    /// When the peak was reached, picoseconds relative to the profile start.
+    pub peak_stats_time_ps: i64,
+    /// When the peak was reached as XProf reports it: picoseconds from the start of the
+    /// event's line (XProf's `peak_stats_time_ps`).
+    pub peak_stats_offset_ps: i64,
+    /// Stack + heap + free bytes at the peak.
+    pub memory_capacity_bytes: i64,
+}
+
+/// The allocator state after one memory event (XProf's `MemoryAggregationStats`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct AggregationStats {
+    /// Bytes reserved for stack (`bytes_reserved`).
+    pub stack_reserved_bytes: i64,
+    /// Bytes allocated on the heap (`bytes_allocated`).
+    pub heap_allocated_bytes: i64,
+    /// Bytes still free (`bytes_available`).
+    pub free_memory_bytes: i64,
+    /// Fragmentation as a fraction in [0, 1] (`fragmentation`; may be NaN, which the
+    /// JSON schema writes as `null`).
+    pub fragmentation: f64,
+    /// Bytes in use at the allocator's lifetime peak (`peak_bytes_in_use`); in
+    /// [`MemorySummary::peak_stats`], the profile's peak stack + heap bytes instead.
+    pub peak_bytes_in_use: i64,
+}
+
+/// Whether a memory event allocated or freed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActivityKind {
+    /// A heap allocation.
+    #[default]
+    Allocation,
+    /// A heap deallocation.
+    Deallocation,
+}
+
+impl ActivityKind {
+    /// XProf's enum name (`ALLOCATION`, `DEALLOCATION`).
+    pub fn xprof_name(self) -> &'static str {
+        match self {
+            ActivityKind::Allocation => "ALLOCATION",
+            ActivityKind::Deallocation => "DEALLOCATION",
+        }
+    }
+}
+
+/// What one memory event did (XProf's `MemoryActivityMetadata`). A deallocation
+/// carries the op, region, data type and shape of the allocation it frees.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct MemoryActivity {
+    /// Allocation or deallocation.
+    pub kind: ActivityKind,
+    /// Bytes the caller asked for (`requested_bytes`).
+    pub requested_bytes: i64,
+    /// Bytes of the block actually allocated (`allocation_bytes`).
+    pub allocation_bytes: i64,
+    /// Start address of the block (`addr`).
+    pub address: u64,
+    /// The TF op that allocated (`tf_op`).
+    pub tf_op_name: String,
+    /// The step (group id); events outside any step get the previous step + 1.
+    pub step_id: i64,
+    /// `output`, `temp`, `persist`, `dynamic`, … (`region_type`).
+    pub region_type: String,
+    /// Element type as XProf names it (`float`, `int32`, `INVALID`, …).
+    pub data_type: String,
+    /// Tensor shape text (`shape`), e.g. `[32,26,26,16]`.
+    pub tensor_shape: String,
+}
+
+/// The allocator state after one memory event and what the event did
+/// (XProf's `MemoryProfileSnapshot`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct MemorySnapshot {
+    /// Event start, picoseconds relative to the profile start.
+    pub time_ps: i64,
+    /// Event start as XProf reports it: picoseconds from the start of the event's line
+    /// (XProf's `time_offset_ps`; snapshots are ordered by it).
+    pub offset_ps: i64,
+    /// Allocator state after the event.
+    pub stats: AggregationStats,
+    /// What the event did.
+    pub activity: MemoryActivity,
+}
+
+impl MemorySnapshot {
+    /// Stack + heap bytes in use after the event.
+    pub fn used_bytes(&self) -> i64 {
+        self.stats.stack_reserved_bytes.wrapping_add(self.stats.heap_allocated_bytes)
+    }
+}
+
+/// One row of the breakdown table at the peak (XProf's `ActiveAllocation`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ActiveAllocation {
+    /// Index into [`AllocatorProfile::peak_snapshots`]; negative for special rows.
+    pub snapshot_index: i64,
+    /// Index into [`AllocatorProfile::special_allocations`]; -1 for ordinary rows.
+    pub special_index: i64,
+    /// How many identical allocations this row stands for.
+    pub num_occurrences: i64,
+}
+
+/// An XLA module execution on a TPU plane (XProf's `HloModule`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct HloModule {
+    /// Running number over all TPU planes.
+    pub id: i64,
+    /// Module name.
+    pub name: String,
+    /// Start, picoseconds relative to the profile start.
+    pub start_ps: i64,
+    /// End, picoseconds relative to the profile start.
+    pub end_ps: i64,
+    /// Start as XProf reports it: picoseconds from its line's start.
+    pub start_offset_ps: i64,
+    /// End as XProf reports it: picoseconds from its line's start.
+    pub end_offset_ps: i64,
+    /// The plane name without `/device:` (e.g. `TPU:0`).
+    pub plane_name: String,
+}
