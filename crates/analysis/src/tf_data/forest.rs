@@ -1,0 +1,242 @@
+//! The event forest of one host plane, reduced to what the tf.data analysis walks:
+//! iterator events, their direct children, and the cross-thread edges from a consumer
+//! iterator to the producer iterators that made the elements it consumed.
+//!
+//! The one design decision to know: edges follow XProf's `EventForest` exactly —
+//! intra-thread nesting is a stack walk over each line sorted by (start, longer
+//! first), skipping events marked `is_async`; a `*Consume` event's consumer iterator
+//! is its enclosing event, and a `*Produce` event's producer iterator is its first
+//! iterator child. Only the edges this analysis reads are stored.
+
+use std::collections::HashMap;
+
+use mlprof_model::{Plane, StatValue};
+
+use crate::xstats::{self, StatKeys};
+
+/// Stat names read by this module, in [`StatKeys`] order.
+const STAT_NAMES: [&str; 4] = ["id", "parent_id", "element_id", "is_async"];
+const ID: usize = 0;
+const PARENT_ID: usize = 1;
+const ELEMENT_ID: usize = 2;
+const IS_ASYNC: usize = 3;
+
+/// The asynchronous tf.data kernels whose producer and consumer TraceMes XProf links,
+/// in the order XProf processes them.
+const PRODUCER_CONSUMER_KINDS: [&str; 6] =
+    ["Prefetch", "ParallelInterleave", "ParallelMap", "MapAndBatch", "ParseExample", "ParallelBatch"];
+
+/// What an event is, as far as this analysis cares (XProf's `HostEventType`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// Anything else.
+    Other,
+    /// An `Iterator::…` event (XProf `kIterator`).
+    Iterator,
+    /// `Iterator::Prefetch::Generator`, the second iterator of a device input pipeline.
+    DeviceSecondIterator,
+    /// `<Kernel>Produce` for kernel `PRODUCER_CONSUMER_KINDS[i]`.
+    Produce(u8),
+    /// `<Kernel>Consume` for kernel `PRODUCER_CONSUMER_KINDS[i]`.
+    Consume(u8),
+}
+
+impl Kind {
+    fn of(name: &str) -> Kind {
+        if name == "Iterator::Prefetch::Generator" {
+            return Kind::DeviceSecondIterator;
+        }
+        if name == "Iterator" || is_tf_data_name(name) {
+            return Kind::Iterator;
+        }
+        for (i, kernel) in PRODUCER_CONSUMER_KINDS.iter().enumerate() {
+            if let Some(rest) = name.strip_prefix(kernel) {
+                if rest == "Produce" {
+                    return Kind::Produce(i as u8);
+                }
+                if rest == "Consume" {
+                    return Kind::Consume(i as u8);
+                }
+            }
+        }
+        Kind::Other
+    }
+
+    fn is_iterator(self) -> bool {
+        matches!(self, Kind::Iterator | Kind::DeviceSecondIterator)
+    }
+}
+
+/// Whether XProf's `ParseTfOpFullname` puts `name` in the tf.data category: the part
+/// before the first `:` is `Iterator` and a `:` follows.
+pub(super) fn is_tf_data_name(name: &str) -> bool {
+    name.split_once(':').is_some_and(|(head, _)| head == "Iterator")
+}
+
+/// XProf's `XStatVisitor::IntValue`: the `int64` payload, 0 for any other kind (an id
+/// stored as `uint64` reads as 0, which XProf then reports as iterator id 0).
+pub(super) fn int_value(value: StatValue) -> i64 {
+    match value {
+        StatValue::Int(v) => v,
+        _ => 0,
+    }
+}
+
+/// One event of the host plane.
+#[derive(Clone, Debug)]
+pub(super) struct Node {
+    /// Start (ps, relative to the profile start).
+    pub start_ps: i64,
+    /// Duration (ps) as recorded.
+    pub duration_ps: i64,
+    /// Event-metadata index (for the name).
+    pub metadata: u32,
+    /// The `id` stat (XProf `kStepId`, the iterator id), if present.
+    pub id: Option<i64>,
+    /// The `parent_id` stat, if present.
+    pub parent_id: Option<i64>,
+    /// The `element_id` stat, if present.
+    pub element_id: Option<i64>,
+}
+
+impl Node {
+    /// End of the event's timespan (a negative duration counts as 0).
+    pub fn end_ps(&self) -> i64 {
+        self.start_ps.saturating_add(self.duration_ps.max(0))
+    }
+
+    /// How long this event and `other` overlap (ps, ≥ 0).
+    pub fn overlap_ps(&self, other: &Node) -> i64 {
+        let begin = self.start_ps.max(other.start_ps);
+        let end = self.end_ps().min(other.end_ps());
+        end.saturating_sub(begin).max(0)
+    }
+
+    fn includes(&self, other: &Node) -> bool {
+        self.start_ps <= other.start_ps && other.end_ps() <= self.end_ps()
+    }
+}
+
+/// The forest: nodes in XProf's visiting order (lines in plane order, events by start
+/// time), the node lists per kind, and the edges the analysis walks.
+#[derive(Debug, Default)]
+pub(super) struct Forest {
+    /// All events of the plane.
+    pub nodes: Vec<Node>,
+    /// `Iterator::…` nodes, in visiting order.
+    pub iterators: Vec<u32>,
+    /// `Iterator::Prefetch::Generator` nodes, in visiting order.
+    pub device_second_iterators: Vec<u32>,
+    /// Children of iterator and producer nodes: intra-thread children in time order,
+    /// then (iterators only) the producer iterators linked to them.
+    children: HashMap<u32, Vec<u32>>,
+}
+
+impl Forest {
+    /// Builds the forest of `plane`.
+    pub fn build(plane: &Plane) -> Forest {
+        let keys = StatKeys::new(plane, STAT_NAMES);
+        let kinds: Vec<Kind> = plane.event_metadata.iter().map(|m| Kind::of(&m.name)).collect();
+        let kind_of = |metadata: u32| kinds.get(metadata as usize).copied().unwrap_or(Kind::Other);
+        let mut forest = Forest::default();
+        let mut produce: [Vec<u32>; 6] = Default::default();
+        let mut consume: [Vec<u32>; 6] = Default::default();
+        // The enclosing event of each consumer event (its first parent in XProf).
+        let mut consumer_parent: HashMap<u32, u32> = HashMap::new();
+        for line in &plane.lines {
+            let mut order: Vec<usize> = (0..line.len()).collect();
+            let events: Vec<_> = line.iter().collect();
+            order.sort_by_key(|&i| (events[i].start_ps(), std::cmp::Reverse(events[i].duration_ps())));
+            let mut stack: Vec<u32> = Vec::new();
+            for i in order {
+                let event = &events[i];
+                let metadata = event.metadata_index();
+                let stat = |k: usize| xstats::event_stat(plane, event, keys.key(k));
+                let node = Node {
+                    start_ps: event.start_ps(),
+                    duration_ps: event.duration_ps(),
+                    metadata,
+                    id: stat(ID).map(int_value),
+                    parent_id: stat(PARENT_ID).map(int_value),
+                    element_id: stat(ELEMENT_ID).map(int_value),
+                };
+                let is_async = stat(IS_ASYNC).is_some_and(|v| int_value(v) != 0);
+                let Ok(index) = u32::try_from(forest.nodes.len()) else { return forest };
+                let kind = kind_of(metadata);
+                match kind {
+                    Kind::Iterator => forest.iterators.push(index),
+                    Kind::DeviceSecondIterator => forest.device_second_iterators.push(index),
+                    Kind::Produce(k) => produce[k as usize].push(index),
+                    Kind::Consume(k) => consume[k as usize].push(index),
+                    Kind::Other => {}
+                }
+                forest.nodes.push(node);
+                if is_async {
+                    continue;
+                }
+                while let Some(&top) = stack.last() {
+                    if forest.nodes[top as usize].includes(&forest.nodes[index as usize]) {
+                        let top_kind = kind_of(forest.nodes[top as usize].metadata);
+                        if top_kind.is_iterator() || matches!(top_kind, Kind::Produce(_)) {
+                            forest.children.entry(top).or_default().push(index);
+                        }
+                        if matches!(kind, Kind::Consume(_)) {
+                            consumer_parent.insert(index, top);
+                        }
+                        break;
+                    }
+                    stack.pop();
+                }
+                stack.push(index);
+            }
+        }
+        forest.connect_producers(&kind_of, &produce, &consume, &consumer_parent);
+        forest
+    }
+
+    /// XProf's `ConnectTfDataEvents`: each consumer iterator gets, as children, the
+    /// producer iterators keyed by (its iterator id, the consumed element id).
+    fn connect_producers(
+        &mut self,
+        kind_of: &impl Fn(u32) -> Kind,
+        produce: &[Vec<u32>; 6],
+        consume: &[Vec<u32>; 6],
+        consumer_parent: &HashMap<u32, u32>,
+    ) {
+        let mut producers: HashMap<(i64, i64), Vec<u32>> = HashMap::new();
+        for &event in produce.iter().flatten() {
+            let Some(element) = self.nodes[event as usize].element_id else { continue };
+            let children = self.children.get(&event).map(Vec::as_slice).unwrap_or(&[]);
+            let first_iterator = children.iter().find(|&&c| kind_of(self.nodes[c as usize].metadata).is_iterator());
+            if let Some(&iterator) = first_iterator
+                && let Some(parent) = self.nodes[iterator as usize].parent_id
+            {
+                producers.entry((parent, element)).or_default().push(iterator);
+            }
+        }
+        for &event in consume.iter().flatten() {
+            let Some(element) = self.nodes[event as usize].element_id else { continue };
+            let Some(&consumer) = consumer_parent.get(&event) else { continue };
+            if !kind_of(self.nodes[consumer as usize].metadata).is_iterator() {
+                continue;
+            }
+            let Some(id) = self.nodes[consumer as usize].id else { continue };
+            if let Some(found) = producers.get(&(id, element)) {
+                self.children.entry(consumer).or_default().extend_from_slice(found);
+            }
+        }
+    }
+
+    /// The children of `node` (empty for nodes that are neither iterators nor producers).
+    pub fn children(&self, node: u32) -> &[u32] {
+        self.children.get(&node).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// The event name of `node` on `plane`.
+    pub fn name<'p>(&self, plane: &'p Plane, node: u32) -> &'p str {
+        self.nodes
+            .get(node as usize)
+            .and_then(|n| plane.event_metadata.get(n.metadata as usize))
+            .map_or("", |m| m.name.as_str())
+    }
+}
