@@ -1,0 +1,167 @@
+//! The GPU op metrics database (XProf's `ConvertDeviceTraceXPlaneToOpMetricsDb`) and
+//! its roll-up to framework ops (`CreateTfMetricsDbFromDeviceOpMetricsDb`).
+//!
+//! Kernels never nest, so each kernel's self time is its duration. Kernels that carry a
+//! `tf_op` stat become ops named `<tf op name>/<kernel>`; XLA kernels (an `hlo_op` stat)
+//! need XProf's HLO module map (the compiled HLO protos) to be named and categorised,
+//! which mlprof does not decode, so they only count towards the device's span and idle
+//! time.
+
+use mlprof_model::{Host, names};
+
+use super::tf_op::parse_tf_op_fullname;
+use super::{DbBuilder, IDLE, OpMetricsDb, is_derived_line_id, ps};
+use crate::grouping::HostGroups;
+use crate::xstats::{self, StatKeys};
+
+/// XProf's `device_op_metrics_db` of one host: every GPU plane's kernels that carry a
+/// `tf_op` stat, keyed `<tf op name>/<kernel name>`, with each plane's `IDLE` row,
+/// combined over the planes. Empty for CPU-only hosts, and for TPU hosts (XProf reads
+/// TPU planes differently; not supported).
+pub fn device_op_metrics_db(host: &Host, groups: &HostGroups) -> OpMetricsDb {
+    if host.planes.iter().any(|plane| plane.name.starts_with(names::TPU_PLANE_PREFIX)) {
+        return OpMetricsDb::default();
+    }
+    let mut combined = DbBuilder::default();
+    for (plane_index, plane) in host.planes.iter().enumerate() {
+        if !plane.name.starts_with(names::GPU_PLANE_PREFIX) {
+            continue;
+        }
+        let keys = StatKeys::new(plane, ["tf_op", "hlo_op", "is_eager"]);
+        let mut builder = DbBuilder::default();
+        let (mut first_ps, mut last_ps) = (i64::MAX, 0i64);
+        for (line_index, line) in plane.lines.iter().enumerate() {
+            if is_derived_line_id(line.id) {
+                continue;
+            }
+            for event in line.iter() {
+                // XProf takes offsets within each line here, not absolute times.
+                first_ps = first_ps.min(event.offset_ps());
+                last_ps = last_ps.max(event.offset_ps().saturating_add(event.duration_ps()));
+                if xstats::event_str(plane, &event, keys.key(1)).is_some_and(|hlo| !hlo.is_empty()) {
+                    continue;
+                }
+                let Some(full) = xstats::event_str(plane, &event, keys.key(0)).filter(|s| !s.is_empty()) else {
+                    continue;
+                };
+                let op = parse_tf_op_fullname(full);
+                let kernel = xstats::event_name(plane, &event);
+                let is_eager = xstats::event_int(plane, &event, keys.key(2)).is_some_and(|v| v != 0)
+                    || groups.is_eager(plane_index, line_index, event.index());
+                let time_ps = ps(event.duration_ps());
+                let metrics = builder.entry(0, &format!("{}/{kernel}", op.name));
+                if metrics.occurrences == 0 && metrics.category.is_empty() && metrics.provenance.is_empty() {
+                    metrics.category = if op.op_type.is_empty() { "unknown".into() } else { op.op_type.into() };
+                    metrics.provenance = full.to_string();
+                    metrics.is_eager |= is_eager;
+                }
+                metrics.num_cores = 1;
+                metrics.occurrences += 1;
+                metrics.time_ps += time_ps;
+                metrics.self_time_ps += time_ps;
+                builder.db.total_op_time_ps += time_ps;
+            }
+        }
+        let mut db = builder.finish();
+        db.set_total_time(if last_ps != 0 { ps(last_ps - first_ps) } else { 0 });
+        db.add_idle_op();
+        combined.combine(&db, true);
+    }
+    combined.finish()
+}
+
+/// Rolls device ops up to the framework ops they came from (by provenance), as XProf
+/// does before showing device rows in `framework_op_stats`: times add up, occurrences
+/// are the largest among the op's kernels, eagerness is the last kernel's. With
+/// `with_idle` the `IDLE` row is kept and the total time is the device's; without, both
+/// are dropped and the total is the op time.
+pub fn tf_metrics_db_from_device(device: &OpMetricsDb, with_idle: bool) -> OpMetricsDb {
+    let mut builder = DbBuilder::default();
+    for op in &device.metrics {
+        let (name, op_type) = if op.is_idle() {
+            if !with_idle {
+                continue;
+            }
+            (IDLE, IDLE)
+        } else if op.provenance.is_empty() {
+            (op.name.as_str(), "")
+        } else {
+            let tf_op = parse_tf_op_fullname(&op.provenance);
+            (tf_op.name, tf_op.op_type)
+        };
+        let tf = builder.entry(0, name);
+        if tf.category.is_empty() {
+            tf.category = if op_type.is_empty() { "Unknown".into() } else { op_type.into() };
+        }
+        tf.is_eager = op.is_eager;
+        tf.occurrences = tf.occurrences.max(op.occurrences);
+        tf.time_ps += op.time_ps;
+        tf.self_time_ps += op.self_time_ps;
+        tf.flops += op.flops;
+        tf.model_flops += op.model_flops;
+        tf.bytes_accessed += op.bytes_accessed;
+    }
+    let mut db = builder.finish();
+    db.total_op_time_ps = device.total_op_time_ps;
+    db.total_time_ps = if with_idle { device.total_time_ps } else { device.total_op_time_ps };
+    db
+}
+
+#[cfg(test)]
+mod tests {
+    use mlprof_model::{Host, Line, PlaneBuilder, SourceFormat};
+
+    use super::*;
+    use crate::grouping::group_host;
+
+    /// A GPU plane with one line per stream; events `(kernel, start_ps, duration_ps, tf_op)`.
+    fn gpu_host(streams: &[&[(&str, i64, i64, Option<&str>)]]) -> Host {
+        let mut builder = PlaneBuilder::new(1, "/device:GPU:0");
+        let tf_op = builder.stat_key("tf_op");
+        for (i, events) in streams.iter().enumerate() {
+            let mut line = Line::new(i as i64 + 7, format!("Stream #{}", i + 7));
+            for &(name, start, duration, stat) in *events {
+                let metadata = builder.event_metadata(name, 0, |_| Vec::new());
+                if let Some(text) = stat {
+                    line.stats.push_str(tf_op, text).unwrap();
+                }
+                line.push_event(metadata, start, duration);
+            }
+            builder.push_line(line);
+        }
+        let mut host = Host::new("h", "h", SourceFormat::Xspace);
+        host.planes.push(PlaneBuilder::new(0, names::HOST_PLANE).finish());
+        host.planes.push(builder.finish());
+        host
+    }
+
+    #[test]
+    fn kernels_on_two_streams_roll_up_to_tf_ops() {
+        let host = gpu_host(&[
+            &[("gemm", 100, 50, Some("model/dense/MatMul:MatMul")), ("relu", 160, 10, Some("model/Relu:Relu"))],
+            &[("gemm_splitk", 120, 40, Some("model/dense/MatMul:MatMul")), ("memset", 300, 5, None)],
+        ]);
+        let device = device_op_metrics_db(&host, &group_host(&host));
+        let names: Vec<_> = device.metrics.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["model/dense/MatMul/gemm", "model/Relu/relu", "model/dense/MatMul/gemm_splitk", IDLE]);
+        assert_eq!(device.total_op_time_ps, 100);
+        assert_eq!(device.total_time_ps, 205);
+        assert_eq!(device.metrics[3].self_time_ps, 105);
+        assert_eq!(device.metrics[0].provenance, "model/dense/MatMul:MatMul");
+
+        let tf = tf_metrics_db_from_device(&device, true);
+        let matmul = &tf.metrics[0];
+        assert_eq!((matmul.name.as_str(), matmul.category.as_str()), ("model/dense/MatMul", "MatMul"));
+        assert_eq!((matmul.occurrences, matmul.self_time_ps), (1, 90));
+        assert_eq!(tf.total_time_ps, 205);
+        let without = tf_metrics_db_from_device(&device, false);
+        assert!(without.metrics.iter().all(|m| !m.is_idle()));
+        assert_eq!(without.total_time_ps, 100);
+    }
+
+    #[test]
+    fn cpu_only_hosts_have_an_empty_device_db() {
+        let host = Host::new("h", "h", SourceFormat::Xspace);
+        assert_eq!(device_op_metrics_db(&host, &group_host(&host)), OpMetricsDb::default());
+    }
+}

@@ -1,0 +1,329 @@
+//! The host op metrics database (XProf's `ConvertHostThreadsXPlaneToOpMetricsDb`).
+//!
+//! Ops are found once per plane (by event-metadata id, or by input-pipeline stage id),
+//! then every thread is replayed as a stream of begin/end activities sorted by time
+//! through an op stack: an end pops the stack down to its own begin, so an op that
+//! overlaps its parent without nesting in it is lost, as in XProf.
+
+use std::collections::HashMap;
+
+use mlprof_model::{Host, Line, Plane, names};
+
+use super::tf_op::{TfOp, TfOpCategory, parse_tf_op_fullname, parse_tf_op_fullname_with};
+use super::{DbBuilder, OpMetricsDb, is_derived_line_id, ps};
+use crate::grouping::HostGroups;
+use crate::xstats::{self, StatKeys};
+
+const IS_EAGER: usize = 0;
+const TF_OP: usize = 1;
+const STAGE_ID: usize = 2;
+const STAGE_ID_SHORT: usize = 3;
+const STAGE_CATEGORY: usize = 4;
+const STAGE_CATEGORY_SHORT: usize = 5;
+
+/// Stat names read here. XProf's input-pipeline stage stats are looked up under both
+/// spellings seen in the wild.
+const STAT_NAMES: [&str; 6] = [
+    "is_eager",
+    "tf_op",
+    "input_pipeline_stage_id",
+    "_ipl_stage_id",
+    "input_pipeline_stage_category",
+    "_ipl_stage_cat",
+];
+
+/// XProf's `host_op_metrics_db` of one host: the framework ops of every thread of the
+/// `/host:CPU` plane with their total and self times, plus one combined `IDLE` row.
+/// Empty when the host has no such plane.
+pub fn host_op_metrics_db(host: &Host, groups: &HostGroups) -> OpMetricsDb {
+    let Some(plane_index) = host.planes.iter().position(|plane| plane.name == names::HOST_PLANE) else {
+        return OpMetricsDb::default();
+    };
+    let plane = &host.planes[plane_index];
+    let keys = StatKeys::new(plane, STAT_NAMES);
+    let ops = collect_ops(plane, &keys);
+    let mut combined = DbBuilder::default();
+    for (line_index, line) in plane.lines.iter().enumerate() {
+        let eager = |event: usize| groups.is_eager(plane_index, line_index, event);
+        let mut db = line_db(plane, line, &keys, &ops, eager);
+        db.add_idle_op();
+        combined.combine(&db, false);
+    }
+    combined.finish()
+}
+
+/// An op found on the plane, owned so lookups outlive the borrow of one event.
+#[derive(Clone, Debug)]
+struct HostOp {
+    name: String,
+    op_type: String,
+    id: i64,
+}
+
+impl HostOp {
+    fn from(op: TfOp<'_>) -> HostOp {
+        HostOp { name: op.name.to_string(), op_type: op.op_type.to_string(), id: op.id }
+    }
+}
+
+fn stage_id(plane: &Plane, event: &mlprof_model::Event<'_>, keys: &StatKeys<6>) -> Option<i64> {
+    xstats::event_int(plane, event, keys.key(STAGE_ID))
+        .or_else(|| xstats::event_int(plane, event, keys.key(STAGE_ID_SHORT)))
+}
+
+/// The ops of the plane by XSpace metadata id or stage id, first definition winning
+/// (XProf's `CollectTfOpsFromHostThreadsXPlane`).
+fn collect_ops(plane: &Plane, keys: &StatKeys<6>) -> HashMap<i64, HostOp> {
+    let mut ops: HashMap<i64, HostOp> = HashMap::new();
+    let has_stages = keys.key(STAGE_ID).is_some() || keys.key(STAGE_ID_SHORT).is_some();
+    // Without stage stats an op depends on its metadata only: parse each name once.
+    let mut seen = vec![false; plane.event_metadata.len()];
+    for line in &plane.lines {
+        for event in line.iter() {
+            let Some(metadata) = plane.metadata_of(&event) else { continue };
+            if metadata.name.is_empty() {
+                continue;
+            }
+            if has_stages && let Some(stage) = stage_id(plane, &event, keys) {
+                let category = xstats::event_str(plane, &event, keys.key(STAGE_CATEGORY))
+                    .or_else(|| xstats::event_str(plane, &event, keys.key(STAGE_CATEGORY_SHORT)));
+                if let Some(category) = category {
+                    let op = parse_tf_op_fullname_with(&metadata.name, TfOpCategory::InputPipeline, category, stage);
+                    ops.entry(stage).or_insert_with(|| HostOp::from(op));
+                }
+                continue;
+            }
+            let index = event.metadata_index() as usize;
+            if seen.get(index).copied().unwrap_or(true) {
+                continue;
+            }
+            seen[index] = true;
+            let op = parse_tf_op_fullname(&metadata.name);
+            if op.category != TfOpCategory::Unknown {
+                ops.entry(metadata.id).or_insert_with(|| HostOp::from(op));
+            }
+        }
+    }
+    ops
+}
+
+/// The begin or end of one op occurrence on a thread.
+struct Activity<'a> {
+    time_ps: i64,
+    /// Occurrence number on the thread (pairs a begin with its end).
+    occurrence: u32,
+    begin: bool,
+    name: &'a str,
+    op_type: &'a str,
+    id: i64,
+    is_eager: bool,
+}
+
+/// The op metrics of one thread, before its `IDLE` row.
+fn line_db<'a>(
+    plane: &'a Plane,
+    line: &'a Line,
+    keys: &StatKeys<6>,
+    ops: &'a HashMap<i64, HostOp>,
+    eager: impl Fn(usize) -> bool,
+) -> OpMetricsDb {
+    let mut activities: Vec<Activity<'a>> = Vec::new();
+    if !is_derived_line_id(line.id) {
+        let mut occurrence = 0u32;
+        for event in line.iter() {
+            let Some(metadata) = plane.metadata_of(&event) else { continue };
+            let id = stage_id(plane, &event, keys).unwrap_or(metadata.id);
+            let (begin_ps, end_ps) = (event.start_ps(), event.end_ps());
+            if let Some(op) = ops.get(&id) {
+                occurrence += 1;
+                let is_eager = xstats::event_int(plane, &event, keys.key(IS_EAGER)).is_some_and(|v| v != 0)
+                    || eager(event.index());
+                let (name, op_type) = (op.name.as_str(), op.op_type.as_str());
+                for (time_ps, begin) in [(begin_ps, true), (end_ps, false)] {
+                    activities.push(Activity { time_ps, occurrence, begin, name, op_type, id: op.id, is_eager });
+                }
+            }
+            if let Some(full) = xstats::event_str(plane, &event, keys.key(TF_OP))
+                && !full.is_empty()
+            {
+                occurrence += 1;
+                let op = parse_tf_op_fullname(full);
+                for (time_ps, begin) in [(begin_ps, true), (end_ps, false)] {
+                    let (name, op_type, id) = (op.name, op.op_type, op.id);
+                    activities.push(Activity { time_ps, occurrence, begin, name, op_type, id, is_eager: false });
+                }
+            }
+        }
+    }
+    replay(&mut activities)
+}
+
+/// An op on the stack: its occurrence, start and the total time of its direct children.
+struct Open {
+    occurrence: u32,
+    start_ps: i64,
+    children_ps: u64,
+}
+
+/// Replays a thread's activities through the op stack (XProf's `ProcessTfActivities`).
+fn replay(activities: &mut [Activity<'_>]) -> OpMetricsDb {
+    let mut builder = DbBuilder::default();
+    let (Some(first), Some(last)) =
+        (activities.iter().map(|a| a.time_ps).min(), activities.iter().map(|a| a.time_ps).max())
+    else {
+        return builder.finish();
+    };
+    activities.sort_by_key(|a| a.time_ps);
+    let mut stack: Vec<Open> = Vec::new();
+    for activity in activities.iter() {
+        if activity.begin {
+            stack.push(Open { occurrence: activity.occurrence, start_ps: activity.time_ps, children_ps: 0 });
+            continue;
+        }
+        // Pop down to this op's begin; ops above it overlapped it without nesting.
+        let mut found = None;
+        while let Some(open) = stack.pop() {
+            if open.occurrence == activity.occurrence {
+                found = Some(open);
+                break;
+            }
+        }
+        let Some(open) = found else { continue };
+        let time_ps = ps(activity.time_ps - open.start_ps);
+        let self_ps = time_ps.saturating_sub(open.children_ps);
+        let op = builder.entry(activity.id as u64, activity.name);
+        if op.category.is_empty() {
+            op.category = activity.op_type.to_string();
+        }
+        op.num_cores = 1;
+        op.is_eager |= activity.is_eager;
+        op.occurrences += 1;
+        op.time_ps += time_ps;
+        op.self_time_ps += self_ps;
+        builder.db.total_op_time_ps += self_ps;
+        if let Some(parent) = stack.last_mut() {
+            parent.children_ps += time_ps;
+        }
+    }
+    builder.db.set_total_time(ps(last - first));
+    builder.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use mlprof_model::{Host, Line, PlaneBuilder, SourceFormat, StatValue};
+
+    use super::*;
+    use crate::grouping::group_host;
+    use crate::op_metrics::{IDLE, OpMetrics};
+
+    /// A host whose `/host:CPU` plane has one line per entry of `threads`, each event
+    /// `(name, start_ps, duration_ps, tf_op stat)`.
+    fn host(threads: &[&[(&str, i64, i64, Option<&str>)]]) -> Host {
+        let mut builder = PlaneBuilder::new(0, names::HOST_PLANE);
+        let tf_op = builder.stat_key("tf_op");
+        for (i, events) in threads.iter().enumerate() {
+            let mut line = Line::new(i as i64 + 1, format!("thread {i}"));
+            for &(name, start, duration, stat) in *events {
+                let metadata = builder.event_metadata(name, 0, |_| Vec::new());
+                if let Some(text) = stat {
+                    line.stats.push_str(tf_op, text).unwrap();
+                }
+                line.push_event(metadata, start, duration);
+            }
+            builder.push_line(line);
+        }
+        let mut host = Host::new("h", "h.xplane.pb", SourceFormat::Xspace);
+        host.planes.push(builder.finish());
+        host
+    }
+
+    fn db_of(host: &Host) -> OpMetricsDb {
+        host_op_metrics_db(host, &group_host(host))
+    }
+
+    fn op<'a>(db: &'a OpMetricsDb, name: &str) -> &'a OpMetrics {
+        db.metrics.iter().find(|m| m.name == name).unwrap()
+    }
+
+    #[test]
+    fn nested_ops_get_self_time() {
+        let host = host(&[&[
+            ("outer:Outer", 0, 100, None),
+            ("outer/a:MatMul", 10, 30, None),
+            ("outer/b:MatMul_1", 50, 20, None),
+            ("EagerExecute", 60, 5, None),
+            ("outer/a:MatMul", 200, 10, None),
+        ]]);
+        let db = db_of(&host);
+        let outer = op(&db, "outer");
+        assert_eq!((outer.time_ps, outer.self_time_ps, outer.category.as_str()), (100, 50, "Outer"));
+        let a = op(&db, "outer/a");
+        assert_eq!((a.occurrences, a.time_ps, a.self_time_ps), (2, 40, 40));
+        assert_eq!(op(&db, "outer/b").category, "MatMul_1");
+        assert_eq!(db.total_op_time_ps, 110);
+        assert_eq!(db.total_time_ps, 210);
+        let idle = op(&db, IDLE);
+        assert_eq!((idle.self_time_ps, idle.occurrences, idle.is_idle()), (100, 0, true));
+        assert!(db.metrics.iter().all(|m| m.name != "EagerExecute"));
+    }
+
+    #[test]
+    fn overlapping_ops_are_dropped() {
+        // b starts inside a but ends after it: a's end pops b, b's end finds nothing.
+        let host = host(&[&[("a:A", 0, 10, None), ("b:B", 5, 10, None)]]);
+        let db = db_of(&host);
+        assert_eq!(op(&db, "a").self_time_ps, 10);
+        assert!(db.metrics.iter().all(|m| m.name != "b"));
+        assert_eq!(db.total_time_ps, 15);
+        assert_eq!(op(&db, IDLE).time_ps, 5);
+    }
+
+    #[test]
+    fn tf_op_stats_and_several_threads() {
+        let host =
+            host(&[&[("MemoryAllocation", 0, 4, Some("x/y:Fill"))], &[("Iterator::Root::Map", 10, 6, None)], &[]]);
+        let db = db_of(&host);
+        assert_eq!(op(&db, "x/y").category, "Fill");
+        assert_eq!(op(&db, "Iterator::Root::Map").category, "Dataset");
+        // Three threads, three IDLE rows merged into one (all zero here).
+        assert_eq!(db.metrics.iter().filter(|m| m.is_idle()).count(), 1);
+        assert_eq!(op(&db, IDLE).time_ps, 0);
+        assert_eq!((db.total_time_ps, db.total_op_time_ps), (10, 10));
+    }
+
+    #[test]
+    fn stage_ids_key_input_pipeline_ops() {
+        let mut builder = PlaneBuilder::new(0, names::HOST_PLANE);
+        let (id, cat) =
+            (builder.stat_key("input_pipeline_stage_id"), builder.stat_key("input_pipeline_stage_category"));
+        let mut line = Line::new(1, "t");
+        for (stage, start) in [(1, 0), (2, 100), (1, 200)] {
+            let metadata = builder.event_metadata("MapDataset", 0, |_| Vec::new());
+            line.stats.push(id, StatValue::Int(stage));
+            line.stats.push_str(cat, "preprocessing").unwrap();
+            line.push_event(metadata, start, 10);
+        }
+        builder.push_line(line);
+        let mut host = Host::new("h", "h", SourceFormat::Xspace);
+        host.planes.push(builder.finish());
+        let db = db_of(&host);
+        let stages: Vec<_> = db
+            .metrics
+            .iter()
+            .filter(|m| !m.is_idle())
+            .map(|m| (m.hlo_module_id, m.occurrences, m.category.as_str()))
+            .collect();
+        assert_eq!(stages, vec![(1, 2, "preprocessing"), (2, 1, "preprocessing")]);
+    }
+
+    #[test]
+    fn no_host_plane_or_no_ops() {
+        let empty = Host::new("h", "h", SourceFormat::Xspace);
+        assert_eq!(db_of(&empty), OpMetricsDb::default());
+        let idle_only = host(&[&[("EagerExecute", 0, 10, None)]]);
+        let db = db_of(&idle_only);
+        assert_eq!(db.metrics.len(), 1);
+        assert_eq!((db.total_time_ps, op(&db, IDLE).time_ps), (0, 0));
+    }
+}

@@ -1,0 +1,209 @@
+//! XProf's op metrics databases: per framework op, how often it ran and for how long,
+//! with and without the time of the ops nested in it — on the host (TraceMe'd TF ops,
+//! tf.data iterators, input-pipeline stages) and on GPUs (kernels tagged with a
+//! `tf_op`). The `framework_op_stats` tool and the overview page read them.
+//!
+//! The one design decision to know: results follow XProf's `OpMetricsDb` arithmetic
+//! exactly, quirks included — host ops are nested with a per-thread op stack whose
+//! unmatched ends are dropped (overlapping TraceMes), every host thread adds an
+//! `IDLE` row (span of its ops minus their self time), and the GPU total time is taken
+//! from raw event offsets within their lines.
+
+mod device;
+mod host;
+pub mod tf_op;
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+pub use device::{device_op_metrics_db, tf_metrics_db_from_device};
+pub use host::host_op_metrics_db;
+
+/// Name and category of the row that stands for the time no op ran.
+pub const IDLE: &str = "IDLE";
+
+/// Statistics of one op (XProf `OpMetrics`), summed over its occurrences.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct OpMetrics {
+    /// Second half of the op's key: XProf's `hlo_module_id` (the program id for XLA
+    /// ops, the stage id for input-pipeline stages, 0 otherwise).
+    pub hlo_module_id: u64,
+    /// Op name (the TF op name without type; `<tf op>/<kernel>` for GPU kernels; `IDLE`).
+    pub name: String,
+    /// XProf's category: the op type (`MatMul`), `Dataset` for tf.data iterators, the
+    /// stage category for input-pipeline stages, `IDLE` for the idle row.
+    pub category: String,
+    /// The framework op this op came from (the `tf_op` stat of GPU kernels); "" on the host.
+    pub provenance: String,
+    /// Whether any occurrence ran eagerly (op by op rather than in a compiled function).
+    pub is_eager: bool,
+    /// Number of occurrences (0 for `IDLE`).
+    pub occurrences: u64,
+    /// Total time in picoseconds, nested ops included.
+    pub time_ps: u64,
+    /// Self time in picoseconds: total time minus the time of directly nested ops.
+    pub self_time_ps: u64,
+    /// Floating-point operations over all occurrences (0 when unknown).
+    pub flops: u64,
+    /// Model floating-point operations over all occurrences (0 when unknown).
+    pub model_flops: u64,
+    /// Bytes read and written over all occurrences (0 when unknown).
+    pub bytes_accessed: u64,
+    /// Number of cores (device planes) the op ran on; 1 on the host.
+    pub num_cores: u32,
+}
+
+impl OpMetrics {
+    /// Whether this is the idle row (XProf's `IsIdleOp`: category `IDLE`).
+    pub fn is_idle(&self) -> bool {
+        self.category == IDLE
+    }
+}
+
+/// A set of op metrics (XProf `OpMetricsDb`), keyed by `(hlo_module_id, name)`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct OpMetricsDb {
+    /// The ops, in the order XProf inserts them (first seen first; `IDLE` rows last
+    /// per thread or device before combining).
+    pub metrics: Vec<OpMetrics>,
+    /// Total time in picoseconds: for a host, the sum over threads of each thread's op
+    /// span; for a device, the span of its kernels; never below `total_op_time_ps`.
+    pub total_time_ps: u64,
+    /// Sum of the self times of all ops except `IDLE`, picoseconds.
+    pub total_op_time_ps: u64,
+}
+
+impl OpMetricsDb {
+    /// Time in picoseconds when no op ran (`total_time_ps − total_op_time_ps`).
+    pub fn idle_time_ps(&self) -> u64 {
+        self.total_time_ps.saturating_sub(self.total_op_time_ps)
+    }
+
+    /// Total time, or only the op time when `exclude_idle` (XProf's `TotalTimePs`).
+    pub fn total_time(&self, exclude_idle: bool) -> u64 {
+        if exclude_idle { self.total_op_time_ps } else { self.total_time_ps }
+    }
+
+    /// Raises the total time to `span_ps`, never below the op time (`SetTotalTimePs`).
+    fn set_total_time(&mut self, span_ps: u64) {
+        self.total_time_ps = self.total_op_time_ps.max(span_ps);
+    }
+
+    /// Appends the `IDLE` row for the idle time (`AddIdleOp`).
+    fn add_idle_op(&mut self) {
+        let idle = self.idle_time_ps();
+        self.metrics.push(OpMetrics {
+            name: IDLE.to_string(),
+            category: IDLE.to_string(),
+            time_ps: idle,
+            self_time_ps: idle,
+            ..OpMetrics::default()
+        });
+    }
+}
+
+/// Builds an [`OpMetricsDb`], finding an op by `(hlo_module_id, name)` in O(1).
+#[derive(Debug, Default)]
+struct DbBuilder {
+    db: OpMetricsDb,
+    index: HashMap<(u64, String), usize>,
+}
+
+impl DbBuilder {
+    /// The op keyed `(module, name)`, inserted empty on first use.
+    fn entry(&mut self, module: u64, name: &str) -> &mut OpMetrics {
+        let metrics = &mut self.db.metrics;
+        let at = *self.index.entry((module, name.to_string())).or_insert_with(|| {
+            metrics.push(OpMetrics { hlo_module_id: module, name: name.to_string(), ..OpMetrics::default() });
+            metrics.len() - 1
+        });
+        &mut self.db.metrics[at]
+    }
+
+    /// Adds every op of `src` (XProf's `OpMetricsDbCombiner::Combine`): totals add up,
+    /// ops with the same key merge, the first non-empty category and provenance win.
+    fn combine(&mut self, src: &OpMetricsDb, update_num_cores: bool) {
+        self.db.total_time_ps += src.total_time_ps;
+        self.db.total_op_time_ps += src.total_op_time_ps;
+        for op in &src.metrics {
+            let dst = self.entry(op.hlo_module_id, &op.name);
+            if dst.category.is_empty() {
+                dst.category.clone_from(&op.category);
+            }
+            if dst.provenance.is_empty() {
+                dst.provenance.clone_from(&op.provenance);
+            }
+            dst.is_eager |= op.is_eager;
+            dst.occurrences += op.occurrences;
+            dst.time_ps += op.time_ps;
+            dst.self_time_ps += op.self_time_ps;
+            dst.flops += op.flops;
+            dst.model_flops += op.model_flops;
+            dst.bytes_accessed += op.bytes_accessed;
+            if update_num_cores {
+                dst.num_cores += op.num_cores;
+            }
+        }
+    }
+
+    fn finish(self) -> OpMetricsDb {
+        self.db
+    }
+}
+
+/// Combines databases as XProf's op-stats combiner does for several hosts
+/// (`update_num_cores` is false for host databases, true for device ones).
+pub fn combine_dbs<'a>(dbs: impl IntoIterator<Item = &'a OpMetricsDb>, update_num_cores: bool) -> OpMetricsDb {
+    let mut builder = DbBuilder::default();
+    for db in dbs {
+        builder.combine(db, update_num_cores);
+    }
+    builder.finish()
+}
+
+/// XProf's `IsDerivedThreadId`: line ids (truncated to 32 bits, as XProf does) in the
+/// range reserved for derived timelines (steps, TF ops, HLO ops, …).
+fn is_derived_line_id(id: i64) -> bool {
+    const DERIVED_MIN: i32 = 0xdead_beef_u32 as i32;
+    const DERIVED_MAX: i32 = DERIVED_MIN + 49 + 240;
+    (DERIVED_MIN..=DERIVED_MAX).contains(&(id as i32))
+}
+
+/// Non-negative picoseconds as `u64`.
+fn ps(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn combining_merges_same_keys_and_sums_totals() {
+        let op = |name: &str, category: &str, self_ps| OpMetrics {
+            name: name.into(),
+            category: category.into(),
+            occurrences: 1,
+            time_ps: self_ps,
+            self_time_ps: self_ps,
+            num_cores: 1,
+            ..OpMetrics::default()
+        };
+        let a = OpMetricsDb { metrics: vec![op("x", "T", 5)], total_time_ps: 10, total_op_time_ps: 5 };
+        let b = OpMetricsDb { metrics: vec![op("x", "", 7), op("y", "U", 1)], total_time_ps: 8, total_op_time_ps: 8 };
+        let db = combine_dbs([&a, &b], true);
+        assert_eq!((db.total_time_ps, db.total_op_time_ps), (18, 13));
+        assert_eq!(db.metrics.len(), 2);
+        assert_eq!((db.metrics[0].category.as_str(), db.metrics[0].self_time_ps), ("T", 12));
+        assert_eq!((db.metrics[0].occurrences, db.metrics[0].num_cores), (2, 2));
+    }
+
+    #[test]
+    fn derived_line_ids_are_recognised_after_truncation() {
+        assert!(is_derived_line_id(0xdead_beef));
+        assert!(is_derived_line_id(i64::from(0xdead_beef_u32 as i32) + 5));
+        assert!(!is_derived_line_id(7));
+        assert!(!is_derived_line_id(-5170516254875777059));
+    }
+}
