@@ -203,3 +203,82 @@ fn nan_fragmentation_prints_as_proto3_json_does() {
     assert_eq!(snap["activityMetadata"]["address"], "160");
     assert_eq!(snap["activityMetadata"]["memoryActivity"], "ALLOCATION");
 }
+
+#[test]
+fn steps_come_from_the_grouping_table_and_gaps_take_the_previous_step_plus_one() {
+    let host = host_with(&[
+        (true, 10, 0xa0, 100, 100, "before"),
+        (true, 20, 0xb0, 100, 200, "in 4"),
+        (false, 30, 0xb0, 100, 100, ""),
+        (true, 40, 0xc0, 300, 400, "in 5"),
+        (true, 50, 0xd0, 100, 500, "after"),
+    ]);
+    let mut groups = HostGroups::none(&host);
+    // Event 0 of the line is the unrelated event; memory events are 1..=5.
+    groups.planes[0][0][2] = 4;
+    groups.planes[0][0][3] = 4;
+    groups.planes[0][0][4] = 5;
+    let a = &analyze(&host, &groups).allocators[0];
+    let steps: Vec<i64> = a.timeline.iter().map(|s| s.activity.step_id).collect();
+    assert_eq!(steps, vec![0, 4, 4, 5, 6]);
+    // The peak (500 at 50 ns) is in step 6: only "after" is live in it, the rest of
+    // the heap is unexplained.
+    assert_eq!(a.peak_step_id, 6);
+    let rows: Vec<_> =
+        a.breakdown().map(|(act, _)| (act.tf_op_name.clone(), act.allocation_bytes, act.step_id)).collect();
+    assert_eq!(rows, vec![("unused preallocated device memory".to_string(), 400, 6), ("after".to_string(), 100, 6)]);
+}
+
+#[test]
+fn stack_reservation_is_a_special_row_and_odd_stat_kinds_read_as_xprof_reads_them() {
+    let mut b = PlaneBuilder::new(0, "/host:CPU");
+    let alloc = b.event_metadata("MemoryAllocation", 0, |_| Vec::new());
+    let [index, reserved, allocated, bytes, addr, frag] =
+        ["index_on_host", "bytes_reserved", "bytes_allocated", "allocation_bytes", "addr", "fragmentation"]
+            .map(|name| b.stat_key(name));
+    let mut line = Line::new(1, "t");
+    line.stats.push(index, StatValue::Int(3));
+    line.stats.push(reserved, StatValue::Int(64));
+    line.stats.push(allocated, StatValue::Int(100));
+    line.stats.push(bytes, StatValue::Int(100));
+    // XProf reads these with IntValue/DoubleValue: an unsigned address and an integer
+    // fragmentation read as 0.
+    line.stats.push(addr, StatValue::Uint(0xfeed));
+    line.stats.push(frag, StatValue::Int(1));
+    line.push_event(alloc, 7, 0);
+    b.push_line(line);
+    let mut host = Host::new("vm", "x", SourceFormat::Xspace);
+    host.planes.push(b.finish());
+    let a = &run(&host).allocators[0];
+    assert_eq!(a.memory_id, "3");
+    assert_eq!(a.timeline[0].activity.address, 0);
+    assert_eq!(a.timeline[0].stats.fragmentation, 0.0);
+    assert_eq!(a.summary.peak_stats.peak_bytes_in_use, 164);
+    let rows: Vec<_> = a.breakdown().map(|(act, _)| (act.tf_op_name.clone(), act.region_type.clone())).collect();
+    assert_eq!(rows, vec![("".to_string(), "".to_string()), ("stack".to_string(), "stack".to_string())]);
+    assert_eq!(a.active_allocations[1].snapshot_index, -1);
+    assert_eq!(a.active_allocations[1].special_index, 0);
+}
+
+#[test]
+fn xla_modules_of_tpu_planes_are_listed() {
+    let mut host = host_with(&[]);
+    let mut b = PlaneBuilder::new(1, "/device:TPU:0");
+    let module = b.event_metadata("jit_step(1)", 0, |_| Vec::new());
+    let mut line = Line::new(2, "XLA Modules");
+    line.timestamp_ns = 2;
+    line.push_event(module, 100, 50);
+    line.push_event(module, 300, 50);
+    b.push_line(line);
+    host.planes.push(b.finish());
+    let profile = run(&host);
+    assert_eq!(profile.hlo_modules.len(), 2);
+    assert_eq!(profile.hlo_modules[1].id, 1);
+    assert_eq!(profile.hlo_modules[1].plane_name, "TPU:0");
+    assert_eq!((profile.hlo_modules[1].start_ps, profile.hlo_modules[1].end_ps), (2300, 2350));
+    let json = profile.to_xprof_json();
+    assert_eq!(
+        json["hloModules"][0],
+        serde_json::json!({"name": "jit_step(1)", "startTimePs": "100", "endTimePs": "150", "id": "0", "planeName": "TPU:0"})
+    );
+}
