@@ -476,6 +476,15 @@ impl<'h> Forest<'h> {
 /// Groups the events of `host` into steps (XProf's `GroupTfEvents` for non-TPU
 /// profiles, plus the `step_num` fallback described in the module docs).
 pub fn group_host(host: &Host) -> HostGroups {
+    group(host, true)
+}
+
+/// Groups exactly as XProf does (no `step_num` fallback), for comparisons with it.
+pub fn group_host_as_xprof(host: &Host) -> HostGroups {
+    group(host, false)
+}
+
+fn group(host: &Host, step_num_fallback: bool) -> HostGroups {
     let mut groups = HostGroups::none(host);
     let has_loop_ops =
         host.planes.iter().any(|plane| plane.event_metadata.iter().any(|m| LOOP_OPS.contains(&m.name.as_str())));
@@ -504,7 +513,8 @@ pub fn group_host(host: &Host) -> HostGroups {
     } else {
         grouper.group_roots(&roots);
         groups.source = StepSource::RootEvents { groups: grouper.names.len() };
-        if !grouper.found_step_markers()
+        if step_num_fallback
+            && !grouper.found_step_markers()
             && let Some((event_name, fallback_roots)) = step_num_roots(&forest)
         {
             grouper = Grouper::new(&forest);

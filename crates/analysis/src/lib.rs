@@ -11,6 +11,7 @@ pub mod kernel_stats;
 pub mod memory_profile;
 pub mod op_metrics;
 pub mod report;
+pub mod steps;
 pub mod tf_data;
 pub mod tf_op;
 pub mod xstats;

@@ -1,0 +1,339 @@
+//! Per-step events: the step markers and typed spans each group contributes, from
+//! host threads (`ConvertHostThreadsXPlaneToStepEvents`) and GPU streams
+//! (`ConvertDeviceTraceXPlaneToStepEvents`, with XProf's derived `Steps` line).
+//!
+//! The one design decision to know: whether host events join device steps is the
+//! [`Breakdown`](super::Breakdown) choice — current XProf uses host events only on
+//! CPU-only profiles; the classic TF-guide breakdown merges them on GPU too.
+
+use std::collections::{BTreeMap, HashSet};
+
+use mlprof_model::{Host, Plane, names};
+
+use super::event_span::{EventType, TypedSpan};
+use crate::grouping::{HostGroups, is_explicit_step_marker};
+use crate::tf_op::{OpCategory, is_infeed_enqueue, parse_tf_op, starts_with_ignore_case};
+use crate::xstats::{self, StatKeys};
+
+/// A step marker: the span a step event covers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepMarker {
+    /// Whether it comes from a device (derived `Steps` line) rather than the host.
+    pub on_device: bool,
+    /// Start (ps).
+    pub begin_ps: i64,
+    /// End (ps).
+    pub end_ps: i64,
+}
+
+/// Bytes and time of one direction of device memory copies in a step.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Transfers {
+    /// Number of copies.
+    pub occurrences: u64,
+    /// Total copy time (µs).
+    pub time_us: f64,
+    /// Total bytes copied.
+    pub bytes: u64,
+}
+
+/// Everything one step (group) contributes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StepDetails {
+    /// Step markers.
+    pub markers: Vec<StepMarker>,
+    /// Typed spans (overlapping until made non-overlapping).
+    pub events: Vec<TypedSpan>,
+    /// The step's name (`train 6`), when grouping gave one.
+    pub step_name: String,
+    /// Host→device, device→host, device→device copies.
+    pub transfers: [Transfers; 3],
+}
+
+impl StepDetails {
+    /// Appends `other`'s markers, events and transfers (XProf's `Combine`).
+    pub fn combine(&mut self, other: &StepDetails) {
+        self.markers.extend_from_slice(&other.markers);
+        self.events.extend_from_slice(&other.events);
+        for (mine, theirs) in self.transfers.iter_mut().zip(other.transfers) {
+            mine.occurrences += theirs.occurrences;
+            mine.time_us += theirs.time_us;
+            mine.bytes += theirs.bytes;
+        }
+        if self.step_name.is_empty() {
+            self.step_name.clone_from(&other.step_name);
+        }
+    }
+
+    /// The step's time span: the longest device marker, unless the longest host
+    /// marker encloses it (or there is no device marker).
+    pub fn step_span(&self) -> (i64, i64) {
+        let longest = |device: bool| {
+            self.markers
+                .iter()
+                .filter(|m| m.on_device == device)
+                .fold((0i64, 0i64), |best, m| if m.end_ps - m.begin_ps > best.1 - best.0 { (m.begin_ps, m.end_ps) } else { best })
+        };
+        let host = longest(false);
+        let device = longest(true);
+        if device.1 - device.0 == 0 {
+            return host;
+        }
+        if host.0 <= device.0 && device.1 <= host.1 { host } else { device }
+    }
+}
+
+/// Step details by group id.
+pub type StepEvents = BTreeMap<i64, StepDetails>;
+
+/// Adds `src` into `dst` step by step (XProf's `UnionCombineStepEvents`).
+pub fn union_combine(src: StepEvents, dst: &mut StepEvents) {
+    for (group, details) in src {
+        dst.entry(group).or_default().combine(&details);
+    }
+}
+
+const STATS: [&str; 9] =
+    ["correlation_id", "step_name", "_ipl_stage_name", "_ct", "_c", "_pt", "_p", "tensor_shapes", "memcpy_details"];
+
+/// Host step events of `plane` (the `/host:CPU` plane at index `plane_index`).
+/// `device_steps` restricts to groups seen on a device and classifies launches as
+/// "Kernel launch" (the classic GPU breakdown); `None` is XProf's CPU-only path.
+pub fn host_step_events(
+    plane: &Plane,
+    plane_index: usize,
+    groups: &HostGroups,
+    device_steps: Option<&StepEvents>,
+) -> StepEvents {
+    let keys = StatKeys::new(plane, STATS);
+    let mut async_parents: HashSet<(i64, i64)> = HashSet::new();
+    for line in &plane.lines {
+        for event in line.iter() {
+            let producer = xstats::event_int(plane, &event, keys.key(5)).zip(xstats::event_int(plane, &event, keys.key(6)));
+            if let Some(pair) = producer {
+                async_parents.insert(pair);
+            }
+        }
+    }
+    let mut result = StepEvents::new();
+    for (line_index, line) in plane.lines.iter().enumerate() {
+        // Open input-pipeline-stage ancestors: (end_ps, is_stage, is_stage_descendant).
+        let mut stack: Vec<(i64, bool, bool)> = Vec::new();
+        for event in line.iter() {
+            let name = xstats::event_name(plane, &event);
+            let stage_name = xstats::event_str(plane, &event, keys.key(2)).unwrap_or("");
+            let consumer = xstats::event_int(plane, &event, keys.key(3)).zip(xstats::event_int(plane, &event, keys.key(4)));
+            let (begin, end) = (event.start_ps(), event.end_ps());
+            while stack.last().is_some_and(|&(open_end, _, _)| open_end < end) {
+                stack.pop();
+            }
+            let inherited = stack.last().is_some_and(|&(_, is_stage, descendant)| is_stage || descendant);
+            let descendant = inherited || consumer.is_some_and(|pair| async_parents.contains(&pair));
+            stack.push((end, !stage_name.is_empty(), descendant));
+            let is_root_stage = !stage_name.is_empty() && !descendant;
+
+            let Some(group) = groups.group_of(plane_index, line_index, event.index()) else { continue };
+            if let Some(device) = device_steps
+                && !device.contains_key(&group)
+            {
+                continue;
+            }
+            let step_name = groups.has_step_name(plane_index, line_index, event.index())
+                || xstats::event_str(plane, &event, keys.key(1)).is_some_and(|s| !s.is_empty());
+            let details = result.entry(group).or_default();
+            if is_explicit_step_marker(name) || step_name {
+                details.markers.push(StepMarker { on_device: false, begin_ps: begin, end_ps: end });
+            } else if is_real_cpu_compute(name) {
+                let has_correlation = xstats::event_int(plane, &event, keys.key(0)).is_some();
+                let kind = classify_cpu_event(name, device_steps.is_some(), has_correlation, is_root_stage);
+                details.events.push(TypedSpan { kind, begin_ps: begin, end_ps: end });
+            }
+            if step_name {
+                if let Some(group_name) = groups.name_of(group) {
+                    details.step_name = group_name.to_string();
+                }
+            }
+        }
+    }
+    result
+}
+
+fn is_real_cpu_compute(name: &str) -> bool {
+    !(name.starts_with("EagerExecute")
+        || name.starts_with("EagerLocalExecute")
+        || name.starts_with("EagerKernelExecute")
+        || name.starts_with("FunctionRun")
+        || is_explicit_step_marker(name))
+}
+
+fn classify_cpu_event(name: &str, has_device: bool, has_correlation: bool, is_root_stage: bool) -> EventType {
+    let op = parse_tf_op(name);
+    if is_infeed_enqueue(op.op_type) || op.category == OpCategory::MemcpyHToD {
+        EventType::HostToDevice
+    } else if op.category == OpCategory::MemcpyHToH {
+        EventType::HostToHost
+    } else if has_device && (has_correlation || starts_with_ignore_case(name, "ExecutorState::Process")) {
+        EventType::HostPrepare
+    } else if starts_with_ignore_case(name, "IteratorGetNext") || is_root_stage {
+        EventType::HostWaitInput
+    } else {
+        EventType::HostCompute
+    }
+}
+
+/// How a GPU event counts: copies by direction (both XProf's `MemcpyHToD` and
+/// CUPTI's current `MemcpyH2D` spellings), NCCL as collectives, else compute
+/// (16-bit when its shapes or name say half precision).
+pub fn classify_gpu_event(name: &str, tensor_shapes: &str) -> EventType {
+    const COPIES: [(&str, &str, EventType); 3] = [
+        ("MemcpyHToD", "MemcpyH2D", EventType::HostToDevice),
+        ("MemcpyDToH", "MemcpyD2H", EventType::DeviceToHost),
+        ("MemcpyDToD", "MemcpyD2D", EventType::DeviceToDevice),
+    ];
+    for (xprof, cupti, kind) in COPIES {
+        if starts_with_ignore_case(name, xprof) || starts_with_ignore_case(name, cupti) {
+            return kind;
+        }
+    }
+    if starts_with_ignore_case(name, "MemcpyP2P") {
+        return EventType::DeviceToDevice;
+    }
+    if starts_with_ignore_case(name, "nccl") {
+        return EventType::DeviceCollectives;
+    }
+    let half = if tensor_shapes.is_empty() {
+        name.contains("half") || name.contains("fp16")
+    } else {
+        tensor_shapes.contains("half")
+    };
+    if half { EventType::DeviceCompute16 } else { EventType::DeviceCompute32 }
+}
+
+/// Bytes of a copy from its `memcpy_details` stat: XProf's `num_bytes:N` or
+/// current CUPTI's `size:N`.
+pub fn memcpy_bytes(details: &str) -> u64 {
+    for field in details.split(|c: char| c == '\n' || c.is_whitespace()) {
+        let mut parts = field.splitn(2, ':');
+        if let (Some(key), Some(value)) = (parts.next(), parts.next())
+            && (key == "num_bytes" || key == "size")
+            && let Ok(bytes) = value.trim().parse::<u64>()
+        {
+            return bytes;
+        }
+    }
+    0
+}
+
+/// The step events of one GPU plane: markers from XProf's derived `Steps` line
+/// (per group, first to last event in time order, after ungrouped events inherit the
+/// previous group) and typed kernel/copy spans from every stream.
+pub fn device_step_events(plane: &Plane, plane_index: usize, groups: &HostGroups) -> StepEvents {
+    let keys = StatKeys::new(plane, STATS);
+    // All events of the plane in time order, with their (inherited) group.
+    let mut order: Vec<(i64, i64, usize, usize)> = Vec::new();
+    for (line_index, line) in plane.lines.iter().enumerate() {
+        if line.name == names::STEPS_LINE {
+            continue;
+        }
+        for event in line.iter() {
+            order.push((event.start_ps(), event.end_ps(), line_index, event.index()));
+        }
+    }
+    order.sort_by_key(|&(start, _, line, index)| (start, line, index));
+    let mut inherited: Vec<((usize, usize), i64)> = Vec::with_capacity(order.len());
+    let mut last_group: Option<i64> = None;
+    let mut result = StepEvents::new();
+    let mut current: Option<(i64, i64, i64)> = None;
+    for &(start, end, line, index) in &order {
+        let group = match groups.group_of(plane_index, line, index) {
+            Some(group) => {
+                last_group = Some(group);
+                Some(group)
+            }
+            None => last_group,
+        };
+        let Some(group) = group else { continue };
+        inherited.push(((line, index), group));
+        match &mut current {
+            Some((g, _, e)) if *g == group => *e = (*e).max(end),
+            _ => {
+                if let Some((g, b, e)) = current.take() {
+                    push_marker(&mut result, g, b, e);
+                }
+                current = Some((group, start, end));
+            }
+        }
+    }
+    if let Some((g, b, e)) = current {
+        push_marker(&mut result, g, b, e);
+    }
+    let mut events = StepEvents::new();
+    for ((line_index, index), group) in inherited {
+        let Some(event) = plane.lines[line_index].event(index) else { continue };
+        if xstats::event_int(plane, &event, keys.key(0)).is_none() {
+            continue;
+        }
+        let name = xstats::event_name(plane, &event);
+        let shapes = xstats::event_str(plane, &event, keys.key(7)).unwrap_or("");
+        let kind = classify_gpu_event(name, shapes);
+        let details = events.entry(group).or_default();
+        details.events.push(TypedSpan { kind, begin_ps: event.start_ps(), end_ps: event.end_ps() });
+        let direction = match kind {
+            EventType::HostToDevice => Some(0),
+            EventType::DeviceToHost => Some(1),
+            EventType::DeviceToDevice => Some(2),
+            _ => None,
+        };
+        if let Some(direction) = direction {
+            let bytes = xstats::event_str(plane, &event, keys.key(8)).map_or(0, memcpy_bytes);
+            let transfer = &mut details.transfers[direction];
+            transfer.occurrences += 1;
+            transfer.time_us += event.duration_ps() as f64 / 1e6;
+            transfer.bytes += bytes;
+        }
+    }
+    // Keep only groups that have both events and markers (IntersectCombine).
+    if events.is_empty() {
+        return events;
+    }
+    events.retain(|group, _| result.contains_key(group));
+    for (group, details) in events.iter_mut() {
+        if let Some(markers) = result.get(group) {
+            details.combine(markers);
+        }
+    }
+    for (group, details) in events.iter_mut() {
+        if let Some(name) = groups.name_of(*group) {
+            details.step_name = name.to_string();
+        }
+    }
+    events
+}
+
+fn push_marker(result: &mut StepEvents, group: i64, begin_ps: i64, end_ps: i64) {
+    result.entry(group).or_default().markers.push(StepMarker { on_device: true, begin_ps, end_ps });
+}
+
+/// Whether `host` has device planes XProf analyses (GPU).
+pub fn gpu_planes(host: &Host) -> impl Iterator<Item = (usize, &Plane)> {
+    host.planes.iter().enumerate().filter(|(_, plane)| plane.name.starts_with(names::GPU_PLANE_PREFIX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_both_memcpy_spellings_and_reads_both_byte_fields() {
+        assert_eq!(classify_gpu_event("MemcpyHToD", ""), EventType::HostToDevice);
+        assert_eq!(classify_gpu_event("MemcpyH2D", ""), EventType::HostToDevice);
+        assert_eq!(classify_gpu_event("MemcpyD2H", ""), EventType::DeviceToHost);
+        assert_eq!(classify_gpu_event("MemcpyD2D", ""), EventType::DeviceToDevice);
+        assert_eq!(classify_gpu_event("ncclAllReduceKernel", ""), EventType::DeviceCollectives);
+        assert_eq!(classify_gpu_event("volta_h884gemm_fp16", ""), EventType::DeviceCompute16);
+        assert_eq!(classify_gpu_event("ampere_sgemm", "(float[2,3])"), EventType::DeviceCompute32);
+        assert_eq!(memcpy_bytes("kind_src:pageable kind_dst:device size:4096 dest:0 async:0"), 4096);
+        assert_eq!(memcpy_bytes("num_bytes:128\nkind:HtoD"), 128);
+        assert_eq!(memcpy_bytes("garbage"), 0);
+    }
+}
