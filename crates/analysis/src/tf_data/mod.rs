@@ -11,6 +11,10 @@
 //! iterator with the largest self time (its time minus the overlap with its child
 //! iterators). Where XProf iterates hash maps (pipeline naming, tie-breaking), we use
 //! ascending iterator ids so results are deterministic.
+//!
+//! Known quirk kept for parity: XProf reads the `id`/`parent_id` stats with
+//! `IntValue()`, which gives 0 for ids TensorFlow stored as `uint64` (those ≥ 2^63,
+//! about half of them), so such iterators merge into one "iterator 0".
 
 mod forest;
 mod render;

@@ -278,7 +278,14 @@ fn iterator_tree(
 ) {
     let Some(call) = pipeline.calls.first() else { return };
     let present: HashSet<i64> = call.iterators.iter().map(|s| s.id).collect();
-    let parent_of = |id: i64| metadata.get(&id).map(|m| m.parent_id).filter(|p| *p != id && present.contains(p));
+    // Root iterators (`Iterator::X`) have no parent even when another iterator has id 0.
+    let parent_of = |id: i64| {
+        metadata
+            .get(&id)
+            .filter(|m| m.long_name.split("::").count() > 2)
+            .map(|m| m.parent_id)
+            .filter(|p| *p != id && present.contains(p))
+    };
     let mut order: Vec<&super::IteratorCallStats> = call.iterators.iter().collect();
     order.sort_by_key(|s| (s.start_ps, s.id));
     let mut done: HashSet<i64> = HashSet::new();
