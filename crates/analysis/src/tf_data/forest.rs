@@ -6,7 +6,10 @@
 //! intra-thread nesting is a stack walk over each line sorted by (start, longer
 //! first), skipping events marked `is_async`; a `*Consume` event's consumer iterator
 //! is its enclosing event, and a `*Produce` event's producer iterator is its first
-//! iterator child. Only the edges this analysis reads are stored.
+//! iterator child. Only the edges this analysis reads are stored. XProf's generic
+//! producer/consumer context links (`_pt`/`_p`/`_ct`/`_c` stats) are not built: they
+//! never join two iterator events, and a consumer's enclosing event is always its
+//! first parent, so the tf.data walk does not see them.
 
 use std::collections::HashMap;
 
