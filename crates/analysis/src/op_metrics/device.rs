@@ -9,9 +9,9 @@
 
 use mlprof_model::{Host, names};
 
-use super::tf_op::parse_tf_op_fullname;
 use super::{DbBuilder, IDLE, OpMetricsDb, is_derived_line_id, ps};
 use crate::grouping::HostGroups;
+use crate::tf_op::parse_tf_op;
 use crate::xstats::{self, StatKeys};
 
 /// XProf's `device_op_metrics_db` of one host: every GPU plane's kernels that carry a
@@ -44,7 +44,7 @@ pub fn device_op_metrics_db(host: &Host, groups: &HostGroups) -> OpMetricsDb {
                 let Some(full) = xstats::event_str(plane, &event, keys.key(0)).filter(|s| !s.is_empty()) else {
                     continue;
                 };
-                let op = parse_tf_op_fullname(full);
+                let op = parse_tf_op(full);
                 let kernel = xstats::event_name(plane, &event);
                 let is_eager = xstats::event_int(plane, &event, keys.key(2)).is_some_and(|v| v != 0)
                     || groups.is_eager(plane_index, line_index, event.index());
@@ -86,7 +86,7 @@ pub fn tf_metrics_db_from_device(device: &OpMetricsDb, with_idle: bool) -> OpMet
         } else if op.provenance.is_empty() {
             (op.name.as_str(), "")
         } else {
-            let tf_op = parse_tf_op_fullname(&op.provenance);
+            let tf_op = parse_tf_op(&op.provenance);
             (tf_op.name, tf_op.op_type)
         };
         let tf = builder.entry(0, name);
@@ -114,8 +114,11 @@ mod tests {
     use super::*;
     use crate::grouping::group_host;
 
+    /// `(name, start_ps, duration_ps, tf_op stat)`.
+    type TestEvent<'a> = (&'a str, i64, i64, Option<&'a str>);
+
     /// A GPU plane with one line per stream; events `(kernel, start_ps, duration_ps, tf_op)`.
-    fn gpu_host(streams: &[&[(&str, i64, i64, Option<&str>)]]) -> Host {
+    fn gpu_host(streams: &[&[TestEvent<'_>]]) -> Host {
         let mut builder = PlaneBuilder::new(1, "/device:GPU:0");
         let tf_op = builder.stat_key("tf_op");
         for (i, events) in streams.iter().enumerate() {

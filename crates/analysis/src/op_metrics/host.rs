@@ -9,9 +9,9 @@ use std::collections::HashMap;
 
 use mlprof_model::{Host, Line, Plane, names};
 
-use super::tf_op::{TfOp, TfOpCategory, parse_tf_op_fullname, parse_tf_op_fullname_with};
 use super::{DbBuilder, OpMetricsDb, is_derived_line_id, ps};
 use crate::grouping::HostGroups;
+use crate::tf_op::{OpCategory, parse_tf_op};
 use crate::xstats::{self, StatKeys};
 
 const IS_EAGER: usize = 0;
@@ -61,8 +61,8 @@ struct HostOp {
 }
 
 impl HostOp {
-    fn from(op: TfOp<'_>) -> HostOp {
-        HostOp { name: op.name.to_string(), op_type: op.op_type.to_string(), id: op.id }
+    fn new(name: &str, op_type: &str, id: i64) -> HostOp {
+        HostOp { name: name.to_string(), op_type: op_type.to_string(), id }
     }
 }
 
@@ -88,8 +88,29 @@ fn collect_ops(plane: &Plane, keys: &StatKeys<6>) -> HashMap<i64, HostOp> {
                 let category = xstats::event_str(plane, &event, keys.key(STAGE_CATEGORY))
                     .or_else(|| xstats::event_str(plane, &event, keys.key(STAGE_CATEGORY_SHORT)));
                 if let Some(category) = category {
-                    let op = parse_tf_op_fullname_with(&metadata.name, TfOpCategory::InputPipeline, category, stage);
-                    ops.entry(stage).or_insert_with(|| HostOp::from(op));
+                    // A stage with a category is taken as is; without one its name is
+                    // parsed, and it counts even when the name is no op name.
+                    let op = if category.is_empty() {
+                        let op = parse_tf_op(&metadata.name);
+                        HostOp::new(
+                            op.name,
+                            op.op_type,
+                            if matches!(
+                                op.category,
+                                OpCategory::MemcpyHToD
+                                    | OpCategory::MemcpyDToH
+                                    | OpCategory::MemcpyDToD
+                                    | OpCategory::MemcpyHToH
+                            ) {
+                                0
+                            } else {
+                                stage
+                            },
+                        )
+                    } else {
+                        HostOp::new(&metadata.name, category, stage)
+                    };
+                    ops.entry(stage).or_insert(op);
                 }
                 continue;
             }
@@ -98,9 +119,9 @@ fn collect_ops(plane: &Plane, keys: &StatKeys<6>) -> HashMap<i64, HostOp> {
                 continue;
             }
             seen[index] = true;
-            let op = parse_tf_op_fullname(&metadata.name);
-            if op.category != TfOpCategory::Unknown {
-                ops.entry(metadata.id).or_insert_with(|| HostOp::from(op));
+            let op = parse_tf_op(&metadata.name);
+            if op.category != OpCategory::Unknown {
+                ops.entry(metadata.id).or_insert_with(|| HostOp::new(op.name, op.op_type, 0));
             }
         }
     }
@@ -147,10 +168,10 @@ fn line_db<'a>(
                 && !full.is_empty()
             {
                 occurrence += 1;
-                let op = parse_tf_op_fullname(full);
+                let op = parse_tf_op(full);
                 for (time_ps, begin) in [(begin_ps, true), (end_ps, false)] {
-                    let (name, op_type, id) = (op.name, op.op_type, op.id);
-                    activities.push(Activity { time_ps, occurrence, begin, name, op_type, id, is_eager: false });
+                    let (name, op_type) = (op.name, op.op_type);
+                    activities.push(Activity { time_ps, occurrence, begin, name, op_type, id: 0, is_eager: false });
                 }
             }
         }
@@ -215,11 +236,14 @@ mod tests {
 
     use super::*;
     use crate::grouping::group_host;
+
+    /// `(name, start_ps, duration_ps, tf_op stat)`.
+    type TestEvent<'a> = (&'a str, i64, i64, Option<&'a str>);
     use crate::op_metrics::{IDLE, OpMetrics};
 
     /// A host whose `/host:CPU` plane has one line per entry of `threads`, each event
     /// `(name, start_ps, duration_ps, tf_op stat)`.
-    fn host(threads: &[&[(&str, i64, i64, Option<&str>)]]) -> Host {
+    fn host(threads: &[&[TestEvent<'_>]]) -> Host {
         let mut builder = PlaneBuilder::new(0, names::HOST_PLANE);
         let tf_op = builder.stat_key("tf_op");
         for (i, events) in threads.iter().enumerate() {

@@ -11,7 +11,6 @@
 
 mod device;
 mod host;
-pub mod tf_op;
 
 use std::collections::HashMap;
 
