@@ -276,7 +276,10 @@ impl<'h> Forest<'h> {
     fn name(&self, node: u32) -> &'h str {
         let at = self.nodes[node as usize];
         let plane = &self.host.planes[at.plane as usize];
-        plane.lines[at.line as usize].event(at.event as usize).map(|event| xstats::event_name(plane, &event)).unwrap_or("")
+        plane.lines[at.line as usize]
+            .event(at.event as usize)
+            .map(|event| xstats::event_name(plane, &event))
+            .unwrap_or("")
     }
 
     fn end_ps(&self, node: u32) -> i64 {

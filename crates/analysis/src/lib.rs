@@ -6,12 +6,16 @@
 pub mod datatable;
 pub mod framework_op_stats;
 pub mod grouping;
+pub mod input_pipeline;
 pub mod inventory;
 pub mod kernel_stats;
 pub mod memory_profile;
 pub mod op_metrics;
+pub mod overview;
+pub mod pod_viewer;
 pub mod report;
 pub mod steps;
 pub mod tf_data;
 pub mod tf_op;
+pub mod tools;
 pub mod xstats;

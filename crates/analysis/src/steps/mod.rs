@@ -106,7 +106,8 @@ pub fn host_steps(host: &Host, groups: &HostGroups, options: StepOptions) -> Hos
         }
     }
 
-    let mut result = HostSteps { host: host.name.clone(), has_device, source: groups.source.clone(), ..HostSteps::default() };
+    let mut result =
+        HostSteps { host: host.name.clone(), has_device, source: groups.source.clone(), ..HostSteps::default() };
     for (group, details) in &step_events {
         let spans = to_non_overlapped(&details.events);
         for span in &spans {

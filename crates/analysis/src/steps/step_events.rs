@@ -69,10 +69,9 @@ impl StepDetails {
     /// marker encloses it (or there is no device marker).
     pub fn step_span(&self) -> (i64, i64) {
         let longest = |device: bool| {
-            self.markers
-                .iter()
-                .filter(|m| m.on_device == device)
-                .fold((0i64, 0i64), |best, m| if m.end_ps - m.begin_ps > best.1 - best.0 { (m.begin_ps, m.end_ps) } else { best })
+            self.markers.iter().filter(|m| m.on_device == device).fold((0i64, 0i64), |best, m| {
+                if m.end_ps - m.begin_ps > best.1 - best.0 { (m.begin_ps, m.end_ps) } else { best }
+            })
         };
         let host = longest(false);
         let device = longest(true);
@@ -109,7 +108,8 @@ pub fn host_step_events(
     let mut async_parents: HashSet<(i64, i64)> = HashSet::new();
     for line in &plane.lines {
         for event in line.iter() {
-            let producer = xstats::event_int(plane, &event, keys.key(5)).zip(xstats::event_int(plane, &event, keys.key(6)));
+            let producer =
+                xstats::event_int(plane, &event, keys.key(5)).zip(xstats::event_int(plane, &event, keys.key(6)));
             if let Some(pair) = producer {
                 async_parents.insert(pair);
             }
@@ -122,7 +122,8 @@ pub fn host_step_events(
         for event in line.iter() {
             let name = xstats::event_name(plane, &event);
             let stage_name = xstats::event_str(plane, &event, keys.key(2)).unwrap_or("");
-            let consumer = xstats::event_int(plane, &event, keys.key(3)).zip(xstats::event_int(plane, &event, keys.key(4)));
+            let consumer =
+                xstats::event_int(plane, &event, keys.key(3)).zip(xstats::event_int(plane, &event, keys.key(4)));
             let (begin, end) = (event.start_ps(), event.end_ps());
             while stack.last().is_some_and(|&(open_end, _, _)| open_end < end) {
                 stack.pop();

@@ -1,0 +1,337 @@
+//! The overview page (XProf's `overview_page`): performance summary with the step-time
+//! breakdown, device compute precision, the top 10 ops, the run environment, the
+//! input-bound conclusion and the next steps, with XProf's exact texts.
+//!
+//! The one design decision to know: the step numbers come from
+//! [`crate::input_pipeline`] (same step database); XProf lists only device ops as
+//! top ops, so on CPU-only profiles our report lists the top host ops instead (the
+//! `xprof-json` rendering keeps XProf's empty table).
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::datatable::DataTable;
+use crate::input_pipeline::{InputPipelineAnalysis, one_digit, step_section, strip_html};
+use crate::op_metrics::{OpMetrics, OpMetricsDb};
+use crate::report::{Cell, Report, Section, Table};
+
+/// One of the top ops.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TopOp {
+    /// Op name.
+    pub name: String,
+    /// Op type (XProf's category).
+    pub category: String,
+    /// Self time as a fraction of the total time (0–1).
+    pub self_time_fraction: f64,
+    /// Cumulative fraction up to this op (0–1).
+    pub cumulative_time_fraction: f64,
+    /// Self time (ps).
+    pub self_time_ps: u64,
+}
+
+/// The run environment.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RunEnvironment {
+    /// Host names.
+    pub hosts: Vec<String>,
+    /// `CPU` or the GPU model (`Nvidia GPU`, or the `gpu_device_name` plane stat).
+    pub device_type: String,
+    /// Number of device cores (GPU planes); 0 on CPU-only profiles.
+    pub device_core_count: usize,
+    /// Whether a compiled program computes gradients (XProf's `is_training`).
+    pub is_training: bool,
+}
+
+/// The overview page.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Overview {
+    /// The step-time analysis (shared with the input-pipeline analyzer).
+    pub steps: InputPipelineAnalysis,
+    /// Whether `top_ops` are device ops (else host ops, on CPU-only profiles).
+    pub top_ops_on_device: bool,
+    /// The 10 ops with the most self time.
+    pub top_ops: Vec<TopOp>,
+    /// Device compute in 16-bit precision (% of device compute).
+    pub device_compute_16bit_percent: f64,
+    /// Device compute in 32-bit precision (% of device compute).
+    pub device_compute_32bit_percent: f64,
+    /// Host TF op occurrences as % of all TF op occurrences.
+    pub host_tf_op_percent: f64,
+    /// Device TF op occurrences as % of all TF op occurrences.
+    pub device_tf_op_percent: f64,
+    /// Host op self time executed eagerly (%).
+    pub host_op_time_eager_percent: f64,
+    /// Device op self time executed eagerly (%).
+    pub device_op_time_eager_percent: f64,
+    /// The precision sentence (when less than 10 % of device compute is 16-bit).
+    pub precision_statement: String,
+    /// Where the program ran.
+    pub run_environment: RunEnvironment,
+}
+
+/// Builds the overview from the step analysis, the combined host op metrics and the
+/// device op metrics rolled up to TF ops (without IDLE).
+pub fn analyze(
+    steps: InputPipelineAnalysis,
+    host_ops: &OpMetricsDb,
+    device_tf_ops: &OpMetricsDb,
+    precision_ps: (i64, i64),
+    run_environment: RunEnvironment,
+) -> Overview {
+    let top_ops_on_device = !device_tf_ops.metrics.is_empty();
+    let top_ops = if top_ops_on_device {
+        top_ops(device_tf_ops, device_tf_ops.total_time_ps)
+    } else {
+        top_ops(host_ops, host_ops.total_op_time_ps)
+    };
+    let count = |db: &OpMetricsDb| db.metrics.iter().map(|m| m.occurrences).sum::<u64>();
+    let eager = |db: &OpMetricsDb| {
+        let (mut eager, mut total) = (0u64, 0u64);
+        for m in db.metrics.iter().filter(|m| !m.is_idle()) {
+            total += m.self_time_ps;
+            if m.is_eager {
+                eager += m.self_time_ps;
+            }
+        }
+        percent(eager as f64, total as f64)
+    };
+    let (host_count, device_count) = (count(host_ops) as f64, count(device_tf_ops) as f64);
+    let (c16, c32) = (precision_ps.0 as f64, precision_ps.1 as f64);
+    let device_compute_16bit_percent = percent(c16, c16 + c32);
+    let precision_statement = if c16 + c32 > 0.0 && device_compute_16bit_percent < 10.0 {
+        format!(
+            "Only {}% of device computation is 16 bit. So you might want to replace more 32-bit Ops by 16-bit Ops to improve performance (if the reduced accuracy is acceptable).",
+            one_digit(device_compute_16bit_percent)
+        )
+    } else {
+        String::new()
+    };
+    Overview {
+        top_ops_on_device,
+        top_ops,
+        device_compute_16bit_percent,
+        device_compute_32bit_percent: percent(c32, c16 + c32),
+        host_tf_op_percent: percent(host_count, host_count + device_count),
+        device_tf_op_percent: percent(device_count, host_count + device_count),
+        host_op_time_eager_percent: eager(host_ops),
+        device_op_time_eager_percent: eager(device_tf_ops),
+        precision_statement,
+        run_environment,
+        steps,
+    }
+}
+
+fn percent(part: f64, whole: f64) -> f64 {
+    if whole == 0.0 { 0.0 } else { 100.0 * part / whole }
+}
+
+fn top_ops(db: &OpMetricsDb, total_ps: u64) -> Vec<TopOp> {
+    let mut ops: Vec<&OpMetrics> = db.metrics.iter().filter(|m| !m.is_idle()).collect();
+    ops.sort_by(|a, b| b.self_time_ps.cmp(&a.self_time_ps).then_with(|| a.name.cmp(&b.name)));
+    let mut cumulative = 0.0;
+    ops.into_iter()
+        .take(10)
+        .map(|m| {
+            let fraction = if total_ps == 0 { 0.0 } else { m.self_time_ps as f64 / total_ps as f64 };
+            cumulative += fraction;
+            TopOp {
+                name: m.name.clone(),
+                category: m.category.clone(),
+                self_time_fraction: fraction,
+                cumulative_time_fraction: cumulative,
+                self_time_ps: m.self_time_ps,
+            }
+        })
+        .collect()
+}
+
+fn format_percent(value: f64) -> String {
+    if value >= 0.0 { format!("{value:.1}%") } else { "unknown".into() }
+}
+
+impl Overview {
+    fn hardware_name(&self) -> &str {
+        &self.steps.hardware_type
+    }
+
+    /// XProf's `overview_page` JSON: `[analysis, steptime, run_environment,
+    /// recommendation, inference_latency, {}, diagnostics]`.
+    pub fn to_xprof_json(&self) -> Value {
+        let mut analysis = DataTable::new();
+        analysis.column("selfTimePercent", "Time (%)", "number");
+        analysis.column("cumulativeTimePercent", "Cumulative time (%)", "number");
+        analysis.column("category", "Category", "string");
+        analysis.column("operation", "Operation", "string");
+        analysis.column("flopRate", "Bf16 Normalized Flop Rate(GFLOPs/Sec)", "number");
+        if self.top_ops_on_device {
+            for op in &self.top_ops {
+                analysis.row(vec![
+                    json!(op.self_time_fraction),
+                    json!(op.cumulative_time_fraction),
+                    json!(op.category),
+                    json!(op.name),
+                    json!(0.0),
+                ]);
+            }
+        }
+        for key in [
+            "device_duty_cycle_high_confidence_percent",
+            "device_duty_cycle_percent",
+            "device_idle_time_percent",
+            "flop_rate_utilization_relative_to_roofline",
+            "memory_bw_utilization_relative_to_hw_limit",
+            "host_idle_time_percent",
+            "mxu_utilization_percent",
+            "hbm_utilization_percent",
+        ] {
+            analysis.property(key, "0.0%");
+        }
+        analysis.property("host_trace_level", "0");
+        analysis.property("host_tf_op_percent", format_percent(self.host_tf_op_percent));
+        analysis.property("device_tf_op_percent", format_percent(self.device_tf_op_percent));
+        analysis.property("host_op_time_eager_percent", format_percent(self.host_op_time_eager_percent));
+        analysis.property("device_op_time_eager_percent", format_percent(self.device_op_time_eager_percent));
+        analysis.property("remark_text", "");
+        analysis.property("remark_color", "");
+
+        let env = &self.run_environment;
+        let mut run_env = DataTable::new();
+        for id in ["host_id", "command_line", "start_time", "bns_address"] {
+            run_env.column(id, id, "string");
+        }
+        let hosts = env.hosts.len();
+        run_env.property("host_count", hosts.to_string());
+        run_env.property("task_count", format!("{hosts} (num tasks per host = 1)"));
+        run_env.property("device_type", env.device_type.clone());
+        run_env.property("device_core_count", env.device_core_count.to_string());
+        run_env.property("is_training", env.is_training.to_string());
+
+        let b = &self.steps.bottleneck;
+        let mut recommendation = DataTable::new();
+        for id in ["tip_type", "link", "description"] {
+            recommendation.column(id, id, "string");
+        }
+        let device = self.hardware_name();
+        let tips = [
+            ("faq", "Refer to the TF2 Profiler FAQ".to_string(), "Tool troubleshooting / FAQ"),
+            ("host", "input_pipeline_analyzer (especially Section 3 for the breakdown of input operations on the Host)".to_string(), "Next steps for reducing the Host time"),
+            ("host", "trace_viewer (look at the activities on the timeline of each Host Thread near the bottom of the trace view)".to_string(), "Next steps for reducing the Host time"),
+            ("device", format!("framework_op_stats (identify the time-consuming operations executed on the {device})"), "Next steps for reducing the Device time"),
+            ("device", format!("trace_viewer (look at the activities on the timeline of each {device} in the trace view)"), "Next steps for reducing the Device time"),
+            ("doc", "<a href=\"https://www.tensorflow.org/guide/data_performance_analysis\" target=\"_blank\">Analyze tf.data performance with the TF Profiler</a>".to_string(), "Other useful resources"),
+            ("doc", "<a href=\"https://www.tensorflow.org/guide/data_performance\" target=\"_blank\">Better performance with the tf.data API</a>".to_string(), "Other useful resources"),
+        ];
+        for (kind, link, description) in tips {
+            recommendation.row(vec![json!(kind), json!(link), json!(description)]);
+        }
+        recommendation.property("bottleneck", b.input_classification.clone());
+        recommendation.property("statement", b.input_statement.clone());
+        recommendation.property("kernel_launch_bottleneck", b.kernel_launch_classification.clone());
+        recommendation.property("kernel_launch_statement", b.kernel_launch_statement.clone());
+        recommendation.property("all_other_bottleneck", b.all_other_classification.clone());
+        recommendation.property("all_other_statement", b.all_other_statement.clone());
+        recommendation.property("precision_statement", self.precision_statement.clone());
+        recommendation.property("device_collectives_bottleneck", b.device_collectives_classification.clone());
+        recommendation.property("device_collectives_statement", b.device_collectives_statement.clone());
+        let non_bottleneck = match b.input_classification.as_str() {
+            "host" => "device",
+            "device" => "host",
+            _ => "",
+        };
+        recommendation.property("non_bottleneck_tip_types", non_bottleneck);
+
+        let mut latency = DataTable::new();
+        for (id, label, kind) in [
+            ("percentile", "percentile", "string"),
+            ("hostTimeMs", "Host time (in ms)", "number"),
+            ("deviceTimeMs", "Device time (in ms)", "number"),
+            ("communicationTimeMs", "Host-device communication time (in ms)", "number"),
+            ("totalTimeMs", "Total latency (in ms)", "number"),
+        ] {
+            latency.column(id, label, kind);
+        }
+        json!([
+            analysis.to_json(),
+            self.steps.step_time_table(),
+            run_env.to_json(),
+            recommendation.to_json(),
+            latency.to_json(),
+            {},
+            self.steps.diagnostics_table()
+        ])
+    }
+
+    /// The overview laid out for people.
+    pub fn report(&self) -> Report {
+        let s = &self.steps;
+        let mut summary = Section::new("Performance summary")
+            .note(format!(
+                "Average step time: {:.1} ms (standard deviation {:.1} ms) over {} steps. {}",
+                s.step_time_ms.average,
+                s.step_time_ms.standard_deviation,
+                s.steps.len(),
+                s.step_source
+            ))
+            .note(s.bottleneck.input_statement.clone());
+        for text in
+            [&s.bottleneck.kernel_launch_statement, &s.bottleneck.all_other_statement, &self.precision_statement]
+        {
+            if !text.is_empty() {
+                summary = summary.note(text.clone());
+            }
+        }
+        for warning in &s.warnings {
+            summary = summary.note(warning.clone());
+        }
+        let mut averages = Table::new(["Category", "Average (ms)", "Standard deviation (ms)"]);
+        for (id, label) in [
+            ("compileTimeMs", "Compilation"),
+            ("infeedTimeMs", "Input"),
+            ("outfeedTimeMs", "Output"),
+            ("kernelLaunchTimeMs", "Kernel launch"),
+            ("hostComputeTimeMs", "Host compute"),
+            ("deviceToDeviceTimeMs", "Device to device"),
+            ("deviceComputeTimeMs", "Device compute"),
+            ("deviceCollectivesTimeMs", "Device collective communication"),
+            ("otherTimeMs", "All others"),
+        ] {
+            let summary = s.category_ms.iter().find(|(k, _)| k == id).map(|(_, v)| *v).unwrap_or_default();
+            averages.push(vec![
+                Cell::text(label),
+                Cell::num(summary.average, 3),
+                Cell::num(summary.standard_deviation, 3),
+            ]);
+        }
+        let summary = summary
+            .note(format!(
+                "Device compute precision: {:.1}% 16-bit, {:.1}% 32-bit.",
+                self.device_compute_16bit_percent, self.device_compute_32bit_percent
+            ))
+            .with_table(averages);
+        let mut ops = Table::new(["Self time (%)", "Cumulative (%)", "Type", "Operation"]);
+        for op in &self.top_ops {
+            ops.push(vec![
+                Cell::num(100.0 * op.self_time_fraction, 1),
+                Cell::num(100.0 * op.cumulative_time_fraction, 1),
+                Cell::text(&op.category),
+                Cell::text(&op.name),
+            ]);
+        }
+        let title =
+            if self.top_ops_on_device { "Top 10 device ops" } else { "Top 10 host ops (no device in this profile)" };
+        let env = &self.run_environment;
+        let env_section = Section::new("Run environment").note(format!(
+            "{} host(s): {}; device type {}; {} device core(s).",
+            env.hosts.len(),
+            env.hosts.join(", "),
+            env.device_type,
+            env.device_core_count
+        ));
+        let next = Section::new("Recommendation for next step").note(strip_html(&s.summary_next_step));
+        Report {
+            tool: "overview_page".into(),
+            sections: vec![summary, step_section(s), Section::new(title).with_table(ops), env_section, next],
+        }
+    }
+}

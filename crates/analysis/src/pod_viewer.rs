@@ -1,0 +1,175 @@
+//! The pod viewer (XProf's `pod_viewer`): per step and per host, the step-time
+//! breakdown by XProf's generic categories and the bottleneck category.
+//!
+//! The one design decision to know: it reads the combined step database without
+//! XProf's first/last-step drop, as XProf's pod viewer does.
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::input_pipeline;
+use crate::report::{Cell, Report, Section, Table};
+use crate::steps::{CombinedSteps, EventType, StepInfo};
+
+/// XProf's generic categories with their ids, in id order.
+pub const CATEGORIES: [(u32, &str); 9] = [
+    (1, "Device compute"),
+    (2, "Device to device"),
+    (3, "Device collective communication"),
+    (4, "Host compute"),
+    (5, "Kernel launch"),
+    (6, "Input"),
+    (7, "Output"),
+    (8, "Compilation"),
+    (9, "All others"),
+];
+
+/// One host in one step.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PodRecord {
+    /// Host name.
+    pub host: String,
+    /// XProf's core id (1 for the first host, `1000 × host index + 1` after).
+    pub core_id: u32,
+    /// Step time (µs).
+    pub total_duration_us: f64,
+    /// Time per category (µs), in [`CATEGORIES`] order.
+    pub breakdown_us: [f64; 9],
+    /// The largest category.
+    pub bottleneck: String,
+}
+
+/// One step across hosts.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PodStep {
+    /// Step number (the chief host's group id).
+    pub step_num: i64,
+    /// Per host.
+    pub hosts: Vec<PodRecord>,
+}
+
+/// The pod viewer.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct PodViewer {
+    /// `CPU` or `GPU`.
+    pub device_type: String,
+    /// Steps.
+    pub steps: Vec<PodStep>,
+    /// XProf's step diagnostics (no step marker, empty intersection).
+    pub warnings: Vec<String>,
+}
+
+fn breakdown(info: &StepInfo) -> [f64; 9] {
+    let us = |kinds: &[EventType]| kinds.iter().map(|&k| info.ps(k) as f64 / 1e6).sum::<f64>();
+    [
+        us(&[EventType::DeviceCompute16, EventType::DeviceCompute32]),
+        us(&[EventType::DeviceToDevice, EventType::DeviceWaitDevice]),
+        us(&[EventType::DeviceCollectives]),
+        us(&[EventType::HostCompute]),
+        us(&[EventType::HostPrepare]),
+        us(&[EventType::HostWaitInput, EventType::HostToDevice, EventType::DeviceWaitHost]),
+        us(&[EventType::DeviceToHost]),
+        us(&[EventType::HostCompile]),
+        us(&[EventType::UnknownTime]),
+    ]
+}
+
+/// Builds the pod viewer from combined (not dropped) steps.
+pub fn analyze(steps: &CombinedSteps) -> PodViewer {
+    let mut viewer =
+        PodViewer { device_type: if steps.has_device { "GPU" } else { "CPU" }.into(), ..PodViewer::default() };
+    if steps.steps.is_empty() {
+        viewer.warnings.push(input_pipeline::step_warning(steps.empty_intersection).to_string());
+    }
+    for per_host in &steps.steps {
+        let Some((_, first)) = per_host.first() else { continue };
+        let hosts = per_host
+            .iter()
+            .map(|(index, info)| {
+                let breakdown_us = breakdown(info);
+                let mut best = 0;
+                for (i, value) in breakdown_us.iter().enumerate() {
+                    if *value > breakdown_us[best] {
+                        best = i;
+                    }
+                }
+                PodRecord {
+                    host: steps.hosts.get(*index).cloned().unwrap_or_default(),
+                    core_id: (*index as u32) * 1000 + 1,
+                    total_duration_us: info.duration_ps as f64 / 1e6,
+                    breakdown_us,
+                    bottleneck: CATEGORIES[best].1.to_string(),
+                }
+            })
+            .collect();
+        viewer.steps.push(PodStep { step_num: first.step_num, hosts });
+    }
+    viewer
+}
+
+impl PodViewer {
+    /// XProf's `PodViewerDatabase` proto3 JSON.
+    pub fn to_xprof_json(&self) -> Value {
+        let steps: Vec<Value> = self
+            .steps
+            .iter()
+            .map(|step| {
+                let mut per_core = Map::new();
+                for record in &step.hosts {
+                    let mut breakdown = Map::new();
+                    for ((id, _), value) in CATEGORIES.iter().zip(record.breakdown_us) {
+                        breakdown.insert(id.to_string(), json!(value));
+                    }
+                    per_core.insert(
+                        record.core_id.to_string(),
+                        json!({
+                            "hostName": record.host,
+                            "chipId": 0,
+                            "nodeId": 0,
+                            "stepNum": step.step_num,
+                            "totalDurationUs": record.total_duration_us,
+                            "bottleneck": record.bottleneck,
+                            "stepBreakdownUs": breakdown,
+                        }),
+                    );
+                }
+                json!({"stepNum": step.step_num, "podStatsPerCore": per_core, "channelDb": [], "coreIdToReplicaIdMap": {}, "allReduceOpDb": []})
+            })
+            .collect();
+        let mut out = Map::new();
+        out.insert("podStatsSequence".into(), json!({ "podStatsMap": steps }));
+        out.insert("diagnostics".into(), json!({"info": [], "warnings": self.warnings, "errors": []}));
+        out.insert(
+            "stepBreakdownEvents".into(),
+            Value::Array(CATEGORIES.iter().map(|(id, name)| json!({"id": id, "name": name})).collect()),
+        );
+        out.insert("deviceType".into(), json!(self.device_type));
+        Value::Object(out)
+    }
+
+    /// The pod viewer laid out for people: one row per step and host.
+    pub fn report(&self) -> Report {
+        let mut columns = vec!["Step".to_string(), "Host".to_string(), "Step time (us)".to_string()];
+        columns.extend(CATEGORIES.iter().map(|(_, name)| format!("{name} (us)")));
+        columns.push("Bottleneck".into());
+        let mut table = Table::new(columns);
+        for step in &self.steps {
+            for record in &step.hosts {
+                let mut row =
+                    vec![Cell::Int(step.step_num), Cell::text(&record.host), Cell::num(record.total_duration_us, 1)];
+                row.extend(record.breakdown_us.iter().map(|v| Cell::num(*v, 1)));
+                row.push(Cell::text(&record.bottleneck));
+                table.push(row);
+            }
+        }
+        let note = if self.steps.is_empty() {
+            self.warnings.join(" ")
+        } else {
+            format!("{} steps on {} device type.", self.steps.len(), self.device_type)
+        };
+        Report {
+            tool: "pod_viewer".into(),
+            sections: vec![Section::new("Pod viewer").note(note).with_table(table).main()],
+        }
+    }
+}

@@ -1,0 +1,241 @@
+//! Running the XProf tools on a set of hosts: one entry point per tool name, shared
+//! grouping and step databases, and one result type the views render.
+//!
+//! The one design decision to know: grouping runs once per host and is shared by all
+//! tools; `xprof_compatible` switches off everything mlprof does beyond XProf (the
+//! `step_num` step fallback, the classic GPU breakdown) so results can be compared
+//! with XProf's output.
+
+use mlprof_model::{Host, names};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::grouping::{HostGroups, StepSource, group_host, group_host_as_xprof};
+use crate::op_metrics::{self, OpMetricsDb};
+use crate::report::Report;
+use crate::steps::{Breakdown, CombinedSteps, StepOptions, combine_hosts, host_steps};
+use crate::{framework_op_stats, input_pipeline, kernel_stats, memory_profile, overview, pod_viewer, tf_data};
+
+/// The tools, by their XProf names.
+pub const TOOL_NAMES: [&str; 7] = [
+    "overview_page",
+    "input_pipeline_analyzer",
+    "framework_op_stats",
+    "kernel_stats",
+    "memory_profile",
+    "pod_viewer",
+    "tf_data_bottleneck_analysis",
+];
+
+/// Options shared by the tools.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ToolOptions {
+    /// The GPU step-time breakdown.
+    pub breakdown: Breakdown,
+    /// Compute exactly what XProf computes (no `step_num` fallback; implies the
+    /// `xprof` breakdown).
+    pub xprof_compatible: bool,
+}
+
+/// One tool's result.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum ToolResult {
+    /// `overview_page`.
+    Overview(Box<overview::Overview>),
+    /// `input_pipeline_analyzer`.
+    InputPipeline(Box<input_pipeline::InputPipelineAnalysis>),
+    /// `framework_op_stats`.
+    FrameworkOpStats(Box<framework_op_stats::FrameworkOpStats>),
+    /// `kernel_stats`.
+    KernelStats(Box<kernel_stats::KernelStats>),
+    /// `memory_profile`, per host.
+    MemoryProfile(Vec<HostMemoryProfile>),
+    /// `pod_viewer`.
+    PodViewer(Box<pod_viewer::PodViewer>),
+    /// `tf_data_bottleneck_analysis`.
+    TfData(Box<tf_data::TfDataAnalysis>),
+}
+
+/// The memory profile of one host.
+#[derive(Clone, Debug, Serialize)]
+pub struct HostMemoryProfile {
+    /// Host name.
+    pub host: String,
+    /// The profile.
+    pub profile: memory_profile::MemoryProfile,
+}
+
+impl ToolResult {
+    /// The result laid out for people.
+    pub fn report(&self) -> Report {
+        match self {
+            ToolResult::Overview(r) => r.report(),
+            ToolResult::InputPipeline(r) => r.report(),
+            ToolResult::FrameworkOpStats(r) => r.report(),
+            ToolResult::KernelStats(r) => r.report(),
+            ToolResult::MemoryProfile(hosts) => {
+                let mut report = Report { tool: "memory_profile".into(), sections: Vec::new() };
+                for host in hosts {
+                    for mut section in host.profile.report().sections {
+                        if hosts.len() > 1 {
+                            section.title = format!("{} — {}", host.host, section.title);
+                        }
+                        report.sections.push(section);
+                    }
+                }
+                report
+            }
+            ToolResult::PodViewer(r) => r.report(),
+            ToolResult::TfData(r) => r.report(),
+        }
+    }
+
+    /// The result as XProf's tool endpoint renders it (memory profile: first host).
+    pub fn to_xprof_json(&self) -> Value {
+        match self {
+            ToolResult::Overview(r) => r.to_xprof_json(),
+            ToolResult::InputPipeline(r) => r.to_xprof_json(),
+            ToolResult::FrameworkOpStats(r) => r.to_xprof_json(),
+            ToolResult::KernelStats(r) => r.to_xprof_json(),
+            ToolResult::MemoryProfile(hosts) => hosts.first().map_or(Value::Null, |h| h.profile.to_xprof_json()),
+            ToolResult::PodViewer(r) => r.to_xprof_json(),
+            ToolResult::TfData(r) => r.to_xprof_json(),
+        }
+    }
+}
+
+/// The hosts of one analysis with their groups, computed once.
+pub struct Analysis<'h> {
+    hosts: Vec<&'h Host>,
+    groups: Vec<HostGroups>,
+    options: ToolOptions,
+}
+
+impl<'h> Analysis<'h> {
+    /// Groups every host (in parallel with nothing else: grouping is per host).
+    pub fn new(hosts: Vec<&'h Host>, options: ToolOptions) -> Analysis<'h> {
+        let groups = hosts
+            .iter()
+            .map(|host| if options.xprof_compatible { group_host_as_xprof(host) } else { group_host(host) })
+            .collect();
+        Analysis { hosts, groups, options }
+    }
+
+    fn step_options(&self, drop_incomplete_steps: bool) -> StepOptions {
+        let breakdown = if self.options.xprof_compatible { Breakdown::Xprof } else { self.options.breakdown };
+        StepOptions { breakdown, drop_incomplete_steps }
+    }
+
+    fn combined_steps(&self, drop_incomplete_steps: bool) -> CombinedSteps {
+        let options = self.step_options(drop_incomplete_steps);
+        let per_host: Vec<_> =
+            self.hosts.iter().zip(&self.groups).map(|(host, groups)| host_steps(host, groups, options)).collect();
+        combine_hosts(&per_host)
+    }
+
+    fn step_source(&self) -> String {
+        let sources: Vec<&StepSource> = self.groups.iter().map(|g| &g.source).collect();
+        let breakdown = match self.step_options(false).breakdown {
+            Breakdown::Classic => "classic breakdown (host events included on GPU profiles)",
+            Breakdown::Xprof => "XProf breakdown (device events only on GPU profiles)",
+        };
+        let first = sources.first().map(|s| s.describe()).unwrap_or_else(|| "No hosts.".into());
+        format!("{first} Breakdown: {breakdown}.")
+    }
+
+    fn host_ops(&self) -> OpMetricsDb {
+        let dbs: Vec<OpMetricsDb> =
+            self.hosts.iter().zip(&self.groups).map(|(h, g)| op_metrics::host_op_metrics_db(h, g)).collect();
+        op_metrics::combine_dbs(&dbs, false)
+    }
+
+    fn input_pipeline(&self) -> input_pipeline::InputPipelineAnalysis {
+        input_pipeline::analyze(&self.combined_steps(true), &self.host_ops(), self.step_source())
+    }
+
+    /// Runs the tool named `name` (one of [`TOOL_NAMES`]); `None` for an unknown name.
+    pub fn run(&self, name: &str) -> Option<ToolResult> {
+        let pairs: Vec<(&Host, &HostGroups)> = self.hosts.iter().copied().zip(&self.groups).collect();
+        Some(match name {
+            "overview_page" => ToolResult::Overview(Box::new(self.overview())),
+            "input_pipeline_analyzer" => ToolResult::InputPipeline(Box::new(self.input_pipeline())),
+            "framework_op_stats" => ToolResult::FrameworkOpStats(Box::new(framework_op_stats::analyze(&pairs))),
+            "kernel_stats" => ToolResult::KernelStats(Box::new(kernel_stats::analyze(&self.hosts))),
+            "memory_profile" => ToolResult::MemoryProfile(
+                pairs
+                    .iter()
+                    .map(|(host, groups)| HostMemoryProfile {
+                        host: host.name.clone(),
+                        profile: memory_profile::analyze(host, groups),
+                    })
+                    .collect(),
+            ),
+            "pod_viewer" => ToolResult::PodViewer(Box::new(pod_viewer::analyze(&self.combined_steps(false)))),
+            "tf_data_bottleneck_analysis" => ToolResult::TfData(Box::new(tf_data::analyze(&self.hosts))),
+            _ => return None,
+        })
+    }
+
+    fn overview(&self) -> overview::Overview {
+        let options = self.step_options(true);
+        let per_host: Vec<_> =
+            self.hosts.iter().zip(&self.groups).map(|(host, groups)| host_steps(host, groups, options)).collect();
+        let precision = per_host.iter().fold((0, 0), |acc, h| (acc.0 + h.compute_16bit_ps, acc.1 + h.compute_32bit_ps));
+        let combined = combine_hosts(&per_host);
+        let host_ops = self.host_ops();
+        let steps = input_pipeline::analyze(&combined, &host_ops, self.step_source());
+        let device_dbs: Vec<OpMetricsDb> = self
+            .hosts
+            .iter()
+            .zip(&self.groups)
+            .map(|(h, g)| op_metrics::tf_metrics_db_from_device(&op_metrics::device_op_metrics_db(h, g), false))
+            .collect();
+        let device_tf_ops = op_metrics::combine_dbs(&device_dbs, false);
+        overview::analyze(steps, &host_ops, &device_tf_ops, precision, self.run_environment())
+    }
+
+    fn run_environment(&self) -> overview::RunEnvironment {
+        let gpu_planes: Vec<_> = self
+            .hosts
+            .iter()
+            .flat_map(|h| h.planes.iter())
+            .filter(|p| p.name.starts_with(names::GPU_PLANE_PREFIX))
+            .collect();
+        let device_type = match gpu_planes.first() {
+            None => "CPU".to_string(),
+            Some(plane) => {
+                let vendor = plane.plane_stat("device_vendor").and_then(|v| match v {
+                    mlprof_model::StatValue::Str(t) => Some(plane.metadata_stats.text(t).to_string()),
+                    _ => None,
+                });
+                format!("{} GPU", vendor.unwrap_or_else(|| "Nvidia".into()))
+            }
+        };
+        overview::RunEnvironment {
+            hosts: self.hosts.iter().map(|h| h.name.clone()).collect(),
+            device_type,
+            device_core_count: gpu_planes.len(),
+            is_training: self.hosts.iter().any(|h| has_gradient_program(h)),
+        }
+    }
+}
+
+/// Whether an HLO module recorded in the `/host:metadata` plane computes gradients:
+/// XProf's `ModelTracker` looks for JAX `transpose(…)` (of a `jvp`) or TF
+/// `gradient_tape` / `gradients` name scopes in the modules' op names. We look for
+/// the same markers in the serialized module (`Hlo Proto` stat) without decoding it.
+fn has_gradient_program(host: &Host) -> bool {
+    const MARKERS: [&[u8]; 3] = [b"transpose(jvp(", b"gradient_tape/", b"gradients/"];
+    let Some(plane) = host.plane(names::METADATA_PLANE) else { return false };
+    let Some(key) = plane.find_stat_key("Hlo Proto") else { return false };
+    plane.event_metadata.iter().any(|metadata| {
+        plane.metadata_stats_of(metadata).iter().filter(|stat| stat.key == key).any(|stat| match stat.value {
+            mlprof_model::StatValue::Bytes(bytes) | mlprof_model::StatValue::Str(bytes) => {
+                let data = plane.metadata_stats.bytes(bytes);
+                MARKERS.iter().any(|marker| data.windows(marker.len()).any(|window| window == *marker))
+            }
+            _ => false,
+        })
+    })
+}
