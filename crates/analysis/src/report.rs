@@ -77,10 +77,18 @@ impl Table {
     }
 
     /// The index of the column whose header equals `name` ignoring ASCII case, or
-    /// whose header with spaces and punctuation turned into `_` does.
+    /// whose header with spaces and punctuation turned into `_` does, or the only
+    /// column whose slug starts with `name`'s (`total_self_time` → `Total self-time (us)`).
     pub fn column_index(&self, name: &str) -> Option<usize> {
         let wanted = slug(name);
-        self.columns.iter().position(|column| column.eq_ignore_ascii_case(name) || slug(column) == wanted)
+        let exact = self.columns.iter().position(|column| column.eq_ignore_ascii_case(name) || slug(column) == wanted);
+        exact.or_else(|| {
+            let mut prefixed = self.columns.iter().enumerate().filter(|(_, c)| slug(c).starts_with(&wanted));
+            match (prefixed.next(), prefixed.next()) {
+                (Some((index, _)), None) if !wanted.is_empty() => Some(index),
+                _ => None,
+            }
+        })
     }
 
     /// Sorts rows by column `index` (numbers numerically, text lexically); stable.

@@ -1,10 +1,12 @@
-//! The `mlprof` command: `info` and `convert` over any profile path mlprof reads.
+//! The `mlprof` command: `info`, `analyze` and `convert` over any profile path mlprof reads.
 //!
 //! Exit codes: 0 ok, 1 the input was read but holds nothing usable, 2 bad input or
 //! usage. Every error is printed as one line on stderr.
 
+mod analyze;
 mod convert;
 mod info_view;
+mod report_view;
 mod select;
 
 use std::path::PathBuf;
@@ -37,6 +39,31 @@ enum Command {
         #[arg(long, value_enum, default_value_t = InfoFormat::Table)]
         format: InfoFormat,
     },
+    /// Run the TF-Profiler tools (overview_page, input_pipeline_analyzer, framework_op_stats,
+    /// kernel_stats, memory_profile, pod_viewer, tf_data_bottleneck_analysis) on a profile.
+    Analyze {
+        /// The input (any path `info` accepts).
+        path: PathBuf,
+        /// Tool name, or `all`.
+        #[arg(long, default_value = "overview_page")]
+        tool: String,
+        /// Host to analyse, or `all` (default: all hosts together, as XProf combines them).
+        #[arg(long)]
+        host: Option<String>,
+        /// Session (default: the newest).
+        #[arg(long)]
+        session: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = AnalyzeFormat::Table)]
+        format: AnalyzeFormat,
+        /// Step-time breakdown on GPU profiles: `classic` includes host time (Input,
+        /// Kernel launch, Host compute), `xprof` is current XProf's device-only view.
+        #[arg(long, value_enum, default_value_t = BreakdownArg::Classic)]
+        breakdown: BreakdownArg,
+        /// Sort the main table (table and csv formats): COLUMN, COLUMN:asc or COLUMN:desc.
+        #[arg(long)]
+        sort: Option<String>,
+    },
     /// Convert a profile to a Chrome trace or to an XSpace TensorBoard log directory.
     Convert {
         /// The input (any path `info` accepts).
@@ -61,6 +88,29 @@ enum InfoFormat {
     Table,
     /// The JSON document described in the README.
     Json,
+}
+
+/// How `analyze` prints.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum AnalyzeFormat {
+    /// Aligned tables and sentences for people.
+    Table,
+    /// mlprof's JSON schema (see the README).
+    Json,
+    /// The tool's main table as CSV.
+    Csv,
+    /// What XProf's tool endpoint answers (DataTable / proto JSON), computed exactly as
+    /// XProf does (no mlprof extensions).
+    XprofJson,
+}
+
+/// The GPU step-time breakdown.
+#[derive(Clone, Copy, ValueEnum)]
+enum BreakdownArg {
+    /// Host time included (the TF guide's breakdown).
+    Classic,
+    /// Device events only on GPU profiles (current XProf).
+    Xprof,
 }
 
 /// What `convert` writes.
@@ -117,6 +167,28 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 InfoFormat::Table => info_view::render_table(&inventory),
                 InfoFormat::Json => info_view::render_json(&inventory),
             };
+            print!("{text}");
+            Ok(())
+        }
+        Command::Analyze { path, tool, host, session, format, breakdown, sort } => {
+            let sessions = load(&path, verbose)?;
+            let started = Instant::now();
+            let breakdown = match breakdown {
+                BreakdownArg::Classic => mlprof_analysis::steps::Breakdown::Classic,
+                BreakdownArg::Xprof => mlprof_analysis::steps::Breakdown::Xprof,
+            };
+            let request = analyze::Request {
+                tool: &tool,
+                session: session.as_deref(),
+                host: host.as_deref(),
+                format,
+                breakdown,
+                sort: sort.as_deref(),
+            };
+            let text = analyze::analyze(&sessions, &request)?;
+            if verbose {
+                eprintln!("analysed in {:.3} s", started.elapsed().as_secs_f64());
+            }
             print!("{text}");
             Ok(())
         }

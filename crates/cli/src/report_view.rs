@@ -1,0 +1,138 @@
+//! Rendering an analysis [`Report`] for a terminal (aligned tables and wrapped
+//! sentences) or as CSV (the tool's main table, like the TF Profiler's "Export as CSV").
+
+use std::fmt::Write;
+
+use mlprof_analysis::report::{Report, Table};
+
+/// The report as text: each section's title, its sentences, and its table aligned
+/// (numbers right-aligned). Long tables are shown in full.
+pub fn render_text(report: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "== {} ==", report.tool);
+    for section in &report.sections {
+        let _ = writeln!(out, "\n## {}", section.title);
+        for note in &section.notes {
+            let _ = writeln!(out, "{note}");
+        }
+        if let Some(table) = &section.table {
+            if !section.notes.is_empty() {
+                out.push('\n');
+            }
+            render_table(table, &mut out);
+        }
+    }
+    out
+}
+
+fn render_table(table: &Table, out: &mut String) {
+    if table.rows.is_empty() {
+        let _ = writeln!(out, "(no rows)");
+        return;
+    }
+    let cells: Vec<Vec<String>> = table.rows.iter().map(|row| row.iter().map(|c| c.display()).collect()).collect();
+    let mut widths: Vec<usize> = table.columns.iter().map(|c| c.chars().count()).collect();
+    for row in &cells {
+        for (i, cell) in row.iter().enumerate() {
+            if let Some(width) = widths.get_mut(i) {
+                *width = (*width).max(cell.chars().count());
+            }
+        }
+    }
+    let numeric: Vec<bool> = (0..table.columns.len())
+        .map(|i| table.rows.iter().all(|row| row.get(i).is_some_and(|c| c.is_numeric())))
+        .collect();
+    let line = |out: &mut String, values: &[String]| {
+        let mut text = String::new();
+        for (i, value) in values.iter().enumerate() {
+            let width = widths.get(i).copied().unwrap_or(0);
+            if i > 0 {
+                text.push_str("  ");
+            }
+            if numeric.get(i).copied().unwrap_or(false) {
+                let _ = write!(text, "{value:>width$}");
+            } else {
+                let _ = write!(text, "{value:<width$}");
+            }
+        }
+        let _ = writeln!(out, "{}", text.trim_end());
+    };
+    line(out, &table.columns);
+    let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+    line(out, &rule);
+    for row in &cells {
+        line(out, row);
+    }
+}
+
+/// The report's main table as CSV (RFC 4180 quoting), or `None` when it has none.
+pub fn render_csv(report: &Report) -> Option<String> {
+    let table = report.sections.iter().find(|s| s.main).and_then(|s| s.table.as_ref())?;
+    let mut out = String::new();
+    write_csv_row(&mut out, table.columns.iter().map(String::as_str));
+    for row in &table.rows {
+        let values: Vec<String> = row.iter().map(|c| c.display()).collect();
+        write_csv_row(&mut out, values.iter().map(String::as_str));
+    }
+    Some(out)
+}
+
+fn write_csv_row<'a>(out: &mut String, values: impl Iterator<Item = &'a str>) {
+    let mut first = true;
+    for value in values {
+        if !first {
+            out.push(',');
+        }
+        first = false;
+        if value.contains([',', '"', '\n', '\r']) {
+            out.push('"');
+            out.push_str(&value.replace('"', "\"\""));
+            out.push('"');
+        } else {
+            out.push_str(value);
+        }
+    }
+    out.push('\n');
+}
+
+/// Sorts the main table of `report` by `spec` (`COLUMN`, `COLUMN:asc` or
+/// `COLUMN:desc`; default descending). Errors name the known columns.
+pub fn sort_main_table(report: &mut Report, spec: &str) -> Result<(), String> {
+    let (column, descending) = match spec.rsplit_once(':') {
+        Some((column, "asc")) => (column, false),
+        Some((column, "desc")) => (column, true),
+        _ => (spec, true),
+    };
+    let Some(table) = report.sections.iter_mut().find(|s| s.main).and_then(|s| s.table.as_mut()) else {
+        return Err(format!("{} has no table to sort", report.tool));
+    };
+    let Some(index) = table.column_index(column) else {
+        return Err(format!("no column {column:?}; columns: {}", table.columns.join(", ")));
+    };
+    table.sort_by_column(index, descending);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mlprof_analysis::report::{Cell, Section};
+
+    fn sample() -> Report {
+        let mut table = Table::new(["Op", "Time (us)"]);
+        table.push(vec![Cell::text("a,b"), Cell::num(1.5, 1)]);
+        table.push(vec![Cell::text("c"), Cell::num(20.0, 1)]);
+        Report { tool: "t".into(), sections: vec![Section::new("S").note("n").with_table(table).main()] }
+    }
+
+    #[test]
+    fn csv_quotes_and_sorting_by_slug() {
+        let mut report = sample();
+        sort_main_table(&mut report, "time_us").expect("column exists");
+        assert_eq!(render_csv(&report).expect("main table"), "Op,Time (us)\nc,20.0\n\"a,b\",1.5\n");
+        assert!(sort_main_table(&mut report, "nope").is_err());
+        let text = render_text(&report);
+        assert!(text.contains("Op    Time (us)"), "{text}");
+        assert!(text.contains("c          20.0"), "{text}");
+    }
+}
