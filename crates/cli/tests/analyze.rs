@@ -1,0 +1,110 @@
+//! `mlprof analyze` end to end on real profiles: every tool in every format, the
+//! table rendering against a snapshot, CSV sorting, and bad requests.
+//! Set `MLPROF_UPDATE_SNAPSHOTS=1` to rewrite the snapshot after a deliberate change.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(rel)
+}
+
+fn mlprof(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mlprof")).args(args).output().expect("mlprof runs")
+}
+
+fn ok_stdout(out: Output) -> String {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+const CASES: &[&str] = &["tf_keras2_input_bound", "tf_keras_pipelined", "tf_custom_loop", "jax_profile"];
+
+#[test]
+fn every_tool_runs_in_every_format_on_every_xspace_fixture() {
+    for case in CASES {
+        let dir = data(&format!("xspace/{case}/logdir"));
+        let dir = dir.to_str().expect("UTF-8 path");
+        let json: Value = serde_json::from_str(&ok_stdout(mlprof(&["analyze", dir, "--tool", "all", "--format", "json"])))
+            .expect("json output");
+        let tools = json["tools"].as_object().expect("tools object");
+        assert_eq!(tools.len(), 7, "{case}");
+        let xprof: Value =
+            serde_json::from_str(&ok_stdout(mlprof(&["analyze", dir, "--tool", "all", "--format", "xprof-json"])))
+                .expect("xprof-json output");
+        assert_eq!(xprof["overview_page"].as_array().map(Vec::len), Some(7), "{case}");
+        let table = ok_stdout(mlprof(&["analyze", dir, "--tool", "all"]));
+        for tool in tools.keys() {
+            assert!(table.contains(&format!("== {tool} ==")), "{case}: {tool} missing from the table output");
+        }
+    }
+}
+
+#[test]
+fn the_table_rendering_matches_its_snapshot() {
+    let dir = data("xspace/tf_keras2_input_bound/logdir");
+    let text = ok_stdout(mlprof(&["analyze", dir.to_str().expect("UTF-8"), "--tool", "all"]));
+    let snapshot = data("xspace/tf_keras2_input_bound/mlprof_analyze_all.txt");
+    if std::env::var_os("MLPROF_UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&snapshot, &text).expect("snapshot written");
+    }
+    let want = std::fs::read_to_string(&snapshot).expect("snapshot exists");
+    assert!(text == want, "table output differs from {}; rerun with MLPROF_UPDATE_SNAPSHOTS=1 if intended", snapshot.display());
+}
+
+#[test]
+fn csv_is_the_main_table_sorted_on_request() {
+    let dir = data("xspace/tf_keras2_input_bound/logdir");
+    let csv = ok_stdout(mlprof(&[
+        "analyze",
+        dir.to_str().expect("UTF-8"),
+        "--tool",
+        "framework_op_stats",
+        "--format",
+        "csv",
+        "--sort",
+        "occurrences:desc",
+    ]));
+    let mut lines = csv.lines();
+    assert!(lines.next().expect("header").starts_with("Rank,Host/device,Type,Operation,Occurrences"));
+    let counts: Vec<i64> =
+        lines.map(|l| l.split(',').nth(4).and_then(|v| v.parse().ok()).expect("occurrences")).collect();
+    assert_eq!(counts.len(), 272);
+    assert!(counts.windows(2).all(|w| w[0] >= w[1]), "sorted by occurrences, descending");
+}
+
+#[test]
+fn keras3_steps_are_found_and_the_output_says_how() {
+    let dir = data("xspace/tf_keras_pipelined/logdir");
+    let text = ok_stdout(mlprof(&["analyze", dir.to_str().expect("UTF-8"), "--tool", "input_pipeline_analyzer"]));
+    assert!(text.contains("8 steps from events named \"Profiled batch\" with step_num"), "{text}");
+    let xprof = ok_stdout(mlprof(&[
+        "analyze",
+        dir.to_str().expect("UTF-8"),
+        "--tool",
+        "input_pipeline_analyzer",
+        "--format",
+        "xprof-json",
+    ]));
+    assert!(xprof.contains("No step marker observed"), "xprof-json stays what XProf computes");
+}
+
+#[test]
+fn bad_requests_exit_2_with_one_line() {
+    let dir = data("xspace/jax_profile/logdir");
+    let dir = dir.to_str().expect("UTF-8");
+    for args in [
+        vec!["analyze", dir, "--tool", "nope"],
+        vec!["analyze", dir, "--host", "nohost"],
+        vec!["analyze", dir, "--tool", "all", "--format", "csv"],
+        vec!["analyze", dir, "--tool", "framework_op_stats", "--sort", "no_such_column"],
+        vec!["analyze", "/no/such/path"],
+    ] {
+        let out = mlprof(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    }
+}
