@@ -196,6 +196,10 @@ const GRAPH_TYPE: usize = 10;
 const STEP_NUM: usize = 11;
 const IS_FUNC: usize = 12;
 
+/// Producer/consumer context groups: (context type, context id, pid) → (producer
+/// nodes, consumer nodes).
+type ContextGroups = HashMap<(i64, i64, Option<i64>), (Vec<u32>, Vec<u32>)>;
+
 /// Where a node's event lives.
 #[derive(Clone, Copy, Debug)]
 struct NodeRef {
@@ -308,7 +312,7 @@ impl<'h> Forest<'h> {
             children: Csr::default(),
             parents: Csr::default(),
         };
-        let mut context_groups: HashMap<(i64, i64, Option<i64>), (Vec<u32>, Vec<u32>)> = HashMap::new();
+        let mut context_groups: ContextGroups = HashMap::new();
         for (plane_index, plane) in host.planes.iter().enumerate() {
             let is_host_plane = plane.name == names::HOST_PLANE;
             let metadata_kinds: Vec<Kind> = plane.event_metadata.iter().map(|m| kind_of_name(&m.name)).collect();
@@ -369,12 +373,7 @@ impl<'h> Forest<'h> {
         forest
     }
 
-    fn add_context(
-        &self,
-        node: u32,
-        plane_pid: Option<i64>,
-        groups: &mut HashMap<(i64, i64, Option<i64>), (Vec<u32>, Vec<u32>)>,
-    ) {
+    fn add_context(&self, node: u32, plane_pid: Option<i64>, groups: &mut ContextGroups) {
         let producer = self.int_stat(node, PRODUCER_TYPE).zip(self.int_stat(node, PRODUCER_ID));
         let consumer = self.int_stat(node, CONSUMER_TYPE).zip(self.int_stat(node, CONSUMER_ID));
         if producer.is_none() && consumer.is_none() {

@@ -27,8 +27,9 @@ fn every_tool_runs_in_every_format_on_every_xspace_fixture() {
     for case in CASES {
         let dir = data(&format!("xspace/{case}/logdir"));
         let dir = dir.to_str().expect("UTF-8 path");
-        let json: Value = serde_json::from_str(&ok_stdout(mlprof(&["analyze", dir, "--tool", "all", "--format", "json"])))
-            .expect("json output");
+        let json: Value =
+            serde_json::from_str(&ok_stdout(mlprof(&["analyze", dir, "--tool", "all", "--format", "json"])))
+                .expect("json output");
         let tools = json["tools"].as_object().expect("tools object");
         assert_eq!(tools.len(), 7, "{case}");
         let xprof: Value =
@@ -51,7 +52,11 @@ fn the_table_rendering_matches_its_snapshot() {
         std::fs::write(&snapshot, &text).expect("snapshot written");
     }
     let want = std::fs::read_to_string(&snapshot).expect("snapshot exists");
-    assert!(text == want, "table output differs from {}; rerun with MLPROF_UPDATE_SNAPSHOTS=1 if intended", snapshot.display());
+    assert!(
+        text == want,
+        "table output differs from {}; rerun with MLPROF_UPDATE_SNAPSHOTS=1 if intended",
+        snapshot.display()
+    );
 }
 
 #[test]

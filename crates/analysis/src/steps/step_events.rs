@@ -149,10 +149,8 @@ pub fn host_step_events(
                 let kind = classify_cpu_event(name, device_steps.is_some(), has_correlation, is_root_stage);
                 details.events.push(TypedSpan { kind, begin_ps: begin, end_ps: end });
             }
-            if step_name {
-                if let Some(group_name) = groups.name_of(group) {
-                    details.step_name = group_name.to_string();
-                }
+            if step_name && let Some(group_name) = groups.name_of(group) {
+                details.step_name = group_name.to_string();
             }
         }
     }
