@@ -280,3 +280,48 @@ fn align(steps: &[StepInfo], chief: &[StepInfo]) -> (usize, usize, usize) {
     let count = (steps.len() - own).min(chief.len() - chief_begin);
     (own, chief_begin, count)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn steps(host: &str, spans: &[(i64, i64)]) -> HostSteps {
+        let steps = spans
+            .iter()
+            .enumerate()
+            .map(|(i, &(begin_ps, duration_ps))| StepInfo {
+                step_num: i as i64,
+                step_name: format!("train {i}"),
+                begin_ps,
+                duration_ps,
+                type_ps: [0; EVENT_TYPE_COUNT],
+            })
+            .collect();
+        HostSteps { host: host.into(), steps, ..HostSteps::default() }
+    }
+
+    #[test]
+    fn hosts_are_aligned_on_the_chief_and_only_common_steps_kept() {
+        // Host b started one step earlier (its step 1 overlaps a's step 0) and a is
+        // the chief (shorter total span).
+        let a = steps("a", &[(100, 100), (200, 100), (300, 100)]);
+        let b = steps("b", &[(0, 100), (105, 100), (205, 100), (305, 100)]);
+        let combined = combine_hosts(&[a, b]);
+        assert_eq!(combined.steps.len(), 3);
+        for (i, per_host) in combined.steps.iter().enumerate() {
+            let names: Vec<(usize, &str)> = per_host.iter().map(|(h, s)| (*h, s.step_name.as_str())).collect();
+            assert_eq!(names, vec![(0, format!("train {i}").as_str()), (1, format!("train {}", i + 1).as_str())]);
+        }
+        assert!(!combined.empty_intersection);
+    }
+
+    #[test]
+    fn cpu_only_coordinators_are_left_out_when_a_host_has_a_device() {
+        let mut gpu = steps("gpu", &[(0, 10), (10, 10)]);
+        gpu.has_device = true;
+        let coordinator = steps("coordinator", &[(500, 5)]);
+        let combined = combine_hosts(&[coordinator, gpu]);
+        assert_eq!(combined.steps.len(), 2);
+        assert!(combined.steps.iter().all(|per_host| per_host.len() == 1 && per_host[0].0 == 1));
+    }
+}
