@@ -4,8 +4,13 @@ cached op stats). Prints seconds; peak RSS comes from /usr/bin/time around this 
 
     python scripts/xprof_tools_time.py FILE.xplane.pb
 """
+import os
 import sys
 import time
+
+# XProf logs every step to stderr; keep the benchmark output readable.
+_devnull = os.open(os.devnull, os.O_WRONLY)
+os.dup2(_devnull, 2)
 
 from xprof.convert import raw_to_tool_data as r2t
 
