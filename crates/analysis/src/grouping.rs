@@ -18,7 +18,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use mlprof_model::{Host, names};
+use mlprof_model::{Host, StatValue, names};
 use serde::Serialize;
 
 use crate::tf_op::{OpCategory, parse_tf_op};
@@ -200,6 +200,24 @@ const IS_FUNC: usize = 12;
 /// nodes, consumer nodes).
 type ContextGroups = HashMap<(i64, i64, Option<i64>), (Vec<u32>, Vec<u32>)>;
 
+/// Files `node` under its producer and consumer context groups (stats `_pt/_p`,
+/// `_ct/_c`; pid from `_pid` or the plane's `process_id`).
+fn add_context(node: u32, row: &[Option<StatValue>; 13], plane_pid: Option<i64>, groups: &mut ContextGroups) {
+    let int = |slot: usize| row[slot].and_then(xstats::as_int);
+    let producer = int(PRODUCER_TYPE).zip(int(PRODUCER_ID));
+    let consumer = int(CONSUMER_TYPE).zip(int(CONSUMER_ID));
+    if producer.is_none() && consumer.is_none() {
+        return;
+    }
+    let pid = int(CONSUMER_PID).or(plane_pid).map(|pid| pid as i32 as i64);
+    if let Some((kind, id)) = producer {
+        groups.entry((kind as i32 as i64, id, pid)).or_default().0.push(node);
+    }
+    if let Some((kind, id)) = consumer {
+        groups.entry((kind as i32 as i64, id, pid)).or_default().1.push(node);
+    }
+}
+
 /// Where a node's event lives.
 #[derive(Clone, Copy, Debug)]
 struct NodeRef {
@@ -212,6 +230,9 @@ struct NodeRef {
 struct Forest<'h> {
     host: &'h Host,
     keys: Vec<StatKeys<13>>,
+    /// Per plane, per stat key: 1 + the index in [`STATS`] (0 when not one of them),
+    /// so one pass over an event's stats reads all of them.
+    slots: Vec<Vec<u8>>,
     nodes: Vec<NodeRef>,
     kinds: Vec<Kind>,
     start_ps: Vec<i64>,
@@ -300,9 +321,24 @@ impl<'h> Forest<'h> {
     /// Builds nodes, intra-thread nesting, inter-thread and context-group edges.
     fn build(host: &'h Host) -> Forest<'h> {
         let keys: Vec<StatKeys<13>> = host.planes.iter().map(|plane| StatKeys::new(plane, STATS)).collect();
+        let slots = host
+            .planes
+            .iter()
+            .zip(&keys)
+            .map(|(plane, keys)| {
+                let mut slots = vec![0u8; plane.stat_metadata.len()];
+                for i in 0..STATS.len() {
+                    if let Some(slot) = keys.key(i).and_then(|key| slots.get_mut(key as usize)) {
+                        *slot = i as u8 + 1;
+                    }
+                }
+                slots
+            })
+            .collect();
         let mut forest = Forest {
             host,
             keys,
+            slots,
             nodes: Vec::new(),
             kinds: Vec::new(),
             start_ps: Vec::new(),
@@ -329,18 +365,20 @@ impl<'h> Forest<'h> {
                         event: event.index() as u32,
                     });
                     forest.start_ps.push(event.start_ps());
+                    let row = forest.stat_row(plane_index, &event);
+                    let int = |slot: usize| row[slot].and_then(xstats::as_int);
                     let mut kind = metadata_kinds.get(event.metadata_index() as usize).copied().unwrap_or(Kind::Other);
-                    if kind == Kind::Other && forest.int_stat(node, CORRELATION_ID).is_some() {
+                    if kind == Kind::Other && int(CORRELATION_ID).is_some() {
                         kind = if is_host_plane { Kind::KernelLaunch } else { Kind::KernelExecute };
                     }
                     forest.kinds.push(kind);
-                    let mut level = forest.int_stat(node, IS_ROOT).unwrap_or(0);
-                    if level == 0 && kind == Kind::TraceContext && forest.stat(node, IS_ROOT).is_none() {
+                    let mut level = int(IS_ROOT).unwrap_or(0);
+                    if level == 0 && kind == Kind::TraceContext && row[IS_ROOT].is_none() {
                         level = 1;
                     }
                     forest.root_level.push(level);
-                    forest.add_context(node, plane_pid, &mut context_groups);
-                    let is_async = forest.int_stat(node, IS_ASYNC).is_some_and(|v| v != 0);
+                    add_context(node, &row, plane_pid, &mut context_groups);
+                    let is_async = int(IS_ASYNC).is_some_and(|v| v != 0);
                     if !is_async {
                         let (start, end) = (event.start_ps(), event.end_ps());
                         while let Some(&parent) = open.last() {
@@ -373,19 +411,25 @@ impl<'h> Forest<'h> {
         forest
     }
 
-    fn add_context(&self, node: u32, plane_pid: Option<i64>, groups: &mut ContextGroups) {
-        let producer = self.int_stat(node, PRODUCER_TYPE).zip(self.int_stat(node, PRODUCER_ID));
-        let consumer = self.int_stat(node, CONSUMER_TYPE).zip(self.int_stat(node, CONSUMER_ID));
-        if producer.is_none() && consumer.is_none() {
-            return;
-        }
-        let pid = self.int_stat(node, CONSUMER_PID).or(plane_pid).map(|pid| pid as i32 as i64);
-        if let Some((kind, id)) = producer {
-            groups.entry((kind as i32 as i64, id, pid)).or_default().0.push(node);
-        }
-        if let Some((kind, id)) = consumer {
-            groups.entry((kind as i32 as i64, id, pid)).or_default().1.push(node);
-        }
+    /// All of [`STATS`] for one event in one pass: event stats first, then its
+    /// metadata's stats for those still missing.
+    fn stat_row(&self, plane_index: usize, event: &mlprof_model::Event<'_>) -> [Option<StatValue>; 13] {
+        let mut row = [None; 13];
+        let slots = &self.slots[plane_index];
+        let plane = &self.host.planes[plane_index];
+        let mut fill = |stats: &[mlprof_model::Stat]| {
+            for stat in stats {
+                if let Some(&slot) = slots.get(stat.key as usize)
+                    && slot > 0
+                    && row[slot as usize - 1].is_none()
+                {
+                    row[slot as usize - 1] = Some(stat.value);
+                }
+            }
+        };
+        fill(event.stats());
+        fill(xstats::metadata_stats(plane, event));
+        row
     }
 
     fn connect_inter_thread(&mut self) {
