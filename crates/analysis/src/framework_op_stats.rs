@@ -19,6 +19,7 @@ use crate::grouping::HostGroups;
 use crate::kernel_stats;
 use crate::op_metrics::{self, OpMetrics, OpMetricsDb};
 use crate::report::{Cell, Report, Section, Table};
+use crate::tf_op::{is_jax_op_name_and_type, is_tf_op_name, is_tf_op_type};
 
 /// The most rows XProf shows per side (device, host).
 pub const MAX_ROWS_PER_SIDE: usize = 500;
@@ -284,37 +285,6 @@ impl ModelTracker {
     }
 }
 
-/// `[A-Za-z0-9.][A-Za-z0-9_./>-]*` (XProf's `IsTfOpName`).
-fn is_tf_op_name(s: &str) -> bool {
-    let mut bytes = s.bytes();
-    bytes.next().is_some_and(|b| b.is_ascii_alphanumeric() || b == b'.')
-        && bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'/' | b'>' | b'-'))
-}
-
-/// `[A-Z_][a-zA-Z0-9_]*` (XProf's `IsTfOpType`).
-fn is_tf_op_type(s: &str) -> bool {
-    let mut bytes = s.bytes();
-    bytes.next().is_some_and(|b| b.is_ascii_uppercase() || b == b'_')
-        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
-}
-
-/// `[a-z_][a-z0-9_]*(\[.*\])?` (XProf's `IsJaxOpType`; no line break in the brackets).
-fn is_jax_op_type(s: &str) -> bool {
-    let bytes = s.as_bytes();
-    if !bytes.first().is_some_and(|&b| b.is_ascii_lowercase() || b == b'_') {
-        return false;
-    }
-    let ident = bytes.iter().take_while(|&&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_').count();
-    let rest = &bytes[ident..];
-    rest.is_empty() || (rest.len() >= 2 && rest[0] == b'[' && rest[rest.len() - 1] == b']' && !rest.contains(&b'\n'))
-}
-
-/// A JAX type that the last scope of a non-empty name contains (XProf's
-/// `IsJaxOpNameAndType`).
-fn is_jax_op_name_and_type(name: &str, op_type: &str) -> bool {
-    !name.is_empty() && is_jax_op_type(op_type) && name.rsplit('/').next().unwrap_or(name).contains(op_type)
-}
-
 impl FrameworkOpStats {
     /// The table [`FrameworkOpStats::report`] shows: with or without `IDLE` rows.
     pub fn shown(&self) -> &OpStatsTable {
@@ -523,7 +493,7 @@ mod tests {
         let mut tracker = ModelTracker::default();
         tracker.process_op("model/gradients_2/MatMul", "MatMul");
         assert!(tracker.is_training());
-        assert!(is_jax_op_type("transpose[permutation=(0, 1)]"));
-        assert!(!is_jax_op_type("Transpose"));
+        assert!(crate::tf_op::is_jax_op_type("transpose[permutation=(0, 1)]"));
+        assert!(!crate::tf_op::is_jax_op_type("Transpose"));
     }
 }

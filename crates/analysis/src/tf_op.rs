@@ -82,32 +82,35 @@ pub fn starts_with_ignore_case(text: &str, prefix: &str) -> bool {
     text.len() >= prefix.len() && text.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
 }
 
-/// `[A-Za-z0-9.][A-Za-z0-9_./>-]*`
-fn is_tf_op_name(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    let Some((&first, rest)) = bytes.split_first() else { return false };
-    (first.is_ascii_alphanumeric() || first == b'.')
-        && rest.iter().all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'/' | b'>' | b'-'))
+/// `[A-Za-z0-9.][A-Za-z0-9_./>-]*` (XProf's `IsTfOpName`).
+pub(crate) fn is_tf_op_name(s: &str) -> bool {
+    let mut bytes = s.bytes();
+    bytes.next().is_some_and(|b| b.is_ascii_alphanumeric() || b == b'.')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'/' | b'>' | b'-'))
 }
 
-/// `[A-Z_][a-zA-Z0-9_]*`
-fn is_tf_op_type(op_type: &str) -> bool {
-    let bytes = op_type.as_bytes();
-    let Some((&first, rest)) = bytes.split_first() else { return false };
-    (first.is_ascii_uppercase() || first == b'_') && rest.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+/// `[A-Z_][a-zA-Z0-9_]*` (XProf's `IsTfOpType`).
+pub(crate) fn is_tf_op_type(s: &str) -> bool {
+    let mut bytes = s.bytes();
+    bytes.next().is_some_and(|b| b.is_ascii_uppercase() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
-/// `[a-z_][a-z0-9_]*(\[.*\])?`
-fn is_jax_op_type(op_type: &str) -> bool {
-    let (head, bracket) = match op_type.find('[') {
-        Some(at) => (&op_type[..at], Some(&op_type[at..])),
-        None => (op_type, None),
-    };
-    let bytes = head.as_bytes();
-    let Some((&first, rest)) = bytes.split_first() else { return false };
-    let head_ok = (first.is_ascii_lowercase() || first == b'_')
-        && rest.iter().all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
-    head_ok && bracket.is_none_or(|tail| tail.ends_with(']'))
+/// `[a-z_][a-z0-9_]*(\[.*\])?` (XProf's `IsJaxOpType`; no line break in the brackets).
+pub(crate) fn is_jax_op_type(s: &str) -> bool {
+    let bytes = s.as_bytes();
+    if !bytes.first().is_some_and(|&b| b.is_ascii_lowercase() || b == b'_') {
+        return false;
+    }
+    let ident = bytes.iter().take_while(|&&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_').count();
+    let rest = &bytes[ident..];
+    rest.is_empty() || (rest.len() >= 2 && rest[0] == b'[' && rest[rest.len() - 1] == b']' && !rest.contains(&b'\n'))
+}
+
+/// A JAX type that the last scope of a non-empty name contains (XProf's
+/// `IsJaxOpNameAndType`).
+pub(crate) fn is_jax_op_name_and_type(name: &str, op_type: &str) -> bool {
+    !name.is_empty() && is_jax_op_type(op_type) && name.rsplit('/').next().unwrap_or(name).contains(op_type)
 }
 
 /// The op type of an op name without one: its last name-scope component minus a
