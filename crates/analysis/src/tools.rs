@@ -6,6 +6,8 @@
 //! `step_num` step fallback, the classic GPU breakdown) so results can be compared
 //! with XProf's output.
 
+use std::cell::OnceCell;
+
 use mlprof_model::{Host, names};
 use serde::Serialize;
 use serde_json::Value;
@@ -13,8 +15,8 @@ use serde_json::Value;
 use crate::grouping::{HostGroups, StepSource, group_host, group_host_as_xprof};
 use crate::op_metrics::{self, OpMetricsDb};
 use crate::report::Report;
-use crate::steps::{Breakdown, CombinedSteps, StepOptions, combine_hosts, host_steps};
-use crate::{framework_op_stats, input_pipeline, kernel_stats, memory_profile, overview, pod_viewer, tf_data};
+use crate::steps::{Breakdown, CombinedSteps, HostSteps, StepOptions, combine_hosts, host_steps};
+use crate::{framework_op_stats, input_pipeline, kernel_stats, memory_profile, overview, pod_viewer, tf_data, xstats};
 
 /// The tools, by their XProf names.
 pub const TOOL_NAMES: [&str; 7] = [
@@ -105,11 +107,14 @@ impl ToolResult {
     }
 }
 
-/// The hosts of one analysis with their groups, computed once.
+/// The hosts of one analysis with their groups, computed once, and the step
+/// databases and host op metrics the tools share, computed on first use.
 pub struct Analysis<'h> {
     hosts: Vec<&'h Host>,
     groups: Vec<HostGroups>,
     options: ToolOptions,
+    host_steps: OnceCell<Vec<HostSteps>>,
+    host_ops: OnceCell<OpMetricsDb>,
 }
 
 impl<'h> Analysis<'h> {
@@ -119,24 +124,35 @@ impl<'h> Analysis<'h> {
             .iter()
             .map(|host| if options.xprof_compatible { group_host_as_xprof(host) } else { group_host(host) })
             .collect();
-        Analysis { hosts, groups, options }
+        Analysis { hosts, groups, options, host_steps: OnceCell::new(), host_ops: OnceCell::new() }
     }
 
-    fn step_options(&self, drop_incomplete_steps: bool) -> StepOptions {
-        let breakdown = if self.options.xprof_compatible { Breakdown::Xprof } else { self.options.breakdown };
-        StepOptions { breakdown, drop_incomplete_steps }
+    fn breakdown(&self) -> Breakdown {
+        if self.options.xprof_compatible { Breakdown::Xprof } else { self.options.breakdown }
     }
 
+    /// Every host's steps, with none dropped.
+    fn host_steps(&self) -> &[HostSteps] {
+        self.host_steps.get_or_init(|| {
+            let options = StepOptions { breakdown: self.breakdown(), drop_incomplete_steps: false };
+            self.hosts.iter().zip(&self.groups).map(|(host, groups)| host_steps(host, groups, options)).collect()
+        })
+    }
+
+    /// The hosts' steps aligned across hosts; `drop_incomplete_steps` as XProf's
+    /// overview and input-pipeline pages do, not its pod viewer.
     fn combined_steps(&self, drop_incomplete_steps: bool) -> CombinedSteps {
-        let options = self.step_options(drop_incomplete_steps);
-        let per_host: Vec<_> =
-            self.hosts.iter().zip(&self.groups).map(|(host, groups)| host_steps(host, groups, options)).collect();
+        if !drop_incomplete_steps {
+            return combine_hosts(self.host_steps());
+        }
+        let mut per_host = self.host_steps().to_vec();
+        per_host.iter_mut().for_each(HostSteps::drop_incomplete_steps);
         combine_hosts(&per_host)
     }
 
     fn step_source(&self) -> String {
         let sources: Vec<&StepSource> = self.groups.iter().map(|g| &g.source).collect();
-        let breakdown = match self.step_options(false).breakdown {
+        let breakdown = match self.breakdown() {
             Breakdown::Classic => "classic breakdown (host events included on GPU profiles)",
             Breakdown::Xprof => "XProf breakdown (device events only on GPU profiles)",
         };
@@ -144,14 +160,17 @@ impl<'h> Analysis<'h> {
         format!("{first} Breakdown: {breakdown}.")
     }
 
-    fn host_ops(&self) -> OpMetricsDb {
-        let dbs: Vec<OpMetricsDb> =
-            self.hosts.iter().zip(&self.groups).map(|(h, g)| op_metrics::host_op_metrics_db(h, g)).collect();
-        op_metrics::combine_dbs(&dbs, false)
+    /// The host op metrics of all hosts, combined.
+    fn host_ops(&self) -> &OpMetricsDb {
+        self.host_ops.get_or_init(|| {
+            let dbs: Vec<OpMetricsDb> =
+                self.hosts.iter().zip(&self.groups).map(|(h, g)| op_metrics::host_op_metrics_db(h, g)).collect();
+            op_metrics::combine_dbs(&dbs, false)
+        })
     }
 
     fn input_pipeline(&self) -> input_pipeline::InputPipelineAnalysis {
-        input_pipeline::analyze(&self.combined_steps(true), &self.host_ops(), self.step_source())
+        input_pipeline::analyze(&self.combined_steps(true), self.host_ops(), self.step_source())
     }
 
     /// Runs the tool named `name` (one of [`TOOL_NAMES`]); `None` for an unknown name.
@@ -178,13 +197,10 @@ impl<'h> Analysis<'h> {
     }
 
     fn overview(&self) -> overview::Overview {
-        let options = self.step_options(true);
-        let per_host: Vec<_> =
-            self.hosts.iter().zip(&self.groups).map(|(host, groups)| host_steps(host, groups, options)).collect();
-        let precision = per_host.iter().fold((0, 0), |acc, h| (acc.0 + h.compute_16bit_ps, acc.1 + h.compute_32bit_ps));
-        let combined = combine_hosts(&per_host);
+        let precision =
+            self.host_steps().iter().fold((0, 0), |acc, h| (acc.0 + h.compute_16bit_ps, acc.1 + h.compute_32bit_ps));
         let host_ops = self.host_ops();
-        let steps = input_pipeline::analyze(&combined, &host_ops, self.step_source());
+        let steps = self.input_pipeline();
         let device_dbs: Vec<OpMetricsDb> = self
             .hosts
             .iter()
@@ -192,7 +208,7 @@ impl<'h> Analysis<'h> {
             .map(|(h, g)| op_metrics::tf_metrics_db_from_device(&op_metrics::device_op_metrics_db(h, g), false))
             .collect();
         let device_tf_ops = op_metrics::combine_dbs(&device_dbs, false);
-        overview::analyze(steps, &host_ops, &device_tf_ops, precision, self.run_environment())
+        overview::analyze(steps, host_ops, &device_tf_ops, precision, self.run_environment())
     }
 
     fn run_environment(&self) -> overview::RunEnvironment {
@@ -205,11 +221,11 @@ impl<'h> Analysis<'h> {
         let device_type = match gpu_planes.first() {
             None => "CPU".to_string(),
             Some(plane) => {
-                let vendor = plane.plane_stat("device_vendor").and_then(|v| match v {
-                    mlprof_model::StatValue::Str(t) => Some(plane.metadata_stats.text(t).to_string()),
-                    _ => None,
-                });
-                format!("{} GPU", vendor.unwrap_or_else(|| "Nvidia".into()))
+                let vendor = plane
+                    .plane_stat("device_vendor")
+                    .and_then(|value| xstats::as_str(plane, &plane.metadata_stats, value))
+                    .unwrap_or("Nvidia");
+                format!("{vendor} GPU")
             }
         };
         overview::RunEnvironment {

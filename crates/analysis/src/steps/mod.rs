@@ -129,11 +129,21 @@ pub fn host_steps(host: &Host, groups: &HostGroups, options: StepOptions) -> Hos
             total.bytes += step.bytes;
         }
     }
-    if options.drop_incomplete_steps && result.steps.len() > 5 {
-        result.steps.pop();
-        result.steps.remove(0);
+    if options.drop_incomplete_steps {
+        result.drop_incomplete_steps();
     }
     result
+}
+
+impl HostSteps {
+    /// Drops the first and last step when there are more than 5 (XProf's
+    /// `maybe_drop_incomplete_steps`).
+    pub fn drop_incomplete_steps(&mut self) {
+        if self.steps.len() > 5 {
+            self.steps.pop();
+            self.steps.remove(0);
+        }
+    }
 }
 
 fn step_info(
