@@ -5,6 +5,7 @@
 
 pub mod datatable;
 pub mod framework_op_stats;
+pub mod gpu;
 pub mod grouping;
 pub mod input_pipeline;
 pub mod inventory;

@@ -5,7 +5,7 @@ use mlprof_analysis::tools::{Analysis, TOOL_NAMES, ToolOptions};
 use mlprof_model::Session;
 use serde_json::{Map, Value, json};
 
-use crate::{AnalyzeFormat, Failure, report_view, select};
+use crate::{AnalyzeFormat, Failure, gpu, report_view, select};
 
 /// What `analyze` was asked for.
 pub struct Request<'a> {
@@ -21,6 +21,10 @@ pub struct Request<'a> {
     pub breakdown: Breakdown,
     /// Sort spec for the main table.
     pub sort: Option<&'a str>,
+    /// `--tool gpu`: the analyses to run (comma-separated; all when `None`).
+    pub analyses: Option<&'a str>,
+    /// `--format hta-csv`: the output directory.
+    pub output: Option<&'a std::path::Path>,
 }
 
 /// Runs the request and returns the text to print.
@@ -28,12 +32,22 @@ pub fn analyze(sessions: &[Session], request: &Request<'_>) -> Result<String, Fa
     let session = select::session(sessions, request.session)?;
     let host = request.host.filter(|h| *h != "all");
     let hosts = select::hosts(session, host)?;
+    if request.tool == "gpu" {
+        return gpu::run(&hosts, request.analyses, request.format, request.output, request.sort);
+    }
+    if matches!(request.format, AnalyzeFormat::HtaCsv) {
+        return Err(Failure::input("--format hta-csv is for --tool gpu"));
+    }
     let tools: Vec<&str> = if request.tool == "all" {
         TOOL_NAMES.to_vec()
     } else if TOOL_NAMES.contains(&request.tool) {
         vec![request.tool]
     } else {
-        return Err(Failure::input(format!("unknown tool {:?}; tools: all, {}", request.tool, TOOL_NAMES.join(", "))));
+        return Err(Failure::input(format!(
+            "unknown tool {:?}; tools: all, gpu, {}",
+            request.tool,
+            TOOL_NAMES.join(", ")
+        )));
     };
     let xprof_compatible = matches!(request.format, AnalyzeFormat::XprofJson);
     let options = ToolOptions { breakdown: request.breakdown, xprof_compatible };
@@ -44,7 +58,7 @@ pub fn analyze(sessions: &[Session], request: &Request<'_>) -> Result<String, Fa
     for tool in &tools {
         let result = analysis.run(tool).ok_or_else(|| Failure::input(format!("unknown tool {tool:?}")))?;
         match request.format {
-            AnalyzeFormat::Table | AnalyzeFormat::Csv => {
+            AnalyzeFormat::Table | AnalyzeFormat::Csv | AnalyzeFormat::HtaCsv => {
                 let mut report = result.report();
                 if let Some(spec) = request.sort {
                     report_view::sort_main_table(&mut report, spec).map_err(Failure::input)?;
@@ -90,6 +104,6 @@ pub fn analyze(sessions: &[Session], request: &Request<'_>) -> Result<String, Fa
             };
             Ok(format!("{}\n", serde_json::to_string(&value).map_err(|e| Failure::input(e.to_string()))?))
         }
-        _ => Ok(text),
+        AnalyzeFormat::Table | AnalyzeFormat::Csv | AnalyzeFormat::HtaCsv => Ok(text),
     }
 }

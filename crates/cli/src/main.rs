@@ -5,6 +5,7 @@
 
 mod analyze;
 mod convert;
+mod gpu;
 mod info_view;
 mod report_view;
 mod select;
@@ -63,6 +64,12 @@ enum Command {
         /// Sort the main table (table and csv formats): COLUMN, COLUMN:asc or COLUMN:desc.
         #[arg(long)]
         sort: Option<String>,
+        /// With `--tool gpu`: the analyses to run, comma-separated (default: all).
+        #[arg(long)]
+        analyses: Option<String>,
+        /// Directory for `--format hta-csv` (one CSV per analysis).
+        #[arg(long)]
+        output: Option<PathBuf>,
     },
     /// Convert a profile to a Chrome trace or to an XSpace TensorBoard log directory.
     Convert {
@@ -102,6 +109,8 @@ pub enum AnalyzeFormat {
     /// What XProf's tool endpoint answers (DataTable / proto JSON), computed exactly as
     /// XProf does (no mlprof extensions).
     XprofJson,
+    /// `--tool gpu` only: one CSV per analysis with HTA's column names, into `--output DIR`.
+    HtaCsv,
 }
 
 /// The GPU step-time breakdown.
@@ -170,7 +179,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             print!("{text}");
             Ok(())
         }
-        Command::Analyze { path, tool, host, session, format, breakdown, sort } => {
+        Command::Analyze { path, tool, host, session, format, breakdown, sort, analyses, output } => {
             let sessions = load(&path, verbose)?;
             let started = Instant::now();
             let breakdown = match breakdown {
@@ -184,6 +193,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 format,
                 breakdown,
                 sort: sort.as_deref(),
+                analyses: analyses.as_deref(),
+                output: output.as_deref(),
             };
             let text = analyze::analyze(&sessions, &request)?;
             if verbose {

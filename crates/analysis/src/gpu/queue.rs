@@ -1,0 +1,92 @@
+//! HTA's queue length (`get_queue_length_summary`,
+//! `get_time_spent_blocked_on_full_queue`): the number of ops enqueued on a stream
+//! and not yet started. It goes up by one at each launch call (a kernel, memcpy or
+//! memset launch that has a GPU op) and down by one when a GPU op starts.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use super::describe::{Describe, describe};
+use super::{Context, us};
+
+/// Runtime calls that enqueue work (HTA's `get_runtime_launch_events_query`).
+const ENQUEUE_NAMES: [&str; 11] = [
+    "cudaMemsetAsync",
+    "cudaMemcpyAsync",
+    "cudaLaunchKernel",
+    "cudaLaunchKernelExC",
+    "cuLaunchKernel",
+    "runFunction - job_prep_and_submit_for_execution",
+    "hipLaunchKernel",
+    "hipExtModuleLaunchKernel",
+    "hipMemsetAsync",
+    "hipMemcpyAsync",
+    "hipMemcpyWithStream",
+];
+
+/// CUDA's launch queue depth per stream (HTA's `CUDA_MAX_LAUNCH_QUEUE_PER_STREAM`).
+pub const MAX_QUEUE_LENGTH: i64 = 1024;
+
+/// One stream's queue length.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StreamQueue {
+    /// The rank.
+    pub rank: i64,
+    /// The CUDA stream.
+    pub stream: i64,
+    /// Statistics over the queue length after each change (HTA's summary).
+    pub queue_length: Describe,
+    /// Time the queue was at [`MAX_QUEUE_LENGTH`] or more, µs (launches block then).
+    pub duration_at_max_queue_length_us: f64,
+    /// That time over the rank's trace duration (0–1).
+    pub relative_duration_at_max_queue_length: f64,
+}
+
+/// Every rank's queues, by rank and stream.
+pub fn queue_length(context: &Context) -> Vec<StreamQueue> {
+    let enqueue_ids: Vec<u32> = ENQUEUE_NAMES.iter().filter_map(|name| context.traces.symbols.id(name)).collect();
+    let mut result = Vec::new();
+    for rank in &context.traces.ranks {
+        let mut stream_of: HashMap<i64, Vec<i64>> = HashMap::new();
+        for row in rank.rows.iter().filter(|row| row.stream != -1) {
+            stream_of.entry(row.correlation).or_default().push(row.stream);
+        }
+        // (time, order, stream, change): launches first, then GPU ops, as HTA concatenates them.
+        let mut changes: Vec<(i64, usize, i64, i64)> = Vec::new();
+        let launches = rank.rows.iter().filter(|row| enqueue_ids.contains(&row.name) && row.launches_gpu_op);
+        let mut launched = std::collections::HashSet::new();
+        for row in launches {
+            launched.insert(row.correlation);
+            for &stream in stream_of.get(&row.correlation).into_iter().flatten() {
+                changes.push((row.ts_ps, changes.len(), stream, 1));
+            }
+        }
+        for row in rank.rows.iter().filter(|row| row.stream != -1 && launched.contains(&row.correlation)) {
+            changes.push((row.ts_ps, changes.len(), row.stream, -1));
+        }
+        changes.sort_unstable();
+        let mut per_stream: BTreeMap<i64, Vec<(i64, i64)>> = BTreeMap::new();
+        for (time, _, stream, change) in changes {
+            let series = per_stream.entry(stream).or_default();
+            let length = series.last().map_or(0, |&(_, length)| length) + change;
+            series.push((time, length));
+        }
+        for (stream, series) in per_stream {
+            let at_max: i64 =
+                series.windows(2).filter(|pair| pair[0].1 >= MAX_QUEUE_LENGTH).map(|pair| pair[1].0 - pair[0].0).sum();
+            result.push(StreamQueue {
+                rank: rank.rank,
+                stream,
+                queue_length: describe(series.iter().map(|&(_, length)| length as f64).collect()),
+                duration_at_max_queue_length_us: us(at_max),
+                relative_duration_at_max_queue_length: if rank.duration_ps > 0 {
+                    at_max as f64 / rank.duration_ps as f64
+                } else {
+                    0.0
+                },
+            });
+        }
+    }
+    result
+}
