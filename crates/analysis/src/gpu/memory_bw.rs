@@ -23,11 +23,14 @@ pub struct MemoryBandwidth {
     pub memory_bw_gbps: Describe,
 }
 
+/// Bandwidth changes `(time in ps, GB/s added)` of one kind of op.
+type Changes = Vec<(i64, f64)>;
+
 /// Every rank's memory bandwidth summary, by rank and kind.
 pub fn memory_bw_summary(context: &Context) -> Vec<MemoryBandwidth> {
     let mut result = Vec::new();
     for rank in &context.traces.ranks {
-        let mut by_kind: BTreeMap<String, (Vec<(i64, f64)>, Vec<(i64, f64)>)> = BTreeMap::new();
+        let mut by_kind: BTreeMap<String, (Changes, Changes)> = BTreeMap::new();
         for row in
             rank.rows.iter().filter(|row| row.stream != -1 && context.kernel_type(row.name) == KernelType::Memory)
         {
@@ -37,6 +40,8 @@ pub fn memory_bw_summary(context: &Context) -> Vec<MemoryBandwidth> {
             ends.push((row.ts_ps + duration, -row.memory_bw_gbps));
         }
         for (name, (starts, ends)) in by_kind {
+            // Starts before ends at equal times: HTA's concatenation order, which its
+            // (unstable) sort keeps on small inputs and may permute on large ones.
             let mut changes: Vec<(i64, f64)> = starts.into_iter().chain(ends).collect();
             changes.sort_by_key(|&(time, _)| time);
             let mut in_use = 0.0;
@@ -46,6 +51,9 @@ pub fn memory_bw_summary(context: &Context) -> Vec<MemoryBandwidth> {
                 if in_use > 0.0 {
                     values.push(in_use);
                 }
+            }
+            if values.is_empty() {
+                continue;
             }
             result.push(MemoryBandwidth { rank: rank.rank, name, memory_bw_gbps: describe(values) });
         }

@@ -52,18 +52,20 @@ pub fn queue_length(context: &Context) -> Vec<StreamQueue> {
         for row in rank.rows.iter().filter(|row| row.stream != -1) {
             stream_of.entry(row.correlation).or_default().push(row.stream);
         }
-        // (time, order, stream, change): launches first, then GPU ops, as HTA concatenates them.
+        // (time, tie order, stream, change): at equal times launches come before GPU op
+        // starts, HTA's concatenation order, which its (unstable) sort keeps on small
+        // inputs and may permute on large ones.
         let mut changes: Vec<(i64, usize, i64, i64)> = Vec::new();
         let launches = rank.rows.iter().filter(|row| enqueue_ids.contains(&row.name) && row.launches_gpu_op);
         let mut launched = std::collections::HashSet::new();
         for row in launches {
             launched.insert(row.correlation);
             for &stream in stream_of.get(&row.correlation).into_iter().flatten() {
-                changes.push((row.ts_ps, changes.len(), stream, 1));
+                changes.push((row.ts_ps, 0, stream, 1));
             }
         }
         for row in rank.rows.iter().filter(|row| row.stream != -1 && launched.contains(&row.correlation)) {
-            changes.push((row.ts_ps, changes.len(), row.stream, -1));
+            changes.push((row.ts_ps, 1, row.stream, -1));
         }
         changes.sort_unstable();
         let mut per_stream: BTreeMap<i64, Vec<(i64, i64)>> = BTreeMap::new();

@@ -172,6 +172,7 @@ fn read_rows(host: &Host, symbols: &mut Symbols) -> Vec<Row> {
         let base = line.start_ps();
         line.events.offset_ps.iter().any(|offset| (base + offset).rem_euclid(PS_PER_US) != 0)
     });
+    let origin_us = host.chrome.as_ref().map_or(0, |chrome| chrome.origin_us);
     let sync_ids: Vec<u32> = SYNC_OPS_ON_GPU.iter().map(|name| symbols.intern(name)).collect();
     let mut rows = Vec::new();
     for plane in &host.planes {
@@ -201,10 +202,7 @@ fn read_rows(host: &Host, symbols: &mut Symbols) -> Vec<Row> {
                 }
                 let (mut ts_ps, mut dur_ps) = (event.start_ps(), event.duration_ps());
                 if round_to_us {
-                    let end = (ts_ps + dur_ps).div_euclid(PS_PER_US) * PS_PER_US;
-                    ts_ps = ts_ps.div_euclid(PS_PER_US) * PS_PER_US
-                        + if ts_ps.rem_euclid(PS_PER_US) != 0 { PS_PER_US } else { 0 };
-                    dur_ps = end - ts_ps;
+                    (ts_ps, dur_ps) = round_like_hta(origin_us, ts_ps, dur_ps);
                 }
                 let on_gpu = (stream >= 0 && correlation >= 0) || sync_ids.contains(&name);
                 rows.push(Row {
@@ -225,6 +223,21 @@ fn read_rows(host: &Host, symbols: &mut Symbols) -> Vec<Row> {
     }
     rows.sort_by_key(|row| (!row.on_gpu, row.ts_ps));
     rows
+}
+
+/// HTA's rounding of a nanosecond-resolution event, done as HTA does it: on the
+/// absolute `ts` and `ts + dur` as `f64` µs (whose 0.25 µs resolution at epoch
+/// timestamps shifts some ends by a microsecond), start up and end down. `ts_ps`
+/// is relative to `origin_us`; so is the returned start.
+fn round_like_hta(origin_us: i64, ts_ps: i64, dur_ps: i64) -> (i64, i64) {
+    let absolute_ps = i128::from(origin_us) * i128::from(PS_PER_US) + i128::from(ts_ps);
+    let whole_us = absolute_ps.div_euclid(i128::from(PS_PER_US));
+    let fraction_ps = absolute_ps.rem_euclid(i128::from(PS_PER_US));
+    let ts_f64 = whole_us as f64 + fraction_ps as f64 / 1e6;
+    let end_f64 = ts_f64 + dur_ps as f64 / 1e6;
+    let start_us = ts_f64.ceil() as i64;
+    let end_us = end_f64.floor() as i64;
+    ((start_us - origin_us) * PS_PER_US, (end_us - start_us) * PS_PER_US)
 }
 
 /// Per event metadata of `plane`: `(name, cat)` symbol ids for rows HTA keeps
