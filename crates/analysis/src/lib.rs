@@ -19,4 +19,5 @@ pub mod steps;
 pub mod tf_data;
 pub mod tf_op;
 pub mod tools;
+pub mod trace_diff;
 pub mod xstats;
