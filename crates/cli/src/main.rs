@@ -1,10 +1,11 @@
-//! The `mlprof` command: `info`, `analyze` and `convert` over any profile path mlprof reads.
+//! The `mlprof` command: `info`, `analyze`, `convert` and `diff` over any profile path mlprof reads.
 //!
 //! Exit codes: 0 ok, 1 the input was read but holds nothing usable, 2 bad input or
 //! usage. Every error is printed as one line on stderr.
 
 mod analyze;
 mod convert;
+mod diff;
 mod gpu;
 mod info_view;
 mod report_view;
@@ -87,6 +88,9 @@ enum Command {
         #[arg(long)]
         host: Option<String>,
     },
+    /// Compare two traces op by op (HTA's TraceDiff): counts and total durations per
+    /// op and kernel name, what was added, removed, or ran more or less often.
+    Diff(diff::DiffArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -212,6 +216,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
+        Command::Diff(args) => diff::run(args, verbose),
     }
 }
 
