@@ -236,9 +236,13 @@ fn cases() -> Vec<String> {
                 has_files = true;
             }
         }
-        let is_trace_diff = dir.ends_with("trace_compare");
-        if let (true, false, Ok(rel)) = (has_files, is_trace_diff, dir.strip_prefix(&root)) {
-            cases.push(rel.to_string_lossy().into_owned());
+        // A case: reference files here and HTA's trace beside them under kineto/hta
+        // (trace_compare/ itself holds the trace diff's references instead).
+        if let (true, Ok(rel)) = (has_files, dir.strip_prefix(&root)) {
+            let case = rel.to_string_lossy().into_owned();
+            if trace_dir(&case).is_dir() && dir.join("get_gpu_kernel_breakdown_0.csv").is_file() {
+                cases.push(case);
+            }
         }
     }
     cases.sort();

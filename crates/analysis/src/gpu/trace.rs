@@ -30,8 +30,9 @@
 
 use std::collections::HashMap;
 
-use mlprof_model::{Host, Plane, StatValue, names};
+use mlprof_model::{Host, Plane, names};
 
+use crate::hta_time::{needs_rounding, round_to_us, stream_number};
 use crate::xstats::{StatKeys, as_f64, as_int, as_str};
 
 /// Names HTA's GPU-op filter accepts whatever their stream and correlation.
@@ -115,7 +116,7 @@ pub struct RankTrace {
     pub rank: i64,
     /// The host (file) name the rank came from.
     pub host: String,
-    /// The kept rows: GPU ops and CPU rows, each group in start order.
+    /// The kept rows: GPU ops, then CPU rows, each group line by line in start order.
     pub rows: Vec<Row>,
     /// Latest row start minus earliest row start, in ps (HTA's trace duration).
     pub duration_ps: i64,
@@ -164,14 +165,10 @@ pub fn load(hosts: &[&Host]) -> GpuTraces {
     GpuTraces { ranks, symbols, last_step_dropped }
 }
 
-const PS_PER_US: i64 = 1_000_000;
-
-/// The rows of one host, GPU and CPU, each in start order.
+/// The rows of one host: GPU ops first, then CPU rows, each in line order (every
+/// line in start order).
 fn read_rows(host: &Host, symbols: &mut Symbols) -> Vec<Row> {
-    let round_to_us = host.planes.iter().flat_map(|p| &p.lines).any(|line| {
-        let base = line.start_ps();
-        line.events.offset_ps.iter().any(|offset| (base + offset).rem_euclid(PS_PER_US) != 0)
-    });
+    let rounding = needs_rounding(host);
     let origin_us = host.chrome.as_ref().map_or(0, |chrome| chrome.origin_us);
     let sync_ids: Vec<u32> = SYNC_OPS_ON_GPU.iter().map(|name| symbols.intern(name)).collect();
     let mut rows = Vec::new();
@@ -201,8 +198,8 @@ fn read_rows(host: &Host, symbols: &mut Symbols) -> Vec<Row> {
                     }
                 }
                 let (mut ts_ps, mut dur_ps) = (event.start_ps(), event.duration_ps());
-                if round_to_us {
-                    (ts_ps, dur_ps) = round_like_hta(origin_us, ts_ps, dur_ps);
+                if rounding {
+                    (ts_ps, dur_ps) = round_to_us(origin_us, ts_ps, dur_ps);
                 }
                 let on_gpu = (stream >= 0 && correlation >= 0) || sync_ids.contains(&name);
                 rows.push(Row {
@@ -221,23 +218,9 @@ fn read_rows(host: &Host, symbols: &mut Symbols) -> Vec<Row> {
             }
         }
     }
-    rows.sort_by_key(|row| (!row.on_gpu, row.ts_ps));
-    rows
-}
-
-/// HTA's rounding of a nanosecond-resolution event, done as HTA does it: on the
-/// absolute `ts` and `ts + dur` as `f64` µs (whose 0.25 µs resolution at epoch
-/// timestamps shifts some ends by a microsecond), start up and end down. `ts_ps`
-/// is relative to `origin_us`; so is the returned start.
-fn round_like_hta(origin_us: i64, ts_ps: i64, dur_ps: i64) -> (i64, i64) {
-    let absolute_ps = i128::from(origin_us) * i128::from(PS_PER_US) + i128::from(ts_ps);
-    let whole_us = absolute_ps.div_euclid(i128::from(PS_PER_US));
-    let fraction_ps = absolute_ps.rem_euclid(i128::from(PS_PER_US));
-    let ts_f64 = whole_us as f64 + fraction_ps as f64 / 1e6;
-    let end_f64 = ts_f64 + dur_ps as f64 / 1e6;
-    let start_us = ts_f64.ceil() as i64;
-    let end_us = end_f64.floor() as i64;
-    ((start_us - origin_us) * PS_PER_US, (end_us - start_us) * PS_PER_US)
+    let (mut gpu, cpu): (Vec<Row>, Vec<Row>) = rows.into_iter().partition(|row| row.on_gpu);
+    gpu.extend(cpu);
+    gpu
 }
 
 /// Per event metadata of `plane`: `(name, cat)` symbol ids for rows HTA keeps
@@ -260,15 +243,6 @@ fn metadata_kinds(plane: &Plane, symbols: &mut Symbols) -> Vec<Option<(u32, u32)
             (complete && cat != "Trace").then(|| (symbols.intern(&metadata.name), symbols.intern(cat)))
         })
         .collect()
-}
-
-/// HTA's `normalize_gpu_stream_numbers`: an integer, or -1.
-fn stream_number(plane: &Plane, store: &mlprof_model::StatStore, value: StatValue) -> i64 {
-    match value {
-        StatValue::Int(_) | StatValue::Uint(_) => as_int(value).unwrap_or(-1),
-        StatValue::Double(v) if v.fract() == 0.0 => v as i64,
-        _ => as_str(plane, store, value).and_then(|text| text.trim().parse().ok()).unwrap_or(-1),
-    }
 }
 
 /// Marks CPU rows that launch a GPU op (before any filtering, as HTA computes

@@ -1,0 +1,62 @@
+//! How Holistic Trace Analysis reads times and stream numbers from a Kineto trace,
+//! shared by the analyses that reproduce HTA (`gpu`, `trace_diff`): pandas keeps
+//! `ts` as `float64` when any timestamp has a fraction, and HTA then rounds each
+//! event's start up and end down to whole microseconds, in floating point.
+
+use mlprof_model::{Host, Plane, StatStore, StatValue};
+
+use crate::xstats::{as_int, as_str};
+
+/// Picoseconds per microsecond.
+pub(crate) const PS_PER_US: i64 = 1_000_000;
+
+/// Whether HTA's `ts` column is floating point: some event (or metadata record) starts
+/// at a fraction of a microsecond, or a metadata record has no `ts` (a NaN).
+pub(crate) fn needs_rounding(host: &Host) -> bool {
+    let fractional = host.planes.iter().flat_map(|p| &p.lines).any(|line| {
+        let base = line.start_ps();
+        line.events.offset_ps.iter().any(|offset| base.saturating_add(*offset).rem_euclid(PS_PER_US) != 0)
+    });
+    fractional
+        || host
+            .chrome
+            .as_ref()
+            .is_some_and(|c| c.metadata_events.iter().any(|m| m.ts_ps.is_none_or(|ts| ts.rem_euclid(PS_PER_US) != 0)))
+}
+
+/// HTA's `round_down_time_stamps` on one event, in HTA's floating point: `end = ts +
+/// dur`, `ts = ceil(ts)`, `end = floor(end)`, `dur = end - ts`, with `ts` the absolute
+/// microseconds as Python reads them from the JSON text. Returns `(ts_ps, dur_ps)`
+/// relative to `origin_us`.
+pub(crate) fn round_to_us(origin_us: i64, start_ps: i64, dur_ps: i64) -> (i64, i64) {
+    let ts = decimal_micros(origin_us.saturating_add(start_ps.div_euclid(PS_PER_US)), start_ps.rem_euclid(PS_PER_US));
+    let dur = decimal_micros(dur_ps.div_euclid(PS_PER_US), dur_ps.rem_euclid(PS_PER_US));
+    let start_us = ts.ceil() as i64;
+    let end_us = (ts + dur).floor() as i64;
+    let ts_ps = start_us.saturating_sub(origin_us).saturating_mul(PS_PER_US);
+    (ts_ps, end_us.saturating_sub(start_us).saturating_mul(PS_PER_US))
+}
+
+/// `whole + frac_ps / 10^6` as the `f64` nearest to that decimal number (what
+/// Python's `float()` of the trace's text gives).
+fn decimal_micros(whole: i64, frac_ps: i64) -> f64 {
+    if frac_ps == 0 {
+        return whole as f64;
+    }
+    if whole >= 0
+        && let Ok(value) = format!("{whole}.{frac_ps:06}").parse::<f64>()
+    {
+        return value;
+    }
+    whole as f64 + frac_ps as f64 / PS_PER_US as f64
+}
+
+/// HTA's `normalize_gpu_stream_numbers`: Python's `int()` of the value, -1 when that
+/// fails.
+pub(crate) fn stream_number(plane: &Plane, store: &StatStore, value: StatValue) -> i64 {
+    match value {
+        StatValue::Int(_) | StatValue::Uint(_) => as_int(value).unwrap_or(-1),
+        StatValue::Double(v) if v.is_finite() => v.trunc() as i64,
+        _ => as_str(plane, store, value).and_then(|text| text.trim().parse().ok()).unwrap_or(-1),
+    }
+}
