@@ -7,7 +7,7 @@ pub mod datatable;
 pub mod framework_op_stats;
 pub mod gpu;
 pub mod grouping;
-mod hta_time;
+mod hta_read;
 pub mod input_pipeline;
 pub mod inventory;
 pub mod kernel_stats;

@@ -116,6 +116,15 @@ pub fn slug(name: &str) -> String {
     out.trim_matches('_').to_string()
 }
 
+/// `text` cut to at most `max_chars` characters, the last one `…` when cut (for
+/// C++ kernel names thousands of characters long; JSON and CSV keep them whole).
+pub fn clip(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars.saturating_sub(1)) {
+        Some((end, _)) if text.chars().count() > max_chars => format!("{}…", &text[..end]),
+        _ => text.to_string(),
+    }
+}
+
 /// One table cell.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]

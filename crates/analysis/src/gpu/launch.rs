@@ -69,20 +69,14 @@ pub fn cuda_kernel_launch_stats(context: &Context) -> Vec<RankLaunchStats> {
         .map(|rank| {
             let correlations: HashSet<i64> =
                 rank.rows.iter().filter(|row| launch_ids.contains(&row.name)).map(|row| row.correlation).collect();
-            let mut gpu_by_correlation: HashMap<i64, Vec<i64>> = HashMap::new();
-            let mut gpu_starts: HashMap<i64, Vec<i64>> = HashMap::new();
+            // (start, duration) of the GPU ops of each launch correlation, in row order.
+            let mut gpu_ops: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
             for row in rank.rows.iter().filter(|row| row.stream != -1 && correlations.contains(&row.correlation)) {
-                gpu_by_correlation.entry(row.correlation).or_default().push(row.dur_ps);
-                gpu_starts.entry(row.correlation).or_default().push(row.ts_ps);
+                gpu_ops.entry(row.correlation).or_default().push((row.ts_ps, row.dur_ps));
             }
             let mut launches = Vec::new();
             for cpu in rank.rows.iter().filter(|row| row.stream == -1 && correlations.contains(&row.correlation)) {
-                let (Some(durations), Some(starts)) =
-                    (gpu_by_correlation.get(&cpu.correlation), gpu_starts.get(&cpu.correlation))
-                else {
-                    continue;
-                };
-                for (&gpu_duration, &gpu_start) in durations.iter().zip(starts) {
+                for &(gpu_start, gpu_duration) in gpu_ops.get(&cpu.correlation).into_iter().flatten() {
                     launches.push(Launch {
                         correlation: cpu.correlation,
                         cpu_duration_us: us(cpu.dur_ps),

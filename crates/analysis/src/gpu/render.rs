@@ -1,6 +1,6 @@
 //! The `gpu` tool's result laid out for people.
 
-use crate::report::{Cell, Report, Section, Table};
+use crate::report::{Cell, Report, Section, Table, clip};
 
 use super::GpuAnalysis;
 use super::launch::{LAUNCH_DELAY_CUTOFF_US, RUNTIME_CUTOFF_US};
@@ -133,7 +133,7 @@ impl GpuAnalysis {
             kernels.push(vec![
                 Cell::Int(k.rank),
                 Cell::text(k.kernel_type.name()),
-                Cell::text(shorten(&k.name)),
+                Cell::text(clip(&k.name, NAME_CHARS)),
                 Cell::Int(k.count as i64),
                 Cell::num(k.sum_us, 0),
                 Cell::num(k.mean_us, 1),
@@ -245,17 +245,6 @@ impl GpuAnalysis {
         }
         Some(Section::new("Memory copy and set bandwidth").with_table(table))
     }
-}
-
-/// Kernel names up to [`NAME_CHARS`] characters, longer ones cut with `…` (C++
-/// template names run to thousands of characters; JSON and CSV keep them whole).
-fn shorten(name: &str) -> String {
-    if name.chars().count() <= NAME_CHARS {
-        return name.to_string();
-    }
-    let mut short: String = name.chars().take(NAME_CHARS - 1).collect();
-    short.push('…');
-    short
 }
 
 /// Longest kernel name shown in the table view.

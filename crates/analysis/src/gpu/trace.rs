@@ -32,11 +32,8 @@ use std::collections::HashMap;
 
 use mlprof_model::{Host, Plane, names};
 
-use crate::hta_time::{needs_rounding, round_to_us, stream_number};
-use crate::xstats::{StatKeys, as_f64, as_int, as_str};
-
-/// Names HTA's GPU-op filter accepts whatever their stream and correlation.
-const SYNC_OPS_ON_GPU: [&str; 2] = ["Event Sync", "Context Sync"];
+use crate::hta_read::{SYNC_OPS_ON_GPU, kept_categories, needs_rounding, round_to_us, stream_number};
+use crate::xstats::{StatKeys, as_f64, as_int};
 
 /// One kept event of a rank (HTA: one row of the rank's DataFrame).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -101,6 +98,11 @@ impl Symbols {
     /// The id of `text`, if interned.
     pub fn id(&self, text: &str) -> Option<u32> {
         self.ids.get(text).copied()
+    }
+
+    /// The interned texts, indexed by id.
+    pub fn into_texts(self) -> Vec<String> {
+        self.texts
     }
 
     /// Every interned text with its id.
@@ -226,21 +228,12 @@ fn read_rows(host: &Host, symbols: &mut Symbols) -> Vec<Row> {
 /// Per event metadata of `plane`: `(name, cat)` symbol ids for rows HTA keeps
 /// (complete events with a category other than `Trace`), `None` for the others.
 fn metadata_kinds(plane: &Plane, symbols: &mut Symbols) -> Vec<Option<(u32, u32)>> {
-    let cat_key = plane.find_stat_key("cat");
-    let ph_key = plane.find_stat_key("ph");
-    plane
-        .event_metadata
-        .iter()
-        .map(|metadata| {
-            let stats = plane.metadata_stats_of(metadata);
-            let text_of = |key: Option<u32>| {
-                let key = key?;
-                let stat = stats.iter().find(|stat| stat.key == key)?;
-                as_str(plane, &plane.metadata_stats, stat.value)
-            };
-            let cat = text_of(cat_key)?;
-            let complete = text_of(ph_key).is_none_or(|ph| ph == "X");
-            (complete && cat != "Trace").then(|| (symbols.intern(&metadata.name), symbols.intern(cat)))
+    kept_categories(plane)
+        .into_iter()
+        .zip(&plane.event_metadata)
+        .map(|(kept, metadata)| {
+            let (cat, ph) = kept?;
+            ph.is_none_or(|ph| ph == "X").then(|| (symbols.intern(&metadata.name), symbols.intern(cat)))
         })
         .collect()
 }

@@ -2,7 +2,7 @@
 //! removed, got slower or faster, the biggest time changes, and the table sorted by
 //! absolute change in total duration.
 
-use crate::report::{Cell, Report, Section, Table};
+use crate::report::{Cell, Report, Section, Table, clip};
 
 use super::{DeviceType, OpDiff, SideSummary, TraceComparison};
 
@@ -155,14 +155,6 @@ fn describe_side(side: &SideSummary) -> String {
 fn name_list(names: &[String]) -> String {
     let shown = names.iter().take(LIST_LIMIT).map(|n| clip(n, NOTE_NAME_CHARS)).collect::<Vec<_>>().join(", ");
     if names.len() > LIST_LIMIT { format!("{shown} … and {} more", names.len() - LIST_LIMIT) } else { shown }
-}
-
-/// `name`, cut to `max` characters with a trailing `…` when longer.
-fn clip(name: &str, max: usize) -> String {
-    match name.char_indices().nth(max.saturating_sub(1)) {
-        Some((end, _)) if name.chars().count() > max => format!("{}…", &name[..end]),
-        _ => name.to_string(),
-    }
 }
 
 /// A µs value: an integer cell when whole (HTA's durations are), else 3 decimals.

@@ -16,15 +16,13 @@ use std::collections::HashMap;
 use mlprof_model::names::{DEVICE_PLANE_PREFIX, HOST_PLANE};
 use mlprof_model::{Host, Plane, SourceFormat, StatStore, StatValue};
 
-use crate::hta_time::{needs_rounding, round_to_us, stream_number};
+use crate::gpu::trace::Symbols;
+use crate::hta_read::{SYNC_OPS_ON_GPU, kept_categories, needs_rounding, round_to_us, stream_number};
 use crate::kernel_stats::DERIVED_LINE_ID_MIN;
-use crate::xstats::{StatKeys, as_int, as_str};
+use crate::xstats::{StatKeys, as_int};
 
 /// Picoseconds per microsecond.
-pub(super) use crate::hta_time::PS_PER_US;
-
-/// Names HTA's GPU-kernel filter accepts whatever their stream and correlation.
-const SYNC_ON_GPU: [&str; 2] = ["Event Sync", "Context Sync"];
+pub(super) use crate::hta_read::PS_PER_US;
 
 /// One kept event (HTA: one row of the rank's DataFrame).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,7 +68,7 @@ impl OpsTrace {
     /// Reads `hosts` (one rank each) with HTA's parsing rules. When two hosts have the
     /// same rank, the later one wins (HTA keeps the later file of a directory listing).
     pub fn new(hosts: &[&Host]) -> OpsTrace {
-        let mut names = Names::default();
+        let mut names = Symbols::default();
         let mut ranks: Vec<RankRows> = Vec::new();
         for host in hosts {
             let rank = host.rank.unwrap_or(0);
@@ -82,10 +80,10 @@ impl OpsTrace {
             }
         }
         ranks.sort_by_key(|r| r.rank);
-        let mut iterations: Vec<i64> = names.texts.iter().filter_map(|name| listed_iteration(name)).collect();
+        let mut iterations: Vec<i64> = names.iter().filter_map(|(_, name)| listed_iteration(name)).collect();
         iterations.sort_unstable();
         iterations.dedup();
-        OpsTrace { ranks, names: names.texts, iterations }
+        OpsTrace { ranks, names: names.into_texts(), iterations }
     }
 
     /// The ranks, ascending (HTA's `LabeledTrace.ranks()`).
@@ -107,25 +105,6 @@ impl OpsTrace {
     /// The name of row name id `id`.
     pub(super) fn name(&self, id: u32) -> &str {
         self.names.get(id as usize).map_or("", String::as_str)
-    }
-}
-
-/// Event names, interned over all ranks of a side.
-#[derive(Default)]
-struct Names {
-    texts: Vec<String>,
-    ids: HashMap<String, u32>,
-}
-
-impl Names {
-    fn intern(&mut self, text: &str) -> u32 {
-        if let Some(&id) = self.ids.get(text) {
-            return id;
-        }
-        let id = u32::try_from(self.texts.len()).unwrap_or(u32::MAX);
-        self.texts.push(text.to_string());
-        self.ids.insert(text.to_string(), id);
-        id
     }
 }
 
@@ -158,11 +137,11 @@ enum Kept {
 }
 
 /// The rows of one host, with iterations.
-fn read_rows(host: &Host, names: &mut Names) -> Vec<Row> {
+fn read_rows(host: &Host, names: &mut Symbols) -> Vec<Row> {
     let chrome = host.format == SourceFormat::Kineto || host.chrome.is_some();
     let origin_us = host.chrome.as_ref().map_or(0, |c| c.origin_us);
     let rounding = chrome && needs_rounding(host);
-    let sync_ids: Vec<u32> = SYNC_ON_GPU.iter().map(|name| names.intern(name)).collect();
+    let sync_ids: Vec<u32> = SYNC_OPS_ON_GPU.iter().map(|name| names.intern(name)).collect();
     let mut rows = Vec::new();
     let mut planes: Vec<&Plane> =
         host.planes.iter().filter(|p| p.name == HOST_PLANE || p.name.starts_with(DEVICE_PLANE_PREFIX)).collect();
@@ -212,25 +191,14 @@ fn read_rows(host: &Host, names: &mut Names) -> Vec<Row> {
 
 /// Per event metadata of a Chrome-trace plane: which events HTA keeps (a `cat` other
 /// than `Trace`; a `dur`), with the interned name.
-fn chrome_kept(plane: &Plane, names: &mut Names) -> Vec<Option<Kept>> {
-    let cat_key = plane.find_stat_key("cat");
-    let ph_key = plane.find_stat_key("ph");
-    plane
-        .event_metadata
-        .iter()
-        .map(|metadata| {
-            let stats = plane.metadata_stats_of(metadata);
-            let text_of = |key: Option<u32>| {
-                let key = key?;
-                let stat = stats.iter().find(|stat| stat.key == key)?;
-                as_str(plane, &plane.metadata_stats, stat.value)
-            };
-            let cat = text_of(cat_key)?;
-            if cat == "Trace" {
-                return None;
-            }
+fn chrome_kept(plane: &Plane, names: &mut Symbols) -> Vec<Option<Kept>> {
+    kept_categories(plane)
+        .into_iter()
+        .zip(&plane.event_metadata)
+        .map(|(kept, metadata)| {
+            let (_, ph) = kept?;
             let name = names.intern(&metadata.name);
-            Some(match text_of(ph_key) {
+            Some(match ph {
                 None | Some("X") => Kept::Complete(name),
                 Some(_) => Kept::IfDur(name),
             })
@@ -239,7 +207,7 @@ fn chrome_kept(plane: &Plane, names: &mut Names) -> Vec<Option<Kept>> {
 }
 
 /// Per event metadata of an XSpace plane: every event is kept (XSpace has no `cat`).
-fn xspace_kept(plane: &Plane, names: &mut Names) -> Vec<Option<Kept>> {
+fn xspace_kept(plane: &Plane, names: &mut Symbols) -> Vec<Option<Kept>> {
     plane.event_metadata.iter().map(|metadata| Some(Kept::Complete(names.intern(&metadata.name)))).collect()
 }
 
@@ -263,13 +231,9 @@ fn json_micros(store: &StatStore, value: StatValue) -> Option<i64> {
 /// take the last step (in file order) with `step.ts <= ts < step.ts + step.dur`; rows
 /// with stream > 0 take the iteration of their launch (the last CPU row with the same
 /// correlation); rows on stream 0 get none (HTA leaves NaN).
-fn add_iterations(rows: &mut [Row], names: &Names, sync_ids: &[u32]) {
-    let step_of_name: HashMap<u32, i64> = names
-        .texts
-        .iter()
-        .enumerate()
-        .filter_map(|(id, text)| Some((u32::try_from(id).ok()?, step_number(text)?)))
-        .collect();
+fn add_iterations(rows: &mut [Row], names: &Symbols, sync_ids: &[u32]) {
+    let step_of_name: HashMap<u32, i64> =
+        names.iter().filter_map(|(id, text)| Some((id, step_number(text)?))).collect();
     let steps =
         Steps::new(rows.iter().filter_map(|row| {
             step_of_name.get(&row.name).map(|&n| (row.ts_ps, row.ts_ps.saturating_add(row.dur_ps), n))

@@ -1,11 +1,39 @@
-//! How Holistic Trace Analysis reads times and stream numbers from a Kineto trace,
-//! shared by the analyses that reproduce HTA (`gpu`, `trace_diff`): pandas keeps
-//! `ts` as `float64` when any timestamp has a fraction, and HTA then rounds each
-//! event's start up and end down to whole microseconds, in floating point.
+//! How Holistic Trace Analysis reads a Kineto trace, shared by the analyses that
+//! reproduce HTA (`gpu`, `trace_diff`): which events it keeps (by `cat` and `ph`),
+//! which `cuda_sync` names count as GPU ops, how it reads stream numbers, and its
+//! times — pandas keeps `ts` as `float64` when any timestamp has a fraction, and HTA
+//! then rounds each event's start up and end down to whole microseconds, in floating
+//! point.
 
 use mlprof_model::{Host, Plane, StatStore, StatValue};
 
 use crate::xstats::{as_int, as_str};
+
+/// `cuda_sync` names HTA's GPU-kernel filter accepts whatever their stream and
+/// correlation.
+pub(crate) const SYNC_OPS_ON_GPU: [&str; 2] = ["Event Sync", "Context Sync"];
+
+/// Per event metadata of a Chrome-trace `plane`: `(cat, ph)` for events with a
+/// category other than `Trace` (`ph` is `None` for complete `X` events, whose `ph`
+/// the model does not store), `None` for events HTA drops.
+pub(crate) fn kept_categories(plane: &Plane) -> Vec<Option<(&str, Option<&str>)>> {
+    let cat_key = plane.find_stat_key("cat");
+    let ph_key = plane.find_stat_key("ph");
+    plane
+        .event_metadata
+        .iter()
+        .map(|metadata| {
+            let stats = plane.metadata_stats_of(metadata);
+            let text_of = |key: Option<u32>| {
+                let key = key?;
+                let stat = stats.iter().find(|stat| stat.key == key)?;
+                as_str(plane, &plane.metadata_stats, stat.value)
+            };
+            let cat = text_of(cat_key)?;
+            (cat != "Trace").then(|| (cat, text_of(ph_key)))
+        })
+        .collect()
+}
 
 /// Picoseconds per microsecond.
 pub(crate) const PS_PER_US: i64 = 1_000_000;
