@@ -11,6 +11,7 @@ mod hta_read;
 pub mod input_pipeline;
 pub mod inventory;
 pub mod kernel_stats;
+pub mod kineto;
 pub mod memory_profile;
 pub mod op_metrics;
 pub mod overview;

@@ -1,0 +1,319 @@
+//! The PyTorch (Kineto) vocabulary the TF-Profiler tools use on Kineto traces: which
+//! events are steps, framework ops, launches, synchronisations, copies and DataLoader
+//! waits, decided from each event's `cat` (a metadata stat the Kineto reader keeps)
+//! and name. The tools map them onto XProf's categories; the mapping is written down
+//! here once:
+//!
+//! | Kineto event | XProf meaning |
+//! |---|---|
+//! | `user_annotation` `ProfilerStep#N` (host) | the step marker of step N (a root event) |
+//! | `cpu_op` (`aten::addmm`, `autograd::engine::…`) | a framework op: host compute, a row of `framework_op_stats` |
+//! | `user_annotation` `enumerate(DataLoader)#…__next__` | the host waits for input ("Input", XProf's `IteratorGetNext`) |
+//! | `cuda_runtime` / `cuda_driver` launch (`cudaLaunchKernel`, `cuLaunchKernel`, `cudaMemcpyAsync`, …) | kernel launch (XProf's `HostPrepare`) |
+//! | `cuda_runtime` synchronisation (`cudaDeviceSynchronize`, `cudaStreamSynchronize`, `cudaEventSynchronize`, `cudaStreamWaitEvent`) | host runtime ("All others" when the device is idle) |
+//! | `kernel` named `nccl…` | device collective communication |
+//! | other `kernel` | device compute: 16-bit when the launching op's `Input type` has `c10::Half` / `c10::BFloat16` (or the kernel name says `fp16`/`bf16`/`half`), else 32-bit |
+//! | `gpu_memcpy` `Memcpy HtoD (Pageable -> Device)` | host-to-device copy (source memory kept: pageable or pinned) |
+//! | `gpu_memcpy` `Memcpy DtoH …`, `Memcpy DtoD …`, `Memcpy PtoP …` | device-to-host, device-to-device copies |
+//! | `gpu_memset` | device compute (XProf counts memsets as compute) |
+//! | `python_function`, other `user_annotation`, `Trace` | context only: not typed (they enclose whole steps) |
+//! | `cpu_instant_event` `[memory]` | one allocation (`Bytes` > 0) or deallocation of `Device Type` / `Device Id` memory |
+//!
+//! Kernels join their launch by `correlation` (the reader's `correlation_id` stat) and
+//! their CPU op by `External id`.
+
+use mlprof_model::{Event, Host, Plane, SourceFormat};
+
+use crate::xstats;
+
+/// The name prefix of PyTorch's per-step annotation (`ProfilerStep#12`).
+pub const PROFILER_STEP_PREFIX: &str = "ProfilerStep#";
+
+/// The name of PyTorch's memory instant events.
+pub const MEMORY_EVENT: &str = "[memory]";
+
+/// Whether `host` was read from a Kineto / Chrome trace.
+pub fn is_kineto(host: &Host) -> bool {
+    host.format == SourceFormat::Kineto
+}
+
+/// The step number of a `ProfilerStep#N` name.
+pub fn profiler_step_number(name: &str) -> Option<i64> {
+    name.strip_prefix(PROFILER_STEP_PREFIX)?.parse().ok()
+}
+
+/// Whether `name` is the DataLoader's `__next__` as the profiler records it
+/// (`enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`, the
+/// multiprocessing iterator's, or a custom loader's `enumerate(...)#...__next__`).
+pub fn is_dataloader_next(name: &str) -> bool {
+    name.starts_with("enumerate(DataLoader)") || (name.starts_with("enumerate(") && name.ends_with(".__next__"))
+}
+
+/// Whether `name` is the multiprocessing DataLoader's `__next__` (workers produce
+/// batches in other processes; the main process only waits).
+pub fn is_multiprocess_dataloader(name: &str) -> bool {
+    name.contains("MultiProcessingDataLoaderIter")
+}
+
+/// Whether `name` is a runtime or driver call that enqueues work on a GPU stream:
+/// kernel launches (CUDA runtime and driver, HIP, graphs) and async copies / sets.
+pub fn is_launch(name: &str) -> bool {
+    const LAUNCHES: [&str; 14] = [
+        "cudaLaunchKernel",
+        "cudaLaunchKernelExC",
+        "cudaLaunchCooperativeKernel",
+        "cudaLaunchCooperativeKernelMultiDevice",
+        "cuLaunchKernel",
+        "cuLaunchKernelEx",
+        "cuLaunchCooperativeKernel",
+        "cudaGraphLaunch",
+        "hipLaunchKernel",
+        "hipExtLaunchKernel",
+        "hipModuleLaunchKernel",
+        "hipExtModuleLaunchKernel",
+        "hipGraphLaunch",
+        "cudaLaunchHostFunc",
+    ];
+    LAUNCHES.contains(&name) || is_async_copy_call(name)
+}
+
+/// Whether `name` is an asynchronous copy or memset call (`cudaMemcpyAsync`,
+/// `cudaMemsetAsync`, their `hip`/driver forms).
+pub fn is_async_copy_call(name: &str) -> bool {
+    let base = name.trim_end_matches("_v2").trim_end_matches("_ptds").trim_end_matches("_ptsz");
+    base.ends_with("Async")
+        && ["cudaMemcpy", "cudaMemset", "hipMemcpy", "hipMemset", "cuMemcpy", "cuMemset"]
+            .iter()
+            .any(|prefix| base.starts_with(prefix))
+}
+
+/// Whether `name` is a synchronous copy or memset call (`cudaMemcpy`, `cudaMemset`,
+/// `cudaMemcpy2D`, …: they block the host thread until done).
+pub fn is_sync_copy_call(name: &str) -> bool {
+    ["cudaMemcpy", "cudaMemset", "hipMemcpy", "hipMemset", "cuMemcpy", "cuMemset"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
+        && !is_async_copy_call(name)
+}
+
+/// Whether `name` is a call that blocks the host until device work completes.
+pub fn is_sync_call(name: &str) -> bool {
+    const SYNCS: [&str; 8] = [
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cudaEventSynchronize",
+        "cudaStreamWaitEvent",
+        "cuCtxSynchronize",
+        "cuStreamSynchronize",
+        "cuEventSynchronize",
+        "hipDeviceSynchronize",
+    ];
+    SYNCS.contains(&name) || name == "hipStreamSynchronize" || name == "hipEventSynchronize"
+}
+
+/// Kineto's event categories (`cat`) the tools distinguish.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Category {
+    /// `cpu_op`: an ATen / framework op.
+    CpuOp,
+    /// `user_annotation`: `record_function` ranges, `ProfilerStep#N`, DataLoader, optimizer.
+    UserAnnotation,
+    /// `python_function`: a Python stack frame (`with_stack=True`).
+    PythonFunction,
+    /// `cuda_runtime`: a CUDA runtime call.
+    CudaRuntime,
+    /// `cuda_driver`: a CUDA driver call.
+    CudaDriver,
+    /// `kernel` (or `Kernel`): a GPU kernel.
+    Kernel,
+    /// `gpu_memcpy`: a copy on a GPU stream.
+    GpuMemcpy,
+    /// `gpu_memset`: a memset on a GPU stream.
+    GpuMemset,
+    /// `cuda_sync`: a synchronisation the GPU records (`Event Sync`, `Context Sync`).
+    CudaSync,
+    /// `gpu_user_annotation`: a `record_function` range projected on a stream.
+    GpuUserAnnotation,
+    /// `cpu_instant_event`: instants such as `[memory]`.
+    CpuInstant,
+    /// Anything else (`Trace`, `ac2g`, flow events, unknown categories).
+    Other,
+}
+
+impl Category {
+    /// The category named `cat`.
+    pub fn from_cat(cat: &str) -> Category {
+        match cat {
+            "cpu_op" | "Operator" => Category::CpuOp,
+            "user_annotation" => Category::UserAnnotation,
+            "python_function" => Category::PythonFunction,
+            "cuda_runtime" | "Runtime" => Category::CudaRuntime,
+            "cuda_driver" => Category::CudaDriver,
+            "kernel" | "Kernel" => Category::Kernel,
+            "gpu_memcpy" | "Memcpy" => Category::GpuMemcpy,
+            "gpu_memset" | "Memset" => Category::GpuMemset,
+            "cuda_sync" => Category::CudaSync,
+            "gpu_user_annotation" => Category::GpuUserAnnotation,
+            "cpu_instant_event" => Category::CpuInstant,
+            _ => Category::Other,
+        }
+    }
+}
+
+/// The [`Category`] of every event metadata of `plane` (indexed like
+/// `plane.event_metadata`), from its `cat` metadata stat.
+pub fn categories(plane: &Plane) -> Vec<Category> {
+    let key = plane.find_stat_key("cat");
+    plane
+        .event_metadata
+        .iter()
+        .map(|metadata| {
+            let cat = key.and_then(|key| {
+                let stat = plane.metadata_stats_of(metadata).iter().find(|stat| stat.key == key)?;
+                xstats::as_str(plane, &plane.metadata_stats, stat.value)
+            });
+            cat.map_or(Category::Other, Category::from_cat)
+        })
+        .collect()
+}
+
+/// The category of `event` in a table from [`categories`].
+pub fn category_of(table: &[Category], event: &Event<'_>) -> Category {
+    table.get(event.metadata_index() as usize).copied().unwrap_or(Category::Other)
+}
+
+/// Direction of a GPU memory copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum CopyDirection {
+    /// Host to device (`HtoD`).
+    HostToDevice,
+    /// Device to host (`DtoH`).
+    DeviceToHost,
+    /// Device to device, same device (`DtoD`).
+    DeviceToDevice,
+    /// Peer to peer, between devices (`PtoP`).
+    PeerToPeer,
+    /// Host to host (`HtoH`).
+    HostToHost,
+}
+
+/// The kind of memory on one side of a copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum MemoryKind {
+    /// Pageable host memory: the driver stages it through a pinned buffer and the copy
+    /// is synchronous with respect to the host.
+    Pageable,
+    /// Pinned (page-locked) host memory.
+    Pinned,
+    /// Device memory.
+    Device,
+    /// Managed (unified) memory.
+    Managed,
+    /// Anything else the name says (`Array`, unknown).
+    Other,
+}
+
+/// A GPU copy as its Kineto name describes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Copy {
+    /// Direction.
+    pub direction: CopyDirection,
+    /// Source memory.
+    pub source: MemoryKind,
+    /// Destination memory.
+    pub destination: MemoryKind,
+}
+
+impl Copy {
+    /// Whether host memory on either side is pageable (the copy should use pinned
+    /// memory).
+    pub fn is_pageable(&self) -> bool {
+        self.source == MemoryKind::Pageable || self.destination == MemoryKind::Pageable
+    }
+}
+
+/// Parses a Kineto copy name: `Memcpy HtoD (Pageable -> Device)`, `Memcpy DtoD
+/// (Device -> Device)`, also CUPTI/XProf's `MemcpyH2D` spellings (memory kinds then
+/// unknown: [`MemoryKind::Other`] on the host side).
+pub fn parse_copy(name: &str) -> Option<Copy> {
+    let rest = name.strip_prefix("Memcpy")?.trim_start();
+    let (code, kinds) = match rest.find(' ') {
+        Some(space) => (&rest[..space], rest[space..].trim()),
+        None => (rest, ""),
+    };
+    let direction = match code {
+        "HtoD" | "H2D" => CopyDirection::HostToDevice,
+        "DtoH" | "D2H" => CopyDirection::DeviceToHost,
+        "DtoD" | "D2D" => CopyDirection::DeviceToDevice,
+        "PtoP" | "P2P" => CopyDirection::PeerToPeer,
+        "HtoH" | "H2H" => CopyDirection::HostToHost,
+        _ => return None,
+    };
+    let kind = |text: &str| match text.trim() {
+        "Pageable" => MemoryKind::Pageable,
+        "Pinned" => MemoryKind::Pinned,
+        "Device" => MemoryKind::Device,
+        "Managed" => MemoryKind::Managed,
+        _ => MemoryKind::Other,
+    };
+    let inner = kinds.strip_prefix('(').and_then(|k| k.strip_suffix(')'));
+    let (source, destination) = match inner.and_then(|k| k.split_once("->")) {
+        Some((source, destination)) => (kind(source), kind(destination)),
+        None => match direction {
+            CopyDirection::HostToDevice => (MemoryKind::Other, MemoryKind::Device),
+            CopyDirection::DeviceToHost => (MemoryKind::Device, MemoryKind::Other),
+            CopyDirection::HostToHost => (MemoryKind::Other, MemoryKind::Other),
+            _ => (MemoryKind::Device, MemoryKind::Device),
+        },
+    };
+    Some(Copy { direction, source, destination })
+}
+
+/// Whether an ATen `Input type` list names a 16-bit floating-point dtype.
+pub fn is_16bit_dtype_list(input_types: &str) -> bool {
+    input_types.contains("c10::Half") || input_types.contains("c10::BFloat16")
+}
+
+/// Whether a kernel name says it computes in 16-bit floating point.
+pub fn is_16bit_kernel_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.contains("fp16") || lower.contains("bf16") || lower.contains("half") || lower.contains("bfloat16")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_are_parsed_with_their_memory_kinds() {
+        let copy = parse_copy("Memcpy HtoD (Pageable -> Device)").unwrap();
+        assert_eq!(copy.direction, CopyDirection::HostToDevice);
+        assert!(copy.is_pageable());
+        let copy = parse_copy("Memcpy DtoH (Device -> Pinned)").unwrap();
+        assert_eq!((copy.direction, copy.destination), (CopyDirection::DeviceToHost, MemoryKind::Pinned));
+        assert!(!copy.is_pageable());
+        assert_eq!(parse_copy("MemcpyD2D").unwrap().direction, CopyDirection::DeviceToDevice);
+        assert_eq!(parse_copy("Memset (Device)"), None);
+        assert_eq!(parse_copy("Memcpy sideways"), None);
+    }
+
+    #[test]
+    fn runtime_calls_are_told_apart() {
+        assert!(is_launch("cudaLaunchKernel") && is_launch("cudaMemcpyAsync") && is_launch("cuLaunchKernelEx"));
+        assert!(!is_launch("cudaStreamSynchronize") && !is_launch("cudaMemcpy"));
+        assert!(
+            is_sync_copy_call("cudaMemcpy") && is_sync_copy_call("cudaMemset") && !is_sync_copy_call("cudaMemcpyAsync")
+        );
+        assert!(is_sync_call("cudaStreamSynchronize") && !is_sync_call("cudaLaunchKernel"));
+    }
+
+    #[test]
+    fn steps_and_dataloader_names() {
+        assert_eq!(profiler_step_number("ProfilerStep#1009"), Some(1009));
+        assert_eq!(profiler_step_number("ProfilerStep#x"), None);
+        assert!(is_dataloader_next("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"));
+        assert!(is_multiprocess_dataloader("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"));
+        assert!(!is_dataloader_next("torch/utils/data/dataloader.py(720): __next__"));
+        assert!(is_16bit_dtype_list("[\"c10::Half\", \"float\"]") && !is_16bit_dtype_list("[\"float\"]"));
+    }
+}
