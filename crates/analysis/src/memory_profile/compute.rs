@@ -18,7 +18,8 @@ use crate::xstats;
 /// Step id of an event outside every step, before step ids are filled in.
 const INVALID_STEP: i64 = -1;
 
-/// Builds the memory profile of `host`, with step ids from `groups`.
+/// Builds the memory profile of `host` from its TensorFlow allocator events, with step
+/// ids from `groups`.
 pub fn analyze(host: &Host, groups: &HostGroups) -> MemoryProfile {
     let Some((plane_index, plane)) = host.planes.iter().enumerate().find(|(_, p)| p.name == names::HOST_PLANE) else {
         return MemoryProfile::default();
@@ -26,7 +27,7 @@ pub fn analyze(host: &Host, groups: &HostGroups) -> MemoryProfile {
     let mut allocators = collect(plane, plane_index, groups);
     allocators.sort_by(|a, b| a.memory_id.cmp(&b.memory_id));
     let allocators = allocators.into_iter().map(finish).collect();
-    MemoryProfile { has_host_plane: true, allocators, hlo_modules: hlo_modules(host) }
+    MemoryProfile { has_host_plane: true, allocators, hlo_modules: hlo_modules(host), method: None }
 }
 
 /// The stats XProf reads off a memory event.
@@ -258,6 +259,7 @@ fn finish(collected: Collected) -> AllocatorProfile {
         active_allocations,
         peak_snapshots,
         special_allocations,
+        pytorch: None,
     }
 }
 
@@ -331,7 +333,7 @@ fn peak_step(peak: i64, snapshots: &[MemorySnapshot]) -> i64 {
 
 /// A breakdown-table entry before merging: the snapshot index (negative for special
 /// rows: -1 is special row 0, -2 special row 1) and the activity it shows.
-type Row<'a> = (i64, &'a MemoryActivity);
+pub(super) type Row<'a> = (i64, &'a MemoryActivity);
 
 /// Replays the peak step up to the peak time: live allocations by address, plus the
 /// special rows for heap bytes no live allocation explains and for stack. Returns the
@@ -387,15 +389,20 @@ fn active_at_peak(
         specials.push(special_row(stack, "stack", "stack"));
     }
 
-    let mut entries: Vec<Row<'_>> = live
+    let entries: Vec<Row<'_>> = live
         .values()
         .filter_map(|&index| Some((i64::try_from(index).ok()?, &snapshots.get(index)?.activity)))
         .collect();
+    (merge_rows(entries, &specials), specials)
+}
+
+/// The breakdown table from live allocations (`entries`) and special rows: sorted in
+/// XProf's order (ties broken by snapshot index, where XProf leaves them to an unstable
+/// sort over hash-map order), identical rows merged into one with occurrences.
+pub(super) fn merge_rows<'a>(mut entries: Vec<Row<'a>>, specials: &'a [MemoryActivity]) -> Vec<ActiveAllocation> {
     for (i, special) in specials.iter().enumerate() {
         entries.push((-(i as i64) - 1, special));
     }
-    // XProf's order; it leaves ties to an unstable sort over hash-map order, we break
-    // them by snapshot index.
     entries.sort_by(|a, b| row_key(a.1).cmp(&row_key(b.1)).then(a.0.cmp(&b.0)));
 
     let mut rows: Vec<ActiveAllocation> = Vec::new();
@@ -411,7 +418,7 @@ fn active_at_peak(
         rows.push(ActiveAllocation { snapshot_index: index, special_index, num_occurrences: 1 });
         previous = Some(activity);
     }
-    (rows, specials)
+    rows
 }
 
 /// The breakdown order: allocation bytes and requested bytes descending, then op,
@@ -428,7 +435,7 @@ fn row_key(a: &MemoryActivity) -> (i64, i64, &str, &str, &str, &str) {
 }
 
 /// Keeps the snapshots that ordinary rows refer to, in row order, and renumbers rows.
-fn keep_referenced(
+pub(super) fn keep_referenced(
     mut rows: Vec<ActiveAllocation>,
     snapshots: &[MemorySnapshot],
 ) -> (Vec<ActiveAllocation>, Vec<MemorySnapshot>) {

@@ -10,15 +10,31 @@
 //! unsigned read as 0), so that [`MemoryProfile::to_xprof_json`] reproduces XProf's
 //! answer. Where XProf's own output is not deterministic (ties in its unstable sorts
 //! and hash-map order), we break ties by original position.
+//!
+//! PyTorch (Kineto) traces have no such events; [`analyze`] reads their `[memory]`
+//! instant events instead ([`kineto`](self::kineto)) into the same result type, with
+//! what only PyTorch records in [`AllocatorProfile::pytorch`] and the method in
+//! [`MemoryProfile::method`].
 
 mod compute;
+mod kineto;
 mod output;
 #[cfg(test)]
 mod tests;
 
+use mlprof_model::Host;
 use serde::Serialize;
 
-pub use compute::analyze;
+use crate::grouping::HostGroups;
+
+pub use kineto::{BEFORE_TRACE_ROW, PytorchAllocator};
+
+/// Builds the memory profile of `host`: from PyTorch's `[memory]` events when the host
+/// was read from a Kineto trace, else XProf's computation over TensorFlow's allocator
+/// events with step ids from `groups`.
+pub fn analyze(host: &Host, groups: &HostGroups) -> MemoryProfile {
+    if crate::kineto::is_kineto(host) { kineto::analyze(host) } else { compute::analyze(host, groups) }
+}
 
 /// XProf's cap on the number of points in the memory timeline.
 pub const MAX_TIMELINE_SNAPSHOTS: usize = 1000;
@@ -33,6 +49,10 @@ pub struct MemoryProfile {
     pub allocators: Vec<AllocatorProfile>,
     /// The XLA modules run on TPU planes (empty elsewhere).
     pub hlo_modules: Vec<HloModule>,
+    /// How the profile was obtained, in one sentence, where it is not XProf's
+    /// computation (PyTorch traces); `None` (and absent from the JSON) for XSpace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
 }
 
 /// The memory profile of one allocator (XProf's `PerAllocatorMemoryProfile`).
@@ -68,8 +88,14 @@ pub struct AllocatorProfile {
     /// (XProf's `memory_profile_snapshots`).
     pub peak_snapshots: Vec<MemorySnapshot>,
     /// Rows that no allocation event accounts for: heap memory allocated before the
-    /// peak step ("unused preallocated device memory") and stack reservation ("stack").
+    /// peak step ("unused preallocated device memory") and stack reservation ("stack");
+    /// on PyTorch traces, memory allocated before the trace and still live at the peak.
     pub special_allocations: Vec<MemoryActivity>,
+    /// PyTorch (Kineto) traces only: what the `[memory]` events record beyond XProf's
+    /// fields (reserved memory, blocks allocated before the trace); `None` (and absent
+    /// from the JSON) for XSpace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pytorch: Option<PytorchAllocator>,
 }
 
 impl AllocatorProfile {
@@ -91,7 +117,7 @@ impl AllocatorProfile {
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct MemorySummary {
     /// The allocator's own peak over its lifetime, in bytes (`peak_bytes_in_use` of the
-    /// last event in storage order).
+    /// last event in storage order; 0 on PyTorch traces, which do not record it).
     pub peak_bytes_usage_lifetime: i64,
     /// The allocator state at the profile's peak; its `peak_bytes_in_use` is the peak
     /// stack + heap bytes within the profile.
@@ -101,25 +127,34 @@ pub struct MemorySummary {
     /// When the peak was reached as XProf reports it: picoseconds from the start of the
     /// event's line (XProf's `peak_stats_time_ps`).
     pub peak_stats_offset_ps: i64,
-    /// Stack + heap + free bytes at the peak.
+    /// Stack + heap + free bytes at the peak (on PyTorch traces: reserved bytes at the
+    /// peak, or allocated bytes where nothing is reserved, as on CPU).
     pub memory_capacity_bytes: i64,
 }
 
 /// The allocator state after one memory event (XProf's `MemoryAggregationStats`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct AggregationStats {
-    /// Bytes reserved for stack (`bytes_reserved`).
+    /// Bytes reserved for stack (`bytes_reserved`; 0 on PyTorch traces).
     pub stack_reserved_bytes: i64,
-    /// Bytes allocated on the heap (`bytes_allocated`).
+    /// Bytes allocated on the heap (`bytes_allocated`; PyTorch: `Total Allocated`).
     pub heap_allocated_bytes: i64,
-    /// Bytes still free (`bytes_available`).
+    /// Bytes still free (`bytes_available`; PyTorch: `Total Reserved` − `Total
+    /// Allocated`, the caching allocator's cached but unused bytes, 0 when nothing is
+    /// reserved).
     pub free_memory_bytes: i64,
     /// Fragmentation as a fraction in [0, 1] (`fragmentation`; may be NaN, which the
-    /// JSON schema writes as `null`).
+    /// JSON schema writes as `null`; PyTorch: 1 − allocated / reserved when reserved
+    /// > 0, else 0).
     pub fragmentation: f64,
-    /// Bytes in use at the allocator's lifetime peak (`peak_bytes_in_use`); in
-    /// [`MemorySummary::peak_stats`], the profile's peak stack + heap bytes instead.
+    /// Bytes in use at the allocator's lifetime peak (`peak_bytes_in_use`; 0 on PyTorch
+    /// traces); in [`MemorySummary::peak_stats`], the profile's peak stack + heap bytes
+    /// instead.
     pub peak_bytes_in_use: i64,
+    /// PyTorch traces only: `Total Reserved`, the bytes the device's caching allocator
+    /// holds (0 without one, as on CPU); `None` (and absent from the JSON) for XSpace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reserved_bytes: Option<i64>,
 }
 
 /// Whether a memory event allocated or freed.
@@ -149,21 +184,26 @@ impl ActivityKind {
 pub struct MemoryActivity {
     /// Allocation or deallocation.
     pub kind: ActivityKind,
-    /// Bytes the caller asked for (`requested_bytes`).
+    /// Bytes the caller asked for (`requested_bytes`; PyTorch: |`Bytes`|).
     pub requested_bytes: i64,
-    /// Bytes of the block actually allocated (`allocation_bytes`).
+    /// Bytes of the block actually allocated (`allocation_bytes`; PyTorch: |`Bytes`|).
     pub allocation_bytes: i64,
-    /// Start address of the block (`addr`).
+    /// Start address of the block (`addr`; PyTorch: `Addr`).
     pub address: u64,
-    /// The TF op that allocated (`tf_op`).
+    /// The TF op that allocated (`tf_op`; PyTorch: the innermost `cpu_op` enclosing
+    /// the event on its thread, empty when none does).
     pub tf_op_name: String,
-    /// The step (group id); events outside any step get the previous step + 1.
+    /// The step (group id); events outside any step get the previous step + 1
+    /// (PyTorch: N of the enclosing `ProfilerStep#N`, -1 outside every step).
     pub step_id: i64,
-    /// `output`, `temp`, `persist`, `dynamic`, … (`region_type`).
+    /// `output`, `temp`, `persist`, `dynamic`, … (`region_type`; empty on PyTorch
+    /// traces).
     pub region_type: String,
-    /// Element type as XProf names it (`float`, `int32`, `INVALID`, …).
+    /// Element type as XProf names it (`float`, `int32`, `INVALID`, …); PyTorch: the
+    /// allocating op's `Input type` list as compact JSON (`["float","Scalar"]`).
     pub data_type: String,
-    /// Tensor shape text (`shape`), e.g. `[32,26,26,16]`.
+    /// Tensor shape text (`shape`), e.g. `[32,26,26,16]`; PyTorch: the allocating op's
+    /// `Input Dims` as compact JSON (`[[32,16,26,26],[]]`).
     pub tensor_shape: String,
 }
 

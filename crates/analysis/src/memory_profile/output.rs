@@ -8,13 +8,16 @@ use super::{
 };
 use crate::report::{Cell, Report, Section, Table};
 
-const PS_PER_MS: f64 = 1e9;
-const BYTES_PER_MIB: f64 = 1024.0 * 1024.0;
+pub(super) const PS_PER_MS: f64 = 1e9;
+pub(super) const BYTES_PER_MIB: f64 = 1024.0 * 1024.0;
 
 impl MemoryProfile {
     /// The report: a summary per allocator, each allocator's memory timeline, and the
     /// breakdown of live allocations at the peak (the main table, all allocators).
     pub fn report(&self) -> Report {
+        if self.method.is_some() {
+            return super::kineto::report(self);
+        }
         let mut sections = Vec::new();
         let mut summary = Section::new("Memory profile summary");
         if !self.has_host_plane {

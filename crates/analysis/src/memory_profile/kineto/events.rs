@@ -1,0 +1,211 @@
+//! Reading PyTorch's `[memory]` instant events off a Kineto host: their args, the
+//! innermost `cpu_op` enclosing each one on its thread (PyTorch puts no op name on the
+//! memory event), and the `ProfilerStep#N` it falls in.
+//!
+//! The one design decision to know: the enclosing op is found with one sweep per line
+//! over the ops sorted by (start, longest first) and the memory events sorted by time,
+//! keeping a stack of the ops open at the current time, so the cost is
+//! O((ops + events) log ops) rather than ops × events.
+
+use mlprof_model::{Event, Plane, StatValue};
+use serde_json::Value;
+
+use crate::kineto::{Category, MEMORY_EVENT, PROFILER_STEP_PREFIX, categories, category_of, profiler_step_number};
+use crate::xstats::{self, StatKeys};
+
+/// One `[memory]` event with what it says and where it happened.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct MemoryEvent {
+    /// Event time, picoseconds relative to the profile start.
+    pub time_ps: i64,
+    /// Event time, picoseconds from its line's start.
+    pub offset_ps: i64,
+    /// Kineto's `Ev Idx` (0 when missing): orders events at the same time.
+    pub ev_idx: i64,
+    /// Plane, line and event index: the last tie-breaker.
+    pub position: (usize, usize, usize),
+    /// `Device Type` (c10::DeviceType: 0 CPU, 1 CUDA, …; 0 when missing).
+    pub device_type: i64,
+    /// `Device Id` (-1 for CPU and when missing).
+    pub device_id: i64,
+    /// `Bytes`: positive for an allocation, negative for a free.
+    pub bytes: i64,
+    /// `Addr`: the block's address.
+    pub address: u64,
+    /// `Total Allocated` after the event, bytes.
+    pub allocated_bytes: i64,
+    /// `Total Reserved` after the event, bytes.
+    pub reserved_bytes: i64,
+    /// The innermost enclosing `cpu_op`, when there is one.
+    pub op: Option<OpInfo>,
+    /// N of the enclosing `ProfilerStep#N`; -1 outside every step.
+    pub step: i64,
+}
+
+/// The op that was running when a memory event happened.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct OpInfo {
+    /// The op's name (`aten::empty`).
+    pub name: String,
+    /// Its `Input Dims` as compact JSON (empty when not recorded).
+    pub input_dims: String,
+    /// Its `Input type` as compact JSON (empty when not recorded).
+    pub input_types: String,
+}
+
+/// Every `[memory]` event of every plane of the host, in storage order.
+pub(super) fn memory_events<'h>(planes: impl Iterator<Item = &'h Plane>) -> Vec<MemoryEvent> {
+    let planes: Vec<&Plane> = planes.collect();
+    let steps = step_spans(&planes);
+    let mut events = Vec::new();
+    for (plane_index, plane) in planes.iter().enumerate() {
+        read_plane(plane, plane_index, &steps, &mut events);
+    }
+    events
+}
+
+/// A `ProfilerStep#N` span: start and end in picoseconds relative to the profile
+/// start, and N.
+type StepSpan = (i64, i64, i64);
+
+/// The `ProfilerStep#N` spans of all planes, sorted by start.
+fn step_spans(planes: &[&Plane]) -> Vec<StepSpan> {
+    let mut spans = Vec::new();
+    for plane in planes {
+        for line in &plane.lines {
+            for event in line.iter() {
+                let name = xstats::event_name(plane, &event);
+                if !name.starts_with(PROFILER_STEP_PREFIX) {
+                    continue;
+                }
+                if let Some(number) = profiler_step_number(name) {
+                    spans.push((event.start_ps(), event.end_ps(), number));
+                }
+            }
+        }
+    }
+    spans.sort_unstable();
+    spans
+}
+
+/// N of the step containing `time_ps` (the latest-starting one if several do); -1 if
+/// none does.
+fn step_at(steps: &[StepSpan], time_ps: i64) -> i64 {
+    let started = steps.partition_point(|&(start, _, _)| start <= time_ps);
+    steps
+        .get(..started)
+        .unwrap_or(&[])
+        .iter()
+        .rev()
+        .find(|&&(_, end, _)| end >= time_ps)
+        .map_or(-1, |&(_, _, number)| number)
+}
+
+/// The stat keys a memory event and its op are read with, in this order.
+const STAT_NAMES: [&str; 9] = [
+    "Addr",
+    "Bytes",
+    "Total Allocated",
+    "Total Reserved",
+    "Device Type",
+    "Device Id",
+    "Ev Idx",
+    "Input Dims",
+    "Input type",
+];
+const ADDR: usize = 0;
+const BYTES: usize = 1;
+const TOTAL_ALLOCATED: usize = 2;
+const TOTAL_RESERVED: usize = 3;
+const DEVICE_TYPE: usize = 4;
+const DEVICE_ID: usize = 5;
+const EV_IDX: usize = 6;
+const INPUT_DIMS: usize = 7;
+const INPUT_TYPE: usize = 8;
+
+fn read_plane(plane: &Plane, plane_index: usize, steps: &[StepSpan], out: &mut Vec<MemoryEvent>) {
+    let is_memory: Vec<bool> = plane.event_metadata.iter().map(|m| m.name == MEMORY_EVENT).collect();
+    if !is_memory.contains(&true) {
+        return;
+    }
+    let table = categories(plane);
+    let keys = StatKeys::new(plane, STAT_NAMES);
+    for (line_index, line) in plane.lines.iter().enumerate() {
+        let mut ops: Vec<Event<'_>> = Vec::new();
+        let mut memory: Vec<Event<'_>> = Vec::new();
+        for event in line.iter() {
+            if is_memory.get(event.metadata_index() as usize).copied().unwrap_or(false) {
+                memory.push(event);
+            } else if category_of(&table, &event) == Category::CpuOp {
+                ops.push(event);
+            }
+        }
+        if memory.is_empty() {
+            continue;
+        }
+        memory.sort_by_key(|event| (event.start_ps(), event.index()));
+        ops.sort_by_key(|op| (op.start_ps(), std::cmp::Reverse(op.duration_ps()), op.index()));
+        let enclosing = innermost_enclosing(&ops, &memory);
+        for (event, op) in memory.iter().zip(enclosing) {
+            let int = |i: usize| xstats::event_int(plane, event, keys.key(i));
+            out.push(MemoryEvent {
+                time_ps: event.start_ps(),
+                offset_ps: event.offset_ps(),
+                ev_idx: int(EV_IDX).unwrap_or(0),
+                position: (plane_index, line_index, event.index()),
+                device_type: int(DEVICE_TYPE).unwrap_or(0),
+                device_id: int(DEVICE_ID).unwrap_or(-1),
+                bytes: int(BYTES).unwrap_or(0),
+                address: int(ADDR).unwrap_or(0) as u64,
+                allocated_bytes: int(TOTAL_ALLOCATED).unwrap_or(0),
+                reserved_bytes: int(TOTAL_RESERVED).unwrap_or(0),
+                op: op.map(|op| OpInfo {
+                    name: xstats::event_name(plane, op).to_string(),
+                    input_dims: compact_json(plane, op, keys.key(INPUT_DIMS)),
+                    input_types: compact_json(plane, op, keys.key(INPUT_TYPE)),
+                }),
+                step: step_at(steps, event.start_ps()),
+            });
+        }
+    }
+}
+
+/// For each memory event (sorted by time), the innermost op whose span
+/// `[start, end]` contains its time: the latest start, then the shortest, then the
+/// later stored. `ops` must be sorted by (start, longest first, index).
+fn innermost_enclosing<'a, 'e>(ops: &'a [Event<'e>], memory: &[Event<'_>]) -> Vec<Option<&'a Event<'e>>> {
+    let mut open: Vec<&Event<'e>> = Vec::new();
+    let mut next = 0;
+    let mut result = Vec::with_capacity(memory.len());
+    for event in memory {
+        let time = event.start_ps();
+        while let Some(op) = ops.get(next).filter(|op| op.start_ps() <= time) {
+            open.push(op);
+            next += 1;
+        }
+        while open.last().is_some_and(|op| op.end_ps() < time) {
+            open.pop();
+        }
+        result.push(open.last().copied());
+    }
+    result
+}
+
+/// A stat holding a JSON value (Kineto's `Input Dims`, `Input type`) as compact JSON;
+/// a string stat as its text; empty when absent.
+fn compact_json(plane: &Plane, event: &Event<'_>, key: Option<u32>) -> String {
+    let (value, store) = match xstats::find(event.stats(), key) {
+        Some(value) => (value, event.store()),
+        None => match xstats::find(xstats::metadata_stats(plane, event), key) {
+            Some(value) => (value, &plane.metadata_stats),
+            None => return String::new(),
+        },
+    };
+    match value {
+        StatValue::Json(text) => {
+            let raw = store.text(text);
+            serde_json::from_str::<Value>(raw).map_or_else(|_| raw.trim().to_string(), |value| value.to_string())
+        }
+        other => xstats::as_str(plane, store, other).unwrap_or("").to_string(),
+    }
+}

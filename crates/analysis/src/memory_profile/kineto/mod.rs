@@ -1,0 +1,316 @@
+//! The memory profile of a PyTorch (Kineto) trace, from the profiler's `[memory]`
+//! instant events (`profile_memory=True`), in XProf's result type: one allocator per
+//! (`Device Type`, `Device Id`), named as `torch.device` prints it (`cpu`, `cuda:0`).
+//!
+//! The one design decision to know: PyTorch records the allocator's totals on every
+//! event, so the state after each event is read, not rebuilt — allocated =
+//! `Total Allocated` (XProf's heap), reserved = `Total Reserved` (the caching
+//! allocator's pool: heap + free, fragmentation = 1 − allocated / reserved). Only the
+//! breakdown at the peak is rebuilt, by replaying allocations and frees by `Addr` over
+//! the whole trace up to the peak event; whatever the live blocks do not explain was
+//! allocated before the trace started and gets one special row. Events are taken in
+//! time order (ties: `Ev Idx`, then storage order); the peak is the last event reaching
+//! the largest allocated total (XProf's `>=`), the reserved peak the first.
+
+mod events;
+mod report;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, HashMap};
+
+use mlprof_model::Host;
+use mlprof_model::names::HOST_PLANE;
+use serde::Serialize;
+
+use super::compute::{keep_referenced, merge_rows, sample_timeline};
+use super::{
+    ActivityKind, AggregationStats, AllocatorProfile, MAX_TIMELINE_SNAPSHOTS, MemoryActivity, MemoryProfile,
+    MemorySnapshot, MemorySummary,
+};
+use events::{MemoryEvent, memory_events};
+pub(super) use report::report;
+
+/// The one sentence saying how a PyTorch memory profile is obtained.
+pub(super) const METHOD: &str = "From PyTorch's [memory] events (profile_memory=True): allocated = Total Allocated, \
+     reserved = Total Reserved (free = reserved - allocated, fragmentation = 1 - allocated / reserved), the op = \
+     the innermost cpu_op running on the event's thread; stack reservation and the allocator's lifetime peak are \
+     not recorded (0).";
+
+/// The op name of the breakdown row for memory allocated before the trace.
+pub const BEFORE_TRACE_ROW: &str = "(allocated before the trace)";
+
+/// What PyTorch's `[memory]` events record about one device's allocator beyond
+/// XProf's fields. Bytes are bytes; times are picoseconds relative to the profile start.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PytorchAllocator {
+    /// PyTorch's `Device Type` (`c10::DeviceType`: 0 CPU, 1 CUDA, 6 HIP, 12 XPU, 13 MPS, …).
+    pub device_type: i64,
+    /// PyTorch's `Device Id` (-1 for CPU).
+    pub device_id: i64,
+    /// `Total Reserved` at the peak of allocated bytes.
+    pub reserved_at_peak_bytes: i64,
+    /// The largest `Total Reserved` in the trace.
+    pub peak_reserved_bytes: i64,
+    /// When `Total Reserved` first reached [`PytorchAllocator::peak_reserved_bytes`].
+    pub peak_reserved_time_ps: i64,
+    /// `Total Allocated` after the last event.
+    pub allocated_at_end_bytes: i64,
+    /// `Total Reserved` after the last event.
+    pub reserved_at_end_bytes: i64,
+    /// Blocks live at the peak that were allocated in the trace.
+    pub live_at_peak_blocks: u64,
+    /// Their bytes.
+    pub live_at_peak_bytes: i64,
+    /// Allocated bytes at the peak that no allocation in the trace explains: memory
+    /// allocated before the trace started (the breakdown's [`BEFORE_TRACE_ROW`]).
+    pub allocated_before_trace_at_peak_bytes: i64,
+    /// Frees of blocks with no earlier allocation in the trace (allocated before it).
+    pub frees_without_allocation: u64,
+    /// Their bytes.
+    pub frees_without_allocation_bytes: i64,
+    /// Memory events with no `cpu_op` running on their thread (their op is empty).
+    pub events_without_op: u64,
+}
+
+/// Builds the memory profile of a Kineto host from its `[memory]` events.
+pub(super) fn analyze(host: &Host) -> MemoryProfile {
+    let mut by_device: BTreeMap<(i64, i64), Vec<MemoryEvent>> = BTreeMap::new();
+    for event in memory_events(host.planes.iter()) {
+        by_device.entry((event.device_type, event.device_id)).or_default().push(event);
+    }
+    let mut allocators: Vec<AllocatorProfile> = by_device
+        .into_iter()
+        .map(|((device_type, device_id), mut events)| {
+            events.sort_by_key(|e| (e.time_ps, e.ev_idx, e.position));
+            allocator(device_type, device_id, &events)
+        })
+        .collect();
+    allocators.sort_by(|a, b| a.memory_id.cmp(&b.memory_id));
+    MemoryProfile {
+        has_host_plane: host.planes.iter().any(|p| p.name == HOST_PLANE),
+        allocators,
+        hlo_modules: Vec::new(),
+        method: Some(METHOD.to_string()),
+    }
+}
+
+/// The memory id of a device as `torch.device` prints it: `cpu`, `cuda:0`, `xpu:1`.
+pub(super) fn memory_id(device_type: i64, device_id: i64) -> String {
+    let name = match device_type {
+        0 => "cpu",
+        1 => "cuda",
+        2 => "mkldnn",
+        3 => "opengl",
+        4 => "opencl",
+        5 => "ideep",
+        6 => "hip",
+        7 => "fpga",
+        8 => "maia",
+        9 => "xla",
+        10 => "vulkan",
+        11 => "metal",
+        12 => "xpu",
+        13 => "mps",
+        14 => "meta",
+        15 => "hpu",
+        16 => "ve",
+        17 => "lazy",
+        18 => "ipu",
+        19 => "mtia",
+        20 => "privateuseone",
+        other => return with_index(&format!("device_type_{other}"), device_id),
+    };
+    if device_type == 0 { name.to_string() } else { with_index(name, device_id) }
+}
+
+fn with_index(name: &str, device_id: i64) -> String {
+    if device_id < 0 { name.to_string() } else { format!("{name}:{device_id}") }
+}
+
+/// The allocator state after one event.
+fn stats_of(event: &MemoryEvent) -> AggregationStats {
+    let allocated = event.allocated_bytes;
+    let reserved = event.reserved_bytes;
+    let (free, fragmentation) = if reserved > 0 {
+        let free = reserved.saturating_sub(allocated).max(0);
+        (free, (1.0 - allocated as f64 / reserved as f64).clamp(0.0, 1.0))
+    } else {
+        (0, 0.0)
+    };
+    AggregationStats {
+        stack_reserved_bytes: 0,
+        heap_allocated_bytes: allocated,
+        free_memory_bytes: free,
+        fragmentation,
+        peak_bytes_in_use: 0,
+        reserved_bytes: Some(reserved),
+    }
+}
+
+/// The snapshot of one event; the op, input types and dims are those of its op.
+fn snapshot_of(event: &MemoryEvent) -> MemorySnapshot {
+    let size = event.bytes.saturating_abs();
+    let op = event.op.clone().unwrap_or_default();
+    MemorySnapshot {
+        time_ps: event.time_ps,
+        offset_ps: event.offset_ps,
+        stats: stats_of(event),
+        activity: MemoryActivity {
+            kind: if event.bytes < 0 { ActivityKind::Deallocation } else { ActivityKind::Allocation },
+            requested_bytes: size,
+            allocation_bytes: size,
+            address: event.address,
+            tf_op_name: op.name,
+            step_id: event.step,
+            region_type: String::new(),
+            data_type: op.input_types,
+            tensor_shape: op.input_dims,
+        },
+    }
+}
+
+/// Index of the last event with the largest allocated total (XProf's `>=`).
+fn peak_index(events: &[MemoryEvent]) -> usize {
+    let mut peak = 0;
+    for (index, event) in events.iter().enumerate() {
+        if events.get(peak).is_some_and(|p| event.allocated_bytes >= p.allocated_bytes) {
+            peak = index;
+        }
+    }
+    peak
+}
+
+/// Index of the first event with the largest reserved total.
+fn reserved_peak_index(events: &[MemoryEvent]) -> usize {
+    let mut peak = 0;
+    for (index, event) in events.iter().enumerate() {
+        if events.get(peak).is_some_and(|p| event.reserved_bytes > p.reserved_bytes) {
+            peak = index;
+        }
+    }
+    peak
+}
+
+/// The replay of allocations and frees by address.
+struct Replay {
+    /// Snapshot indices of the blocks live right after the peak event.
+    live_at_peak: Vec<usize>,
+    /// Frees of addresses with no live allocation, over the whole trace.
+    frees_without_allocation: u64,
+    /// Their bytes.
+    frees_without_allocation_bytes: i64,
+}
+
+/// Replays every event; deallocations take the op, input types and dims of the
+/// allocation they free (as XProf copies allocation details onto deallocations).
+fn replay(snapshots: &mut [MemorySnapshot], peak: usize) -> Replay {
+    let mut live: HashMap<u64, usize> = HashMap::new();
+    let mut result =
+        Replay { live_at_peak: Vec::new(), frees_without_allocation: 0, frees_without_allocation_bytes: 0 };
+    for index in 0..snapshots.len() {
+        let Some(snapshot) = snapshots.get(index) else { break };
+        let address = snapshot.activity.address;
+        match snapshot.activity.kind {
+            ActivityKind::Allocation => {
+                live.insert(address, index);
+            }
+            ActivityKind::Deallocation => match live.remove(&address).and_then(|alloc| snapshots.get(alloc)) {
+                Some(alloc) => {
+                    let from = alloc.activity.clone();
+                    if let Some(to) = snapshots.get_mut(index) {
+                        to.activity.tf_op_name = from.tf_op_name;
+                        to.activity.data_type = from.data_type;
+                        to.activity.tensor_shape = from.tensor_shape;
+                    }
+                }
+                None => {
+                    result.frees_without_allocation += 1;
+                    result.frees_without_allocation_bytes =
+                        result.frees_without_allocation_bytes.saturating_add(snapshot.activity.allocation_bytes);
+                }
+            },
+        }
+        if index == peak {
+            result.live_at_peak = live.values().copied().collect();
+            result.live_at_peak.sort_unstable();
+        }
+    }
+    result
+}
+
+/// The profile of one device's allocator from its events in time order.
+fn allocator(device_type: i64, device_id: i64, events: &[MemoryEvent]) -> AllocatorProfile {
+    let mut snapshots: Vec<MemorySnapshot> = events.iter().map(snapshot_of).collect();
+    let peak = peak_index(events);
+    let replayed = replay(&mut snapshots, peak);
+    let timeline = sample_timeline(&snapshots, MAX_TIMELINE_SNAPSHOTS);
+
+    let peak_event = events.get(peak).cloned().unwrap_or_default();
+    let peak_stats = AggregationStats { peak_bytes_in_use: peak_event.allocated_bytes, ..stats_of(&peak_event) };
+    let summary = MemorySummary {
+        peak_bytes_usage_lifetime: 0,
+        memory_capacity_bytes: peak_stats.heap_allocated_bytes.saturating_add(peak_stats.free_memory_bytes),
+        peak_stats,
+        peak_stats_time_ps: peak_event.time_ps,
+        peak_stats_offset_ps: peak_event.offset_ps,
+    };
+
+    let live_bytes = replayed
+        .live_at_peak
+        .iter()
+        .filter_map(|&i| snapshots.get(i))
+        .fold(0i64, |sum, s| sum.saturating_add(s.activity.allocation_bytes));
+    let before_trace = peak_event.allocated_bytes.saturating_sub(live_bytes);
+    let mut special_allocations = Vec::new();
+    if before_trace > 0 {
+        special_allocations.push(MemoryActivity {
+            kind: ActivityKind::Allocation,
+            requested_bytes: before_trace,
+            allocation_bytes: before_trace,
+            tf_op_name: BEFORE_TRACE_ROW.to_string(),
+            step_id: peak_event.step,
+            ..MemoryActivity::default()
+        });
+    }
+    let entries = replayed
+        .live_at_peak
+        .iter()
+        .filter_map(|&i| Some((i64::try_from(i).ok()?, &snapshots.get(i)?.activity)))
+        .collect();
+    let rows = merge_rows(entries, &special_allocations);
+    let (active_allocations, peak_snapshots) = keep_referenced(rows, &snapshots);
+
+    let count = |list: &[MemorySnapshot], kind| list.iter().filter(|s| s.activity.kind == kind).count() as u64;
+    let last = events.last().cloned().unwrap_or_default();
+    let reserved_peak = events.get(reserved_peak_index(events)).cloned().unwrap_or_default();
+    let pytorch = PytorchAllocator {
+        device_type,
+        device_id,
+        reserved_at_peak_bytes: peak_event.reserved_bytes,
+        peak_reserved_bytes: reserved_peak.reserved_bytes,
+        peak_reserved_time_ps: reserved_peak.time_ps,
+        allocated_at_end_bytes: last.allocated_bytes,
+        reserved_at_end_bytes: last.reserved_bytes,
+        live_at_peak_blocks: replayed.live_at_peak.len() as u64,
+        live_at_peak_bytes: live_bytes,
+        allocated_before_trace_at_peak_bytes: before_trace,
+        frees_without_allocation: replayed.frees_without_allocation,
+        frees_without_allocation_bytes: replayed.frees_without_allocation_bytes,
+        events_without_op: events.iter().filter(|e| e.op.is_none()).count() as u64,
+    };
+    AllocatorProfile {
+        memory_id: memory_id(device_type, device_id),
+        total_allocations: count(&snapshots, ActivityKind::Allocation),
+        total_deallocations: count(&snapshots, ActivityKind::Deallocation),
+        timeline_allocations: count(&timeline, ActivityKind::Allocation),
+        timeline_deallocations: count(&timeline, ActivityKind::Deallocation),
+        summary,
+        peak_step_id: peak_event.step,
+        timeline,
+        active_allocations,
+        peak_snapshots,
+        special_allocations,
+        pytorch: Some(pytorch),
+    }
+}
