@@ -17,8 +17,12 @@ use crate::xstats::{self, StatKeys};
 /// XProf's `device_op_metrics_db` of one host: every GPU plane's kernels that carry a
 /// `tf_op` stat, keyed `<tf op name>/<kernel name>`, with each plane's `IDLE` row,
 /// combined over the planes. Empty for CPU-only hosts, and for TPU hosts (XProf reads
-/// TPU planes differently; not supported).
+/// TPU planes differently; not supported). Kineto hosts: kernels, copies and memsets
+/// keyed `<ATen op>/<kernel>` (see `op_metrics::kineto_device`).
 pub fn device_op_metrics_db(host: &Host, groups: &HostGroups) -> OpMetricsDb {
+    if crate::kineto::is_kineto(host) {
+        return super::kineto_device::device_op_metrics_db(host);
+    }
     if host.planes.iter().any(|plane| plane.name.starts_with(names::TPU_PLANE_PREFIX)) {
         return OpMetricsDb::default();
     }
@@ -49,17 +53,12 @@ pub fn device_op_metrics_db(host: &Host, groups: &HostGroups) -> OpMetricsDb {
                 let is_eager = xstats::event_int(plane, &event, keys.key(2)).is_some_and(|v| v != 0)
                     || groups.is_eager(plane_index, line_index, event.index());
                 let time_ps = ps(event.duration_ps());
-                let metrics = builder.entry(0, &format!("{}/{kernel}", op.name));
-                if metrics.occurrences == 0 && metrics.category.is_empty() && metrics.provenance.is_empty() {
+                let metrics = builder.add_occurrence(0, &format!("{}/{kernel}", op.name), time_ps, time_ps);
+                if metrics.occurrences == 1 && metrics.category.is_empty() && metrics.provenance.is_empty() {
                     metrics.category = if op.op_type.is_empty() { "unknown".into() } else { op.op_type.into() };
                     metrics.provenance = full.to_string();
                     metrics.is_eager |= is_eager;
                 }
-                metrics.num_cores = 1;
-                metrics.occurrences += 1;
-                metrics.time_ps += time_ps;
-                metrics.self_time_ps += time_ps;
-                builder.db.total_op_time_ps += time_ps;
             }
         }
         let mut db = builder.finish();
@@ -71,7 +70,8 @@ pub fn device_op_metrics_db(host: &Host, groups: &HostGroups) -> OpMetricsDb {
 }
 
 /// Rolls device ops up to the framework ops they came from (by provenance), as XProf
-/// does before showing device rows in `framework_op_stats`: times add up, occurrences
+/// does before showing device rows in `framework_op_stats` (a provenance with a stated
+/// type, as Kineto's ATen ops, is taken as is): times add up, occurrences
 /// are the largest among the op's kernels, eagerness is the last kernel's. With
 /// `with_idle` the `IDLE` row is kept and the total time is the device's; without, both
 /// are dropped and the total is the op time.
@@ -85,6 +85,8 @@ pub fn tf_metrics_db_from_device(device: &OpMetricsDb, with_idle: bool) -> OpMet
             (IDLE, IDLE)
         } else if op.provenance.is_empty() {
             (op.name.as_str(), "")
+        } else if !op.provenance_type.is_empty() {
+            (op.provenance.as_str(), op.provenance_type.as_str())
         } else {
             let tf_op = parse_tf_op(&op.provenance);
             (tf_op.name, tf_op.op_type)

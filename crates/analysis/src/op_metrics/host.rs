@@ -34,8 +34,12 @@ const STAT_NAMES: [&str; 6] = [
 
 /// XProf's `host_op_metrics_db` of one host: the framework ops of every thread of the
 /// `/host:CPU` plane with their total and self times, plus one combined `IDLE` row.
-/// Empty when the host has no such plane.
+/// Empty when the host has no such plane. Kineto hosts: `cpu_op`s and CUDA runtime /
+/// driver calls (see `op_metrics::kineto_host`).
 pub fn host_op_metrics_db(host: &Host, groups: &HostGroups) -> OpMetricsDb {
+    if crate::kineto::is_kineto(host) {
+        return super::kineto_host::host_op_metrics_db(host);
+    }
     let Some(plane_index) = host.planes.iter().position(|plane| plane.name == names::HOST_PLANE) else {
         return OpMetricsDb::default();
     };
@@ -212,16 +216,11 @@ fn replay(activities: &mut [Activity<'_>]) -> OpMetricsDb {
         let Some(open) = found else { continue };
         let time_ps = ps(activity.time_ps - open.start_ps);
         let self_ps = time_ps.saturating_sub(open.children_ps);
-        let op = builder.entry(activity.id as u64, activity.name);
+        let op = builder.add_occurrence(activity.id as u64, activity.name, time_ps, self_ps);
         if op.category.is_empty() {
             op.category = activity.op_type.to_string();
         }
-        op.num_cores = 1;
         op.is_eager |= activity.is_eager;
-        op.occurrences += 1;
-        op.time_ps += time_ps;
-        op.self_time_ps += self_ps;
-        builder.db.total_op_time_ps += self_ps;
         if let Some(parent) = stack.last_mut() {
             parent.children_ps += time_ps;
         }

@@ -8,9 +8,18 @@
 //! unmatched ends are dropped (overlapping TraceMes), every host thread adds an
 //! `IDLE` row (span of its ops minus their self time), and the GPU total time is taken
 //! from raw event offsets within their lines.
+//!
+//! Kineto (PyTorch) traces have no `tf_op` stats and no `name:Type` op names, so they
+//! get their own readers with the same arithmetic: `kineto_host` (ATen `cpu_op`s and
+//! CUDA runtime calls), `kineto_device` (kernels, copies and memsets attributed to
+//! the ATen op that launched them by [`KinetoOpIndex`]). The public functions branch on
+//! [`crate::kineto::is_kineto`].
 
 mod device;
 mod host;
+mod kineto_device;
+mod kineto_host;
+mod kineto_ops;
 
 use std::collections::HashMap;
 
@@ -18,6 +27,7 @@ use serde::Serialize;
 
 pub use device::{device_op_metrics_db, tf_metrics_db_from_device};
 pub use host::host_op_metrics_db;
+pub use kineto_ops::KinetoOpIndex;
 
 /// Name and category of the row that stands for the time no op ran.
 pub const IDLE: &str = "IDLE";
@@ -35,6 +45,9 @@ pub struct OpMetrics {
     pub category: String,
     /// The framework op this op came from (the `tf_op` stat of GPU kernels); "" on the host.
     pub provenance: String,
+    /// The type of the `provenance` op when the source states it (Kineto: the `cpu_op`
+    /// name, `aten::addmm`); empty when it is parsed from `provenance` (`name:Type`).
+    pub provenance_type: String,
     /// Whether any occurrence ran eagerly (op by op rather than in a compiled function).
     pub is_eager: bool,
     /// Number of occurrences (0 for `IDLE`).
@@ -120,6 +133,19 @@ impl DbBuilder {
         &mut self.db.metrics[at]
     }
 
+    /// Counts one occurrence of the op keyed `(module, name)` on one core, `time_ps`
+    /// long with `self_ps` of self time (also added to the op time), and returns the op
+    /// (its `occurrences` is 1 on its first occurrence).
+    fn add_occurrence(&mut self, module: u64, name: &str, time_ps: u64, self_ps: u64) -> &mut OpMetrics {
+        self.db.total_op_time_ps += self_ps;
+        let op = self.entry(module, name);
+        op.num_cores = 1;
+        op.occurrences += 1;
+        op.time_ps += time_ps;
+        op.self_time_ps += self_ps;
+        op
+    }
+
     /// Adds every op of `src` (XProf's `OpMetricsDbCombiner::Combine`): totals add up,
     /// ops with the same key merge, the first non-empty category and provenance win.
     fn combine(&mut self, src: &OpMetricsDb, update_num_cores: bool) {
@@ -132,6 +158,9 @@ impl DbBuilder {
             }
             if dst.provenance.is_empty() {
                 dst.provenance.clone_from(&op.provenance);
+            }
+            if dst.provenance_type.is_empty() {
+                dst.provenance_type.clone_from(&op.provenance_type);
             }
             dst.is_eager |= op.is_eager;
             dst.occurrences += op.occurrences;

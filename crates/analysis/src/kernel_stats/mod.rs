@@ -13,6 +13,13 @@
 //! needs the HLO protos of `/host:metadata`, which mlprof does not decode yet; such
 //! kernels keep the op named by their `tf_op` stat, as XProf does when the HLO
 //! instruction is unknown.
+//!
+//! Kineto (PyTorch) traces are read by `kernel_stats::kineto`: launch parameters from
+//! the kernel's args (`registers per thread`, `shared memory`, `grid`, `block`), the op
+//! from the `cpu_op` that launched it, eligibility from the ATen op
+//! ([`aten_op_tensor_core_eligible`]).
+
+mod kineto;
 
 use std::collections::HashMap;
 
@@ -172,6 +179,8 @@ pub fn op_tensor_core_eligible(op_name: &str) -> bool {
     TENSOR_CORE_OP_SUFFIXES.iter().any(|suffix| op_name.ends_with(suffix))
         || TENSOR_CORE_OP_SUBSTRINGS.iter().any(|part| op_name.contains(part))
 }
+
+pub use kineto::aten_op_tensor_core_eligible;
 
 /// Whether an einsum `equation` stat describes a two-operand contraction (`ab,bc->ac`),
 /// which can use TensorCores.
@@ -381,24 +390,24 @@ fn collect_plane(plane: &Plane, groups: &mut HashMap<GroupKey, GroupTimes>) {
                 op_tensor_core_eligible: eligible,
                 op_name: op_name.to_string(),
             };
-            let ns = (duration_ps / PS_PER_NS) as u64;
-            groups
-                .entry(key)
-                .and_modify(|times| {
-                    times.occurrences += 1;
-                    times.total_ns = times.total_ns.saturating_add(ns);
-                    times.min_ns = times.min_ns.min(ns);
-                    times.max_ns = times.max_ns.max(ns);
-                })
-                .or_insert(GroupTimes {
-                    occupancy_pct: params.occupancy_pct,
-                    occurrences: 1,
-                    total_ns: ns,
-                    min_ns: ns,
-                    max_ns: ns,
-                });
+            add_launch(groups, key, duration_ps, params.occupancy_pct);
         }
     }
+}
+
+/// Counts one launch of `duration_ps` (truncated to whole ns, as XProf) in its group;
+/// the first launch of a group sets its occupancy.
+fn add_launch(groups: &mut HashMap<GroupKey, GroupTimes>, key: GroupKey, duration_ps: i64, occupancy_pct: f32) {
+    let ns = u64::try_from(duration_ps / PS_PER_NS).unwrap_or(0);
+    groups
+        .entry(key)
+        .and_modify(|times| {
+            times.occurrences += 1;
+            times.total_ns = times.total_ns.saturating_add(ns);
+            times.min_ns = times.min_ns.min(ns);
+            times.max_ns = times.max_ns.max(ns);
+        })
+        .or_insert(GroupTimes { occupancy_pct, occurrences: 1, total_ns: ns, min_ns: ns, max_ns: ns });
 }
 
 /// Kernel statistics over the GPU planes of `hosts`: each host's launches grouped and
@@ -410,9 +419,13 @@ pub fn analyze(hosts: &[&Host]) -> KernelStats {
             continue;
         }
         let mut groups = HashMap::new();
-        for plane in host.planes.iter().filter(|plane| plane.name.starts_with(GPU_PLANE_PREFIX)) {
-            stats.gpu_planes += 1;
-            collect_plane(plane, &mut groups);
+        if crate::kineto::is_kineto(host) {
+            stats.gpu_planes += kineto::collect_host(host, &mut groups);
+        } else {
+            for plane in host.planes.iter().filter(|plane| plane.name.starts_with(GPU_PLANE_PREFIX)) {
+                stats.gpu_planes += 1;
+                collect_plane(plane, &mut groups);
+            }
         }
         let mut reports: Vec<KernelReport> =
             groups.into_iter().map(|(key, times)| KernelReport::from_group(key, times)).collect();

@@ -1,0 +1,174 @@
+//! Kernel statistics of Kineto (PyTorch) traces: the same groups and columns as
+//! XProf's, read from the kernel's Kineto args.
+//!
+//! The one design decision to know: Kineto has no `kernel_details` string. Registers
+//! come from `registers per thread`, shared memory from `shared memory` (Kineto's sum
+//! of static and dynamic shared memory, kept as static), grid and block from the `grid`
+//! / `block` arrays; Kineto records no theoretical occupancy, so that column is 0. The
+//! op is the `cpu_op` that launched the kernel (`External id`, else the `cpu_op` around
+//! the launch with the same `correlation`), "" when none did; the op is TensorCore
+//! eligible by [`aten_op_tensor_core_eligible`] or when the kernel uses TensorCores.
+//! Only `kernel` events count: copies and memsets are not kernels.
+
+use std::collections::HashMap;
+
+use mlprof_model::names::GPU_PLANE_PREFIX;
+use mlprof_model::{Event, Host, StatValue};
+
+use super::{GroupKey, GroupTimes, add_launch, kernel_uses_tensor_core};
+use crate::kineto::{self, Category};
+use crate::op_metrics::KinetoOpIndex;
+use crate::xstats::{self, StatKeys};
+
+/// Kineto arg names read off kernels, in [`StatKeys`] order.
+const STAT_NAMES: [&str; 4] = ["registers per thread", "shared memory", "grid", "block"];
+
+/// ATen / autograd op names (normalised: lower case, no `_`, no namespace, no
+/// `backward`/`forward` suffix) of ops that can run on TensorCores: matrix
+/// multiplications, convolutions, attention, cuDNN RNNs and scaled / integer matmuls.
+const TENSOR_CORE_OPS: [&str; 33] = [
+    "mm",
+    "addmm",
+    "addmmactivation",
+    "bmm",
+    "baddbmm",
+    "addbmm",
+    "matmul",
+    "linear",
+    "einsum",
+    "tensordot",
+    "convolution",
+    "convolutionoverrideable",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "convtranspose1d",
+    "convtranspose2d",
+    "convtranspose3d",
+    "cudnnconvolution",
+    "cudnnconvolutiontranspose",
+    "scaleddotproductattention",
+    "scaleddotproductflashattention",
+    "scaleddotproductefficientattention",
+    "scaleddotproductcudnnattention",
+    "flashattention",
+    "efficientattention",
+    "scaledmm",
+    "intmm",
+    "cudnnrnn",
+    "lstm",
+    "gru",
+    "rnntanh",
+    "rnnrelu",
+];
+
+/// Whether a PyTorch op can run on TensorCores, XProf's eligibility rule with the ATen
+/// counterparts of its TensorFlow ops: `aten::mm`, `aten::addmm`, `aten::bmm`,
+/// `aten::baddbmm`, `aten::matmul`, `aten::linear`, `aten::convolution` and `conv*`,
+/// `aten::einsum`, `aten::scaled_dot_product_attention` and its flash / efficient /
+/// cuDNN kernels, `aten::_scaled_mm`, `aten::_cudnn_rnn`, their backward ops and
+/// autograd nodes (`autograd::engine::evaluate_function: AddmmBackward0`,
+/// `ConvolutionBackward0`).
+pub fn aten_op_tensor_core_eligible(op_name: &str) -> bool {
+    let name = op_name.strip_prefix("autograd::engine::evaluate_function:").unwrap_or(op_name).trim();
+    let name = name.rsplit("::").next().unwrap_or(name);
+    let mut normalised: String = name.chars().filter(|c| *c != '_').map(|c| c.to_ascii_lowercase()).collect();
+    // Autograd nodes end in a version number (`AddmmBackward0`).
+    while normalised.ends_with(|c: char| c.is_ascii_digit()) {
+        normalised.pop();
+    }
+    for suffix in ["backward", "forward"] {
+        if let Some(stripped) = normalised.strip_suffix(suffix) {
+            normalised.truncate(stripped.len());
+        }
+    }
+    TENSOR_CORE_OPS.contains(&normalised.as_str())
+}
+
+/// Adds the kernels of every GPU plane of a Kineto `host` to `groups`; returns the
+/// number of GPU planes.
+pub(super) fn collect_host(host: &Host, groups: &mut HashMap<GroupKey, GroupTimes>) -> usize {
+    let index = KinetoOpIndex::new(host);
+    let mut planes = 0;
+    for plane in host.planes.iter().filter(|plane| plane.name.starts_with(GPU_PLANE_PREFIX)) {
+        planes += 1;
+        let categories = kineto::categories(plane);
+        let keys = StatKeys::new(plane, STAT_NAMES);
+        let device_keys = KinetoOpIndex::device_keys(plane);
+        for line in &plane.lines {
+            for event in line.iter() {
+                let duration_ps = event.duration_ps();
+                if duration_ps <= 0 || kineto::category_of(&categories, &event) != Category::Kernel {
+                    continue;
+                }
+                let name = xstats::event_name(plane, &event);
+                let uses_tensor_core = kernel_uses_tensor_core(name);
+                let op_name = index.op_of(plane, &device_keys, &event).unwrap_or("");
+                let eligible = !op_name.is_empty() && (aten_op_tensor_core_eligible(op_name) || uses_tensor_core);
+                let count = |i: usize| {
+                    xstats::event_int(plane, &event, keys.key(i)).and_then(|v| u32::try_from(v).ok()).unwrap_or(0)
+                };
+                let key = GroupKey {
+                    name: name.to_string(),
+                    grid_dim: dim3(&event, keys.key(2)).unwrap_or([1; 3]),
+                    block_dim: dim3(&event, keys.key(3)).unwrap_or([1; 3]),
+                    registers_per_thread: count(0),
+                    static_shmem_bytes: count(1),
+                    dynamic_shmem_bytes: 0,
+                    uses_tensor_core,
+                    op_tensor_core_eligible: eligible,
+                    op_name: op_name.to_string(),
+                };
+                add_launch(groups, key, duration_ps, 0.0);
+            }
+        }
+    }
+    planes
+}
+
+/// A Kineto `[x, y, z]` arg of `event` (raw JSON text): exactly three integers that
+/// fit in `u32`.
+fn dim3(event: &Event<'_>, key: Option<u32>) -> Option<[u32; 3]> {
+    let text = match xstats::find(event.stats(), key)? {
+        StatValue::Json(text) | StatValue::Str(text) => event.store().text(text),
+        _ => return None,
+    };
+    let inner = text.trim().strip_prefix('[')?.strip_suffix(']')?;
+    let mut parts = inner.split(',').map(|part| part.trim().parse::<u32>().ok());
+    let dims = [parts.next()??, parts.next()??, parts.next()??];
+    parts.next().is_none().then_some(dims)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aten_matmuls_convolutions_and_attention_are_eligible() {
+        for name in [
+            "aten::mm",
+            "aten::addmm",
+            "aten::bmm",
+            "aten::baddbmm",
+            "aten::matmul",
+            "aten::linear",
+            "aten::convolution",
+            "aten::cudnn_convolution",
+            "aten::conv2d",
+            "aten::convolution_backward",
+            "aten::einsum",
+            "aten::_scaled_dot_product_flash_attention",
+            "aten::_scaled_dot_product_efficient_attention_backward",
+            "aten::_flash_attention_forward",
+            "aten::_scaled_mm",
+            "autograd::engine::evaluate_function: AddmmBackward0",
+            "ConvolutionBackward0",
+            "MmBackward0",
+        ] {
+            assert!(aten_op_tensor_core_eligible(name), "{name}");
+        }
+        for name in ["aten::add", "aten::relu", "aten::copy_", "aten::mean", "aten::addmv", "aten::mul", "", "::"] {
+            assert!(!aten_op_tensor_core_eligible(name), "{name}");
+        }
+    }
+}
