@@ -53,6 +53,12 @@ pub enum StepSource {
     },
     /// XProf skips grouping when TF loop ops (`WhileOp-EvalCond`, …) are present.
     SkippedLoopOps,
+    /// PyTorch's `ProfilerStep#N` annotations (Kineto traces), see
+    /// [`crate::profiler_steps`].
+    ProfilerSteps {
+        /// Number of steps.
+        groups: usize,
+    },
 }
 
 impl StepSource {
@@ -70,6 +76,9 @@ impl StepSource {
             StepSource::SkippedLoopOps => {
                 "Step grouping skipped: the profile has TensorFlow loop ops (as XProf does).".to_string()
             }
+            StepSource::ProfilerSteps { groups } => format!(
+                "{groups} steps from PyTorch's ProfilerStep#N annotations (host events by time, GPU events by their launch)."
+            ),
         }
     }
 }
@@ -531,6 +540,11 @@ pub fn group_host_as_xprof(host: &Host) -> HostGroups {
 }
 
 fn group(host: &Host, step_num_fallback: bool) -> HostGroups {
+    if crate::kineto::is_kineto(host)
+        && let Some(groups) = crate::profiler_steps::group(host)
+    {
+        return groups;
+    }
     let mut groups = HostGroups::none(host);
     let has_loop_ops =
         host.planes.iter().any(|plane| plane.event_metadata.iter().any(|m| LOOP_OPS.contains(&m.name.as_str())));

@@ -16,6 +16,7 @@ pub mod memory_profile;
 pub mod op_metrics;
 pub mod overview;
 pub mod pod_viewer;
+pub mod profiler_steps;
 pub mod report;
 pub mod steps;
 pub mod tf_data;

@@ -3,6 +3,11 @@
 //!
 //! The one design decision to know: it reads the combined step database without
 //! XProf's first/last-step drop, as XProf's pod viewer does.
+//!
+//! Beyond XProf: with several hosts (PyTorch ranks, TF workers) each step names its
+//! straggler — the slowest host, how far behind the fastest it was, and the category
+//! in which it spent most more than the others' median — and the hosts that were
+//! slowest most often are summed up (not in the `xprof-json` rendering).
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -39,13 +44,42 @@ pub struct PodRecord {
     pub bottleneck: String,
 }
 
+/// The slowest host of one step.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Straggler {
+    /// Host name.
+    pub host: String,
+    /// Its step time minus the fastest host's (µs).
+    pub behind_fastest_us: f64,
+    /// Its step time minus the median host's (µs).
+    pub behind_median_us: f64,
+    /// The category in which it spent the most time beyond the other hosts' median.
+    pub excess_category: String,
+    /// That excess (µs).
+    pub excess_us: f64,
+}
+
 /// One step across hosts.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PodStep {
-    /// Step number (the chief host's group id).
+    /// Step number (the chief host's group id; PyTorch's N of `ProfilerStep#N`).
     pub step_num: i64,
     /// Per host.
     pub hosts: Vec<PodRecord>,
+    /// The slowest host, when the step has more than one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub straggler: Option<Straggler>,
+}
+
+/// How often a host was the straggler.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StragglerCount {
+    /// Host name.
+    pub host: String,
+    /// Steps in which it was the slowest.
+    pub steps: usize,
+    /// Average time behind the fastest host in those steps (µs).
+    pub mean_behind_fastest_us: f64,
 }
 
 /// The pod viewer.
@@ -57,6 +91,63 @@ pub struct PodViewer {
     pub steps: Vec<PodStep>,
     /// XProf's step diagnostics (no step marker, empty intersection).
     pub warnings: Vec<String>,
+    /// Hosts that were the straggler of some step, most often first (several hosts only).
+    pub stragglers: Vec<StragglerCount>,
+}
+
+/// Median of `values` (the lower middle one for an even count); 0 when empty.
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len().saturating_sub(1) / 2).copied().unwrap_or(0.0)
+}
+
+/// The straggler among `records` (two or more hosts).
+fn straggler(records: &[PodRecord]) -> Option<Straggler> {
+    if records.len() < 2 {
+        return None;
+    }
+    let slowest = records.iter().max_by(|a, b| a.total_duration_us.total_cmp(&b.total_duration_us))?;
+    let fastest = records.iter().map(|r| r.total_duration_us).fold(f64::INFINITY, f64::min);
+    let median_step = median(records.iter().map(|r| r.total_duration_us).collect());
+    let others: Vec<&PodRecord> = records.iter().filter(|r| !std::ptr::eq(*r, slowest)).collect();
+    let mut excess = (0usize, f64::NEG_INFINITY);
+    for category in 0..CATEGORIES.len() {
+        let typical = median(others.iter().map(|r| r.breakdown_us[category]).collect());
+        let extra = slowest.breakdown_us[category] - typical;
+        if extra > excess.1 {
+            excess = (category, extra);
+        }
+    }
+    Some(Straggler {
+        host: slowest.host.clone(),
+        behind_fastest_us: slowest.total_duration_us - fastest,
+        behind_median_us: slowest.total_duration_us - median_step,
+        excess_category: CATEGORIES[excess.0].1.to_string(),
+        excess_us: excess.1.max(0.0),
+    })
+}
+
+/// Straggler counts per host over `steps`, most often first.
+fn straggler_counts(steps: &[PodStep]) -> Vec<StragglerCount> {
+    let mut counts: Vec<StragglerCount> = Vec::new();
+    for straggler in steps.iter().filter_map(|s| s.straggler.as_ref()) {
+        match counts.iter_mut().find(|c| c.host == straggler.host) {
+            Some(count) => {
+                count.mean_behind_fastest_us += straggler.behind_fastest_us;
+                count.steps += 1;
+            }
+            None => counts.push(StragglerCount {
+                host: straggler.host.clone(),
+                steps: 1,
+                mean_behind_fastest_us: straggler.behind_fastest_us,
+            }),
+        }
+    }
+    for count in &mut counts {
+        count.mean_behind_fastest_us /= count.steps as f64;
+    }
+    counts.sort_by(|a, b| b.steps.cmp(&a.steps).then(a.host.cmp(&b.host)));
+    counts
 }
 
 fn breakdown(info: &StepInfo) -> [f64; 9] {
@@ -101,9 +192,11 @@ pub fn analyze(steps: &CombinedSteps) -> PodViewer {
                     bottleneck: CATEGORIES[best].1.to_string(),
                 }
             })
-            .collect();
-        viewer.steps.push(PodStep { step_num: first.step_num, hosts });
+            .collect::<Vec<_>>();
+        let straggler = straggler(&hosts);
+        viewer.steps.push(PodStep { step_num: first.step_num, hosts, straggler });
     }
+    viewer.stragglers = straggler_counts(&viewer.steps);
     viewer
 }
 
@@ -167,9 +260,39 @@ impl PodViewer {
         } else {
             format!("{} steps on {} device type.", self.steps.len(), self.device_type)
         };
-        Report {
-            tool: "pod_viewer".into(),
-            sections: vec![Section::new("Pod viewer").note(note).with_table(table).main()],
+        let mut sections = vec![Section::new("Pod viewer").note(note).with_table(table).main()];
+        if !self.stragglers.is_empty() {
+            let mut section = Section::new("Stragglers");
+            for count in &self.stragglers {
+                section = section.note(format!(
+                    "{} was the slowest host in {} of {} steps, on average {:.1} us behind the fastest.",
+                    count.host,
+                    count.steps,
+                    self.steps.len(),
+                    count.mean_behind_fastest_us
+                ));
+            }
+            let mut table = Table::new([
+                "Step",
+                "Slowest host",
+                "Behind fastest (us)",
+                "Behind median (us)",
+                "Most excess in",
+                "Excess (us)",
+            ]);
+            for step in &self.steps {
+                let Some(s) = &step.straggler else { continue };
+                table.push(vec![
+                    Cell::Int(step.step_num),
+                    Cell::text(&s.host),
+                    Cell::num(s.behind_fastest_us, 1),
+                    Cell::num(s.behind_median_us, 1),
+                    Cell::text(&s.excess_category),
+                    Cell::num(s.excess_us, 1),
+                ]);
+            }
+            sections.push(section.with_table(table));
         }
+        Report { tool: "pod_viewer".into(), sections }
     }
 }

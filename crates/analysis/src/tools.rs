@@ -157,6 +157,9 @@ impl<'h> Analysis<'h> {
             Breakdown::Xprof => "XProf breakdown (device events only on GPU profiles)",
         };
         let first = sources.first().map(|s| s.describe()).unwrap_or_else(|| "No hosts.".into());
+        if sources.iter().all(|s| matches!(s, StepSource::ProfilerSteps { .. })) {
+            return format!("{first} Breakdown: each step's span, host and device events by time.");
+        }
         format!("{first} Breakdown: {breakdown}.")
     }
 
@@ -170,7 +173,9 @@ impl<'h> Analysis<'h> {
     }
 
     fn input_pipeline(&self) -> input_pipeline::InputPipelineAnalysis {
-        input_pipeline::analyze(&self.combined_steps(true), self.host_ops(), self.step_source())
+        let mut result = input_pipeline::analyze(&self.combined_steps(true), self.host_ops(), self.step_source());
+        input_pipeline::add_dataloader_analysis(&mut result, &self.hosts);
+        result
     }
 
     /// Runs the tool named `name` (one of [`TOOL_NAMES`]); `None` for an unknown name.

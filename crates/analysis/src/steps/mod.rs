@@ -13,6 +13,7 @@
 //! (device events only when a GPU is present). CPU-only profiles are the same in both.
 
 pub mod event_span;
+mod kineto;
 pub mod step_events;
 
 use mlprof_model::{Host, names};
@@ -89,6 +90,13 @@ pub struct HostSteps {
 
 /// Builds the step database of one host.
 pub fn host_steps(host: &Host, groups: &HostGroups, options: StepOptions) -> HostSteps {
+    if matches!(groups.source, StepSource::ProfilerSteps { .. }) {
+        let mut result = kineto::host_steps(host, groups.source.clone());
+        if options.drop_incomplete_steps {
+            result.drop_incomplete_steps();
+        }
+        return result;
+    }
     let mut device_events = StepEvents::new();
     let mut has_device = false;
     for (plane_index, plane) in gpu_planes(host) {
@@ -214,6 +222,10 @@ pub fn combine_hosts(hosts: &[HostSteps]) -> CombinedSteps {
             _ => 0,
         }
     };
+    if !workers.is_empty() && workers.iter().all(|&i| matches!(hosts[i].source, StepSource::ProfilerSteps { .. })) {
+        combine_by_step_number(hosts, &workers, &mut combined);
+        return combined;
+    }
     let Some(&chief) = workers.iter().min_by_key(|&&i| span_of(&hosts[i])) else { return combined };
     let chief_steps = &hosts[chief].steps;
     if chief_steps.is_empty() {
@@ -246,6 +258,28 @@ pub fn combine_hosts(hosts: &[HostSteps]) -> CombinedSteps {
         combined.steps.push(per_host);
     }
     combined
+}
+
+/// PyTorch ranks number their steps (`ProfilerStep#N`, counted by every rank alike):
+/// the steps are those whose number every worker has, in number order.
+fn combine_by_step_number(hosts: &[HostSteps], workers: &[usize], combined: &mut CombinedSteps) {
+    let mut common: Option<std::collections::BTreeSet<i64>> = None;
+    for &worker in workers {
+        let numbers: std::collections::BTreeSet<i64> = hosts[worker].steps.iter().map(|s| s.step_num).collect();
+        common = Some(match common {
+            None => numbers,
+            Some(previous) => previous.intersection(&numbers).copied().collect(),
+        });
+    }
+    let common = common.unwrap_or_default();
+    combined.empty_intersection = common.is_empty() && workers.iter().any(|&w| !hosts[w].steps.is_empty());
+    for number in common {
+        let per_host = workers
+            .iter()
+            .filter_map(|&w| hosts[w].steps.iter().find(|s| s.step_num == number).map(|s| (w, s.clone())))
+            .collect();
+        combined.steps.push(per_host);
+    }
 }
 
 /// The best alignment of `steps` against `chief`: (first index in `steps`, first

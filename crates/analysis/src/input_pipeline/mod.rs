@@ -5,8 +5,12 @@
 //!
 //! The one design decision to know: the step database comes in from [`crate::steps`]
 //! (already combined over hosts), so the same numbers feed the overview page, the pod
-//! viewer and this tool.
+//! viewer and this tool. On PyTorch traces the host side is the DataLoader
+//! ([`dataloader`]) instead of tf.data, with PyTorch's advice instead of XProf's.
 
+pub mod dataloader;
+
+use mlprof_model::Host;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -174,6 +178,9 @@ pub struct InputPipelineAnalysis {
     pub warnings: Vec<String>,
     /// How the steps were found.
     pub step_source: String,
+    /// The DataLoader analysis (PyTorch traces only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dataloader: Option<dataloader::DataLoaderAnalysis>,
 }
 
 /// XProf's warning when no step is found.
@@ -241,6 +248,19 @@ pub fn analyze(steps: &CombinedSteps, host_ops: &OpMetricsDb, step_source: Strin
     result.summary_next_step = summary_next_step(&result.bottleneck.input_classification, &result.input_time_breakdown);
     result.recommendations = RECOMMENDATIONS.iter().map(|s| s.to_string()).collect();
     result
+}
+
+/// Adds the DataLoader analysis of the PyTorch hosts among `hosts` (if any) to
+/// `result`, with PyTorch's advice in place of XProf's tf.data recommendations.
+pub fn add_dataloader_analysis(result: &mut InputPipelineAnalysis, hosts: &[&Host]) {
+    let Some(analysis) = dataloader::analyze(hosts) else { return };
+    result.recommendations = analysis.advice(result.bottleneck.input_percent);
+    result.summary_next_step = if matches!(result.bottleneck.input_classification.as_str(), "host" | "both") {
+        "Look at the DataLoader section for where the input time goes and what to change.".into()
+    } else {
+        "You may skip the rest of this page.".into()
+    };
+    result.dataloader = Some(analysis);
 }
 
 fn category_summary(result: &InputPipelineAnalysis, id: &str) -> Summary {
@@ -646,7 +666,10 @@ impl InputPipelineAnalysis {
             ]);
         }
         let b = &self.input_time_breakdown;
-        sections.push(
+        if let Some(loader) = &self.dataloader {
+            sections.push(dataloader_section(loader));
+        } else {
+            sections.push(
             Section::new("Host-side analysis")
                 .note(format!(
                     "Input time on the host: enqueue {:.1} µs, demanded file read {:.1} µs, advanced file read {:.1} µs, preprocessing {:.1} µs, unclassified {:.1} µs.",
@@ -654,6 +677,7 @@ impl InputPipelineAnalysis {
                 ))
                 .with_table(ops),
         );
+        }
         let mut next = Section::new("Recommendations").note(strip_html(&self.summary_next_step));
         for text in &self.recommendations {
             next = next.note(strip_html(text));
@@ -661,6 +685,32 @@ impl InputPipelineAnalysis {
         sections.push(next);
         Report { tool: "input_pipeline_analyzer".into(), sections }
     }
+}
+
+/// The DataLoader section of PyTorch traces: calls, wait per step, and where the time
+/// went.
+fn dataloader_section(loader: &dataloader::DataLoaderAnalysis) -> Section {
+    let mut section = Section::new("DataLoader (host side)");
+    if loader.calls == 0 {
+        return section.note("No DataLoader __next__ was recorded in the profiled steps.");
+    }
+    let iterators = loader.iterators.join(", ");
+    let w = &loader.wait_per_step_ms;
+    section = section
+        .note(format!(
+            "{} __next__ calls ({iterators}); batches come from {}.",
+            loader.calls,
+            if loader.multiprocess { "worker processes" } else { "the training process itself (num_workers=0)" }
+        ))
+        .note(format!(
+            "Wait per step: average {:.3} ms (standard deviation {:.3} ms, min {:.3} ms, max {:.3} ms); single calls: median {:.3} ms, max {:.3} ms.",
+            w.average, w.standard_deviation, w.minimum, w.maximum, loader.median_call_ms, loader.call_ms.maximum
+        ));
+    let mut table = Table::new(["Stage", "Time (ms)", "Share of DataLoader time (%)"]);
+    for stage in &loader.stages {
+        table.push(vec![Cell::text(stage.stage.label()), Cell::num(stage.time_ms, 3), Cell::num(stage.percent, 1)]);
+    }
+    section.with_table(table)
 }
 
 /// The per-step table section (the main table of the step-time tools).
