@@ -111,6 +111,32 @@ pub fn is_sync_call(name: &str) -> bool {
     SYNCS.contains(&name) || name == "hipStreamSynchronize" || name == "hipEventSynchronize"
 }
 
+/// Whether `name` is a synchronisation call that blocks the calling host thread until
+/// device work completes ([`is_sync_call`] without the stream-ordered waits
+/// `cudaStreamWaitEvent` / `cuStreamWaitEvent` / `hipStreamWaitEvent`, which only make
+/// a stream wait and return at once).
+pub fn is_blocking_sync_call(name: &str) -> bool {
+    is_sync_call(name) && !name.ends_with("StreamWaitEvent")
+}
+
+/// Whether a copy or memset call `name` sets memory (`cudaMemsetAsync`,
+/// `cuMemsetD32_v2`, `hipMemset`) rather than copying it.
+pub fn is_memset_call(name: &str) -> bool {
+    ["cudaMemset", "hipMemset", "cuMemset"].iter().any(|prefix| name.starts_with(prefix))
+}
+
+/// Whether `name` is PyTorch's optimizer annotation (`Optimizer.step#SGD.step`,
+/// `Optimizer.zero_grad#SGD.zero_grad`) or a Python frame in `torch/optim/`.
+pub fn is_optimizer(name: &str) -> bool {
+    name.starts_with("Optimizer.step#") || name.starts_with("Optimizer.zero_grad#") || name.contains("torch/optim/")
+}
+
+/// Whether `name` is a Python frame of the DataLoader's iterator
+/// (`torch/utils/data/dataloader.py(631): __next__`), as `with_stack=True` records it.
+pub fn is_dataloader_frame(name: &str) -> bool {
+    name.contains("torch/utils/data/") && name.contains("__next__")
+}
+
 /// Kineto's event categories (`cat`) the tools distinguish.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Category {
@@ -305,6 +331,11 @@ mod tests {
             is_sync_copy_call("cudaMemcpy") && is_sync_copy_call("cudaMemset") && !is_sync_copy_call("cudaMemcpyAsync")
         );
         assert!(is_sync_call("cudaStreamSynchronize") && !is_sync_call("cudaLaunchKernel"));
+        assert!(is_blocking_sync_call("cuStreamSynchronize") && !is_blocking_sync_call("cudaStreamWaitEvent"));
+        assert!(is_memset_call("cudaMemsetAsync") && is_memset_call("cuMemsetD32_v2") && !is_memset_call("cudaMemcpy"));
+        assert!(is_optimizer("Optimizer.step#SGD.step") && is_optimizer("torch/optim/adam.py(213): step"));
+        assert!(!is_optimizer("aten::add_"));
+        assert!(is_dataloader_frame("torch/utils/data/dataloader.py(631): __next__"));
     }
 
     #[test]

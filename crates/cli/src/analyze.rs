@@ -5,7 +5,7 @@ use mlprof_analysis::tools::{Analysis, TOOL_NAMES, ToolOptions};
 use mlprof_model::Session;
 use serde_json::{Map, Value, json};
 
-use crate::{AnalyzeFormat, Failure, gpu, report_view, select};
+use crate::{AnalyzeFormat, Failure, gpu, report_view, select, transfers};
 
 /// What `analyze` was asked for.
 pub struct Request<'a> {
@@ -25,6 +25,8 @@ pub struct Request<'a> {
     pub analyses: Option<&'a str>,
     /// `--format hta-csv`: the output directory.
     pub output: Option<&'a std::path::Path>,
+    /// `--tool transfers`: the GPU gap threshold as typed (`50us`, `1ms`).
+    pub gap_threshold: Option<&'a str>,
 }
 
 /// Runs the request and returns the text to print.
@@ -35,6 +37,12 @@ pub fn analyze(sessions: &[Session], request: &Request<'_>) -> Result<String, Fa
     if request.tool == "gpu" {
         return gpu::run(&hosts, request.analyses, request.format, request.output, request.sort);
     }
+    if request.tool == "transfers" {
+        return transfers::run(&hosts, request.gap_threshold, request.format, request.sort);
+    }
+    if request.gap_threshold.is_some() {
+        return Err(Failure::input("--gap-threshold is for --tool transfers"));
+    }
     if matches!(request.format, AnalyzeFormat::HtaCsv) {
         return Err(Failure::input("--format hta-csv is for --tool gpu"));
     }
@@ -44,7 +52,7 @@ pub fn analyze(sessions: &[Session], request: &Request<'_>) -> Result<String, Fa
         vec![request.tool]
     } else {
         return Err(Failure::input(format!(
-            "unknown tool {:?}; tools: all, gpu, {}",
+            "unknown tool {:?}; tools: all, gpu, transfers, {}",
             request.tool,
             TOOL_NAMES.join(", ")
         )));

@@ -10,6 +10,7 @@ mod gpu;
 mod info_view;
 mod report_view;
 mod select;
+mod transfers;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -71,6 +72,10 @@ enum Command {
         /// Directory for `--format hta-csv` (one CSV per analysis).
         #[arg(long)]
         output: Option<PathBuf>,
+        /// With `--tool transfers`: GPU idle times longer than this are reported as gaps
+        /// (a number with a unit: `50us`, `1ms`; default 100us).
+        #[arg(long)]
+        gap_threshold: Option<String>,
     },
     /// Convert a profile to a Chrome trace or to an XSpace TensorBoard log directory.
     Convert {
@@ -183,7 +188,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             print!("{text}");
             Ok(())
         }
-        Command::Analyze { path, tool, host, session, format, breakdown, sort, analyses, output } => {
+        Command::Analyze { path, tool, host, session, format, breakdown, sort, analyses, output, gap_threshold } => {
             let sessions = load(&path, verbose)?;
             let started = Instant::now();
             let breakdown = match breakdown {
@@ -199,6 +204,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 sort: sort.as_deref(),
                 analyses: analyses.as_deref(),
                 output: output.as_deref(),
+                gap_threshold: gap_threshold.as_deref(),
             };
             let text = analyze::analyze(&sessions, &request)?;
             if verbose {

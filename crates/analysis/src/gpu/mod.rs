@@ -30,6 +30,7 @@ pub mod queue;
 mod render;
 pub mod temporal;
 pub mod trace;
+pub mod transfers;
 
 use mlprof_model::Host;
 use serde::Serialize;

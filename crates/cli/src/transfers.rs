@@ -1,0 +1,44 @@
+//! `mlprof analyze --tool transfers`: copies and synchronisations ranked by time lost,
+//! with GPU gaps explained by the launching thread (`--gap-threshold`, default 100us).
+
+use mlprof_analysis::gpu::transfers::{self, TransfersOptions, duration::parse_duration_ps};
+use mlprof_model::Host;
+
+use crate::{AnalyzeFormat, Failure, report_view};
+
+/// Runs the diagnosis on `hosts` with the gap threshold `gap_threshold` (text such as
+/// `50us` or `1ms`; the default when `None`) and renders it in `format`.
+pub fn run(
+    hosts: &[&Host],
+    gap_threshold: Option<&str>,
+    format: AnalyzeFormat,
+    sort: Option<&str>,
+) -> Result<String, Failure> {
+    let mut options = TransfersOptions::default();
+    if let Some(text) = gap_threshold {
+        options.gap_threshold_ps =
+            parse_duration_ps(text).map_err(|e| Failure::input(format!("--gap-threshold: {e}")))?;
+    }
+    let result = transfers::analyze(hosts, options);
+    match format {
+        AnalyzeFormat::Table | AnalyzeFormat::Csv => {
+            let mut report = result.report();
+            if let Some(spec) = sort {
+                report_view::sort_main_table(&mut report, spec).map_err(Failure::input)?;
+            }
+            if matches!(format, AnalyzeFormat::Csv) {
+                report_view::render_csv(&report)
+                    .ok_or_else(|| Failure::nothing("transfers has no main table to export"))
+            } else {
+                Ok(report_view::render_text(&report))
+            }
+        }
+        AnalyzeFormat::Json => {
+            let text = serde_json::to_string_pretty(&result).map_err(|e| Failure::input(e.to_string()))?;
+            Ok(format!("{text}\n"))
+        }
+        AnalyzeFormat::HtaCsv | AnalyzeFormat::XprofJson => {
+            Err(Failure::input("--tool transfers writes --format table, json or csv"))
+        }
+    }
+}
