@@ -171,4 +171,38 @@ mod tests {
             assert!(!aten_op_tensor_core_eligible(name), "{name}");
         }
     }
+
+    #[test]
+    fn kernels_get_their_launch_arguments_and_op() {
+        let host = crate::op_metrics::kineto_tests::sample_host();
+        let stats = super::super::analyze(&[&host]);
+        let rows: Vec<(&str, &str, bool, bool, u32, u32, [u32; 3], [u32; 3], u64)> = stats
+            .kernels
+            .iter()
+            .map(|k| {
+                (
+                    k.name.as_str(),
+                    k.op_name.as_str(),
+                    k.is_op_tensor_core_eligible,
+                    k.is_kernel_using_tensor_core,
+                    k.registers_per_thread,
+                    k.shmem_bytes(),
+                    k.grid_dim,
+                    k.block_dim,
+                    k.total_duration_ns,
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("sm80_xmma_gemm_f32", "aten::addmm", true, true, 128, 4096, [4, 2, 1], [256, 1, 1], 30_000),
+                ("gemm2", "aten::linear", true, false, 64, 0, [1, 1, 1], [128, 1, 1], 10_000),
+                // A malformed grid and a two-number block keep XProf's defaults.
+                ("mul_kernel", "aten::mul", false, false, 16, 0, [1, 1, 1], [1, 1, 1], 5_000),
+                ("orphan", "", false, false, 0, 0, [1, 1, 1], [1, 1, 1], 5_000),
+            ]
+        );
+        assert_eq!(stats.gpu_planes, 1);
+    }
 }

@@ -20,6 +20,8 @@ mod host;
 mod kineto_device;
 mod kineto_host;
 mod kineto_ops;
+#[cfg(test)]
+pub(crate) mod kineto_tests;
 
 use std::collections::HashMap;
 
