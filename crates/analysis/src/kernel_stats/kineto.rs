@@ -172,11 +172,15 @@ mod tests {
         }
     }
 
+    /// Name, op, op eligible, kernel uses TensorCores, registers, shared memory, grid,
+    /// block, total ns.
+    type KernelRow<'a> = (&'a str, &'a str, bool, bool, u32, u32, [u32; 3], [u32; 3], u64);
+
     #[test]
     fn kernels_get_their_launch_arguments_and_op() {
         let host = crate::op_metrics::kineto_tests::sample_host();
         let stats = super::super::analyze(&[&host]);
-        let rows: Vec<(&str, &str, bool, bool, u32, u32, [u32; 3], [u32; 3], u64)> = stats
+        let rows: Vec<KernelRow<'_>> = stats
             .kernels
             .iter()
             .map(|k| {
