@@ -217,14 +217,22 @@ impl<'h> Analysis<'h> {
     }
 
     fn run_environment(&self) -> overview::RunEnvironment {
+        // Kineto traces list every GPU of the machine in `deviceProperties`: count the
+        // ones the job used, and name them as the trace does.
+        let kineto_host = self.hosts.iter().all(|h| crate::kineto::is_kineto(h));
         let gpu_planes: Vec<_> = self
             .hosts
             .iter()
             .flat_map(|h| h.planes.iter())
             .filter(|p| p.name.starts_with(names::GPU_PLANE_PREFIX))
+            .filter(|p| !kineto_host || p.lines.iter().any(|line| !line.is_empty()))
             .collect();
+        fn device_name(plane: &mlprof_model::Plane) -> Option<&str> {
+            plane.plane_stat("gpu_device_name").and_then(|value| xstats::as_str(plane, &plane.metadata_stats, value))
+        }
         let device_type = match gpu_planes.first() {
             None => "CPU".to_string(),
+            Some(plane) if kineto_host && let Some(name) = device_name(plane) => name.to_string(),
             Some(plane) => {
                 let vendor = plane
                     .plane_stat("device_vendor")

@@ -172,3 +172,18 @@ fn traces_without_profiler_steps_say_how_to_get_them() {
     let groups = mlprof_analysis::grouping::group_host(&sessions[0].hosts[0]);
     assert_eq!(groups.source, StepSource::None);
 }
+
+#[test]
+fn the_overview_names_the_gpu_the_job_used_and_points_to_the_transfers_tool() {
+    let sessions = load("tests/data/kineto/hta/nccl_parser_config");
+    let hosts = sessions[0].hosts.iter().collect();
+    let Some(ToolResult::Overview(overview)) = Analysis::new(hosts, ToolOptions::default()).run("overview_page") else {
+        panic!("overview runs")
+    };
+    // deviceProperties lists the machine's 8 GPUs; the rank ran on one.
+    assert_eq!(overview.run_environment.device_type, "NVIDIA A100-PG509-200");
+    assert_eq!(overview.run_environment.device_core_count, 1);
+    assert_eq!(overview.steps.steps.len(), 3);
+    assert!(overview.top_ops_on_device);
+    assert!(overview.steps.summary_next_step.contains("--tool transfers"), "{}", overview.steps.summary_next_step);
+}

@@ -255,10 +255,13 @@ pub fn analyze(steps: &CombinedSteps, host_ops: &OpMetricsDb, step_source: Strin
 pub fn add_dataloader_analysis(result: &mut InputPipelineAnalysis, hosts: &[&Host]) {
     let Some(analysis) = dataloader::analyze(hosts) else { return };
     result.recommendations = analysis.advice(result.bottleneck.input_percent);
-    result.summary_next_step = if matches!(result.bottleneck.input_classification.as_str(), "host" | "both") {
-        "Look at the DataLoader section for where the input time goes and what to change.".into()
-    } else {
+    let input_bound = matches!(result.bottleneck.input_classification.as_str(), "host" | "both");
+    result.summary_next_step = if !input_bound {
         "You may skip the rest of this page.".into()
+    } else if analysis.calls > 0 {
+        "Look at the DataLoader section of the input pipeline analyzer for where the input time goes and what to change.".into()
+    } else {
+        "No DataLoader wait was recorded in these steps, so the 'All others' time is host time outside recorded ops (Python, synchronisation): `mlprof analyze --tool transfers` shows what the host was doing while the GPU waited.".into()
     };
     result.dataloader = Some(analysis);
 }
