@@ -10,7 +10,7 @@ use crate::report::{Cell, Report, Section, Table};
 /// id, each one's timeline, and the blocks live at the peak (the main table).
 pub(in crate::memory_profile) fn report(profile: &MemoryProfile) -> Report {
     let mut summary = Section::new("Memory profile summary");
-    if let Some(method) = &profile.method {
+    if let Some(method) = profile.method.as_ref().filter(|_| !profile.allocators.is_empty()) {
         summary = summary.note(method.clone());
     }
     if profile.allocators.is_empty() {

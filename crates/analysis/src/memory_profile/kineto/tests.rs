@@ -35,11 +35,13 @@ const CUDA0: (i64, i64) = (1, 0);
 const CPU: (i64, i64) = (0, -1);
 
 /// A CUDA trace: 1 MiB allocated before the trace (freed at 60), two blocks allocated
-/// inside nested ops of step 7, a CPU block outside every op.
+/// inside nested ops of step 7, a CPU block outside every op (of its thread: the op on
+/// thread 2 does not count).
 fn cuda_trace() -> String {
     [
         r#"{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7", "pid": 1, "tid": 1, "ts": 5, "dur": 100}"#
             .to_string(),
+        r#"{"ph": "X", "cat": "cpu_op", "name": "other_thread", "pid": 1, "tid": 2, "ts": 5, "dur": 300}"#.to_string(),
         op("aten::linear", 10, 40, "[[8, 4], [4, 4]]"),
         op("aten::empty", 12, 2, "[[], []]"),
         memory(13, 0xa000, 4096, 1_052_672, 2_097_152, CUDA0),
