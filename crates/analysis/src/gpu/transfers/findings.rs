@@ -128,13 +128,15 @@ pub struct Occurrence {
     pub fix: String,
 }
 
-/// Aggregates occurrences by (kind, what, device, location) into findings of `host`,
+/// Aggregates occurrences by (kind, what, device, op, stack) into findings of `host`,
 /// ranked by time lost (then count, kind, what).
 pub fn aggregate(occurrences: Vec<Occurrence>, host: &str, steps: u64) -> Vec<Finding> {
-    let mut index: HashMap<(FindingKind, String, Option<i64>, Location), usize> = HashMap::new();
+    let mut index: HashMap<(FindingKind, String, Option<i64>, (Option<String>, Vec<String>)), usize> = HashMap::new();
     let mut findings: Vec<Finding> = Vec::new();
     for occurrence in occurrences {
-        let key = (occurrence.kind, occurrence.what.clone(), occurrence.device, occurrence.location.clone());
+        // The thread is not part of the key: the same op on two threads is one finding.
+        let place = (occurrence.location.op.clone(), occurrence.location.stack.clone());
+        let key = (occurrence.kind, occurrence.what.clone(), occurrence.device, place);
         match index.get(&key) {
             Some(&i) => {
                 let finding = &mut findings[i];

@@ -6,10 +6,10 @@
 //! instant of the gap is classified by the innermost event covering that thread,
 //! walking outwards to the first that says more: a blocking call (synchronisation), a
 //! launch call (kernel-launch overhead), the DataLoader, the optimizer; otherwise the
-//! innermost framework op, Python frame or range (CPU op); nothing at all: nothing
-//! recorded. The gap takes the class (and name) covering most of it. A next op
-//! launched before the gap began was waiting in the queue: launch latency, counted as
-//! kernel-launch overhead.
+//! outermost framework op (the op Python called), else the innermost Python frame or
+//! range (CPU op); nothing at all: nothing recorded. The gap takes the class (and name) covering most of it. A next op whose
+//! launch call ended before the gap began was already queued: it waited on a
+//! dependency (queued, waiting on a dependency).
 
 use std::collections::BTreeMap;
 
@@ -35,8 +35,12 @@ pub enum GapCause {
     Synchronization,
     /// The thread ran a framework op or Python code.
     CpuOp,
-    /// The thread was launching kernels, or the next op sat in the launch queue.
+    /// The thread was launching kernels.
     KernelLaunch,
+    /// The next op was enqueued before the gap began and still did not run: it waited
+    /// on a dependency (another stream's event, a collective, a host callback), or the
+    /// trace lacks the ops that ran meanwhile.
+    QueuedDependency,
     /// No profiled event covers the thread.
     NothingRecorded,
 }
@@ -50,6 +54,7 @@ impl GapCause {
             GapCause::Synchronization => "synchronisation",
             GapCause::CpuOp => "Python / framework CPU op",
             GapCause::KernelLaunch => "kernel-launch overhead",
+            GapCause::QueuedDependency => "queued, waiting on a dependency",
             GapCause::NothingRecorded => "nothing recorded",
         }
     }
@@ -72,6 +77,10 @@ impl GapCause {
             ),
             GapCause::KernelLaunch => "The GPU waited on launches: many small kernels — fuse them (`torch.compile`), \
                  use CUDA graphs, or larger batches."
+                .into(),
+            GapCause::QueuedDependency => "The next op was already queued when the GPU went idle: look at what its \
+                 stream waited on (`cudaStreamWaitEvent`, a collective on another stream, a host callback) and start \
+                 that work earlier."
                 .into(),
             GapCause::NothingRecorded => "No profiled event covers the launching thread during the gap (untraced \
                  Python, I/O, a lock): profile with `with_stack=True` or add `record_function` ranges to see it."
@@ -208,27 +217,29 @@ fn explain(
         && let Some(call) = view.event(at)
         && call.end_ps <= start
     {
-        gap.cause = GapCause::KernelLaunch;
-        gap.activity = format!("{} issued before the gap (launch latency)", call.name);
+        gap.cause = GapCause::QueuedDependency;
+        gap.activity = format!("{} before the gap", call.name);
         gap.location = Location::of(view, at);
         return gap;
     }
-    let mut by_class: BTreeMap<(GapCause, &str), (i64, Option<u32>, i64)> = BTreeMap::new();
+    // Time per (cause, naming event); the gap takes the one covering most of it.
+    let mut by_class: BTreeMap<(GapCause, Option<u32>, &str), i64> = BTreeMap::new();
     for (a, b, innermost) in thread.innermost_segments(start, end) {
-        let (cause, activity) = classify(thread, innermost);
-        let entry = by_class.entry((cause, activity)).or_insert((0, None, 0));
-        entry.0 += b - a;
-        if b - a > entry.2 {
-            entry.1 = innermost;
-            entry.2 = b - a;
-        }
+        let (cause, named_by, activity) = classify(thread, innermost);
+        *by_class.entry((cause, named_by, activity)).or_default() += b - a;
     }
-    if let Some(((cause, activity), (_, innermost, _))) =
-        by_class.into_iter().max_by(|a, b| a.1.0.cmp(&b.1.0).then(b.0.cmp(&a.0)))
+    // Same-named events (many short `aten::empty`) add up under their name.
+    let mut by_name: BTreeMap<(GapCause, &str), (i64, Option<u32>)> = BTreeMap::new();
+    for ((cause, named_by, activity), time) in by_class {
+        let entry = by_name.entry((cause, activity)).or_insert((0, named_by));
+        entry.0 += time;
+    }
+    if let Some(((cause, activity), (_, named_by))) =
+        by_name.into_iter().max_by(|a, b| a.1.0.cmp(&b.1.0).then(b.0.cmp(&a.0)))
     {
         gap.cause = cause;
         gap.activity = activity.to_string();
-        gap.location = match innermost {
+        gap.location = match named_by {
             Some(index) => Location::of(view, (t, index)),
             None => Location { thread: Some(thread.name.clone()), ..Location::default() },
         };
@@ -236,29 +247,33 @@ fn explain(
     gap
 }
 
-/// The cause of an instant whose innermost event on the thread is `innermost`.
-fn classify<'a>(thread: &Thread<'a>, innermost: Option<u32>) -> (GapCause, &'a str) {
-    let Some(index) = innermost else { return (GapCause::NothingRecorded, "—") };
-    let mut fallback: Option<&'a str> = None;
-    for (_, event) in thread.chain(index) {
+/// The cause of an instant whose innermost event on the thread is `innermost`, and
+/// the event that names it: from the innermost outwards, a blocking call, a launch
+/// call, the DataLoader or the optimizer; otherwise the outermost framework op (what
+/// Python called), else the innermost Python frame or range.
+fn classify<'a>(thread: &Thread<'a>, innermost: Option<u32>) -> (GapCause, Option<u32>, &'a str) {
+    let Some(index) = innermost else { return (GapCause::NothingRecorded, None, "—") };
+    let mut outermost_op: Option<(u32, &'a str)> = None;
+    let mut innermost_other: Option<(u32, &'a str)> = None;
+    for (i, event) in thread.chain(index) {
         match event.kind {
-            HostKind::Runtime(call) if call.blocks_host() => return (GapCause::Synchronization, event.name),
+            HostKind::Runtime(call) if call.blocks_host() => return (GapCause::Synchronization, Some(i), event.name),
             HostKind::Runtime(Call::Launch | Call::CopyAsync | Call::MemsetAsync) => {
-                return (GapCause::KernelLaunch, event.name);
+                return (GapCause::KernelLaunch, Some(i), event.name);
             }
-            HostKind::Step => {}
+            HostKind::Step | HostKind::Runtime(_) => {}
             _ if kineto::is_dataloader_next(event.name) || kineto::is_dataloader_frame(event.name) => {
-                return (GapCause::Dataloader, event.name);
+                return (GapCause::Dataloader, Some(i), event.name);
             }
-            _ if kineto::is_optimizer(event.name) => return (GapCause::Optimizer, event.name),
-            HostKind::CpuOp | HostKind::Python | HostKind::Annotation => {
-                fallback.get_or_insert(event.name);
+            _ if kineto::is_optimizer(event.name) => return (GapCause::Optimizer, Some(i), event.name),
+            HostKind::CpuOp => outermost_op = Some((i, event.name)),
+            HostKind::Python | HostKind::Annotation => {
+                innermost_other.get_or_insert((i, event.name));
             }
-            HostKind::Runtime(_) => {}
         }
     }
-    match fallback {
-        Some(name) => (GapCause::CpuOp, name),
-        None => (GapCause::NothingRecorded, "—"),
+    match outermost_op.or(innermost_other) {
+        Some((i, name)) => (GapCause::CpuOp, Some(i), name),
+        None => (GapCause::NothingRecorded, None, "—"),
     }
 }
