@@ -6,6 +6,11 @@
 //! [`crate::op_metrics`] exactly as XProf builds them — device ops rolled up to their
 //! framework op, at most 500 device and 500 host rows, device rows first, ranks running
 //! on from device to host rows — in two tables, with and without the `IDLE` rows.
+//!
+//! On Kineto (PyTorch) traces the same tables hold ATen ops: host rows are `cpu_op`s
+//! (type = name) and CUDA runtime / driver calls (types `CUDA runtime`, `CUDA driver`),
+//! device rows are the GPU time of the `cpu_op` that launched each kernel, copy and
+//! memset (by `External id`, else by `correlation`), `Unknown` when none did.
 
 use std::collections::HashMap;
 
