@@ -1,0 +1,107 @@
+//! `mlprof analyze --tool transfers` end to end on real Kineto traces: the table, JSON
+//! and CSV forms, `--gap-threshold` with units, and bad requests (one line, exit 2).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn data(rel: &str) -> String {
+    let path: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(rel);
+    path.to_str().expect("UTF-8 path").to_string()
+}
+
+fn mlprof(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mlprof")).args(args).output().expect("mlprof runs")
+}
+
+fn ok_stdout(out: Output) -> String {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+fn failure(out: Output) -> String {
+    assert_eq!(out.status.code(), Some(2), "bad input exits with 2");
+    assert!(out.stdout.is_empty(), "no partial output on stdout");
+    let stderr = String::from_utf8(out.stderr).expect("UTF-8 stderr");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    stderr
+}
+
+fn simple_add() -> String {
+    data("kineto/hta/critical_path/simple_add")
+}
+
+#[test]
+fn table_ranks_findings_and_says_how_steps_were_counted() {
+    let text = ok_stdout(mlprof(&["analyze", &simple_add(), "--tool", "transfers"]));
+    assert!(text.starts_with("== transfers =="), "{text}");
+    assert!(text.contains("no step markers; totals over the profile"), "{text}");
+    let pageable = text.lines().find(|l| l.contains("pageable_copy")).expect("pageable row");
+    // 16 copies, 40.085 ms blocked in cudaMemcpyAsync, 244.403 MB.
+    assert!(
+        pageable.contains("aten::copy_") && pageable.contains("40.085") && pageable.contains("244.403"),
+        "{pageable}"
+    );
+    assert!(text.contains("PCIe Gen4 x16 (A100 40GB)"), "{text}");
+    assert!(text.contains("## What to change"), "{text}");
+}
+
+#[test]
+fn json_has_findings_with_units_and_per_step_values() {
+    let out = mlprof(&["analyze", &data("kineto/hta/nccl_parser_config"), "--tool", "transfers", "--format", "json"]);
+    let json: Value = serde_json::from_str(&ok_stdout(out)).expect("json");
+    assert_eq!(json["gap_threshold_ps"], 100_000_000);
+    assert_eq!(json["hosts"][0]["steps"], 3);
+    let findings = json["findings"].as_array().expect("findings");
+    let event_sync = findings.iter().find(|f| f["what"] == "cudaEventSynchronize").expect("event sync finding");
+    assert_eq!(event_sync["kind"], "sync_call");
+    assert_eq!(event_sync["count"], 24);
+    let total = event_sync["time_lost_ps"].as_i64().expect("ps");
+    assert_eq!(event_sync["time_lost_per_step_ps"].as_i64(), Some(total / 3));
+}
+
+#[test]
+fn gap_threshold_accepts_units() {
+    let count = |threshold: &str| {
+        let out = mlprof(&[
+            "analyze",
+            &data("kineto/hta/nccl_parser_config"),
+            "--tool",
+            "transfers",
+            "--format",
+            "json",
+            "--gap-threshold",
+            threshold,
+        ]);
+        let json: Value = serde_json::from_str(&ok_stdout(out)).expect("json");
+        json["hosts"][0]["gaps"][0]["count"].as_i64().expect("gap count")
+    };
+    // The Python reference counts 1281 gaps over 100 us.
+    assert_eq!(count("100us"), 1281);
+    assert_eq!(count("0.1ms"), 1281);
+    assert!(count("1ms") < count("50us"));
+}
+
+#[test]
+fn csv_is_the_findings_table() {
+    let out = mlprof(&["analyze", &simple_add(), "--tool", "transfers", "--format", "csv"]);
+    let csv = ok_stdout(out);
+    let header = csv.lines().next().expect("header");
+    assert_eq!(header, "#,Kind,What,Where,GPU,Count,Time lost (ms),Per step (ms),MB");
+    assert!(csv.lines().any(|l| l.contains("pageable_copy")), "{csv}");
+}
+
+#[test]
+fn bad_requests_fail_with_one_line() {
+    let stderr = failure(mlprof(&["analyze", &simple_add(), "--tool", "transfers", "--gap-threshold", "fast"]));
+    assert!(stderr.contains("--gap-threshold"), "{stderr}");
+    let stderr = failure(mlprof(&["analyze", &simple_add(), "--tool", "transfers", "--gap-threshold", "5 parsecs"]));
+    assert!(stderr.contains("unknown unit"), "{stderr}");
+    let stderr = failure(mlprof(&["analyze", "/no/such/trace.json", "--tool", "transfers"]));
+    assert!(stderr.contains("/no/such/trace.json"), "{stderr}");
+    let stderr = failure(mlprof(&["analyze", &simple_add(), "--tool", "transfers", "--format", "xprof-json"]));
+    assert!(stderr.contains("transfers"), "{stderr}");
+    let stderr = failure(mlprof(&["analyze", &simple_add(), "--tool", "overview_page", "--gap-threshold", "1ms"]));
+    assert!(stderr.contains("--gap-threshold is for --tool transfers"), "{stderr}");
+}
