@@ -128,10 +128,13 @@ pub struct Occurrence {
     pub fix: String,
 }
 
+/// What makes two occurrences one finding: kind, what, device, op, stack.
+type FindingKey = (FindingKind, String, Option<i64>, (Option<String>, Vec<String>));
+
 /// Aggregates occurrences by (kind, what, device, op, stack) into findings of `host`,
 /// ranked by time lost (then count, kind, what).
 pub fn aggregate(occurrences: Vec<Occurrence>, host: &str, steps: u64) -> Vec<Finding> {
-    let mut index: HashMap<(FindingKind, String, Option<i64>, (Option<String>, Vec<String>)), usize> = HashMap::new();
+    let mut index: HashMap<FindingKey, usize> = HashMap::new();
     let mut findings: Vec<Finding> = Vec::new();
     for occurrence in occurrences {
         // The thread is not part of the key: the same op on two threads is one finding.

@@ -51,12 +51,8 @@ pub fn view(host: &Host) -> ProfileView<'_> {
             }
         }
     }
-    let devices = host
-        .planes
-        .iter()
-        .filter(|p| p.name.starts_with(names::GPU_PLANE_PREFIX))
-        .filter_map(|plane| device(plane))
-        .collect();
+    let devices =
+        host.planes.iter().filter(|p| p.name.starts_with(names::GPU_PLANE_PREFIX)).filter_map(device).collect();
     // Distinct step numbers (a step seen on two threads counts once); spans when
     // none of the names has a number.
     let steps = if step_numbers.is_empty() { step_spans } else { step_numbers.len() as u64 };
