@@ -2,7 +2,6 @@
 //! `ops_diff`) between two profiles, as a table for people, mlprof's JSON, or HTA's
 //! `compare_traces` CSV (same columns and row order).
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -97,15 +96,7 @@ pub fn run(args: DiffArgs, verbose: bool) -> Result<(), Failure> {
         }
         DiffFormat::Csv => hta_csv(&comparison),
     };
-    write_stdout(&text)
-}
-
-/// Prints `text`; a closed pipe (`mlprof diff … | head`) is not an error.
-fn write_stdout(text: &str) -> Result<(), Failure> {
-    match std::io::stdout().lock().write_all(text.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::input(format!("writing the output: {e}"))),
-        _ => Ok(()),
-    }
+    crate::write_stdout(&text)
 }
 
 /// The hosts of the newest session behind a path (one per rank).

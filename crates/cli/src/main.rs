@@ -43,11 +43,12 @@ enum Command {
         format: InfoFormat,
     },
     /// Run the TF-Profiler tools (overview_page, input_pipeline_analyzer, framework_op_stats,
-    /// kernel_stats, memory_profile, pod_viewer, tf_data_bottleneck_analysis) on a profile.
+    /// kernel_stats, memory_profile, pod_viewer, tf_data_bottleneck_analysis), HTA's GPU
+    /// analyses (gpu) or the transfer and synchronisation diagnosis (transfers) on a profile.
     Analyze {
         /// The input (any path `info` accepts).
         path: PathBuf,
-        /// Tool name, or `all`.
+        /// Tool name (one of the above, `gpu`, `transfers`), or `all` for the TF-Profiler tools.
         #[arg(long, default_value = "overview_page")]
         tool: String,
         /// Host to analyse, or `all` (default: all hosts together, as XProf combines them).
@@ -185,8 +186,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 InfoFormat::Table => info_view::render_table(&inventory),
                 InfoFormat::Json => info_view::render_json(&inventory),
             };
-            print!("{text}");
-            Ok(())
+            write_stdout(&text)
         }
         Command::Analyze { path, tool, host, session, format, breakdown, sort, analyses, output, gap_threshold } => {
             let sessions = load(&path, verbose)?;
@@ -210,8 +210,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             if verbose {
                 eprintln!("analysed in {:.3} s", started.elapsed().as_secs_f64());
             }
-            print!("{text}");
-            Ok(())
+            write_stdout(&text)
         }
         Command::Convert { path, to, out, session, host } => {
             let sessions = load(&path, verbose)?;
@@ -223,6 +222,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Diff(args) => diff::run(args, verbose),
+    }
+}
+
+/// Prints `text`; a closed pipe (`mlprof … | head`) is not an error.
+fn write_stdout(text: &str) -> Result<(), Failure> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::input(format!("writing the output: {e}"))),
+        _ => Ok(()),
     }
 }
 
