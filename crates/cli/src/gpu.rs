@@ -23,20 +23,9 @@ pub fn run(
     let result = gpu::analyze(hosts, &selected);
     match format {
         AnalyzeFormat::Table | AnalyzeFormat::Csv => {
-            let mut report = result.report();
-            if let Some(spec) = sort {
-                report_view::sort_main_table(&mut report, spec).map_err(Failure::input)?;
-            }
-            if matches!(format, AnalyzeFormat::Csv) {
-                report_view::render_csv(&report).ok_or_else(|| Failure::nothing("gpu has no main table to export"))
-            } else {
-                Ok(report_view::render_text(&report))
-            }
+            report_view::render_sorted(result.report(), matches!(format, AnalyzeFormat::Csv), sort, "gpu")
         }
-        AnalyzeFormat::Json => {
-            let text = serde_json::to_string_pretty(&result).map_err(|e| Failure::input(e.to_string()))?;
-            Ok(format!("{text}\n"))
-        }
+        AnalyzeFormat::Json => report_view::render_json(&result),
         AnalyzeFormat::HtaCsv => write_hta_csv(&result, output),
         AnalyzeFormat::XprofJson => {
             Err(Failure::input("XProf has no gpu tool; use --format table, json, csv or hta-csv"))

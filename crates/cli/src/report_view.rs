@@ -5,6 +5,8 @@ use std::fmt::Write;
 
 use mlprof_analysis::report::{Report, Table};
 
+use crate::Failure;
+
 /// The report as text: each section's title, its sentences, and its table aligned
 /// (numbers right-aligned). Long tables are shown in full.
 pub fn render_text(report: &Report) -> String {
@@ -111,6 +113,25 @@ pub fn sort_main_table(report: &mut Report, spec: &str) -> Result<(), String> {
     };
     table.sort_by_column(index, descending);
     Ok(())
+}
+
+/// A tool's report as text (`csv` false) or its main table as CSV, sorted by `sort`
+/// first when given; `tool` names the tool in the error when it has no main table.
+pub fn render_sorted(mut report: Report, csv: bool, sort: Option<&str>, tool: &str) -> Result<String, Failure> {
+    if let Some(spec) = sort {
+        sort_main_table(&mut report, spec).map_err(Failure::input)?;
+    }
+    if csv {
+        render_csv(&report).ok_or_else(|| Failure::nothing(format!("{tool} has no main table to export")))
+    } else {
+        Ok(render_text(&report))
+    }
+}
+
+/// `value` as pretty JSON with a final newline.
+pub fn render_json(value: &impl serde::Serialize) -> Result<String, Failure> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| Failure::input(e.to_string()))?;
+    Ok(format!("{text}\n"))
 }
 
 #[cfg(test)]
