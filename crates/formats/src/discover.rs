@@ -96,7 +96,10 @@ pub fn read_host_file(file: &HostFile) -> Result<Host> {
     let loaded = load_file(&file.path)?;
     let mut host = match file.format {
         SourceFormat::Xspace => crate::xspace::read_xspace(&loaded.bytes, &shown, &file.host_name)?,
-        SourceFormat::Kineto => crate::kineto::read_kineto(&loaded.bytes, &shown, &file.host_name)?,
+        SourceFormat::Kineto => {
+            let release = |range| loaded.bytes.release(range);
+            crate::kineto::read_kineto_releasing(&loaded.bytes, &release, &shown, &file.host_name)?
+        }
     };
     host.source_bytes = loaded.stored_bytes;
     Ok(host)

@@ -6,7 +6,7 @@
 
 use std::fs::File;
 use std::io::Read;
-use std::ops::Deref;
+use std::ops::{Deref, Range};
 use std::path::Path;
 
 use flate2::bufread::MultiGzDecoder;
@@ -31,6 +31,43 @@ impl Deref for FileBytes {
             FileBytes::Mapped(m) => m,
             FileBytes::Owned(v) => v,
         }
+    }
+}
+
+/// Granularity of [`FileBytes::release`]: ranges are shrunk to whole multiples of this
+/// (a multiple of every common page size) at their end.
+const RELEASE_ALIGN_BYTES: usize = 64 << 10;
+
+impl FileBytes {
+    /// Tells the operating system that the bytes in `range` (offsets into the file)
+    /// will not be read again soon, so the memory holding them can be dropped now: a
+    /// reader calls this with the part of the file it has parsed, which keeps a large
+    /// mapped file from counting in full towards the process's resident memory. Does
+    /// nothing for an owned buffer. `range` is widened down to a multiple of 64 KiB at
+    /// its start and narrowed down to one at its end (except at the end of the file).
+    ///
+    /// Reading those bytes again is still correct, only slower: see the safety note.
+    pub fn release(&self, range: Range<usize>) {
+        let FileBytes::Mapped(map) = self else {
+            return;
+        };
+        let start = range.start - range.start % RELEASE_ALIGN_BYTES;
+        let end = if range.end >= map.len() { map.len() } else { range.end - range.end % RELEASE_ALIGN_BYTES };
+        if start >= end {
+            return;
+        }
+        // SAFETY: `map` is a read-only (PROT_READ) mapping of a file, never written
+        // through. MADV_DONTNEED only removes its pages from this process's page
+        // tables; the next access to them faults the same bytes back in from the page
+        // cache or the file. So every `&[u8]` into the map (including the strings the
+        // readers borrow from it) keeps seeing the same content, as Rust requires,
+        // under the assumption `load_file` already makes that no other process
+        // modifies the file meanwhile. The range lies inside the map (checked above).
+        // The advice is only a hint: an error leaves the pages resident, which is fine.
+        #[cfg(unix)]
+        let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start) };
+        #[cfg(not(unix))]
+        let _ = (map, start, end);
     }
 }
 

@@ -98,6 +98,11 @@ impl<'de> Interner<'de> {
     pub fn len(&self) -> usize {
         self.list.len()
     }
+
+    /// The strings in id order.
+    pub fn into_strings(self) -> Vec<Cow<'de, str>> {
+        self.list
+    }
 }
 
 /// More than `u32::MAX` distinct entries.

@@ -1,12 +1,20 @@
 //! Reader of PyTorch profiler / Kineto Chrome-trace JSON into a [`Host`].
 //!
-//! The document is parsed in one streaming pass over the byte slice
-//! (`serde_json::Deserializer::from_slice`): event fields are read with borrowed
-//! strings, times and values as raw JSON text (`RawValue`), and each event is appended
-//! to the columns of its `(pid, tid)` track. Names, categories and stat keys go through
-//! one interner for the whole file; only a name seen for the first time allocates.
-//! Whether a pid is a device is only known at the end, so the planes are assembled
-//! after the pass, each plane's metadata tables compacted to what its lines use.
+//! The document is parsed in one pass over the byte slice with serde_json: event fields
+//! are read with borrowed strings, times and values as raw JSON text (`RawValue`), and
+//! each event is appended to the columns of its `(pid, tid)` track. Names, categories
+//! and stat keys go through one interner per reader; only a name seen for the first
+//! time allocates. Whether a pid is a device is only known at the end, so the planes
+//! are assembled after the pass, each plane's metadata tables compacted to what its
+//! lines use.
+//!
+//! The pass is normally [`walk`]'s: the `traceEvents` array is read event by event, so
+//! that the reader can release the bytes it has read (a mapped file then does not stay
+//! resident, see [`read_kineto_releasing`]) and can read a large array in chunks on
+//! several threads, merged afterwards in file order. Chunk boundaries are guessed and
+//! verified; whenever the walk does not succeed, one sequential serde pass over the
+//! whole document decides (and reports errors with their line and column), so the
+//! result never depends on the way the file was read.
 //!
 //! Times are exact: `ts`/`dur` are decimal microseconds (`1712195495519695.8`), read
 //! from their text into whole µs plus picoseconds (never through `f64`; digits below a
@@ -40,10 +48,12 @@
 mod intern;
 mod number;
 mod parse;
+mod walk;
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::ops::Range;
 
 use mlprof_model::names::{DEVICE_PLANE_PREFIX, GPU_PLANE_PREFIX, HOST_PLANE};
 use mlprof_model::{ChromeTraceInfo, Host, Line, Plane, PlaneBuilder, SourceFormat, StatValue, TrackId};
@@ -55,19 +65,81 @@ use crate::error::{FormatError, JsonPosition, Result};
 use intern::fnv63;
 use number::{PS_PER_US, Scalar, classify};
 use parse::{NO_CAT, Reader, TopSeed};
+use walk::{Release, walk_chunked};
+
+/// Most threads one trace is read on.
+const MAX_THREADS: usize = 8;
+
+/// Smallest part of a trace worth a thread of its own, in bytes.
+const MIN_CHUNK_BYTES: usize = 16 << 20;
 
 /// Decodes a Kineto / Chrome trace from the whole (already decompressed) file content.
 ///
 /// `path` is used in errors and as [`Host::source_path`]; `host_name` becomes
 /// [`Host::name`]. The caller sets [`Host::source_bytes`]. Errors are
 /// [`FormatError::Json`] with the line and column of the problem.
+///
+/// Large traces are read on several threads (see [`walk`]); the result is the same.
 pub fn read_kineto(bytes: &[u8], path: &str, host_name: &str) -> Result<Host> {
-    let mut reader = Reader::default();
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let parsed = TopSeed(&mut reader).deserialize(&mut de).and_then(|()| de.end());
-    if let Err(e) = parsed {
-        return Err(json_error(path, &e));
-    }
+    read(bytes, None, Mode::Auto, path, host_name)
+}
+
+/// [`read_kineto`], calling `release` with each byte range of `bytes` it has finished
+/// reading (possibly from several threads), e.g. [`crate::input::FileBytes::release`]
+/// so that a memory-mapped file does not stay resident once parsed. The reader may
+/// still touch released bytes (names it keeps borrowing), so `release` must only be a
+/// hint that leaves the bytes readable.
+pub fn read_kineto_releasing(
+    bytes: &[u8],
+    release: &(dyn Fn(Range<usize>) + Sync),
+    path: &str,
+    host_name: &str,
+) -> Result<Host> {
+    read(bytes, Some(release), Mode::Auto, path, host_name)
+}
+
+/// How the events are read (tests compare the modes; the reader itself uses `Auto`).
+#[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) enum Mode {
+    /// In chunks on up to [`MAX_THREADS`] threads (as many as there are cores), each of
+    /// at least [`MIN_CHUNK_BYTES`]; falling back to `Sequential` on failure.
+    Auto,
+    /// In up to `chunks` chunks of at least `min_bytes`, falling back like `Auto`.
+    Chunked { chunks: usize, min_bytes: usize },
+    /// One serde pass over the whole document: the reference, and the one that
+    /// reports errors.
+    Sequential,
+}
+
+pub(crate) fn read(
+    bytes: &[u8],
+    release: Option<Release<'_>>,
+    mode: Mode,
+    path: &str,
+    host_name: &str,
+) -> Result<Host> {
+    let (chunks, min_bytes) = match mode {
+        Mode::Auto => {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            (cores.min(MAX_THREADS), MIN_CHUNK_BYTES)
+        }
+        Mode::Chunked { chunks, min_bytes } => (chunks, min_bytes),
+        Mode::Sequential => (0, 0),
+    };
+    let walked = if chunks > 0 { walk_chunked(bytes, chunks, min_bytes, release).ok() } else { None };
+    let reader = match walked {
+        Some(reader) => reader,
+        None => {
+            let mut reader = Reader::default();
+            let mut de = serde_json::Deserializer::from_slice(bytes);
+            let parsed = TopSeed(&mut reader).deserialize(&mut de).and_then(|()| de.end());
+            if let Err(e) = parsed {
+                return Err(json_error(path, &e));
+            }
+            reader
+        }
+    };
     assemble(reader, path, host_name).map_err(|message| FormatError::Json {
         path: path.to_string(),
         position: end_position(bytes),

@@ -113,12 +113,12 @@ pub(crate) struct Reader<'de> {
     pub meta_events: Vec<ChromeMetadataEvent>,
     /// The `ts` of each metadata record.
     pub meta_ts: Vec<Option<Micros>>,
-    extras: Vec<(Cow<'de, str>, &'de RawValue)>,
     text: String,
 }
 
-/// The fields of one event.
-struct Fields<'de> {
+/// The fields of one event, read without any state (so that any deserializer, the
+/// sequential one or the per-event ones of [`super::walk`], can produce them).
+pub(crate) struct Fields<'de> {
     ph: Option<Cow<'de, str>>,
     name: Option<Cow<'de, str>>,
     cat: Option<Cow<'de, str>>,
@@ -127,6 +127,31 @@ struct Fields<'de> {
     ts: Option<Micros>,
     dur: Option<(Micros, &'de RawValue)>,
     args: Option<&'de RawValue>,
+    extras: Extras<'de>,
+}
+
+/// How many unusual event fields (`id`, `bp`, `s`, …) are held without allocating.
+const INLINE_EXTRAS: usize = 4;
+
+/// An event's fields other than the known ones, in file order; the first
+/// [`INLINE_EXTRAS`] live inline, so flow and instant events allocate nothing.
+#[derive(Default)]
+struct Extras<'de> {
+    inline: [Option<(Cow<'de, str>, &'de RawValue)>; INLINE_EXTRAS],
+    spill: Vec<(Cow<'de, str>, &'de RawValue)>,
+}
+
+impl<'de> Extras<'de> {
+    fn push(&mut self, key: Cow<'de, str>, raw: &'de RawValue) {
+        match self.inline.iter_mut().find(|slot| slot.is_none()) {
+            Some(slot) => *slot = Some((key, raw)),
+            None => self.spill.push((key, raw)),
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &(Cow<'de, str>, &'de RawValue)> {
+        self.inline.iter().map_while(Option::as_ref).chain(&self.spill)
+    }
 }
 
 /// A pid or tid as written.
@@ -146,7 +171,7 @@ impl Id<'_> {
 
 impl<'de> Reader<'de> {
     /// Handles one complete event.
-    fn finish_event(&mut self, f: Fields<'de>, extras: &[(Cow<'de, str>, &'de RawValue)]) -> Result<(), String> {
+    pub(crate) fn finish_event(&mut self, f: Fields<'de>) -> Result<(), String> {
         let ph = f.ph.unwrap_or(Cow::Borrowed(""));
         if ph == "M" {
             self.meta_events.push(ChromeMetadataEvent {
@@ -188,7 +213,7 @@ impl<'de> Reader<'de> {
         }
         // Top-level fields other than the args are kept as `@`-prefixed stats (see
         // `crate::chrome`), typed for `s`/`id`/`bp`, raw JSON otherwise.
-        for (key, raw) in extras {
+        for (key, raw) in f.extras.iter() {
             let stat = field_key(keys, key)?;
             if matches!(key.as_ref(), "s" | "id" | "bp") {
                 push_scalar(stats, stat, raw.get(), text)?;
@@ -323,11 +348,24 @@ impl<'de> Reader<'de> {
             None => NO_CAT,
         };
         let ph_id = self.phs.intern(ph).map_err(|_| too_many("phases"))?;
+        let variant = self.variant(cat_id, ph_id)?;
+        self.meta_index(name_id, variant)
+    }
+
+    /// The variant id of `(cat id, ph id)`, created on first use.
+    #[inline]
+    fn variant(&mut self, cat_id: u32, ph_id: u32) -> Result<u32, String> {
         let next = u32::try_from(self.catph_list.len()).map_err(|_| too_many("categories"))?;
         let variant = *self.catph.entry((cat_id, ph_id)).or_insert(next);
         if variant == next {
             self.catph_list.push((cat_id, ph_id));
         }
+        Ok(variant)
+    }
+
+    /// The file-global metadata index of `(name id, variant id)`, created on first use.
+    #[inline]
+    fn meta_index(&mut self, name_id: u32, variant: u32) -> Result<u32, String> {
         let next = u32::try_from(self.meta_list.len()).map_err(|_| too_many("event names"))?;
         let meta = *self.metas.entry((name_id, variant)).or_insert(next);
         if meta == next {
@@ -335,6 +373,193 @@ impl<'de> Reader<'de> {
         }
         Ok(meta)
     }
+}
+
+impl<'de> Reader<'de> {
+    /// Appends what `later` read from the part of the events array right after the part
+    /// `self` read (and the top-level keys after the array), leaving `self` exactly as
+    /// one pass over both parts would have: pids, tracks and interned strings keep their
+    /// first-seen order, `later`'s ids are mapped to `self`'s, its offsets are moved to
+    /// `self`'s provisional origin and its stats are copied after `self`'s.
+    ///
+    /// `Err` when the two parts together break a limit that one pass checks event by
+    /// event (time span, counts); the caller then reads sequentially, which reports the
+    /// problem at its position.
+    pub(crate) fn append(&mut self, later: Reader<'de>) -> Result<(), String> {
+        let Reader {
+            top_level,
+            bare_array: _,
+            tracks,
+            pids,
+            str_tids: _,
+            names,
+            cats,
+            phs,
+            catph_list,
+            meta_list,
+            keys,
+            provisional_origin,
+            min_whole,
+            max_whole,
+            missing_ts,
+            meta_events,
+            meta_ts,
+            ..
+        } = later;
+
+        // Time: one origin for both parts, checked like the per-event span check.
+        let shift_ps = match (self.provisional_origin, provisional_origin) {
+            (Some(origin), Some(later_origin)) => {
+                let (min, max) = (self.min_whole.min(min_whole), self.max_whole.max(max_whole));
+                if max.checked_sub(min).is_none_or(|span| span > MAX_SPAN_US) {
+                    return Err("timestamps span too long".to_string());
+                }
+                self.min_whole = min;
+                self.max_whole = max;
+                (later_origin - origin).checked_mul(PS_PER_US).ok_or("timestamp out of range")?
+            }
+            (None, Some(later_origin)) => {
+                self.provisional_origin = Some(later_origin);
+                self.min_whole = min_whole;
+                self.max_whole = max_whole;
+                0
+            }
+            (_, None) => 0,
+        };
+
+        // Interned strings and the tables built on them, in `later`'s first-seen order.
+        let remap = |into: &mut Interner<'de>, from: Interner<'de>, what: &str| {
+            from.into_strings()
+                .into_iter()
+                .map(|s| into.intern(s).map_err(|_| too_many(what)))
+                .collect::<Result<Vec<u32>, String>>()
+        };
+        let name_map = remap(&mut self.names, names, "event names")?;
+        let cat_map = remap(&mut self.cats, cats, "categories")?;
+        while self.cat_classes.len() < self.cats.len() {
+            let id = u32::try_from(self.cat_classes.len()).map_err(|_| too_many("categories"))?;
+            self.cat_classes.push(cat_class(self.cats.get(id)));
+        }
+        let ph_map = remap(&mut self.phs, phs, "phases")?;
+        let key_map = remap(&mut self.keys, keys, "stat keys")?;
+        let mut variant_map = Vec::with_capacity(catph_list.len());
+        for (cat, ph) in catph_list {
+            let cat = if cat == NO_CAT { NO_CAT } else { mapped(&cat_map, cat)? };
+            variant_map.push(self.variant(cat, mapped(&ph_map, ph)?)?);
+        }
+        let mut meta_map = Vec::with_capacity(meta_list.len());
+        for (name, variant) in meta_list {
+            meta_map.push(self.meta_index(mapped(&name_map, name)?, mapped(&variant_map, variant)?)?);
+        }
+
+        // Pids, then tracks: new ones after `self`'s, known ones get the events appended.
+        let mut pid_map = Vec::with_capacity(pids.len());
+        for info in pids {
+            let id = match &info.id {
+                TrackId::Int(p) => Id::Int(*p),
+                TrackId::Str(s) => Id::Str(Cow::Owned(s.clone())),
+            };
+            let index = self.pid_index(&id)?;
+            if let Some(own) = self.pids.get_mut(index as usize) {
+                own.gpu_events |= info.gpu_events;
+                own.mtia_events |= info.mtia_events;
+            }
+            pid_map.push(index);
+        }
+        let mut track_map = Vec::with_capacity(tracks.len());
+        let mut base_len = Vec::with_capacity(tracks.len());
+        for Track { mut line, pid_index } in tracks {
+            let pid_index = mapped(&pid_map, pid_index)?;
+            let Some((pid, tid)) = line.chrome_track.clone() else {
+                return Err("internal error: a track without its (pid, tid)".to_string());
+            };
+            let existing = match (&pid, &tid) {
+                (TrackId::Int(p), TrackId::Int(t)) => self.int_tracks.get(&(*p, *t)).copied(),
+                _ => {
+                    let key = self.tid_key(&tid)?;
+                    self.other_tracks.get(&(pid_index, key)).copied()
+                }
+            };
+            match existing.and_then(|index| Some((index, self.tracks.get_mut(index as usize)?))) {
+                Some((index, own)) => {
+                    base_len.push(own.line.len());
+                    track_map.push(index);
+                    append_line(&mut own.line, &line, &meta_map, &key_map, shift_ps)?;
+                }
+                None => {
+                    let index = u32::try_from(self.tracks.len()).map_err(|_| too_many("threads"))?;
+                    for m in &mut line.events.metadata {
+                        *m = mapped(&meta_map, *m)?;
+                    }
+                    for offset in &mut line.events.offset_ps {
+                        *offset = offset.checked_add(shift_ps).ok_or("timestamp out of range")?;
+                    }
+                    line.stats.remap_keys(&key_map);
+                    match (&pid, &tid) {
+                        (TrackId::Int(p), TrackId::Int(t)) => self.int_tracks.insert((*p, *t), index),
+                        _ => {
+                            let key = self.tid_key(&tid)?;
+                            self.other_tracks.insert((pid_index, key), index)
+                        }
+                    };
+                    base_len.push(0);
+                    track_map.push(index);
+                    self.tracks.push(Track { line, pid_index });
+                }
+            }
+        }
+        self.last_track = None;
+        for (track, index) in missing_ts {
+            let (Some(&own), Some(&base)) = (track_map.get(track as usize), base_len.get(track as usize)) else {
+                continue;
+            };
+            let index = u32::try_from(base + index as usize).map_err(|_| too_many("events on one thread"))?;
+            self.missing_ts.push((own, index));
+        }
+        self.meta_events.extend(meta_events);
+        self.meta_ts.extend(meta_ts);
+        self.top_level.extend(top_level);
+        Ok(())
+    }
+
+    /// The track-map key of a thread id that is not paired with an integer pid.
+    fn tid_key(&mut self, tid: &TrackId) -> Result<TidKey, String> {
+        Ok(match tid {
+            TrackId::Int(t) => TidKey::Int(*t),
+            TrackId::Str(s) => {
+                TidKey::Str(self.str_tids.intern(Cow::Owned(s.clone())).map_err(|_| too_many("thread ids"))?)
+            }
+        })
+    }
+}
+
+/// `map[id]`, an error for an id outside the map (which a consistent reader never has).
+fn mapped(map: &[u32], id: u32) -> Result<u32, String> {
+    map.get(id as usize).copied().ok_or_else(|| "internal error: unmapped id".to_string())
+}
+
+/// Appends the events of `from` (file-global ids of another reader) to `to`.
+fn append_line(to: &mut Line, from: &Line, meta_map: &[u32], key_map: &[u32], shift_ps: i64) -> Result<(), String> {
+    let ev = &from.events;
+    let stats = from.stats.stats();
+    to.events.metadata.reserve(from.len());
+    to.events.offset_ps.reserve(from.len());
+    to.events.duration_ps.reserve(from.len());
+    to.events.stat_start.reserve(from.len());
+    for (i, ((&m, &offset), &duration)) in ev.metadata.iter().zip(&ev.offset_ps).zip(&ev.duration_ps).enumerate() {
+        let (Some(&start), Some(&end)) = (ev.stat_start.get(i), ev.stat_start.get(i + 1)) else {
+            return Err("internal error: event stats out of range".to_string());
+        };
+        for stat in stats.get(start as usize..end as usize).unwrap_or(&[]) {
+            to.stats.push_copy(&from.stats, stat, mapped(key_map, stat.key)?).map_err(|_| arena_full())?;
+        }
+        if to.stats.len() > u32::MAX as usize {
+            return Err(too_many("stats on one thread"));
+        }
+        let offset = offset.checked_add(shift_ps).ok_or("timestamp out of range")?;
+        to.push_event(mapped(meta_map, m)?, offset, duration);
+    }
+    Ok(())
 }
 
 fn too_many(what: &str) -> String {
@@ -412,7 +637,7 @@ impl<'de> Visitor<'de> for ArgsVisitor<'_, 'de> {
 }
 
 /// A JSON string, borrowed when it has no escapes.
-struct Text<'de>(Cow<'de, str>);
+pub(crate) struct Text<'de>(pub Cow<'de, str>);
 
 impl<'de> Deserialize<'de> for Text<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -526,25 +751,32 @@ fn micros_of<E: de::Error>(field: &str, raw: &RawValue) -> Result<Micros, E> {
     })
 }
 
-/// Reads one event object.
-struct EventSeed<'a, 'de>(&'a mut Reader<'de>);
-
-impl<'de> DeserializeSeed<'de> for EventSeed<'_, 'de> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
+impl<'de> Deserialize<'de> for Fields<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(FieldsVisitor)
     }
 }
 
-impl<'de> Visitor<'de> for EventSeed<'_, 'de> {
-    type Value = ();
+/// Reads one event object into [`Fields`].
+struct FieldsVisitor;
+
+impl<'de> Visitor<'de> for FieldsVisitor {
+    type Value = Fields<'de>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a trace event object")
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut f = Fields { ph: None, name: None, cat: None, pid: None, tid: None, ts: None, dur: None, args: None };
-        let mut extras = std::mem::take(&mut self.0.extras);
-        extras.clear();
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
+        let mut f = Fields {
+            ph: None,
+            name: None,
+            cat: None,
+            pid: None,
+            tid: None,
+            ts: None,
+            dur: None,
+            args: None,
+            extras: Extras::default(),
+        };
         while let Some(field) = map.next_key::<Field<'de>>()? {
             match field {
                 Field::Ph => f.ph = Some(map.next_value::<Text<'de>>()?.0),
@@ -563,13 +795,11 @@ impl<'de> Visitor<'de> for EventSeed<'_, 'de> {
                 Field::Args => f.args = Some(map.next_value()?),
                 Field::Other(key) => {
                     let raw: &'de RawValue = map.next_value()?;
-                    extras.push((key, raw));
+                    f.extras.push(key, raw);
                 }
             }
         }
-        let result = self.0.finish_event(f, &extras);
-        self.0.extras = extras;
-        result.map_err(de::Error::custom)
+        Ok(f)
     }
 }
 
@@ -589,7 +819,9 @@ impl<'de> Visitor<'de> for EventsSeed<'_, 'de> {
         f.write_str("\"traceEvents\" to be an array of events")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(EventSeed(self.0))?.is_some() {}
+        while let Some(fields) = seq.next_element::<Fields<'de>>()? {
+            self.0.finish_event(fields).map_err(de::Error::custom)?;
+        }
         Ok(())
     }
 }

@@ -323,3 +323,128 @@ fn real_torch_profiler_trace() {
     let python = host.planes[0].lines.iter().find(|l| l.id == 2677).unwrap();
     assert_eq!(python.name, "thread 2677 (python)");
 }
+
+/// Every way of reading `bytes` (chunked on 2, 3 and 7 threads with tiny chunks, the
+/// default, with and without a release callback) gives what the sequential parse gives:
+/// the same host, or the same error. Returns the sequential result.
+fn assert_modes_agree(bytes: &[u8], what: &str) -> std::result::Result<Host, String> {
+    use super::{Mode, read};
+    use std::sync::Mutex;
+    let show = |r: crate::error::Result<Host>| r.map_err(|e| e.to_string());
+    let sequential = show(read(bytes, None, Mode::Sequential, "t.json", "t"));
+    let released = Mutex::new(Vec::new());
+    let release = |range: std::ops::Range<usize>| released.lock().unwrap().push(range);
+    for chunks in [1, 2, 3, 7] {
+        for min_bytes in [1, 200] {
+            let mode = Mode::Chunked { chunks, min_bytes };
+            let got = show(read(bytes, Some(&release), mode, "t.json", "t"));
+            assert!(got == sequential, "{what}: {mode:?} differs from the sequential parse");
+        }
+    }
+    assert!(show(read(bytes, None, Mode::Auto, "t.json", "t")) == sequential, "{what}: default mode differs");
+    for range in released.lock().unwrap().iter() {
+        assert!(range.start < range.end && range.end <= bytes.len(), "{what}: released {range:?}");
+    }
+    sequential
+}
+
+/// Kineto fixtures under tests/data/kineto (plain and gzipped JSON; files that are not
+/// traces must fail the same way in every mode).
+#[test]
+fn chunked_and_released_reads_equal_the_sequential_one_on_every_fixture() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/kineto");
+    let mut stack = vec![root];
+    let mut traces = 0;
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = path.to_string_lossy().to_string();
+            if path.is_dir() {
+                stack.push(path);
+            } else if name.ends_with(".json") || name.ends_with(".json.gz") {
+                let loaded = crate::input::load_file(&path).unwrap();
+                if assert_modes_agree(&loaded.bytes, &name).is_ok() {
+                    traces += 1;
+                }
+                // The real release of a mapped file changes nothing either.
+                let release = |range| loaded.bytes.release(range);
+                let mode = super::Mode::Chunked { chunks: 2, min_bytes: 1 };
+                let again = super::read(&loaded.bytes, Some(&release), mode, "t.json", "t").map_err(|e| e.to_string());
+                let sequential = super::read(&loaded.bytes, None, super::Mode::Sequential, "t.json", "t");
+                assert!(again == sequential.map_err(|e| e.to_string()), "{name}: released read differs");
+            }
+        }
+    }
+    assert!(traces >= 20, "only {traces} Kineto fixtures found");
+}
+
+/// A trace on one line whose split candidates (`}, {`) lie inside a string and inside
+/// a nested args value: the chunked read must notice and still give the same host.
+#[test]
+fn misplaced_split_boundaries_fall_back() {
+    let event = |i: usize| {
+        format!(
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "op{}", "pid": 1, "tid": {}, "ts": {}, "dur": 1}}"#,
+            i % 3,
+            i % 2,
+            100 + i
+        )
+    };
+    let filler = "a".repeat(3000);
+    let tricky = [
+        format!(
+            r#"{{"ph": "X", "name": "s", "pid": 1, "tid": 1, "ts": 5, "args": {{"text": "{filler}}}, {{{filler}"}}}}"#
+        ),
+        format!(
+            r#"{{"ph": "X", "name": "n", "pid": 1, "tid": 1, "ts": 5, "args": {{"list": [{{"{filler}": 1}}, {{"b": [{{}}, {{}}]}}]}}}}"#
+        ),
+    ];
+    for middle in tricky {
+        let mut events: Vec<String> = (0..5).map(event).collect();
+        events.push(middle.clone());
+        events.extend((5..10).map(event));
+        let json = format!(r#"{{"schemaVersion": 1, "traceEvents": [{}], "traceName": "x"}}"#, events.join(", "));
+        let bytes = json.as_bytes();
+        let starts = super::walk::boundaries(bytes, 2, 1);
+        let inside = json.find(&middle).map(|at| at..at + middle.len()).unwrap();
+        assert!(starts.len() == 1 && inside.contains(&starts[0]), "candidate {starts:?} not inside {inside:?}");
+        assert!(super::walk::walk_at(bytes, &starts, None).is_err(), "a misplaced boundary was accepted");
+        let host = assert_modes_agree(bytes, "tricky").unwrap();
+        assert_eq!(host.event_count(), 11);
+    }
+}
+
+/// Bad input anywhere (in either half, in the top level after the events) gives the
+/// sequential parse's error, with its line and column, in every mode.
+#[test]
+fn chunked_reads_report_the_sequential_errors() {
+    let events: Vec<String> = (0..40)
+        .map(|i| format!("{{\"ph\": \"X\", \"name\": \"e{i}\", \"pid\": {}, \"tid\": \"t{}\", \"ts\": {}.5, \"dur\": 2, \"id\": {i}, \"bp\": \"e\"}}", i % 3, i % 4, 1000 - i))
+        .collect();
+    let good = format!("{{\"traceEvents\": [\n{}\n], \"baseTimeNanoseconds\": 7}}", events.join(",\n"));
+    assert_modes_agree(good.as_bytes(), "good").unwrap();
+    let bare = format!("[\n{}\n]", events.join(",\n"));
+    assert_modes_agree(bare.as_bytes(), "bare").unwrap();
+    for (from, to) in [
+        ("\"e35\"", "e35"),
+        ("\"e3\"", "3e"),
+        ("\"dur\": 2, \"id\": 30", "\"dur\": x, \"id\": 30"),
+        ("7}", "7,}"),
+        ("7}", "7}]"),
+    ] {
+        let bad = good.replacen(from, to, 1);
+        assert!(assert_modes_agree(bad.as_bytes(), &bad).is_err());
+    }
+    let dup = good.replacen("\"baseTimeNanoseconds\": 7", "\"traceEvents\": [{\"ph\": \"i\", \"ts\": 1}]", 1);
+    assert_eq!(assert_modes_agree(dup.as_bytes(), "duplicate traceEvents").unwrap().event_count(), 41);
+    // Time spans checked across chunks.
+    let far = good.replacen("\"ts\": 961.5", "\"ts\": 9e18", 1);
+    assert!(assert_modes_agree(far.as_bytes(), "far").is_err());
+    // Deep nesting in args: the recursion limit applies the same way.
+    for depth in [120, 125, 126, 127, 130] {
+        let nested = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        let deep = good.replacen("\"bp\": \"e\"}", &format!("\"bp\": \"e\", \"args\": {{\"a\": {nested}}}}}"), 1);
+        let _ = assert_modes_agree(deep.as_bytes(), &format!("depth {depth}"));
+    }
+}
