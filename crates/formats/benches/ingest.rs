@@ -5,6 +5,10 @@
 //! doubt). Inputs: the largest real fixtures, plus a ~40 MB XSpace made by repeating
 //! the lines of a real one (`BIG_FACTOR`×).
 //!
+//! `kineto_generated_trace` reads the trace `scripts/bench` generates (default 300 MB,
+//! `$MLPROF_BENCH_DIR/kineto_gen_300mb/rank0.pt.trace.json`) when it exists, mapped and
+//! released as `mlprof` reads it, on all cores (the reader splits large traces).
+//!
 //! Run: `cargo bench -p mlprof-formats --bench ingest`.
 
 use std::path::{Path, PathBuf};
@@ -12,7 +16,7 @@ use std::path::{Path, PathBuf};
 use divan::counter::{BytesCount, ItemsCount};
 use divan::{Bencher, black_box};
 use mlprof_formats::input::load_file;
-use mlprof_formats::kineto::read_kineto;
+use mlprof_formats::kineto::{read_kineto, read_kineto_releasing};
 use mlprof_formats::xspace::{encode_xspace, read_xspace};
 
 fn main() {
@@ -102,6 +106,22 @@ fn kineto_cpu_trace(bencher: Bencher) {
 #[divan::bench(sample_count = 10)]
 fn kineto_gpu_trace(bencher: Bencher) {
     bench_read(bencher, &file_bytes(KINETO_GPU), false);
+}
+
+#[divan::bench(sample_count = 3)]
+fn kineto_generated_trace(bencher: Bencher) {
+    let dir = std::env::var("MLPROF_BENCH_DIR").unwrap_or_else(|_| "/var/tmp/mlprof-bench".to_string());
+    let path = Path::new(&dir).join("kineto_gen_300mb/rank0.pt.trace.json");
+    let Ok(file) = load_file(&path) else {
+        eprintln!("skipping: {} is missing (scripts/bench 300 makes it)", path.display());
+        return;
+    };
+    let bytes = &file.bytes;
+    bencher.counter(BytesCount::of_slice(&bytes[..])).bench(|| {
+        let release = |range| bytes.release(range);
+        let host = read_kineto_releasing(black_box(bytes), &release, "bench", "h");
+        black_box(host.map(|h| h.event_count()).unwrap_or(0))
+    });
 }
 
 /// XSpace as `prost`-derived structs (field numbers from xplane.proto), for comparison.

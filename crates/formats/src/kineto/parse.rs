@@ -131,26 +131,31 @@ pub(crate) struct Fields<'de> {
 }
 
 /// How many unusual event fields (`id`, `bp`, `s`, …) are held without allocating.
-const INLINE_EXTRAS: usize = 4;
+const INLINE_EXTRAS: usize = 2;
 
 /// An event's fields other than the known ones, in file order; the first
-/// [`INLINE_EXTRAS`] live inline, so flow and instant events allocate nothing.
+/// [`INLINE_EXTRAS`] with unescaped keys live inline, so flow and instant events
+/// allocate nothing. Kept small: a [`Fields`] is moved a few times per event.
 #[derive(Default)]
 struct Extras<'de> {
-    inline: [Option<(Cow<'de, str>, &'de RawValue)>; INLINE_EXTRAS],
+    inline: [Option<(&'de str, &'de RawValue)>; INLINE_EXTRAS],
     spill: Vec<(Cow<'de, str>, &'de RawValue)>,
 }
 
 impl<'de> Extras<'de> {
     fn push(&mut self, key: Cow<'de, str>, raw: &'de RawValue) {
-        match self.inline.iter_mut().find(|slot| slot.is_none()) {
-            Some(slot) => *slot = Some((key, raw)),
-            None => self.spill.push((key, raw)),
+        if let (Cow::Borrowed(key), true) = (&key, self.spill.is_empty())
+            && let Some(slot) = self.inline.iter_mut().find(|slot| slot.is_none())
+        {
+            *slot = Some((key, raw));
+            return;
         }
+        self.spill.push((key, raw));
     }
 
-    fn iter(&self) -> impl Iterator<Item = &(Cow<'de, str>, &'de RawValue)> {
-        self.inline.iter().map_while(Option::as_ref).chain(&self.spill)
+    /// The fields in file order (inline ones first: once one spills, all later ones do).
+    fn iter(&self) -> impl Iterator<Item = (&str, &'de RawValue)> {
+        self.inline.iter().map_while(|slot| *slot).chain(self.spill.iter().map(|(k, raw)| (k.as_ref(), *raw)))
     }
 }
 
@@ -215,7 +220,7 @@ impl<'de> Reader<'de> {
         // `crate::chrome`), typed for `s`/`id`/`bp`, raw JSON otherwise.
         for (key, raw) in f.extras.iter() {
             let stat = field_key(keys, key)?;
-            if matches!(key.as_ref(), "s" | "id" | "bp") {
+            if matches!(key, "s" | "id" | "bp") {
                 push_scalar(stats, stat, raw.get(), text)?;
             } else {
                 stats.push_json(stat, raw.get()).map_err(|_| arena_full())?;
