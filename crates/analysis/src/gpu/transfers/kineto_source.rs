@@ -2,19 +2,16 @@
 //! `cat` (see [`crate::kineto`]), copies from their names (`Memcpy HtoD (Pageable ->
 //! Device)`), steps from the distinct `ProfilerStep#N` annotations.
 
-use std::collections::BTreeSet;
-
 use mlprof_model::{Host, Plane, names};
 
 use super::view::{Call, Device, GpuKind, GpuOp, HostEvent, HostKind, ProfileView, Thread};
 use crate::kineto::{self, Category};
+use crate::profiler_steps;
 use crate::xstats::{self, StatKeys};
 
 /// The view of a Kineto host.
 pub fn view(host: &Host) -> ProfileView<'_> {
     let mut threads = Vec::new();
-    let mut step_numbers = BTreeSet::new();
-    let mut step_spans = 0u64;
     for plane in host.planes.iter().filter(|p| p.name == names::HOST_PLANE) {
         let categories = kineto::categories(plane);
         let keys = StatKeys::new(plane, [names::CORRELATION_ID]);
@@ -25,14 +22,7 @@ pub fn view(host: &Host) -> ProfileView<'_> {
                 let kind = match kineto::category_of(&categories, &event) {
                     Category::CpuOp => HostKind::CpuOp,
                     Category::PythonFunction => HostKind::Python,
-                    Category::UserAnnotation if name.starts_with(kineto::PROFILER_STEP_PREFIX) => {
-                        match kineto::profiler_step_number(name) {
-                            Some(number) => step_numbers.insert(number),
-                            None => false,
-                        };
-                        step_spans += 1;
-                        HostKind::Step
-                    }
+                    Category::UserAnnotation if name.starts_with(kineto::PROFILER_STEP_PREFIX) => HostKind::Step,
                     Category::UserAnnotation => HostKind::Annotation,
                     Category::CudaRuntime | Category::CudaDriver => HostKind::Runtime(Call::of(name)),
                     _ => continue,
@@ -53,9 +43,8 @@ pub fn view(host: &Host) -> ProfileView<'_> {
     }
     let devices =
         host.planes.iter().filter(|p| p.name.starts_with(names::GPU_PLANE_PREFIX)).filter_map(device).collect();
-    // Distinct step numbers (a step seen on two threads counts once); spans when
-    // none of the names has a number.
-    let steps = if step_numbers.is_empty() { step_spans } else { step_numbers.len() as u64 };
+    // Distinct step numbers (a step seen on two threads counts once).
+    let steps = profiler_steps::find(host).len() as u64;
     ProfileView::new(threads, devices, steps, "ProfilerStep#N annotations")
 }
 

@@ -7,10 +7,11 @@
 //! keeping a stack of the ops open at the current time, so the cost is
 //! O((ops + events) log ops) rather than ops × events.
 
-use mlprof_model::{Event, Plane, StatValue};
+use mlprof_model::{Event, Host, Plane, StatValue};
 use serde_json::Value;
 
-use crate::kineto::{Category, MEMORY_EVENT, PROFILER_STEP_PREFIX, categories, category_of, profiler_step_number};
+use crate::kineto::{Category, MEMORY_EVENT, categories, category_of};
+use crate::profiler_steps::{self, ProfilerStep};
 use crate::xstats::{self, StatKeys};
 
 /// One `[memory]` event with what it says and where it happened.
@@ -54,51 +55,13 @@ pub(super) struct OpInfo {
 }
 
 /// Every `[memory]` event of every plane of the host, in storage order.
-pub(super) fn memory_events<'h>(planes: impl Iterator<Item = &'h Plane>) -> Vec<MemoryEvent> {
-    let planes: Vec<&Plane> = planes.collect();
-    let steps = step_spans(&planes);
+pub(super) fn memory_events(host: &Host) -> Vec<MemoryEvent> {
+    let steps = profiler_steps::find(host);
     let mut events = Vec::new();
-    for (plane_index, plane) in planes.iter().enumerate() {
+    for (plane_index, plane) in host.planes.iter().enumerate() {
         read_plane(plane, plane_index, &steps, &mut events);
     }
     events
-}
-
-/// A `ProfilerStep#N` span: start and end in picoseconds relative to the profile
-/// start, and N.
-type StepSpan = (i64, i64, i64);
-
-/// The `ProfilerStep#N` spans of all planes, sorted by start.
-fn step_spans(planes: &[&Plane]) -> Vec<StepSpan> {
-    let mut spans = Vec::new();
-    for plane in planes {
-        for line in &plane.lines {
-            for event in line.iter() {
-                let name = xstats::event_name(plane, &event);
-                if !name.starts_with(PROFILER_STEP_PREFIX) {
-                    continue;
-                }
-                if let Some(number) = profiler_step_number(name) {
-                    spans.push((event.start_ps(), event.end_ps(), number));
-                }
-            }
-        }
-    }
-    spans.sort_unstable();
-    spans
-}
-
-/// N of the step containing `time_ps` (the latest-starting one if several do); -1 if
-/// none does.
-fn step_at(steps: &[StepSpan], time_ps: i64) -> i64 {
-    let started = steps.partition_point(|&(start, _, _)| start <= time_ps);
-    steps
-        .get(..started)
-        .unwrap_or(&[])
-        .iter()
-        .rev()
-        .find(|&&(_, end, _)| end >= time_ps)
-        .map_or(-1, |&(_, _, number)| number)
 }
 
 /// The stat keys a memory event and its op are read with, in this order.
@@ -123,7 +86,7 @@ const EV_IDX: usize = 6;
 const INPUT_DIMS: usize = 7;
 const INPUT_TYPE: usize = 8;
 
-fn read_plane(plane: &Plane, plane_index: usize, steps: &[StepSpan], out: &mut Vec<MemoryEvent>) {
+fn read_plane(plane: &Plane, plane_index: usize, steps: &[ProfilerStep], out: &mut Vec<MemoryEvent>) {
     let is_memory: Vec<bool> = plane.event_metadata.iter().map(|m| m.name == MEMORY_EVENT).collect();
     if !is_memory.contains(&true) {
         return;
@@ -164,7 +127,7 @@ fn read_plane(plane: &Plane, plane_index: usize, steps: &[StepSpan], out: &mut V
                     input_dims: compact_json(plane, op, keys.key(INPUT_DIMS)),
                     input_types: compact_json(plane, op, keys.key(INPUT_TYPE)),
                 }),
-                step: step_at(steps, event.start_ps()),
+                step: profiler_steps::step_at(steps, event.start_ps()).map_or(-1, |i| steps[i].number),
             });
         }
     }

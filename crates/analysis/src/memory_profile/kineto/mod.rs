@@ -76,7 +76,7 @@ pub struct PytorchAllocator {
 /// Builds the memory profile of a Kineto host from its `[memory]` events.
 pub(super) fn analyze(host: &Host) -> MemoryProfile {
     let mut by_device: BTreeMap<(i64, i64), Vec<MemoryEvent>> = BTreeMap::new();
-    for event in memory_events(host.planes.iter()) {
+    for event in memory_events(host) {
         by_device.entry((event.device_type, event.device_id)).or_default().push(event);
     }
     let mut allocators: Vec<AllocatorProfile> = by_device
