@@ -1,0 +1,11 @@
+//! Capture over TensorFlow's profiler gRPC API (`tensorflow.ProfilerService`): the
+//! client behind `mlprof capture`, and a profiler server plus annotations for Rust
+//! programs. Only this crate knows gRPC.
+
+pub mod proto;
+
+/// The tonic client and server generated for `tensorflow.ProfilerService` (see `build.rs`).
+#[allow(clippy::all, missing_docs)]
+pub mod service {
+    include!(concat!(env!("OUT_DIR"), "/tensorflow.ProfilerService.rs"));
+}
