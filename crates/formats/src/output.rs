@@ -13,6 +13,18 @@ use crate::error::{FormatError, Result};
 /// Writes `path` atomically with whatever `fill` writes; gzip-compresses when the name
 /// ends in `.gz`.
 pub fn write_atomically(path: &Path, fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
+    let gz = path.extension().is_some_and(|e| e == "gz");
+    write_via_temp(path, gz, fill)
+}
+
+/// Writes `bytes` to `path` atomically, as they are: never compressed, whatever the name
+/// (for data that arrives already encoded, such as a profiler server's `trace.json.gz`).
+pub fn write_bytes_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_via_temp(path, false, |w| w.write_all(bytes))
+}
+
+/// Fills a temporary file beside `path` (through gzip when `gz`) and renames it to `path`.
+fn write_via_temp(path: &Path, gz: bool, fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
     let shown = path.display().to_string();
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -23,7 +35,6 @@ pub fn write_atomically(path: &Path, fill: impl FnOnce(&mut dyn Write) -> std::i
         .prefix(".mlprof-partial-")
         .tempfile_in(&dir)
         .map_err(|e| FormatError::io(dir.display().to_string(), e))?;
-    let gz = path.extension().is_some_and(|e| e == "gz");
     let result = {
         let file = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
         if gz {
@@ -37,4 +48,24 @@ pub fn write_atomically(path: &Path, fill: impl FnOnce(&mut dyn Write) -> std::i
     result.map_err(|e| FormatError::io(&shown, e))?;
     tmp.persist(path).map_err(|e| FormatError::io(&shown, e.error))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{write_atomically, write_bytes_atomically};
+
+    #[test]
+    fn raw_bytes_are_never_recompressed_and_no_temporary_file_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let gz_named = dir.path().join("sub/host.trace.json.gz");
+        let already_gzipped = [0x1f, 0x8b, 8, 0, 1, 2, 3];
+        write_bytes_atomically(&gz_named, &already_gzipped).unwrap();
+        assert_eq!(std::fs::read(&gz_named).unwrap(), already_gzipped);
+        let compressed = dir.path().join("sub/other.json.gz");
+        write_atomically(&compressed, |w| w.write_all(b"{}")).unwrap();
+        assert_ne!(std::fs::read(&compressed).unwrap(), b"{}", "write_atomically still gzips .gz names");
+        let names: Vec<_> =
+            std::fs::read_dir(dir.path().join("sub")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+    }
 }
