@@ -2,6 +2,8 @@
 //! client behind `mlprof capture`, and a profiler server plus annotations for Rust
 //! programs. Only this crate knows gRPC.
 
+pub mod address;
+pub mod client;
 pub mod proto;
 
 /// The tonic client and server generated for `tensorflow.ProfilerService` (see `build.rs`).

@@ -1,0 +1,205 @@
+//! Writing one worker's answer where TensorBoard looks for it:
+//! `<logdir>/plugins/profile/<session>/<host_port>.xplane.pb`.
+//!
+//! Three kinds of server answer, oldest last handled first: an `xspace` (servers that honour
+//! `emit_xspace`) is written byte for byte without decoding; `tool_data` entries (servers
+//! that convert on their side) are each written as `<host_port>.<name>`, as TensorFlow's
+//! `SaveProfile` does; an answer with neither means the server wrote the XSpace to
+//! `<repository_root>/<session>/<host_port>.xplane.pb` on its own disk, which this machine
+//! may or may not see. Every file is written atomically, and a failure removes the files
+//! already written for that answer, so no partial profile is left behind.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use mlprof_formats::output::write_bytes_atomically;
+
+use super::error::CaptureError;
+use crate::address::Target;
+use crate::proto::ProfileResponse;
+
+/// Where a worker's profile ended up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Captured {
+    /// This client wrote `files` (one `.xplane.pb`, or an old server's tool data).
+    Written {
+        /// The files written, in the session directory.
+        files: Vec<PathBuf>,
+        /// Their total size, in bytes.
+        bytes: u64,
+        /// Whether they came as `tool_data` (a server older than `emit_xspace`).
+        tool_data: bool,
+    },
+    /// The server wrote the XSpace itself, at `path`, which this machine sees too (the
+    /// server runs here, or the log directory is shared).
+    ServerWroteHere {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The server wrote the XSpace to its own disk at `path`, which is not on this machine.
+    ServerWroteRemote {
+        /// The file's path on the server's machine.
+        path: PathBuf,
+    },
+}
+
+impl Captured {
+    /// The profile files on this machine (none for [`Captured::ServerWroteRemote`]).
+    pub fn local_files(&self) -> &[PathBuf] {
+        match self {
+            Captured::Written { files, .. } => files,
+            Captured::ServerWroteHere { path } => std::slice::from_ref(path),
+            Captured::ServerWroteRemote { .. } => &[],
+        }
+    }
+}
+
+impl fmt::Display for Captured {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Captured::Written { files, bytes, tool_data: false } => {
+                let shown: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+                write!(f, "wrote {} ({})", shown.join(", "), megabytes(*bytes))
+            }
+            Captured::Written { files, bytes, tool_data: true } => {
+                let names: Vec<String> =
+                    files.iter().filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
+                let dir = files.first().and_then(|p| p.parent()).map(|p| p.display().to_string()).unwrap_or_default();
+                write!(f, "wrote {} in {dir} ({}, tool data of an older server)", names.join(", "), megabytes(*bytes))
+            }
+            Captured::ServerWroteHere { path } => write!(
+                f,
+                "the server wrote {} itself (it does not return the XSpace; this machine sees the same directory)",
+                path.display()
+            ),
+            Captured::ServerWroteRemote { path } => write!(
+                f,
+                "the server does not return the XSpace (it ignores emit_xspace: an older TensorFlow/JAX) and wrote \
+                 it to its own disk, at {0} on that server's machine; copy that file to the same path here \
+                 (e.g. scp HOST:{0} {0}), or capture into a log directory both machines share (NFS, GCS)",
+                path.display()
+            ),
+        }
+    }
+}
+
+/// `bytes` as decimal megabytes with one decimal (`12.3 MB`).
+pub fn megabytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+/// Saves `response` from `target` into `session_dir` (`<repository_root>/<session>`, the
+/// same text as sent in the request, so also where a server writes on its own).
+pub(crate) fn save(response: ProfileResponse, target: &Target, session_dir: &Path) -> Result<Captured, CaptureError> {
+    let stem = target.file_stem();
+    let xplane = session_dir.join(format!("{stem}.xplane.pb"));
+    if let Some(xspace) = response.xspace {
+        write_bytes_atomically(&xplane, &xspace)?;
+        return Ok(Captured::Written { files: vec![xplane], bytes: xspace.len() as u64, tool_data: false });
+    }
+    if !response.tool_data.is_empty() {
+        if let Some(bad) = response.tool_data.iter().find(|t| !is_plain_name(&t.name)) {
+            return Err(CaptureError::UnsafeToolName { name: bad.name.clone() });
+        }
+        let mut files = Vec::with_capacity(response.tool_data.len());
+        let mut bytes = 0;
+        for tool in &response.tool_data {
+            let path = session_dir.join(format!("{stem}.{}", tool.name));
+            if let Err(e) = write_bytes_atomically(&path, &tool.data) {
+                remove_written(&files, session_dir);
+                return Err(e.into());
+            }
+            bytes += tool.data.len() as u64;
+            if !files.contains(&path) {
+                files.push(path);
+            }
+        }
+        return Ok(Captured::Written { files, bytes, tool_data: true });
+    }
+    if xplane.is_file() {
+        Ok(Captured::ServerWroteHere { path: xplane })
+    } else {
+        Ok(Captured::ServerWroteRemote { path: xplane })
+    }
+}
+
+/// Whether a server-sent tool name is safe to append to a file name: not empty, and no
+/// path separator or NUL that could reach outside the session directory.
+fn is_plain_name(name: &str) -> bool {
+    !name.is_empty() && !name.contains(['/', '\\', '\0'])
+}
+
+/// Best-effort cleanup after a failed save: the files, then the directory if now empty.
+fn remove_written(files: &[PathBuf], session_dir: &Path) {
+    for file in files {
+        let _ = std::fs::remove_file(file);
+    }
+    let _ = std::fs::remove_dir(session_dir);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Captured, is_plain_name, save};
+    use crate::address::Target;
+    use crate::client::error::CaptureError;
+    use crate::proto::{ProfileResponse, ProfileToolData};
+
+    fn target() -> Target {
+        Target::parse("grpc://worker-0:6009").unwrap()
+    }
+
+    fn tool(name: &str, data: &[u8]) -> ProfileToolData {
+        ProfileToolData { name: name.to_string(), data: data.to_vec() }
+    }
+
+    #[test]
+    fn xspace_is_written_as_host_port_xplane_pb() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = dir.path().join("plugins/profile/s1");
+        let response = ProfileResponse { xspace: Some(vec![1, 2, 3]), ..Default::default() };
+        let captured = save(response, &target(), &session).unwrap();
+        let path = session.join("worker-0_6009.xplane.pb");
+        assert_eq!(captured, Captured::Written { files: vec![path.clone()], bytes: 3, tool_data: false });
+        assert_eq!(std::fs::read(path).unwrap(), [1, 2, 3]);
+    }
+
+    #[test]
+    fn tool_data_is_written_per_entry_and_not_recompressed() {
+        let dir = tempfile::tempdir().unwrap();
+        let gz = [0x1f, 0x8b, 8, 0];
+        let response = ProfileResponse {
+            tool_data: vec![tool("xplane.pb", b"x"), tool("trace.json.gz", &gz)],
+            ..Default::default()
+        };
+        let captured = save(response, &target(), dir.path()).unwrap();
+        assert_eq!(captured.local_files().len(), 2);
+        assert_eq!(std::fs::read(dir.path().join("worker-0_6009.xplane.pb")).unwrap(), b"x");
+        assert_eq!(std::fs::read(dir.path().join("worker-0_6009.trace.json.gz")).unwrap(), gz);
+    }
+
+    #[test]
+    fn unsafe_tool_names_write_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = dir.path().join("s");
+        let response = ProfileResponse {
+            tool_data: vec![tool("xplane.pb", b"x"), tool("/../../evil", b"y")],
+            ..Default::default()
+        };
+        assert!(matches!(save(response, &target(), &session), Err(CaptureError::UnsafeToolName { .. })));
+        assert!(!session.exists());
+        assert!(is_plain_name("overview_page.pb") && !is_plain_name("") && !is_plain_name("a\\b"));
+    }
+
+    #[test]
+    fn no_data_means_the_server_wrote_it_somewhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let remote = save(ProfileResponse::default(), &target(), dir.path()).unwrap();
+        let path = dir.path().join("worker-0_6009.xplane.pb");
+        assert_eq!(remote, Captured::ServerWroteRemote { path: path.clone() });
+        assert!(remote.local_files().is_empty());
+        assert!(remote.to_string().contains(&format!("at {} on that server's machine", path.display())));
+        std::fs::write(&path, b"written by a server on this machine").unwrap();
+        let here = save(ProfileResponse::default(), &target(), dir.path()).unwrap();
+        assert_eq!(here, Captured::ServerWroteHere { path });
+    }
+}
