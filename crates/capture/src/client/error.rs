@@ -85,9 +85,10 @@ impl CaptureError {
     }
 
     /// Classifies a failed call from its error's source chain: a gRPC status the server
-    /// sent, a refused or failed connection, or an HTTP/2 failure (the peer is not a gRPC
-    /// server).
-    pub fn from_transport(error: &(dyn StdError + 'static)) -> CaptureError {
+    /// sent, a refused or failed connection, the call's `deadline` passing (tonic's own
+    /// timer, set from `grpc-timeout`, may fire first), or an HTTP/2 failure (the peer is
+    /// not a gRPC server).
+    pub fn from_transport(error: &(dyn StdError + 'static), deadline: Duration) -> CaptureError {
         let mut source: Option<&(dyn StdError + 'static)> = Some(error);
         let mut connect = false;
         while let Some(e) = source {
@@ -96,10 +97,13 @@ impl CaptureError {
             {
                 return CaptureError::ConnectionRefused;
             }
+            if e.is::<tonic::TimeoutExpired>() {
+                return CaptureError::Timeout { after: deadline };
+            }
             connect |= e.is::<tonic::ConnectError>();
             source = e.source();
         }
-        let detail = chain_text(error);
+        let detail = root_cause(error);
         if connect {
             return CaptureError::Connect { detail };
         }
@@ -135,20 +139,17 @@ pub fn code_name(code: Code) -> String {
     name
 }
 
-/// An error and its sources as one line, without repeating a source whose text the
-/// previous level already contains.
-fn chain_text(error: &(dyn StdError + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        let part = e.to_string();
-        if !part.is_empty() && !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = e.source();
+/// The deepest cause of `error` as one line (the outer levels of a transport error only
+/// say "transport error" or repeat a status in debug form); a status shows its message.
+fn root_cause(error: &(dyn StdError + 'static)) -> String {
+    let mut deepest = error;
+    while let Some(source) = deepest.source() {
+        deepest = source;
     }
-    text
+    match deepest.downcast_ref::<tonic::Status>() {
+        Some(status) => status.message().to_string(),
+        None => deepest.to_string(),
+    }
 }
 
 /// Why the capture options were rejected before contacting any worker.
@@ -184,7 +185,10 @@ pub enum OptionsError {
 #[cfg(test)]
 mod tests {
     use super::{CaptureError, code_name, is_retryable_status};
+    use std::time::Duration;
     use tonic::Code;
+
+    const SECOND: Duration = Duration::from_secs(1);
 
     #[test]
     fn retries_what_the_reference_retries() {
@@ -206,7 +210,7 @@ mod tests {
     #[test]
     fn statuses_from_the_server_keep_code_and_message() {
         let status = tonic::Status::new(Code::Unimplemented, "no Profile here");
-        let error = CaptureError::from_transport(&status);
+        let error = CaptureError::from_transport(&status, SECOND);
         assert!(
             matches!(&error, CaptureError::Status { code: Code::Unimplemented, message } if message == "no Profile here")
         );
@@ -218,9 +222,11 @@ mod tests {
         let io = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
         let status = tonic::Status::from_error(Box::new(tonic::ConnectError(Box::new(io))));
         assert_eq!(status.code(), Code::Unavailable);
-        assert!(matches!(CaptureError::from_transport(&status), CaptureError::ConnectionRefused));
+        assert!(matches!(CaptureError::from_transport(&status, SECOND), CaptureError::ConnectionRefused));
         let other = tonic::ConnectError(Box::new(std::io::Error::other("dns error")));
-        assert!(matches!(CaptureError::from_transport(&other), CaptureError::Connect { .. }));
+        assert!(matches!(CaptureError::from_transport(&other, SECOND), CaptureError::Connect { .. }));
+        let expired = tonic::Status::from_error(Box::new(tonic::TimeoutExpired(())));
+        assert!(matches!(CaptureError::from_transport(&expired, SECOND), CaptureError::Timeout { after: SECOND }));
     }
 
     #[test]

@@ -97,13 +97,13 @@ async fn call(
         .map_err(|e| CaptureError::Connect { detail: e.to_string() })?
         .tcp_nodelay(true)
         .http2_adaptive_window(true);
-    let channel = endpoint.connect().await.map_err(|e| CaptureError::from_transport(&e))?;
+    let channel = endpoint.connect().await.map_err(|e| CaptureError::from_transport(&e, deadline))?;
     progress.update(target, WorkerState::Tracing);
     let mut client = ProfilerServiceClient::new(CountingService::new(channel, received))
         .max_decoding_message_size(MAX_MESSAGE_BYTES);
     let mut request = tonic::Request::new(request);
     request.set_timeout(deadline);
-    let response = client.profile(request).await.map_err(|status| CaptureError::from_transport(&status))?;
+    let response = client.profile(request).await.map_err(|status| CaptureError::from_transport(&status, deadline))?;
     Ok(response.into_inner())
 }
 
