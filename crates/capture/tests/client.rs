@@ -97,6 +97,12 @@ async fn an_xspace_answer_is_written_byte_identical() {
     let states = recorder.states.lock().unwrap().clone();
     assert_eq!(states.first(), Some(&WorkerState::Connecting { attempt: 1, attempts: 3 }));
     assert!(states.contains(&WorkerState::Tracing) && states.last() == Some(&WorkerState::Writing), "{states:?}");
+    let received = states.iter().rev().find_map(|s| match s {
+        WorkerState::Receiving { bytes } => Some(*bytes),
+        _ => None,
+    });
+    // The counting body saw the whole gRPC message: the XSpace plus its protobuf and gRPC framing.
+    assert!(received.is_some_and(|b| b > bytes.len() as u64 && b < bytes.len() as u64 + 64), "{received:?}");
     let finished = recorder.finished.lock().unwrap().clone();
     assert_eq!(finished, [outcome.to_string()]);
     assert!(finished[0].starts_with(&format!("127.0.0.1:{}: wrote {}", addr.port(), expected.display())));

@@ -1,9 +1,11 @@
-//! The `mlprof` command: `info`, `analyze`, `convert` and `diff` over any profile path mlprof reads.
+//! The `mlprof` command: `info`, `analyze`, `convert` and `diff` over any profile path mlprof
+//! reads, and `capture` from running jobs over TensorFlow's profiler gRPC API.
 //!
 //! Exit codes: 0 ok, 1 the input was read but holds nothing usable, 2 bad input or
 //! usage. Every error is printed as one line on stderr.
 
 mod analyze;
+mod capture;
 mod convert;
 mod diff;
 mod gpu;
@@ -97,6 +99,10 @@ enum Command {
     /// Compare two traces op by op (HTA's TraceDiff): counts and total durations per
     /// op and kernel name, what was added, removed, or ran more or less often.
     Diff(diff::DiffArgs),
+    /// Capture a profile from running TensorFlow/JAX jobs serving the profiler
+    /// (tf.profiler.experimental.server.start(port), jax.profiler.start_server(port)) into
+    /// a TensorBoard log directory: LOGDIR/plugins/profile/<session>/<host_port>.xplane.pb.
+    Capture(capture::CaptureArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -222,6 +228,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Diff(args) => diff::run(args, verbose),
+        Command::Capture(args) => capture::run(args, verbose),
     }
 }
 

@@ -107,7 +107,8 @@ async fn call(
     Ok(response.into_inner())
 }
 
-/// Runs `work`, reporting [`WorkerState::Receiving`] whenever `received` has grown.
+/// Runs `work`, reporting [`WorkerState::Receiving`] whenever `received` has grown, and
+/// once more at the end if it grew since the last report (so the total is always shown).
 async fn report_bytes<T>(
     work: impl Future<Output = T>,
     received: &AtomicU64,
@@ -118,16 +119,20 @@ async fn report_bytes<T>(
     let mut ticks = tokio::time::interval(PROGRESS_INTERVAL);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut reported = 0;
+    let report = |reported: &mut u64| {
+        let bytes = received.load(Ordering::Relaxed);
+        if bytes != *reported {
+            *reported = bytes;
+            progress.update(target, WorkerState::Receiving { bytes });
+        }
+    };
     loop {
         tokio::select! {
-            done = &mut work => return done,
-            _ = ticks.tick() => {
-                let bytes = received.load(Ordering::Relaxed);
-                if bytes != reported {
-                    reported = bytes;
-                    progress.update(target, WorkerState::Receiving { bytes });
-                }
+            done = &mut work => {
+                report(&mut reported);
+                return done;
             }
+            _ = ticks.tick() => report(&mut reported),
         }
     }
 }
