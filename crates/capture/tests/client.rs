@@ -223,11 +223,21 @@ async fn workers_share_one_session_and_one_start_time() {
     assert_eq!((ra.session_id.as_str(), rb.session_id.as_str()), (SESSION, SESSION));
 }
 
+/// Captures `address` with per-attempt deadline `timeout`, expecting no file to be left.
+async fn capture_failing(address: String, timeout: Duration) -> WorkerOutcome {
+    let logdir = tempfile::tempdir().unwrap();
+    let mut options = options(logdir.path());
+    options.timeout = Some(timeout);
+    let outcome = capture_one(target(address), &options).await;
+    assert!(outcome.result.is_err(), "{outcome}");
+    assert!(files_below(logdir.path()).is_empty(), "no file left");
+    outcome
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nothing_listening_is_connection_refused() {
     let port = support::refused_port();
-    let logdir = tempfile::tempdir().unwrap();
-    let outcome = capture_one(target(format!("localhost:{port}")), &options(logdir.path())).await;
+    let outcome = capture_failing(format!("localhost:{port}"), Duration::from_secs(10)).await;
     assert!(matches!(outcome.result, Err(CaptureError::ConnectionRefused)), "{outcome}");
     assert_eq!(outcome.attempts, 3, "UNAVAILABLE is retried");
     assert_eq!(
@@ -237,32 +247,21 @@ async fn nothing_listening_is_connection_refused() {
              tf.profiler.experimental.server.start(port) / jax.profiler.start_server(port)) (after 3 attempts)"
         )
     );
-    assert!(files_below(logdir.path()).is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_never_answers_hits_the_deadline() {
-    let addr = support::silent_listener();
-    let logdir = tempfile::tempdir().unwrap();
-    let mut options = options(logdir.path());
-    options.timeout = Some(Duration::from_secs(1));
-    let outcome = capture_one(target(addr), &options).await;
+    let outcome = capture_failing(support::silent_listener().to_string(), Duration::from_secs(1)).await;
     assert!(matches!(outcome.result, Err(CaptureError::Timeout { .. })), "{outcome}");
     assert_eq!(outcome.attempts, 1, "DEADLINE_EXCEEDED is not retried");
     assert!(outcome.to_string().ends_with(": no answer within 1.0 s (the deadline of one attempt)"), "{outcome}");
-    assert!(files_below(logdir.path()).is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn garbage_on_the_port_is_a_protocol_error() {
-    let addr = support::garbage_listener();
-    let logdir = tempfile::tempdir().unwrap();
-    let mut options = options(logdir.path());
-    options.timeout = Some(Duration::from_secs(10));
-    let outcome = capture_one(target(addr), &options).await;
+    let outcome = capture_failing(support::garbage_listener().to_string(), Duration::from_secs(10)).await;
     assert!(matches!(outcome.result, Err(CaptureError::Protocol { .. })), "{outcome}");
     assert!(outcome.to_string().contains("did not answer as an HTTP/2 gRPC server"), "{outcome}");
-    assert!(files_below(logdir.path()).is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -110,7 +110,11 @@ pub fn run(args: CaptureArgs, verbose: bool) -> Result<(), Failure> {
             if let Some(session_dir) = outcome {
                 captured_rounds += 1;
                 if args.analyze {
-                    print_analysis(&session_dir, verbose)?;
+                    match print_analysis(&session_dir, verbose) {
+                        // Watching goes on: the next session may analyse fine.
+                        Err(failure) if args.watch => eprintln!("mlprof: analyze: {}", failure.message),
+                        result => result?,
+                    }
                 }
             }
             if !args.watch {
@@ -156,7 +160,7 @@ async fn capture_round(
             human_duration(duration_ps(options.deadline()))
         );
     }
-    let display = Arc::new(Display::new(targets, options.duration));
+    let display = Arc::new(WorkerDisplay::new(targets, options.duration));
     let outcomes = capture(targets, &options, display.clone()).await.map_err(|e| Failure::input(e.to_string()))?;
     Ok(outcomes.iter().any(|o| !o.local_files().is_empty()).then(|| options.session_dir()))
 }
@@ -190,17 +194,17 @@ fn duration_ps(d: Duration) -> i64 {
 
 /// Shows the capture on stderr: live spinners when stderr is a terminal, otherwise one
 /// plain line per worker when it is done.
-enum Display {
+enum WorkerDisplay {
     /// One spinner per worker, keyed by address; finished workers print their line above.
     Live { multi: MultiProgress, bars: HashMap<String, ProgressBar>, duration: Duration },
     /// Lines only.
     Plain,
 }
 
-impl Display {
-    fn new(targets: &[Target], duration: Duration) -> Display {
+impl WorkerDisplay {
+    fn new(targets: &[Target], duration: Duration) -> WorkerDisplay {
         if !std::io::stderr().is_terminal() {
-            return Display::Plain;
+            return WorkerDisplay::Plain;
         }
         let multi = MultiProgress::new();
         let style = ProgressStyle::with_template("{spinner} {prefix}: {wide_msg}")
@@ -214,13 +218,13 @@ impl Display {
                 (t.host_port(), bar)
             })
             .collect();
-        Display::Live { multi, bars, duration }
+        WorkerDisplay::Live { multi, bars, duration }
     }
 }
 
-impl Progress for Display {
+impl Progress for WorkerDisplay {
     fn update(&self, target: &Target, state: WorkerState) {
-        let Display::Live { bars, duration, .. } = self else { return };
+        let WorkerDisplay::Live { bars, duration, .. } = self else { return };
         let Some(bar) = bars.get(&target.host_port()) else { return };
         let message = match state {
             WorkerState::Connecting { attempt: 1, .. } => "connecting".to_string(),
@@ -237,7 +241,7 @@ impl Progress for Display {
 
     fn finished(&self, outcome: &WorkerOutcome) {
         match self {
-            Display::Live { multi, bars, .. } => {
+            WorkerDisplay::Live { multi, bars, .. } => {
                 if let Some(bar) = bars.get(&outcome.target.host_port()) {
                     bar.finish_and_clear();
                 }
@@ -245,7 +249,7 @@ impl Progress for Display {
                     eprintln!("{outcome}");
                 }
             }
-            Display::Plain => eprintln!("{outcome}"),
+            WorkerDisplay::Plain => eprintln!("{outcome}"),
         }
     }
 }
