@@ -117,15 +117,9 @@ fn captures_two_jax_workers_at_once_into_one_session() {
         let file = xplane_file(&session, &worker.address);
         assert!(file.is_file(), "{} missing", file.display());
     }
-    let json: Value = serde_json::from_str(&ok_stdout(mlprof(&[
-        "analyze",
-        logdir_arg,
-        "--tool",
-        "pod_viewer",
-        "--format",
-        "json",
-    ])))
-    .expect("analyze prints JSON");
+    let json: Value =
+        serde_json::from_str(&ok_stdout(mlprof(&["analyze", logdir_arg, "--tool", "pod_viewer", "--format", "json"])))
+            .expect("analyze prints JSON");
     let hosts = json["hosts"].as_array().map(Vec::len).unwrap_or(0);
     assert_eq!(hosts, 2, "both workers are hosts of the session: {}", json["hosts"]);
 }

@@ -21,6 +21,10 @@ fn convert(input: &Path, out: &Path) {
 #[test]
 fn xprof_opens_what_mlprof_writes() {
     let Ok(python) = std::env::var("MLPROF_XPROF_PYTHON") else {
+        assert!(
+            std::env::var_os("MLPROF_REQUIRE_PEERS").is_none(),
+            "MLPROF_XPROF_PYTHON is not set but MLPROF_REQUIRE_PEERS is"
+        );
         eprintln!("xprof_opens_what_mlprof_writes: MLPROF_XPROF_PYTHON is not set; .ci/run sets it");
         return;
     };
