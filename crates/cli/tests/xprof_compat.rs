@@ -1,7 +1,7 @@
 //! XSpace written by `mlprof convert --to xspace` opened by the real XProf (PyPI
 //! `xprof`, the reference implementation). `.ci/run` installs it and points
 //! `MLPROF_XPROF_PYTHON` at its interpreter; without that variable the test says so
-//! and does nothing.
+//! and does nothing, unless `MLPROF_REQUIRE_PEERS` is set (as in CI), where it fails.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
