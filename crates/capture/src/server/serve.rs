@@ -168,7 +168,9 @@ impl ServerHandle {
     }
 
     /// Stops accepting calls, ends the running ones early (they answer with what they
-    /// recorded so far) and waits for the server thread to finish.
+    /// recorded so far) and waits for the server thread to finish: until clients have
+    /// acknowledged the close, at most about 5 s. It blocks the calling thread; from
+    /// async code, call it inside `spawn_blocking`.
     pub fn shutdown(mut self) -> Result<(), ServerError> {
         self.stop_and_join()
     }
