@@ -163,7 +163,9 @@ impl ProfilerService for Service {
             XSpace::from_collected(Collected::empty(recorder::now_ns(), max_events), &hostname)
         } else {
             let options = ProfilerOptions { max_events, hostname: Some(hostname) };
-            let profiler = Profiler::start_with(options).map_err(|e| Status::resource_exhausted(e.to_string()))?;
+            // The process-wide bound (other servers, in-process profilers): the same answer
+            // as this server's bound, which clients retry on.
+            let profiler = Profiler::start_with(options).map_err(|e| Status::already_exists(e.to_string()))?;
             tokio::select! {
                 () = tokio::time::sleep(duration) => {}
                 () = claim.stop.notified() => {}
