@@ -13,8 +13,9 @@ use mlprof_capture::server::{self, ServerBuilder, ServerError, ServerHandle, ste
 use mlprof_capture::service::profiler_service_client::ProfilerServiceClient;
 use mlprof_formats::xspace::read_xspace;
 use mlprof_model::{Host, StatValue, names};
-use tonic::Code;
+use tokio::task::JoinHandle;
 use tonic::transport::Channel;
+use tonic::{Code, Status};
 
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -74,6 +75,17 @@ async fn wait_until(what: &str, cond: impl Fn() -> bool) {
         assert!(tokio::time::Instant::now() < deadline, "timed out waiting until {what}");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+}
+
+/// Starts a ten-minute `Profile` call named `session_id` on its own connection and
+/// waits until it records.
+async fn long_profile(server: &ServerHandle, session_id: &'static str) -> JoinHandle<Result<ProfileResponse, Status>> {
+    let mut caller = client(server).await;
+    let call = tokio::spawn(async move {
+        caller.profile(request(600_000, session_id, true)).await.map(tonic::Response::into_inner)
+    });
+    wait_until("the session records", || server.active_sessions() == 1 && server::is_recording()).await;
+    call
 }
 
 /// The (step_num, _r) stats of the `train` events on the `stepper` line, and the number
@@ -161,9 +173,7 @@ async fn an_idle_program_gives_an_empty_trace() {
 async fn terminate_ends_a_long_profile_early() {
     let _serial = SERIAL.lock().await;
     let server = server::serve(0).unwrap();
-    let mut first = client(&server).await;
-    let call = tokio::spawn(async move { first.profile(request(600_000, "long", true)).await });
-    wait_until("the session records", || server.active_sessions() == 1 && server::is_recording()).await;
+    let call = long_profile(&server, "long").await;
     {
         let _t = trace("inside", &[("n", 1)]);
     }
@@ -172,7 +182,7 @@ async fn terminate_ends_a_long_profile_early() {
     assert_eq!(server.active_sessions(), 1, "terminating another id leaves the call running");
     other.terminate(TerminateRequest { session_id: "long".into() }).await.unwrap();
     let response = tokio::time::timeout(PATIENCE, call).await.expect("Terminate ended the call").unwrap().unwrap();
-    let host = decode(&response.into_inner().xspace.unwrap());
+    let host = decode(&response.xspace.unwrap());
     assert_eq!(host.event_count(), 1, "what was recorded until Terminate is returned");
     assert_eq!(server.active_sessions(), 0);
     assert!(!server::is_recording());
@@ -183,9 +193,7 @@ async fn terminate_ends_a_long_profile_early() {
 async fn a_cancelled_call_ends_its_session() {
     let _serial = SERIAL.lock().await;
     let server = ServerBuilder::new().port(0).max_sessions(1).start().unwrap();
-    let mut first = client(&server).await;
-    let call = tokio::spawn(async move { first.profile(request(600_000, "cancelled", true)).await });
-    wait_until("the session records", || server.active_sessions() == 1 && server::is_recording()).await;
+    let call = long_profile(&server, "cancelled").await;
     call.abort(); // drops the client's call: the stream is reset
     assert!(call.await.unwrap_err().is_cancelled());
     wait_until("the server ends the session", || server.active_sessions() == 0).await;
@@ -200,9 +208,7 @@ async fn a_cancelled_call_ends_its_session() {
 async fn sessions_beyond_the_bound_get_already_exists() {
     let _serial = SERIAL.lock().await;
     let server = ServerBuilder::new().port(0).max_sessions(1).start().unwrap();
-    let mut first = client(&server).await;
-    let call = tokio::spawn(async move { first.profile(request(600_000, "one", true)).await });
-    wait_until("the first session records", || server.active_sessions() == 1).await;
+    let call = long_profile(&server, "one").await;
     let status = client(&server).await.profile(request(10, "two", true)).await.unwrap_err();
     assert_eq!(status.code(), Code::AlreadyExists, "{status:?}");
     client(&server).await.terminate(TerminateRequest { session_id: "one".into() }).await.unwrap();
@@ -238,9 +244,7 @@ async fn monitor_is_unimplemented() {
 async fn shutdown_ends_running_calls() {
     let _serial = SERIAL.lock().await;
     let server = server::serve(0).unwrap();
-    let mut first = client(&server).await;
-    let call = tokio::spawn(async move { first.profile(request(600_000, "running", true)).await });
-    wait_until("the session records", || server.active_sessions() == 1).await;
+    let call = long_profile(&server, "running").await;
     shut_down(server).await;
     let result = tokio::time::timeout(PATIENCE, call).await.expect("the call ended").unwrap();
     assert!(result.is_ok(), "the call answered with what it had: {result:?}");
