@@ -102,7 +102,8 @@ impl From<String> for ArgValue {
     }
 }
 
-/// An open host event; it ends, and is recorded, when dropped.
+/// An open host event; it ends, and is recorded, when dropped — on the line of the
+/// thread that drops it (keep guards on the thread that opened them, as scopes).
 #[must_use = "the event ends when the guard is dropped: bind it with `let _t = ...`"]
 #[derive(Debug)]
 pub struct TraceGuard {
@@ -153,7 +154,8 @@ impl Drop for TraceGuard {
 /// Records a host event named `name` with typed arguments, from now until the guard is
 /// dropped: `let _t = trace("load", &[("batch", 32)]);`. Keys are static strings;
 /// values are anything [`ToArg`] (wrap them in [`ArgValue`] to mix types). The name may
-/// be a `&'static str` (no allocation) or a `String`.
+/// be a `&'static str` (no allocation) or a `String`. Without arguments, use
+/// [`trace_scope`] (`&[]` leaves the value type unknown).
 #[inline]
 pub fn trace<V: ToArg>(name: impl Into<Cow<'static, str>>, args: &[(&'static str, V)]) -> TraceGuard {
     if !recorder::is_recording() {
