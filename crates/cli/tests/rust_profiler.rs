@@ -4,6 +4,7 @@
 //! example.
 
 use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -72,8 +73,9 @@ impl Drop for Running {
     }
 }
 
-#[test]
-fn the_example_serves_its_training_steps_to_a_capture() {
+/// Starts the example on a free port; returns it (killed on drop) and the address its
+/// first output line names.
+fn start_example() -> (Running, SocketAddr) {
     let child = Command::new(example_binary())
         .args(["--port", "0", "--seconds", "120"])
         .stdout(Stdio::piped())
@@ -84,8 +86,14 @@ fn the_example_serves_its_training_steps_to_a_capture() {
     let mut first = String::new();
     BufReader::new(running.0.stdout.take().unwrap()).read_line(&mut first).unwrap();
     let addr = first.trim_end().strip_prefix("listening on ").unwrap_or_else(|| panic!("first line: {first:?}"));
-    let addr: std::net::SocketAddr = addr.parse().unwrap();
+    let addr: SocketAddr = addr.parse().unwrap();
     assert!(addr.ip().is_loopback());
+    (running, addr)
+}
+
+#[test]
+fn the_example_serves_its_training_steps_to_a_capture() {
+    let (_running, addr) = start_example();
 
     // What TensorFlow's client.trace sends (no emit_xspace), then saves.
     let request = ProfileRequest {
@@ -115,4 +123,33 @@ fn the_example_serves_its_training_steps_to_a_capture() {
     let (names, _) = overview_steps(dir.path());
     assert!(!names.is_empty(), "the captured training steps are found");
     assert!(names.iter().all(|n| n.starts_with("train ")), "{names:?}");
+}
+
+/// XProf's own capture client (what TensorBoard's Capture Profile and TF's
+/// `client.trace` run) against the example, then XProf's and mlprof's overview pages on
+/// the profile it saved. `.ci/run` points `MLPROF_XPROF_PYTHON` at an interpreter with
+/// the PyPI `xprof`; without it the test says so and does nothing.
+#[test]
+fn xprofs_capture_client_captures_the_example_and_both_tools_find_the_same_steps() {
+    let Ok(python) = std::env::var("MLPROF_XPROF_PYTHON") else {
+        eprintln!("xprofs_capture_client_captures_the_example: MLPROF_XPROF_PYTHON is not set; .ci/run sets it");
+        return;
+    };
+    let (_running, addr) = start_example();
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xprof_capture.py"))
+        .arg(addr.to_string())
+        .arg(dir.path())
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "XProf capture failed:\n{stdout}\n{}", stderr.lines().last().unwrap_or(""));
+    // The C++ client logs to stdout too; the script's answer is the last line.
+    let xprof_steps: Vec<String> = serde_json::from_str(stdout.lines().last().unwrap_or("")).expect("step names");
+    assert!(!xprof_steps.is_empty(), "XProf finds the training steps");
+    assert!(xprof_steps.iter().all(|n| n.starts_with("train ")), "{xprof_steps:?}");
+    let (mlprof_steps, _) = overview_steps(dir.path());
+    assert_eq!(mlprof_steps, xprof_steps);
 }
