@@ -5,6 +5,9 @@
 pub mod address;
 pub mod client;
 pub mod proto;
+pub mod server;
+
+pub use server::{Profiler, XSpace, serve, step, trace, trace_scope};
 
 /// The tonic client and server generated for `tensorflow.ProfilerService` (see `build.rs`).
 #[allow(clippy::all, missing_docs)]

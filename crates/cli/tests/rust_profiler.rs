@@ -1,0 +1,155 @@
+//! Profiles of Rust programs (`mlprof_capture::server`) read by `mlprof analyze`: the
+//! `step("train", n)` annotations must come out as XProf-style step groups, both from
+//! the programmatic `Profiler` and from a gRPC capture of the `profiled_training`
+//! example.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use mlprof_capture::proto::{ProfileOptions, ProfileRequest};
+use mlprof_capture::server::{Profiler, step, trace, trace_scope};
+use mlprof_capture::service::profiler_service_client::ProfilerServiceClient;
+use serde_json::Value;
+
+/// The overview page of `logdir` as JSON: its step names and how they were found.
+fn overview_steps(logdir: &Path) -> (Vec<String>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["analyze", &logdir.display().to_string(), "--tool", "overview_page", "--format", "json"])
+        .output()
+        .expect("mlprof runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    let steps = &json["tools"]["overview_page"]["steps"];
+    let names = steps["steps"]
+        .as_array()
+        .expect("a step list")
+        .iter()
+        .map(|s| s["step_name"].as_str().unwrap_or_default().to_string())
+        .collect();
+    (names, steps["step_source"].as_str().unwrap_or_default().to_string())
+}
+
+#[test]
+fn a_programmatic_profile_saved_to_a_logdir_has_xprof_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let profiler = Profiler::start().unwrap();
+    for n in 0..6 {
+        let _step = step("train", n);
+        let _input = trace("input", &[("batch", 4)]);
+        drop(_input);
+        let _compute = trace_scope("compute");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let saved = profiler.stop().save(dir.path()).unwrap();
+    assert!(saved.starts_with(dir.path().join("plugins/profile")));
+    let (names, source) = overview_steps(dir.path());
+    // Six groups; the overview then leaves out the first and the last step, as XProf
+    // does with more than five.
+    assert!(source.starts_with("6 step groups from root events (stat `_r`"), "{source}");
+    let expected: Vec<String> = (1..5).map(|n| format!("train {n}")).collect();
+    assert_eq!(names, expected);
+}
+
+/// The example binary, built by `cargo test` (examples are compiled with the tests) or
+/// `cargo build --examples`, next to this test's `deps/` directory.
+fn example_binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>");
+    let path = profile_dir.join("examples").join(format!("profiled_training{}", std::env::consts::EXE_SUFFIX));
+    assert!(path.exists(), "{} is missing: build it with `cargo build -p mlprof --examples`", path.display());
+    path
+}
+
+/// Kills the example when the test ends, also when it fails.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the example on a free port; returns it (killed on drop) and the address its
+/// first output line names.
+fn start_example() -> (Running, SocketAddr) {
+    let child = Command::new(example_binary())
+        .args(["--port", "0", "--seconds", "120"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the example starts");
+    let mut running = Running(child);
+    let mut first = String::new();
+    BufReader::new(running.0.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    let addr = first.trim_end().strip_prefix("listening on ").unwrap_or_else(|| panic!("first line: {first:?}"));
+    let addr: SocketAddr = addr.parse().unwrap();
+    assert!(addr.ip().is_loopback());
+    (running, addr)
+}
+
+#[test]
+fn the_example_serves_its_training_steps_to_a_capture() {
+    let (_running, addr) = start_example();
+
+    // What TensorFlow's client.trace sends (no emit_xspace), then saves.
+    let request = ProfileRequest {
+        duration_ms: 500,
+        max_events: 1_000_000,
+        opts: Some(ProfileOptions { version: 1, duration_ms: 500, ..ProfileOptions::default() }),
+        session_id: "2026_01_01_00_00_00".into(),
+        host_name: addr.to_string(),
+        ..ProfileRequest::default()
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let response = runtime
+        .block_on(async {
+            let channel = tonic::transport::Channel::from_shared(format!("http://{addr}")).unwrap().connect().await?;
+            let mut client = ProfilerServiceClient::new(channel).max_decoding_message_size(usize::MAX);
+            Ok::<_, Box<dyn std::error::Error>>(client.profile(request).await?.into_inner())
+        })
+        .expect("the capture succeeds");
+    assert!(!response.empty_trace);
+    let [tool] = response.tool_data.as_slice() else { panic!("one tool_data entry: {:?}", response.tool_data.len()) };
+    assert_eq!(tool.name, "xplane.pb");
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("plugins/profile/2026_01_01_00_00_00");
+    std::fs::create_dir_all(&session).unwrap();
+    std::fs::write(session.join(format!("127.0.0.1_{}.xplane.pb", addr.port())), &tool.data).unwrap();
+
+    let (names, _) = overview_steps(dir.path());
+    assert!(!names.is_empty(), "the captured training steps are found");
+    assert!(names.iter().all(|n| n.starts_with("train ")), "{names:?}");
+}
+
+/// XProf's own capture client (what TensorBoard's Capture Profile and TF's
+/// `client.trace` run) against the example, then XProf's and mlprof's overview pages on
+/// the profile it saved. `.ci/run` points `MLPROF_XPROF_PYTHON` at an interpreter with
+/// the PyPI `xprof`; without it the test says so and does nothing.
+#[test]
+fn xprofs_capture_client_captures_the_example_and_both_tools_find_the_same_steps() {
+    let Ok(python) = std::env::var("MLPROF_XPROF_PYTHON") else {
+        eprintln!("xprofs_capture_client_captures_the_example: MLPROF_XPROF_PYTHON is not set; .ci/run sets it");
+        return;
+    };
+    let (_running, addr) = start_example();
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xprof_capture.py"))
+        .arg(addr.to_string())
+        .arg(dir.path())
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "XProf capture failed:\n{stdout}\n{}", stderr.lines().last().unwrap_or(""));
+    // The C++ client logs to stdout too; the script's answer is the last line.
+    let xprof_steps: Vec<String> = serde_json::from_str(stdout.lines().last().unwrap_or("")).expect("step names");
+    assert!(!xprof_steps.is_empty(), "XProf finds the training steps");
+    assert!(xprof_steps.iter().all(|n| n.starts_with("train ")), "{xprof_steps:?}");
+    let (mlprof_steps, _) = overview_steps(dir.path());
+    assert_eq!(mlprof_steps, xprof_steps);
+}
