@@ -9,9 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use mlprof_capture::proto::{ProfileOptions, ProfileRequest};
 use mlprof_capture::server::{Profiler, step, trace, trace_scope};
-use mlprof_capture::service::profiler_service_client::ProfilerServiceClient;
 use serde_json::Value;
 
 /// The overview page of `logdir` as JSON: its step names and how they were found.
@@ -92,37 +90,22 @@ fn start_example() -> (Running, SocketAddr) {
 }
 
 #[test]
-fn the_example_serves_its_training_steps_to_a_capture() {
+fn mlprof_capture_captures_the_examples_training_steps() {
     let (_running, addr) = start_example();
-
-    // What TensorFlow's client.trace sends (no emit_xspace), then saves.
-    let request = ProfileRequest {
-        duration_ms: 500,
-        max_events: 1_000_000,
-        opts: Some(ProfileOptions { version: 1, duration_ms: 500, ..ProfileOptions::default() }),
-        session_id: "2026_01_01_00_00_00".into(),
-        host_name: addr.to_string(),
-        ..ProfileRequest::default()
-    };
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let response = runtime
-        .block_on(async {
-            let channel = tonic::transport::Channel::from_shared(format!("http://{addr}")).unwrap().connect().await?;
-            let mut client = ProfilerServiceClient::new(channel).max_decoding_message_size(usize::MAX);
-            Ok::<_, Box<dyn std::error::Error>>(client.profile(request).await?.into_inner())
-        })
-        .expect("the capture succeeds");
-    assert!(!response.empty_trace);
-    let [tool] = response.tool_data.as_slice() else { panic!("one tool_data entry: {:?}", response.tool_data.len()) };
-    assert_eq!(tool.name, "xplane.pb");
     let dir = tempfile::tempdir().unwrap();
-    let session = dir.path().join("plugins/profile/2026_01_01_00_00_00");
-    std::fs::create_dir_all(&session).unwrap();
-    std::fs::write(session.join(format!("127.0.0.1_{}.xplane.pb", addr.port())), &tool.data).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["capture", &addr.to_string(), "--duration", "500ms", "--logdir", &dir.path().display().to_string()])
+        .output()
+        .expect("mlprof runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stem = format!("127.0.0.1_{}.xplane.pb", addr.port());
+    assert!(stderr.contains(&stem), "the worker's line names the file: {stderr}");
 
-    let (names, _) = overview_steps(dir.path());
+    let (names, source) = overview_steps(dir.path());
     assert!(!names.is_empty(), "the captured training steps are found");
     assert!(names.iter().all(|n| n.starts_with("train ")), "{names:?}");
+    assert!(source.contains("root events"), "{source}");
 }
 
 /// XProf's own capture client (what TensorBoard's Capture Profile and TF's
@@ -132,6 +115,10 @@ fn the_example_serves_its_training_steps_to_a_capture() {
 #[test]
 fn xprofs_capture_client_captures_the_example_and_both_tools_find_the_same_steps() {
     let Ok(python) = std::env::var("MLPROF_XPROF_PYTHON") else {
+        assert!(
+            std::env::var_os("MLPROF_REQUIRE_PEERS").is_none(),
+            "MLPROF_XPROF_PYTHON is not set but MLPROF_REQUIRE_PEERS is"
+        );
         eprintln!("xprofs_capture_client_captures_the_example: MLPROF_XPROF_PYTHON is not set; .ci/run sets it");
         return;
     };
