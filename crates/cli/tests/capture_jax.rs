@@ -6,56 +6,18 @@
 //! sets it). Without it the tests say so and pass, unless `MLPROF_REQUIRE_PEERS` is set
 //! (as `.ci/run` does), where a missing peer is a failure.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use serde_json::Value;
 
-/// A JAX worker process, killed when dropped.
-struct JaxWorker {
-    child: Child,
-    address: String,
-}
+mod peers;
 
-impl Drop for JaxWorker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn jax_python(test: &str) -> Option<String> {
-    match std::env::var("MLPROF_JAX_PYTHON") {
-        Ok(python) => Some(python),
-        Err(_) => {
-            assert!(
-                std::env::var_os("MLPROF_REQUIRE_PEERS").is_none(),
-                "{test}: MLPROF_JAX_PYTHON is not set but MLPROF_REQUIRE_PEERS is"
-            );
-            eprintln!("{test}: MLPROF_JAX_PYTHON is not set; .ci/run sets it");
-            None
-        }
-    }
-}
+use peers::Peer;
 
 /// Starts a worker that trains for up to two minutes and waits for its `listening on` line.
-fn start_worker(python: &str) -> JaxWorker {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/jax_worker.py");
-    let mut child = Command::new(python)
-        .arg(script)
-        .args(["0", "120"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the JAX worker starts");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let mut first = String::new();
-    BufReader::new(stdout).read_line(&mut first).expect("the worker prints its address");
-    let address = first.trim().strip_prefix("listening on ").unwrap_or_default().to_string();
-    let worker = JaxWorker { child, address };
-    assert!(!worker.address.is_empty(), "unexpected first line from the JAX worker: {first:?}");
-    worker
+fn start_worker(python: &str) -> Peer {
+    Peer::start(python, &[&peers::script("jax_worker.py").display().to_string(), "0", "120"])
 }
 
 fn mlprof(args: &[&str]) -> Output {
@@ -83,7 +45,9 @@ fn xplane_file(session: &Path, address: &str) -> PathBuf {
 
 #[test]
 fn captures_a_training_jax_worker_and_finds_its_steps() {
-    let Some(python) = jax_python("captures_a_training_jax_worker_and_finds_its_steps") else { return };
+    let Some(python) = peers::python("MLPROF_JAX_PYTHON", "captures_a_training_jax_worker_and_finds_its_steps") else {
+        return;
+    };
     let worker = start_worker(&python);
     let logdir = tempfile::tempdir().expect("temp dir");
     let logdir_arg = logdir.path().to_str().expect("UTF-8 path");
@@ -106,7 +70,9 @@ fn captures_a_training_jax_worker_and_finds_its_steps() {
 
 #[test]
 fn captures_two_jax_workers_at_once_into_one_session() {
-    let Some(python) = jax_python("captures_two_jax_workers_at_once_into_one_session") else { return };
+    let Some(python) = peers::python("MLPROF_JAX_PYTHON", "captures_two_jax_workers_at_once_into_one_session") else {
+        return;
+    };
     let workers = [start_worker(&python), start_worker(&python)];
     let logdir = tempfile::tempdir().expect("temp dir");
     let logdir_arg = logdir.path().to_str().expect("UTF-8 path");

@@ -3,14 +3,17 @@
 //! the programmatic `Profiler` and from a gRPC capture of the `profiled_training`
 //! example.
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
 use mlprof_capture::server::{Profiler, step, trace, trace_scope};
 use serde_json::Value;
+
+mod peers;
+
+use peers::Peer;
 
 /// The overview page of `logdir` as JSON: its step names and how they were found.
 fn overview_steps(logdir: &Path) -> (Vec<String>, String) {
@@ -51,42 +54,12 @@ fn a_programmatic_profile_saved_to_a_logdir_has_xprof_steps() {
     assert_eq!(names, expected);
 }
 
-/// The example binary, built by `cargo test` (examples are compiled with the tests) or
-/// `cargo build --examples`, next to this test's `deps/` directory.
-fn example_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>");
-    let path = profile_dir.join("examples").join(format!("profiled_training{}", std::env::consts::EXE_SUFFIX));
-    assert!(path.exists(), "{} is missing: build it with `cargo build -p mlprof --examples`", path.display());
-    path
-}
-
-/// Kills the example when the test ends, also when it fails.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts the example on a free port; returns it (killed on drop) and the address its
-/// first output line names.
-fn start_example() -> (Running, SocketAddr) {
-    let child = Command::new(example_binary())
-        .args(["--port", "0", "--seconds", "120"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the example starts");
-    let mut running = Running(child);
-    let mut first = String::new();
-    BufReader::new(running.0.stdout.take().unwrap()).read_line(&mut first).unwrap();
-    let addr = first.trim_end().strip_prefix("listening on ").unwrap_or_else(|| panic!("first line: {first:?}"));
-    let addr: SocketAddr = addr.parse().unwrap();
+/// Starts the example; returns it (killed on drop) and its loopback address.
+fn start_example() -> (Peer, SocketAddr) {
+    let peer = peers::start_example();
+    let addr: SocketAddr = peer.address.parse().expect("a socket address");
     assert!(addr.ip().is_loopback());
-    (running, addr)
+    (peer, addr)
 }
 
 #[test]
@@ -114,12 +87,7 @@ fn mlprof_capture_captures_the_examples_training_steps() {
 /// the PyPI `xprof`; without it the test says so and does nothing.
 #[test]
 fn xprofs_capture_client_captures_the_example_and_both_tools_find_the_same_steps() {
-    let Ok(python) = std::env::var("MLPROF_XPROF_PYTHON") else {
-        assert!(
-            std::env::var_os("MLPROF_REQUIRE_PEERS").is_none(),
-            "MLPROF_XPROF_PYTHON is not set but MLPROF_REQUIRE_PEERS is"
-        );
-        eprintln!("xprofs_capture_client_captures_the_example: MLPROF_XPROF_PYTHON is not set; .ci/run sets it");
+    let Some(python) = peers::python("MLPROF_XPROF_PYTHON", "xprofs_capture_client_captures_the_example") else {
         return;
     };
     let (_running, addr) = start_example();

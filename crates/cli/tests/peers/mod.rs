@@ -1,0 +1,78 @@
+//! Real peer processes for the capture tests: a Python interpreter named by an
+//! environment variable (`.ci/run` creates the venvs and sets them), and processes that
+//! announce their profiler address on their first stdout line and are killed on drop.
+//! Each test file uses only some of these helpers.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// The interpreter `var` names, or `None` (the test then says so and passes) when it is
+/// unset, unless `MLPROF_REQUIRE_PEERS` is set (as `.ci/run` does): then it fails.
+pub fn python(var: &str, test: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(python) => Some(python),
+        Err(_) => {
+            assert!(
+                std::env::var_os("MLPROF_REQUIRE_PEERS").is_none(),
+                "{test}: {var} is not set but MLPROF_REQUIRE_PEERS is"
+            );
+            eprintln!("{test}: {var} is not set; .ci/run sets it");
+            None
+        }
+    }
+}
+
+/// A script under the repository's `tests/peers/`.
+pub fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers").join(name)
+}
+
+/// A running peer that serves the profiler at `address`; killed when dropped.
+pub struct Peer {
+    child: Child,
+    /// `host:port` from the peer's `listening on host:port` line.
+    pub address: String,
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Peer {
+    /// Starts `program args…` and waits for its first line, `listening on host:port`.
+    pub fn start(program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Peer {
+        let mut child = Command::new(program)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the peer starts");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut first = String::new();
+        BufReader::new(stdout).read_line(&mut first).expect("the peer prints its address");
+        let address = first.trim().strip_prefix("listening on ").unwrap_or_default().to_string();
+        let peer = Peer { child, address };
+        assert!(!peer.address.is_empty(), "unexpected first line from the peer: {first:?}");
+        peer
+    }
+}
+
+/// The `profiled_training` example binary, built by `cargo test` (examples are compiled
+/// with the tests) or `cargo build -p mlprof --examples`, beside this test's `deps/`.
+pub fn example_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test knows its path");
+    let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>");
+    let path = profile_dir.join("examples").join(format!("profiled_training{}", std::env::consts::EXE_SUFFIX));
+    assert!(path.exists(), "{} is missing: build it with `cargo build -p mlprof --examples`", path.display());
+    path
+}
+
+/// Starts the `profiled_training` example on a free loopback port for up to two minutes.
+pub fn start_example() -> Peer {
+    Peer::start(example_binary(), &["--port", "0", "--seconds", "120"])
+}
