@@ -62,18 +62,13 @@ fn session_dir(out: &Path, session_name: &str) -> std::path::PathBuf {
 
 /// A name usable as one path component (XProf replaces `:` in host names with `_`).
 fn file_safe(name: &str) -> String {
-    let cleaned: String =
-        name.chars().map(|c| if matches!(c, ':' | '/' | '\\') || c.is_control() { '_' } else { c }).collect();
-    if cleaned.is_empty() || cleaned == "." || cleaned == ".." { "_".to_string() } else { cleaned }
+    mlprof_formats::output::path_component(name, "_")
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn names_become_single_path_components() {
-        assert_eq!(super::file_safe("train/2026_11"), "train_2026_11");
-        assert_eq!(super::file_safe("host:6009"), "host_6009");
-        assert_eq!(super::file_safe(".."), "_");
         let dir = super::session_dir(std::path::Path::new("out"), "train/../2026");
         assert_eq!(dir, std::path::Path::new("out/train/_/plugins/profile/2026"));
     }

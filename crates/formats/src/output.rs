@@ -50,9 +50,28 @@ fn write_via_temp(path: &Path, gz: bool, fill: impl FnOnce(&mut dyn Write) -> st
     Ok(())
 }
 
+/// `name` made usable as one path component, as XProf names profile files: `:`, `/`, `\`
+/// and control characters become `_` (so `host:6009` gives `host_6009`), and a name that
+/// would be empty, `.` or `..` becomes `fallback`.
+pub fn path_component(name: &str, fallback: &str) -> String {
+    let cleaned: String =
+        name.chars().map(|c| if matches!(c, ':' | '/' | '\\') || c.is_control() { '_' } else { c }).collect();
+    if cleaned.is_empty() || cleaned == "." || cleaned == ".." { fallback.to_string() } else { cleaned }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{write_atomically, write_bytes_atomically};
+    use super::{path_component, write_atomically, write_bytes_atomically};
+
+    #[test]
+    fn names_become_one_path_component() {
+        assert_eq!(path_component("train/2026_11", "_"), "train_2026_11");
+        assert_eq!(path_component("host:6009", "_"), "host_6009");
+        assert_eq!(path_component("../etc", "_"), ".._etc");
+        assert_eq!(path_component("a\\b\tc", "_"), "a_b_c");
+        assert_eq!(path_component("..", "localhost"), "localhost");
+        assert_eq!(path_component("", "_"), "_");
+    }
 
     #[test]
     fn raw_bytes_are_never_recompressed_and_no_temporary_file_stays() {

@@ -166,9 +166,7 @@ impl XSpace {
 /// `name` as one file-name component: XProf writes `:` in host names as `_`; path
 /// separators and control characters go the same way.
 fn file_name_part(name: &str) -> String {
-    let part: String =
-        name.chars().map(|c| if matches!(c, ':' | '/' | '\\') || c.is_control() { '_' } else { c }).collect();
-    if part.is_empty() || part == "." || part == ".." { "localhost".to_string() } else { part }
+    mlprof_formats::output::path_component(name, "localhost")
 }
 
 #[cfg(test)]
