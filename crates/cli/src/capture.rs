@@ -16,11 +16,11 @@ use std::time::Duration;
 
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
-use mlprof_analysis::gpu::transfers::duration::parse_duration_ps_or;
 use mlprof_analysis::steps::Breakdown;
 use mlprof_capture::address::Target;
 use mlprof_capture::client::save::megabytes;
 use mlprof_capture::client::{CaptureOptions, Progress, SessionIds, WorkerOutcome, WorkerState, capture};
+use mlprof_model::duration::parse_duration_ps_or;
 use mlprof_model::time::human_duration;
 
 use crate::{AnalyzeFormat, Failure, analyze};

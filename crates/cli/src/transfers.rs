@@ -1,8 +1,9 @@
 //! `mlprof analyze --tool transfers`: copies and synchronisations ranked by time lost,
 //! with GPU gaps explained by the launching thread (`--gap-threshold`, default 100us).
 
-use mlprof_analysis::gpu::transfers::{self, TransfersOptions, duration::parse_duration_ps};
+use mlprof_analysis::gpu::transfers::{self, TransfersOptions};
 use mlprof_model::Host;
+use mlprof_model::duration::parse_duration_ps;
 
 use crate::{AnalyzeFormat, Failure, report_view};
 

@@ -13,6 +13,7 @@
 //! round trip needs (a Chrome trace's pid/tid and metadata records) live in plainly
 //! named optional fields ([`Line::chrome_track`], [`Host::chrome`]).
 
+pub mod duration;
 mod host;
 mod line;
 pub mod names;

@@ -37,7 +37,6 @@
 //! them; GPU-side events reach their host call through `correlation_id`.
 
 pub mod copies;
-pub mod duration;
 pub mod findings;
 pub mod gaps;
 pub mod kineto_source;
