@@ -8,7 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use mlprof_capture::proto::{MonitorRequest, ProfileOptions, ProfileRequest, ProfileResponse, TerminateRequest};
+use mlprof_capture::proto::{
+    AdvancedConfig, AdvancedConfigValue, MonitorRequest, ProfileOptions, ProfileRequest, ProfileResponse,
+    TerminateRequest,
+};
 use mlprof_capture::server::{self, ServerBuilder, ServerError, ServerHandle, step, trace};
 use mlprof_capture::service::profiler_service_client::ProfilerServiceClient;
 use mlprof_formats::xspace::read_xspace;
@@ -166,6 +169,33 @@ async fn an_idle_program_gives_an_empty_trace() {
     let response = client(&server).await.profile(request(20, "idle", true)).await.unwrap().into_inner();
     assert!(response.empty_trace);
     assert_eq!(decode(&response.xspace.unwrap()).event_count(), 0);
+    shut_down(server).await;
+}
+
+#[tokio::test]
+async fn host_tracer_level_zero_records_nothing_and_override_hostname_names_the_profile() {
+    let _serial = SERIAL.lock().await;
+    let server = server::serve(0).unwrap();
+    let (stop, thread) = stepper();
+    let mut off = request(100, "off", true);
+    if let Some(opts) = off.opts.as_mut() {
+        opts.host_tracer_level = 0;
+    }
+    let response = client(&server).await.profile(off).await.unwrap().into_inner();
+    assert!(response.empty_trace, "host tracing off: nothing recorded");
+    let mut renamed = request(100, "renamed", true);
+    if let Some(opts) = renamed.opts.as_mut() {
+        opts.advanced_configuration.insert(
+            "override_hostname".into(),
+            AdvancedConfigValue { value: Some(AdvancedConfig::StringValue("worker-7".into())) },
+        );
+    }
+    let response = client(&server).await.profile(renamed).await.unwrap().into_inner();
+    stop.store(true, Ordering::Relaxed);
+    thread.join().unwrap();
+    assert!(!response.empty_trace);
+    let host = decode(response.xspace.as_deref().expect("xspace in the response"));
+    assert_eq!(host.hostnames, vec!["worker-7".to_string()]);
     shut_down(server).await;
 }
 

@@ -1,6 +1,9 @@
 //! The `tensorflow.ProfilerService` implementation: `Profile` records this process for
 //! the requested duration and answers with the XSpace; `Terminate` ends a running
 //! `Profile` early; `Monitor` is UNIMPLEMENTED, as in TensorFlow's open-source server.
+//! Of the request's options it honours the duration, `start_timestamp_ns`, `max_events`,
+//! `override_hostname` and a host tracer level of 0 (nothing recorded: annotations are
+//! all a Rust program records); device and Python levels have nothing to act on here.
 //!
 //! The design decision to know: everything a call holds — its place among the bounded
 //! sessions, its `Terminate` registration and its recorder session — is owned by values
@@ -26,8 +29,8 @@ use super::profiler::{Profiler, ProfilerOptions};
 use super::recorder::{self, Collected};
 use super::xspace::XSpace;
 use crate::proto::{
-    MonitorRequest, MonitorResponse, ProfileRequest, ProfileResponse, ProfileToolData, TerminateRequest,
-    TerminateResponse,
+    AdvancedConfig, MonitorRequest, MonitorResponse, ProfileOptions, ProfileRequest, ProfileResponse, ProfileToolData,
+    TerminateRequest, TerminateResponse,
 };
 use crate::service::profiler_service_server::ProfilerService;
 
@@ -139,6 +142,22 @@ fn delay_until(start_ns: u64) -> Duration {
     Duration::from_nanos(start_ns.saturating_sub(now))
 }
 
+/// Whether the request leaves host tracing on. From `version` 1 on, a zero level means
+/// off; older clients leave every level 0 meaning "default" (on).
+fn host_tracing_on(opts: &ProfileOptions) -> bool {
+    opts.version == 0 || opts.host_tracer_level > 0
+}
+
+/// The host name the client asked the profile to carry: `override_hostname`, as an
+/// option or in `advanced_configuration` (TensorFlow's clients use either).
+fn requested_hostname(opts: &ProfileOptions) -> Option<String> {
+    let advanced = opts.advanced_configuration.get("override_hostname").and_then(|v| match &v.value {
+        Some(AdvancedConfig::StringValue(name)) => Some(name.clone()),
+        _ => None,
+    });
+    advanced.or_else(|| Some(opts.override_hostname.clone())).filter(|name| !name.trim().is_empty())
+}
+
 #[tonic::async_trait]
 impl ProfilerService for Service {
     async fn profile(&self, request: Request<ProfileRequest>) -> Result<Response<ProfileResponse>, Status> {
@@ -146,7 +165,7 @@ impl ProfilerService for Service {
         let opts = request.opts.unwrap_or_default();
         let duration_ms = if opts.duration_ms > 0 { opts.duration_ms } else { request.duration_ms };
         let duration = Duration::from_millis(duration_ms.min(MAX_DURATION_MS));
-        let session_id = if request.session_id.is_empty() { opts.session_id } else { request.session_id };
+        let session_id = if request.session_id.is_empty() { opts.session_id.clone() } else { request.session_id };
         let max_events = usize::try_from(request.max_events).unwrap_or(usize::MAX);
         let claim = self.state.claim(session_id)?;
 
@@ -158,8 +177,16 @@ impl ProfilerService for Service {
                 () = claim.stop.notified() => terminated = true,
             }
         }
-        let hostname = self.state.hostname.clone();
+        let hostname = requested_hostname(&opts).unwrap_or_else(|| self.state.hostname.clone());
         let space = if terminated {
+            XSpace::from_collected(Collected::empty(recorder::now_ns(), max_events), &hostname)
+        } else if !host_tracing_on(&opts) {
+            // Annotations are all this process records, and the client turned host tracing
+            // off: the session lasts as asked and holds nothing.
+            tokio::select! {
+                () = tokio::time::sleep(duration) => {}
+                () = claim.stop.notified() => {}
+            }
             XSpace::from_collected(Collected::empty(recorder::now_ns(), max_events), &hostname)
         } else {
             let options = ProfilerOptions { max_events, hostname: Some(hostname) };
