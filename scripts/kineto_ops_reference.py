@@ -139,9 +139,13 @@ def device_ops(events, devices, launch_op):
         row["count"] += 1
         row["total"] += dur
         if is_kernel:
-            k = kernels.setdefault(e["name"], {"name": e["name"], "count": 0, "total": Decimal(0)})
+            k = kernels.setdefault(e["name"], {"name": e["name"], "count": 0, "total": Decimal(0),
+                                               "occupancy": set()})
             k["count"] += 1
             k["total"] += dur
+            occupancy = arg(e, "est. achieved occupancy %")
+            if occupancy is not None:
+                k["occupancy"].add(float(occupancy))
         first, last, busy = spans.get(e["pid"], (e["ts"], e["ts"] + dur, Decimal(0)))
         spans[e["pid"]] = (min(first, e["ts"]), max(last, e["ts"] + dur), busy + dur)
     return pairs, kernels, spans
@@ -229,7 +233,8 @@ def main(argv):
                            key=lambda s: (-s["self_us"], s["name"])),
         "devices": [{"pid": str(pid), "span_us": us(last - first), "busy_us": us(busy)}
                     for pid, (first, last, busy) in sorted(spans.items(), key=lambda kv: str(kv[0]))],
-        "kernels": sorted(({"name": k["name"], "count": k["count"], "total_us": us(k["total"])}
+        "kernels": sorted(({"name": k["name"], "count": k["count"], "total_us": us(k["total"]),
+                            "occupancy_pct_values": sorted(k["occupancy"])}
                            for k in kernels.values()), key=lambda k: (-k["total_us"], k["name"])),
         "device_ops": sorted(({"kernel": p["kernel"], "op": p["op"], "is_kernel": p["is_kernel"],
                                "count": p["count"], "total_us": us(p["total"])} for p in pairs.values()),

@@ -136,6 +136,22 @@ fn check_kernel_stats(case: &str, host: &Host, reference: &Value) {
     }
     let kernels: u64 = items(reference, "kernels").iter().map(count).sum();
     assert_eq!(stats.kernels.iter().map(|k| k.occurrences).sum::<u64>(), kernels, "{case}: launches");
+    // Occupancy is Kineto's `est. achieved occupancy %` of a launch of the group.
+    let occupancies: BTreeMap<&str, Vec<f64>> = items(reference, "kernels")
+        .iter()
+        .map(|k| {
+            let values = k["occupancy_pct_values"].as_array().map(|v| v.iter().filter_map(Value::as_f64).collect());
+            (text(k, "name"), values.unwrap_or_default())
+        })
+        .collect();
+    for kernel in &stats.kernels {
+        let seen = occupancies.get(kernel.name.as_str()).cloned().unwrap_or_default();
+        let ours = f64::from(kernel.occupancy_pct);
+        let matches = if seen.is_empty() { ours == 0.0 } else { seen.iter().any(|v| (v - ours).abs() < 1e-3) };
+        assert!(matches, "{case}: {} occupancy {ours} not among {seen:?}", kernel.name);
+    }
+    let any_reference = occupancies.values().flatten().any(|&v| v > 0.0);
+    assert_eq!(stats.kernels.iter().any(|k| k.occupancy_pct > 0.0), any_reference, "{case}: nonzero occupancy");
 }
 
 #[test]

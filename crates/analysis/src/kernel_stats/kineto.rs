@@ -4,7 +4,11 @@
 //! The one design decision to know: Kineto has no `kernel_details` string. Registers
 //! come from `registers per thread`, shared memory from `shared memory` (Kineto's sum
 //! of static and dynamic shared memory, kept as static), grid and block from the `grid`
-//! / `block` arrays; Kineto records no theoretical occupancy, so that column is 0. The
+//! / `block` arrays, and the occupancy column from Kineto's `est. achieved occupancy %`
+//! (Kineto computes it on the host with CUDA's occupancy calculator from the launch's
+//! block size, registers and shared memory, capped by the blocks the grid has: XProf's
+//! theoretical occupancy, limited to what the grid can fill; 0 where Kineto left it
+//! out, as on AMD GPUs). The
 //! op is the `cpu_op` that launched the kernel (`External id`, else the `cpu_op` around
 //! the launch with the same `correlation`), "" when none did; the op is TensorCore
 //! eligible by [`aten_op_tensor_core_eligible`] or when the kernel uses TensorCores.
@@ -21,7 +25,7 @@ use crate::op_metrics::KinetoOpIndex;
 use crate::xstats::{self, StatKeys};
 
 /// Kineto arg names read off kernels, in [`StatKeys`] order.
-const STAT_NAMES: [&str; 4] = ["registers per thread", "shared memory", "grid", "block"];
+const STAT_NAMES: [&str; 5] = ["registers per thread", "shared memory", "grid", "block", "est. achieved occupancy %"];
 
 /// ATen / autograd op names (normalised: lower case, no `_`, no namespace, no
 /// `backward`/`forward` suffix) of ops that can run on TensorCores: matrix
@@ -119,7 +123,11 @@ pub(super) fn collect_host(host: &Host, groups: &mut HashMap<GroupKey, GroupTime
                     op_tensor_core_eligible: eligible,
                     op_name: op_name.to_string(),
                 };
-                add_launch(groups, key, duration_ps, 0.0);
+                let occupancy_pct = xstats::event_stat(plane, &event, keys.key(4))
+                    .and_then(xstats::as_f64)
+                    .filter(|pct| pct.is_finite() && (0.0..=100.0).contains(pct))
+                    .unwrap_or(0.0);
+                add_launch(groups, key, duration_ps, occupancy_pct as f32);
             }
         }
     }
