@@ -6,6 +6,7 @@ pub mod address;
 pub mod client;
 pub mod proto;
 pub mod server;
+pub mod session_id;
 
 pub use server::{Profiler, XSpace, serve, step, trace, trace_scope};
 

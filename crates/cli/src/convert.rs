@@ -57,7 +57,7 @@ fn session_dir(out: &Path, session_name: &str) -> std::path::PathBuf {
     for run in parts {
         dir.push(file_safe(run));
     }
-    dir.join("plugins").join("profile").join(file_safe(session))
+    mlprof_formats::output::profile_root(&dir).join(file_safe(session))
 }
 
 /// A name usable as one path component (XProf replaces `:` in host names with `_`).

@@ -3,7 +3,7 @@
 //! interrupted conversion never leaves a partial file behind.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use flate2::Compression;
 use flate2::write::GzEncoder;
@@ -48,6 +48,12 @@ fn write_via_temp(path: &Path, gz: bool, fill: impl FnOnce(&mut dyn Write) -> st
     result.map_err(|e| FormatError::io(&shown, e))?;
     tmp.persist(path).map_err(|e| FormatError::io(&shown, e.error))?;
     Ok(())
+}
+
+/// `<logdir>/plugins/profile`, the directory of TensorBoard's profile sessions
+/// (TensorFlow's `repository_root`).
+pub fn profile_root(logdir: &Path) -> PathBuf {
+    logdir.join("plugins").join("profile")
 }
 
 /// `name` made usable as one path component, as XProf names profile files: `:`, `/`, `\`

@@ -15,7 +15,6 @@ pub mod progress;
 pub mod request;
 pub mod rpc;
 pub mod save;
-pub mod session_id;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -24,10 +23,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::task::JoinSet;
 
+pub use crate::session_id::SessionIds;
 pub use error::{CaptureError, OptionsError};
 pub use progress::{NoProgress, Progress, WorkerState};
 pub use save::Captured;
-pub use session_id::SessionIds;
 
 use crate::address::Target;
 use request::RequestFields;
@@ -80,7 +79,7 @@ impl CaptureOptions {
 
     /// `<logdir>/plugins/profile`, where sessions live (TensorBoard's `repository_root`).
     pub fn repository_root(&self) -> PathBuf {
-        self.logdir.join("plugins").join("profile")
+        mlprof_formats::output::profile_root(&self.logdir)
     }
 
     /// `<logdir>/plugins/profile/<session>`.
@@ -207,7 +206,7 @@ impl WorkerPlan {
         let logdir_error = |reason: String| OptionsError::Logdir { path: options.logdir.clone(), reason };
         let absolute = std::path::absolute(&options.logdir).map_err(|e| logdir_error(e.to_string()))?;
         let text = |p: &std::path::Path| p.to_str().map(str::to_string).ok_or_else(|| logdir_error("not UTF-8".into()));
-        let repository_root = absolute.join("plugins").join("profile");
+        let repository_root = mlprof_formats::output::profile_root(&absolute);
         Ok(WorkerPlan {
             logdir: text(&absolute)?,
             repository_root: text(&repository_root)?,

@@ -13,13 +13,14 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use mlprof_formats::output::write_atomically;
+use mlprof_formats::output::{profile_root, write_atomically};
 use mlprof_formats::xspace::encode_xspace;
 use mlprof_model::{Host, Line, PlaneBuilder, SourceFormat, StatValue, names, time::PS_PER_NS};
 
 use super::annotation::ArgValue;
 use super::error::ServerError;
 use super::recorder::Collected;
+use crate::session_id::SessionIds;
 
 /// XProf's id of the `/host:CPU` plane (`kHostPlaneId` in `xplane_schema.h`).
 const HOST_PLANE_ID: i64 = 49;
@@ -144,19 +145,13 @@ impl XSpace {
 
     /// Saves the profile where TensorBoard and `mlprof analyze` look for it:
     /// `logdir/plugins/profile/<YYYY_MM_DD_HH_MM_SS>/<hostname>.xplane.pb` (local time
-    /// now, as TF's `ExportToTensorBoard`; `_1`, `_2`, … is appended to the session
-    /// directory when that file already exists). The file is written under a temporary
-    /// name and renamed when complete. Returns its path.
+    /// now, as TF's `ExportToTensorBoard`; named by [`SessionIds`], so a session
+    /// directory that already exists gets a `_01`, `_02`, … suffix). The file is written
+    /// under a temporary name and renamed when complete. Returns its path.
     pub fn save(&self, logdir: impl AsRef<Path>) -> Result<PathBuf, ServerError> {
-        let root = logdir.as_ref().join("plugins").join("profile");
-        let stamp = chrono::Local::now().format("%Y_%m_%d_%H_%M_%S").to_string();
-        let file = format!("{}.xplane.pb", file_name_part(&self.host.name));
-        let mut path = root.join(&stamp).join(&file);
-        let mut n = 1;
-        while path.exists() && n < 1000 {
-            path = root.join(format!("{stamp}_{n}")).join(&file);
-            n += 1;
-        }
+        let root = profile_root(logdir.as_ref());
+        let session = SessionIds::new().next_now(&root);
+        let path = root.join(session).join(format!("{}.xplane.pb", file_name_part(&self.host.name)));
         let bytes = self.encode();
         write_atomically(&path, |w| w.write_all(&bytes))?;
         Ok(path)

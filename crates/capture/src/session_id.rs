@@ -1,4 +1,5 @@
-//! Session ids: the directory name of one capture under `<logdir>/plugins/profile/`.
+//! Session ids: the directory name of one capture or saved profile under
+//! `<logdir>/plugins/profile/`, shared by the client and `XSpace::save`.
 //!
 //! TensorFlow names a session by the local time it started, at second resolution
 //! (`%Y_%m_%d_%H_%M_%S`). Two captures in the same second (`--watch` with a short period,
