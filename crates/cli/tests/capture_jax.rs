@@ -57,14 +57,11 @@ fn captures_a_training_jax_worker_and_finds_its_steps() {
     let file = xplane_file(&session, &worker.address);
     assert!(std::fs::metadata(&file).map(|m| m.len() > 0).unwrap_or(false), "{} missing or empty", file.display());
 
-    let json: Value = serde_json::from_str(&ok_stdout(mlprof(&["analyze", logdir_arg, "--format", "json"])))
-        .expect("analyze prints JSON");
-    let steps = &json["tools"]["overview_page"]["steps"];
-    let found = steps["steps"].as_array().map(Vec::len).unwrap_or(0);
+    let (names, source) = peers::overview_steps(logdir.path());
+    let found = names.len();
     // One second of training at a few ms per step gives many steps; XProf's grouping drops
     // the partial first and last ones.
-    assert!(found >= 10, "only {found} steps found in 1 s of training: {}", steps["step_source"]);
-    let source = steps["step_source"].as_str().unwrap_or_default();
+    assert!(found >= 10, "only {found} steps found in 1 s of training: {source}");
     assert!(source.contains("root events"), "steps should come from StepTraceAnnotation's `_r`: {source}");
 }
 

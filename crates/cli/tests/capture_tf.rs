@@ -11,23 +11,12 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use serde_json::Value;
-
 mod peers;
 
 use peers::Peer;
 
 fn mlprof(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_mlprof")).args(args).output().expect("mlprof runs")
-}
-
-/// The overview's steps of `logdir`: how many, and how they were found.
-fn overview_steps(logdir: &Path) -> (usize, String) {
-    let out = mlprof(&["analyze", logdir.to_str().expect("UTF-8 path"), "--format", "json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let json: Value = serde_json::from_slice(&out.stdout).expect("JSON output");
-    let steps = &json["tools"]["overview_page"]["steps"];
-    (steps["steps"].as_array().map(Vec::len).unwrap_or(0), steps["step_source"].as_str().unwrap_or_default().into())
 }
 
 /// The `.xplane.pb` files below `dir`.
@@ -59,7 +48,8 @@ fn mlprof_capture_captures_a_training_tensorflow_job() {
     let files = xplane_files(logdir.path());
     let expected = format!("{}.xplane.pb", worker.address.replace(':', "_"));
     assert!(files.len() == 1 && files[0].ends_with(&expected), "{files:?}");
-    let (steps, source) = overview_steps(logdir.path());
+    let (names, source) = peers::overview_steps(logdir.path());
+    let steps = names.len();
     assert!(steps >= 10, "only {steps} steps in 1 s of training: {source}");
     assert!(source.contains("root events"), "steps come from Trace(..., _r=1): {source}");
 }
@@ -82,7 +72,8 @@ fn tensorflows_client_captures_the_rust_example() {
     let files = xplane_files(logdir.path());
     let expected = format!("{}.xplane.pb", example.address.replace(':', "_"));
     assert!(files.len() == 1 && files[0].ends_with(&expected), "{files:?}");
-    let (steps, source) = overview_steps(logdir.path());
+    let (names, source) = peers::overview_steps(logdir.path());
+    let steps = names.len();
     assert!(steps > 0, "the example's training steps are found: {source}");
     assert!(source.contains("root events"), "{source}");
 }

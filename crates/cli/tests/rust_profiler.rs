@@ -9,29 +9,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use mlprof_capture::server::{Profiler, step, trace, trace_scope};
-use serde_json::Value;
 
 mod peers;
 
 use peers::Peer;
-
-/// The overview page of `logdir` as JSON: its step names and how they were found.
-fn overview_steps(logdir: &Path) -> (Vec<String>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_mlprof"))
-        .args(["analyze", &logdir.display().to_string(), "--tool", "overview_page", "--format", "json"])
-        .output()
-        .expect("mlprof runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let json: Value = serde_json::from_slice(&out.stdout).expect("JSON output");
-    let steps = &json["tools"]["overview_page"]["steps"];
-    let names = steps["steps"]
-        .as_array()
-        .expect("a step list")
-        .iter()
-        .map(|s| s["step_name"].as_str().unwrap_or_default().to_string())
-        .collect();
-    (names, steps["step_source"].as_str().unwrap_or_default().to_string())
-}
 
 #[test]
 fn a_programmatic_profile_saved_to_a_logdir_has_xprof_steps() {
@@ -46,7 +27,7 @@ fn a_programmatic_profile_saved_to_a_logdir_has_xprof_steps() {
     }
     let saved = profiler.stop().save(dir.path()).unwrap();
     assert!(saved.starts_with(dir.path().join("plugins/profile")));
-    let (names, source) = overview_steps(dir.path());
+    let (names, source) = peers::overview_steps(dir.path());
     // Six groups; the overview then leaves out the first and the last step, as XProf
     // does with more than five.
     assert!(source.starts_with("6 step groups from root events (stat `_r`"), "{source}");
@@ -75,7 +56,7 @@ fn mlprof_capture_captures_the_examples_training_steps() {
     let stem = format!("127.0.0.1_{}.xplane.pb", addr.port());
     assert!(stderr.contains(&stem), "the worker's line names the file: {stderr}");
 
-    let (names, source) = overview_steps(dir.path());
+    let (names, source) = peers::overview_steps(dir.path());
     assert!(!names.is_empty(), "the captured training steps are found");
     assert!(names.iter().all(|n| n.starts_with("train ")), "{names:?}");
     assert!(source.contains("root events"), "{source}");
@@ -105,6 +86,6 @@ fn xprofs_capture_client_captures_the_example_and_both_tools_find_the_same_steps
     let xprof_steps: Vec<String> = serde_json::from_str(stdout.lines().last().unwrap_or("")).expect("step names");
     assert!(!xprof_steps.is_empty(), "XProf finds the training steps");
     assert!(xprof_steps.iter().all(|n| n.starts_with("train ")), "{xprof_steps:?}");
-    let (mlprof_steps, _) = overview_steps(dir.path());
+    let (mlprof_steps, _) = peers::overview_steps(dir.path());
     assert_eq!(mlprof_steps, xprof_steps);
 }

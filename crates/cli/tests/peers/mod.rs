@@ -1,12 +1,15 @@
 //! Real peer processes for the capture tests: a Python interpreter named by an
 //! environment variable (`.ci/run` creates the venvs and sets them), and processes that
-//! announce their profiler address on their first stdout line and are killed on drop.
+//! announce their profiler address on their first stdout line and are killed on drop;
+//! and the steps `mlprof analyze` finds in what was captured from them.
 //! Each test file uses only some of these helpers.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
 
 /// The interpreter `var` names, or `None` (the test then says so and passes) when it is
 /// unset, unless `MLPROF_REQUIRE_PEERS` is set (as `.ci/run` does): then it fails.
@@ -75,4 +78,22 @@ pub fn example_binary() -> PathBuf {
 /// Starts the `profiled_training` example on a free loopback port for up to two minutes.
 pub fn start_example() -> Peer {
     Peer::start(example_binary(), &["--port", "0", "--seconds", "120"])
+}
+
+/// The overview page of `logdir` as JSON: its step names and how they were found.
+pub fn overview_steps(logdir: &Path) -> (Vec<String>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["analyze", &logdir.display().to_string(), "--tool", "overview_page", "--format", "json"])
+        .output()
+        .expect("mlprof runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    let steps = &json["tools"]["overview_page"]["steps"];
+    let names = steps["steps"]
+        .as_array()
+        .expect("a step list")
+        .iter()
+        .map(|s| s["step_name"].as_str().unwrap_or_default().to_string())
+        .collect();
+    (names, steps["step_source"].as_str().unwrap_or_default().to_string())
 }
