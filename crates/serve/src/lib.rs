@@ -1,0 +1,1 @@
+//! mlprof's web UI server (see API.md).
