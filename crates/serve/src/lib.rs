@@ -1,1 +1,25 @@
-//! mlprof's web UI server (see API.md).
+//! mlprof's web UI server: `mlprof serve PATH` serves the pages embedded from
+//! `crates/serve/web/` and the JSON API described in `crates/serve/API.md` over the
+//! profiles found under PATH, on 127.0.0.1 by default, working fully offline.
+//!
+//! The one design decision to know: the runs are discovered once at start
+//! ([`catalog`]), and requests can only name runs and hosts of that catalog — never a
+//! path — while profiles are read lazily, a few runs at a time ([`state`]).
+
+mod assets;
+pub mod catalog;
+pub mod error;
+mod once_cache;
+pub mod params;
+mod router;
+mod security;
+pub mod select;
+mod server;
+pub mod state;
+pub mod trace;
+
+pub use error::{ApiError, ServeError};
+pub use router::router;
+pub use security::CONTENT_SECURITY_POLICY;
+pub use server::{Config, RunningServer, Server, default_cache_dir, spawn_local};
+pub use state::AppState;

@@ -1,0 +1,32 @@
+//! The routes: the page, its static files, and the JSON API under `/api` (see API.md),
+//! wrapped in the security headers and response compression (gzip or brotli, as the
+//! client accepts).
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::middleware;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use tower_http::compression::CompressionLayer;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+use crate::{assets, security, trace};
+
+/// The whole application over `state`.
+pub fn router(state: Arc<AppState>) -> Router {
+    let api = Router::new().nest("/trace", trace::routes());
+    Router::new()
+        .route("/", get(assets::index))
+        .route("/static/{*path}", get(assets::static_file))
+        .nest("/api", api)
+        .fallback(unknown_endpoint)
+        .with_state(state)
+        .layer(middleware::from_fn(security::headers))
+        .layer(CompressionLayer::new())
+}
+
+async fn unknown_endpoint(uri: axum::http::Uri) -> impl IntoResponse {
+    ApiError::not_found(format!("no such page or endpoint: {}", uri.path()))
+}

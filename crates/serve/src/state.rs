@@ -1,0 +1,93 @@
+//! What every request handler shares: the catalog of runs, the loaded sessions, the
+//! cached tool results and the cache directory.
+//!
+//! The one design decision to know: handlers get runs and sessions only through
+//! [`AppState::run`] and [`AppState::session`], which look names up in the catalog
+//! discovered at start; nothing here turns a request parameter into a path.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use mlprof_formats::discover::{HostFile, load_session};
+use mlprof_model::Session;
+
+use crate::catalog::{Catalog, Run};
+use crate::once_cache::OnceCache;
+
+pub use crate::error::ApiError;
+
+/// How many runs stay loaded at once by default.
+pub const DEFAULT_LOADED_RUNS: usize = 3;
+
+/// The state shared by every request.
+pub struct AppState {
+    catalog: Catalog,
+    cache_dir: PathBuf,
+    sessions: OnceCache<Arc<Session>>,
+}
+
+impl AppState {
+    /// The state for `catalog`, keeping at most `loaded_runs` runs in memory, with the
+    /// on-disk cache (trace-viewer indexes) in `cache_dir`.
+    pub fn new(catalog: Catalog, cache_dir: PathBuf, loaded_runs: usize) -> AppState {
+        AppState { catalog, cache_dir, sessions: OnceCache::new(loaded_runs) }
+    }
+
+    /// The runs the server serves.
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// The path the server was given, as given.
+    pub fn root(&self) -> &Path {
+        self.catalog.root()
+    }
+
+    /// The directory for on-disk caches; it may not exist yet (create it on first write).
+    pub fn cache_dir(&self) -> &Path {
+        &self.cache_dir
+    }
+
+    /// The run called `name` (404 naming the known runs otherwise).
+    pub fn run(&self, name: &str) -> Result<&Run, ApiError> {
+        self.catalog.run(name).ok_or_else(|| {
+            let known: Vec<&str> = self.catalog.runs().iter().map(|r| r.name.as_str()).collect();
+            ApiError::not_found(format!("no run named {name:?}; runs: {}", known.join(", ")))
+        })
+    }
+
+    /// The file of host `host` of run `run` (404 otherwise): what the trace viewer's
+    /// disk cache is keyed by.
+    pub fn host_file(&self, run: &str, host: &str) -> Result<&HostFile, ApiError> {
+        let entry = self.run(run)?;
+        entry.files.hosts.iter().find(|file| file.host_name == host).ok_or_else(|| {
+            let known: Vec<&str> = entry.host_names().collect();
+            ApiError::not_found(format!("no host named {host:?} in run {run}; hosts: {}", known.join(", ")))
+        })
+    }
+
+    /// The loaded session of run `run`, read on a blocking thread the first time it is
+    /// asked for; concurrent requests share one load. 404 for an unknown run, 500 (the
+    /// file and position) for a profile that fails to load.
+    pub async fn session(&self, run: &str) -> Result<Arc<Session>, ApiError> {
+        let entry = self.run(run)?;
+        self.sessions
+            .get_or_compute(&entry.name, || {
+                let files = entry.files.clone();
+                async move {
+                    let shown = files.path.display().to_string();
+                    match tokio::task::spawn_blocking(move || load_session(&files)).await {
+                        Ok(Ok(session)) => Ok(Arc::new(session)),
+                        Ok(Err(error)) => Err(ApiError::internal(error.to_string())),
+                        Err(join) => Err(ApiError::internal(format!("{shown}: reading the profile failed: {join}"))),
+                    }
+                }
+            })
+            .await
+    }
+
+    /// The names of the runs in memory (or being read), least recently used first.
+    pub fn loaded_runs(&self) -> Vec<String> {
+        self.sessions.keys()
+    }
+}
