@@ -1,0 +1,8 @@
+// The page of a tool without its own: every report section as a card.
+
+import { remainingSections } from '../components/report_view.js';
+
+/** Renders `answer.report` section by section. */
+export function render(root, answer, ctx) {
+  root.append(...remainingSections(answer.report, ctx));
+}

@@ -1,0 +1,9 @@
+// The trace viewer page: the viewer module (web/trace/viewer.js) mounted into the
+// page with the run, the host and the URL state it may keep.
+
+/** Mounts the trace viewer into `root`; returns its `unmount`. */
+export async function mount(root, ctx) {
+  const viewer = await import('../trace/viewer.js');
+  const handle = viewer.mount(root, { run: ctx.run, host: ctx.host, params: ctx.params, setParams: ctx.setParams });
+  return () => handle && handle.unmount && handle.unmount();
+}
