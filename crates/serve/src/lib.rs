@@ -6,7 +6,9 @@
 //! ([`catalog`]), and requests can only name runs and hosts of that catalog — never a
 //! path — while profiles are read lazily, a few runs at a time ([`state`]).
 
+mod api;
 mod assets;
+pub mod availability;
 pub mod catalog;
 pub mod error;
 mod once_cache;
@@ -16,6 +18,8 @@ mod security;
 pub mod select;
 mod server;
 pub mod state;
+pub mod tool_output;
+pub mod tool_request;
 pub mod trace;
 
 pub use error::{ApiError, ServeError};

@@ -12,11 +12,16 @@ use tower_http::compression::CompressionLayer;
 
 use crate::error::ApiError;
 use crate::state::AppState;
-use crate::{assets, security, trace};
+use crate::{api, assets, security, trace};
 
 /// The whole application over `state`.
 pub fn router(state: Arc<AppState>) -> Router {
-    let api = Router::new().nest("/trace", trace::routes());
+    let api = Router::new()
+        .route("/runs", get(api::runs::runs))
+        .route("/run", get(api::runs::run))
+        .route("/tool", get(api::tool::tool))
+        .route("/csv", get(api::tool::csv))
+        .nest("/trace", trace::routes());
     Router::new()
         .route("/", get(assets::index))
         .route("/static/{*path}", get(assets::static_file))

@@ -5,32 +5,47 @@
 //! [`AppState::run`] and [`AppState::session`], which look names up in the catalog
 //! discovered at start; nothing here turns a request parameter into a path.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use mlprof_formats::discover::{HostFile, load_session};
 use mlprof_model::Session;
 
+use crate::availability::tools_with_data;
 use crate::catalog::{Catalog, Run};
 use crate::once_cache::OnceCache;
+use crate::tool_output::ToolOutput;
 
 pub use crate::error::ApiError;
 
 /// How many runs stay loaded at once by default.
 pub const DEFAULT_LOADED_RUNS: usize = 3;
 
+/// How many tool results stay cached at once.
+const CACHED_RESULTS: usize = 32;
+
 /// The state shared by every request.
 pub struct AppState {
     catalog: Catalog,
     cache_dir: PathBuf,
     sessions: OnceCache<Arc<Session>>,
+    /// The tools with data of every run read so far (kept when the session is dropped).
+    tools: Mutex<HashMap<String, Vec<&'static str>>>,
+    results: OnceCache<Arc<ToolOutput>>,
 }
 
 impl AppState {
     /// The state for `catalog`, keeping at most `loaded_runs` runs in memory, with the
     /// on-disk cache (trace-viewer indexes) in `cache_dir`.
     pub fn new(catalog: Catalog, cache_dir: PathBuf, loaded_runs: usize) -> AppState {
-        AppState { catalog, cache_dir, sessions: OnceCache::new(loaded_runs) }
+        AppState {
+            catalog,
+            cache_dir,
+            sessions: OnceCache::new(loaded_runs),
+            tools: Mutex::new(HashMap::new()),
+            results: OnceCache::new(CACHED_RESULTS),
+        }
     }
 
     /// The runs the server serves.
@@ -76,14 +91,34 @@ impl AppState {
                 let files = entry.files.clone();
                 async move {
                     let shown = files.path.display().to_string();
-                    match tokio::task::spawn_blocking(move || load_session(&files)).await {
-                        Ok(Ok(session)) => Ok(Arc::new(session)),
+                    let loaded = tokio::task::spawn_blocking(move || {
+                        load_session(&files).map(|session| {
+                            let tools = tools_with_data(&session);
+                            (Arc::new(session), tools)
+                        })
+                    })
+                    .await;
+                    match loaded {
+                        Ok(Ok((session, tools))) => {
+                            self.tools.lock().unwrap_or_else(PoisonError::into_inner).insert(entry.name.clone(), tools);
+                            Ok(session)
+                        }
                         Ok(Err(error)) => Err(ApiError::internal(error.to_string())),
                         Err(join) => Err(ApiError::internal(format!("{shown}: reading the profile failed: {join}"))),
                     }
                 }
             })
             .await
+    }
+
+    /// The tools with data of run `run`, when it has been read since the start.
+    pub fn known_tools(&self, run: &str) -> Option<Vec<&'static str>> {
+        self.tools.lock().unwrap_or_else(PoisonError::into_inner).get(run).cloned()
+    }
+
+    /// The cached tool results, keyed by [`crate::tool_request::ToolRequest::cache_key`].
+    pub(crate) fn results(&self) -> &OnceCache<Arc<ToolOutput>> {
+        &self.results
     }
 
     /// The names of the runs in memory (or being read), least recently used first.
