@@ -2,7 +2,7 @@
 // duration, every arg the server has for it and its flows (each a link to the other
 // end), or a merged run's count and span.
 
-import { h } from './dom.js';
+import { h } from '../lib/dom.js';
 import { formatDuration, formatTime } from './time.js';
 
 /** Renders into `element`; `onJump(eventId)` follows a flow, `onZoom(startPs, endPs)` zooms into a run. */
@@ -17,18 +17,18 @@ export class DetailsPane {
   /** The hint shown when nothing is selected. */
   showEmpty() {
     this.element.replaceChildren(
-      h('div', { class: 'tv-details-empty', text: 'Click an event to see its details; press ? for the shortcuts.' }),
+      h('div', { class: 'tv-details-empty' }, 'Click an event to see its details; press ? for the shortcuts.'),
     );
   }
 
   /** A line saying the event is being fetched. */
   showLoading() {
-    this.element.replaceChildren(h('div', { class: 'tv-details-empty', text: 'Loading event…' }));
+    this.element.replaceChildren(h('div', { class: 'tv-details-empty' }, 'Loading event…'));
   }
 
   /** A line saying what went wrong. */
   showError(message) {
-    this.element.replaceChildren(h('div', { class: 'tv-error', text: message }));
+    this.element.replaceChildren(h('div', { class: 'tv-error' }, message));
   }
 
   /** The answer of /api/trace/event. */
@@ -36,7 +36,7 @@ export class DetailsPane {
     const args = event.args && typeof event.args === 'object' ? Object.entries(event.args) : [];
     const flows = Array.isArray(event.flows) ? event.flows : [];
     this.element.replaceChildren(
-      h('h3', { class: 'tv-details-title', text: event.name, title: event.name }),
+      h('h3', { class: 'tv-details-title', title: event.name }, event.name),
       h(
         'table',
         { class: 'tv-fields' },
@@ -47,17 +47,17 @@ export class DetailsPane {
         field('Depth', String(event.depth)),
         field('Event id', String(event.id)),
       ),
-      h('h4', { text: `Args (${args.length})` }),
+      h('h4', {}, `Args (${args.length})`),
       args.length === 0
-        ? h('div', { class: 'tv-muted', text: 'none' })
+        ? h('div', { class: 'tv-muted' }, 'none')
         : h(
             'table',
             { class: 'tv-args' },
-            args.map(([key, value]) => h('tr', {}, h('th', { text: key }), h('td', { text: String(value) }))),
+            args.map(([key, value]) => h('tr', {}, h('th', {}, key), h('td', {}, String(value)))),
           ),
-      h('h4', { text: `Flows (${flows.length})` }),
+      h('h4', {}, `Flows (${flows.length})`),
       flows.length === 0
-        ? h('div', { class: 'tv-muted', text: 'none' })
+        ? h('div', { class: 'tv-muted' }, 'none')
         : h(
             'ul',
             { class: 'tv-flows' },
@@ -76,7 +76,7 @@ export class DetailsPane {
                   },
                   `${flow.direction === 'in' ? '← from' : '→ to'} ${flow.name}`,
                 ),
-                h('span', { class: 'tv-muted', text: ` at ${formatTime(flow.start_ps, 1000)}` }),
+                h('span', { class: 'tv-muted' }, ` at ${formatTime(flow.start_ps, 1000)}`),
               ),
             ),
           ),
@@ -86,7 +86,7 @@ export class DetailsPane {
   /** A merged run from the view (no single event to fetch). */
   showMerged(run, trackName) {
     this.element.replaceChildren(
-      h('h3', { class: 'tv-details-title', text: `${run.count.toLocaleString('en-US')} events (merged)` }),
+      h('h3', { class: 'tv-details-title' }, `${run.count.toLocaleString('en-US')} events (merged)`),
       h(
         'table',
         { class: 'tv-fields' },
@@ -95,16 +95,19 @@ export class DetailsPane {
         field('Length', formatDuration(run.endPs - run.startPs)),
         field('Longest', run.name),
       ),
-      h('button', {
-        class: 'tv-button',
-        type: 'button',
-        text: 'Zoom in to these events',
-        onclick: () => this.onZoom(run.startPs, run.endPs),
-      }),
+      h(
+        'button',
+        {
+          class: 'tv-button',
+          type: 'button',
+          onclick: () => this.onZoom(run.startPs, run.endPs),
+        },
+        'Zoom in to these events',
+      ),
     );
   }
 }
 
 function field(label, value) {
-  return h('tr', {}, h('th', { text: label }), h('td', { text: value }));
+  return h('tr', {}, h('th', {}, label), h('td', {}, value));
 }

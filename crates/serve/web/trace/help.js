@@ -1,6 +1,6 @@
 // The keyboard and mouse reference the `?` key opens: one list, read by the overlay.
 
-import { h } from './dom.js';
+import { h } from '../lib/dom.js';
 
 /** Every control of the trace viewer, as [keys, what it does]. */
 export const CONTROLS = [
@@ -28,13 +28,13 @@ export function helpOverlay(onClose) {
     h(
       'div',
       { class: 'tv-help-box' },
-      h('h3', { text: 'Trace viewer controls' }),
+      h('h3', {}, 'Trace viewer controls'),
       h(
         'table',
         {},
-        CONTROLS.map(([keys, action]) => h('tr', {}, h('th', { text: keys }), h('td', { text: action }))),
+        CONTROLS.map(([keys, action]) => h('tr', {}, h('th', {}, keys), h('td', {}, action))),
       ),
-      h('button', { class: 'tv-button', type: 'button', text: 'Close', onclick: onClose }),
+      h('button', { class: 'tv-button', type: 'button', onclick: onClose }, 'Close'),
     ),
   );
 }

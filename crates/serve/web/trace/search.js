@@ -3,7 +3,7 @@
 // the next result; Shift+Enter goes back. Jumping is the viewer's job (`onJump`).
 
 import { isAbort } from './api.js';
-import { h } from './dom.js';
+import { h } from '../lib/dom.js';
 import { formatDuration, formatTime } from './time.js';
 
 /** How many results one search lists (the total counts all matches). */
@@ -28,8 +28,16 @@ export class SearchPanel {
       onkeydown: (event) => this.onKey(event),
     });
     this.count = h('span', { class: 'tv-search-count' });
-    this.prevButton = h('button', { class: 'tv-button', type: 'button', title: 'Previous result (Shift+Enter)', text: '◀', onclick: () => this.step(-1) });
-    this.nextButton = h('button', { class: 'tv-button', type: 'button', title: 'Next result (Enter)', text: '▶', onclick: () => this.step(1) });
+    this.prevButton = h(
+      'button',
+      { class: 'tv-button', type: 'button', title: 'Previous result (Shift+Enter)', onclick: () => this.step(-1) },
+      '◀',
+    );
+    this.nextButton = h(
+      'button',
+      { class: 'tv-button', type: 'button', title: 'Next result (Enter)', onclick: () => this.step(1) },
+      '▶',
+    );
     /** The toolbar part. */
     this.bar = h('div', { class: 'tv-search' }, this.input, this.prevButton, this.nextButton, this.count);
     /** The result list (hidden until a search has run). */
@@ -104,7 +112,11 @@ export class SearchPanel {
     this.list.hidden = false;
     const shown = this.results.length < this.total ? ` (first ${this.results.length} listed)` : '';
     this.list.replaceChildren(
-      h('div', { class: 'tv-results-head', text: `${this.total.toLocaleString('en-US')} matches for “${this.query}”${shown}` }),
+      h(
+        'div',
+        { class: 'tv-results-head' },
+        `${this.total.toLocaleString('en-US')} ${this.total === 1 ? 'match' : 'matches'} for “${this.query}”${shown}`,
+      ),
       h(
         'ol',
         { class: 'tv-results-list' },
@@ -112,8 +124,12 @@ export class SearchPanel {
           h(
             'li',
             { dataset: { index: String(index), event: String(result.id) }, onclick: () => this.select(index) },
-            h('span', { class: 'tv-result-name', text: result.name, title: result.name }),
-            h('span', { class: 'tv-muted', text: ` ${formatTime(result.start_ps, 1000)} · ${formatDuration(result.dur_ps)}` }),
+            h('span', { class: 'tv-result-name', title: result.name }, result.name),
+            h(
+              'span',
+              { class: 'tv-muted' },
+              ` ${formatTime(result.start_ps, 1000)} · ${formatDuration(result.dur_ps)}`,
+            ),
           ),
         ),
       ),

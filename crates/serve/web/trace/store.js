@@ -89,7 +89,14 @@ export class TrackStore {
 }
 
 function eventHit(event, names) {
-  return { kind: 'event', startPs: event[0], durPs: event[1], depth: event[2], name: names[event[3]] ?? '', id: event[4] };
+  return {
+    kind: 'event',
+    startPs: event[0],
+    durPs: event[1],
+    depth: event[2],
+    name: names[event[3]] ?? '',
+    id: event[4],
+  };
 }
 
 /** Distance in ps from `ps` to the interval [start, end] (0 inside). */

@@ -9,11 +9,20 @@
 
 import { TraceApi, isAbort } from './api.js';
 import { DetailsPane } from './details.js';
-import { h } from './dom.js';
+import { h } from '../lib/dom.js';
 import { drawScene, stripePattern } from './draw.js';
 import { helpOverlay } from './help.js';
 import { attachInput } from './input.js';
-import { LEVEL_HEIGHT, RULER_HEIGHT, TRACK_PADDING, buildLayout, labelWidth, levelCenter, rowAt, rowsBetween } from './layout.js';
+import {
+  LEVEL_HEIGHT,
+  RULER_HEIGHT,
+  TRACK_PADDING,
+  buildLayout,
+  labelWidth,
+  levelCenter,
+  rowAt,
+  rowsBetween,
+} from './layout.js';
 import { ViewLoader } from './loader.js';
 import { SearchPanel } from './search.js';
 import { TrackStore } from './store.js';
@@ -75,7 +84,7 @@ class TraceViewer {
     this.scroller = h('div', { class: 'tv-scroller', tabindex: '0' }, this.spacer);
     this.tooltip = h('div', { class: 'tv-tooltip', hidden: true });
     this.help = helpOverlay(() => this.toggleHelp(false));
-    this.message = h('div', { class: 'tv-message', text: 'Loading trace…' });
+    this.message = h('div', { class: 'tv-message' }, 'Loading trace…');
     this.stage = h('div', { class: 'tv-stage' }, this.canvas, this.scroller, this.tooltip, this.message, this.help);
     this.search = new SearchPanel(this.api, {
       onJump: (result) => this.jumpTo(result.id, 'fit', result),
@@ -101,7 +110,16 @@ class TraceViewer {
         this.markLabel,
         this.flowNote,
         this.status,
-        h('button', { class: 'tv-button tv-help-button', type: 'button', title: 'Shortcuts (?)', text: '?', onclick: () => this.toggleHelp() }),
+        h(
+          'button',
+          {
+            class: 'tv-button tv-help-button',
+            type: 'button',
+            title: 'Shortcuts (?)',
+            onclick: () => this.toggleHelp(),
+          },
+          '?',
+        ),
       ),
       this.stage,
       h('div', { class: 'tv-bottom' }, this.detailsElement, this.search.list),
@@ -238,7 +256,10 @@ class TraceViewer {
     this.requestView();
     clearTimeout(this.urlTimer);
     this.urlTimer = setTimeout(() => {
-      this.setParams({ start_ps: String(Math.round(this.window.startPs)), end_ps: String(Math.round(this.window.endPs)) });
+      this.setParams({
+        start_ps: String(Math.round(this.window.startPs)),
+        end_ps: String(Math.round(this.window.endPs)),
+      });
     }, URL_DELAY_MS);
   }
 
@@ -268,7 +289,11 @@ class TraceViewer {
       this.markLabel.hidden = false;
       this.markLabel.replaceChildren(
         `Marked ${formatDuration(endPs - startPs)} (${formatTime(startPs, 1000)} – ${formatTime(endPs, 1000)}) `,
-        h('button', { class: 'tv-link', type: 'button', title: 'Clear the mark (Esc)', text: '×', onclick: () => this.setMark(null) }),
+        h(
+          'button',
+          { class: 'tv-link', type: 'button', title: 'Clear the mark (Esc)', onclick: () => this.setMark(null) },
+          '×',
+        ),
       );
       this.root.dataset.markPs = String(endPs - startPs);
     } else {
@@ -336,7 +361,14 @@ class TraceViewer {
       this.details.showMerged(hit, hit.row.track.name);
       return;
     }
-    this.selected = { id: hit.id, name: hit.name, track: hit.row.track.id, start_ps: hit.startPs, dur_ps: hit.durPs, depth: hit.depth };
+    this.selected = {
+      id: hit.id,
+      name: hit.name,
+      track: hit.row.track.id,
+      start_ps: hit.startPs,
+      dur_ps: hit.durPs,
+      depth: hit.depth,
+    };
     this.selectedFlows = [];
     this.requestDraw();
     this.loadSelected(hit.id, null);
@@ -377,7 +409,8 @@ class TraceViewer {
     try {
       event = await this.api.event(id, controller.signal);
     } catch (error) {
-      if (!isAbort(error) && this.eventController === controller) this.details.showError(`Event ${id}: ${error.message}`);
+      if (!isAbort(error) && this.eventController === controller)
+        this.details.showError(`Event ${id}: ${error.message}`);
       return;
     }
     if (this.eventController !== controller || this.destroyed) return;
@@ -413,12 +446,14 @@ class TraceViewer {
   hoverAt(x, y) {
     const hit = this.hitAt(x, y);
     let text = null;
-    if (hit && hit.kind === 'event') text = `${hit.name}\n${formatDuration(hit.durPs)} at ${formatTime(hit.startPs, 1000)}`;
+    if (hit && hit.kind === 'event')
+      text = `${hit.name}\n${formatDuration(hit.durPs)} at ${formatTime(hit.startPs, 1000)}`;
     else if (hit) {
       text = `${hit.count.toLocaleString('en-US')} events merged over ${formatDuration(hit.endPs - hit.startPs)}\nlongest: ${hit.name}`;
     } else if (x < this.labelWidth()) {
       const row = this.rowAtY(y);
-      if (row && row.kind === 'track') text = `${row.track.name}\n${Number(row.track.events).toLocaleString('en-US')} events, ${row.track.depth} levels`;
+      if (row && row.kind === 'track')
+        text = `${row.track.name}\n${Number(row.track.events).toLocaleString('en-US')} events, ${row.track.depth} levels`;
     }
     if (text === null) {
       this.hideTooltip();
@@ -625,6 +660,10 @@ function readWindow(params) {
 /** Adds trace.css (beside this module) to the document once. */
 function ensureStylesheet() {
   if (document.querySelector('link[data-trace-viewer]')) return;
-  const link = h('link', { rel: 'stylesheet', href: new URL('./trace.css', import.meta.url).href, dataset: { traceViewer: '1' } });
+  const link = h('link', {
+    rel: 'stylesheet',
+    href: new URL('./trace.css', import.meta.url).href,
+    dataset: { traceViewer: '1' },
+  });
   document.head.append(link);
 }
