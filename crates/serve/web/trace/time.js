@@ -68,17 +68,25 @@ export function rulerTicks(startPs, endPs, widthPx, spacingPx = 110) {
   const first = Math.ceil(startPs / stepPs) * stepPs;
   const relative = Math.max(Math.abs(startPs), Math.abs(endPs)) / stepPs > 5000;
   const basePs = relative ? Math.floor(startPs / (stepPs * 10)) * stepPs * 10 : null;
+  const largest = relative ? endPs - basePs : Math.max(Math.abs(startPs), Math.abs(endPs));
+  const [unit, size] = tickUnit(largest, stepPs);
+  const decimals = Math.max(0, Math.ceil(Math.log10(size / stepPs) - 1e-9));
   const ticks = [];
   for (let ps = first; ps <= endPs && ticks.length < 1000; ps += stepPs) {
-    const label = relative ? `+${formatStep(ps - basePs, stepPs)}` : formatStep(ps, stepPs);
+    const value = relative ? ps - basePs : ps;
+    const label = `${relative ? '+' : ''}${trimZeros((value / size).toFixed(decimals))} ${unit}`;
     ticks.push({ ps, label });
   }
   return { stepPs, basePs, ticks };
 }
 
-/** A tick value in the unit that suits the step: 200 µs steps read "12.4 ms". */
-function formatStep(ps, stepPs) {
-  const [name, size] = unitFor(stepPs * 10);
-  const decimals = Math.max(0, Math.ceil(Math.log10(size / stepPs) - 1e-9));
-  return `${trimZeros((ps / size).toFixed(decimals))} ${name}`;
+/**
+ * The unit for tick labels up to `largestPs` apart by `stepPs`: the unit of the largest
+ * label, or a smaller one where that would need more than three decimals
+ * (0–400 ms by 50 ms: "350 ms"; 63.6–64 ms by 50 µs: "63.65 ms").
+ */
+function tickUnit(largestPs, stepPs) {
+  let index = UNITS.indexOf(unitFor(Math.max(largestPs, stepPs)));
+  while (index < UNITS.length - 1 && UNITS[index][1] / stepPs > 1000) index++;
+  return UNITS[index];
 }
