@@ -1,7 +1,8 @@
 // The trace viewer against the real server: tracks appear, W and the wheel zoom, A/D and
 // dragging pan, a click selects an event whose args match /api/trace/event, search jumps
 // to an event outside the visible window, flow arrows are drawn where /api/trace/view
-// returns flows, and the view survives a resize. It reads the viewer's state through
+// returns flows (and the details pane follows them), the URL restores window and
+// selection, section headers fold, and the view survives a resize. It reads the viewer's state through
 // `.tv`'s `traceViewerProbe` (window, selection, where events and arrows are drawn).
 
 /** Runs the checks; `t` is the harness context (see ../run.mjs). */
@@ -20,6 +21,7 @@ export default async function traceViewer(t) {
   assert.ok((await probe(page, 'events')).length > 0, 'events are drawn in the initial view');
   await t.screenshot('trace_viewer-initial');
 
+  await checkFold(t, meta);
   await checkZoom(page, assert);
   await checkPan(page, assert);
   const selected = await checkSelect(t, query);
@@ -226,8 +228,9 @@ async function checkFlows(t, query, meta, gpu) {
   const margin = Math.max(20_000_000, Math.abs(toPs - fromPs));
   const start = Math.min(fromPs, toPs) - margin;
   const end = Math.max(fromPs, toPs) + margin;
-  await page.goto(`${t.baseUrl}/?${query}&tool=trace_viewer&start_ps=${start}&end_ps=${end}`);
+  await page.goto(`${t.baseUrl}/?${query}&tool=trace_viewer&start_ps=${start}&end_ps=${end}&event=${fromId}`);
   await page.waitForSelector('.tv[data-ready="1"]');
+  await page.waitForFunction((id) => document.querySelector('.tv').dataset.selected === String(id), fromId);
   await settle(page);
   const state = await probe(page, 'state');
   assert.ok(Math.abs(state.startPs - start) < 2 && Math.abs(state.endPs - end) < 2, 'the window comes from the URL');
@@ -238,6 +241,28 @@ async function checkFlows(t, query, meta, gpu) {
   );
   assert.equal(await page.getAttribute('.tv', 'data-flows-hidden'), '0', 'no arrow is hidden at this zoom');
   await t.screenshot('trace_viewer-flows');
+  await page.click(`.tv-flows button[data-event="${toId}"]`);
+  await page.waitForFunction((id) => document.querySelector('.tv').dataset.selected === String(id), toId);
+  const target = await t.api(`/api/trace/event?${query}&id=${toId}`);
+  const after = await probe(page, 'state');
+  assert.ok(
+    after.startPs <= target.start_ps && target.start_ps <= after.endPs,
+    'following the flow shows its other end',
+  );
+}
+
+/** Folds and unfolds the first section by clicking its header. */
+async function checkFold(t, meta) {
+  const { page, assert } = t;
+  const before = Number(await page.getAttribute('.tv', 'data-tracks'));
+  const box = await page.locator('.tv-stage').boundingBox();
+  const header = { x: box.x + 60, y: box.y + 26 + 12 }; // the first row under the ruler
+  await page.mouse.click(header.x, header.y);
+  const folded = Number(await page.getAttribute('.tv', 'data-tracks'));
+  assert.equal(folded, before - meta.sections[0].tracks.length, 'clicking a section header folds it');
+  await t.screenshot('trace_viewer-folded');
+  await page.mouse.click(header.x, header.y);
+  assert.equal(Number(await page.getAttribute('.tv', 'data-tracks')), before, 'clicking it again unfolds it');
 }
 
 async function checkHelpAndResize(t) {
