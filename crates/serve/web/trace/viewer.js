@@ -13,17 +13,9 @@ import { h } from '../lib/dom.js';
 import { drawScene, stripePattern } from './draw.js';
 import { helpOverlay } from './help.js';
 import { attachInput } from './input.js';
-import {
-  LEVEL_HEIGHT,
-  RULER_HEIGHT,
-  TRACK_PADDING,
-  buildLayout,
-  labelWidth,
-  levelCenter,
-  rowAt,
-  rowsBetween,
-} from './layout.js';
+import { LEVEL_HEIGHT, RULER_HEIGHT, TRACK_PADDING, buildLayout, labelWidth, rowAt, rowsBetween } from './layout.js';
 import { ViewLoader } from './loader.js';
+import { traceProbe } from './probe.js';
 import { SearchPanel } from './search.js';
 import { TrackStore } from './store.js';
 import { formatDuration, formatTime } from './time.js';
@@ -58,7 +50,6 @@ class TraceViewer {
     this.selected = null;
     this.selectedFlows = [];
     this.mark = null;
-    this.pointer = null;
     this.frameRequest = 0;
     this.urlTimer = 0;
     this.eventController = null;
@@ -67,6 +58,7 @@ class TraceViewer {
     this.loader = new ViewLoader(this.api, {
       onFrame: (frame) => {
         this.store.apply(frame);
+        if (this.status.classList.contains('tv-error')) this.setStatus('', false);
         this.root.dataset.frames = String(Number(this.root.dataset.frames || 0) + 1);
         this.requestDraw();
       },
@@ -124,7 +116,7 @@ class TraceViewer {
       this.stage,
       h('div', { class: 'tv-bottom' }, this.detailsElement, this.search.list),
     );
-    this.root.traceViewerProbe = this.probe();
+    this.root.traceViewerProbe = traceProbe(this);
     this.element.replaceChildren(this.root);
     this.stripes = stripePattern(this.ctx);
   }
@@ -573,77 +565,6 @@ class TraceViewer {
 
   setParams(values) {
     if (typeof this.context.setParams === 'function') this.context.setParams(values);
-  }
-
-  /**
-   * What tests and scripts may read without parsing pixels: the state, and where each
-   * event and flow arrow is drawn (CSS px in the page's viewport, as mouse events use).
-   */
-  probe() {
-    return {
-      state: () => ({
-        startPs: this.window.startPs,
-        endPs: this.window.endPs,
-        selected: this.selected ? this.selected.id : null,
-        mark: this.mark,
-        loading: this.root.dataset.loading === '1',
-        labelWidth: this.labelWidth(),
-        scrollTop: this.scroller.scrollTop,
-      }),
-      events: () => this.drawnEvents(),
-      flows: () => this.drawnFlows(),
-    };
-  }
-
-  drawnEvents() {
-    const left = this.labelWidth();
-    const right = this.width();
-    const psPerPx = this.psPerPx();
-    const out = [];
-    const top = this.scroller.scrollTop;
-    const origin = this.stage.getBoundingClientRect();
-    for (const row of rowsBetween(this.layout, top, top + this.height() - RULER_HEIGHT)) {
-      if (row.kind !== 'track') continue;
-      const data = this.store.tracks.get(row.track.id);
-      if (!data) continue;
-      for (const event of data.events) {
-        const x0 = Math.max(left, left + (event[0] - this.window.startPs) / psPerPx);
-        const x1 = Math.min(right, left + (event[0] + event[1] - this.window.startPs) / psPerPx);
-        const y = RULER_HEIGHT + levelCenter(row, event[2]) - top;
-        if (x1 < x0 || y < RULER_HEIGHT || y > this.height()) continue;
-        out.push({
-          id: event[4],
-          name: data.names[event[3]] ?? '',
-          track: row.track.id,
-          x: origin.left + (x0 + x1) / 2,
-          y: origin.top + y,
-          width: x1 - x0,
-        });
-      }
-    }
-    return out;
-  }
-
-  drawnFlows() {
-    const out = [];
-    const origin = this.stage.getBoundingClientRect();
-    const left = this.labelWidth();
-    const psPerPx = this.psPerPx();
-    const top = this.scroller.scrollTop;
-    for (const [fromId, fromTrack, fromPs, toId, toTrack, toPs] of this.store.flows) {
-      const fromRow = this.layout.byTrack.get(fromTrack);
-      const toRow = this.layout.byTrack.get(toTrack);
-      if (!fromRow || !toRow) continue;
-      out.push({
-        from: fromId,
-        to: toId,
-        x0: origin.left + left + (fromPs - this.window.startPs) / psPerPx,
-        y0: origin.top + RULER_HEIGHT + levelCenter(fromRow, this.store.depthOf(fromId)) - top,
-        x1: origin.left + left + (toPs - this.window.startPs) / psPerPx,
-        y1: origin.top + RULER_HEIGHT + levelCenter(toRow, this.store.depthOf(toId)) - top,
-      });
-    }
-    return out;
   }
 }
 
