@@ -11,7 +11,7 @@ mod assets;
 pub mod availability;
 pub mod catalog;
 pub mod error;
-mod once_cache;
+pub mod once_cache;
 pub mod params;
 mod router;
 mod security;
@@ -25,6 +25,6 @@ pub mod trace;
 
 pub use error::{ApiError, ServeError};
 pub use router::router;
-pub use security::CONTENT_SECURITY_POLICY;
+pub use security::{AllowedHosts, CONTENT_SECURITY_POLICY};
 pub use server::{Config, RunningServer, Server, default_cache_dir, spawn_local};
 pub use state::AppState;

@@ -1,6 +1,6 @@
 //! The routes: the page, its static files, and the JSON API under `/api` (see API.md),
-//! wrapped in the security headers and response compression (gzip or brotli, as the
-//! client accepts).
+//! behind the `Host` check, wrapped in the security headers and response compression
+//! (gzip or brotli, as the client accepts).
 
 use std::sync::Arc;
 
@@ -11,11 +11,12 @@ use axum::routing::get;
 use tower_http::compression::CompressionLayer;
 
 use crate::error::ApiError;
+use crate::security::AllowedHosts;
 use crate::state::AppState;
 use crate::{api, assets, security, trace};
 
-/// The whole application over `state`.
-pub fn router(state: Arc<AppState>) -> Router {
+/// The whole application over `state`, answering the `Host` names `allowed_hosts` allows.
+pub fn router(state: Arc<AppState>, allowed_hosts: AllowedHosts) -> Router {
     let api = Router::new()
         .route("/runs", get(api::runs::runs))
         .route("/run", get(api::runs::run))
@@ -28,6 +29,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .nest("/api", api)
         .fallback(unknown_endpoint)
         .with_state(state)
+        .layer(middleware::from_fn_with_state(Arc::new(allowed_hosts), security::check_host))
         .layer(middleware::from_fn(security::headers))
         .layer(CompressionLayer::new())
 }

@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 use crate::catalog::Catalog;
 use crate::error::ServeError;
 use crate::router::router;
+use crate::security::AllowedHosts;
 use crate::state::{AppState, DEFAULT_LOADED_RUNS};
 
 /// What `mlprof serve` was asked for.
@@ -64,6 +65,7 @@ pub fn default_cache_dir() -> PathBuf {
 pub struct Server {
     listener: TcpListener,
     address: SocketAddr,
+    allowed_hosts: AllowedHosts,
     state: Arc<AppState>,
 }
 
@@ -81,7 +83,8 @@ impl Server {
             .await
             .map_err(|source| ServeError::Bind { address: address_text.clone(), source })?;
         let address = listener.local_addr().map_err(|source| ServeError::Bind { address: address_text, source })?;
-        Ok(Server { listener, address, state })
+        let allowed_hosts = AllowedHosts::for_listener(address, &config.host);
+        Ok(Server { listener, address, allowed_hosts, state })
     }
 
     /// The address actually bound (the real port when 0 was asked for).
@@ -101,7 +104,10 @@ impl Server {
 
     /// Serves until `shutdown` completes, then lets open requests finish.
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), ServeError> {
-        axum::serve(self.listener, router(self.state)).with_graceful_shutdown(shutdown).await.map_err(ServeError::Serve)
+        axum::serve(self.listener, router(self.state, self.allowed_hosts))
+            .with_graceful_shutdown(shutdown)
+            .await
+            .map_err(ServeError::Serve)
     }
 
     /// Serves in a background task of the current tokio runtime until the returned

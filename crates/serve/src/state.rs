@@ -5,6 +5,7 @@
 //! [`AppState::run`] and [`AppState::session`], which look names up in the catalog
 //! discovered at start; nothing here turns a request parameter into a path.
 
+use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -33,6 +34,9 @@ pub struct AppState {
     /// The tools with data of every run read so far (kept when the session is dropped).
     tools: Mutex<HashMap<String, Vec<&'static str>>>,
     results: OnceCache<Arc<ToolOutput>>,
+    /// One shared value per type, for modules with their own state (the trace viewer's
+    /// indexes); see [`AppState::extension`].
+    extensions: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
 }
 
 impl AppState {
@@ -45,6 +49,7 @@ impl AppState {
             sessions: OnceCache::new(loaded_runs),
             tools: Mutex::new(HashMap::new()),
             results: OnceCache::new(CACHED_RESULTS),
+            extensions: Mutex::new(HashMap::new()),
         }
     }
 
@@ -116,6 +121,24 @@ impl AppState {
         self.tools.lock().unwrap_or_else(PoisonError::into_inner).get(run).cloned()
     }
 
+    /// The one shared `T` of this server, created with `T::default()` on first use: the
+    /// place for a module's own state (e.g. the trace viewer's loaded indexes) without
+    /// a field here.
+    pub fn extension<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let mut extensions = self.extensions.lock().unwrap_or_else(PoisonError::into_inner);
+        let value = extensions.entry(TypeId::of::<T>()).or_insert_with(|| Arc::new(T::default()));
+        match Arc::clone(value).downcast::<T>() {
+            Ok(typed) => typed,
+            // Entries are keyed by their own type id, so this cannot differ; a fresh
+            // value keeps the server going if it ever did.
+            Err(_) => {
+                let fresh = Arc::new(T::default());
+                *value = fresh.clone();
+                fresh
+            }
+        }
+    }
+
     /// The cached tool results, keyed by [`crate::tool_request::ToolRequest::cache_key`].
     pub(crate) fn results(&self) -> &OnceCache<Arc<ToolOutput>> {
         &self.results
@@ -124,5 +147,21 @@ impl AppState {
     /// The names of the runs in memory (or being read), least recently used first.
     pub fn loaded_runs(&self) -> Vec<String> {
         self.sessions.keys()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn each_extension_type_has_one_shared_value() {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/xspace/jax_profile/logdir");
+        let catalog = Catalog::discover(&root).expect("fixture");
+        let state = AppState::new(catalog, std::env::temp_dir(), 1);
+        state.extension::<AtomicUsize>().fetch_add(2, Ordering::SeqCst);
+        assert_eq!(state.extension::<AtomicUsize>().load(Ordering::SeqCst), 2);
+        assert!(state.extension::<Mutex<Vec<u8>>>().lock().expect("unpoisoned").is_empty());
     }
 }

@@ -77,7 +77,8 @@ impl HttpResponse {
 }
 
 /// Sends `GET target` to the server at `base_url` (`http://HOST:PORT/…`) with
-/// `headers` and `Connection: close`, and reads the whole response (60 s timeout).
+/// `headers` (a `Host` among them replaces the URL's) and `Connection: close`, and
+/// reads the whole response (60 s timeout).
 pub fn get(base_url: &str, target: &str, headers: &[(&str, &str)]) -> std::io::Result<HttpResponse> {
     let authority = base_url
         .strip_prefix("http://")
@@ -85,7 +86,10 @@ pub fn get(base_url: &str, target: &str, headers: &[(&str, &str)]) -> std::io::R
         .ok_or_else(|| invalid(format!("not an http:// URL: {base_url}")))?;
     let mut stream = TcpStream::connect(authority)?;
     stream.set_read_timeout(Some(Duration::from_secs(60)))?;
-    let mut request = format!("GET {target} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n");
+    let mut request = format!("GET {target} HTTP/1.1\r\nConnection: close\r\n");
+    if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("host")) {
+        request.push_str(&format!("Host: {authority}\r\n"));
+    }
     for (name, value) in headers {
         request.push_str(&format!("{name}: {value}\r\n"));
     }

@@ -340,3 +340,16 @@ fn profiles_reached_through_links_out_of_the_root_are_refused() {
     let error = TestServer::start(only_outside.path(), cache.path()).err().expect("nothing to serve");
     assert!(error.to_string().contains("lies outside it"), "{error}");
 }
+
+/// DNS rebinding: another site's name pointed at 127.0.0.1 must not read the profiles.
+#[test]
+fn requests_for_another_host_name_are_refused() {
+    let fixture = serve(&data(TF_LOGDIR));
+    let refused = fixture.server.get("/api/runs", &[("Host", "evil.example:6006")]).expect("answered");
+    assert_eq!(refused.status, 403);
+    let message = refused.json().expect("JSON")["error"].as_str().unwrap_or_default().to_string();
+    assert!(message.contains("evil.example"), "{message}");
+    assert!(refused.header("content-security-policy").is_some());
+    let local = fixture.server.get("/api/runs", &[("Host", "localhost:6006")]).expect("answered");
+    assert_eq!(local.status, 200);
+}
