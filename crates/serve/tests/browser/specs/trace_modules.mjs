@@ -6,7 +6,7 @@
 /** Runs the checks; `t` is the harness context (see ../run.mjs). */
 export default async function traceModules(t) {
   const { page, assert } = t;
-  await page.goto(`${t.baseUrl}/static/favicon.svg`);
+  await page.goto(new URL('static/favicon.svg', t.baseUrl).href);
   const results = await page.evaluate(runInPage);
   for (const [name, actual, expected] of results) assert.deepEqual(actual, expected, name);
 }

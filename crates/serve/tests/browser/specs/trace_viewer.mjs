@@ -14,7 +14,7 @@ export default async function traceViewer(t) {
   const trackCount = meta.sections.reduce((sum, section) => sum + section.tracks.length, 0);
   assert.ok(trackCount > 0, `${run}/${host}: /api/trace/meta lists no tracks`);
 
-  await page.goto(`${t.baseUrl}/?${query}&tool=trace_viewer`);
+  await page.goto(new URL(`?${query}&tool=trace_viewer`, t.baseUrl).href);
   await page.waitForSelector('.tv[data-ready="1"]');
   await settle(page);
   assert.equal(Number(await page.getAttribute('.tv', 'data-tracks')), trackCount, 'one row per track of the meta');
@@ -228,7 +228,9 @@ async function checkFlows(t, query, meta, gpu) {
   const margin = Math.max(20_000_000, Math.abs(toPs - fromPs));
   const start = Math.min(fromPs, toPs) - margin;
   const end = Math.max(fromPs, toPs) + margin;
-  await page.goto(`${t.baseUrl}/?${query}&tool=trace_viewer&start_ps=${start}&end_ps=${end}&event=${fromId}`);
+  await page.goto(
+    new URL(`?${query}&tool=trace_viewer&start_ps=${start}&end_ps=${end}&event=${fromId}`, t.baseUrl).href,
+  );
   await page.waitForSelector('.tv[data-ready="1"]');
   await page.waitForFunction((id) => document.querySelector('.tv').dataset.selected === String(id), fromId);
   await settle(page);
