@@ -224,10 +224,13 @@ async function checkFlows(t, query, meta, gpu) {
   );
   if (gpu) assert.ok(whole.flows.length > 0, 'a trace with GPU kernels has launch → kernel flows');
   if (whole.flows.length === 0) return;
-  const [fromId, , fromPs, toId, , toPs] = whole.flows[Math.floor(whole.flows.length / 2)];
+  const reach = (flow) => Math.abs(flow[5] - flow[2]);
+  const [fromId, , fromPs, toId, , toPs] = whole.flows.reduce((best, flow) =>
+    reach(flow) < reach(best) ? flow : best,
+  );
   const margin = Math.max(20_000_000, Math.abs(toPs - fromPs));
-  const start = Math.min(fromPs, toPs) - margin;
-  const end = Math.max(fromPs, toPs) + margin;
+  const start = Math.max(meta.start_ps, Math.min(fromPs, toPs) - margin);
+  const end = Math.min(meta.end_ps, Math.max(fromPs, toPs) + margin);
   await page.goto(
     new URL(`?${query}&tool=trace_viewer&start_ps=${start}&end_ps=${end}&event=${fromId}`, t.baseUrl).href,
   );
