@@ -38,6 +38,20 @@ function resolve(params) {
   return { run, host, tool };
 }
 
+/**
+ * Replaces the entry of the run `name` asks for (or the newest) with `/api/run`'s
+ * when its tool list is only what the format can have (`tools_exact: false`).
+ */
+async function exactTools(name) {
+  const index = Math.max(0, runs.findIndex((r) => r.name === name));
+  if (runs[index].tools_exact !== false) return;
+  try {
+    runs[index] = await getJson('/api/run', { run: runs[index].name });
+  } catch {
+    // The page shows the run's load error when it asks for a tool.
+  }
+}
+
 function option(value, label, selected) {
   return h('option', { value, selected }, label);
 }
@@ -62,6 +76,7 @@ function navigate(changes) {
 
 async function render() {
   const token = ++generation;
+  setBusy(true);
   hideTooltip();
   if (teardown) {
     const stop = teardown;
@@ -71,8 +86,12 @@ async function render() {
   const params = currentParams();
   if (runs.length === 0) {
     showMessage('No profiles found', 'The directory holds no profile mlprof can read.');
+    setBusy(false);
     return;
   }
+  await exactTools(params.get('run'));
+  if (token !== generation) return;
+
   const { run, host, tool } = resolve(params);
   const fixed = new URLSearchParams(params);
   fixed.set('run', run.name);
@@ -89,7 +108,9 @@ async function render() {
     tool,
     hosts: run.hosts,
     format: run.format,
-    params: currentParams(),
+    /** The query string now (a page's own state included). */
+    get params() { return currentParams(); },
+    /** Merges a page's view state into the URL (no new history entry). */
     setParams: (changes) => { if (token === generation) mergeParams(changes); },
   };
   const body = h('div', { class: 'page-body' });
@@ -98,20 +119,13 @@ async function render() {
       h('h1', {}, toolLabel(tool)),
       h('p', { class: 'page-context' }, `${run.name} · ${host === ALL_HOSTS ? `all hosts (${run.hosts.join(', ')})` : host}`)),
     body);
-  setBusy(true);
   try {
     const module = await loadPage(tool);
-    if (usesToolApi(tool)) {
-      const answer = await getJson('/api/tool', { run: run.name, host, tool });
-      if (token !== generation) return;
-      const cleanup = await module.render(body, answer, ctx);
-      if (token === generation) teardown = cleanup || null;
-      else if (cleanup) cleanup();
-    } else {
-      const cleanup = await module.mount(body, ctx);
-      if (token === generation) teardown = cleanup || null;
-      else if (cleanup) cleanup();
-    }
+    const answer = usesToolApi(tool) ? await getJson('/api/tool', { run: run.name, host, tool }) : null;
+    if (token !== generation) return;
+    const cleanup = answer ? await module.render(body, answer, ctx) : await module.mount(body, ctx);
+    if (token === generation) teardown = cleanup || null;
+    else if (cleanup) cleanup();
   } catch (error) {
     if (token === generation) body.replaceChildren(errorCard(error));
   } finally {

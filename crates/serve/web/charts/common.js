@@ -67,7 +67,7 @@ export function showTooltip(lines, x, y) {
     if (Array.isArray(line)) {
       const [label, value, swatch] = line;
       tip.append(h('div', { class: 'tip-row' },
-        swatch ? h('span', { class: 'swatch', style: `background:${swatch}` }) : null,
+        swatch ? h('span', { class: 'swatch', style: { background: swatch } }) : null,
         h('span', { class: 'tip-label' }, label), h('span', { class: 'tip-value' }, value)));
     } else {
       tip.append(h('div', { class: i === 0 ? 'tip-title' : 'tip-line' }, line));
@@ -112,7 +112,7 @@ export function hoverDetails(node, label, lines) {
  */
 export function legend(items, { onToggle = null, className = '' } = {}) {
   return h('ul', { class: `legend ${className}`.trim() }, items.map((item, i) => {
-    const content = [h('span', { class: 'swatch', style: `background:${item.color}` }), h('span', { class: 'legend-label' }, item.label),
+    const content = [h('span', { class: 'swatch', style: { background: item.color } }), h('span', { class: 'legend-label' }, item.label),
       item.note ? h('span', { class: 'legend-note' }, item.note) : null];
     if (!onToggle) return h('li', { title: item.label }, content);
     const button = h('button', {

@@ -15,8 +15,9 @@ const MARGIN = { top: 14, right: 70, bottom: 44, left: 76 };
  * - `left`, `right` (optional): `{label, series: [{label, values, color?, hidden?}], max?, scale?}`;
  *   the label names the unit, ticks show `value / scale` (default 1).
  * - `details(i)`: tooltip lines for point i (strings or `[label, value, color]`).
+ * - `steps`: draw each value as holding until the next point (counters such as memory in use).
  */
-export function lineChart({ title, x, xLabel = '', xFormat = null, left, right = null, details }) {
+export function lineChart({ title, x, xLabel = '', xFormat = null, left, right = null, details, steps = false }) {
   if (x.length === 0) return emptyChart(title, 'No points.');
   const axes = [left, right].filter(Boolean);
   let colorIndex = 0;
@@ -69,7 +70,10 @@ export function lineChart({ title, x, xLabel = '', xFormat = null, left, right =
     plot.append(s('line', { x1: MARGIN.left, x2: WIDTH - MARGIN.right, y1: bottom, y2: bottom, class: 'axis' }));
     for (const one of all.filter((o) => o.shown)) {
       const scale = scales.get(one.axis);
-      const points = one.values.map((v, i) => `${xScale(x[i]).toFixed(2)},${scale(v).toFixed(2)}`).join(' ');
+      const points = one.values.map((v, i) => {
+        const here = `${xScale(x[i]).toFixed(2)},${scale(v).toFixed(2)}`;
+        return steps && i + 1 < x.length ? `${here} ${xScale(x[i + 1]).toFixed(2)},${scale(v).toFixed(2)}` : here;
+      }).join(' ');
       plot.append(s('polyline', { points, fill: 'none', stroke: one.color, class: 'series', 'stroke-dasharray': one.axis === right ? '5 3' : null }));
     }
   }

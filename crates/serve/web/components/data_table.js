@@ -1,6 +1,6 @@
-// A sortable, filterable, paged table of report cells (strings, numbers or
-// `{value, decimals}` objects). Numbers sort as numbers and are shown with one
-// number of decimals per column; text sorts lexically.
+// A sortable, filterable, paged table of report cells (strings, numbers, `null`).
+// Numbers sort as numbers and are shown with one number of decimals per column;
+// text sorts lexically.
 
 import { h, clear } from '../lib/dom.js';
 import { cellIsNumber, cellText, cellValue, columnDecimals } from '../lib/format.js';
@@ -34,8 +34,8 @@ export function compareCells(a, b) {
  * Returns `{element, visibleRows(), sortSpec(), setKeep(fn)}`.
  */
 export function dataTable({ columns, rows, caption, sort = null, filter = '', keep = null, onChange = null, toolbar = [], pageSize = 100, id = null }) {
-  const decimals = columns.map((header, i) => columnDecimals(header, rows.map((row) => row[i])));
-  const numeric = columns.map((_, i) => rows.length > 0 && rows.every((row) => cellIsNumber(row[i]) || row[i] === '' || row[i] === '—'));
+  const decimals = columns.map((_, i) => columnDecimals(rows.map((row) => row[i])));
+  const numeric = columns.map((_, i) => rows.some((row) => cellIsNumber(row[i])) && rows.every((row) => cellIsNumber(row[i]) || row[i] === null || row[i] === '—' || row[i] === ''));
   const state = { sort, filter, keep, page: 0, pageSize };
 
   const input = h('input', {
@@ -108,7 +108,7 @@ export function dataTable({ columns, rows, caption, sort = null, filter = '', ke
           : h('td', { class: numeric[i] ? 'num' : null, title: text.length > 60 ? text : null }, text);
       })));
     }
-    count.textContent = visible.length === rows.length ? `${rows.length} rows` : `${visible.length} of ${rows.length} rows`;
+    count.textContent = visible.length === rows.length ? plural(rows.length, 'row') : `${visible.length} of ${plural(rows.length, 'row')}`;
     renderPager(visible.length, pages, first, shown.length);
   }
 
@@ -132,4 +132,8 @@ export function dataTable({ columns, rows, caption, sort = null, filter = '', ke
     sortSpec: () => state.sort,
     setKeep(fn) { state.keep = fn; state.page = 0; update(); },
   };
+}
+
+function plural(count, noun) {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }

@@ -88,3 +88,14 @@ export function sectionsStarting(report, prefix) {
 export function remainingSections(report, ctx, used = new Set()) {
   return report.sections.filter((section) => !used.has(section)).map((section) => sectionCard(section, ctx));
 }
+
+/**
+ * Every section of `report` in order, with a chart above the table of the
+ * sections named in `charts` (`[[titlePrefix, () => node]]`).
+ */
+export function sectionsWithCharts(report, ctx, charts) {
+  return report.sections.map((section) => {
+    const entry = charts.find(([prefix]) => section.title.startsWith(prefix));
+    return sectionCard(section, ctx, { before: entry ? entry[1]() : null });
+  });
+}

@@ -5,7 +5,8 @@ const SVG_NS = 'http://www.w3.org/2000/svg';
 /**
  * Creates an HTML element.
  * `attrs`: attributes; `class` may be a string, `on*` functions become listeners,
- * `dataset` an object, `style` a string; `null`/`false` values are skipped.
+ * `dataset` and `style` objects (styles are set through the CSSOM: the server's
+ * Content-Security-Policy forbids `style="…"` attributes); `null`/`false` values are skipped.
  * `children`: nodes, strings (as text) or nested arrays; `null`/`false` are skipped.
  */
 export function h(tag, attrs = {}, ...children) {
@@ -24,6 +25,8 @@ function fill(node, attrs, children) {
       node.addEventListener(key.slice(2).toLowerCase(), value);
     } else if (key === 'dataset') {
       Object.assign(node.dataset, value);
+    } else if (key === 'style') {
+      Object.assign(node.style, value);
     } else {
       node.setAttribute(key, value === true ? '' : String(value));
     }

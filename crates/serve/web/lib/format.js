@@ -1,5 +1,5 @@
-// Numbers for people, and the report's table cells (strings, numbers, or
-// `{value, decimals}` objects) read as values and as text.
+// Numbers for people, and the report's table cells (strings, numbers rounded as the
+// CLI shows them, or `null`) read as values and as text.
 
 const grouped = new Map();
 
@@ -14,40 +14,34 @@ export function formatNumber(value, decimals = 0) {
   return formatter.format(value);
 }
 
-/** The value of a report cell: a number, or its text. */
+/** Whether a report cell holds a number (cells are strings, numbers, or `null` for a value that is not finite). */
+export function cellIsNumber(cell) {
+  return typeof cell === 'number';
+}
+
+/** The value of a report cell: its number, or its text (`''` for `null`). */
 export function cellValue(cell) {
-  if (cell !== null && typeof cell === 'object') return Number(cell.value);
   return cell ?? '';
 }
 
-/** Whether a report cell holds a number. */
-export function cellIsNumber(cell) {
-  return typeof cell === 'number' || (cell !== null && typeof cell === 'object' && 'value' in cell);
-}
-
-/** The decimals a cell asks for, or `undefined` when it does not say. */
-export function cellDecimals(cell) {
-  if (cell !== null && typeof cell === 'object' && Number.isInteger(cell.decimals)) return cell.decimals;
-  return undefined;
+/** The decimals in the shortest text of `value` (`67.722` → 3), at most 6. */
+function decimalsOf(value) {
+  if (Number.isInteger(value)) return 0;
+  const text = String(Math.abs(value));
+  const exponent = text.indexOf('e-');
+  if (exponent >= 0) return 6;
+  const point = text.indexOf('.');
+  return point < 0 ? 0 : Math.min(6, text.length - point - 1);
 }
 
 /**
- * The decimals to show in one column: what its cells ask for, else 0 when every
- * number is whole, 2 for percentages and ratios, 3 otherwise (µs → ns, ms → µs).
+ * The decimals to show in one column. The server rounds numbers to the decimals the
+ * CLI shows, so a column shows the most decimals any of its numbers has.
  */
-export function columnDecimals(header, cells) {
-  let asked;
-  let whole = true;
-  for (const cell of cells) {
-    if (!cellIsNumber(cell)) continue;
-    const decimals = cellDecimals(cell);
-    if (decimals !== undefined) asked = Math.max(asked ?? 0, decimals);
-    // An object cell is a real number (the report's `Num`) even when its value is whole.
-    if (typeof cell === 'object' || !Number.isInteger(cell)) whole = false;
-  }
-  if (asked !== undefined) return asked;
-  if (whole) return 0;
-  return /%|ratio|share/i.test(header) ? 2 : 3;
+export function columnDecimals(cells) {
+  let decimals = 0;
+  for (const cell of cells) if (cellIsNumber(cell)) decimals = Math.max(decimals, decimalsOf(cell));
+  return decimals;
 }
 
 const TIME_UNITS = [
@@ -101,10 +95,9 @@ function trim(value, digits) {
   return formatNumber(value, Math.min(decimals, digits));
 }
 
-/** What a person reads in a cell: numbers with `decimals` decimals, text as is. */
+/** What a person reads in a cell: numbers with `decimals` decimals, `null` as a dash, text as is. */
 export function cellText(cell, decimals = 0) {
-  if (cellIsNumber(cell)) {
-    return formatNumber(cellValue(cell), cellDecimals(cell) ?? decimals);
-  }
-  return String(cell ?? '');
+  if (cellIsNumber(cell)) return formatNumber(cell, decimals);
+  if (cell === null || cell === undefined) return '—';
+  return String(cell);
 }

@@ -1,7 +1,7 @@
 // The overview page: performance summary, step-time graph, precision, top ops,
 // run environment and the recommendation, as in the TF Profiler's overview.
 
-import { h } from '../lib/dom.js';
+import { append, h } from '../lib/dom.js';
 import { formatNumber, formatPercent } from '../lib/format.js';
 import { card, remainingSections, sectionCard, sectionsStarting } from '../components/report_view.js';
 import { notesBlock } from '../components/rich_text.js';
@@ -27,7 +27,7 @@ export function render(root, answer, ctx) {
   const environmentSection = take('Run environment');
   const recommendationSection = take('Recommendation');
 
-  root.append(
+  append(root, [
     h('div', { class: 'cards-row' },
       card('Performance summary', [summaryFigures(steps, result), notesBlock(summarySection ? summarySection.notes : [])], { id: 'performance-summary' }),
       h('div', {},
@@ -37,7 +37,7 @@ export function render(root, answer, ctx) {
     stepSection ? sectionCard(stepSection, ctx, { before: stepTimeChart(steps.steps) }) : card('Step-time graph', stepTimeChart(steps.steps)),
     topSection ? sectionCard(topSection, ctx) : null,
     ...remainingSections(report, ctx, used),
-  );
+  ]);
 }
 
 function summaryFigures(steps, result) {

@@ -4,6 +4,7 @@
 /** Mounts the trace viewer into `root`; returns its `unmount`. */
 export async function mount(root, ctx) {
   const viewer = await import('../trace/viewer.js');
-  const handle = viewer.mount(root, { run: ctx.run, host: ctx.host, params: ctx.params, setParams: ctx.setParams });
+  const context = { run: ctx.run, host: ctx.host, get params() { return ctx.params; }, setParams: ctx.setParams };
+  const handle = viewer.mount(root, context);
   return () => handle && handle.unmount && handle.unmount();
 }
