@@ -5,28 +5,24 @@
 //! plane's events — never at an analysis, so listing a loaded run costs little.
 
 use mlprof_analysis::kineto::MEMORY_EVENT;
+use mlprof_analysis::tools::TOOL_NAMES;
 use mlprof_model::names::{GPU_PLANE_PREFIX, HOST_PLANE};
 use mlprof_model::{Host, Plane, Session, SourceFormat};
 
-/// The XProf tools, `gpu`, `transfers` and `trace_viewer`, in the order pages list them.
-pub const ALL_TOOLS: [&str; 10] = [
-    "overview_page",
-    "input_pipeline_analyzer",
-    "framework_op_stats",
-    "kernel_stats",
-    "memory_profile",
-    "pod_viewer",
-    "tf_data_bottleneck_analysis",
-    "gpu",
-    "transfers",
-    "trace_viewer",
-];
+/// The tools beyond XProf's, in the order pages list them after XProf's.
+pub const MLPROF_TOOLS: [&str; 3] = ["gpu", "transfers", "trace_viewer"];
+
+/// The XProf tools ([`TOOL_NAMES`]), then `gpu`, `transfers` and `trace_viewer`: the
+/// order pages list them in.
+pub fn all_tools() -> impl Iterator<Item = &'static str> {
+    TOOL_NAMES.into_iter().chain(MLPROF_TOOLS)
+}
 
 /// The tools a run of `format` can have, before it is read.
 pub fn candidate_tools(format: SourceFormat) -> Vec<&'static str> {
     match format {
-        SourceFormat::Xspace => ALL_TOOLS.iter().copied().filter(|tool| *tool != "gpu").collect(),
-        SourceFormat::Kineto => ALL_TOOLS.to_vec(),
+        SourceFormat::Xspace => all_tools().filter(|tool| *tool != "gpu").collect(),
+        SourceFormat::Kineto => all_tools().collect(),
     }
 }
 
@@ -38,9 +34,7 @@ pub fn tools_with_data(session: &Session) -> Vec<&'static str> {
     let host_plane_uses = |host: &Host, wanted: &dyn Fn(&str) -> bool| {
         host.plane(HOST_PLANE).is_some_and(|plane| plane_uses(plane, wanted))
     };
-    ALL_TOOLS
-        .iter()
-        .copied()
+    all_tools()
         .filter(|tool| match *tool {
             "kernel_stats" | "transfers" => hosts.iter().any(gpu_events),
             "gpu" => hosts.iter().any(|h| h.format == SourceFormat::Kineto && gpu_events(h)),

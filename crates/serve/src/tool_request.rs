@@ -7,7 +7,7 @@ use mlprof_analysis::tools::TOOL_NAMES;
 use mlprof_model::duration::parse_duration_ps;
 use serde::Deserialize;
 
-use crate::availability::ALL_TOOLS;
+use crate::availability::all_tools;
 use crate::error::ApiError;
 use crate::params::required;
 use crate::state::AppState;
@@ -127,7 +127,7 @@ fn parse_tool(name: &str, query: &ToolQuery) -> Result<Tool, ApiError> {
             Ok(Tool::Transfers(options))
         }
         _ => {
-            let known: Vec<&str> = ALL_TOOLS.iter().copied().filter(|t| *t != "trace_viewer").collect();
+            let known: Vec<&str> = all_tools().filter(|t| *t != "trace_viewer").collect();
             Err(ApiError::not_found(format!("no tool named {name:?}; tools: {}", known.join(", "))))
         }
     }
