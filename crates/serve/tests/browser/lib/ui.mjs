@@ -115,9 +115,12 @@ export function isSorted(values, descending) {
   return values.every((v, i) => i === 0 || (descending ? values[i - 1] >= v : values[i - 1] <= v));
 }
 
-/** Hovers `locator` and returns the tooltip's text. */
+/**
+ * Focuses the chart mark `locator` (as a keyboard user does; hovering shows the
+ * same details) and returns the tooltip's text.
+ */
 export async function tooltipOf(page, locator) {
-  await locator.hover({ force: true });
+  await locator.focus();
   const tip = page.locator('.chart-tooltip');
   await tip.waitFor({ state: 'visible' });
   return tip.innerText();
@@ -126,4 +129,9 @@ export async function tooltipOf(page, locator) {
 /** A report section's title as the card id the page gives it (`section-…`). */
 export function sectionId(title) {
   return `section-${String(title).toLowerCase().replace(/[^a-z0-9]+/g, '_').replace(/^_+|_+$/g, '')}`;
+}
+
+/** The value of the tooltip row labelled `label` (the tooltip must be showing). */
+export async function tooltipValue(page, label) {
+  return page.locator('.chart-tooltip .tip-row').filter({ has: page.locator('.tip-label', { hasText: label }) }).first().locator('.tip-value').innerText();
 }
