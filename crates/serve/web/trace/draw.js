@@ -74,7 +74,12 @@ function drawTrack(ctx, view, row) {
   ctx.font = LABEL_FONT;
   ctx.textBaseline = 'middle';
   const label = fitText(ctx, row.track.name, view.labelWidth - 22);
-  if (label) ctx.fillText(label, 16, y + TRACK_PADDING + LEVEL_HEIGHT / 2);
+  // The name stays in sight while a tall track is scrolled partly above the ruler.
+  const labelY = Math.min(
+    Math.max(y + TRACK_PADDING, RULER_HEIGHT + TRACK_PADDING) + LEVEL_HEIGHT / 2,
+    y + row.height - LEVEL_HEIGHT / 2,
+  );
+  if (label) ctx.fillText(label, 16, labelY);
 
   const data = view.store.tracks.get(row.track.id);
   if (!data) return;

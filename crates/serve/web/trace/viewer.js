@@ -181,7 +181,7 @@ class TraceViewer {
     this.updateRangeLabel();
     const event = params ? params.get('event') : null;
     if (event !== null && event !== '' && Number.isFinite(Number(event))) {
-      this.jumpTo(Number(event), fromUrl ? null : 'fit');
+      this.jumpTo(Number(event), fromUrl ? 'reveal' : 'fit');
     }
   }
 
@@ -378,7 +378,8 @@ class TraceViewer {
 
   /**
    * Selects event `id` and moves to it: `'fit'` zooms to it, `'center'` keeps the zoom
-   * (unless it does not fit), null leaves the window alone. `hint` (a search result) lets
+   * (unless it does not fit), `'reveal'` only scrolls its track into view, null leaves
+   * the view alone. `hint` (a search result) lets
    * the move start before the event's details arrive.
    */
   jumpTo(id, move, hint = null) {

@@ -185,24 +185,29 @@ async function checkSearch(t, query, meta) {
     );
   }
   await page.locator('.tv-search-input').blur();
+  await settle(page);
 }
 
 /**
- * A search text whose first result is outside `window`: names of events drawn in the last
- * fifth of the trace (or the first fifth when the window is there), tried in turn.
+ * A search text whose first result lies wholly outside `window`: names of events drawn
+ * wholly before or after the window, tried in turn.
  */
 async function searchTarget(t, query, meta, window) {
-  const length = meta.end_ps - meta.start_ps;
-  const late = window.endPs < meta.start_ps + length * 0.8;
-  const from = late ? meta.end_ps - length * 0.2 : meta.start_ps;
-  const to = late ? meta.end_ps : meta.start_ps + length * 0.2;
   const tracks = meta.sections.flatMap((section) => section.tracks.map((track) => track.id)).join(',');
-  const view = await t.api(
-    `/api/trace/view?${query}&start_ps=${Math.floor(from)}&end_ps=${Math.ceil(to)}&width_px=2000&tracks=${tracks}`,
-  );
+  const regions = [
+    [meta.start_ps, Math.floor(window.startPs)],
+    [Math.ceil(window.endPs), meta.end_ps],
+  ].filter(([from, to]) => to > from);
   const names = new Set();
-  for (const track of view.tracks) for (const event of track.events) names.add(view.names[event[3]]);
-  for (const name of [...names].slice(-30).reverse()) {
+  for (const [from, to] of regions) {
+    const view = await t.api(`/api/trace/view?${query}&start_ps=${from}&end_ps=${to}&width_px=2000&tracks=${tracks}`);
+    for (const track of view.tracks) {
+      for (const [start, dur, , name] of track.events) {
+        if (start >= from && start + dur <= to) names.add(view.names[name]);
+      }
+    }
+  }
+  for (const name of [...names].slice(0, 40)) {
     const answer = await t.api(`/api/trace/search?${query}&q=${encodeURIComponent(name)}&limit=500`);
     const first = answer.results[0];
     if (first && (first.start_ps > window.endPs || first.start_ps + first.dur_ps < window.startPs)) {
@@ -278,8 +283,20 @@ async function checkHelpAndResize(t) {
   await page.keyboard.press('Escape');
   assert.ok(!(await page.isVisible('.tv-help')), 'Esc closes it');
   const size = page.viewportSize();
+  const wide = await page.$eval('.tv-canvas', (element) => element.clientWidth);
   await page.setViewportSize({ width: 900, height: 700 });
+  await page.waitForFunction((width) => document.querySelector('.tv-canvas').clientWidth < width, wide);
+  await page.keyboard.press('0');
+  await page.evaluate(() => {
+    document.querySelector('.tv-scroller').scrollTop = 0;
+  });
   await settle(page);
+  const canvas = await page.$eval('.tv-canvas', (element) => [element.width, element.clientWidth, devicePixelRatio]);
+  assert.equal(
+    canvas[0],
+    Math.round(canvas[1] * canvas[2]),
+    'the canvas follows the new size at the device pixel ratio',
+  );
   assert.ok((await probe(page, 'events')).length > 0, 'events are drawn after a resize');
   await t.screenshot('trace_viewer-resized');
   await page.setViewportSize(size);
