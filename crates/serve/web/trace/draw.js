@@ -2,7 +2,6 @@
 // pixels: the ruler, section headers, track labels, events, merged runs, flow arrows,
 // the selected event and the marked range. It reads the scene and changes nothing.
 
-import { colorForName } from './palette.js';
 import { LEVEL_HEIGHT, RULER_HEIGHT, TRACK_PADDING, levelCenter, rowsBetween } from './layout.js';
 import { formatDuration, formatTime, rulerTicks } from './time.js';
 
@@ -87,41 +86,104 @@ function drawTrack(ctx, view, row) {
   ctx.beginPath();
   ctx.rect(view.labelWidth, y, view.timelineWidth, row.height);
   ctx.clip();
-  const left = view.labelWidth;
-  const right = view.width;
-  for (const run of data.merged) {
-    const x0 = Math.max(left - 1, view.xOf(run[0]));
-    const x1 = Math.min(right + 1, view.xOf(run[1]));
-    if (x1 < left || x0 > right) continue;
-    const top = y + TRACK_PADDING + run[2] * LEVEL_HEIGHT;
-    const boxWidth = Math.max(1, x1 - x0);
-    ctx.fillStyle = colorForName(data.names[run[4]] ?? '');
-    ctx.fillRect(x0, top, boxWidth, LEVEL_HEIGHT - 1);
-    ctx.fillStyle = view.stripes;
-    ctx.fillRect(x0, top, boxWidth, LEVEL_HEIGHT - 1);
+  const boxes = { view, left: view.labelWidth, right: view.width, top: y + TRACK_PADDING };
+  drawBoxes(ctx, boxes, data.merged, data.mergedOrder, data.colors, 1);
+  drawStripes(ctx, boxes, data.merged, data.stripeOrder, view.stripes);
+  drawBoxes(ctx, boxes, data.events, data.eventOrder, data.colors, 0);
+  drawNames(ctx, boxes, data);
+  ctx.restore();
+}
+
+/**
+ * Fills `items` (events `[start, dur, depth, name, id]` or runs `[start, end, depth,
+ * count, name]`; `endIsAbsolute` 1 for runs) in `order` (grouped by colour), setting
+ * the fill once per colour and painting neighbouring boxes under 2 px as one rectangle:
+ * a zoomed-out answer of thousands of sub-pixel items costs about one rectangle per pixel.
+ */
+function drawBoxes(ctx, boxes, items, order, colors, endIsAbsolute) {
+  const { view, left, right, top } = boxes;
+  const nameAt = endIsAbsolute ? 4 : 3;
+  let color = -1;
+  let runTop = 0;
+  let runStart = 0;
+  let runEnd = -Infinity;
+  const flush = () => {
+    if (runEnd > runStart) ctx.fillRect(runStart, runTop, runEnd - runStart, LEVEL_HEIGHT - 1);
+    runEnd = -Infinity;
+  };
+  for (let i = 0; i < order.length; i++) {
+    const item = items[order[i]];
+    const start = view.xOf(item[0]);
+    const end = view.xOf(endIsAbsolute ? item[1] : item[0] + item[1]);
+    if (end < left || start > right) continue;
+    if (item[nameAt] !== color) {
+      flush();
+      color = item[nameAt];
+      ctx.fillStyle = colors[color];
+    }
+    const x0 = Math.max(left - 1, start);
+    const x1 = Math.max(x0 + 1, Math.min(right + 1, end));
+    const boxTop = top + item[2] * LEVEL_HEIGHT;
+    if (x1 - x0 < 2 && boxTop === runTop && x0 <= runEnd + 0.5) {
+      runEnd = Math.max(runEnd, x1);
+      continue;
+    }
+    flush();
+    runTop = boxTop;
+    runStart = x0;
+    runEnd = x1;
+    if (x1 - x0 >= 2) flush();
   }
+  flush();
+}
+
+/**
+ * Lays the stripe pattern over the merged runs, visited by depth then start, painting
+ * touching runs as one band: runs are about a pixel wide, so a busy stretch is one
+ * rectangle instead of one per run.
+ */
+function drawStripes(ctx, boxes, runs, order, stripes) {
+  const { view, left, right, top } = boxes;
+  ctx.fillStyle = stripes;
+  let bandTop = 0;
+  let bandStart = 0;
+  let bandEnd = -Infinity;
+  const flush = () => {
+    if (bandEnd > bandStart) ctx.fillRect(bandStart, bandTop, bandEnd - bandStart, LEVEL_HEIGHT - 1);
+  };
+  for (let i = 0; i < order.length; i++) {
+    const run = runs[order[i]];
+    const x0 = Math.max(left - 1, view.xOf(run[0]));
+    const x1 = Math.max(x0 + 1, Math.min(right + 1, view.xOf(run[1])));
+    if (x1 < left || x0 > right) continue;
+    const runTop = top + run[2] * LEVEL_HEIGHT;
+    if (runTop === bandTop && x0 <= bandEnd + 0.5) {
+      bandEnd = Math.max(bandEnd, x1);
+      continue;
+    }
+    flush();
+    bandTop = runTop;
+    bandStart = x0;
+    bandEnd = x1;
+  }
+  flush();
+}
+
+/** Event names inside the boxes wide enough for a few characters. */
+function drawNames(ctx, boxes, data) {
+  const { view, left, right, top } = boxes;
   ctx.font = FONT;
   ctx.textBaseline = 'middle';
+  ctx.fillStyle = '#10161f';
+  const minPs = 18 * view.psPerPx;
   for (const event of data.events) {
-    const start = view.xOf(event[0]);
-    const end = view.xOf(event[0] + event[1]);
-    if (end < left || start > right) continue;
-    const x0 = Math.max(left - 1, start);
-    const x1 = Math.min(right + 1, end);
-    const boxWidth = Math.max(1, x1 - x0);
-    const top = y + TRACK_PADDING + event[2] * LEVEL_HEIGHT;
-    const name = data.names[event[3]] ?? '';
-    ctx.fillStyle = colorForName(name);
-    ctx.fillRect(x0, top, boxWidth, LEVEL_HEIGHT - 1);
-    if (boxWidth > 18) {
-      const text = fitText(ctx, name, boxWidth - 6);
-      if (text) {
-        ctx.fillStyle = '#10161f';
-        ctx.fillText(text, x0 + 3, top + LEVEL_HEIGHT / 2);
-      }
-    }
+    if (event[1] <= minPs) continue;
+    const x0 = Math.max(left - 1, view.xOf(event[0]));
+    const x1 = Math.min(right + 1, view.xOf(event[0] + event[1]));
+    if (x1 - x0 <= 18) continue;
+    const text = fitText(ctx, data.names[event[3]] ?? '', x1 - x0 - 6);
+    if (text) ctx.fillText(text, x0 + 3, top + event[2] * LEVEL_HEIGHT + LEVEL_HEIGHT / 2);
   }
-  ctx.restore();
 }
 
 function drawGrid(ctx, view, y, height) {

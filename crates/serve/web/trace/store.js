@@ -3,10 +3,17 @@
 // away keep a frame to draw while their next one loads. Times stay absolute (ps), so an
 // older frame is drawn at the right place under any window.
 
+import { colorForName } from './palette.js';
+
 /** The last view answer for each track, plus the flows of the latest answer. */
 export class TrackStore {
   constructor() {
-    /** Track id → `{names, events, merged, resolutionPs}` (arrays as API.md sends them). */
+    /**
+     * Track id → `{names, colors, events, merged, eventOrder, mergedOrder, stripeOrder,
+     * resolutionPs}`: arrays as API.md sends them, each name's colour, and the draw
+     * orders (indexes grouped by name, then depth and start, so the canvas sets each
+     * colour once; merged runs by depth and start, so touching runs are striped as one).
+     */
     this.tracks = new Map();
     /** `[fromEvent, fromTrack, fromPs, toEvent, toTrack, toPs]` of the latest answer. */
     this.flows = [];
@@ -18,12 +25,19 @@ export class TrackStore {
     const names = Array.isArray(response.names) ? response.names : [];
     const answered = new Map();
     for (const track of Array.isArray(response.tracks) ? response.tracks : []) answered.set(track.id, track);
+    const colors = names.map((name) => colorForName(String(name)));
     for (const id of query.tracks) {
       const track = answered.get(id);
+      const events = track && Array.isArray(track.events) ? track.events : [];
+      const merged = track && Array.isArray(track.merged) ? track.merged : [];
       this.tracks.set(id, {
         names,
-        events: track && Array.isArray(track.events) ? track.events : [],
-        merged: track && Array.isArray(track.merged) ? track.merged : [],
+        colors,
+        events,
+        merged,
+        eventOrder: drawOrder(events, 3),
+        mergedOrder: drawOrder(merged, 4),
+        stripeOrder: timeOrder(merged),
         resolutionPs: response.resolution_ps,
       });
     }
@@ -86,6 +100,24 @@ export class TrackStore {
     this.flows = [];
     this.depths.clear();
   }
+}
+
+/** Indexes of `items` sorted by name (column `nameAt`), then depth, then start. */
+function drawOrder(items, nameAt) {
+  const order = new Uint32Array(items.length);
+  for (let i = 0; i < order.length; i++) order[i] = i;
+  return order.sort((a, b) => {
+    const x = items[a];
+    const y = items[b];
+    return x[nameAt] - y[nameAt] || x[2] - y[2] || x[0] - y[0];
+  });
+}
+
+/** Indexes of `items` sorted by depth, then start. */
+function timeOrder(items) {
+  const order = new Uint32Array(items.length);
+  for (let i = 0; i < order.length; i++) order[i] = i;
+  return order.sort((a, b) => items[a][2] - items[b][2] || items[a][0] - items[b][0]);
 }
 
 function eventHit(event, names) {
