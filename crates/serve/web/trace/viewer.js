@@ -559,7 +559,7 @@ class TraceViewer {
   updateRangeLabel() {
     const { startPs, endPs } = this.window;
     const resolution = (endPs - startPs) / 100;
-    this.rangeLabel.textContent = `${formatTime(Math.max(0, startPs), resolution)} – ${formatTime(endPs, resolution)} (${formatDuration(endPs - startPs)})`;
+    this.rangeLabel.textContent = `${formatTime(startPs, resolution)} – ${formatTime(endPs, resolution)} (${formatDuration(endPs - startPs)})`;
     this.root.dataset.startPs = String(Math.round(startPs));
     this.root.dataset.endPs = String(Math.round(endPs));
   }
