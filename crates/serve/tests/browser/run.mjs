@@ -113,6 +113,8 @@ async function main() {
       },
       screenshot: async (shot) => {
         const file = join(SCREENSHOTS, `${options.label ? `${options.label}-` : ''}${shot}.png`);
+        // From the top, so the sticky app bar and sidebar are drawn where they belong.
+        await page.evaluate(() => window.scrollTo(0, 0));
         await page.screenshot({ path: file, fullPage: true });
         return file;
       },

@@ -58,7 +58,7 @@ export function stackedColumns({ title, columns, series, yLabel = '', format = S
     ]);
     group.append(hit);
     if (i % labelEvery === 0) {
-      group.append(s('text', { x: MARGIN.left + band * (i + 0.5), y: HEIGHT - MARGIN.bottom + 16, class: 'tick x', 'text-anchor': 'middle' }, shorten(String(label), 14)));
+      group.append(s('text', { x: MARGIN.left + band * (i + 0.5), y: HEIGHT - MARGIN.bottom + 16, class: 'tick x', 'text-anchor': 'middle' }, shorten(String(label), Math.max(4, Math.floor((band * labelEvery) / 7)))));
     }
     svg.append(group);
   });

@@ -99,3 +99,19 @@ export function sectionsWithCharts(report, ctx, charts) {
     return sectionCard(section, ctx, { before: entry ? entry[1]() : null });
   });
 }
+
+/**
+ * Picks sections out of `report` by title prefix and remembers which were taken,
+ * so `remainingSections(report, ctx, picker.used)` shows only the others.
+ */
+export function sectionPicker(report) {
+  const used = new Set();
+  return {
+    used,
+    take(prefix) {
+      const [section] = sectionsStarting(report, prefix);
+      if (section) used.add(section);
+      return section;
+    },
+  };
+}

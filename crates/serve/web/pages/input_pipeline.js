@@ -4,11 +4,11 @@
 
 import { append, h } from '../lib/dom.js';
 import { formatNumber, formatPercent, formatUs } from '../lib/format.js';
-import { card, remainingSections, sectionCard, sectionsStarting } from '../components/report_view.js';
+import { card, remainingSections, sectionCard, sectionPicker } from '../components/report_view.js';
 import { notesBlock } from '../components/rich_text.js';
 import { keyFigures } from '../components/stats.js';
 import { pieChart } from '../charts/pie.js';
-import { stepTimeChart } from './step_chart.js';
+import { inputTone, stepTimeChart } from './step_chart.js';
 
 const ms = (value) => `${formatNumber(value, 2)} ms`;
 
@@ -24,12 +24,7 @@ const HOST_INPUT_CATEGORIES = [
 /** Renders the analysis in `answer`. */
 export function render(root, answer, ctx) {
   const { report, result } = answer;
-  const used = new Set();
-  const take = (prefix) => {
-    const [section] = sectionsStarting(report, prefix);
-    if (section) used.add(section);
-    return section;
-  };
+  const { take, used } = sectionPicker(report);
   const summary = take('Summary');
   const steps = take('Step time by category');
   const hostSide = take('Host-side analysis');
@@ -43,7 +38,7 @@ export function render(root, answer, ctx) {
     { label: 'Standard deviation', text: ms(time.standard_deviation), value: time.standard_deviation },
     { label: 'Minimum', text: ms(time.minimum), value: time.minimum },
     { label: 'Maximum', text: ms(time.maximum), value: time.maximum },
-    { label: 'Waiting for input', text: formatPercent(result.bottleneck.input_percent), value: result.bottleneck.input_percent, tone: result.bottleneck.input_classification !== 'no' ? 'bad' : '' },
+    { label: 'Waiting for input', text: formatPercent(result.bottleneck.input_percent), value: result.bottleneck.input_percent, tone: inputTone(result.bottleneck.input_percent) },
     input ? { label: 'Average input time', text: ms(input[1].average), value: input[1].average } : null,
   ].filter(Boolean), { id: 'step-statistics' });
 

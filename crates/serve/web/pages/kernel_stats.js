@@ -1,11 +1,11 @@
 // Kernel stats: total kernel time by kernel name and by op (pies) and the kernel table.
 
 import { append, h } from '../lib/dom.js';
-import { formatNumber } from '../lib/format.js';
+import { formatPs } from '../lib/format.js';
 import { remainingSections, sectionCard, sectionsStarting } from '../components/report_view.js';
 import { groupSum, pieChart } from '../charts/pie.js';
 
-const us = (ns) => `${formatNumber(ns / 1000, 3)} µs`;
+const duration = (ns) => formatPs(ns * 1000);
 
 /** Renders the kernel statistics in `answer`. */
 export function render(root, answer, ctx) {
@@ -15,7 +15,7 @@ export function render(root, answer, ctx) {
   const pie = (title, key) => pieChart({
     title,
     slices: groupSum(kernels, key, (kernel) => kernel.total_duration_ns),
-    format: us,
+    format: duration,
     empty: 'No GPU kernels in this profile.',
   });
   const chart = h('div', { class: 'chart-row', id: 'kernel-pies' },

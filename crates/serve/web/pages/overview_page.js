@@ -3,11 +3,11 @@
 
 import { append, h } from '../lib/dom.js';
 import { formatNumber, formatPercent } from '../lib/format.js';
-import { card, remainingSections, sectionCard, sectionsStarting } from '../components/report_view.js';
+import { card, remainingSections, sectionCard, sectionPicker } from '../components/report_view.js';
 import { notesBlock } from '../components/rich_text.js';
 import { keyFigures, properties } from '../components/stats.js';
 import { pieChart } from '../charts/pie.js';
-import { stepTimeChart } from './step_chart.js';
+import { inputTone, stepTimeChart } from './step_chart.js';
 
 const ms = (value) => `${formatNumber(value, 2)} ms`;
 
@@ -15,12 +15,7 @@ const ms = (value) => `${formatNumber(value, 2)} ms`;
 export function render(root, answer, ctx) {
   const { report, result } = answer;
   const steps = result.steps;
-  const used = new Set();
-  const take = (prefix) => {
-    const [section] = sectionsStarting(report, prefix);
-    if (section) used.add(section);
-    return section;
-  };
+  const { take, used } = sectionPicker(report);
   const summarySection = take('Performance summary');
   const stepSection = take('Step time by category');
   const topSection = take('Top 10');
@@ -49,7 +44,7 @@ function summaryFigures(steps, result) {
   const figures = [
     { label: 'Average step time', text: ms(time.average), value: time.average, tone: 'highlight', title: `over ${steps.steps.length} steps` },
     { label: 'Standard deviation', text: ms(time.standard_deviation), value: time.standard_deviation },
-    { label: 'Input', text: formatPercent(steps.bottleneck.input_percent), value: steps.bottleneck.input_percent, tone: steps.bottleneck.input_classification !== 'no' ? 'bad' : '' },
+    { label: 'Input', text: formatPercent(steps.bottleneck.input_percent), value: steps.bottleneck.input_percent, tone: inputTone(steps.bottleneck.input_percent) },
     { label: 'Steps', text: String(steps.steps.length), value: steps.steps.length },
   ];
   const categories = [

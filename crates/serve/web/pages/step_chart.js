@@ -47,3 +47,11 @@ export function stepTimeChart(steps, { title = 'Step-time graph', splitInput = f
     empty: 'No steps were found in this profile.',
   });
 }
+
+/**
+ * The tone of an input-time share: `bad` from XProf's moderately input-bound
+ * threshold (5 % of step time waiting for input) up.
+ */
+export function inputTone(inputPercent) {
+  return inputPercent >= 5 ? 'bad' : '';
+}

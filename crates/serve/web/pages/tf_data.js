@@ -4,7 +4,7 @@
 
 import { append, clear, h } from '../lib/dom.js';
 import { formatPs } from '../lib/format.js';
-import { card, remainingSections, sectionCard, sectionsStarting } from '../components/report_view.js';
+import { card, remainingSections, sectionCard, sectionPicker } from '../components/report_view.js';
 import { notesBlock } from '../components/rich_text.js';
 import { dataTable } from '../components/data_table.js';
 import { treeGraph } from '../charts/tree.js';
@@ -61,12 +61,7 @@ export function iteratorTree(host, pipeline, call) {
 /** Renders the tf.data analysis in `answer`. */
 export function render(root, answer, ctx) {
   const { report, result } = answer;
-  const used = new Set();
-  const take = (prefix) => {
-    const [section] = sectionsStarting(report, prefix);
-    if (section) used.add(section);
-    return section;
-  };
+  const { take, used } = sectionPicker(report);
   const summary = take('tf.data summary');
   const bottlenecks = take('Bottlenecks');
   const pipelineSection = take('Input pipelines');

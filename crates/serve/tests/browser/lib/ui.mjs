@@ -135,3 +135,23 @@ export function sectionId(title) {
 export async function tooltipValue(page, label) {
   return page.locator('.chart-tooltip .tip-row').filter({ has: page.locator('.tip-label', { hasText: label }) }).first().locator('.tip-value').innerText();
 }
+
+/**
+ * Opens `tool`'s page on all hosts of the newest run and returns that run and the
+ * tool's API answer; skips the spec when the run does not list the tool.
+ */
+export async function openToolPage(t, tool) {
+  const run = await newestRun(t);
+  if (!run.tools.includes(tool)) t.skip(`the run does not list ${tool}`);
+  const answer = await toolAnswer(t, run, tool);
+  await open(t, { run: run.name, tool });
+  return { run, ...answer };
+}
+
+/** Asserts that every report section with a table shows the report's rows (its first page). */
+export async function assertSectionTables(t, report) {
+  for (const section of report.sections.filter((s) => s.table)) {
+    const shown = await readTable(t.page.locator(`#${sectionId(section.title)}`));
+    assertRowsMatch(t.assert, shown.rows, section.table.rows.slice(0, section.main ? 100 : 25), section.title);
+  }
+}

@@ -3,7 +3,7 @@
 // and keeps the choice in the URL; the four pies (host/device × op/op type) show
 // the self time of the rows in the table.
 
-import { assertRowsMatch, newestRun, open, readTable, ready, toolAnswer, tooltipOf } from '../lib/ui.mjs';
+import { assertRowsMatch, openToolPage, readTable, ready, tooltipOf } from '../lib/ui.mjs';
 
 const round = (value, decimals) => Number(value.toFixed(decimals));
 
@@ -18,9 +18,7 @@ function expectedRow(row) {
 
 export default async function (t) {
   const { page, assert } = t;
-  const run = await newestRun(t);
-  const { result } = await toolAnswer(t, run, 'framework_op_stats');
-  await open(t, { run: run.name, tool: 'framework_op_stats' });
+  const { result } = await openToolPage(t, 'framework_op_stats');
   const table = page.locator('#main-table');
 
   let shown = await readTable(table);

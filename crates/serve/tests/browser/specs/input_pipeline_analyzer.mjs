@@ -2,14 +2,11 @@
 // with one column per step, the host-side breakdown (input ops on XSpace, DataLoader
 // stages on PyTorch traces) and the recommendations.
 
-import { assertRowsMatch, assertShows, newestRun, open, readTable, sectionId, toolAnswer } from '../lib/ui.mjs';
+import { assertRowsMatch, assertShows, openToolPage, readTable, sectionId } from '../lib/ui.mjs';
 
 export default async function (t) {
   const { page, assert } = t;
-  const run = await newestRun(t);
-  if (!run.tools.includes('input_pipeline_analyzer')) t.skip('the run has no input pipeline analyzer');
-  const { result, report } = await toolAnswer(t, run, 'input_pipeline_analyzer');
-  await open(t, { run: run.name, tool: 'input_pipeline_analyzer' });
+  const { result, report } = await openToolPage(t, 'input_pipeline_analyzer');
 
   const figures = page.locator('#step-statistics');
   const time = result.step_time_ms;

@@ -1,14 +1,11 @@
 // Kernel stats: the kernel table equals the report's, and the pies show the
 // kernels' total time by kernel name and by op.
 
-import { assertRowsMatch, mainSection, newestRun, open, readTable, toolAnswer, tooltipOf } from '../lib/ui.mjs';
+import { assertRowsMatch, mainSection, openToolPage, readTable, tooltipOf } from '../lib/ui.mjs';
 
 export default async function (t) {
   const { page, assert } = t;
-  const run = await newestRun(t);
-  if (!run.tools.includes('kernel_stats')) t.skip('the run has no GPU kernels');
-  const { result, report } = await toolAnswer(t, run, 'kernel_stats');
-  await open(t, { run: run.name, tool: 'kernel_stats' });
+  const { result, report } = await openToolPage(t, 'kernel_stats');
   const main = mainSection(report);
   const shown = await readTable(page.locator('#main-table'));
   assertRowsMatch(assert, shown.rows, main.table.rows.slice(0, 100), 'kernels');

@@ -3,14 +3,11 @@
 // can be shown and hidden from the legend, and the breakdown table at the peak
 // equals the report's.
 
-import { assertRowsMatch, mainSection, newestRun, open, readTable, shownNumber, toolAnswer } from '../lib/ui.mjs';
+import { assertRowsMatch, mainSection, openToolPage, readTable, shownNumber } from '../lib/ui.mjs';
 
 export default async function (t) {
   const { page, assert } = t;
-  const run = await newestRun(t);
-  if (!run.tools.includes('memory_profile')) t.skip('the run has no memory events');
-  const { result, report } = await toolAnswer(t, run, 'memory_profile');
-  await open(t, { run: run.name, tool: 'memory_profile' });
+  const { result, report } = await openToolPage(t, 'memory_profile');
   const allocator = result.length ? result[0].profile.allocators[0] : undefined;
   if (!allocator) {
     const summary = report.sections.find((section) => section.title.endsWith('Memory profile summary'));

@@ -2,13 +2,11 @@
 // deviation, one column per step in the step-time graph with hover details, the
 // step table, the top ops, and the run environment.
 
-import { assertRowsMatch, assertShows, newestRun, open, readTable, sectionId, toolAnswer, tooltipOf } from '../lib/ui.mjs';
+import { assertRowsMatch, assertShows, openToolPage, readTable, sectionId, tooltipOf } from '../lib/ui.mjs';
 
 export default async function (t) {
   const { page, assert } = t;
-  const run = await newestRun(t);
-  const { result, report } = await toolAnswer(t, run, 'overview_page');
-  await open(t, { run: run.name, tool: 'overview_page' });
+  const { result, report } = await openToolPage(t, 'overview_page');
 
   const figures = page.locator('#summary-figures');
   const time = result.steps.step_time_ms;

@@ -2,13 +2,11 @@
 // chart has one stacked column per worker of that step, and hovering a column shows
 // its step time and bottleneck.
 
-import { assertShows, newestRun, open, ready, toolAnswer, tooltipOf, tooltipValue } from '../lib/ui.mjs';
+import { assertShows, openToolPage, ready, tooltipOf, tooltipValue } from '../lib/ui.mjs';
 
 export default async function (t) {
   const { page, assert } = t;
-  const run = await newestRun(t);
-  const { result } = await toolAnswer(t, run, 'pod_viewer');
-  await open(t, { run: run.name, tool: 'pod_viewer' });
+  const { result } = await openToolPage(t, 'pod_viewer');
   const steps = result.steps;
   if (steps.length === 0) {
     assert.equal(await page.locator('#pod-step').count(), 0, 'no steps: no slider');

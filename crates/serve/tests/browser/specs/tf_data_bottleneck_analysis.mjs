@@ -2,14 +2,11 @@
 // iterator graph of the slowest pipeline's slowest call draws every iterator of the
 // call, the critical path in bold and the bottleneck iterator in red.
 
-import { assertRowsMatch, mainSection, newestRun, open, readTable, toolAnswer } from '../lib/ui.mjs';
+import { assertRowsMatch, mainSection, openToolPage, readTable } from '../lib/ui.mjs';
 
 export default async function (t) {
   const { page, assert } = t;
-  const run = await newestRun(t);
-  if (!run.tools.includes('tf_data_bottleneck_analysis')) t.skip('the run has no tf.data iterators');
-  const { result, report } = await toolAnswer(t, run, 'tf_data_bottleneck_analysis');
-  await open(t, { run: run.name, tool: 'tf_data_bottleneck_analysis' });
+  const { result, report } = await openToolPage(t, 'tf_data_bottleneck_analysis');
 
   const main = mainSection(report);
   assertRowsMatch(assert, (await readTable(page.locator('#main-table'))).rows, main.table.rows.slice(0, 100), 'bottlenecks');

@@ -1,19 +1,12 @@
 // The transfers diagnosis: every section's table equals the report's, and the
 // time-lost pie has a slice per finding kind.
 
-import { assertRowsMatch, newestRun, open, readTable, sectionId, toolAnswer, tooltipOf } from '../lib/ui.mjs';
+import { assertSectionTables, openToolPage, sectionId, tooltipOf } from '../lib/ui.mjs';
 
 export default async function (t) {
   const { page, assert } = t;
-  const run = await newestRun(t);
-  if (!run.tools.includes('transfers')) t.skip('the run has no GPU activity');
-  const { result, report } = await toolAnswer(t, run, 'transfers');
-  await open(t, { run: run.name, tool: 'transfers' });
-  for (const section of report.sections.filter((s) => s.table)) {
-    const card = page.locator(`#${sectionId(section.title)}`);
-    const pageSize = section.main ? 100 : 25;
-    assertRowsMatch(assert, (await readTable(card)).rows, section.table.rows.slice(0, pageSize), section.title);
-  }
+  const { result, report } = await openToolPage(t, 'transfers');
+  await assertSectionTables(t, report);
   const lost = new Map();
   for (const finding of result.findings) lost.set(finding.kind, (lost.get(finding.kind) || 0) + finding.time_lost_ps);
   const kinds = [...lost].filter(([, ps]) => ps > 0).sort((a, b) => b[1] - a[1]);
