@@ -162,6 +162,14 @@ impl TimelineBuilder {
         Ok(EventRef { track: track.0, ordinal })
     }
 
+    /// Reserves room for `additional` more events on `track` (an optimisation for
+    /// callers that know their sizes; unknown tracks are ignored).
+    pub fn reserve_events(&mut self, track: TrackHandle, additional: usize) {
+        if let Some(draft) = self.tracks.get_mut(track.0 as usize) {
+            draft.events.reserve(additional);
+        }
+    }
+
     /// Adds a flow (an arrow) from one event to another, e.g. a kernel launch to the
     /// kernel. Flows naming events that were never added are dropped by `finish`.
     pub fn flow(&mut self, from: EventRef, to: EventRef) {

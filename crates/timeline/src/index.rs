@@ -261,10 +261,14 @@ impl TimelineIndex {
 
     /// The text of name `id` ("" for an unknown id).
     pub fn name(&self, id: NameId) -> &str {
+        std::str::from_utf8(self.name_bytes(id)).unwrap_or("")
+    }
+
+    /// The UTF-8 bytes of name `id` (checked to be UTF-8 when the index was opened).
+    pub(crate) fn name_bytes(&self, id: NameId) -> &[u8] {
         let offsets = self.col::<u64>(Part::NameOffsets);
         let range = offsets.at(id.0 as usize) as usize..offsets.at(id.0 as usize + 1) as usize;
-        let bytes = self.layout.part(self.bytes(), Part::NameBytes);
-        bytes.get(range).and_then(|b| std::str::from_utf8(b).ok()).unwrap_or("")
+        self.layout.part(self.bytes(), Part::NameBytes).get(range).unwrap_or(&[])
     }
 
     fn string(&self, range: Range<usize>) -> &str {

@@ -2,7 +2,8 @@
 //! and the property tests: device streams and host threads, nested call stacks,
 //! durations spread over six orders of magnitude (log-uniform, so most events are
 //! short and a few are long), bursts and idle gaps, a Zipf-like mix of many distinct
-//! names, and launch → kernel flows from host threads to streams.
+//! names, and launch → kernel flows from host threads to the streams' top-level events.
+//! Threads nest up to `max_depth` levels, streams two (kernels in annotations).
 //!
 //! Deterministic: the same [`Synthetic`] always gives the same timeline.
 
@@ -63,6 +64,9 @@ impl Synthetic {
         let budget = |i: usize| self.events / tracks + u64::from((i as u64) < self.events % tracks);
         // Host threads first, so that stream kernels can be linked to their launches.
         let mut launches: Vec<EventRef> = Vec::new();
+        for (i, &track) in threads.iter().chain(&streams).enumerate() {
+            builder.reserve_events(track, usize::try_from(budget(i)).unwrap_or(0));
+        }
         for (i, &track) in threads.iter().enumerate() {
             let mut generator = TrackGenerator { spec: self, rng: &mut rng, names: &names, track, left: budget(i) };
             generator.fill(builder, &mut Ends::Launches(&mut launches))?;
@@ -187,12 +191,16 @@ impl TrackGenerator<'_> {
                 }
             }
             Ends::Kernels(launches) => {
-                if let Some(launch) = launches.next().filter(|_| depth == 0) {
+                if depth == 0
+                    && let Some(launch) = launches.next()
+                {
                     builder.flow(launch, added);
                 }
             }
         }
-        if depth + 1 >= self.spec.max_depth || dur < 4 * MIN_DUR_PS || self.rng.unit() < 0.3 {
+        // Streams nest little (kernels inside an annotation), threads deeply.
+        let max_depth = if matches!(ends, Ends::Kernels(_)) { 2 } else { self.spec.max_depth };
+        if depth + 1 >= max_depth || dur < 4 * MIN_DUR_PS || self.rng.unit() < 0.3 {
             return Ok(());
         }
         let end = start.saturating_add(dur);

@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::builder::NameId;
 use crate::format::Part;
-use crate::index::{FlowDirection, Run, TimelineIndex};
+use crate::index::{Run, TimelineIndex};
 use crate::levels::level_for;
 
 /// A window to draw.
@@ -214,8 +214,8 @@ impl TimelineIndex {
         let names = self.col::<u32>(Part::Name);
         let end_of = |i: usize| starts.at(i).saturating_add(durs.at(i));
         // Events of a run do not overlap: ends are sorted like starts.
-        let lo = partition(run.events.clone(), |i| end_of(i) < start_ps);
-        let hi = partition(lo..run.events.end, |i| starts.at(i) <= end_ps);
+        let lo = partition(run.events.clone(), &|i| end_of(i) < start_ps);
+        let hi = partition(lo..run.events.end, &|i| starts.at(i) <= end_ps);
         if lo >= hi {
             return;
         }
@@ -245,7 +245,7 @@ impl TimelineIndex {
         let count = self.col::<u32>(Part::GroupCount);
         let longest = self.col::<u32>(Part::GroupLongest);
         let group_end = |g: usize| first.at(g) as usize + count.at(g) as usize;
-        let mut g = partition(level.groups.clone(), |g| group_end(g) <= lo);
+        let mut g = partition(level.groups.clone(), &|g| group_end(g) <= lo);
         let mut i = lo;
         while i < hi {
             let next_group = if g < level.groups.end { (first.at(g) as usize).max(lo) } else { hi };
@@ -298,15 +298,30 @@ impl TimelineIndex {
         collect.flush();
     }
 
-    /// The flows with an end among `events`, each once, with both ends' track and start.
+    /// The flows with an end among `events`, each once, with both ends' track and
+    /// start. The ids are sorted and walked along both flow tables with galloping
+    /// searches, so few flows among many events cost little.
     fn flows_touching(&self, events: impl Iterator<Item = u32>) -> Vec<VisibleFlow> {
+        if self.flow_count() == 0 {
+            return Vec::new();
+        }
+        let mut ids: Vec<u32> = events.collect();
+        ids.sort_unstable();
+        ids.dedup();
         let mut pairs: Vec<(u32, u32)> = Vec::new();
-        for id in events {
-            for link in self.flows_of(id) {
-                pairs.push(match link.direction {
-                    FlowDirection::Out => (id, link.event),
-                    FlowDirection::In => (link.event, id),
-                });
+        for (key_part, other_part, outgoing) in
+            [(Part::FlowFromSource, Part::FlowFromTarget, true), (Part::FlowToTarget, Part::FlowToSource, false)]
+        {
+            let keys = self.col::<u32>(key_part);
+            let others = self.col::<u32>(other_part);
+            let mut at = 0usize;
+            for &id in &ids {
+                at = gallop(at, keys.len(), |i| keys.at(i) < id);
+                while at < keys.len() && keys.at(at) == id {
+                    let other = others.at(at);
+                    pairs.push(if outgoing { (id, other) } else { (other, id) });
+                    at += 1;
+                }
             }
         }
         pairs.sort_unstable();
@@ -328,8 +343,24 @@ impl TimelineIndex {
     }
 }
 
+/// The first index in `from..len` where `pred` turns false, searching forward from
+/// `from` in doubling steps (cheap when the answer is near).
+fn gallop(from: usize, len: usize, pred: impl Fn(usize) -> bool) -> usize {
+    let mut step = 1usize;
+    let mut lo = from;
+    while lo < len && pred(lo) {
+        let probe = lo.saturating_add(step);
+        if probe >= len || !pred(probe) {
+            return partition(lo + 1..probe.min(len), &pred);
+        }
+        lo = probe;
+        step *= 2;
+    }
+    lo
+}
+
 /// The first index in `range` where `pred` turns false (it must be true on a prefix).
-fn partition(range: std::ops::Range<usize>, pred: impl Fn(usize) -> bool) -> usize {
+fn partition(range: std::ops::Range<usize>, pred: &impl Fn(usize) -> bool) -> usize {
     let (mut lo, mut hi) = (range.start, range.end);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
@@ -485,5 +516,19 @@ mod tests {
         let view = index.view(&Viewport { start_ps: 300, end_ps: 2000, width_px: 100, tracks: None });
         assert_eq!(view.flows.len(), 1);
         assert!(index.view(&Viewport { start_ps: 5000, end_ps: 6000, width_px: 100, tracks: None }).flows.is_empty());
+    }
+}
+
+#[cfg(test)]
+mod gallop_tests {
+    #[test]
+    fn galloping_finds_the_same_boundary_as_a_scan() {
+        let values: Vec<u32> = (0..200).map(|i| i / 3).collect();
+        for from in [0, 1, 5, 100, 199, 200] {
+            for target in [0, 1, 2, 30, 66, 67, 500] {
+                let expected = (from..values.len()).find(|&i| values[i] >= target).unwrap_or(values.len());
+                assert_eq!(super::gallop(from, values.len(), |i| values[i] < target), expected, "{from} {target}");
+            }
+        }
     }
 }
