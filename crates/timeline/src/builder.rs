@@ -250,7 +250,7 @@ pub(crate) struct LevelRecord {
     pub(crate) group_count: u64,
 }
 
-/// A finished index in memory, ready to be written ([`crate::cache`]) or opened
+/// A finished index in memory, ready to be written ([`BuiltIndex::write`]) or opened
 /// directly ([`BuiltIndex::into_index`]). Event ids are positions in the event
 /// columns: tracks in order, then depths, then start times.
 #[derive(Clone, Debug, PartialEq)]

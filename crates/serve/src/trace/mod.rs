@@ -4,7 +4,7 @@
 //!
 //! The one design decision to know: every endpoint answers from the host's
 //! level-of-detail index (`mlprof-timeline`), built once per (run, host) and cached on
-//! disk ([`host_index`]); only `event` reads the model, for the args, so a restarted
+//! disk (`host_index.rs`); only `event` reads the model, for the args, so a restarted
 //! server answers `meta`, `view` and `search` from the cache file without reading the
 //! profile again.
 
