@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use mlprof_serve::{Config, ServeError, Server};
+use mlprof_web::{Config, ServeError, Server};
 
 use crate::Failure;
 

@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use mlprof_serve::testing::get;
+use mlprof_web::testing::get;
 use serde_json::Value;
 
 fn data(rel: &str) -> PathBuf {

@@ -1,9 +1,9 @@
 //! The web UI in a real browser: for each fixture, `mlprof serve FIXTURE --port 0`
-//! and `node crates/serve/tests/browser/run.mjs URL`, which drives Debian's Chromium
+//! and `node crates/web/tests/browser/run.mjs URL`, which drives Debian's Chromium
 //! through every tool page with Playwright (console errors, numbers against the API,
 //! sorting, filtering, CSV export, foreign requests; see run.mjs and specs/).
 //!
-//! Needs `/usr/bin/chromium`, `node` and `npm ci` in crates/serve/tests/browser
+//! Needs `/usr/bin/chromium`, `node` and `npm ci` in crates/web/tests/browser
 //! (`.ci/run` does both). Where one is missing the tests say so and pass, unless
 //! `MLPROF_REQUIRE_PEERS` is set: then they fail. Screenshots land in
 //! `target/ui-screenshots/FIXTURE-PAGE.png`.
@@ -23,7 +23,7 @@ fn repo_root() -> PathBuf {
 }
 
 fn browser_tests() -> PathBuf {
-    repo_root().join("crates/serve/tests/browser")
+    repo_root().join("crates/web/tests/browser")
 }
 
 /// Why the browser tests cannot run here, if they cannot.
@@ -37,7 +37,7 @@ fn missing_peer() -> Option<String> {
     }
     let playwright = browser_tests().join("node_modules/playwright-core/package.json");
     if !playwright.exists() {
-        return Some(format!("{} is missing (npm ci in crates/serve/tests/browser)", playwright.display()));
+        return Some(format!("{} is missing (npm ci in crates/web/tests/browser)", playwright.display()));
     }
     None
 }

@@ -1,4 +1,4 @@
-// The server's JSON API (crates/serve/API.md): fetching, errors, and ids wider
+// The server's JSON API (crates/web/API.md): fetching, errors, and ids wider
 // than a double.
 
 /** An answer the server refused, with its `{"error": …}` line. */

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use mlprof_model::Host;
-use mlprof_serve::testing::{HttpResponse, TestServer};
+use mlprof_web::testing::{HttpResponse, TestServer};
 use serde_json::Value;
 
 fn data(relative: &str) -> PathBuf {

@@ -1,5 +1,5 @@
 //! mlprof's web UI server: `mlprof serve PATH` serves the pages embedded from
-//! `crates/serve/web/` and the JSON API described in `crates/serve/API.md` over the
+//! `crates/web/web/` and the JSON API described in `crates/web/API.md` over the
 //! profiles found under PATH, on 127.0.0.1 by default, working fully offline.
 //!
 //! The one design decision to know: the runs are discovered once at start

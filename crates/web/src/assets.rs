@@ -1,4 +1,4 @@
-//! The web UI's files, embedded in the binary from `crates/serve/web/` (in debug builds
+//! The web UI's files, embedded in the binary from `crates/web/web/` (in debug builds
 //! rust-embed reads them from that folder on each request, so pages can be edited
 //! without rebuilding): `/` answers `index.html`, `/static/PATH` answers `web/PATH`.
 //!

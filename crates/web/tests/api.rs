@@ -11,7 +11,7 @@ use mlprof_analysis::report::Report;
 use mlprof_analysis::steps::Breakdown;
 use mlprof_analysis::tools::{Analysis, ToolOptions};
 use mlprof_model::{Host, Session};
-use mlprof_serve::testing::{HttpResponse, TestServer};
+use mlprof_web::testing::{HttpResponse, TestServer};
 use serde_json::{Value, json};
 
 fn data(relative: &str) -> PathBuf {
