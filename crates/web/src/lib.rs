@@ -18,6 +18,7 @@ mod security;
 pub mod select;
 mod server;
 pub mod state;
+mod streamed;
 pub mod testing;
 pub mod tool_output;
 pub mod tool_request;

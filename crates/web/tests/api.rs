@@ -291,11 +291,14 @@ fn every_response_carries_the_security_headers() {
 }
 
 #[test]
-fn large_answers_are_compressed_when_the_client_accepts_it() {
+fn large_answers_are_streamed_and_compressed_when_the_client_accepts_it() {
     let fixture = serve(&data(TF_LOGDIR));
     let target = "/api/tool?run=2026_11_21_19_24_08&tool=framework_op_stats";
     let plain = fixture.get(target);
     assert_eq!(plain.header("content-encoding"), None);
+    // Streamed as it is serialised: no length known up front.
+    assert_eq!(plain.header("transfer-encoding"), Some("chunked"));
+    assert_eq!(plain.header("content-length"), None);
     let gzipped = fixture.server.get(target, &[("Accept-Encoding", "gzip")]).expect("answered");
     assert_eq!(gzipped.header("content-encoding"), Some("gzip"));
     assert!(gzipped.body.len() * 4 < plain.body.len(), "{} vs {} bytes", gzipped.body.len(), plain.body.len());

@@ -3,28 +3,36 @@
 
 use std::sync::Arc;
 
-use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use mlprof_analysis::report::Report;
-use serde::Serialize;
-use serde_json::Value;
+use serde::ser::{Serialize, SerializeStruct, Serializer};
 
 use crate::error::ApiError;
 use crate::params::ApiQuery;
 use crate::state::AppState;
-use crate::tool_output::tool_output;
+use crate::streamed;
+use crate::tool_output::{ToolOutput, tool_output};
 use crate::tool_request::{ToolQuery, ToolRequest};
 
-/// The answer of `/api/tool`.
-#[derive(Serialize)]
-struct ToolAnswer<'a> {
-    run: &'a str,
-    hosts: &'a [String],
-    tool: &'a str,
-    report: &'a Report,
-    result: &'a Value,
+/// The answer of `/api/tool`: `{run, hosts, tool, report, result}`, serialised from the
+/// cached output without copying it.
+struct ToolAnswer {
+    run: String,
+    tool: &'static str,
+    output: Arc<ToolOutput>,
+}
+
+impl Serialize for ToolAnswer {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut answer = serializer.serialize_struct("ToolAnswer", 5)?;
+        answer.serialize_field("run", &self.run)?;
+        answer.serialize_field("hosts", &self.output.hosts)?;
+        answer.serialize_field("tool", self.tool)?;
+        answer.serialize_field("report", &self.output.report)?;
+        answer.serialize_field("result", &self.output.result)?;
+        answer.end()
+    }
 }
 
 /// `GET /api/tool?run&host&tool[&breakdown][&gap_threshold]`.
@@ -37,14 +45,7 @@ pub async fn tool(
     }
     let request = ToolRequest::parse(&query, &state)?;
     let output = tool_output(&state, &request).await?;
-    let answer = ToolAnswer {
-        run: &request.run,
-        hosts: &output.hosts,
-        tool: request.tool.name(),
-        report: &output.report,
-        result: &output.result,
-    };
-    Ok(Json(answer).into_response())
+    Ok(streamed::json(ToolAnswer { run: request.run.clone(), tool: request.tool.name(), output }))
 }
 
 /// `GET /api/csv?run&host&tool[&sort=COLUMN[:asc|desc]]`.

@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::Json;
 use axum::extract::State;
+use axum::response::Response;
 use mlprof_timeline::{NameId, TimelineIndex, View, Viewport};
 use serde::{Deserialize, Serialize};
 
@@ -55,7 +55,7 @@ struct TrackItems {
 pub(crate) async fn view(
     State(state): State<Arc<AppState>>,
     ApiQuery(query): ApiQuery<ViewQuery>,
-) -> Result<Json<ViewAnswer>, ApiError> {
+) -> Result<Response, ApiError> {
     let (run, host) = run_and_host(&state, &query.run, &query.host)?;
     let start_ps: i64 = number(&query.start_ps, "start_ps")?;
     let end_ps: i64 = number(&query.end_ps, "end_ps")?;
@@ -74,7 +74,7 @@ pub(crate) async fn view(
     })
     .await
     .map_err(|e| ApiError::internal(format!("trace view: {e}")))?;
-    Ok(Json(view))
+    Ok(crate::streamed::json(view))
 }
 
 /// The `tracks` parameter: comma-separated track ids of this host (400 otherwise);
