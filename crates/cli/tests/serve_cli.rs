@@ -1,50 +1,17 @@
 //! `mlprof serve` as a user runs it: errors for a bad path, the URL line with the
 //! port actually bound, and answers equal to `mlprof analyze`'s for the same tool.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use mlprof_web::testing::get;
+use served::serve;
+
+mod served;
 use serde_json::Value;
 
 fn data(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(rel)
-}
-
-/// A running `mlprof serve`, killed when dropped.
-struct Served {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(path: &Path, cache: &Path) -> Served {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mlprof"))
-        .arg("serve")
-        .arg(path)
-        .args(["--port", "0", "--cache-dir"])
-        .arg(cache)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("mlprof starts");
-    let stdout = child.stdout.take().expect("stdout piped");
-    let mut first = String::new();
-    BufReader::new(stdout).read_line(&mut first).expect("a first line");
-    // From here on the child is killed whatever the assertions say.
-    let mut served = Served { child, url: String::new() };
-    let url = first.trim_end().strip_prefix("mlprof serve: ").expect("the URL line").to_string();
-    let port = url.strip_prefix("http://127.0.0.1:").and_then(|rest| rest.strip_suffix('/')).expect("127.0.0.1 URL");
-    assert!(port.parse::<u16>().is_ok_and(|p| p != 0), "{first:?}");
-    served.url = url;
-    served
 }
 
 fn analyze(path: &Path, args: &[&str]) -> String {

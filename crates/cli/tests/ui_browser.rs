@@ -8,10 +8,13 @@
 //! `MLPROF_REQUIRE_PEERS` is set: then they fail. Screenshots land in
 //! `target/ui-screenshots/FIXTURE-PAGE.png`.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Mutex;
+
+use served::serve;
+
+mod served;
 
 /// One browser at a time: the specs time page loads, and CI machines are small.
 static BROWSER: Mutex<()> = Mutex::new(());
@@ -40,43 +43,6 @@ fn missing_peer() -> Option<String> {
         return Some(format!("{} is missing (npm ci in crates/web/tests/browser)", playwright.display()));
     }
     None
-}
-
-/// A running `mlprof serve`, killed when dropped.
-struct Served {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(profile: &Path, cache: &Path) -> Served {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mlprof"))
-        .arg("serve")
-        .arg(profile)
-        .args(["--port", "0", "--cache-dir"])
-        .arg(cache)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("mlprof serve starts");
-    let stdout = child.stdout.take().expect("stdout piped");
-    let mut first = String::new();
-    let read = BufReader::new(stdout).read_line(&mut first);
-    // From here on the server is killed whatever happens.
-    let mut served = Served { child, url: String::new() };
-    read.expect("mlprof serve prints its URL");
-    served.url = first
-        .trim_end()
-        .strip_prefix("mlprof serve: ")
-        .unwrap_or_else(|| panic!("the URL line: {first:?}"))
-        .to_string();
-    served
 }
 
 /// Serves `fixture` (under tests/data) and runs every browser spec against it.
