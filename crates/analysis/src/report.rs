@@ -1,13 +1,16 @@
 //! The neutral, render-ready shape of a tool's result: titled sections, each with
 //! sentences and at most one table of typed cells. Tools build a [`Report`]; the CLI
-//! turns it into aligned text tables or CSV, the web UI into HTML.
+//! turns it into aligned text tables, the web UI into HTML; both export the main table
+//! with [`Report::to_csv`] after an optional [`Report::sort_main_table`].
 //!
 //! The one design decision to know: cells keep their numeric value next to the text
 //! a person reads, so any column sorts correctly (numbers as numbers) in every view.
+//! In JSON a cell is a string or a number (a real rounded to the decimals it is shown
+//! with).
 
 use std::cmp::Ordering;
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 /// A tool's result laid out for people.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -16,6 +19,65 @@ pub struct Report {
     pub tool: String,
     /// Sections in reading order.
     pub sections: Vec<Section>,
+}
+
+impl Report {
+    /// The main table (the one exported as CSV), if the report has one.
+    pub fn main_table(&self) -> Option<&Table> {
+        self.sections.iter().find(|s| s.main).and_then(|s| s.table.as_ref())
+    }
+
+    /// Sorts the main table by `spec`: `COLUMN`, `COLUMN:asc` or `COLUMN:desc`
+    /// (default descending), the column named as [`Table::column_index`] accepts.
+    /// The error is one line naming the known columns.
+    pub fn sort_main_table(&mut self, spec: &str) -> Result<(), String> {
+        let (column, descending) = match spec.rsplit_once(':') {
+            Some((column, "asc")) => (column, false),
+            Some((column, "desc")) => (column, true),
+            _ => (spec, true),
+        };
+        let Some(table) = self.sections.iter_mut().find(|s| s.main).and_then(|s| s.table.as_mut()) else {
+            return Err(format!("{} has no table to sort", self.tool));
+        };
+        let Some(index) = table.column_index(column) else {
+            return Err(format!("no column {column:?}; columns: {}", table.columns.join(", ")));
+        };
+        table.sort_by_column(index, descending);
+        Ok(())
+    }
+
+    /// The main table as CSV (RFC 4180 quoting, `\n` line ends, cells as shown), or
+    /// `None` when the report has no main table: what `mlprof analyze --format csv`
+    /// and the web UI's "Export CSV" write.
+    pub fn to_csv(&self) -> Option<String> {
+        let table = self.main_table()?;
+        let mut out = String::new();
+        write_csv_row(&mut out, table.columns.iter().map(String::as_str));
+        for row in &table.rows {
+            let values: Vec<String> = row.iter().map(Cell::display).collect();
+            write_csv_row(&mut out, values.iter().map(String::as_str));
+        }
+        Some(out)
+    }
+}
+
+/// Appends one CSV record, quoting values that hold a comma, quote or line break.
+fn write_csv_row<'a>(out: &mut String, values: impl Iterator<Item = &'a str>) {
+    let mut first = true;
+    for value in values {
+        if !first {
+            out.push(',');
+        }
+        first = false;
+        if value.contains([',', '"', '\n', '\r']) {
+            out.push('"');
+            out.push_str(&value.replace('"', "\"\""));
+            out.push('"');
+        } else {
+            out.push_str(value);
+        }
+    }
+    out.push('\n');
 }
 
 /// One titled part of a report.
@@ -125,9 +187,9 @@ pub fn clip(text: &str, max_chars: usize) -> String {
     }
 }
 
-/// One table cell.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(untagged)]
+/// One table cell. In JSON: a string, an integer, or a number rounded to the
+/// decimals it is shown with (`null` for a value that is not finite).
+#[derive(Clone, Debug, PartialEq)]
 pub enum Cell {
     /// Text.
     Text(String),
@@ -138,9 +200,20 @@ pub enum Cell {
         /// The value.
         value: f64,
         /// Decimals to show.
-        #[serde(skip)]
         decimals: u8,
     },
+}
+
+impl Serialize for Cell {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Cell::Text(text) => serializer.serialize_str(text),
+            Cell::Int(value) => serializer.serialize_i64(*value),
+            Cell::Num { value, .. } if !value.is_finite() => serializer.serialize_none(),
+            // The shown text parses back to the rounded value exactly as printed.
+            Cell::Num { value, .. } => serializer.serialize_f64(self.display().parse().unwrap_or(*value)),
+        }
+    }
 }
 
 impl Cell {
@@ -208,6 +281,33 @@ impl From<i64> for Cell {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sample() -> Report {
+        let mut table = Table::new(["Op", "Time (us)"]);
+        table.push(vec![Cell::text("a,b"), Cell::num(1.5, 1)]);
+        table.push(vec![Cell::text("c\"d"), Cell::num(20.04, 1)]);
+        Report { tool: "t".into(), sections: vec![Section::new("S").note("n").with_table(table).main()] }
+    }
+
+    #[test]
+    fn csv_quotes_and_sorting_by_slug() {
+        let mut report = sample();
+        report.sort_main_table("time_us").expect("column exists");
+        assert_eq!(report.to_csv().expect("main table"), "Op,Time (us)\n\"c\"\"d\",20.0\n\"a,b\",1.5\n");
+        report.sort_main_table("Time (us):asc").expect("column exists");
+        assert_eq!(report.main_table().expect("main table").rows[0][0], Cell::text("a,b"));
+        let error = report.sort_main_table("nope").expect_err("no such column");
+        assert_eq!(error, "no column \"nope\"; columns: Op, Time (us)");
+        let without_main = Report { tool: "x".into(), sections: vec![Section::new("S")] };
+        assert_eq!(without_main.to_csv(), None);
+    }
+
+    #[test]
+    fn cells_are_strings_or_numbers_as_shown_in_json() {
+        let cells = [Cell::text("a"), Cell::Int(7), Cell::num(20.04, 1), Cell::num(f64::NAN, 2)];
+        let json = serde_json::to_string(&cells).expect("serializes");
+        assert_eq!(json, r#"["a",7,20.0,null]"#);
+    }
 
     #[test]
     fn sorts_numbers_numerically_and_finds_columns_by_slug() {

@@ -69,13 +69,14 @@ pub fn analyze(sessions: &[Session], request: &Request<'_>) -> Result<String, Fa
             AnalyzeFormat::Table | AnalyzeFormat::Csv | AnalyzeFormat::HtaCsv => {
                 let mut report = result.report();
                 if let Some(spec) = request.sort {
-                    report_view::sort_main_table(&mut report, spec).map_err(Failure::input)?;
+                    report.sort_main_table(spec).map_err(Failure::input)?;
                 }
                 if matches!(request.format, AnalyzeFormat::Csv) {
                     if tools.len() > 1 {
                         return Err(Failure::input("--format csv writes one tool's main table; choose it with --tool"));
                     }
-                    let csv = report_view::render_csv(&report)
+                    let csv = report
+                        .to_csv()
                         .ok_or_else(|| Failure::nothing(format!("{tool} has no main table to export")))?;
                     text.push_str(&csv);
                 } else {

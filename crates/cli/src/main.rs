@@ -1,5 +1,6 @@
 //! The `mlprof` command: `info`, `analyze`, `convert` and `diff` over any profile path mlprof
-//! reads, and `capture` from running jobs over TensorFlow's profiler gRPC API.
+//! reads, `serve` (the web UI over them), and `capture` from running jobs over
+//! TensorFlow's profiler gRPC API.
 //!
 //! Exit codes: 0 ok, 1 the input was read but holds nothing usable, 2 bad input or
 //! usage. Every error is printed as one line on stderr.
@@ -12,6 +13,7 @@ mod gpu;
 mod info_view;
 mod report_view;
 mod select;
+mod serve;
 mod transfers;
 
 use std::path::PathBuf;
@@ -103,6 +105,9 @@ enum Command {
     /// (tf.profiler.experimental.server.start(port), jax.profiler.start_server(port)) into
     /// a TensorBoard log directory: LOGDIR/plugins/profile/<session>/<host_port>.xplane.pb.
     Capture(capture::CaptureArgs),
+    /// Serve the web UI (the tools' pages and a trace viewer) for the profiles under a
+    /// path, fully offline; prints `mlprof serve: http://HOST:PORT/` and serves until Ctrl-C.
+    Serve(serve::ServeArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -229,6 +234,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Diff(args) => diff::run(args, verbose),
         Command::Capture(args) => capture::run(args, verbose),
+        Command::Serve(args) => serve::run(args, verbose),
     }
 }
 

@@ -1,5 +1,6 @@
 //! Rendering an analysis [`Report`] for a terminal (aligned tables and wrapped
-//! sentences) or as CSV (the tool's main table, like the TF Profiler's "Export as CSV").
+//! sentences); the CSV of its main table (like the TF Profiler's "Export as CSV") is
+//! [`Report::to_csv`], shared with the web UI.
 
 use std::fmt::Write;
 
@@ -67,62 +68,14 @@ fn render_table(table: &Table, out: &mut String) {
     }
 }
 
-/// The report's main table as CSV (RFC 4180 quoting), or `None` when it has none.
-pub fn render_csv(report: &Report) -> Option<String> {
-    let table = report.sections.iter().find(|s| s.main).and_then(|s| s.table.as_ref())?;
-    let mut out = String::new();
-    write_csv_row(&mut out, table.columns.iter().map(String::as_str));
-    for row in &table.rows {
-        let values: Vec<String> = row.iter().map(|c| c.display()).collect();
-        write_csv_row(&mut out, values.iter().map(String::as_str));
-    }
-    Some(out)
-}
-
-fn write_csv_row<'a>(out: &mut String, values: impl Iterator<Item = &'a str>) {
-    let mut first = true;
-    for value in values {
-        if !first {
-            out.push(',');
-        }
-        first = false;
-        if value.contains([',', '"', '\n', '\r']) {
-            out.push('"');
-            out.push_str(&value.replace('"', "\"\""));
-            out.push('"');
-        } else {
-            out.push_str(value);
-        }
-    }
-    out.push('\n');
-}
-
-/// Sorts the main table of `report` by `spec` (`COLUMN`, `COLUMN:asc` or
-/// `COLUMN:desc`; default descending). Errors name the known columns.
-pub fn sort_main_table(report: &mut Report, spec: &str) -> Result<(), String> {
-    let (column, descending) = match spec.rsplit_once(':') {
-        Some((column, "asc")) => (column, false),
-        Some((column, "desc")) => (column, true),
-        _ => (spec, true),
-    };
-    let Some(table) = report.sections.iter_mut().find(|s| s.main).and_then(|s| s.table.as_mut()) else {
-        return Err(format!("{} has no table to sort", report.tool));
-    };
-    let Some(index) = table.column_index(column) else {
-        return Err(format!("no column {column:?}; columns: {}", table.columns.join(", ")));
-    };
-    table.sort_by_column(index, descending);
-    Ok(())
-}
-
 /// A tool's report as text (`csv` false) or its main table as CSV, sorted by `sort`
 /// first when given; `tool` names the tool in the error when it has no main table.
 pub fn render_sorted(mut report: Report, csv: bool, sort: Option<&str>, tool: &str) -> Result<String, Failure> {
     if let Some(spec) = sort {
-        sort_main_table(&mut report, spec).map_err(Failure::input)?;
+        report.sort_main_table(spec).map_err(Failure::input)?;
     }
     if csv {
-        render_csv(&report).ok_or_else(|| Failure::nothing(format!("{tool} has no main table to export")))
+        report.to_csv().ok_or_else(|| Failure::nothing(format!("{tool} has no main table to export")))
     } else {
         Ok(render_text(&report))
     }
@@ -139,20 +92,13 @@ mod tests {
     use super::*;
     use mlprof_analysis::report::{Cell, Section};
 
-    fn sample() -> Report {
-        let mut table = Table::new(["Op", "Time (us)"]);
-        table.push(vec![Cell::text("a,b"), Cell::num(1.5, 1)]);
-        table.push(vec![Cell::text("c"), Cell::num(20.0, 1)]);
-        Report { tool: "t".into(), sections: vec![Section::new("S").note("n").with_table(table).main()] }
-    }
-
     #[test]
-    fn csv_quotes_and_sorting_by_slug() {
-        let mut report = sample();
-        sort_main_table(&mut report, "time_us").expect("column exists");
-        assert_eq!(render_csv(&report).expect("main table"), "Op,Time (us)\nc,20.0\n\"a,b\",1.5\n");
-        assert!(sort_main_table(&mut report, "nope").is_err());
+    fn tables_align_numbers_right() {
+        let mut table = Table::new(["Op", "Time (us)"]);
+        table.push(vec![Cell::text("c"), Cell::num(20.0, 1)]);
+        table.push(vec![Cell::text("a,b"), Cell::num(1.5, 1)]);
+        let report = Report { tool: "t".into(), sections: vec![Section::new("S").note("n").with_table(table).main()] };
         let text = render_text(&report);
-        assert!(text.contains("Op   Time (us)\n---  ---------\nc         20.0"), "{text}");
+        assert!(text.contains("Op   Time (us)\n---  ---------\nc         20.0\na,b        1.5"), "{text}");
     }
 }

@@ -1,0 +1,161 @@
+//! The timeline index at scale: builds the index of a generated trace of 100 million
+//! events ([`Synthetic::realistic`]: 8 streams, 24 threads, nested stacks, log-uniform
+//! durations, 50 000 names), writes it, reopens it (mapped, checksum verified) and
+//! times random viewport queries, searches and lookups. Prints rates, sizes, latency
+//! percentiles and peak memory (`VmHWM`). Not a test; numbers go into notes.
+//!
+//! ```text
+//! cargo run --release -p mlprof-timeline --example scale -- [EVENTS] [QUERIES]
+//! ```
+//! EVENTS defaults to 100 000 000, QUERIES to 1000. The index is written under
+//! `$MLPROF_BENCH_DIR` (default `/var/tmp/mlprof-bench`) and removed at the end.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use mlprof_timeline::synthetic::Synthetic;
+use mlprof_timeline::{CacheKey, TimelineBuilder, TimelineIndex, Viewport};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let events: u64 = args.next().map(|a| a.parse()).transpose()?.unwrap_or(100_000_000);
+    let queries: usize = args.next().map(|a| a.parse()).transpose()?.unwrap_or(1000);
+    let dir = PathBuf::from(std::env::var("MLPROF_BENCH_DIR").unwrap_or_else(|_| "/var/tmp/mlprof-bench".into()));
+    let path = dir.join(format!("timeline-scale-{events}.mltl"));
+    let key = CacheKey {
+        source_path: "generated".into(),
+        source_bytes: events,
+        source_modified_ns: 0,
+        variant: "scale".into(),
+    };
+
+    println!("timeline index at scale: {events} generated events, {queries} viewport queries");
+    let t = Instant::now();
+    let mut builder = TimelineBuilder::new();
+    Synthetic::realistic(events, 42).add_to(&mut builder)?;
+    let generated = t.elapsed();
+    row("generate events", generated, events, &memory());
+
+    let t = Instant::now();
+    let built = builder.finish()?;
+    let laid_out = t.elapsed();
+    row("build index (finish)", laid_out, events, &memory());
+
+    let t = Instant::now();
+    built.write(&path, &key)?;
+    let written = t.elapsed();
+    let file_bytes = std::fs::metadata(&path)?.len();
+    row("write file", written, events, &memory());
+    drop(built);
+
+    let t = Instant::now();
+    let index = TimelineIndex::open(&path, &key)?;
+    let opened = t.elapsed();
+    row("reopen (mmap + checksum + tables)", opened, events, &memory());
+    let (first, last) = index.span_ps();
+    println!(
+        "index: {} events, {} tracks, {} names, {} flows, span {:.3} s, file {:.1} MB ({:.1} bytes/event)",
+        index.event_count(),
+        index.track_count(),
+        index.name_count(),
+        index.flow_count(),
+        (last - first) as f64 / 1e12,
+        file_bytes as f64 / 1e6,
+        file_bytes as f64 / index.event_count().max(1) as f64
+    );
+    println!(
+        "build rate: {:.2} M events/s (finish only), {:.2} M events/s (finish + write)",
+        events as f64 / laid_out.as_secs_f64() / 1e6,
+        events as f64 / (laid_out + written).as_secs_f64() / 1e6
+    );
+
+    // Random viewports at random zooms: from the whole trace down to 1/2^40 of it.
+    let mut rng = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let mut latencies = Vec::with_capacity(queries);
+    let (mut items, mut max_items) = (0usize, 0usize);
+    for _ in 0..queries {
+        let zoom = 1i64 << (next() % 41);
+        let len = ((last - first) / zoom).max(1000);
+        let start = first + (next() % ((last - first - len).max(1) as u64)) as i64;
+        let width_px = 1000 + (next() % 1500) as u32;
+        let t = Instant::now();
+        let view = index.view(&Viewport { start_ps: start, end_ps: start + len, width_px, tracks: None });
+        latencies.push(t.elapsed());
+        let n: usize = view.tracks.iter().map(|t| t.events.len() + t.merged.len()).sum();
+        items += n;
+        max_items = max_items.max(n);
+    }
+    percentiles("viewport (random zoom)", &mut latencies);
+    println!("  items per answer: mean {}, max {max_items}", items / queries.max(1));
+    let mut whole = Vec::new();
+    for _ in 0..20 {
+        let t = Instant::now();
+        let view = index.view(&Viewport { start_ps: first, end_ps: last, width_px: 2000, tracks: None });
+        whole.push(t.elapsed());
+        std::hint::black_box(view);
+    }
+    percentiles("viewport (whole trace, 2000 px)", &mut whole);
+
+    for query in ["matmul", "relu_3", "NCCL::", "dataloader_next_16", "no such event"] {
+        let t = Instant::now();
+        let found = index.search(query, 100);
+        println!("search {query:>22}: {:>9.3} ms, {} matches", ms(t.elapsed()), found.total);
+    }
+    let mut lookups = Vec::new();
+    for _ in 0..queries {
+        let id = (next() % index.event_count().max(1)) as u32;
+        let t = Instant::now();
+        std::hint::black_box((index.event(id), index.flows_of(id)));
+        lookups.push(t.elapsed());
+    }
+    percentiles("event lookup + flows", &mut lookups);
+    println!("memory at the end: {}", memory());
+    drop(index);
+    std::fs::remove_file(&path)?;
+    Ok(())
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn row(what: &str, took: Duration, events: u64, memory: &str) {
+    println!(
+        "{what:<36} {:>8.2} s  {:>7.2} M events/s   {memory}",
+        took.as_secs_f64(),
+        events as f64 / took.as_secs_f64() / 1e6
+    );
+}
+
+fn percentiles(what: &str, latencies: &mut [Duration]) {
+    latencies.sort();
+    let at = |p: f64| latencies.get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1)));
+    let show = |d: Option<&Duration>| d.map_or(0.0, |d| ms(*d));
+    println!(
+        "{what:<36} p50 {:.3} ms  p95 {:.3} ms  p99 {:.3} ms  max {:.3} ms",
+        show(at(0.5)),
+        show(at(0.95)),
+        show(at(0.99)),
+        show(latencies.last())
+    );
+}
+
+/// Peak and current resident memory from /proc/self/status.
+fn memory() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<u64>().ok())
+            .map_or("n/a".to_string(), |kb| format!("{:.2} GB", kb as f64 / 1e6))
+    };
+    format!("peak RSS {}, RSS {}", field("VmHWM:"), field("VmRSS:"))
+}

@@ -1,0 +1,522 @@
+//! Building an index from sections, tracks, events and flows, without the model.
+//!
+//! The builder only collects: events go to their track's list as they come, in any
+//! order. [`TimelineBuilder::finish`] then lays the index out track by track — sort by
+//! start, assign depths ([`crate::depth`]), order by (depth, start) so that each depth
+//! of a track (a *run*) is one contiguous range of event ids, build the run's levels
+//! ([`crate::levels`]) — freeing each track's input as it goes, then the per-name
+//! postings in time order and the flows by both ends.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+use serde::Serialize;
+
+use crate::depth::assign_depths;
+use crate::error::BuildError;
+use crate::levels::build_levels;
+
+/// The most events one index holds (event ids are `u32`).
+pub const MAX_EVENTS: u64 = u32::MAX as u64 - 1;
+
+/// What a section of the timeline shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SectionKind {
+    /// A device (GPU, TPU, …): its streams and the lines derived for it.
+    Device,
+    /// Host threads.
+    Host,
+    /// Tracks derived by the caller that belong to no device (e.g. PyTorch steps).
+    Derived,
+}
+
+impl SectionKind {
+    pub(crate) fn code(self) -> u64 {
+        match self {
+            SectionKind::Device => 0,
+            SectionKind::Host => 1,
+            SectionKind::Derived => 2,
+        }
+    }
+
+    pub(crate) fn from_code(code: u64) -> Option<SectionKind> {
+        match code {
+            0 => Some(SectionKind::Device),
+            1 => Some(SectionKind::Host),
+            2 => Some(SectionKind::Derived),
+            _ => None,
+        }
+    }
+}
+
+/// An interned event name: an index into the index's name table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct NameId(pub u32);
+
+/// A section being built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SectionHandle(u32);
+
+/// A track being built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TrackHandle(u32);
+
+/// An event being built: its track and its position among that track's events in the
+/// order they were added. Used to state flows before event ids exist.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EventRef {
+    track: u32,
+    ordinal: u32,
+}
+
+/// One event as added.
+#[derive(Clone, Copy, Debug)]
+struct RawEvent {
+    start_ps: i64,
+    dur_ps: i64,
+    source: u64,
+    name: u32,
+    ordinal: u32,
+}
+
+#[derive(Debug)]
+struct SectionDraft {
+    name: String,
+    kind: SectionKind,
+    tracks: Vec<u32>,
+}
+
+#[derive(Debug)]
+struct TrackDraft {
+    name: String,
+    events: Vec<RawEvent>,
+}
+
+/// Collects a timeline; [`TimelineBuilder::finish`] turns it into a [`BuiltIndex`].
+#[derive(Debug, Default)]
+pub struct TimelineBuilder {
+    name_ids: HashMap<Box<str>, u32>,
+    names: Vec<Box<str>>,
+    sections: Vec<SectionDraft>,
+    tracks: Vec<TrackDraft>,
+    flows: Vec<(EventRef, EventRef)>,
+    events: u64,
+}
+
+impl TimelineBuilder {
+    /// An empty builder.
+    pub fn new() -> TimelineBuilder {
+        TimelineBuilder::default()
+    }
+
+    /// Adds a section after the ones added so far (sections are shown in this order).
+    pub fn section(&mut self, name: &str, kind: SectionKind) -> SectionHandle {
+        self.sections.push(SectionDraft { name: name.to_string(), kind, tracks: Vec::new() });
+        SectionHandle(self.sections.len() as u32 - 1)
+    }
+
+    /// Adds a track at the end of `section`.
+    pub fn track(&mut self, section: SectionHandle, name: &str) -> Result<TrackHandle, BuildError> {
+        let id = u32::try_from(self.tracks.len()).map_err(|_| BuildError::TooManyTracks)?;
+        let draft = self.sections.get_mut(section.0 as usize).ok_or(BuildError::UnknownSection(section.0))?;
+        draft.tracks.push(id);
+        self.tracks.push(TrackDraft { name: name.to_string(), events: Vec::new() });
+        Ok(TrackHandle(id))
+    }
+
+    /// The id of event name `name`, interning it on first use.
+    pub fn name(&mut self, name: &str) -> NameId {
+        if let Some(&id) = self.name_ids.get(name) {
+            return NameId(id);
+        }
+        let id = self.names.len() as u32;
+        self.names.push(name.into());
+        self.name_ids.insert(name.into(), id);
+        NameId(id)
+    }
+
+    /// Adds an event to `track`: start and duration in picoseconds relative to the
+    /// profile start (a negative duration counts as 0), its name, and `source`, an
+    /// opaque number the caller uses to find the event again (see
+    /// [`crate::ModelRef`]). Events can come in any order.
+    pub fn event(
+        &mut self,
+        track: TrackHandle,
+        start_ps: i64,
+        dur_ps: i64,
+        name: NameId,
+        source: u64,
+    ) -> Result<EventRef, BuildError> {
+        if self.events >= MAX_EVENTS {
+            return Err(BuildError::TooManyEvents(MAX_EVENTS));
+        }
+        if name.0 as usize >= self.names.len() {
+            return Err(BuildError::UnknownName(name.0));
+        }
+        let draft = self.tracks.get_mut(track.0 as usize).ok_or(BuildError::UnknownTrack(track.0))?;
+        // Below MAX_EVENTS, so it fits.
+        let ordinal = draft.events.len() as u32;
+        draft.events.push(RawEvent { start_ps, dur_ps: dur_ps.max(0), source, name: name.0, ordinal });
+        self.events += 1;
+        Ok(EventRef { track: track.0, ordinal })
+    }
+
+    /// Reserves room for `additional` more events on `track` (an optimisation for
+    /// callers that know their sizes; unknown tracks are ignored).
+    pub fn reserve_events(&mut self, track: TrackHandle, additional: usize) {
+        if let Some(draft) = self.tracks.get_mut(track.0 as usize) {
+            draft.events.reserve(additional);
+        }
+    }
+
+    /// Adds a flow (an arrow) from one event to another, e.g. a kernel launch to the
+    /// kernel. Flows naming events that were never added are dropped by `finish`.
+    pub fn flow(&mut self, from: EventRef, to: EventRef) {
+        self.flows.push((from, to));
+    }
+
+    /// Number of events added so far.
+    pub fn event_count(&self) -> u64 {
+        self.events
+    }
+
+    /// Lays the index out (see the module docs).
+    pub fn finish(self) -> Result<BuiltIndex, BuildError> {
+        let TimelineBuilder { names, sections, mut tracks, flows, events, .. } = self;
+        let total = usize::try_from(events).map_err(|_| BuildError::TooManyEvents(MAX_EVENTS))?;
+        let mut out = BuiltIndex::with_capacity(names, total);
+        let mut time_order: Vec<u32> = Vec::with_capacity(total);
+        let mut ordinal_to_id: Vec<Vec<u32>> = vec![Vec::new(); if flows.is_empty() { 0 } else { tracks.len() }];
+        for section in sections {
+            let first_track = out.tracks.len() as u64;
+            for &handle in &section.tracks {
+                let draft = &mut tracks[handle as usize];
+                let raw = std::mem::take(&mut draft.events);
+                let name = std::mem::take(&mut draft.name);
+                let ids = out.push_track(name, out.sections.len() as u64, raw, &mut time_order);
+                if let Some(slot) = ordinal_to_id.get_mut(handle as usize) {
+                    *slot = ids;
+                }
+            }
+            out.sections.push(SectionRecord {
+                name: section.name,
+                kind: section.kind,
+                first_track,
+                track_count: section.tracks.len() as u64,
+            });
+        }
+        out.build_postings(&time_order);
+        drop(time_order);
+        out.set_flows(&flows, &ordinal_to_id);
+        Ok(out)
+    }
+}
+
+/// A section of a built index.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct SectionRecord {
+    pub(crate) name: String,
+    pub(crate) kind: SectionKind,
+    pub(crate) first_track: u64,
+    pub(crate) track_count: u64,
+}
+
+/// A track of a built index: its runs (one per depth) and its events.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct TrackRecord {
+    pub(crate) name: String,
+    pub(crate) section: u64,
+    pub(crate) first_run: u64,
+    pub(crate) run_count: u64,
+    pub(crate) first_event: u64,
+    pub(crate) event_count: u64,
+}
+
+/// The events of one track at one depth, and its levels.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct RunRecord {
+    pub(crate) first_event: u64,
+    pub(crate) event_count: u64,
+    pub(crate) first_level: u64,
+    pub(crate) level_count: u64,
+}
+
+/// One level of one run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct LevelRecord {
+    pub(crate) width_ps: i64,
+    pub(crate) first_group: u64,
+    pub(crate) group_count: u64,
+}
+
+/// A finished index in memory, ready to be written ([`BuiltIndex::write`]) or opened
+/// directly ([`BuiltIndex::into_index`]). Event ids are positions in the event
+/// columns: tracks in order, then depths, then start times.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BuiltIndex {
+    pub(crate) names: Vec<Box<str>>,
+    pub(crate) sections: Vec<SectionRecord>,
+    pub(crate) tracks: Vec<TrackRecord>,
+    pub(crate) runs: Vec<RunRecord>,
+    pub(crate) levels: Vec<LevelRecord>,
+    pub(crate) group_first: Vec<u32>,
+    pub(crate) group_count: Vec<u32>,
+    pub(crate) group_longest: Vec<u32>,
+    pub(crate) start_ps: Vec<i64>,
+    pub(crate) dur_ps: Vec<i64>,
+    pub(crate) name: Vec<u32>,
+    pub(crate) source: Vec<u64>,
+    pub(crate) posting_offsets: Vec<u64>,
+    pub(crate) postings: Vec<u32>,
+    /// Flows as (from, to) event ids, sorted by from.
+    pub(crate) flows_by_from: Vec<(u32, u32)>,
+    /// The same flows as (to, from), sorted by to.
+    pub(crate) flows_by_to: Vec<(u32, u32)>,
+    /// Earliest start and latest end, `None` without events.
+    pub(crate) span_ps: Option<(i64, i64)>,
+}
+
+impl BuiltIndex {
+    fn with_capacity(names: Vec<Box<str>>, events: usize) -> BuiltIndex {
+        BuiltIndex {
+            names,
+            sections: Vec::new(),
+            tracks: Vec::new(),
+            runs: Vec::new(),
+            levels: Vec::new(),
+            group_first: Vec::new(),
+            group_count: Vec::new(),
+            group_longest: Vec::new(),
+            start_ps: Vec::with_capacity(events),
+            dur_ps: Vec::with_capacity(events),
+            name: Vec::with_capacity(events),
+            source: Vec::with_capacity(events),
+            posting_offsets: Vec::new(),
+            postings: Vec::new(),
+            flows_by_from: Vec::new(),
+            flows_by_to: Vec::new(),
+            span_ps: None,
+        }
+    }
+
+    /// Number of events.
+    pub fn event_count(&self) -> u64 {
+        self.start_ps.len() as u64
+    }
+
+    /// Appends one track; pushes its event ids in time order to `time_order` and returns
+    /// the event id of each of its events by the order they were added.
+    fn push_track(
+        &mut self,
+        name: String,
+        section: u64,
+        mut raw: Vec<RawEvent>,
+        time_order: &mut Vec<u32>,
+    ) -> Vec<u32> {
+        raw.sort_unstable_by(|a, b| {
+            a.start_ps.cmp(&b.start_ps).then(b.dur_ps.cmp(&a.dur_ps)).then(a.ordinal.cmp(&b.ordinal))
+        });
+        let depths = assign_depths(raw.iter().map(|e| (e.start_ps, e.start_ps.saturating_add(e.dur_ps))));
+        let run_count = depths.iter().max().map_or(0, |&d| d as usize + 1);
+        let mut next_slot = vec![0usize; run_count + 1];
+        for &d in &depths {
+            next_slot[d as usize + 1] += 1;
+        }
+        for d in 1..next_slot.len() {
+            next_slot[d] += next_slot[d - 1];
+        }
+        let run_bounds = next_slot.clone();
+        let base = self.start_ps.len();
+        let n = raw.len();
+        self.start_ps.resize(base + n, 0);
+        self.dur_ps.resize(base + n, 0);
+        self.name.resize(base + n, 0);
+        self.source.resize(base + n, 0);
+        let mut ids_by_ordinal = vec![0u32; n];
+        for (event, &depth) in raw.iter().zip(&depths) {
+            let slot = &mut next_slot[depth as usize];
+            let id = base + *slot;
+            *slot += 1;
+            self.start_ps[id] = event.start_ps;
+            self.dur_ps[id] = event.dur_ps;
+            self.name[id] = event.name;
+            self.source[id] = event.source;
+            // Ids stay below MAX_EVENTS, checked as events were added.
+            time_order.push(id as u32);
+            ids_by_ordinal[event.ordinal as usize] = id as u32;
+            let end = event.start_ps.saturating_add(event.dur_ps);
+            self.span_ps = Some(match self.span_ps {
+                None => (event.start_ps, end),
+                Some((first, last)) => (first.min(event.start_ps), last.max(end)),
+            });
+        }
+        drop(raw);
+        drop(depths);
+        let first_run = self.runs.len() as u64;
+        for depth in 0..run_count {
+            let (from, to) = (base + run_bounds[depth], base + run_bounds[depth + 1]);
+            self.push_run(from, to);
+        }
+        self.tracks.push(TrackRecord {
+            name,
+            section,
+            first_run,
+            run_count: run_count as u64,
+            first_event: base as u64,
+            event_count: n as u64,
+        });
+        ids_by_ordinal
+    }
+
+    /// Records the run of events `from..to` and its levels.
+    fn push_run(&mut self, from: usize, to: usize) {
+        let levels = build_levels(&self.start_ps[from..to], &self.dur_ps[from..to]);
+        let first_level = self.levels.len() as u64;
+        for level in &levels {
+            self.levels.push(LevelRecord {
+                width_ps: level.width_ps,
+                first_group: self.group_first.len() as u64,
+                group_count: level.groups.len() as u64,
+            });
+            for &(first, count, longest) in &level.groups {
+                self.group_first.push(from as u32 + first);
+                self.group_count.push(count);
+                self.group_longest.push(from as u32 + longest);
+            }
+        }
+        self.runs.push(RunRecord {
+            first_event: from as u64,
+            event_count: (to - from) as u64,
+            first_level,
+            level_count: levels.len() as u64,
+        });
+    }
+
+    /// The postings: for every name, its event ids in time order (start, then id).
+    /// `time_order` holds each track's ids in time order, track after track.
+    fn build_postings(&mut self, time_order: &[u32]) {
+        let mut offsets = vec![0u64; self.names.len() + 1];
+        for &name in &self.name {
+            offsets[name as usize + 1] += 1;
+        }
+        for i in 1..offsets.len() {
+            offsets[i] += offsets[i - 1];
+        }
+        let mut cursor: Vec<u64> = offsets[..self.names.len()].to_vec();
+        let mut postings = vec![0u32; self.name.len()];
+        // Merge the tracks' time orders into one.
+        let mut heads: BinaryHeap<Reverse<(i64, u32, usize, usize)>> = BinaryHeap::new();
+        for (t, track) in self.tracks.iter().enumerate() {
+            let at = track.first_event as usize;
+            if track.event_count > 0 {
+                let id = time_order[at];
+                heads.push(Reverse((self.start_ps[id as usize], id, at, t)));
+            }
+        }
+        while let Some(Reverse((_, id, at, track))) = heads.pop() {
+            let name = self.name[id as usize] as usize;
+            postings[cursor[name] as usize] = id;
+            cursor[name] += 1;
+            let next = at + 1;
+            let record = &self.tracks[track];
+            if (next as u64) < record.first_event + record.event_count {
+                let next_id = time_order[next];
+                heads.push(Reverse((self.start_ps[next_id as usize], next_id, next, track)));
+            }
+        }
+        self.posting_offsets = offsets;
+        self.postings = postings;
+    }
+
+    /// Resolves the flows to event ids, dropping those naming unknown events and
+    /// duplicates.
+    fn set_flows(&mut self, flows: &[(EventRef, EventRef)], ids: &[Vec<u32>]) {
+        let id_of = |e: &EventRef| ids.get(e.track as usize)?.get(e.ordinal as usize).copied();
+        let mut by_from: Vec<(u32, u32)> =
+            flows.iter().filter_map(|(from, to)| Some((id_of(from)?, id_of(to)?))).filter(|(a, b)| a != b).collect();
+        by_from.sort_unstable();
+        by_from.dedup();
+        let mut by_to: Vec<(u32, u32)> = by_from.iter().map(|&(from, to)| (to, from)).collect();
+        by_to.sort_unstable();
+        self.flows_by_from = by_from;
+        self.flows_by_to = by_to;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::FlowDirection;
+
+    #[test]
+    fn tracks_are_laid_out_by_depth_then_time_with_nothing_lost() {
+        let mut b = TimelineBuilder::new();
+        let host = b.section("/host:CPU", SectionKind::Host);
+        let dev = b.section("/device:GPU:0", SectionKind::Device);
+        let thread = b.track(host, "main").expect("track");
+        let stream = b.track(dev, "Stream #7").expect("track");
+        let (outer, inner, partial) = (b.name("outer"), b.name("inner"), b.name("partial"));
+        // Added out of order: inner [20,30) in outer [0,100); partial [90,150) overlaps outer.
+        b.event(thread, 90, 60, partial, 3).expect("event");
+        b.event(thread, 20, 10, inner, 2).expect("event");
+        b.event(thread, 0, 100, outer, 1).expect("event");
+        b.event(stream, 5, -3, inner, 4).expect("event");
+        let index = b.finish().expect("finish").into_index().expect("open");
+
+        assert_eq!(index.event_count(), 4);
+        assert_eq!(index.span_ps(), (0, 150));
+        let sections: Vec<_> = index.sections().map(|s| (s.name.to_string(), s.kind, s.tracks)).collect();
+        assert_eq!(
+            sections,
+            vec![("/host:CPU".into(), SectionKind::Host, 0..1), ("/device:GPU:0".into(), SectionKind::Device, 1..2)]
+        );
+        let main = index.track(0).expect("track");
+        assert_eq!((main.name, main.depth, main.events), ("main", 2, 3));
+        let events: Vec<_> = (0..4).map(|id| index.event(id).expect("event")).collect();
+        let shape: Vec<_> =
+            events.iter().map(|e| (e.track, e.depth, e.start_ps, e.dur_ps, index.name(e.name), e.source)).collect();
+        assert_eq!(
+            shape,
+            vec![
+                (0, 0, 0, 100, "outer", 1),
+                (0, 1, 20, 10, "inner", 2),
+                (0, 1, 90, 60, "partial", 3),
+                (1, 0, 5, 0, "inner", 4),
+            ]
+        );
+        assert!(index.event(4).is_none());
+    }
+
+    #[test]
+    fn flows_resolve_to_event_ids_both_ways() {
+        let mut b = TimelineBuilder::new();
+        let s = b.section("/host:CPU", SectionKind::Host);
+        let t = b.track(s, "t").expect("track");
+        let n = b.name("e");
+        let late = b.event(t, 500, 1, n, 0).expect("event");
+        let early = b.event(t, 100, 1, n, 0).expect("event");
+        b.flow(early, late);
+        b.flow(early, late);
+        b.flow(early, early);
+        let index = b.finish().expect("finish").into_index().expect("open");
+        assert_eq!(index.flow_count(), 1, "duplicates and self-loops dropped");
+        assert_eq!(index.flows_of(0), vec![crate::FlowLink { direction: FlowDirection::Out, event: 1 }]);
+        assert_eq!(index.flows_of(1), vec![crate::FlowLink { direction: FlowDirection::In, event: 0 }]);
+    }
+
+    #[test]
+    fn handles_from_elsewhere_are_errors_not_panics() {
+        let mut other = TimelineBuilder::new();
+        let s = other.section("x", SectionKind::Derived);
+        let t = other.track(s, "y").expect("track");
+        let n = other.name("z");
+        let mut b = TimelineBuilder::new();
+        assert!(matches!(b.track(s, "y"), Err(BuildError::UnknownSection(0))));
+        assert!(matches!(b.event(t, 0, 1, NameId(0), 0), Err(BuildError::UnknownName(0))));
+        let _ = b.name("z");
+        assert!(matches!(b.event(t, 0, 1, n, 0), Err(BuildError::UnknownTrack(0))));
+        let empty = TimelineBuilder::new().finish().expect("finish").into_index().expect("open");
+        assert_eq!((empty.event_count(), empty.track_count(), empty.span_ps()), (0, 0, (0, 0)));
+    }
+}

@@ -1,0 +1,215 @@
+//! The on-disk cache: which source an index file belongs to, and writing it so that a
+//! reader never sees half of one.
+//!
+//! A [`CacheKey`] names the profile file (path, size, modification time) and a
+//! caller-chosen `variant` (what the caller added to the index, e.g. its derived tracks,
+//! and its version), so an index built from an older state of the file, or by an
+//! older recipe, is refused as [`CacheError::Stale`] and rebuilt. Files are written to
+//! a temporary file in the same directory and renamed when complete.
+
+use std::io::BufWriter;
+use std::path::Path;
+use std::time::UNIX_EPOCH;
+
+use crate::builder::BuiltIndex;
+use crate::checksum::checksum;
+use crate::column::{Col, Le};
+use crate::error::CacheError;
+use crate::format::write_index;
+
+/// What an index was built from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CacheKey {
+    /// The profile file's path, as the caller names it.
+    pub source_path: String,
+    /// Its size in bytes.
+    pub source_bytes: u64,
+    /// Its modification time, nanoseconds since the Unix epoch (0 when unknown).
+    pub source_modified_ns: i64,
+    /// The caller's recipe: what it added on top of the file's events, and its version.
+    pub variant: String,
+}
+
+impl CacheKey {
+    /// The key of the file at `path` as it is now on disk.
+    pub fn for_file(path: &Path, variant: &str) -> Result<CacheKey, CacheError> {
+        let meta = std::fs::metadata(path).map_err(|source| CacheError::Io { path: path.to_path_buf(), source })?;
+        let modified_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .and_then(|d| i64::try_from(d.as_nanos()).ok())
+            .unwrap_or(0);
+        Ok(CacheKey {
+            source_path: path.display().to_string(),
+            source_bytes: meta.len(),
+            source_modified_ns: modified_ns,
+            variant: variant.to_string(),
+        })
+    }
+
+    /// A file name for this key's index: `stem` made safe for a file name, then a hash
+    /// of the source path and variant (`train_vm-3f2a…​.mltl`). The size and time are
+    /// not part of the name, so a rebuilt index replaces the stale one.
+    pub fn file_name(&self, stem: &str) -> String {
+        let safe: String = stem
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' })
+            .take(64)
+            .collect();
+        let mut identity = self.source_path.clone().into_bytes();
+        identity.push(0);
+        identity.extend_from_slice(self.variant.as_bytes());
+        format!("{safe}-{:016x}.mltl", checksum(&identity))
+    }
+
+    /// One line for messages.
+    pub(crate) fn describe(&self) -> String {
+        format!(
+            "{} ({} bytes, modified at {} ns, variant {:?})",
+            self.source_path, self.source_bytes, self.source_modified_ns, self.variant
+        )
+    }
+
+    /// The key part of the file.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.source_bytes.encode(&mut out);
+        self.source_modified_ns.encode(&mut out);
+        (self.source_path.len() as u64).encode(&mut out);
+        (self.variant.len() as u64).encode(&mut out);
+        out.extend_from_slice(self.source_path.as_bytes());
+        out.extend_from_slice(self.variant.as_bytes());
+        out
+    }
+
+    /// Reads the key part; `None` when it is inconsistent.
+    pub(crate) fn decode(bytes: &[u8]) -> Option<CacheKey> {
+        let fixed = Col::<u64>::new(bytes.get(..32)?);
+        let path_len = usize::try_from(fixed.get(2)?).ok()?;
+        let variant_len = usize::try_from(fixed.get(3)?).ok()?;
+        let path_end = 32usize.checked_add(path_len)?;
+        let variant_end = path_end.checked_add(variant_len)?;
+        if variant_end != bytes.len() {
+            return None;
+        }
+        Some(CacheKey {
+            source_bytes: fixed.get(0)?,
+            source_modified_ns: fixed.get(1)? as i64,
+            source_path: std::str::from_utf8(&bytes[32..path_end]).ok()?.to_string(),
+            variant: std::str::from_utf8(&bytes[path_end..variant_end]).ok()?.to_string(),
+        })
+    }
+}
+
+impl BuiltIndex {
+    /// Writes the index to `path` atomically (a temporary file beside it, renamed when
+    /// complete), creating the directory if needed.
+    pub fn write(&self, path: &Path, key: &CacheKey) -> Result<(), CacheError> {
+        let io = |source| CacheError::Io { path: path.to_path_buf(), source };
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => std::path::PathBuf::from("."),
+        };
+        std::fs::create_dir_all(&dir).map_err(io)?;
+        let mut tmp = tempfile::Builder::new().prefix(".mltl-partial-").tempfile_in(&dir).map_err(io)?;
+        write_index(self, key, BufWriter::with_capacity(1 << 20, tmp.as_file_mut())).map_err(io)?;
+        tmp.persist(path).map_err(|e| io(e.error))?;
+        Ok(())
+    }
+
+    /// The index file's bytes, in memory.
+    pub fn to_bytes(&self, key: &CacheKey) -> Vec<u8> {
+        let mut out = std::io::Cursor::new(Vec::new());
+        // Writing to memory cannot fail.
+        let _ = write_index(self, key, &mut out);
+        out.into_inner()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builder::TimelineBuilder;
+    use crate::index::TimelineIndex;
+    use crate::synthetic::Synthetic;
+
+    fn built() -> BuiltIndex {
+        let mut b = TimelineBuilder::new();
+        Synthetic { names: 50, streams: 1, threads: 2, ..Synthetic::realistic(3_000, 3) }
+            .add_to(&mut b)
+            .expect("generate");
+        b.finish().expect("finish")
+    }
+
+    fn key(variant: &str) -> CacheKey {
+        CacheKey {
+            source_path: "/p/vm.xplane.pb".into(),
+            source_bytes: 123,
+            source_modified_ns: 456,
+            variant: variant.into(),
+        }
+    }
+
+    #[test]
+    fn written_files_reopen_identically_and_other_keys_are_stale() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("sub").join(key("v1").file_name("train/vm"));
+        let index = built();
+        index.write(&path, &key("v1")).expect("write");
+        let listing: Vec<_> = std::fs::read_dir(path.parent().expect("dir")).expect("ls").collect();
+        assert_eq!(listing.len(), 1, "no temporary file left behind");
+        let opened = TimelineIndex::open(&path, &key("v1")).expect("open");
+        let in_memory = index.clone().into_index().expect("in memory");
+        assert_eq!(opened.key(), &key("v1"));
+        assert_eq!(opened.event_count(), in_memory.event_count());
+        for id in (0..opened.event_count() as u32).step_by(97) {
+            assert_eq!(opened.event(id), in_memory.event(id));
+        }
+        assert_eq!(opened.search("relu", 10), in_memory.search("relu", 10));
+        for other in
+            [key("v2"), CacheKey { source_bytes: 124, ..key("v1") }, CacheKey { source_modified_ns: 0, ..key("v1") }]
+        {
+            assert!(matches!(TimelineIndex::open(&path, &other), Err(CacheError::Stale { .. })));
+        }
+        assert!(matches!(TimelineIndex::open(&dir.path().join("none"), &key("v1")), Err(CacheError::Io { .. })));
+    }
+
+    #[test]
+    fn truncated_or_damaged_files_are_refused_without_panicking() {
+        let bytes = built().to_bytes(&key("v1"));
+        assert!(TimelineIndex::from_bytes(bytes.clone()).is_ok());
+        for len in (0..bytes.len()).step_by(61).chain([bytes.len() - 1, 63, 64, 65]) {
+            let result = TimelineIndex::from_bytes(bytes[..len].to_vec());
+            assert!(
+                matches!(result, Err(CacheError::Truncated { .. } | CacheError::NotAnIndex { .. })),
+                "prefix of {len} bytes: {result:?}"
+            );
+        }
+        let mut longer = bytes.clone();
+        longer.extend_from_slice(&[0; 8]);
+        assert!(matches!(TimelineIndex::from_bytes(longer), Err(CacheError::Truncated { .. })));
+        for at in (0..bytes.len()).step_by(bytes.len() / 400 + 1).chain(0..80) {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= 0x40;
+            assert!(TimelineIndex::from_bytes(damaged).is_err(), "flipped byte {at} went unnoticed");
+        }
+        let mut other_version = bytes.clone();
+        other_version[8] = 99;
+        assert!(matches!(TimelineIndex::from_bytes(other_version), Err(CacheError::Version { found: 99, .. })));
+        assert!(matches!(
+            TimelineIndex::from_bytes(b"not an index at all".to_vec()),
+            Err(CacheError::NotAnIndex { .. })
+        ));
+    }
+
+    #[test]
+    fn keys_survive_the_file_and_name_files_safely() {
+        let k = CacheKey { source_path: "/d/ünïcode path".into(), ..key("serve-1 steps") };
+        assert_eq!(CacheKey::decode(&k.encode()), Some(k.clone()));
+        assert_eq!(CacheKey::decode(&k.encode()[..40]), None);
+        let name = k.file_name("run/2026_01_01/host:1");
+        assert!(name.starts_with("run_2026_01_01_host_1-") && name.ends_with(".mltl"), "{name}");
+        assert_ne!(name, key("other").file_name("run/2026_01_01/host:1"));
+    }
+}

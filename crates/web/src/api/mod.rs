@@ -1,0 +1,5 @@
+//! The JSON API's handlers outside the trace viewer (see API.md): the runs, one tool's
+//! result, and its main table as CSV.
+
+pub mod runs;
+pub mod tool;

@@ -1,0 +1,120 @@
+//! The profiles the server may serve: discovered once at start under the root it was
+//! given, newest run first.
+//!
+//! The one design decision to know: requests name runs and hosts, and those names are
+//! only ever looked up in this catalog — never joined into a filesystem path. Discovery
+//! follows symbolic links (a TensorBoard log directory often links runs in), so every
+//! host file is canonicalised and kept only when it lies inside the canonical root;
+//! the others are listed in [`Catalog::refused`] and never read.
+
+use std::path::{Path, PathBuf};
+
+use mlprof_formats::discover::{SessionFiles, discover};
+use mlprof_model::SourceFormat;
+
+use crate::error::ServeError;
+
+/// One run (a profile session) the server may serve.
+#[derive(Clone, Debug)]
+pub struct Run {
+    /// The run's name as discovery gives it (`train/2026_11_21_19_24_08`, a trace stem).
+    pub name: String,
+    /// The format of its files (all of a session's files share one).
+    pub format: SourceFormat,
+    /// Its files, one per host, each inside the root.
+    pub files: SessionFiles,
+}
+
+impl Run {
+    /// The host names, in discovery order (file names sorted).
+    pub fn host_names(&self) -> impl Iterator<Item = &str> {
+        self.files.hosts.iter().map(|h| h.host_name.as_str())
+    }
+}
+
+/// Every run under the root, newest first.
+#[derive(Clone, Debug)]
+pub struct Catalog {
+    root: PathBuf,
+    runs: Vec<Run>,
+    refused: Vec<PathBuf>,
+}
+
+impl Catalog {
+    /// Discovers the runs behind `root` (any path `mlprof analyze` accepts), keeping
+    /// only host files whose canonical path lies inside the canonical root.
+    pub fn discover(root: &Path) -> Result<Catalog, ServeError> {
+        let sessions = discover(root)?;
+        let shown = root.display().to_string();
+        let canonical_root =
+            root.canonicalize().map_err(|e| ServeError::Discover(mlprof_formats::FormatError::io(&shown, e)))?;
+        let mut refused = Vec::new();
+        let mut runs = Vec::new();
+        for mut session in sessions {
+            session.hosts.retain(|file| {
+                let inside = file.path.canonicalize().is_ok_and(|path| path.starts_with(&canonical_root));
+                if !inside {
+                    refused.push(file.path.clone());
+                }
+                inside
+            });
+            let Some(format) = session.hosts.first().map(|h| h.format) else { continue };
+            runs.push(Run { name: session.name.clone(), format, files: session });
+        }
+        if runs.is_empty()
+            && let Some(first) = refused.first()
+        {
+            return Err(ServeError::NothingInside { root: shown, first: first.display().to_string() });
+        }
+        sort_newest_first(&mut runs);
+        Ok(Catalog { root: root.to_path_buf(), runs, refused })
+    }
+
+    /// The path the server was given, as given.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The runs, newest first.
+    pub fn runs(&self) -> &[Run] {
+        &self.runs
+    }
+
+    /// The run called `name`.
+    pub fn run(&self, name: &str) -> Option<&Run> {
+        self.runs.iter().find(|run| run.name == name)
+    }
+
+    /// Host files discovery found but the server refuses: they lie outside the root.
+    pub fn refused(&self) -> &[PathBuf] {
+        &self.refused
+    }
+}
+
+/// Orders runs newest first: session names are timestamps, so by the last part of the
+/// name (the session directory) descending, then by the whole name (the TensorBoard
+/// run) ascending.
+fn sort_newest_first(runs: &mut [Run]) {
+    fn session_part(name: &str) -> &str {
+        name.rsplit('/').next().unwrap_or(name)
+    }
+    runs.sort_by(|a, b| session_part(&b.name).cmp(session_part(&a.name)).then_with(|| a.name.cmp(&b.name)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(name: &str) -> Run {
+        let files = SessionFiles { name: name.to_string(), path: PathBuf::from(name), hosts: Vec::new() };
+        Run { name: name.to_string(), format: SourceFormat::Xspace, files }
+    }
+
+    #[test]
+    fn newest_session_first_whatever_the_run_prefix() {
+        let mut runs = vec![run("train/2026_01_01"), run("validation/2026_01_01"), run("train/2026_02_01")];
+        sort_newest_first(&mut runs);
+        let names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["train/2026_02_01", "train/2026_01_01", "validation/2026_01_01"]);
+    }
+}

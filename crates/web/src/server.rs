@@ -1,0 +1,176 @@
+//! Starting the server: discover the runs, bind, and serve until told to stop.
+//!
+//! [`Server::bind`] does everything that can fail for a reason the user should see
+//! before the URL is printed (no profile at the path, port taken); [`Server::run_until`]
+//! then serves. [`spawn_local`] starts one on an ephemeral port of 127.0.0.1 in the
+//! background, for tests.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::catalog::Catalog;
+use crate::error::ServeError;
+use crate::router::router;
+use crate::security::AllowedHosts;
+use crate::state::{AppState, DEFAULT_LOADED_RUNS};
+
+/// What `mlprof serve` was asked for.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The profiles to serve: any path `mlprof analyze` accepts.
+    pub path: PathBuf,
+    /// The address or name to bind (default `127.0.0.1`).
+    pub host: String,
+    /// The port (default 6006; 0 picks a free one).
+    pub port: u16,
+    /// The directory for on-disk caches (default [`default_cache_dir`]).
+    pub cache_dir: Option<PathBuf>,
+    /// How many runs stay loaded in memory at once.
+    pub loaded_runs: usize,
+}
+
+impl Config {
+    /// Serving `path` on 127.0.0.1:6006 with the default cache directory.
+    pub fn new(path: impl Into<PathBuf>) -> Config {
+        Config {
+            path: path.into(),
+            host: "127.0.0.1".into(),
+            port: 6006,
+            cache_dir: None,
+            loaded_runs: DEFAULT_LOADED_RUNS,
+        }
+    }
+}
+
+/// `$XDG_CACHE_HOME/mlprof`, else `$HOME/.cache/mlprof`, else `mlprof` in the
+/// temporary directory.
+pub fn default_cache_dir() -> PathBuf {
+    let from_env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(cache) = from_env("XDG_CACHE_HOME") {
+        return cache.join("mlprof");
+    }
+    if let Some(home) = from_env("HOME") {
+        return home.join(".cache").join("mlprof");
+    }
+    std::env::temp_dir().join("mlprof")
+}
+
+/// A server with its runs discovered and its port bound, not serving yet.
+pub struct Server {
+    listener: TcpListener,
+    address: SocketAddr,
+    allowed_hosts: AllowedHosts,
+    state: Arc<AppState>,
+}
+
+impl Server {
+    /// Discovers the runs under `config.path` and binds `config.host:config.port`.
+    pub async fn bind(config: Config) -> Result<Server, ServeError> {
+        let path = config.path.clone();
+        let catalog = tokio::task::spawn_blocking(move || Catalog::discover(&path))
+            .await
+            .map_err(|join| ServeError::Serve(std::io::Error::other(join.to_string())))??;
+        let cache_dir = config.cache_dir.clone().unwrap_or_else(default_cache_dir);
+        let state = Arc::new(AppState::new(catalog, cache_dir, config.loaded_runs));
+        let address_text = format_address(&config.host, config.port);
+        let listener = TcpListener::bind((config.host.as_str(), config.port))
+            .await
+            .map_err(|source| ServeError::Bind { address: address_text.clone(), source })?;
+        let address = listener.local_addr().map_err(|source| ServeError::Bind { address: address_text, source })?;
+        let allowed_hosts = AllowedHosts::for_listener(address, &config.host);
+        Ok(Server { listener, address, allowed_hosts, state })
+    }
+
+    /// The address actually bound (the real port when 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// The page's URL: `http://ADDRESS:PORT/`.
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.address)
+    }
+
+    /// The state the handlers share.
+    pub fn state(&self) -> &Arc<AppState> {
+        &self.state
+    }
+
+    /// Serves until `shutdown` completes, then lets open requests finish.
+    pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), ServeError> {
+        axum::serve(self.listener, router(self.state, self.allowed_hosts))
+            .with_graceful_shutdown(shutdown)
+            .await
+            .map_err(ServeError::Serve)
+    }
+
+    /// Serves in a background task of the current tokio runtime until the returned
+    /// handle is stopped or dropped.
+    pub fn spawn(self) -> RunningServer {
+        let url = self.url();
+        let state = Arc::clone(&self.state);
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(self.run_until(async move {
+            let _ = stopped.await;
+        }));
+        RunningServer { url, state, stop: Some(stop), task }
+    }
+}
+
+/// `host:port`, with brackets around an IPv6 address.
+fn format_address(host: &str, port: u16) -> String {
+    if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") }
+}
+
+/// A server serving in the background (see [`Server::spawn`]); dropping it stops it.
+pub struct RunningServer {
+    url: String,
+    state: Arc<AppState>,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<Result<(), ServeError>>,
+}
+
+impl RunningServer {
+    /// The base URL, `http://127.0.0.1:PORT/`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The state the handlers share.
+    pub fn state(&self) -> &Arc<AppState> {
+        &self.state
+    }
+
+    /// Stops accepting connections and waits for open requests to finish.
+    pub async fn stop(mut self) -> Result<(), ServeError> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match (&mut self.task).await {
+            Ok(result) => result,
+            Err(join) => Err(ServeError::Serve(std::io::Error::other(join.to_string()))),
+        }
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// Starts a server for `path` on an ephemeral port of 127.0.0.1 in the background of
+/// the current tokio runtime, with its on-disk caches in `cache_dir`; for tests.
+pub async fn spawn_local(path: &Path, cache_dir: &Path) -> Result<RunningServer, ServeError> {
+    let config =
+        Config { host: "127.0.0.1".into(), port: 0, cache_dir: Some(cache_dir.to_path_buf()), ..Config::new(path) };
+    Ok(Server::bind(config).await?.spawn())
+}

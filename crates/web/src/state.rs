@@ -1,0 +1,167 @@
+//! What every request handler shares: the catalog of runs, the loaded sessions, the
+//! cached tool results and the cache directory.
+//!
+//! The one design decision to know: handlers get runs and sessions only through
+//! [`AppState::run`] and [`AppState::session`], which look names up in the catalog
+//! discovered at start; nothing here turns a request parameter into a path.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use mlprof_formats::discover::{HostFile, load_session};
+use mlprof_model::Session;
+
+use crate::availability::tools_with_data;
+use crate::catalog::{Catalog, Run};
+use crate::once_cache::OnceCache;
+use crate::tool_output::ToolOutput;
+
+pub use crate::error::ApiError;
+
+/// How many runs stay loaded at once by default.
+pub const DEFAULT_LOADED_RUNS: usize = 3;
+
+/// How many tool results stay cached at once.
+const CACHED_RESULTS: usize = 32;
+
+/// The state shared by every request.
+pub struct AppState {
+    catalog: Catalog,
+    cache_dir: PathBuf,
+    sessions: OnceCache<Arc<Session>>,
+    /// The tools with data of every run read so far (kept when the session is dropped).
+    tools: Mutex<HashMap<String, Vec<&'static str>>>,
+    results: OnceCache<Arc<ToolOutput>>,
+    /// One shared value per type, for modules with their own state (the trace viewer's
+    /// indexes); see [`AppState::extension`].
+    extensions: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+}
+
+impl AppState {
+    /// The state for `catalog`, keeping at most `loaded_runs` runs in memory, with the
+    /// on-disk cache (trace-viewer indexes) in `cache_dir`.
+    pub fn new(catalog: Catalog, cache_dir: PathBuf, loaded_runs: usize) -> AppState {
+        AppState {
+            catalog,
+            cache_dir,
+            sessions: OnceCache::new(loaded_runs),
+            tools: Mutex::new(HashMap::new()),
+            results: OnceCache::new(CACHED_RESULTS),
+            extensions: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The runs the server serves.
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// The path the server was given, as given.
+    pub fn root(&self) -> &Path {
+        self.catalog.root()
+    }
+
+    /// The directory for on-disk caches; it may not exist yet (create it on first write).
+    pub fn cache_dir(&self) -> &Path {
+        &self.cache_dir
+    }
+
+    /// The run called `name` (404 naming the known runs otherwise).
+    pub fn run(&self, name: &str) -> Result<&Run, ApiError> {
+        self.catalog.run(name).ok_or_else(|| {
+            let known: Vec<&str> = self.catalog.runs().iter().map(|r| r.name.as_str()).collect();
+            ApiError::not_found(format!("no run named {name:?}; runs: {}", known.join(", ")))
+        })
+    }
+
+    /// The file of host `host` of run `run` (404 otherwise): what the trace viewer's
+    /// disk cache is keyed by.
+    pub fn host_file(&self, run: &str, host: &str) -> Result<&HostFile, ApiError> {
+        let entry = self.run(run)?;
+        entry.files.hosts.iter().find(|file| file.host_name == host).ok_or_else(|| {
+            let known: Vec<&str> = entry.host_names().collect();
+            ApiError::not_found(format!("no host named {host:?} in run {run}; hosts: {}", known.join(", ")))
+        })
+    }
+
+    /// The loaded session of run `run`, read on a blocking thread the first time it is
+    /// asked for; concurrent requests share one load. 404 for an unknown run, 500 (the
+    /// file and position) for a profile that fails to load.
+    pub async fn session(&self, run: &str) -> Result<Arc<Session>, ApiError> {
+        let entry = self.run(run)?;
+        self.sessions
+            .get_or_compute(&entry.name, || {
+                let files = entry.files.clone();
+                async move {
+                    let shown = files.path.display().to_string();
+                    let loaded = tokio::task::spawn_blocking(move || {
+                        load_session(&files).map(|session| {
+                            let tools = tools_with_data(&session);
+                            (Arc::new(session), tools)
+                        })
+                    })
+                    .await;
+                    match loaded {
+                        Ok(Ok((session, tools))) => {
+                            self.tools.lock().unwrap_or_else(PoisonError::into_inner).insert(entry.name.clone(), tools);
+                            Ok(session)
+                        }
+                        Ok(Err(error)) => Err(ApiError::internal(error.to_string())),
+                        Err(join) => Err(ApiError::internal(format!("{shown}: reading the profile failed: {join}"))),
+                    }
+                }
+            })
+            .await
+    }
+
+    /// The tools with data of run `run`, when it has been read since the start.
+    pub fn known_tools(&self, run: &str) -> Option<Vec<&'static str>> {
+        self.tools.lock().unwrap_or_else(PoisonError::into_inner).get(run).cloned()
+    }
+
+    /// The one shared `T` of this server, created with `T::default()` on first use: the
+    /// place for a module's own state (e.g. the trace viewer's loaded indexes) without
+    /// a field here.
+    pub fn extension<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let mut extensions = self.extensions.lock().unwrap_or_else(PoisonError::into_inner);
+        let value = extensions.entry(TypeId::of::<T>()).or_insert_with(|| Arc::new(T::default()));
+        match Arc::clone(value).downcast::<T>() {
+            Ok(typed) => typed,
+            // Entries are keyed by their own type id, so this cannot differ; a fresh
+            // value keeps the server going if it ever did.
+            Err(_) => {
+                let fresh = Arc::new(T::default());
+                *value = fresh.clone();
+                fresh
+            }
+        }
+    }
+
+    /// The cached tool results, keyed by [`crate::tool_request::ToolRequest::cache_key`].
+    pub(crate) fn results(&self) -> &OnceCache<Arc<ToolOutput>> {
+        &self.results
+    }
+
+    /// The names of the runs in memory (or being read), least recently used first.
+    pub fn loaded_runs(&self) -> Vec<String> {
+        self.sessions.keys()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn each_extension_type_has_one_shared_value() {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/xspace/jax_profile/logdir");
+        let catalog = Catalog::discover(&root).expect("fixture");
+        let state = AppState::new(catalog, std::env::temp_dir(), 1);
+        state.extension::<AtomicUsize>().fetch_add(2, Ordering::SeqCst);
+        assert_eq!(state.extension::<AtomicUsize>().load(Ordering::SeqCst), 2);
+        assert!(state.extension::<Mutex<Vec<u8>>>().lock().expect("unpoisoned").is_empty());
+    }
+}

@@ -1,0 +1,358 @@
+//! The HTTP API end to end on real fixtures, through a server on an ephemeral port:
+//! the runs listing, every tool's result against the same analysis computed in-process
+//! (what `mlprof analyze --format json` prints), the CSV export, error statuses and
+//! messages, path traversal and symbolic links out of the root, security headers and
+//! compression.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use mlprof_analysis::report::Report;
+use mlprof_analysis::steps::Breakdown;
+use mlprof_analysis::tools::{Analysis, ToolOptions};
+use mlprof_model::{Host, Session};
+use mlprof_web::testing::{HttpResponse, TestServer};
+use serde_json::{Value, json};
+
+fn data(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(relative)
+}
+
+const TF_LOGDIR: &str = "xspace/tf_keras2_input_bound/logdir";
+const JAX_LOGDIR: &str = "xspace/jax_profile/logdir";
+const KINETO_RANKS: &str = "kineto/hta/timeline_analysis";
+
+struct Fixture {
+    server: TestServer,
+    _cache: tempfile::TempDir,
+}
+
+fn serve(path: &Path) -> Fixture {
+    let cache = tempfile::tempdir().expect("temp dir");
+    let server = TestServer::start(path, cache.path()).expect("server starts");
+    Fixture { server, _cache: cache }
+}
+
+impl Fixture {
+    fn get(&self, target: &str) -> HttpResponse {
+        self.server.get(target, &[]).expect("request answered")
+    }
+
+    fn json(&self, target: &str) -> Value {
+        let response = self.get(target);
+        assert_eq!(response.status, 200, "{target}: {}", response.text());
+        response.json().expect("JSON body")
+    }
+
+    /// The status and `error` message of a failing request.
+    fn error(&self, target: &str) -> (u16, String) {
+        let response = self.get(target);
+        assert_eq!(response.header("content-type"), Some("application/json"), "{target}");
+        let body = response.json().expect("JSON error body");
+        let message = body["error"].as_str().expect("an error message").to_string();
+        assert!(!message.contains('\n'), "{message}");
+        (response.status, message)
+    }
+
+    fn only_run(&self) -> String {
+        let runs = self.json("/api/runs");
+        runs["runs"][0]["name"].as_str().expect("a run").to_string()
+    }
+}
+
+/// `value` after a trip through JSON text, so floats compare as the client reads them.
+fn as_read(value: &impl serde::Serialize) -> Value {
+    serde_json::from_str(&serde_json::to_string(value).expect("serializes")).expect("parses")
+}
+
+fn load_session(path: &Path) -> Session {
+    mlprof_formats::discover::load(path).expect("fixture loads").pop().expect("one session")
+}
+
+/// What `mlprof analyze --tool TOOL --format json` computes: (report, result).
+fn expected(session: &Session, tool: &str) -> (Report, Value) {
+    let hosts: Vec<&Host> = session.hosts.iter().collect();
+    match tool {
+        "gpu" => {
+            let result = mlprof_analysis::gpu::analyze(&hosts, &[]);
+            (result.report(), as_read(&result))
+        }
+        "transfers" => {
+            let result = mlprof_analysis::gpu::transfers::analyze(&hosts, Default::default());
+            (result.report(), as_read(&result))
+        }
+        _ => {
+            let options = ToolOptions { breakdown: Breakdown::Classic, xprof_compatible: false };
+            let result = Analysis::new(hosts, options).run(tool).expect("a known tool");
+            (result.report(), as_read(&result))
+        }
+    }
+}
+
+fn query(run: &str) -> String {
+    run.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }
+        })
+        .collect()
+}
+
+#[test]
+fn runs_are_listed_and_a_read_run_lists_exactly_its_tools() {
+    let fixture = serve(&data(TF_LOGDIR));
+    let runs = fixture.json("/api/runs");
+    assert_eq!(runs["root"], json!(data(TF_LOGDIR).display().to_string()));
+    assert_eq!(
+        runs["runs"],
+        json!([{"name": "2026_11_21_19_24_08", "format": "xspace", "hosts": ["vm"],
+                "tools": ["overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats",
+                          "memory_profile", "pod_viewer", "tf_data_bottleneck_analysis", "transfers", "trace_viewer"],
+                "tools_exact": false}])
+    );
+    let exact = json!({"name": "2026_11_21_19_24_08", "format": "xspace", "hosts": ["vm"],
+        "tools": ["overview_page", "input_pipeline_analyzer", "framework_op_stats", "memory_profile", "pod_viewer",
+                  "tf_data_bottleneck_analysis", "trace_viewer"],
+        "tools_exact": true});
+    assert_eq!(fixture.json("/api/run?run=2026_11_21_19_24_08"), exact);
+    assert_eq!(fixture.json("/api/runs")["runs"][0], exact);
+}
+
+#[test]
+fn runs_are_newest_first_across_tensorboard_runs() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let profile = data(TF_LOGDIR).join("plugins/profile/2026_11_21_19_24_08/vm.xplane.pb");
+    for session in ["train/plugins/profile/2026_01_01_00_00_00", "eval/plugins/profile/2026_02_01_00_00_00"] {
+        let dir = root.path().join(session);
+        std::fs::create_dir_all(&dir).expect("session dir");
+        std::fs::copy(&profile, dir.join("vm.xplane.pb")).expect("copied");
+    }
+    let fixture = serve(root.path());
+    let runs = fixture.json("/api/runs");
+    let names: Vec<&str> = runs["runs"].as_array().expect("runs").iter().filter_map(|r| r["name"].as_str()).collect();
+    assert_eq!(names, ["eval/2026_02_01_00_00_00", "train/2026_01_01_00_00_00"]);
+}
+
+/// Every tool with data, on each kind of fixture: the report and result equal the
+/// in-process analysis, and the CSV equals the report's main table as the CLI writes it.
+#[test]
+fn tool_results_and_csv_equal_the_analysis() {
+    for (fixture_path, expected_tools) in [(TF_LOGDIR, 6), (JAX_LOGDIR, 4), (KINETO_RANKS, 7)] {
+        let fixture = serve(&data(fixture_path));
+        let session = load_session(&data(fixture_path));
+        let run = fixture.only_run();
+        let entry = fixture.json(&format!("/api/run?run={}", query(&run)));
+        let tools: Vec<&str> = entry["tools"].as_array().expect("tools").iter().filter_map(Value::as_str).collect();
+        let tools: Vec<&str> = tools.into_iter().filter(|t| *t != "trace_viewer").collect();
+        assert_eq!(tools.len(), expected_tools, "{fixture_path}: {tools:?}");
+        let hosts: Vec<&str> = session.hosts.iter().map(|h| h.name.as_str()).collect();
+        for tool in tools {
+            let (report, result) = expected(&session, tool);
+            let answer = fixture.json(&format!("/api/tool?run={}&tool={tool}&host=all", query(&run)));
+            assert_eq!(answer["run"], json!(run), "{fixture_path} {tool}");
+            assert_eq!(answer["hosts"], json!(hosts), "{fixture_path} {tool}");
+            assert_eq!(answer["tool"], json!(tool));
+            assert!(answer["result"] == result, "{fixture_path} {tool}: result differs from the analysis");
+            assert!(answer["report"] == as_read(&report), "{fixture_path} {tool}: report differs");
+            let csv = fixture.get(&format!("/api/csv?run={}&tool={tool}", query(&run)));
+            match report.to_csv() {
+                Some(want) => {
+                    assert_eq!(csv.status, 200, "{fixture_path} {tool}: {}", csv.text());
+                    assert_eq!(csv.header("content-type"), Some("text/csv; charset=utf-8"));
+                    let disposition = format!("attachment; filename=\"{tool}.csv\"");
+                    assert_eq!(csv.header("content-disposition"), Some(disposition.as_str()));
+                    assert!(csv.text() == want, "{fixture_path} {tool}: CSV differs");
+                }
+                None => assert_eq!(csv.status, 404, "{fixture_path} {tool}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn options_change_the_result_as_the_cli_options_do() {
+    let fixture = serve(&data(KINETO_RANKS));
+    let session = load_session(&data(KINETO_RANKS));
+    let hosts: Vec<&Host> = session.hosts.iter().collect();
+    let options = mlprof_analysis::gpu::transfers::TransfersOptions { gap_threshold_ps: 1_000_000_000 };
+    let want = as_read(&mlprof_analysis::gpu::transfers::analyze(&hosts, options));
+    let answer = fixture.json("/api/tool?run=timeline_analysis&tool=transfers&gap_threshold=1ms");
+    assert!(answer["result"] == want, "gap_threshold=1ms differs from the analysis");
+    assert_eq!(answer["result"]["gap_threshold_ps"], json!(1_000_000_000));
+
+    let xprof = ToolOptions { breakdown: Breakdown::Xprof, xprof_compatible: false };
+    let want = as_read(&Analysis::new(hosts, xprof).run("overview_page").expect("known tool"));
+    let answer = fixture.json("/api/tool?run=timeline_analysis&tool=overview_page&breakdown=xprof");
+    assert!(answer["result"] == want, "breakdown=xprof differs from the analysis");
+
+    let session_tf = load_session(&data(TF_LOGDIR));
+    let mut report = expected(&session_tf, "framework_op_stats").0;
+    report.sort_main_table("total_self_time:asc").expect("column exists");
+    let fixture = serve(&data(TF_LOGDIR));
+    let csv = fixture.get("/api/csv?run=2026_11_21_19_24_08&tool=framework_op_stats&sort=total_self_time:asc");
+    assert!(csv.text() == report.to_csv().expect("main table"), "sorted CSV differs");
+}
+
+#[test]
+fn bad_requests_answer_the_documented_status_and_one_line() {
+    let fixture = serve(&data(TF_LOGDIR));
+    let run = "run=2026_11_21_19_24_08";
+    let cases: Vec<(String, u16, &str)> = vec![
+        ("/api/tool?tool=overview_page".into(), 400, "missing parameter run"),
+        (format!("/api/tool?{run}"), 400, "missing parameter tool"),
+        ("/api/tool?run=nope&tool=overview_page".into(), 404, "no run named \"nope\"; runs: 2026_11_21_19_24_08"),
+        (
+            format!("/api/tool?{run}&tool=overview_page&host=h2"),
+            404,
+            "no host named \"h2\" in run 2026_11_21_19_24_08; hosts: vm",
+        ),
+        (format!("/api/tool?{run}&tool=op_profile"), 404, "no tool named \"op_profile\"; tools: overview_page,"),
+        (format!("/api/tool?{run}&tool=trace_viewer"), 400, "trace_viewer has no report"),
+        (
+            format!("/api/tool?{run}&tool=overview_page&breakdown=fast"),
+            400,
+            "breakdown \"fast\": expected classic or xprof",
+        ),
+        (format!("/api/tool?{run}&tool=overview_page&gap_threshold=1ms"), 400, "gap_threshold is for tool=transfers"),
+        (format!("/api/tool?{run}&tool=transfers&gap_threshold=soon"), 400, "gap_threshold: "),
+        (format!("/api/tool?{run}&tool=overview_page&sort=x"), 400, "sort is for /api/csv"),
+        (format!("/api/csv?{run}&tool=framework_op_stats&sort=nope"), 400, "no column \"nope\"; columns: Rank,"),
+        ("/api/run".into(), 400, "missing parameter run"),
+        ("/api/run?run=nope".into(), 404, "no run named \"nope\""),
+        ("/api/nothing".into(), 404, "no such page or endpoint: /api/nothing"),
+        ("/static/missing.js".into(), 404, "no file static/missing.js"),
+    ];
+    for (target, status, message) in cases {
+        let (got_status, got_message) = fixture.error(&target);
+        assert_eq!(got_status, status, "{target}: {got_message}");
+        assert!(got_message.starts_with(message), "{target}: {got_message:?} should start with {message:?}");
+    }
+}
+
+#[test]
+fn a_profile_that_fails_to_load_is_a_500_naming_the_file() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let session = root.path().join("plugins/profile/2026_01_01_00_00_00");
+    std::fs::create_dir_all(&session).expect("session dir");
+    std::fs::write(session.join("vm.xplane.pb"), b"\x0a\xff\xff\xff\xff\x0f").expect("written");
+    let fixture = serve(root.path());
+    let (status, message) = fixture.error("/api/tool?run=2026_01_01_00_00_00&tool=overview_page");
+    assert_eq!(status, 500, "{message}");
+    assert!(message.contains("vm.xplane.pb"), "{message}");
+}
+
+#[test]
+fn only_the_embedded_files_are_served() {
+    let fixture = serve(&data(TF_LOGDIR));
+    let index = fixture.get("/");
+    assert_eq!(index.status, 200);
+    assert_eq!(index.header("content-type"), Some("text/html; charset=utf-8"));
+    let on_disk = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("web/index.html")).expect("index.html");
+    assert_eq!(index.body, on_disk);
+
+    let script = fixture.get("/static/app.js");
+    assert_eq!(script.status, 200);
+    assert_eq!(script.header("content-type"), Some("text/javascript; charset=utf-8"));
+    let etag = script.header("etag").expect("an ETag").to_string();
+    assert_eq!(script.header("cache-control"), Some("no-cache"));
+    let revalidated = fixture.server.get("/static/app.js", &[("If-None-Match", &etag)]).expect("answered");
+    assert_eq!(revalidated.status, 304);
+    assert!(revalidated.body.is_empty());
+
+    for target in [
+        "/static/../Cargo.toml",
+        "/static/%2e%2e/Cargo.toml",
+        "/static/%2E%2E%2FCargo.toml",
+        "/static/..%5cCargo.toml",
+        "/static/app.js/../../Cargo.toml",
+        "/static//etc/passwd",
+        "/static/%2fetc%2fpasswd",
+        "/static/.hidden",
+        "/../Cargo.toml",
+        "/static/../../tests/data/xspace/tf_keras2_input_bound/logdir/plugins/profile/2026_11_21_19_24_08/vm.xplane.pb",
+    ] {
+        let response = fixture.get(target);
+        assert!(response.status == 404 || response.status == 400, "{target}: {}", response.status);
+        let text = response.text();
+        assert!(!text.contains("[package]") && !text.contains("root:"), "{target}: {text}");
+    }
+}
+
+#[test]
+fn every_response_carries_the_security_headers() {
+    let fixture = serve(&data(TF_LOGDIR));
+    for target in ["/", "/static/app.js", "/api/runs", "/api/nothing", "/api/tool?run=x&tool=y"] {
+        let response = fixture.get(target);
+        let policy = response.header("content-security-policy").unwrap_or_default();
+        assert!(policy.starts_with("default-src 'self';"), "{target}: {policy}");
+        assert!(!policy.contains("http"), "{target}: the policy names another origin: {policy}");
+        assert_eq!(response.header("x-content-type-options"), Some("nosniff"), "{target}");
+        assert_eq!(response.header("x-frame-options"), Some("DENY"), "{target}");
+    }
+}
+
+#[test]
+fn large_answers_are_streamed_and_compressed_when_the_client_accepts_it() {
+    let fixture = serve(&data(TF_LOGDIR));
+    let target = "/api/tool?run=2026_11_21_19_24_08&tool=framework_op_stats";
+    let plain = fixture.get(target);
+    assert_eq!(plain.header("content-encoding"), None);
+    // Streamed as it is serialised: no length known up front.
+    assert_eq!(plain.header("transfer-encoding"), Some("chunked"));
+    assert_eq!(plain.header("content-length"), None);
+    let gzipped = fixture.server.get(target, &[("Accept-Encoding", "gzip")]).expect("answered");
+    assert_eq!(gzipped.header("content-encoding"), Some("gzip"));
+    assert!(gzipped.body.len() * 4 < plain.body.len(), "{} vs {} bytes", gzipped.body.len(), plain.body.len());
+    let mut inflated = Vec::new();
+    flate2::read::GzDecoder::new(gzipped.body.as_slice()).read_to_end(&mut inflated).expect("valid gzip");
+    assert!(inflated == plain.body, "the gzipped answer inflates to another body");
+    let brotli = fixture.server.get(target, &[("Accept-Encoding", "br")]).expect("answered");
+    assert_eq!(brotli.header("content-encoding"), Some("br"));
+}
+
+/// A TensorBoard log directory that links a session in from elsewhere: discovery
+/// follows the link, the server refuses it.
+#[cfg(unix)]
+#[test]
+fn profiles_reached_through_links_out_of_the_root_are_refused() {
+    use std::os::unix::fs::symlink;
+    let outside = data(TF_LOGDIR).join("plugins/profile/2026_11_21_19_24_08");
+    let root = tempfile::tempdir().expect("temp dir");
+    let profile = root.path().join("plugins/profile");
+    std::fs::create_dir_all(profile.join("2026_01_01_00_00_00")).expect("session dir");
+    std::fs::copy(outside.join("vm.xplane.pb"), profile.join("2026_01_01_00_00_00/vm.xplane.pb")).expect("copied");
+    symlink(&outside, profile.join("2026_02_02_00_00_00")).expect("directory link");
+    std::fs::create_dir_all(profile.join("2026_03_03_00_00_00")).expect("session dir");
+    symlink(outside.join("vm.xplane.pb"), profile.join("2026_03_03_00_00_00/vm.xplane.pb")).expect("file link");
+
+    let fixture = serve(root.path());
+    let names: Vec<String> = fixture.json("/api/runs")["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .filter_map(|r| r["name"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(names, ["2026_01_01_00_00_00"]);
+    assert_eq!(fixture.server.state().catalog().refused().len(), 2);
+    let (status, _) = fixture.error("/api/tool?run=2026_02_02_00_00_00&tool=overview_page");
+    assert_eq!(status, 404);
+
+    let only_outside = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir_all(only_outside.path().join("plugins/profile")).expect("profile dir");
+    symlink(&outside, only_outside.path().join("plugins/profile/2026_02_02_00_00_00")).expect("directory link");
+    let cache = tempfile::tempdir().expect("temp dir");
+    let error = TestServer::start(only_outside.path(), cache.path()).err().expect("nothing to serve");
+    assert!(error.to_string().contains("lies outside it"), "{error}");
+}
+
+/// DNS rebinding: another site's name pointed at 127.0.0.1 must not read the profiles.
+#[test]
+fn requests_for_another_host_name_are_refused() {
+    let fixture = serve(&data(TF_LOGDIR));
+    let refused = fixture.server.get("/api/runs", &[("Host", "evil.example:6006")]).expect("answered");
+    assert_eq!(refused.status, 403);
+    let message = refused.json().expect("JSON")["error"].as_str().unwrap_or_default().to_string();
+    assert!(message.contains("evil.example"), "{message}");
+    assert!(refused.header("content-security-policy").is_some());
+    let local = fixture.server.get("/api/runs", &[("Host", "localhost:6006")]).expect("answered");
+    assert_eq!(local.status, 200);
+}

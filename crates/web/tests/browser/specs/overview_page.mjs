@@ -1,0 +1,40 @@
+// The overview page shows the API's numbers: average step time and its standard
+// deviation, one column per step in the step-time graph with hover details, the
+// step table, the top ops, and the run environment.
+
+import { assertRowsMatch, assertShows, openToolPage, readTable, sectionId, tooltipOf, tooltipValue } from '../lib/ui.mjs';
+
+export default async function (t) {
+  const { page, assert } = t;
+  const { result, report } = await openToolPage(t, 'overview_page');
+
+  const figures = page.locator('#summary-figures');
+  const time = result.steps.step_time_ms;
+  assertShows(assert, await figures.locator('.stat', { hasText: 'Average step time' }).locator('dd').innerText(), time.average, 'average step time');
+  assertShows(assert, await figures.locator('.stat', { hasText: 'Standard deviation' }).locator('dd').innerText(), time.standard_deviation, 'standard deviation');
+  assertShows(assert, await figures.locator('.stat', { hasText: 'Steps' }).locator('dd').innerText(), result.steps.steps.length, 'steps');
+
+  const steps = result.steps.steps;
+  const columns = page.locator('#section-step_time_by_category_ms figure .column');
+  if (steps.length > 0 && steps.some((step) => step.step_time_ms > 0)) {
+    assert.equal(await columns.count(), steps.length, 'one column per step');
+    const tip = await tooltipOf(page, columns.first().locator('rect.hit'));
+    assert.ok(tip.includes(steps[0].step_name), `the tooltip names the step: ${tip}`);
+    assertShows(assert, await tooltipValue(page, 'Step time'), steps[0].step_time_ms, 'step time in the tooltip (ms)');
+    if (steps[0].host_compute_ms > 0) {
+      assertShows(assert, await tooltipValue(page, 'Host compute'), steps[0].host_compute_ms, 'host compute in the tooltip (ms)');
+    }
+  } else {
+    assert.equal(await page.locator('#section-step_time_by_category_ms .chart-empty').count(), 1, 'no steps: the graph says so');
+  }
+
+  const top = report.sections.find((section) => section.title.startsWith('Top 10'));
+  if (top) {
+    const shown = await readTable(page.locator(`#${sectionId(top.title)}`));
+    assertRowsMatch(assert, shown.rows, top.table.rows, 'top ops');
+  }
+  const environment = await page.locator('#environment').innerText();
+  assert.ok(environment.includes(result.run_environment.device_type), 'the device type is shown');
+  for (const host of result.run_environment.hosts) assert.ok(environment.includes(host), `host ${host} is listed`);
+  await t.screenshot('overview_page-summary');
+}

@@ -1,0 +1,300 @@
+//! The trace viewer's endpoints end to end on real fixtures, through a server on an
+//! ephemeral port: meta against the model, views that lose no event, event details
+//! with the model's args and flows, whole-trace search, the Kineto `Steps` section,
+//! parameter errors, and the disk cache (one build shared by concurrent requests, reused
+//! by a restarted server without reading the profile).
+
+use std::path::{Path, PathBuf};
+
+use mlprof_model::Host;
+use mlprof_web::testing::{HttpResponse, TestServer};
+use serde_json::Value;
+
+fn data(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(relative)
+}
+
+const JAX_LOGDIR: &str = "xspace/jax_profile/logdir";
+const KINETO_RANKS: &str = "kineto/hta/timeline_analysis";
+
+struct Fixture {
+    server: TestServer,
+    run: String,
+    host: String,
+}
+
+fn serve(path: &Path, cache: &Path) -> Fixture {
+    let server = TestServer::start(path, cache).expect("server starts");
+    let runs = get_json(&server, "/api/runs");
+    let run = runs["runs"][0]["name"].as_str().expect("a run").to_string();
+    let host = runs["runs"][0]["hosts"][0].as_str().expect("a host").to_string();
+    Fixture { server, run, host }
+}
+
+fn get_json(server: &TestServer, target: &str) -> Value {
+    let response = server.get(target, &[]).expect("answered");
+    assert_eq!(response.status, 200, "{target}: {}", response.text());
+    response.json().expect("JSON")
+}
+
+impl Fixture {
+    fn target(&self, endpoint: &str, params: &str) -> String {
+        format!("/api/trace/{endpoint}?run={}&host={}{params}", encode(&self.run), encode(&self.host))
+    }
+
+    fn json(&self, endpoint: &str, params: &str) -> Value {
+        get_json(&self.server, &self.target(endpoint, params))
+    }
+
+    fn raw(&self, endpoint: &str, params: &str) -> HttpResponse {
+        self.server.get(&self.target(endpoint, params), &[]).expect("answered")
+    }
+
+    fn error(&self, target: &str) -> (u16, String) {
+        let response = self.server.get(target, &[]).expect("answered");
+        let body = response.json().expect("JSON error");
+        (response.status, body["error"].as_str().expect("message").to_string())
+    }
+}
+
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }
+        })
+        .collect()
+}
+
+fn model_host(path: &str) -> Host {
+    let session = mlprof_formats::discover::load(&data(path)).expect("loads").pop().expect("a session");
+    session.hosts.into_iter().next().expect("a host")
+}
+
+/// Timed events of the model (aggregated XSpace events and Chrome flow markers are
+/// not timeline events).
+fn timed_events(host: &Host) -> u64 {
+    let mut count = 0;
+    for plane in &host.planes {
+        let ph = plane.find_stat_key("ph");
+        for line in &plane.lines {
+            for event in line.iter() {
+                let marker = plane.metadata_of(&event).is_some_and(|m| {
+                    plane.metadata_stats_of(m).iter().any(|s| {
+                        Some(s.key) == ph
+                            && ["s", "t", "f"].contains(&plane.format_value(&plane.metadata_stats, s.value).as_str())
+                    })
+                });
+                if event.num_occurrences().is_none() && !marker {
+                    count += 1;
+                }
+            }
+        }
+    }
+    count
+}
+
+fn all_track_ids(meta: &Value) -> Vec<u64> {
+    meta["sections"]
+        .as_array()
+        .expect("sections")
+        .iter()
+        .flat_map(|s| s["tracks"].as_array().expect("tracks").iter().map(|t| t["id"].as_u64().expect("id")))
+        .collect()
+}
+
+/// Events shown by a view answer: individual plus merged counts.
+fn shown(view: &Value) -> u64 {
+    view["tracks"]
+        .as_array()
+        .expect("tracks")
+        .iter()
+        .map(|t| {
+            let events = t["events"].as_array().expect("events").len() as u64;
+            let merged: u64 =
+                t["merged"].as_array().expect("merged").iter().map(|m| m[3].as_u64().expect("count")).sum();
+            events + merged
+        })
+        .sum()
+}
+
+#[test]
+fn xspace_meta_view_event_and_search_agree_with_the_model() {
+    let cache = tempfile::tempdir().expect("cache dir");
+    let fixture = serve(&data(JAX_LOGDIR), cache.path());
+    let host = model_host(JAX_LOGDIR);
+
+    let meta = fixture.json("meta", "");
+    assert_eq!(meta["host"], host.name.as_str());
+    assert_eq!(meta["events"].as_u64(), Some(timed_events(&host)));
+    let sections: Vec<(&str, &str)> = meta["sections"]
+        .as_array()
+        .expect("sections")
+        .iter()
+        .map(|s| (s["name"].as_str().expect("name"), s["kind"].as_str().expect("kind")))
+        .collect();
+    assert_eq!(sections, [("/host:CPU", "host")]);
+    let ids = all_track_ids(&meta);
+    assert_eq!(ids, (0..ids.len() as u64).collect::<Vec<_>>());
+    let lines: usize = host.planes.iter().map(|p| p.lines.iter().filter(|l| !l.is_empty()).count()).sum();
+    assert_eq!(ids.len(), lines);
+    let (start, end) = (meta["start_ps"].as_i64().expect("start"), meta["end_ps"].as_i64().expect("end"));
+    assert_eq!(host.span_ps(), Some((start, end)));
+
+    // Zoomed out: every event accounted for, few items, names resolved.
+    let view = fixture.json("view", &format!("&start_ps={start}&end_ps={end}&width_px=800"));
+    assert_eq!(shown(&view), timed_events(&host));
+    assert_eq!(view["resolution_ps"].as_i64(), Some((end - start) / 800));
+    let names = view["names"].as_array().expect("names");
+    for track in view["tracks"].as_array().expect("tracks") {
+        for e in track["events"].as_array().expect("events") {
+            assert!(e[1].as_i64().expect("dur") > 0 || e[1] == 0);
+            assert!((e[3].as_u64().expect("name") as usize) < names.len());
+        }
+        for m in track["merged"].as_array().expect("merged") {
+            assert!((m[4].as_u64().expect("name") as usize) < names.len());
+            assert!(m[1].as_i64() >= m[0].as_i64());
+        }
+    }
+    // Chosen tracks only.
+    let one = fixture.json("view", &format!("&start_ps={start}&end_ps={end}&width_px=800&tracks=1"));
+    assert!(one["tracks"].as_array().expect("tracks").iter().all(|t| t["id"] == 1));
+
+    // A flow (producer → consumer context) and its two ends' details.
+    let flows = view["flows"].as_array().expect("flows");
+    assert!(!flows.is_empty(), "JAX's dispatch → execution links");
+    let flow = &flows[0];
+    let from = fixture.json("event", &format!("&id={}", flow[0]));
+    assert_eq!(from["track"], flow[1]);
+    assert_eq!(from["start_ps"], flow[2]);
+    assert!(from["flows"].as_array().expect("flows").iter().any(|f| f["direction"] == "out" && f["event"] == flow[3]));
+    let to = fixture.json("event", &format!("&id={}", flow[3]));
+    assert!(to["flows"].as_array().expect("flows").iter().any(|f| f["direction"] == "in" && f["event"] == flow[0]));
+    assert!(to["args"].is_object());
+    assert!(to["track_name"].as_str().is_some_and(|n| !n.is_empty()));
+
+    // Search over the whole trace, in time order.
+    let found = fixture.json("search", "&q=ISINSTANCE&limit=5");
+    assert!(found["total"].as_u64().expect("total") > 100);
+    let results = found["results"].as_array().expect("results");
+    assert_eq!(results.len(), 5);
+    assert!(results.windows(2).all(|w| w[0]["start_ps"].as_i64() <= w[1]["start_ps"].as_i64()));
+    assert!(results.iter().all(|r| r["name"].as_str().expect("name").to_lowercase().contains("isinstance")));
+    let default_limit = fixture.json("search", "&q=isinstance");
+    assert_eq!(default_limit["results"].as_array().expect("results").len(), 100);
+    assert_eq!(fixture.json("search", "&q=no%20such%20event")["total"], 0);
+}
+
+#[test]
+fn kineto_trace_has_a_steps_section_and_launch_to_kernel_flows() {
+    let cache = tempfile::tempdir().expect("cache dir");
+    let fixture = serve(&data(KINETO_RANKS), cache.path());
+    let host = model_host(KINETO_RANKS);
+    let meta = fixture.json("meta", "");
+    let steps = mlprof_analysis::profiler_steps::find(&host);
+    assert!(!steps.is_empty());
+    // The Steps section adds one event per ProfilerStep#N on top of the model's events.
+    assert_eq!(meta["events"].as_u64(), Some(timed_events(&host) + steps.len() as u64));
+    let first = &meta["sections"][0];
+    assert_eq!((first["name"].as_str(), first["kind"].as_str()), (Some("Steps"), Some("derived")));
+    assert_eq!(first["tracks"][0]["events"].as_u64(), Some(steps.len() as u64));
+    assert!(meta["sections"].as_array().expect("sections").iter().any(|s| s["kind"] == "device"));
+
+    // The first step event: its name and the annotation's args.
+    let step_track = first["tracks"][0]["id"].as_u64().expect("id");
+    let (start, end) = (meta["start_ps"].as_i64().expect("start"), meta["end_ps"].as_i64().expect("end"));
+    let view = fixture.json("view", &format!("&start_ps={start}&end_ps={end}&width_px=100000&tracks={step_track}"));
+    let step = &view["tracks"][0]["events"][0];
+    assert_eq!(view["names"][step[3].as_u64().expect("name") as usize], steps[0].name.as_str());
+    let details = fixture.json("event", &format!("&id={}", step[4]));
+    assert_eq!(details["name"], steps[0].name.as_str());
+    assert_eq!(details["dur_ps"].as_i64(), Some(steps[0].end_ps - steps[0].begin_ps));
+    assert!(details["args"].as_object().expect("args").contains_key("cat"), "{details}");
+
+    // A kernel comes from its launch: same correlation id, host → device.
+    let kernel = fixture.json("search", "&q=fbgemm_gpu%3A%3Apermute_2D_lengths_kernel&limit=1");
+    let id = kernel["results"][0]["id"].as_u64().expect("a kernel");
+    let kernel = fixture.json("event", &format!("&id={id}"));
+    let correlation = kernel["args"]["correlation_id"].as_str().expect("correlation_id").to_string();
+    let launch = kernel["flows"].as_array().expect("flows").iter().find(|f| f["direction"] == "in").expect("launch");
+    assert!(launch["name"].as_str().expect("name").starts_with("cuda"), "{launch}");
+    let launch = fixture.json("event", &format!("&id={}", launch["event"]));
+    assert_eq!(launch["args"]["correlation_id"].as_str(), Some(correlation.as_str()));
+    let all = fixture.json("view", &format!("&start_ps={start}&end_ps={end}&width_px=100000"));
+    assert_eq!(shown(&all), meta["events"].as_u64().expect("events"));
+    assert!(all["flows"].as_array().expect("flows").len() > 100);
+}
+
+#[test]
+fn bad_parameters_are_400_and_unknown_names_404() {
+    let cache = tempfile::tempdir().expect("cache dir");
+    let fixture = serve(&data(JAX_LOGDIR), cache.path());
+    let base = fixture.target("view", "");
+    let cases: Vec<(String, u16, &str)> = vec![
+        ("/api/trace/meta?host=vm".to_string(), 400, "missing parameter run"),
+        (format!("/api/trace/meta?run={}&host=nope", encode(&fixture.run)), 404, "no host named"),
+        ("/api/trace/meta?run=nope&host=vm".to_string(), 404, "no run named"),
+        (format!("{base}&start_ps=10&end_ps=5&width_px=10"), 400, "before start_ps"),
+        (format!("{base}&start_ps=0&end_ps=5&width_px=0"), 400, "width_px"),
+        (format!("{base}&start_ps=x&end_ps=5&width_px=10"), 400, "start_ps"),
+        (format!("{base}&start_ps=0&end_ps=5"), 400, "missing parameter width_px"),
+        (format!("{base}&start_ps=0&end_ps=5&width_px=10&tracks=a"), 400, "not a track id"),
+        (format!("{base}&start_ps=0&end_ps=5&width_px=10&tracks=99999"), 400, "no track 99999"),
+        (fixture.target("event", "&id=4000000000"), 404, "no event"),
+        (fixture.target("event", "&id=-1"), 400, "id"),
+        (fixture.target("search", ""), 400, "missing parameter q"),
+        (fixture.target("search", "&q=a&limit=1000000"), 400, "limit"),
+    ];
+    for (target, status, message) in cases {
+        let (got_status, got_message) = fixture.error(&target);
+        assert_eq!(got_status, status, "{target}: {got_message}");
+        assert!(got_message.contains(message), "{target}: {got_message}");
+    }
+    // host=all stands for the only host.
+    assert_eq!(
+        fixture.json("meta", "")["events"],
+        get_json(&fixture.server, &format!("/api/trace/meta?run={}&host=all", encode(&fixture.run)))["events"]
+    );
+    assert_eq!(fixture.raw("meta", "").header("content-type"), Some("application/json"));
+}
+
+#[test]
+fn the_index_is_built_once_and_a_restarted_server_reuses_it_without_the_profile() {
+    let cache = tempfile::tempdir().expect("cache dir");
+    let first = serve(&data(KINETO_RANKS), cache.path());
+    // Concurrent first requests share one build.
+    let answers: Vec<Value> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4).map(|_| scope.spawn(|| first.json("meta", ""))).collect();
+        handles.into_iter().map(|h| h.join().expect("thread")).collect()
+    });
+    assert!(answers.windows(2).all(|w| w[0] == w[1]));
+    let files: Vec<PathBuf> =
+        std::fs::read_dir(cache.path()).expect("cache dir").map(|e| e.expect("entry").path()).collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(files[0].extension().is_some_and(|e| e == "mltl"));
+    let written = std::fs::metadata(&files[0]).expect("file").modified().expect("mtime");
+    let (start, end) = (answers[0]["start_ps"].as_i64().expect("start"), answers[0]["end_ps"].as_i64().expect("end"));
+    let view_params = format!("&start_ps={start}&end_ps={}&width_px=1200", start + (end - start) / 3);
+    let view = first.json("view", &view_params);
+    let found = first.json("search", "&q=cudaLaunchKernel");
+    drop(first);
+
+    let second = serve(&data(KINETO_RANKS), cache.path());
+    assert_eq!(second.json("meta", ""), answers[0]);
+    assert_eq!(second.json("view", &view_params), view);
+    assert_eq!(second.json("search", "&q=cudaLaunchKernel"), found);
+    assert!(second.server.state().loaded_runs().is_empty(), "meta, view and search never read the profile");
+    assert_eq!(std::fs::metadata(&files[0]).expect("file").modified().expect("mtime"), written);
+    // Event details read the profile for the args.
+    second.json("event", "&id=0");
+    assert_eq!(second.server.state().loaded_runs(), vec![second.run.clone()]);
+
+    // A damaged cache file is rebuilt, not trusted.
+    drop(second);
+    let mut bytes = std::fs::read(&files[0]).expect("read");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&files[0], &bytes).expect("damage");
+    let third = serve(&data(KINETO_RANKS), cache.path());
+    assert_eq!(third.json("meta", ""), answers[0]);
+    assert_eq!(third.server.state().loaded_runs(), vec![third.run.clone()], "rebuilt from the profile");
+}

@@ -1,0 +1,67 @@
+// The four trace endpoints of API.md ("Trace viewer") for one run and host. Every
+// call returns parsed JSON or throws an Error carrying the server's one-line message;
+// aborted calls throw an Error whose name is 'AbortError'.
+
+/** Client of /api/trace/{meta,view,event,search} for one run and host. */
+export class TraceApi {
+  /** `run` and `host` as the page URL names them. */
+  constructor(run, host) {
+    this.run = run;
+    this.host = host;
+  }
+
+  /** GET /api/trace/{endpoint}?run&host&…params, parsed; `signal` aborts it. */
+  async get(endpoint, params = {}, signal = undefined) {
+    const query = new URLSearchParams({ run: this.run, host: this.host });
+    for (const [key, value] of Object.entries(params)) {
+      if (value !== undefined && value !== null) query.set(key, String(value));
+    }
+    const response = await fetch(`/api/trace/${endpoint}?${query}`, { signal });
+    let body = null;
+    try {
+      body = await response.json();
+    } catch (error) {
+      if (error.name === 'AbortError') throw error;
+      throw new Error(`/api/trace/${endpoint}: ${response.status} ${response.statusText}, not JSON`);
+    }
+    if (!response.ok) {
+      const message = body && typeof body.error === 'string' ? body.error : `${response.status}`;
+      throw new Error(message);
+    }
+    return body;
+  }
+
+  /** Sections, tracks and the trace's time range. */
+  meta(signal) {
+    return this.get('meta', {}, signal);
+  }
+
+  /** Events and merged runs of `tracks` in [startPs, endPs] drawn over widthPx pixels. */
+  view({ startPs, endPs, widthPx, tracks }, signal) {
+    return this.get(
+      'view',
+      {
+        start_ps: Math.floor(startPs),
+        end_ps: Math.ceil(endPs),
+        width_px: Math.max(1, Math.round(widthPx)),
+        tracks: tracks.join(','),
+      },
+      signal,
+    );
+  }
+
+  /** One event with all its args and flows. */
+  event(id, signal) {
+    return this.get('event', { id }, signal);
+  }
+
+  /** Events whose name contains `q` (case-insensitive), over the whole trace. */
+  search(q, limit, signal) {
+    return this.get('search', { q, limit }, signal);
+  }
+}
+
+/** True for the error an aborted fetch throws. */
+export function isAbort(error) {
+  return error !== null && typeof error === 'object' && error.name === 'AbortError';
+}

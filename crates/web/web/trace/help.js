@@ -1,0 +1,40 @@
+// The keyboard and mouse reference the `?` key opens: one list, read by the overlay.
+
+import { h } from '../lib/dom.js';
+
+/** Every control of the trace viewer, as [keys, what it does]. */
+export const CONTROLS = [
+  ['W / S', 'zoom in / out (around the mouse pointer, else the middle)'],
+  ['A / D', 'pan left / right'],
+  ['Wheel, Ctrl+Wheel', 'zoom around the mouse pointer'],
+  ['Shift+Wheel, horizontal wheel', 'pan left / right'],
+  ['Drag', 'pan (left/right and up/down)'],
+  ['Wheel over the track names, scrollbar', 'scroll tracks up / down'],
+  ['Click', 'select an event (details below); click a section header to fold it'],
+  ['Shift+Drag', 'mark a time range and show its duration'],
+  ['M', 'mark the selected event’s time range (again: unmark)'],
+  ['F', 'fit the selected event (or the marked range) to the window'],
+  ['0', 'reset zoom to the whole trace'],
+  ['/', 'focus the search box; Enter / Shift+Enter: next / previous result'],
+  ['Esc', 'clear the mark, then the selection; close this help'],
+  ['?', 'show / hide this help'],
+];
+
+/** The help overlay (hidden until toggled); `onClose` runs when its button is pressed. */
+export function helpOverlay(onClose) {
+  return h(
+    'div',
+    { class: 'tv-help', hidden: true, role: 'dialog', 'aria-label': 'Trace viewer shortcuts' },
+    h(
+      'div',
+      { class: 'tv-help-box' },
+      h('h3', {}, 'Trace viewer controls'),
+      h(
+        'table',
+        {},
+        CONTROLS.map(([keys, action]) => h('tr', {}, h('th', {}, keys), h('td', {}, action))),
+      ),
+      h('button', { class: 'tv-button', type: 'button', onclick: onClose }, 'Close'),
+    ),
+  );
+}
