@@ -32,6 +32,16 @@ mod search;
 pub mod synthetic;
 mod view;
 
+/// Hooks for `cargo fuzz` (feature `fuzzing`, off by default).
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing {
+    /// Makes the header of an index file in `bytes` valid (magic, version, lengths,
+    /// checksum) so that a mutated file reaches the directory and table checks.
+    pub fn make_plausible(bytes: &mut [u8]) {
+        crate::format::make_plausible(bytes);
+    }
+}
+
 pub use builder::{BuiltIndex, EventRef, MAX_EVENTS, NameId, SectionHandle, SectionKind, TimelineBuilder, TrackHandle};
 pub use cache::CacheKey;
 pub use error::{BuildError, CacheError};
