@@ -9,6 +9,7 @@
 mod api;
 mod assets;
 pub mod availability;
+pub mod blocking;
 pub mod catalog;
 pub mod error;
 pub mod once_cache;

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::host_index::host_index;
 use super::query::{number, run_and_host};
+use crate::blocking::on_blocking_thread;
 use crate::error::ApiError;
 use crate::params::ApiQuery;
 use crate::state::AppState;
@@ -68,12 +69,11 @@ pub(crate) async fn view(
     }
     let index = host_index(&state, run, host).await?;
     let tracks = parse_tracks(query.tracks.as_deref(), &index)?;
-    let view = tokio::task::spawn_blocking(move || {
+    let view = on_blocking_thread("trace view", move || {
         let view = index.view(&Viewport { start_ps, end_ps, width_px, tracks: tracks.as_deref() });
         answer(&index, start_ps, end_ps, view)
     })
-    .await
-    .map_err(|e| ApiError::internal(format!("trace view: {e}")))?;
+    .await?;
     Ok(crate::streamed::json(view))
 }
 
