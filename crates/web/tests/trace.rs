@@ -202,7 +202,7 @@ fn kineto_trace_has_a_steps_section_and_launch_to_kernel_flows() {
     // The first step event: its name and the annotation's args.
     let step_track = first["tracks"][0]["id"].as_u64().expect("id");
     let (start, end) = (meta["start_ps"].as_i64().expect("start"), meta["end_ps"].as_i64().expect("end"));
-    let view = fixture.json("view", &format!("&start_ps={start}&end_ps={end}&width_px=100000&tracks={step_track}"));
+    let view = fixture.json("view", &format!("&start_ps={start}&end_ps={end}&width_px=16384&tracks={step_track}"));
     let step = &view["tracks"][0]["events"][0];
     assert_eq!(view["names"][step[3].as_u64().expect("name") as usize], steps[0].name.as_str());
     let details = fixture.json("event", &format!("&id={}", step[4]));
@@ -219,7 +219,7 @@ fn kineto_trace_has_a_steps_section_and_launch_to_kernel_flows() {
     assert!(launch["name"].as_str().expect("name").starts_with("cuda"), "{launch}");
     let launch = fixture.json("event", &format!("&id={}", launch["event"]));
     assert_eq!(launch["args"]["correlation_id"].as_str(), Some(correlation.as_str()));
-    let all = fixture.json("view", &format!("&start_ps={start}&end_ps={end}&width_px=100000"));
+    let all = fixture.json("view", &format!("&start_ps={start}&end_ps={end}&width_px=16384"));
     assert_eq!(shown(&all), meta["events"].as_u64().expect("events"));
     assert!(all["flows"].as_array().expect("flows").len() > 100);
 }
@@ -239,6 +239,8 @@ fn bad_parameters_are_400_and_unknown_names_404() {
         (format!("{base}&start_ps=0&end_ps=5"), 400, "missing parameter width_px"),
         (format!("{base}&start_ps=0&end_ps=5&width_px=10&tracks=a"), 400, "not a track id"),
         (format!("{base}&start_ps=0&end_ps=5&width_px=10&tracks=99999"), 400, "no track 99999"),
+        (format!("{base}&start_ps=0&end_ps=5&width_px=10&tracks=0,1,0"), 400, "track 0 is named twice"),
+        (format!("{base}&start_ps=0&end_ps=5&width_px=16385"), 400, "width_px must be between 1 and 16384"),
         (fixture.target("event", "&id=4000000000"), 404, "no event"),
         (fixture.target("event", "&id=-1"), 400, "id"),
         (fixture.target("search", ""), 400, "missing parameter q"),

@@ -17,8 +17,9 @@ use crate::error::ApiError;
 use crate::params::ApiQuery;
 use crate::state::AppState;
 
-/// Widest window a client may ask for, in pixels.
-const MAX_WIDTH_PX: u32 = 100_000;
+/// Widest window a client may ask for, in pixels: an answer holds about three items
+/// per pixel per depth level of each track, so this bounds its size.
+const MAX_WIDTH_PX: u32 = 16_384;
 
 /// The query of `view`.
 #[derive(Debug, Deserialize)]
@@ -77,8 +78,9 @@ pub(crate) async fn view(
     Ok(crate::streamed::json(view))
 }
 
-/// The `tracks` parameter: comma-separated track ids of this host (400 otherwise);
-/// `None` (all tracks) when absent.
+/// The `tracks` parameter: comma-separated distinct track ids of this host (400
+/// otherwise, a repeated id included: it would repeat the track's items); `None` (all
+/// tracks) when absent.
 fn parse_tracks(text: Option<&str>, index: &TimelineIndex) -> Result<Option<Vec<u32>>, ApiError> {
     let Some(text) = text else { return Ok(None) };
     let mut ids = Vec::new();
@@ -89,6 +91,9 @@ fn parse_tracks(text: Option<&str>, index: &TimelineIndex) -> Result<Option<Vec<
                 "tracks: no track {id} (this host has {})",
                 index.track_count()
             )));
+        }
+        if ids.contains(&id) {
+            return Err(ApiError::bad_request(format!("tracks: track {id} is named twice")));
         }
         ids.push(id);
     }
