@@ -6,7 +6,7 @@
 //! end even when they go away, and a failed one is retried by the next request.
 //! Opening (checksum pass) and building are [`crate::blocking::heavy`] jobs. The
 //! cache file name comes from the run and host; its key holds the profile file's path,
-//! size and modification time and [`RECIPE`], so a changed profile or a new way of
+//! size and modification time and [`recipe`], so a changed profile or a new way of
 //! building is rebuilt, never misread. When the cache cannot
 //! be written, the index is kept in memory for this server's life.
 
@@ -14,17 +14,24 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use mlprof_model::Session;
-use mlprof_timeline::{CacheKey, TimelineBuilder, TimelineIndex};
+use mlprof_timeline::{CacheKey, MAPPING_VERSION, TimelineBuilder, TimelineIndex};
 
 use super::steps::add_profiler_steps;
-use crate::blocking::heavy;
+use crate::blocking::{heavy, on_blocking_thread};
 use crate::error::ApiError;
 use crate::once_cache::OnceCache;
 use crate::state::AppState;
 
-/// What this server adds to a host's events, and its version: part of every cache key.
-/// Change it whenever the index built here would differ.
-pub(crate) const RECIPE: &str = "mlprof serve trace v1: host planes, Kineto ProfilerStep steps section";
+/// What this server adds to a host's events, and its version. Change it whenever the
+/// index built here would differ; [`recipe`] adds the versions of the rest.
+const SERVE_RECIPE: &str = "mlprof serve trace v1: host planes, Kineto ProfilerStep steps section";
+
+/// The cache key's variant: [`SERVE_RECIPE`], this mlprof's version (a new release may
+/// read profiles differently, moving model events) and mlprof-timeline's
+/// [`MAPPING_VERSION`].
+pub(crate) fn recipe() -> String {
+    format!("{SERVE_RECIPE}; mlprof {}; timeline mapping v{MAPPING_VERSION}", env!("CARGO_PKG_VERSION"))
+}
 
 /// How many hosts' indexes stay open at once (they are memory-mapped, so cheap).
 const OPEN_INDEXES: usize = 8;
@@ -59,19 +66,44 @@ fn index_key(run: &str, host: &str) -> String {
     format!("{run}\n{host}")
 }
 
-async fn open_or_build(state: &Arc<AppState>, run: &str, host: &str) -> Result<Arc<TimelineIndex>, ApiError> {
+/// Forgets the index of `host` of `run` — the open one and its cache file — because
+/// it disagrees with the profile, so the next request builds it again. An open or
+/// build still running is left alone (it reads the profile as it is now).
+pub(crate) async fn discard_host_index(state: &Arc<AppState>, run: &str, host: &str) -> Result<(), ApiError> {
+    let (key, path) = cache_file(state, run, host).await?;
+    let removed = on_blocking_thread("removing a stale trace index", move || std::fs::remove_file(&path)).await?;
+    // The file first: a request opening the index after this builds a fresh one.
+    state.extension::<TraceIndexes>().open.invalidate(&index_key(run, host));
+    match removed {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+            Err(ApiError::internal(format!("{}: removing the stale trace index: {error}", key.source_path)))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The cache key of `host` of `run` as its profile is now, and its cache file's path.
+async fn cache_file(state: &AppState, run: &str, host: &str) -> Result<(CacheKey, PathBuf), ApiError> {
     let source = state.host_file(run, host)?.path.clone();
-    let what = format!("{}: trace index", source.display());
     let dir = state.cache_dir().to_path_buf();
     let stem = format!("{run}-{host}");
-    let (key, path, cached) = heavy(&what, move || {
-        let key = CacheKey::for_file(&source, RECIPE).map_err(|e| ApiError::internal(e.to_string()))?;
+    on_blocking_thread("trace index key", move || {
+        let key = CacheKey::for_file(&source, &recipe()).map_err(|e| ApiError::internal(e.to_string()))?;
         let path = dir.join(key.file_name(&stem));
+        Ok((key, path))
+    })
+    .await?
+}
+
+async fn open_or_build(state: &Arc<AppState>, run: &str, host: &str) -> Result<Arc<TimelineIndex>, ApiError> {
+    let (key, path) = cache_file(state, run, host).await?;
+    let what = format!("{}: trace index", key.source_path);
+    let (key, path, cached) = heavy(&what, move || {
         // Missing, stale or damaged: rebuilt below, over the same name.
         let cached = TimelineIndex::open(&path, &key).ok();
-        Ok::<_, ApiError>((key, path, cached))
+        (key, path, cached)
     })
-    .await??;
+    .await?;
     if let Some(index) = cached {
         return Ok(Arc::new(index));
     }
