@@ -55,6 +55,8 @@ pub fn run(args: ServeArgs, verbose: bool) -> Result<(), Failure> {
 async fn serve(args: ServeArgs, verbose: bool) -> Result<(), Failure> {
     let config = Config { host: args.host, port: args.port, cache_dir: args.cache_dir, ..Config::new(args.path) };
     let server = Server::bind(config).await.map_err(failure)?;
+    // Watched before the URL is printed, so a Ctrl-C right after it stops cleanly.
+    let presses = CtrlC::watch();
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "mlprof serve: {}", server.url())
         .and_then(|()| stdout.flush())
@@ -71,12 +73,12 @@ async fn serve(args: ServeArgs, verbose: bool) -> Result<(), Failure> {
     if verbose {
         eprintln!("serving {} run(s); caches in {}", catalog.runs().len(), server.state().cache_dir().display());
     }
-    server.run_until(first_ctrl_c()).await.map_err(failure)
+    server.run_until(first_ctrl_c(presses)).await.map_err(failure)
 }
 
 /// Completes on the first Ctrl-C, after which a second one exits the process at once.
-async fn first_ctrl_c() {
-    let Ok(mut presses) = CtrlC::watch() else {
+async fn first_ctrl_c(presses: std::io::Result<CtrlC>) {
+    let Ok(mut presses) = presses else {
         // The signal cannot be watched: serve until the process is killed.
         return std::future::pending().await;
     };
