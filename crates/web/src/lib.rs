@@ -20,6 +20,7 @@ pub mod select;
 mod server;
 pub mod state;
 mod streamed;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod tool_output;
 pub mod tool_request;
