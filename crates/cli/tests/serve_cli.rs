@@ -83,3 +83,70 @@ fn gpu_and_transfers_answer_as_analyze_does_on_a_kineto_trace() {
         assert!(api["result"] == cli, "{tool}: the API's result differs from analyze's");
     }
 }
+
+/// Sends SIGINT (what Ctrl-C sends) to process `pid`.
+#[cfg(unix)]
+fn ctrl_c(pid: u32) {
+    let sent = Command::new("kill").args(["-INT", &pid.to_string()]).status().expect("kill runs");
+    assert!(sent.success());
+}
+
+/// Waits up to 20 s for `child` to exit and returns its exit code.
+#[cfg(unix)]
+fn exit_code(child: &mut std::process::Child) -> Option<i32> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::time::Instant::now() < deadline {
+        if let Some(status) = child.try_wait().expect("waits") {
+            return status.code();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    panic!("mlprof serve did not exit");
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_waits_for_open_requests_and_a_second_one_exits_at_once_with_code_130() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+
+    let cache = tempfile::tempdir().expect("temp dir");
+    let start = || {
+        Command::new(env!("CARGO_BIN_EXE_mlprof"))
+            .arg("serve")
+            .arg(data("xspace/jax_profile/logdir"))
+            .args(["--port", "0", "--cache-dir"])
+            .arg(cache.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("mlprof serve starts")
+    };
+    let url_of = |child: &mut std::process::Child| {
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("the URL line");
+        line.trim_end().trim_start_matches("mlprof serve: http://").trim_end_matches('/').to_string()
+    };
+
+    // Idle: the first Ctrl-C stops it, cleanly.
+    let mut idle = start();
+    url_of(&mut idle);
+    ctrl_c(idle.id());
+    assert_eq!(exit_code(&mut idle), Some(0));
+
+    // A request still being received keeps the first Ctrl-C waiting; the second ends it.
+    let mut busy = start();
+    let mut open = std::net::TcpStream::connect(url_of(&mut busy)).expect("connects");
+    open.write_all(b"GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1\r\n").expect("half a request sent");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    ctrl_c(busy.id());
+    let mut stderr = BufReader::new(busy.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    stderr.read_line(&mut line).expect("the stopping line");
+    assert!(line.contains("Ctrl-C again to stop now"), "{line}");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(busy.try_wait().expect("waits").is_none(), "still waiting for the open request");
+    ctrl_c(busy.id());
+    assert_eq!(exit_code(&mut busy), Some(130));
+}

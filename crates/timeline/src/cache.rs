@@ -1,10 +1,10 @@
 //! The on-disk cache: which source an index file belongs to, and writing it so that a
 //! reader never sees half of one.
 //!
-//! A [`CacheKey`] names the profile file (path, size, modification time) and a
-//! caller-chosen `variant` (what the caller added to the index, e.g. its derived tracks,
-//! and its version), so an index built from an older state of the file, or by an
-//! older recipe, is refused as [`CacheError::Stale`] and rebuilt. Files are written to
+//! A [`CacheKey`] names the profile file (canonical path, size, modification time)
+//! and a caller-chosen `variant` (what the caller added to the index, e.g. its derived
+//! tracks, and its version), so an index built from an older state of the file, or by
+//! an older recipe, is refused as [`CacheError::Stale`] and rebuilt. Files are written to
 //! a temporary file in the same directory and renamed when complete.
 
 use std::io::BufWriter;
@@ -20,7 +20,8 @@ use crate::format::write_index;
 /// What an index was built from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CacheKey {
-    /// The profile file's path, as the caller names it.
+    /// The profile file's path: canonical (symbolic links and `..` resolved) when made by
+    /// [`CacheKey::for_file`], so two names of one file share one index.
     pub source_path: String,
     /// Its size in bytes.
     pub source_bytes: u64,
@@ -31,9 +32,11 @@ pub struct CacheKey {
 }
 
 impl CacheKey {
-    /// The key of the file at `path` as it is now on disk.
+    /// The key of the file at `path` as it is now on disk, under its canonical path.
     pub fn for_file(path: &Path, variant: &str) -> Result<CacheKey, CacheError> {
-        let meta = std::fs::metadata(path).map_err(|source| CacheError::Io { path: path.to_path_buf(), source })?;
+        let io = |source| CacheError::Io { path: path.to_path_buf(), source };
+        let canonical = std::fs::canonicalize(path).map_err(io)?;
+        let meta = std::fs::metadata(&canonical).map_err(io)?;
         let modified_ns = meta
             .modified()
             .ok()
@@ -41,7 +44,7 @@ impl CacheKey {
             .and_then(|d| i64::try_from(d.as_nanos()).ok())
             .unwrap_or(0);
         Ok(CacheKey {
-            source_path: path.display().to_string(),
+            source_path: canonical.display().to_string(),
             source_bytes: meta.len(),
             source_modified_ns: modified_ns,
             variant: variant.to_string(),
@@ -201,6 +204,25 @@ mod tests {
             TimelineIndex::from_bytes(b"not an index at all".to_vec()),
             Err(CacheError::NotAnIndex { .. })
         ));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn keys_of_one_file_under_other_names_are_equal_and_canonical() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let real = dir.path().join("real");
+        std::fs::create_dir(&real).expect("mkdir");
+        let file = real.join("trace.json");
+        std::fs::write(&file, b"{}").expect("written");
+        std::os::unix::fs::symlink(&real, dir.path().join("link")).expect("symlink");
+        let direct = CacheKey::for_file(&file, "v").expect("key");
+        let canonical = std::fs::canonicalize(&file).expect("canonical");
+        assert_eq!(direct.source_path, canonical.display().to_string());
+        for other in [dir.path().join("link/trace.json"), real.join("../real/./trace.json")] {
+            let key = CacheKey::for_file(&other, "v").expect("key");
+            assert_eq!(key, direct, "{}", other.display());
+            assert_eq!(key.file_name("h"), direct.file_name("h"));
+        }
     }
 
     #[test]

@@ -26,6 +26,12 @@ use mlprof_model::{Event, Host, Line, Plane, StatValue};
 use crate::builder::{EventRef, NameId, SectionKind, TimelineBuilder, TrackHandle};
 use crate::error::BuildError;
 
+/// The version of the mapping described in this module (which model events become
+/// which index events, their [`ModelRef`]s, names, tracks and flows). Bump it whenever
+/// that changes, so indexes cached by an older mapping are rebuilt instead of pointing
+/// at the wrong model events; callers put it in their [`crate::CacheKey`] variant.
+pub const MAPPING_VERSION: u32 = 1;
+
 /// Derived lines of device planes, in the order they are shown (XProf's derived
 /// timelines), before the streams.
 pub const DERIVED_LINES: &[&str] = &[

@@ -46,7 +46,7 @@ pub use builder::{BuiltIndex, EventRef, MAX_EVENTS, NameId, SectionHandle, Secti
 pub use cache::CacheKey;
 pub use error::{BuildError, CacheError};
 pub use format::FORMAT_VERSION;
-pub use host::{DERIVED_LINES, ModelRef, event_args};
+pub use host::{DERIVED_LINES, MAPPING_VERSION, ModelRef, event_args};
 pub use index::{EventInfo, FlowDirection, FlowLink, SectionInfo, TimelineIndex, TrackInfo};
 pub use search::SearchResults;
 pub use view::{MergedRun, TrackView, View, Viewport, VisibleEvent, VisibleFlow};

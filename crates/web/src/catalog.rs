@@ -5,7 +5,9 @@
 //! only ever looked up in this catalog — never joined into a filesystem path. Discovery
 //! follows symbolic links (a TensorBoard log directory often links runs in), so every
 //! host file is canonicalised and kept only when it lies inside the canonical root;
-//! the others are listed in [`Catalog::refused`] and never read.
+//! the others are listed in [`Catalog::refused`] and never read. A kept file is then
+//! read by that canonical path, so a link retargeted after the start cannot lead
+//! outside the root.
 
 use std::path::{Path, PathBuf};
 
@@ -21,7 +23,7 @@ pub struct Run {
     pub name: String,
     /// The format of its files (all of a session's files share one).
     pub format: SourceFormat,
-    /// Its files, one per host, each inside the root.
+    /// Its files, one per host, each by its canonical path inside the root.
     pub files: SessionFiles,
 }
 
@@ -51,12 +53,15 @@ impl Catalog {
         let mut refused = Vec::new();
         let mut runs = Vec::new();
         for mut session in sessions {
-            session.hosts.retain(|file| {
-                let inside = file.path.canonicalize().is_ok_and(|path| path.starts_with(&canonical_root));
-                if !inside {
-                    refused.push(file.path.clone());
+            session.hosts.retain_mut(|file| match file.path.canonicalize() {
+                Ok(canonical) if canonical.starts_with(&canonical_root) => {
+                    file.path = canonical;
+                    true
                 }
-                inside
+                _ => {
+                    refused.push(file.path.clone());
+                    false
+                }
             });
             let Some(format) = session.hosts.first().map(|h| h.format) else { continue };
             runs.push(Run { name: session.name.clone(), format, files: session });
@@ -108,6 +113,35 @@ mod tests {
     fn run(name: &str) -> Run {
         let files = SessionFiles { name: name.to_string(), path: PathBuf::from(name), hosts: Vec::new() };
         Run { name: name.to_string(), format: SourceFormat::Xspace, files }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn host_files_are_kept_by_their_canonical_path_so_a_retargeted_link_is_not_followed() {
+        let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/data/kineto/hta/timeline_analysis/sampled_rank-0.json.gz");
+        let root = tempfile::tempdir().expect("root");
+        let outside = tempfile::tempdir().expect("outside");
+        // A blob with no profile name inside the root, served through a link to it.
+        let blob = root.path().join("blob");
+        std::fs::copy(&fixture, &blob).expect("copied");
+        std::fs::copy(&fixture, outside.path().join("secret.json.gz")).expect("copied");
+        let link = root.path().join("rank-0.json.gz");
+        std::os::unix::fs::symlink(&blob, &link).expect("link");
+
+        let catalog = Catalog::discover(root.path()).expect("discovered");
+        let kept = &catalog.runs()[0].files.hosts[0].path;
+        assert_eq!(kept, &blob.canonicalize().expect("canonical"));
+
+        // Retargeted after the start: the catalog still names the file inside.
+        std::fs::remove_file(&link).expect("unlinked");
+        std::os::unix::fs::symlink(outside.path().join("secret.json.gz"), &link).expect("relinked");
+        assert!(kept.starts_with(root.path().canonicalize().expect("canonical root")));
+        assert!(catalog.refused().is_empty());
+        // Read by that path, with the format and host name found through the link.
+        let session = mlprof_formats::discover::load_session(&catalog.runs()[0].files).expect("loads");
+        assert_eq!(session.hosts.len(), 1);
+        assert!(session.hosts[0].source_path.ends_with("blob"), "{}", session.hosts[0].source_path);
     }
 
     #[test]

@@ -15,6 +15,10 @@ pub enum ApiError {
     /// No such run, host, tool, event or file (HTTP 404).
     #[error("{0}")]
     NotFound(String),
+    /// What the server had cached disagrees with the profile as it is now (HTTP 409): the
+    /// stale copy has been dropped, so asking again answers from a fresh one.
+    #[error("{0}")]
+    Conflict(String),
     /// The server could not do it, e.g. a profile that fails to load (HTTP 500); the
     /// message names the file and position.
     #[error("{0}")]
@@ -32,6 +36,11 @@ impl ApiError {
         ApiError::NotFound(one_line(message.into()))
     }
 
+    /// A 409 answer.
+    pub fn conflict(message: impl Into<String>) -> ApiError {
+        ApiError::Conflict(one_line(message.into()))
+    }
+
     /// A 500 answer.
     pub fn internal(message: impl Into<String>) -> ApiError {
         ApiError::Internal(one_line(message.into()))
@@ -42,6 +51,7 @@ impl ApiError {
         match self {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -102,5 +112,6 @@ mod tests {
         assert_eq!(error.status(), StatusCode::INTERNAL_SERVER_ERROR);
         assert_eq!(ApiError::bad_request("b").status(), StatusCode::BAD_REQUEST);
         assert_eq!(ApiError::not_found("n").status(), StatusCode::NOT_FOUND);
+        assert_eq!(ApiError::conflict("c").status(), StatusCode::CONFLICT);
     }
 }

@@ -9,6 +9,7 @@
 mod api;
 mod assets;
 pub mod availability;
+pub mod blocking;
 pub mod catalog;
 pub mod error;
 pub mod once_cache;
@@ -19,6 +20,7 @@ pub mod select;
 mod server;
 pub mod state;
 mod streamed;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod tool_output;
 pub mod tool_request;

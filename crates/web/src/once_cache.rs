@@ -1,90 +1,178 @@
 //! A small bounded cache of values computed once per key: loaded sessions (keyed by
-//! run) and tool results (keyed by run, hosts, tool and options).
+//! run), tool results (keyed by run, hosts, tool and options) and trace indexes (keyed
+//! by run and host).
 //!
-//! The one design decision to know: an entry is created before its value is computed
-//! and holds a [`tokio::sync::OnceCell`], so concurrent requests for one key wait on
-//! one computation instead of starting their own; a failed computation is dropped, so
-//! the next request tries again (a profile may have been completed since). Entries
-//! beyond the capacity are dropped least recently used first; requests still holding
-//! one finish with their copy.
+//! The one design decision to know: the first request for a key starts the
+//! computation in a task of its own and every request — the first included — only
+//! waits for that task's outcome. A request that goes away (the client disconnected)
+//! therefore neither cancels the computation nor makes the next request start a second
+//! one. A failed computation is dropped when it ends, so the next request tries again
+//! (a profile may have been completed since). Entries beyond the capacity are dropped
+//! least recently used first, but never one whose computation is still running (the
+//! cache may exceed its capacity until it ends); requests still holding a dropped
+//! entry finish with their copy.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use tokio::sync::OnceCell;
+use tokio::sync::watch;
 
 use crate::error::ApiError;
 
-type Slot<V> = Arc<OnceCell<Result<V, ApiError>>>;
+/// A computation's outcome as its waiters see it: `None` while it runs.
+type Outcome<V> = watch::Receiver<Option<Result<V, ApiError>>>;
+
+/// One key's computation.
+struct Entry<V> {
+    key: String,
+    /// Tells this entry from a later one of the same key.
+    id: u64,
+    outcome: Outcome<V>,
+}
+
+impl<V> Entry<V> {
+    /// Whether the computation has ended (with a value, an error, or a panic).
+    fn finished(&self) -> bool {
+        self.outcome.borrow().is_some() || self.outcome.has_changed().is_err()
+    }
+}
 
 /// At most `capacity` values by key, least recently used dropped first.
 pub struct OnceCache<V> {
-    capacity: usize,
-    /// Least recently used first.
-    entries: Mutex<Vec<(String, Slot<V>)>>,
+    shared: Arc<Shared<V>>,
 }
 
-impl<V: Clone> OnceCache<V> {
+/// What the cache and its running computations share.
+struct Shared<V> {
+    capacity: usize,
+    next_id: AtomicU64,
+    /// Least recently used first.
+    entries: Mutex<Vec<Entry<V>>>,
+}
+
+impl<V: Clone + Send + Sync + 'static> OnceCache<V> {
     /// A cache of at most `capacity` values (at least one).
     pub fn new(capacity: usize) -> OnceCache<V> {
-        OnceCache { capacity: capacity.max(1), entries: Mutex::new(Vec::new()) }
+        OnceCache {
+            shared: Arc::new(Shared {
+                capacity: capacity.max(1),
+                next_id: AtomicU64::new(0),
+                entries: Mutex::default(),
+            }),
+        }
     }
 
-    /// The value of `key`, computed by `compute` unless it is cached or being computed.
+    /// The value of `key`: cached, or awaited from the computation already running, or
+    /// computed by `compute` in a task of its own (which runs to its end even when no
+    /// request waits for it any more). Must be called within a tokio runtime.
     pub async fn get_or_compute<F, Fut>(&self, key: &str, compute: F) -> Result<V, ApiError>
     where
         F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<V, ApiError>>,
+        Fut: Future<Output = Result<V, ApiError>> + Send + 'static,
     {
-        let slot = self.slot(key);
-        let result = slot.get_or_init(compute).await.clone();
+        let (id, mut outcome) = self.entry_or_start(key, compute);
+        let result = match outcome.wait_for(Option::is_some).await {
+            Ok(finished) => {
+                (*finished).clone().unwrap_or_else(|| Err(ApiError::internal(format!("{key}: not computed"))))
+            }
+            // The task ended without an outcome: it panicked, or the runtime is stopping.
+            Err(_) => Err(ApiError::internal(format!("computing {key:?} stopped before it ended"))),
+        };
         if result.is_err() {
-            self.forget(key, &slot);
+            self.shared.forget(key, id);
         }
         result
     }
 
     /// The keys cached or being computed, least recently used first.
     pub fn keys(&self) -> Vec<String> {
-        self.lock().iter().map(|(key, _)| key.clone()).collect()
+        self.shared.lock().iter().map(|entry| entry.key.clone()).collect()
     }
 
-    /// The entry of `key`, created when missing and marked most recently used.
-    fn slot(&self, key: &str) -> Slot<V> {
-        let mut entries = self.lock();
-        let slot = match entries.iter().position(|(k, _)| k == key) {
-            Some(index) => entries.remove(index).1,
-            None => Arc::new(OnceCell::new()),
+    /// Drops `key`'s entry if its computation has ended, so the next request computes it
+    /// again (a running computation is kept: its waiters would otherwise start another).
+    pub fn invalidate(&self, key: &str) {
+        self.shared.lock().retain(|entry| !(entry.key == key && entry.finished()));
+    }
+
+    /// `key`'s entry, marked most recently used, with its computation started by
+    /// `compute` when there was none.
+    fn entry_or_start<F, Fut>(&self, key: &str, compute: F) -> (u64, Outcome<V>)
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<V, ApiError>> + Send + 'static,
+    {
+        let (id, sender, outcome) = {
+            let mut entries = self.shared.lock();
+            if let Some(index) = entries.iter().position(|entry| entry.key == key) {
+                let entry = entries.remove(index);
+                let found = (entry.id, entry.outcome.clone());
+                entries.push(entry);
+                return found;
+            }
+            let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+            let (sender, outcome) = watch::channel(None);
+            entries.push(Entry { key: key.to_string(), id, outcome: outcome.clone() });
+            trim(&mut entries, self.shared.capacity);
+            (id, sender, outcome)
         };
-        entries.push((key.to_string(), Arc::clone(&slot)));
-        let excess = entries.len().saturating_sub(self.capacity);
-        entries.drain(..excess);
-        slot
+        let computation = compute();
+        let shared = Arc::clone(&self.shared);
+        let key = key.to_string();
+        tokio::spawn(async move {
+            let result = computation.await;
+            let failed = result.is_err();
+            // Sending fails only when nobody can read it any more (the entry dropped).
+            let _ = sender.send(Some(result));
+            if failed {
+                shared.forget(&key, id);
+            }
+            trim(&mut shared.lock(), shared.capacity);
+        });
+        (id, outcome)
+    }
+}
+
+impl<V> Shared<V> {
+    /// Drops `key`'s entry if it is still the one numbered `id`.
+    fn forget(&self, key: &str, id: u64) {
+        self.lock().retain(|entry| !(entry.key == key && entry.id == id));
     }
 
-    /// Drops `key`'s entry if it is still `slot`.
-    fn forget(&self, key: &str, slot: &Slot<V>) {
-        self.lock().retain(|(k, s)| !(k == key && Arc::ptr_eq(s, slot)));
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Vec<(String, Slot<V>)>> {
+    fn lock(&self) -> MutexGuard<'_, Vec<Entry<V>>> {
         // Every change to the list is one Vec operation, so a panic elsewhere while the
         // lock was held cannot leave it inconsistent: a poisoned lock is used as is.
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
+/// Drops the least recently used finished entries until at most `capacity` are left
+/// (or only running ones are).
+fn trim<V>(entries: &mut Vec<Entry<V>>, capacity: usize) {
+    let mut excess = entries.len().saturating_sub(capacity);
+    entries.retain(|entry| {
+        if excess > 0 && entry.finished() {
+            excess -= 1;
+            return false;
+        }
+        true
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::AtomicUsize;
+    use std::time::Duration;
+    use tokio::sync::Notify;
 
     #[tokio::test]
     async fn concurrent_requests_share_one_computation_and_old_keys_are_dropped() {
         let cache: OnceCache<Arc<String>> = OnceCache::new(2);
-        let computed = AtomicUsize::new(0);
+        let computed = Arc::new(AtomicUsize::new(0));
         let compute = |text: &'static str| {
-            let computed = &computed;
+            let computed = Arc::clone(&computed);
             move || async move {
                 computed.fetch_add(1, Ordering::SeqCst);
                 tokio::task::yield_now().await;
@@ -106,5 +194,65 @@ mod tests {
         assert_eq!(error, Err(ApiError::internal("broken")));
         assert!(cache.keys().is_empty());
         assert_eq!(cache.get_or_compute("a", || async { Ok(7) }).await, Ok(7));
+    }
+
+    /// A computation that counts its starts and ends only when `release` is notified.
+    fn gated(
+        started: &Arc<AtomicUsize>,
+        release: &Arc<Notify>,
+        value: u32,
+    ) -> impl FnOnce() -> std::pin::Pin<Box<dyn Future<Output = Result<u32, ApiError>> + Send>> + use<> {
+        let (started, release) = (Arc::clone(started), Arc::clone(release));
+        move || {
+            Box::pin(async move {
+                started.fetch_add(1, Ordering::SeqCst);
+                release.notified().await;
+                Ok(value)
+            })
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_request_that_goes_away_neither_cancels_nor_restarts_the_computation() {
+        let cache: Arc<OnceCache<u32>> = Arc::new(OnceCache::new(2));
+        let started = Arc::new(AtomicUsize::new(0));
+        let release = Arc::new(Notify::new());
+        let first = tokio::spawn({
+            let (cache, compute) = (Arc::clone(&cache), gated(&started, &release, 1));
+            async move { cache.get_or_compute("a", compute).await }
+        });
+        while started.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        first.abort();
+        assert!(first.await.expect_err("aborted").is_cancelled());
+        let second = tokio::spawn({
+            let (cache, compute) = (Arc::clone(&cache), gated(&started, &release, 2));
+            async move { cache.get_or_compute("a", compute).await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        release.notify_one();
+        assert_eq!(second.await.expect("joined"), Ok(1), "the first computation's value");
+        assert_eq!(started.load(Ordering::SeqCst), 1, "computed once");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_running_computation_is_never_evicted() {
+        let cache: OnceCache<u32> = OnceCache::new(2);
+        let started = Arc::new(AtomicUsize::new(0));
+        let release = Arc::new(Notify::new());
+        let (running, _) = cache.entry_or_start("slow", gated(&started, &release, 1));
+        assert_eq!(cache.get_or_compute("b", || async { Ok(2) }).await, Ok(2));
+        assert_eq!(cache.get_or_compute("c", || async { Ok(3) }).await, Ok(3));
+        assert_eq!(cache.keys(), ["slow", "c"], "`b` dropped, not the older `slow`, which runs");
+        cache.invalidate("slow");
+        assert_eq!(cache.keys(), ["slow", "c"], "not invalidated while running");
+        let (again, _) = cache.entry_or_start("slow", gated(&started, &release, 9));
+        assert_eq!(again, running, "the same computation");
+        release.notify_one();
+        assert_eq!(cache.get_or_compute("slow", || async { Ok(9) }).await, Ok(1));
+        assert_eq!(started.load(Ordering::SeqCst), 1);
+        cache.invalidate("slow");
+        assert_eq!(cache.keys(), ["c"], "invalidated once it ended");
     }
 }

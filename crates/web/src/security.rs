@@ -7,9 +7,15 @@
 //! chose otherwise.
 //!
 //! DNS rebinding: a page from another site can point its own host name at 127.0.0.1
-//! and read a local server as if it were same-origin. A server bound to a loopback
-//! address therefore answers only requests whose `Host` is `localhost`, a loopback
-//! address, or the `--host` it was given ([`AllowedHosts`]); others get 403.
+//! (or at a LAN address) and read a server as if it were same-origin. A server
+//! therefore answers only requests whose `Host` is one it can be reached by without a
+//! foreign name ([`AllowedHosts`]): bound to a loopback address, `localhost`, a
+//! loopback address or the `--host` it was given; bound to another address, also any
+//! IP address. Others get 403.
+//!
+//! Cross-site reads: browsers mark requests a page of another site makes with
+//! `Sec-Fetch-Site: cross-site`; `/api/*` refuses them (403) whatever the address
+//! bound, so no other site's page can read the profiles through the user's browser.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -40,31 +46,36 @@ pub async fn headers(request: Request, next: Next) -> Response {
 /// The `Host` header values a server answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AllowedHosts {
-    /// Any: the server listens on a non-loopback address on purpose.
-    Any,
-    /// `localhost`, `*.localhost`, loopback addresses, and this name (lowercase).
+    /// Bound to a loopback address: `localhost`, `*.localhost`, loopback addresses, and
+    /// this name (the `--host` value, lowercase).
     Local(String),
+    /// Bound to another address on purpose: `localhost`, `*.localhost`, any IP address,
+    /// and this name (the `--host` value, lowercase) — never a foreign name, which is
+    /// what a DNS-rebinding page would send.
+    Exposed(String),
 }
 
 impl AllowedHosts {
     /// The rule for a server bound to `address` as `--host configured`.
     pub fn for_listener(address: SocketAddr, configured: &str) -> AllowedHosts {
-        if address.ip().is_loopback() {
-            AllowedHosts::Local(configured.to_ascii_lowercase())
-        } else {
-            AllowedHosts::Any
-        }
+        let configured = configured.to_ascii_lowercase();
+        if address.ip().is_loopback() { AllowedHosts::Local(configured) } else { AllowedHosts::Exposed(configured) }
     }
 
     /// Whether a request with this `Host` header (none for HTTP/1.0) is answered.
     pub fn allows(&self, host_header: Option<&str>) -> bool {
-        let AllowedHosts::Local(configured) = self else { return true };
         let Some(value) = host_header else { return true };
+        let (AllowedHosts::Local(configured) | AllowedHosts::Exposed(configured)) = self;
         let name = host_name(value).to_ascii_lowercase();
         let unbracketed = name.trim_start_matches('[').trim_end_matches(']');
+        let address = unbracketed.parse::<IpAddr>().ok();
+        let address_allowed = match self {
+            AllowedHosts::Local(_) => address.is_some_and(|ip| ip.is_loopback()),
+            AllowedHosts::Exposed(_) => address.is_some(),
+        };
         name == "localhost"
             || name.ends_with(".localhost")
-            || unbracketed.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+            || address_allowed
             || name == *configured
             || unbracketed == configured.trim_start_matches('[').trim_end_matches(']')
     }
@@ -82,17 +93,38 @@ fn host_name(value: &str) -> &str {
     }
 }
 
-/// Refuses requests whose `Host` the server does not answer to (403, JSON).
+/// Refuses requests whose `Host` the server does not answer to, and API requests a
+/// page of another site made (`Sec-Fetch-Site: cross-site`): 403, JSON, one line.
 pub async fn check_host(State(allowed): State<Arc<AllowedHosts>>, request: Request, next: Next) -> Response {
     let host = request.headers().get(header::HOST).map(|v| v.to_str().unwrap_or("\u{fffd}"));
-    if allowed.allows(host) {
-        return next.run(request).await;
+    if !allowed.allows(host) {
+        return forbidden(format!(
+            "this server answers only requests for its own address or localhost (Host was {:?}): a page from \
+             another site may be trying to read it",
+            host.unwrap_or_default()
+        ));
     }
-    let message = format!(
-        "this server answers only requests for localhost (Host was {:?}): a page from another site may be \
-         trying to read it",
-        host.unwrap_or_default()
-    );
+    if is_api(request.uri().path()) && is_cross_site(request.headers()) {
+        return forbidden(
+            "this server does not answer API requests made by another site's page (Sec-Fetch-Site: cross-site)"
+                .to_string(),
+        );
+    }
+    next.run(request).await
+}
+
+/// Whether `path` is under `/api/`.
+fn is_api(path: &str) -> bool {
+    path == "/api" || path.starts_with("/api/")
+}
+
+/// Whether the browser says another site's page made this request.
+fn is_cross_site(headers: &axum::http::HeaderMap) -> bool {
+    headers.get("sec-fetch-site").is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"cross-site"))
+}
+
+/// A 403 answer with `message`.
+fn forbidden(message: String) -> Response {
     (StatusCode::FORBIDDEN, Json(serde_json::json!({ "error": message }))).into_response()
 }
 
@@ -120,7 +152,31 @@ mod tests {
         }
         let named = AllowedHosts::for_listener("127.0.0.1:6006".parse().expect("address"), "MyBox");
         assert!(named.allows(Some("mybox:6006")));
+    }
+
+    #[test]
+    fn a_server_bound_elsewhere_answers_ip_addresses_localhost_and_its_name_only() {
         let exposed = AllowedHosts::for_listener("0.0.0.0:6006".parse().expect("address"), "0.0.0.0");
-        assert!(exposed.allows(Some("evil.example")));
+        for ok in [None, Some("192.168.1.20:6006"), Some("[fe80::1]:6006"), Some("localhost:6006"), Some("127.0.0.1")] {
+            assert!(exposed.allows(ok), "{ok:?}");
+        }
+        for refused in [Some("evil.example"), Some("evil.example:6006"), Some("192.168.1.20.evil.example")] {
+            assert!(!exposed.allows(refused), "{refused:?}");
+        }
+        let named = AllowedHosts::for_listener("10.0.0.5:6006".parse().expect("address"), "Profiler.Lab");
+        assert!(named.allows(Some("profiler.lab:6006")));
+        assert!(!named.allows(Some("other.lab:6006")));
+    }
+
+    #[test]
+    fn only_api_requests_marked_cross_site_are_refused() {
+        let mut headers = axum::http::HeaderMap::new();
+        assert!(!is_cross_site(&headers));
+        for (value, cross) in [("cross-site", true), ("Cross-Site", true), ("same-origin", false), ("none", false)] {
+            headers.insert("sec-fetch-site", HeaderValue::from_static(value));
+            assert_eq!(is_cross_site(&headers), cross, "{value}");
+        }
+        assert!(is_api("/api/runs") && is_api("/api"));
+        assert!(!is_api("/") && !is_api("/static/app.js") && !is_api("/apiary"));
     }
 }

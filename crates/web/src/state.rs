@@ -14,6 +14,7 @@ use mlprof_formats::discover::{HostFile, load_session};
 use mlprof_model::Session;
 
 use crate::availability::tools_with_data;
+use crate::blocking::heavy;
 use crate::catalog::{Catalog, Run};
 use crate::once_cache::OnceCache;
 use crate::tool_output::ToolOutput;
@@ -87,31 +88,28 @@ impl AppState {
     }
 
     /// The loaded session of run `run`, read on a blocking thread the first time it is
-    /// asked for; concurrent requests share one load. 404 for an unknown run, 500 (the
-    /// file and position) for a profile that fails to load.
-    pub async fn session(&self, run: &str) -> Result<Arc<Session>, ApiError> {
+    /// asked for (one of the [`crate::blocking::heavy`] jobs); concurrent requests share
+    /// one load, which runs to its end even if every request waiting for it goes away.
+    /// 404 for an unknown run, 500 (the file and position) for a profile that fails to
+    /// load.
+    pub async fn session(self: &Arc<Self>, run: &str) -> Result<Arc<Session>, ApiError> {
         let entry = self.run(run)?;
+        let state = Arc::clone(self);
+        let name = entry.name.clone();
+        let files = entry.files.clone();
         self.sessions
-            .get_or_compute(&entry.name, || {
-                let files = entry.files.clone();
-                async move {
-                    let shown = files.path.display().to_string();
-                    let loaded = tokio::task::spawn_blocking(move || {
-                        load_session(&files).map(|session| {
-                            let tools = tools_with_data(&session);
-                            (Arc::new(session), tools)
-                        })
+            .get_or_compute(&entry.name, move || async move {
+                let shown = format!("{}: reading the profile", files.path.display());
+                let (session, tools) = heavy(shown, move || {
+                    load_session(&files).map(|session| {
+                        let tools = tools_with_data(&session);
+                        (Arc::new(session), tools)
                     })
-                    .await;
-                    match loaded {
-                        Ok(Ok((session, tools))) => {
-                            self.tools.lock().unwrap_or_else(PoisonError::into_inner).insert(entry.name.clone(), tools);
-                            Ok(session)
-                        }
-                        Ok(Err(error)) => Err(ApiError::internal(error.to_string())),
-                        Err(join) => Err(ApiError::internal(format!("{shown}: reading the profile failed: {join}"))),
-                    }
-                }
+                })
+                .await?
+                .map_err(|error| ApiError::internal(error.to_string()))?;
+                state.tools.lock().unwrap_or_else(PoisonError::into_inner).insert(name, tools);
+                Ok(session)
             })
             .await
     }

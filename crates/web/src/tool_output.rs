@@ -14,6 +14,7 @@ use mlprof_model::Session;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::blocking::on_blocking_thread;
 use crate::error::ApiError;
 use crate::select;
 use crate::state::AppState;
@@ -30,16 +31,18 @@ pub struct ToolOutput {
     pub result: Value,
 }
 
-/// The result of `request`, from the cache or computed on a blocking thread.
-pub async fn tool_output(state: &AppState, request: &ToolRequest) -> Result<Arc<ToolOutput>, ApiError> {
+/// The result of `request`, from the cache or computed on a blocking thread (to its
+/// end, even if every request waiting for it goes away).
+pub async fn tool_output(state: &Arc<AppState>, request: &ToolRequest) -> Result<Arc<ToolOutput>, ApiError> {
+    let owned = (Arc::clone(state), request.clone());
     state
         .results()
-        .get_or_compute(&request.cache_key(), || async {
+        .get_or_compute(&request.cache_key(), move || async move {
+            let (state, request) = owned;
             let session = state.session(&request.run).await?;
-            let request = request.clone();
-            tokio::task::spawn_blocking(move || compute(&session, request.host.as_deref(), request.tool))
-                .await
-                .map_err(|join| ApiError::internal(format!("{} failed: {join}", request.tool.name())))?
+            let what = format!("{} failed", request.tool.name());
+            on_blocking_thread(what, move || compute(&session, request.host.as_deref(), request.tool))
+                .await?
                 .map(Arc::new)
         })
         .await

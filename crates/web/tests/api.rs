@@ -356,3 +356,20 @@ fn requests_for_another_host_name_are_refused() {
     let local = fixture.server.get("/api/runs", &[("Host", "localhost:6006")]).expect("answered");
     assert_eq!(local.status, 200);
 }
+
+/// Another site's page reading the API through the user's browser is refused; the page
+/// itself still opens from a link on another site.
+#[test]
+fn api_requests_marked_cross_site_are_refused() {
+    let fixture = serve(&data(TF_LOGDIR));
+    let refused = fixture.server.get("/api/runs", &[("Sec-Fetch-Site", "cross-site")]).expect("answered");
+    assert_eq!(refused.status, 403);
+    let message = refused.json().expect("JSON")["error"].as_str().unwrap_or_default().to_string();
+    assert!(message.contains("Sec-Fetch-Site: cross-site") && !message.contains('\n'), "{message}");
+    for allowed in ["same-origin", "none"] {
+        let answered = fixture.server.get("/api/runs", &[("Sec-Fetch-Site", allowed)]).expect("answered");
+        assert_eq!(answered.status, 200, "{allowed}");
+    }
+    let page = fixture.server.get("/", &[("Sec-Fetch-Site", "cross-site")]).expect("answered");
+    assert_eq!(page.status, 200);
+}

@@ -202,7 +202,7 @@ fn kineto_trace_has_a_steps_section_and_launch_to_kernel_flows() {
     // The first step event: its name and the annotation's args.
     let step_track = first["tracks"][0]["id"].as_u64().expect("id");
     let (start, end) = (meta["start_ps"].as_i64().expect("start"), meta["end_ps"].as_i64().expect("end"));
-    let view = fixture.json("view", &format!("&start_ps={start}&end_ps={end}&width_px=100000&tracks={step_track}"));
+    let view = fixture.json("view", &format!("&start_ps={start}&end_ps={end}&width_px=16384&tracks={step_track}"));
     let step = &view["tracks"][0]["events"][0];
     assert_eq!(view["names"][step[3].as_u64().expect("name") as usize], steps[0].name.as_str());
     let details = fixture.json("event", &format!("&id={}", step[4]));
@@ -219,7 +219,7 @@ fn kineto_trace_has_a_steps_section_and_launch_to_kernel_flows() {
     assert!(launch["name"].as_str().expect("name").starts_with("cuda"), "{launch}");
     let launch = fixture.json("event", &format!("&id={}", launch["event"]));
     assert_eq!(launch["args"]["correlation_id"].as_str(), Some(correlation.as_str()));
-    let all = fixture.json("view", &format!("&start_ps={start}&end_ps={end}&width_px=100000"));
+    let all = fixture.json("view", &format!("&start_ps={start}&end_ps={end}&width_px=16384"));
     assert_eq!(shown(&all), meta["events"].as_u64().expect("events"));
     assert!(all["flows"].as_array().expect("flows").len() > 100);
 }
@@ -239,6 +239,8 @@ fn bad_parameters_are_400_and_unknown_names_404() {
         (format!("{base}&start_ps=0&end_ps=5"), 400, "missing parameter width_px"),
         (format!("{base}&start_ps=0&end_ps=5&width_px=10&tracks=a"), 400, "not a track id"),
         (format!("{base}&start_ps=0&end_ps=5&width_px=10&tracks=99999"), 400, "no track 99999"),
+        (format!("{base}&start_ps=0&end_ps=5&width_px=10&tracks=0,1,0"), 400, "track 0 is named twice"),
+        (format!("{base}&start_ps=0&end_ps=5&width_px=16385"), 400, "width_px must be between 1 and 16384"),
         (fixture.target("event", "&id=4000000000"), 404, "no event"),
         (fixture.target("event", "&id=-1"), 400, "id"),
         (fixture.target("search", ""), 400, "missing parameter q"),
@@ -297,4 +299,63 @@ fn the_index_is_built_once_and_a_restarted_server_reuses_it_without_the_profile(
     let third = serve(&data(KINETO_RANKS), cache.path());
     assert_eq!(third.json("meta", ""), answers[0]);
     assert_eq!(third.server.state().loaded_runs(), vec![third.run.clone()], "rebuilt from the profile");
+}
+
+#[test]
+fn an_index_that_no_longer_matches_the_profile_is_a_409_and_is_rebuilt() {
+    // A trace rewritten in place with its size and modification time kept: its cache key
+    // cannot tell, but the event's position in the model no longer holds what the index says.
+    let mut text = String::new();
+    let gz = std::fs::File::open(data(KINETO_RANKS).join("sampled_rank-0.json.gz")).expect("fixture");
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(gz), &mut text).expect("gunzipped");
+    let mut trace: Value = serde_json::from_str(&text).expect("JSON");
+    let events = trace["traceEvents"].as_array().expect("traceEvents");
+    let first_ts = events.iter().filter_map(|e| e["ts"].as_i64()).min().expect("timed events");
+    let name_count = |name: &Value| events.iter().filter(|e| e["name"] == *name).count();
+    let moved = events
+        .iter()
+        .position(|e| {
+            e["ph"] == "X"
+                && e["ts"].as_i64().is_some_and(|ts| ts > first_ts)
+                && e["name"].as_str().is_some_and(|n| !n.starts_with("ProfilerStep"))
+                && name_count(&e["name"]) == 1
+        })
+        .expect("an event with a name of its own");
+    let name = trace["traceEvents"][moved]["name"].as_str().expect("name").to_string();
+    let mut before = serde_json::to_vec(&trace).expect("JSON");
+    let ts = trace["traceEvents"][moved]["ts"].as_i64().expect("ts");
+    trace["traceEvents"][moved]["ts"] = Value::from(ts + 1);
+    let mut after = serde_json::to_vec(&trace).expect("JSON");
+    let size = before.len().max(after.len());
+    before.resize(size, b' ');
+    after.resize(size, b' ');
+
+    let dir = tempfile::tempdir().expect("profile dir");
+    let cache = tempfile::tempdir().expect("cache dir");
+    let profile = dir.path().join("trace.json");
+    std::fs::write(&profile, &before).expect("written");
+    let event_of = |fixture: &Fixture| {
+        let found = fixture.json("search", &format!("&q={}&limit=1", encode(&name)));
+        fixture.target("event", &format!("&id={}", found["results"][0]["id"]))
+    };
+    let first = serve(&profile, cache.path());
+    let original = get_json(&first.server, &event_of(&first));
+    drop(first);
+
+    let modified = std::fs::metadata(&profile).expect("profile").modified().expect("mtime");
+    std::fs::write(&profile, &after).expect("rewritten");
+    let file = std::fs::File::options().write(true).open(&profile).expect("profile");
+    file.set_modified(modified).expect("mtime kept");
+    drop(file);
+
+    let second = serve(&profile, cache.path());
+    let (status, message) = second.error(&event_of(&second));
+    assert_eq!(status, 409, "{message}");
+    assert!(message.contains("no longer matches the profile"), "{message}");
+    let rebuilt = get_json(&second.server, &event_of(&second));
+    assert_eq!(rebuilt["name"], name.as_str());
+    let shift_ps = rebuilt["start_ps"].as_i64().expect("start") - original["start_ps"].as_i64().expect("start");
+    assert_eq!(shift_ps, 1_000_000, "one microsecond later, as the profile now says");
+    let files = std::fs::read_dir(cache.path()).expect("cache dir").count();
+    assert_eq!(files, 1, "the stale file replaced, not kept beside the new one");
 }

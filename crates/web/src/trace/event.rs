@@ -1,5 +1,10 @@
 //! `GET /api/trace/event?run&host&id`: one event with every arg the model has for it
 //! (stats as text, see [`mlprof_timeline::event_args`]) and its flows.
+//!
+//! The index event names its model event by position ([`ModelRef`]); if the model
+//! event there does not start and last as the index event does, the index was built
+//! from another state of the profile (one its cache key cannot tell apart): the answer
+//! is 409 and the index is dropped, memory and disk, so the next request rebuilds it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -9,7 +14,7 @@ use axum::extract::State;
 use mlprof_timeline::{FlowDirection, ModelRef, event_args};
 use serde::{Deserialize, Serialize};
 
-use super::host_index::host_index;
+use super::host_index::{discard_host_index, host_index};
 use super::query::{number, run_and_host};
 use crate::error::ApiError;
 use crate::params::ApiQuery;
@@ -63,7 +68,18 @@ pub(crate) async fn event(
         .iter()
         .find(|h| h.name == host)
         .ok_or_else(|| ApiError::not_found(format!("no host named {host:?} in run {run}")))?;
-    let args = event_args(model_host, ModelRef::unpack(event.source))
+    let at = ModelRef::unpack(event.source);
+    let same_event = at
+        .resolve(model_host)
+        .is_some_and(|(_, model)| model.start_ps() == event.start_ps && model.duration_ps().max(0) == event.dur_ps);
+    if !same_event {
+        discard_host_index(&state, run, host).await?;
+        return Err(ApiError::conflict(format!(
+            "{}: the trace index no longer matches the profile at event {id}; it will be rebuilt, ask again",
+            model_host.source_path
+        )));
+    }
+    let args = event_args(model_host, at)
         .ok_or_else(|| ApiError::internal(format!("{}: event {id} is not in the profile", model_host.source_path)))?;
     let flows = index
         .flows_of(id)

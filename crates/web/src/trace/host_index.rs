@@ -2,27 +2,36 @@
 //! one is there, else built from the loaded session and written to the cache.
 //!
 //! Indexes live in a bounded [`OnceCache`] kept as an [`AppState::extension`], so
-//! concurrent requests for one host wait for a single open or build, and a failed one
-//! is retried by the next request. Opening (checksum pass) and building run on
-//! blocking threads. The cache file name comes from the run and host; its key holds
-//! the profile file's path, size and modification time and [`RECIPE`], so a changed
-//! profile or a new way of building is rebuilt, never misread. When the cache cannot
+//! concurrent requests for one host wait for a single open or build, which runs to its
+//! end even when they go away, and a failed one is retried by the next request.
+//! Opening (checksum pass) and building are [`crate::blocking::heavy`] jobs. The
+//! cache file name comes from the run and host; its key holds the profile file's path,
+//! size and modification time and [`recipe`], so a changed profile or a new way of
+//! building is rebuilt, never misread. When the cache cannot
 //! be written, the index is kept in memory for this server's life.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use mlprof_model::Session;
-use mlprof_timeline::{CacheKey, TimelineBuilder, TimelineIndex};
+use mlprof_timeline::{CacheKey, MAPPING_VERSION, TimelineBuilder, TimelineIndex};
 
 use super::steps::add_profiler_steps;
+use crate::blocking::{heavy, on_blocking_thread};
 use crate::error::ApiError;
 use crate::once_cache::OnceCache;
 use crate::state::AppState;
 
-/// What this server adds to a host's events, and its version: part of every cache key.
-/// Change it whenever the index built here would differ.
-pub(crate) const RECIPE: &str = "mlprof serve trace v1: host planes, Kineto ProfilerStep steps section";
+/// What this server adds to a host's events, and its version. Change it whenever the
+/// index built here would differ; [`recipe`] adds the versions of the rest.
+const SERVE_RECIPE: &str = "mlprof serve trace v1: host planes, Kineto ProfilerStep steps section";
+
+/// The cache key's variant: [`SERVE_RECIPE`], this mlprof's version (a new release may
+/// read profiles differently, moving model events) and mlprof-timeline's
+/// [`MAPPING_VERSION`].
+pub(crate) fn recipe() -> String {
+    format!("{SERVE_RECIPE}; mlprof {}; timeline mapping v{MAPPING_VERSION}", env!("CARGO_PKG_VERSION"))
+}
 
 /// How many hosts' indexes stay open at once (they are memory-mapped, so cheap).
 const OPEN_INDEXES: usize = 8;
@@ -38,32 +47,70 @@ impl Default for TraceIndexes {
     }
 }
 
-/// The index of `host` of `run` (both checked against the catalog by the caller).
-pub(crate) async fn host_index(state: &AppState, run: &str, host: &str) -> Result<Arc<TimelineIndex>, ApiError> {
+/// The index of `host` of `run` (both checked against the catalog by the caller),
+/// opened or built to the end even if every request waiting for it goes away.
+pub(crate) async fn host_index(state: &Arc<AppState>, run: &str, host: &str) -> Result<Arc<TimelineIndex>, ApiError> {
     let indexes = state.extension::<TraceIndexes>();
-    let key = format!("{run}\n{host}");
-    indexes.open.get_or_compute(&key, || open_or_build(state, run, host)).await
+    let owned = (Arc::clone(state), run.to_string(), host.to_string());
+    indexes
+        .open
+        .get_or_compute(&index_key(run, host), move || async move {
+            let (state, run, host) = owned;
+            open_or_build(&state, &run, &host).await
+        })
+        .await
 }
 
-async fn open_or_build(state: &AppState, run: &str, host: &str) -> Result<Arc<TimelineIndex>, ApiError> {
+/// The key of `host` of `run` among the open indexes.
+fn index_key(run: &str, host: &str) -> String {
+    format!("{run}\n{host}")
+}
+
+/// Forgets the index of `host` of `run` — the open one and its cache file — because
+/// it disagrees with the profile, so the next request builds it again. An open or
+/// build still running is left alone (it reads the profile as it is now).
+pub(crate) async fn discard_host_index(state: &Arc<AppState>, run: &str, host: &str) -> Result<(), ApiError> {
+    let (key, path) = cache_file(state, run, host).await?;
+    let removed = on_blocking_thread("removing a stale trace index", move || std::fs::remove_file(&path)).await?;
+    // The file first: a request opening the index after this builds a fresh one.
+    state.extension::<TraceIndexes>().open.invalidate(&index_key(run, host));
+    match removed {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+            Err(ApiError::internal(format!("{}: removing the stale trace index: {error}", key.source_path)))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The cache key of `host` of `run` as its profile is now, and its cache file's path.
+async fn cache_file(state: &AppState, run: &str, host: &str) -> Result<(CacheKey, PathBuf), ApiError> {
     let source = state.host_file(run, host)?.path.clone();
-    let shown = source.display().to_string();
     let dir = state.cache_dir().to_path_buf();
     let stem = format!("{run}-{host}");
-    let (key, path, cached) = blocking(&shown, move || {
-        let key = CacheKey::for_file(&source, RECIPE).map_err(|e| ApiError::internal(e.to_string()))?;
+    on_blocking_thread("trace index key", move || {
+        let key = CacheKey::for_file(&source, &recipe()).map_err(|e| ApiError::internal(e.to_string()))?;
         let path = dir.join(key.file_name(&stem));
+        Ok((key, path))
+    })
+    .await?
+}
+
+async fn open_or_build(state: &Arc<AppState>, run: &str, host: &str) -> Result<Arc<TimelineIndex>, ApiError> {
+    let (key, path) = cache_file(state, run, host).await?;
+    let what = format!("{}: trace index", key.source_path);
+    let (key, path, cached) = heavy(&what, move || {
         // Missing, stale or damaged: rebuilt below, over the same name.
         let cached = TimelineIndex::open(&path, &key).ok();
-        Ok((key, path, cached))
+        (key, path, cached)
     })
     .await?;
     if let Some(index) = cached {
         return Ok(Arc::new(index));
     }
+    // Loaded before taking a heavy-work permit for the build: the load takes its own.
     let session = state.session(run).await?;
     let host = host.to_string();
-    blocking(&shown, move || build(&session, &host, &key, path).map(Arc::new)).await
+    heavy(&what, move || build(&session, &host, &key, path).map(Arc::new)).await?
 }
 
 /// Builds the index of `host_name` of `session` and writes it to `path`.
@@ -83,15 +130,4 @@ fn build(session: &Session, host_name: &str, key: &CacheKey, path: PathBuf) -> R
     }
     drop(built);
     TimelineIndex::open(&path, key).map_err(|e| failed(&e))
-}
-
-/// Runs `work` on a blocking thread.
-async fn blocking<T: Send + 'static>(
-    shown: &str,
-    work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
-) -> Result<T, ApiError> {
-    match tokio::task::spawn_blocking(work).await {
-        Ok(result) => result,
-        Err(join) => Err(ApiError::internal(format!("{shown}: trace index: {join}"))),
-    }
 }

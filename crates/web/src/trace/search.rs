@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::host_index::host_index;
 use super::query::{number_or, run_and_host};
+use crate::blocking::on_blocking_thread;
 use crate::error::ApiError;
 use crate::params::{ApiQuery, required};
 use crate::state::AppState;
@@ -55,7 +56,7 @@ pub(crate) async fn search(
         return Err(ApiError::bad_request(format!("limit must be at most {MAX_LIMIT}, not {limit}")));
     }
     let index = host_index(&state, run, host).await?;
-    let answer = tokio::task::spawn_blocking(move || {
+    let answer = on_blocking_thread("trace search", move || {
         let found = index.search(&text, limit);
         let results = found
             .results
@@ -70,7 +71,6 @@ pub(crate) async fn search(
             .collect();
         SearchAnswer { total: found.total, results }
     })
-    .await
-    .map_err(|e| ApiError::internal(format!("trace search: {e}")))?;
+    .await?;
     Ok(Json(answer))
 }

@@ -12,12 +12,14 @@ use serde::{Deserialize, Serialize};
 
 use super::host_index::host_index;
 use super::query::{number, run_and_host};
+use crate::blocking::on_blocking_thread;
 use crate::error::ApiError;
 use crate::params::ApiQuery;
 use crate::state::AppState;
 
-/// Widest window a client may ask for, in pixels.
-const MAX_WIDTH_PX: u32 = 100_000;
+/// Widest window a client may ask for, in pixels: an answer holds about three items
+/// per pixel per depth level of each track, so this bounds its size.
+const MAX_WIDTH_PX: u32 = 16_384;
 
 /// The query of `view`.
 #[derive(Debug, Deserialize)]
@@ -68,17 +70,17 @@ pub(crate) async fn view(
     }
     let index = host_index(&state, run, host).await?;
     let tracks = parse_tracks(query.tracks.as_deref(), &index)?;
-    let view = tokio::task::spawn_blocking(move || {
+    let view = on_blocking_thread("trace view", move || {
         let view = index.view(&Viewport { start_ps, end_ps, width_px, tracks: tracks.as_deref() });
         answer(&index, start_ps, end_ps, view)
     })
-    .await
-    .map_err(|e| ApiError::internal(format!("trace view: {e}")))?;
+    .await?;
     Ok(crate::streamed::json(view))
 }
 
-/// The `tracks` parameter: comma-separated track ids of this host (400 otherwise);
-/// `None` (all tracks) when absent.
+/// The `tracks` parameter: comma-separated distinct track ids of this host (400
+/// otherwise, a repeated id included: it would repeat the track's items); `None` (all
+/// tracks) when absent.
 fn parse_tracks(text: Option<&str>, index: &TimelineIndex) -> Result<Option<Vec<u32>>, ApiError> {
     let Some(text) = text else { return Ok(None) };
     let mut ids = Vec::new();
@@ -89,6 +91,9 @@ fn parse_tracks(text: Option<&str>, index: &TimelineIndex) -> Result<Option<Vec<
                 "tracks: no track {id} (this host has {})",
                 index.track_count()
             )));
+        }
+        if ids.contains(&id) {
+            return Err(ApiError::bad_request(format!("tracks: track {id} is named twice")));
         }
         ids.push(id);
     }

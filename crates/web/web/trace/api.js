@@ -43,7 +43,8 @@ export class TraceApi {
       {
         start_ps: Math.floor(startPs),
         end_ps: Math.ceil(endPs),
-        width_px: Math.max(1, Math.round(widthPx)),
+        // The server accepts 1–16 384 (API.md).
+        width_px: Math.min(16384, Math.max(1, Math.round(widthPx))),
         tracks: tracks.join(','),
       },
       signal,
