@@ -3,6 +3,7 @@
 //! (CLI, web) only render these results, through [`report::Report`] (for people) or
 //! the tool's XProf-compatible JSON ([`datatable`]).
 
+pub mod advise;
 pub mod datatable;
 pub mod framework_op_stats;
 pub mod gpu;

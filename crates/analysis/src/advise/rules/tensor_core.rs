@@ -1,0 +1,199 @@
+//! `tensor_core`: ops that could use TensorCores ran kernels that do not, or NCHW
+//! layouts feed the convolutions. Reads `kernel_stats`: a kernel group whose op is
+//! TensorCore-eligible but whose kernel does not use TensorCores (XProf's eligibility
+//! and kernel-name rules), a layout conversion kernel (`nchwToNhwc`, `nhwcToNchw`, or
+//! an op named `…NHWCToNCHW…` by TensorFlow's layout optimizer), or a kernel whose name
+//! says it works on NCHW data. Fires when any ran.
+//!
+//! Time lost per step, an estimate over the profile's kernels ÷ steps: all of the
+//! layout conversions' time (NHWC data needs none) plus half of the other kernels'
+//! time (TensorCore math is at least twice as fast). Severity: high from 20 % of the
+//! step, medium from 5 %.
+
+use crate::advise::{Evidence, Finding, Framework, Outcome, Severity, ToolResults};
+use crate::kernel_stats::KernelReport;
+
+/// The rule's name.
+pub const NAME: &str = "tensor_core";
+
+/// Kernels listed in the evidence.
+const LISTED_KERNELS: usize = 3;
+
+/// Why a kernel group is reported.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Problem {
+    /// Converts between NCHW and NHWC.
+    LayoutConversion,
+    /// Works on NCHW data, or could use TensorCores and does not.
+    SlowLayoutOrMath,
+}
+
+fn problem(kernel: &KernelReport) -> Option<Problem> {
+    let name = kernel.name.to_ascii_lowercase();
+    let op = kernel.op_name.to_ascii_lowercase();
+    if ["nchwtonhwc", "nhwctonchw"].iter().any(|p| name.contains(p) || op.contains(p)) {
+        Some(Problem::LayoutConversion)
+    } else if name.contains("nchw") || (kernel.is_op_tensor_core_eligible && !kernel.is_kernel_using_tensor_core) {
+        Some(Problem::SlowLayoutOrMath)
+    } else {
+        None
+    }
+}
+
+/// The rule.
+pub fn check(results: &ToolResults) -> Outcome {
+    let kernels = &results.kernel_stats.kernels;
+    if kernels.is_empty() {
+        return Outcome::NotApplicable("no GPU kernels in the profile".into());
+    }
+    let flagged: Vec<(usize, &KernelReport, Problem)> =
+        kernels.iter().enumerate().filter_map(|(i, k)| problem(k).map(|p| (i, k, p))).collect();
+    if flagged.is_empty() {
+        let eligible = kernels.iter().filter(|k| k.is_op_tensor_core_eligible).count();
+        return Outcome::Clear(
+            Evidence::new(
+                "kernel_stats",
+                format!("all {eligible} kernel groups of TensorCore-eligible ops use TensorCores; no NCHW kernels"),
+            )
+            .cite("count(kernels[].is_op_tensor_core_eligible)", eligible as f64),
+        );
+    }
+    let sum_ns = |kind: Problem| -> u64 {
+        flagged.iter().filter(|(_, _, p)| *p == kind).map(|(_, k, _)| k.total_duration_ns).sum()
+    };
+    let (conversion_ns, other_ns) = (sum_ns(Problem::LayoutConversion), sum_ns(Problem::SlowLayoutOrMath));
+    let lost_ps = conversion_ns as f64 * 1e3 + other_ns as f64 * 1e3 / 2.0;
+    let steps = results.steps().len();
+    let per_step_ps = (steps > 0).then(|| (lost_ps / steps as f64).round() as i64);
+    let severity = match per_step_ps {
+        Some(ps) => Severity::by_share(results.step_share_percent(ps as f64 / 1e9), 5.0, 20.0),
+        None => Severity::Low,
+    };
+    let mut listed = Evidence::new("kernel_stats", String::new());
+    let mut lines = Vec::new();
+    for (index, kernel, kind) in flagged.iter().take(LISTED_KERNELS) {
+        let why = match kind {
+            Problem::LayoutConversion => "layout conversion",
+            Problem::SlowLayoutOrMath if kernel.is_op_tensor_core_eligible && !kernel.is_kernel_using_tensor_core => {
+                "eligible op, no TensorCores"
+            }
+            Problem::SlowLayoutOrMath => "NCHW",
+        };
+        let op = if kernel.op_name.is_empty() { "unknown op" } else { kernel.op_name.as_str() };
+        lines.push(format!(
+            "{} ({op}; {why}; {} launches, {:.1} us)",
+            kernel.name,
+            kernel.occurrences,
+            kernel.total_duration_ns as f64 / 1e3
+        ));
+        listed = listed.cite(format!("kernels[{index}].total_duration_ns"), kernel.total_duration_ns as f64);
+    }
+    listed.text = format!(
+        "{} kernel groups: {:.1} us in layout conversions, {:.1} us in NCHW or non-TensorCore kernels of eligible \
+         ops; the longest: {}.",
+        flagged.len(),
+        conversion_ns as f64 / 1e3,
+        other_ns as f64 / 1e3,
+        lines.join("; ")
+    );
+    let finding = Finding::new(
+        NAME,
+        severity,
+        format!(
+            "TensorCores unused: {} kernel groups of eligible ops or NCHW layouts ({:.1} us)",
+            flagged.len(),
+            (conversion_ns + other_ns) as f64 / 1e3
+        ),
+    )
+    .time_lost(
+        per_step_ps,
+        "per step: the layout conversions plus half of the non-TensorCore and NCHW kernel time (kernel_stats ÷ steps)",
+    )
+    .evidence(listed)
+    .fixes(fixes(results.framework));
+    Outcome::Found(vec![finding])
+}
+
+fn fixes(framework: Framework) -> Vec<&'static str> {
+    let mut fixes = match framework {
+        Framework::Tensorflow => vec![
+            "Keep images in NHWC (`data_format='channels_last'`, the Keras default): TensorCore convolutions run in \
+             NHWC, so NCHW data is transposed before and after every convolution.",
+        ],
+        Framework::Pytorch => vec![
+            "Use channels-last memory: `model = model.to(memory_format=torch.channels_last)` and the same for the \
+             input batch, so cuDNN runs NHWC TensorCore convolutions without transposes.",
+        ],
+        Framework::Jax => vec![
+            "Give convolutions NHWC inputs (`dimension_numbers=('NHWC', 'HWIO', 'NHWC')`), the layout TensorCore \
+             convolutions use.",
+        ],
+    };
+    fixes.push(
+        "TensorCores need 16-bit inputs (or TF32 on Ampere and newer) and dimensions that are multiples of 8 \
+         (batch, channels, hidden and vocabulary sizes): enable mixed precision and pad those sizes.",
+    );
+    fixes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input_pipeline::{StepBreakdown, Summary};
+
+    fn kernel(name: &str, op: &str, eligible: bool, uses: bool, total_ns: u64) -> KernelReport {
+        KernelReport {
+            name: name.into(),
+            registers_per_thread: 0,
+            static_shmem_bytes: 0,
+            dynamic_shmem_bytes: 0,
+            block_dim: [1; 3],
+            grid_dim: [1; 3],
+            occupancy_pct: 0.0,
+            is_kernel_using_tensor_core: uses,
+            is_op_tensor_core_eligible: eligible,
+            op_name: op.into(),
+            occurrences: 2,
+            total_duration_ns: total_ns,
+            min_duration_ns: 0,
+            max_duration_ns: 0,
+        }
+    }
+
+    fn results(kernels: Vec<KernelReport>) -> ToolResults {
+        let mut results = ToolResults::default();
+        results.overview.steps.steps = vec![StepBreakdown::default(); 2];
+        results.overview.steps.step_time_ms = Summary { average: 1.0, ..Summary::default() };
+        results.kernel_stats.kernels = kernels;
+        results
+    }
+
+    #[test]
+    fn transposes_and_non_tensor_core_kernels_fire() {
+        let results = results(vec![
+            kernel("volta_sgemm_128x64_nn", "model/dense/MatMul", true, false, 400_000),
+            kernel(
+                "void tensorflow::functor::nchwToNhwcKernel",
+                "conv/Conv2D-0-TransposeNHWCToNCHW",
+                false,
+                false,
+                100_000,
+            ),
+            kernel("volta_h884gemm", "model/dense_1/MatMul", true, true, 900_000),
+        ]);
+        let Outcome::Found(findings) = check(&results) else { panic!("must fire") };
+        // (100 us + 400 us / 2) over 2 steps.
+        assert_eq!(findings[0].time_lost_per_step_ps, Some(150_000_000));
+        assert_eq!(findings[0].severity, Severity::Medium, "15% of a 1 ms step");
+        let text = &findings[0].evidence[0].text;
+        assert!(text.contains("2 kernel groups") && text.contains("layout conversion"), "{text}");
+        assert!(!text.contains("h884"), "{text}");
+    }
+
+    #[test]
+    fn tensor_core_kernels_are_clear_and_no_kernels_do_not_apply() {
+        let clear = results(vec![kernel("volta_h884gemm", "MatMul", true, true, 1)]);
+        assert!(matches!(check(&clear), Outcome::Clear(_)));
+        assert!(matches!(check(&ToolResults::default()), Outcome::NotApplicable(_)));
+    }
+}
