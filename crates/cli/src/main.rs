@@ -1,10 +1,11 @@
-//! The `mlprof` command: `info`, `analyze`, `convert` and `diff` over any profile path mlprof
+//! The `mlprof` command: `info`, `analyze`, `convert`, `diff` and `advise` over any profile path mlprof
 //! reads, `serve` (the web UI over them), and `capture` from running jobs over
 //! TensorFlow's profiler gRPC API.
 //!
 //! Exit codes: 0 ok, 1 the input was read but holds nothing usable, 2 bad input or
 //! usage. Every error is printed as one line on stderr.
 
+mod advise;
 mod analyze;
 mod capture;
 mod convert;
@@ -101,6 +102,10 @@ enum Command {
     /// Compare two traces op by op (HTA's TraceDiff): counts and total durations per
     /// op and kernel name, what was added, removed, or ran more or less often.
     Diff(diff::DiffArgs),
+    /// List the performance problems every tool's result shows, most time lost per step
+    /// first, each with its evidence and the fix (input-bound, kernel launch, host
+    /// overhead, op placement, precision, TensorCores, device idle, memory, transfers).
+    Advise(advise::AdviseArgs),
     /// Capture a profile from running TensorFlow/JAX jobs serving the profiler
     /// (tf.profiler.experimental.server.start(port), jax.profiler.start_server(port)) into
     /// a TensorBoard log directory: LOGDIR/plugins/profile/<session>/<host_port>.xplane.pb.
@@ -233,6 +238,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Diff(args) => diff::run(args, verbose),
+        Command::Advise(args) => advise::run(args, verbose),
         Command::Capture(args) => capture::run(args, verbose),
         Command::Serve(args) => serve::run(args, verbose),
     }

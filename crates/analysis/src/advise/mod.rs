@@ -16,18 +16,20 @@
 //! back at most); [`Finding::estimate`] says how. The share of the step time is that
 //! divided by the mean step time of the step-time breakdown. Findings can describe the
 //! same wall time (a GPU idle while the host runs Python is both "device idle" and
-//! "Python between steps"), so rank them, do not add them up. Findings without an
-//! estimate (memory) come after the others, by severity.
+//! "Python between steps"), so rank them, do not add them up. Rules that measure over
+//! the whole profile also give the total ([`Finding::time_lost_total_ps`]), which ranks
+//! the findings of profiles without steps. Findings without an estimate (memory) come
+//! last, by severity.
 //!
 //! # JSON schema (`mlprof advise --format json`, version [`SCHEMA_VERSION`])
 //!
 //! ```text
-//! { "schema_version": 1, "session": str, "hosts": [str],
-//!   "framework": "tensorflow" | "jax" | "pytorch",
+//! { "session": str, "hosts": [str],            (added by the CLI)
+//!   "schema_version": 1, "framework": "tensorflow" | "jax" | "pytorch",
 //!   "steps": int, "step_time_ps": int | null,
 //!   "findings": [ { "rank": int (1 = most time lost), "rule": str, "severity": "high" | "medium" | "low",
 //!                   "title": str, "time_lost_per_step_ps": int | null, "step_time_percent": float | null,
-//!                   "estimate": str,
+//!                   "time_lost_total_ps": int | null, "estimate": str,
 //!                   "evidence": [ { "tool": str, "text": str, "cited": [ { "field": str, "value": number } ] } ],
 //!                   "fixes": [str] } ],
 //!   "checks": [ { "rule": str, "status": "found" | "clear" | "not_applicable", "detail": str,
@@ -138,6 +140,9 @@ pub struct Finding {
     pub time_lost_per_step_ps: Option<i64>,
     /// That time as a share of the mean step time, % (set by [`advise`]).
     pub step_time_percent: Option<f64>,
+    /// Estimated time lost over the whole profile, ps, where the rule measures it over
+    /// the profile rather than per step (`None` otherwise).
+    pub time_lost_total_ps: Option<i64>,
     /// How the time lost was estimated.
     pub estimate: String,
     /// What the tools showed.
@@ -156,6 +161,7 @@ impl Finding {
             title: title.into(),
             time_lost_per_step_ps: None,
             step_time_percent: None,
+            time_lost_total_ps: None,
             estimate: String::new(),
             evidence: Vec::new(),
             fixes: Vec::new(),
@@ -166,6 +172,12 @@ impl Finding {
     pub fn time_lost(mut self, per_step_ps: Option<i64>, estimate: impl Into<String>) -> Finding {
         self.time_lost_per_step_ps = per_step_ps;
         self.estimate = estimate.into();
+        self
+    }
+
+    /// Sets the time lost over the whole profile, ps.
+    pub fn total(mut self, total_ps: i64) -> Finding {
+        self.time_lost_total_ps = Some(total_ps);
         self
     }
 
@@ -273,13 +285,16 @@ pub fn advise(results: &ToolResults) -> Advice {
     }
 }
 
-/// Most time lost first; findings without an estimate last; ties by severity, then in
-/// rule order (the sort is stable).
+/// Most time lost per step first; then findings with only a total over the profile,
+/// most first; then those without an estimate; ties by severity, then in rule order
+/// (the sort is stable).
 fn rank(findings: &mut [Finding]) {
-    findings.sort_by(|a, b| {
-        let key = |f: &Finding| std::cmp::Reverse(f.time_lost_per_step_ps.map_or(i64::MIN, |t| t));
-        key(a).cmp(&key(b)).then(a.severity.cmp(&b.severity))
-    });
+    let key = |f: &Finding| match (f.time_lost_per_step_ps, f.time_lost_total_ps) {
+        (Some(per_step), _) => (2, per_step),
+        (None, Some(total)) => (1, total),
+        (None, None) => (0, 0),
+    };
+    findings.sort_by(|a, b| key(b).cmp(&key(a)).then(a.severity.cmp(&b.severity)));
     for (i, finding) in findings.iter_mut().enumerate() {
         finding.rank = i + 1;
     }
@@ -307,14 +322,15 @@ mod tests {
         assert_eq!(results.mean_step_ps(), Some(10_000_000_000));
         let mut findings = vec![
             Finding::new("memory", Severity::High, "no time"),
+            Finding::new("t", Severity::Medium, "total only").total(1_000),
             Finding::new("a", Severity::Low, "small").time_lost(Some(1), ""),
             Finding::new("b", Severity::Medium, "large").time_lost(Some(5), ""),
         ];
         rank(&mut findings);
         let order: Vec<&str> = findings.iter().map(|f| f.title.as_str()).collect();
-        assert_eq!(order, ["large", "small", "no time"]);
+        assert_eq!(order, ["large", "small", "total only", "no time"]);
         assert_eq!(findings[0].rank, 1);
-        assert_eq!(findings[2].rank, 3);
+        assert_eq!(findings[3].rank, 4);
     }
 
     #[test]

@@ -148,8 +148,8 @@ fn gap_evidence(results: &ToolResults) -> Option<Evidence> {
         evidence = evidence.cite(format!("findings[{index}].{field}"), value as f64);
     }
     evidence.text = format!(
-        "{} kinds of GPU gaps over {:.0} us; the longest: {}.",
-        gaps.len(),
+        "{} of GPU gaps over {:.0} us (no kernel, copy or memset on any stream); the costliest: {}.",
+        super::count(gaps.len(), "kind", "kinds"),
         transfers.gap_threshold_ps as f64 / 1e6,
         lines.join("; ")
     );

@@ -66,7 +66,7 @@ pub(super) fn kernel_evidence(results: &ToolResults) -> Option<Evidence> {
         Evidence::new(
             "kernel_stats",
             format!(
-                "{:.0} kernels launched per step, {:.1} us each on average.",
+                "{launches} kernel launches in the profile ({:.0} per step), {:.1} us each on average.",
                 launches as f64 / steps as f64,
                 total_ns as f64 / launches as f64 / 1e3
             ),
@@ -172,7 +172,7 @@ mod tests {
         let Outcome::Found(findings) = check(&results) else { panic!("high launch share must fire") };
         assert_eq!(findings[0].severity, Severity::High);
         assert_eq!(findings[0].time_lost_per_step_ps, Some(2_000_000_000));
-        assert!(findings[0].evidence[1].text.starts_with("200 kernels launched per step, 2.5 us"));
+        assert!(findings[0].evidence[1].text.starts_with("400 kernel launches in the profile (200 per step), 2.5 us"));
         assert!(findings[0].fixes[0].contains("CUDA graph"));
     }
 

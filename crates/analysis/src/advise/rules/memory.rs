@@ -131,7 +131,7 @@ pub fn check(results: &ToolResults) -> Outcome {
         }
         let fragmentation = allocator.summary.peak_stats.fragmentation;
         if fragmentation >= HEAVY_FRAGMENTATION {
-            findings.push(fragmented(results.framework, &path, host, allocator, use_));
+            findings.push(fragmented(results.framework, path, host, allocator, use_));
         }
     }
     if findings.is_empty() {

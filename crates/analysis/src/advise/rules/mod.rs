@@ -54,6 +54,11 @@ fn ms(value: f64) -> String {
     format!("{value:.3} ms")
 }
 
+/// `n` and the singular or plural noun.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Bytes in MiB with two decimals and the unit.
 fn mib(bytes: i64) -> String {
     format!("{:.2} MiB", bytes as f64 / (1024.0 * 1024.0))

@@ -96,44 +96,81 @@ pub fn check(results: &ToolResults) -> Outcome {
         other_ns as f64 / 1e3,
         lines.join("; ")
     );
-    let finding = Finding::new(
-        NAME,
-        severity,
-        format!(
-            "TensorCores unused: {} kernel groups of eligible ops or NCHW layouts ({:.1} us)",
-            flagged.len(),
-            (conversion_ns + other_ns) as f64 / 1e3
-        ),
-    )
-    .time_lost(
-        per_step_ps,
-        "per step: the layout conversions plus half of the non-TensorCore and NCHW kernel time (kernel_stats ÷ steps)",
-    )
-    .evidence(listed)
-    .fixes(fixes(results.framework));
+    let mut title = Vec::new();
+    let (layout_groups, math_groups) = (
+        flagged.iter().filter(|(_, k, _)| is_layout(k)).count(),
+        flagged.iter().filter(|(_, k, _)| misses_tensor_cores(k)).count(),
+    );
+    if math_groups > 0 {
+        title.push(format!("{math_groups} kernel groups of TensorCore-eligible ops ran without TensorCores"));
+    }
+    if layout_groups > 0 {
+        title.push(format!("{layout_groups} kernel groups work on NCHW data or convert layouts"));
+    }
+    let mut finding = Finding::new(NAME, severity, format!("TensorCores unused: {}", title.join("; ")))
+        .time_lost(
+            per_step_ps,
+            "per step: the layout conversions plus half of the non-TensorCore and NCHW kernel time (kernel_stats ÷ \
+             steps)",
+        )
+        .total(lost_ps.round() as i64)
+        .evidence(listed);
+    if layout_groups > 0 {
+        finding = finding.fixes([layout_fix(results.framework)]);
+    }
+    if math_groups > 0 {
+        finding = finding.fixes([math_fix(results.framework), MULTIPLES_OF_8]);
+    }
     Outcome::Found(vec![finding])
 }
 
-fn fixes(framework: Framework) -> Vec<&'static str> {
-    let mut fixes = match framework {
-        Framework::Tensorflow => vec![
-            "Keep images in NHWC (`data_format='channels_last'`, the Keras default): TensorCore convolutions run in \
-             NHWC, so NCHW data is transposed before and after every convolution.",
-        ],
-        Framework::Pytorch => vec![
+/// Whether a kernel converts layouts or works on NCHW data.
+fn is_layout(kernel: &KernelReport) -> bool {
+    problem(kernel) == Some(Problem::LayoutConversion) || kernel.name.to_ascii_lowercase().contains("nchw")
+}
+
+/// Whether a kernel of a TensorCore-eligible op does not use TensorCores.
+fn misses_tensor_cores(kernel: &KernelReport) -> bool {
+    kernel.is_op_tensor_core_eligible && !kernel.is_kernel_using_tensor_core
+}
+
+const MULTIPLES_OF_8: &str = "TensorCores need dimensions that are multiples of 8 (batch, channels, hidden and \
+     vocabulary sizes): pad those sizes.";
+
+fn layout_fix(framework: Framework) -> &'static str {
+    match framework {
+        Framework::Tensorflow => {
+            "Keep images in NHWC (`data_format='channels_last'`, the Keras default): TensorCore convolutions run \
+             in NHWC, so NCHW data is transposed before and after every convolution."
+        }
+        Framework::Pytorch => {
             "Use channels-last memory: `model = model.to(memory_format=torch.channels_last)` and the same for the \
-             input batch, so cuDNN runs NHWC TensorCore convolutions without transposes.",
-        ],
-        Framework::Jax => vec![
+             input batch, so cuDNN runs NHWC TensorCore convolutions without transposes."
+        }
+        Framework::Jax => {
             "Give convolutions NHWC inputs (`dimension_numbers=('NHWC', 'HWIO', 'NHWC')`), the layout TensorCore \
-             convolutions use.",
-        ],
-    };
-    fixes.push(
-        "TensorCores need 16-bit inputs (or TF32 on Ampere and newer) and dimensions that are multiples of 8 \
-         (batch, channels, hidden and vocabulary sizes): enable mixed precision and pad those sizes.",
-    );
-    fixes
+             convolutions use."
+        }
+    }
+}
+
+fn math_fix(framework: Framework) -> &'static str {
+    match framework {
+        Framework::Tensorflow => {
+            "Feed TensorCores 16-bit inputs with mixed precision \
+             (`tf.keras.mixed_precision.set_global_policy('mixed_float16')`), and keep TF32 on for float32 \
+             (`tf.config.experimental.enable_tensor_float_32_execution(True)`, the default on Ampere and newer)."
+        }
+        Framework::Pytorch => {
+            "Let float32 matmuls and convolutions use TensorCores: `torch.backends.cuda.matmul.allow_tf32 = True` \
+             and `torch.backends.cudnn.allow_tf32 = True` (or `torch.set_float32_matmul_precision('high')`), or \
+             run them in 16-bit under `torch.autocast`."
+        }
+        Framework::Jax => {
+            "Run matmuls and convolutions in bfloat16, or allow TF32 for float32 \
+             (`jax.default_matmul_precision('tensorfloat32')`)."
+        }
+    }
 }
 
 #[cfg(test)]
@@ -161,7 +198,7 @@ mod tests {
     }
 
     fn results(kernels: Vec<KernelReport>) -> ToolResults {
-        let mut results = ToolResults::default();
+        let mut results = ToolResults { framework: Framework::Pytorch, ..ToolResults::default() };
         results.overview.steps.steps = vec![StepBreakdown::default(); 2];
         results.overview.steps.step_time_ms = Summary { average: 1.0, ..Summary::default() };
         results.kernel_stats.kernels = kernels;
@@ -188,6 +225,8 @@ mod tests {
         let text = &findings[0].evidence[0].text;
         assert!(text.contains("2 kernel groups") && text.contains("layout conversion"), "{text}");
         assert!(!text.contains("h884"), "{text}");
+        assert!(findings[0].fixes[0].contains("channels_last"), "{:?}", findings[0].fixes);
+        assert!(findings[0].fixes[1].contains("allow_tf32"), "{:?}", findings[0].fixes);
     }
 
     #[test]

@@ -80,18 +80,26 @@ fn finding(results: &ToolResults, kind: FindingKind, title: &str, of_kind: &[(us
             Some(ps) => ("time_lost_per_step_ps", ps, format!("{} per step", ms(ps as f64 / 1e9))),
             None => ("time_lost_ps", f.time_lost_ps, ms(f.time_lost_ps as f64 / 1e9)),
         };
-        lines.push(format!("{} at {} ×{} ({lost})", f.what, f.location.describe(), f.count));
+        let place = f.location.describe();
+        let at = if place == "—" { String::new() } else { format!(" at {place}") };
+        lines.push(format!("{}{at} ×{} ({lost})", f.what, f.count));
         places = places.cite(format!("findings[{index}].{field}"), value as f64);
         if !fixes.contains(&f.fix) {
             fixes.push(f.fix.clone());
         }
     }
-    places.text = format!("{count} occurrences in {} places; the costliest: {}.", of_kind.len(), lines.join("; "));
+    places.text = format!(
+        "{} in {}; the costliest: {}.",
+        super::count(count as usize, "occurrence", "occurrences"),
+        super::count(of_kind.len(), "place", "places"),
+        lines.join("; ")
+    );
     let basis = match kind {
         FindingKind::LowCopyBandwidth | FindingKind::SerializedCopy => "device time",
         _ => "host time blocked",
     };
     Finding::new(NAME, severity, format!("{title}: {amount}"))
+        .total(total_ps)
         .time_lost(
             per_step,
             format!("the transfers tool's time lost per step ({basis}), summed over its {} findings", kind.name()),
