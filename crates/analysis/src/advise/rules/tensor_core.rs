@@ -50,12 +50,13 @@ pub fn check(results: &ToolResults) -> Outcome {
         kernels.iter().enumerate().filter_map(|(i, k)| problem(k).map(|p| (i, k, p))).collect();
     if flagged.is_empty() {
         let eligible = kernels.iter().filter(|k| k.is_op_tensor_core_eligible).count();
+        let text = if eligible == 0 {
+            "no kernel group belongs to a TensorCore-eligible op; no NCHW kernels".to_string()
+        } else {
+            format!("all {eligible} kernel groups of TensorCore-eligible ops use TensorCores; no NCHW kernels")
+        };
         return Outcome::Clear(
-            Evidence::new(
-                "kernel_stats",
-                format!("all {eligible} kernel groups of TensorCore-eligible ops use TensorCores; no NCHW kernels"),
-            )
-            .cite("count(kernels[].is_op_tensor_core_eligible)", eligible as f64),
+            Evidence::new("kernel_stats", text).cite("count(kernels[].is_op_tensor_core_eligible)", eligible as f64),
         );
     }
     let sum_ns = |kind: Problem| -> u64 {
