@@ -106,6 +106,11 @@ impl ToolResults {
     }
 }
 
+/// The XProf tools the rules read (the overview carries the input-pipeline analysis;
+/// the pod viewer adds nothing for one job).
+const XPROF_TOOLS: [&str; 5] =
+    ["overview_page", "framework_op_stats", "kernel_stats", "memory_profile", "tf_data_bottleneck_analysis"];
+
 /// Runs every tool the rules read on `hosts` (analysed together, as `mlprof analyze`).
 pub fn collect(hosts: &[&Host]) -> ToolResults {
     let analysis = Analysis::new(hosts.to_vec(), ToolOptions::default());
@@ -116,7 +121,7 @@ pub fn collect(hosts: &[&Host]) -> ToolResults {
         device_memory: device_memory(hosts),
         ..ToolResults::default()
     };
-    for tool in crate::tools::TOOL_NAMES {
+    for tool in XPROF_TOOLS {
         match analysis.run(tool) {
             Some(ToolResult::Overview(overview)) => results.overview = *overview,
             Some(ToolResult::FrameworkOpStats(stats)) => results.framework_op_stats = Some(*stats),

@@ -144,7 +144,7 @@ fn gap_evidence(results: &ToolResults) -> Option<Evidence> {
             Some(ps) => (ps, "time_lost_per_step_ps", format!("{} per step", ms(ps as f64 / 1e9))),
             None => (gap.time_lost_ps, "time_lost_ps", format!("{} in all", ms(gap.time_lost_ps as f64 / 1e9))),
         };
-        lines.push(format!("{} ({} gaps, {amount})", gap.what, gap.count));
+        lines.push(format!("{} ({}, {amount})", gap.what, super::count(gap.count as usize, "gap", "gaps")));
         evidence = evidence.cite(format!("findings[{index}].{field}"), value as f64);
     }
     evidence.text = format!(
@@ -159,15 +159,11 @@ fn gap_evidence(results: &ToolResults) -> Option<Evidence> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input_pipeline::{StepBreakdown, Summary};
+    use crate::advise::rules::test_support::gpu_steps;
 
     fn results(idle_percent: f64) -> ToolResults {
-        let mut results = ToolResults { framework: Framework::Pytorch, ..ToolResults::default() };
-        results.overview.steps.hardware_type = "GPU".into();
-        results.overview.steps.steps = vec![StepBreakdown::default()];
-        results.overview.steps.step_time_ms = Summary { average: 10.0, ..Summary::default() };
-        results.overview.steps.category_ms =
-            vec![("otherTimeMs".into(), Summary { average: 4.0, ..Summary::default() })];
+        let mut results = gpu_steps(1, 10.0, &[("otherTimeMs", 4.0)]);
+        results.framework = Framework::Pytorch;
         results.overview.steps.bottleneck.idle_percent = idle_percent;
         results
     }

@@ -167,6 +167,9 @@ fn tf_data_advice(results: &ToolResults) -> Option<TfDataAdvice> {
     if !host.iterators.iter().any(|i| i.name == "Prefetch") {
         fixes.push(tf_data_fixes::ADD_PREFETCH.to_string());
     }
+    if results.host_count > 1 && !fixes.iter().any(|f| f == tf_data_fixes::SHARD_EARLY) {
+        fixes.push(tf_data_fixes::SHARD_EARLY.to_string());
+    }
     fixes.push(tf_data_fixes::OWN_THREADS.to_string());
     Some(TfDataAdvice { iterator: iterator.to_string(), evidence, fixes })
 }
@@ -306,6 +309,7 @@ mod tests {
     fn a_waiting_step_fires_and_names_the_tf_data_bottleneck() {
         let mut results = results(vec![step("s1", 10.0, 6.0), step("s2", 10.0, 5.0), step("s3", 10.0, 7.0)]);
         with_map_and_batch_pipeline(&mut results);
+        results.host_count = 2;
         let Outcome::Found(findings) = check(&results) else { panic!("input-bound steps must fire") };
         let finding = &findings[0];
         assert_eq!(finding.severity, Severity::High);
@@ -313,6 +317,7 @@ mod tests {
         assert!(finding.title.contains("MapAndBatch"), "{}", finding.title);
         assert!(finding.fixes[0].contains("`MapAndBatch`"), "{:?}", finding.fixes);
         assert!(finding.fixes.iter().any(|f| f.contains(".prefetch(tf.data.AUTOTUNE)")), "no Prefetch stage");
+        assert!(finding.fixes.iter().any(|f| f.contains("shard early")), "two workers read the data");
         let tf_data = finding.evidence.iter().find(|e| e.tool == "tf_data_bottleneck_analysis").expect("tf.data");
         assert_eq!(tf_data.cited[1].value, 59_000_000_000.0);
     }
@@ -324,6 +329,23 @@ mod tests {
         assert!(results.overview.steps.bottleneck.input_percent >= MODERATE_PERCENT);
         let Outcome::Clear(evidence) = check(&results) else { panic!("median step is not input-bound") };
         assert!(evidence.text.contains("s2 waits 20.0%"), "{}", evidence.text);
+    }
+
+    #[test]
+    fn pytorch_input_gets_the_dataloader_advice_and_the_copy_fix() {
+        let copying = StepBreakdown { host_wait_input_ms: 1.0, host_to_device_ms: 2.0, ..step("s", 10.0, 3.0) };
+        let mut results = results(vec![copying]);
+        results.framework = Framework::Pytorch;
+        results.overview.steps.dataloader = Some(crate::input_pipeline::dataloader::DataLoaderAnalysis {
+            calls: 1,
+            wait_per_step_ms: Summary { average: 1.0, ..Summary::default() },
+            ..Default::default()
+        });
+        results.overview.steps.recommendations = vec!["Set num_workers > 0.".into()];
+        let Outcome::Found(findings) = check(&results) else { panic!("30% input must fire") };
+        assert_eq!(findings[0].fixes[0], "Set num_workers > 0.", "the DataLoader analysis' own advice");
+        assert!(findings[0].fixes[1].contains("non_blocking=True"), "{:?}", findings[0].fixes);
+        assert_eq!(findings[0].evidence[1].cited[1].value, 1.0, "DataLoader wait per step");
     }
 
     #[test]

@@ -134,16 +134,11 @@ fn fixes(framework: Framework) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input_pipeline::{StepBreakdown, Summary};
-    use crate::kernel_stats::{KernelReport, LaunchParams};
+    use crate::advise::rules::test_support::{gpu_steps, kernel};
 
     fn gpu_results(classification: &str, launch_ms: f64) -> ToolResults {
-        let mut results = ToolResults { framework: Framework::Pytorch, ..ToolResults::default() };
-        results.overview.steps.hardware_type = "GPU".into();
-        results.overview.steps.steps = vec![StepBreakdown::default(); 2];
-        results.overview.steps.step_time_ms = Summary { average: 10.0, ..Summary::default() };
-        results.overview.steps.category_ms =
-            vec![("kernelLaunchTimeMs".into(), Summary { average: launch_ms, ..Summary::default() })];
+        let mut results = gpu_steps(2, 10.0, &[("kernelLaunchTimeMs", launch_ms)]);
+        results.framework = Framework::Pytorch;
         results.overview.steps.bottleneck.kernel_launch_classification = classification.into();
         results.overview.steps.bottleneck.kernel_launch_statement = "statement".into();
         results
@@ -152,23 +147,7 @@ mod tests {
     #[test]
     fn xprof_classification_fires_with_launch_time_and_kernel_counts() {
         let mut results = gpu_results("high", 2.0);
-        let params = LaunchParams::default();
-        results.kernel_stats.kernels = vec![KernelReport {
-            name: "k".into(),
-            registers_per_thread: params.registers_per_thread,
-            static_shmem_bytes: 0,
-            dynamic_shmem_bytes: 0,
-            block_dim: params.block_dim,
-            grid_dim: params.grid_dim,
-            occupancy_pct: 0.0,
-            is_kernel_using_tensor_core: false,
-            is_op_tensor_core_eligible: false,
-            op_name: String::new(),
-            occurrences: 400,
-            total_duration_ns: 1_000_000,
-            min_duration_ns: 0,
-            max_duration_ns: 0,
-        }];
+        results.kernel_stats.kernels = vec![kernel("k", "", false, false, 400, 1_000_000)];
         let Outcome::Found(findings) = check(&results) else { panic!("high launch share must fire") };
         assert_eq!(findings[0].severity, Severity::High);
         assert_eq!(findings[0].time_lost_per_step_ps, Some(2_000_000_000));

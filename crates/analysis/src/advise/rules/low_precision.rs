@@ -79,15 +79,10 @@ fn fixes(framework: Framework) -> Vec<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input_pipeline::{StepBreakdown, Summary};
+    use crate::advise::rules::test_support::gpu_steps;
 
     fn results(half_percent: f64) -> ToolResults {
-        let mut results = ToolResults::default();
-        results.overview.steps.hardware_type = "GPU".into();
-        results.overview.steps.steps = vec![StepBreakdown::default()];
-        results.overview.steps.step_time_ms = Summary { average: 10.0, ..Summary::default() };
-        results.overview.steps.category_ms =
-            vec![("deviceComputeTimeMs".into(), Summary { average: 8.0, ..Summary::default() })];
+        let mut results = gpu_steps(1, 10.0, &[("deviceComputeTimeMs", 8.0)]);
         results.overview.device_compute_16bit_percent = half_percent;
         results.overview.device_compute_32bit_percent = 100.0 - half_percent;
         results

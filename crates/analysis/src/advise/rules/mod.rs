@@ -21,6 +21,8 @@ mod low_precision;
 mod memory;
 mod op_placement;
 mod tensor_core;
+#[cfg(test)]
+mod test_support;
 mod tf_data_fixes;
 mod transfers;
 
@@ -30,23 +32,21 @@ use super::{Outcome, ToolResults};
 pub struct Rule {
     /// Its name (`input_bound`), as findings and checks report it.
     pub name: &'static str,
-    /// What it checks, in a few words.
-    pub checks: &'static str,
     /// The rule itself.
     pub run: fn(&ToolResults) -> Outcome,
 }
 
 /// Every rule, in report order.
 pub const RULES: [Rule; 9] = [
-    Rule { name: input_bound::NAME, checks: "waiting for input (tf.data, DataLoader)", run: input_bound::check },
-    Rule { name: kernel_launch::NAME, checks: "kernel launch overhead", run: kernel_launch::check },
-    Rule { name: host_overhead::NAME, checks: "Python and host work between ops", run: host_overhead::check },
-    Rule { name: op_placement::NAME, checks: "framework ops placed on the host", run: op_placement::check },
-    Rule { name: low_precision::NAME, checks: "16-bit share of device compute", run: low_precision::check },
-    Rule { name: tensor_core::NAME, checks: "TensorCore use and NCHW layouts", run: tensor_core::check },
-    Rule { name: device_idle::NAME, checks: "device idle time (small batch)", run: device_idle::check },
-    Rule { name: memory::NAME, checks: "memory near capacity, fragmentation", run: memory::check },
-    Rule { name: transfers::NAME, checks: "copies and synchronisation", run: transfers::check },
+    Rule { name: input_bound::NAME, run: input_bound::check },
+    Rule { name: kernel_launch::NAME, run: kernel_launch::check },
+    Rule { name: host_overhead::NAME, run: host_overhead::check },
+    Rule { name: op_placement::NAME, run: op_placement::check },
+    Rule { name: low_precision::NAME, run: low_precision::check },
+    Rule { name: tensor_core::NAME, run: tensor_core::check },
+    Rule { name: device_idle::NAME, run: device_idle::check },
+    Rule { name: memory::NAME, run: memory::check },
+    Rule { name: transfers::NAME, run: transfers::check },
 ];
 
 /// `ms` with three decimals and the unit.

@@ -138,7 +138,6 @@ fn placed_on_host(results: &ToolResults) -> Vec<(usize, &OpStatsRow)> {
 mod tests {
     use super::*;
     use crate::framework_op_stats::{FrameworkOpStats, OpStatsTable};
-    use crate::input_pipeline::{StepBreakdown, Summary};
 
     fn row(op_type: &str, op_name: &str, self_us: f64) -> OpStatsRow {
         OpStatsRow {
@@ -166,12 +165,7 @@ mod tests {
     }
 
     fn results(rows: Vec<OpStatsRow>, host_ms: f64) -> ToolResults {
-        let mut results = ToolResults::default();
-        results.overview.steps.hardware_type = "GPU".into();
-        results.overview.steps.steps = vec![StepBreakdown::default()];
-        results.overview.steps.step_time_ms = Summary { average: 10.0, ..Summary::default() };
-        results.overview.steps.category_ms =
-            vec![("hostComputeTimeMs".into(), Summary { average: host_ms, ..Summary::default() })];
+        let mut results = crate::advise::rules::test_support::gpu_steps(1, 10.0, &[("hostComputeTimeMs", host_ms)]);
         let table = OpStatsTable { rows, ..OpStatsTable::default() };
         results.framework_op_stats = Some(FrameworkOpStats {
             device_type: "GPU".into(),

@@ -177,31 +177,11 @@ fn math_fix(framework: Framework) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input_pipeline::{StepBreakdown, Summary};
-
-    fn kernel(name: &str, op: &str, eligible: bool, uses: bool, total_ns: u64) -> KernelReport {
-        KernelReport {
-            name: name.into(),
-            registers_per_thread: 0,
-            static_shmem_bytes: 0,
-            dynamic_shmem_bytes: 0,
-            block_dim: [1; 3],
-            grid_dim: [1; 3],
-            occupancy_pct: 0.0,
-            is_kernel_using_tensor_core: uses,
-            is_op_tensor_core_eligible: eligible,
-            op_name: op.into(),
-            occurrences: 2,
-            total_duration_ns: total_ns,
-            min_duration_ns: 0,
-            max_duration_ns: 0,
-        }
-    }
+    use crate::advise::rules::test_support::{gpu_steps, kernel};
 
     fn results(kernels: Vec<KernelReport>) -> ToolResults {
-        let mut results = ToolResults { framework: Framework::Pytorch, ..ToolResults::default() };
-        results.overview.steps.steps = vec![StepBreakdown::default(); 2];
-        results.overview.steps.step_time_ms = Summary { average: 1.0, ..Summary::default() };
+        let mut results = gpu_steps(2, 1.0, &[]);
+        results.framework = Framework::Pytorch;
         results.kernel_stats.kernels = kernels;
         results
     }
@@ -209,15 +189,16 @@ mod tests {
     #[test]
     fn transposes_and_non_tensor_core_kernels_fire() {
         let results = results(vec![
-            kernel("volta_sgemm_128x64_nn", "model/dense/MatMul", true, false, 400_000),
+            kernel("volta_sgemm_128x64_nn", "model/dense/MatMul", true, false, 2, 400_000),
             kernel(
                 "void tensorflow::functor::nchwToNhwcKernel",
                 "conv/Conv2D-0-TransposeNHWCToNCHW",
                 false,
                 false,
+                2,
                 100_000,
             ),
-            kernel("volta_h884gemm", "model/dense_1/MatMul", true, true, 900_000),
+            kernel("volta_h884gemm", "model/dense_1/MatMul", true, true, 2, 900_000),
         ]);
         let Outcome::Found(findings) = check(&results) else { panic!("must fire") };
         // (100 us + 400 us / 2) over 2 steps.
@@ -232,7 +213,7 @@ mod tests {
 
     #[test]
     fn tensor_core_kernels_are_clear_and_no_kernels_do_not_apply() {
-        let clear = results(vec![kernel("volta_h884gemm", "MatMul", true, true, 1)]);
+        let clear = results(vec![kernel("volta_h884gemm", "MatMul", true, true, 2, 1)]);
         assert!(matches!(check(&clear), Outcome::Clear(_)));
         assert!(matches!(check(&ToolResults::default()), Outcome::NotApplicable(_)));
     }

@@ -57,9 +57,7 @@ pub fn for_iterator(iterator: &str) -> Vec<String> {
                  `tf.data.Dataset.list_files(...).interleave(tf.data.TFRecordDataset, \
                  num_parallel_calls=tf.data.AUTOTUNE)`, and keep the data close to the host.",
             ),
-            "With several workers, shard early: `.shard(num_workers, worker_index)` on the file list, before \
-             reading, so each worker reads only its files."
-                .to_string(),
+            SHARD_EARLY.to_string(),
             CACHE.to_string(),
         ],
         BottleneckKind::SlowTransformationWithoutParallelVersion => vec![
@@ -80,6 +78,10 @@ pub fn for_iterator(iterator: &str) -> Vec<String> {
         )],
     }
 }
+
+/// Sharding before reading, for jobs with several workers.
+pub const SHARD_EARLY: &str = "With several workers, shard early: `.shard(num_workers, worker_index)` on the file \
+     list, before reading, so each worker reads only its files.";
 
 /// The fix when the pipeline has no `Prefetch` stage.
 pub const ADD_PREFETCH: &str = "End the pipeline with `.prefetch(tf.data.AUTOTUNE)` so the next batch is prepared \
