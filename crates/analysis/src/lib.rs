@@ -22,6 +22,7 @@ pub mod report;
 pub mod steps;
 pub mod tf_data;
 pub mod tf_op;
+pub mod tfprof;
 pub mod tools;
 pub mod trace_diff;
 pub mod xstats;

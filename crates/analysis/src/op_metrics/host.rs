@@ -176,6 +176,7 @@ fn collect_ops(plane: &Plane, keys: &StatKeys<6>) -> HashMap<i64, HostOp> {
 }
 
 /// The begin or end of one op occurrence on a thread.
+#[derive(Clone, Copy)]
 struct Activity<'a> {
     time_ps: i64,
     /// Occurrence number on the thread (pairs a begin with its end).
@@ -210,41 +211,36 @@ fn line_activities<'a>(
                 occurrence += 1;
                 let is_eager = xstats::event_int(plane, &event, keys.key(IS_EAGER)).is_some_and(|v| v != 0)
                     || eager(event.index());
-                let (name, op_type, event) = (op.name.as_str(), op.op_type.as_str(), event.index());
-                for (time_ps, begin) in [(begin_ps, true), (end_ps, false)] {
-                    let id = op.id;
-                    activities.push(Activity {
-                        time_ps,
-                        occurrence,
-                        begin,
-                        name,
-                        op_type,
-                        id,
-                        is_eager,
-                        event,
-                        from_stat: false,
-                    });
-                }
+                let run = Activity {
+                    time_ps: begin_ps,
+                    occurrence,
+                    begin: true,
+                    name: op.name.as_str(),
+                    op_type: op.op_type.as_str(),
+                    id: op.id,
+                    is_eager,
+                    event: event.index(),
+                    from_stat: false,
+                };
+                push_begin_and_end(&mut activities, run, end_ps);
             }
             if let Some(full) = xstats::event_str(plane, &event, keys.key(TF_OP))
                 && !full.is_empty()
             {
                 occurrence += 1;
                 let op = parse_tf_op(full);
-                for (time_ps, begin) in [(begin_ps, true), (end_ps, false)] {
-                    let (name, op_type, event) = (op.name, op.op_type, event.index());
-                    activities.push(Activity {
-                        time_ps,
-                        occurrence,
-                        begin,
-                        name,
-                        op_type,
-                        id: 0,
-                        is_eager: false,
-                        event,
-                        from_stat: true,
-                    });
-                }
+                let run = Activity {
+                    time_ps: begin_ps,
+                    occurrence,
+                    begin: true,
+                    name: op.name,
+                    op_type: op.op_type,
+                    id: 0,
+                    is_eager: false,
+                    event: event.index(),
+                    from_stat: true,
+                };
+                push_begin_and_end(&mut activities, run, end_ps);
             }
         }
     }
@@ -256,6 +252,12 @@ struct Open {
     occurrence: u32,
     start_ps: i64,
     children_ps: u64,
+}
+
+/// Pushes `begin` (a begin activity) and the matching end activity at `end_ps`.
+fn push_begin_and_end<'a>(activities: &mut Vec<Activity<'a>>, begin: Activity<'a>, end_ps: i64) {
+    activities.push(begin);
+    activities.push(Activity { time_ps: end_ps, begin: false, ..begin });
 }
 
 /// One completed op run found by [`replay`].
