@@ -142,6 +142,17 @@ pub(super) struct OpRecord {
     pub input_shapes: Option<u32>,
 }
 
+/// Where a profile's ops come from (each kind says so in one note).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum OpSource {
+    /// TensorFlow ops of XProf's op databases.
+    TensorFlow,
+    /// PyTorch ops of the Kineto op databases.
+    PyTorch,
+    /// XLA ops named through HLO programs.
+    Xla,
+}
+
 /// Which optional facts the profile holds (a column without them shows "—").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct Availability {
@@ -187,6 +198,8 @@ pub(super) struct Profile {
     pub step_sources: BTreeSet<String>,
     /// Sentences on how the records were obtained and what was left out.
     pub notes: Vec<String>,
+    /// The kinds of ops found.
+    pub kinds: BTreeSet<OpSource>,
     /// Number of hosts.
     pub host_count: usize,
 }

@@ -12,7 +12,7 @@ use mlprof_model::Host;
 
 use super::forest::NO_FRAME;
 use super::options::{Column, StepSelection, TfprofOptions, View};
-use super::profile::Profile;
+use super::profile::{OpSource, Profile};
 use super::show::Shown;
 use super::stats::NodeStats;
 use super::{TfprofResult, Unavailable};
@@ -85,13 +85,28 @@ pub(super) fn unavailable(
 /// The notes of a view: what the records are, the step selection, view caveats and
 /// the collectors' remarks.
 pub(super) fn notes(profile: &Profile, options: &TfprofOptions, shown: &Shown) -> Vec<String> {
-    let mut notes = vec![
-        "Ops: TensorFlow host ops and their GPU kernels (`tf_op`) as XProf's op databases count them; PyTorch \
-         cpu_ops and CUDA runtime calls (self time) with the kernels each cpu_op launched (External id, else \
-         correlation); XLA ops (`hlo_op`) named through their HLO programs. micros = cpu_micros (host self time) + \
-         accelerator_micros (device time)."
-            .to_string(),
-    ];
+    let mut notes: Vec<String> = profile
+        .kinds
+        .iter()
+        .map(|kind| {
+            match kind {
+                OpSource::TensorFlow => {
+                    "TensorFlow ops: host runs with their self time, as XProf's op database counts them, and the GPU \
+                     kernels of each op (`tf_op`)."
+                }
+                OpSource::PyTorch => {
+                    "PyTorch ops: cpu_ops and CUDA runtime calls with their self time, and the GPU activities each \
+                     cpu_op launched (External id, else correlation)."
+                }
+                OpSource::Xla => {
+                    "XLA ops: `hlo_op` events named through their HLO programs (framework op name, category, \
+                     operands, Python stack)."
+                }
+            }
+            .to_string()
+        })
+        .collect();
+    notes.push("micros = cpu_micros (host self time) + accelerator_micros (device time).".to_string());
     let steps: Vec<String> = profile.steps.iter().map(i64::to_string).collect();
     let sources: Vec<&str> = profile.step_sources.iter().map(String::as_str).collect();
     notes.push(match options.step {

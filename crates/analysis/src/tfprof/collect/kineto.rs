@@ -18,7 +18,7 @@ use mlprof_model::StatValue;
 use serde_json::Value;
 
 use super::super::nesting::nest_contained;
-use super::super::profile::{OpRecord, Profile, ROOT_PATH};
+use super::super::profile::{OpRecord, OpSource, Profile, ROOT_PATH};
 use super::python::frame_name;
 use super::{HostContext, flops_of};
 use crate::kineto::{self, Category};
@@ -91,11 +91,13 @@ pub(super) fn collect(profile: &mut Profile, context: &HostContext<'_>) -> HashM
                 ..OpRecord::default()
             };
             by_event.insert((run.line, run.event), profile.records.len());
+            profile.kinds.insert(OpSource::PyTorch);
             profile.records.push(record);
         });
         profile.availability.input_shapes |= !shapes.values().all(Option::is_none);
     }
     device_op_runs(host, groups, |run| {
+        profile.kinds.insert(OpSource::PyTorch);
         let launched = run.launched_by.and_then(|at| by_event.get(&at)).and_then(|&i| profile.records.get(i));
         let (node, op_type, scope, code, runs) = match launched {
             Some(op) => (op.node, op.op_type, op.scope, op.code, 0),

@@ -77,8 +77,9 @@ impl HostContext<'_> {
 }
 
 /// Which step each event of a host belongs to: its group, when that group is a step
-/// of the step database, numbered as the database numbers it (XSpace: the group id;
-/// PyTorch: N of `ProfilerStep#N`).
+/// of the step database, numbered as users see it: PyTorch's N of `ProfilerStep#N`;
+/// on XSpace the number the step's name ends with (`train 6` → 6, the framework's
+/// step counter), or the group id when names give no distinct numbers.
 pub(super) struct StepLookup {
     numbers: HashMap<i64, i64>,
 }
@@ -99,7 +100,17 @@ impl StepLookup {
                 })
                 .collect()
         } else {
-            database.steps.iter().map(|s| (s.step_num, s.step_num)).collect()
+            let by_name: HashMap<i64, i64> = database
+                .steps
+                .iter()
+                .filter_map(|s| Some((s.step_num, s.step_name.rsplit(' ').next()?.parse::<i64>().ok()?)))
+                .collect();
+            let distinct: std::collections::HashSet<i64> = by_name.values().copied().collect();
+            if by_name.len() == database.steps.len() && distinct.len() == by_name.len() {
+                by_name
+            } else {
+                database.steps.iter().map(|s| (s.step_num, s.step_num)).collect()
+            }
         };
         profile.steps.extend(numbers.values().copied());
         profile.step_sources.insert(groups.source.describe());

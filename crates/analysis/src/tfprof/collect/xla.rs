@@ -17,7 +17,7 @@ use mlprof_model::{Plane, names};
 
 use super::super::hlo::{HloModule, HloModules};
 use super::super::nesting::nest;
-use super::super::profile::{OpRecord, Profile, ROOT_PATH};
+use super::super::profile::{OpRecord, OpSource, Profile, ROOT_PATH};
 use super::{HostContext, flops_of};
 use crate::tf_op::{OpCategory, parse_tf_op};
 use crate::xstats::{self, StatKeys};
@@ -98,6 +98,7 @@ pub(super) fn collect(profile: &mut Profile, context: &HostContext<'_>) {
                 if let Some(m) = module_index {
                     used.insert((m, device, track));
                 }
+                profile.kinds.insert(OpSource::Xla);
                 let (start_ps, duration_ps) = spans[at];
                 let own_ps = duration_ps.saturating_sub(children_ps[at]);
                 profile.records.push(OpRecord {

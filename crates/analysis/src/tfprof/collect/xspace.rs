@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use super::super::profile::{OpRecord, Profile, ROOT_PATH};
+use super::super::profile::{OpRecord, OpSource, Profile, ROOT_PATH};
 use super::python::LineFrames;
 use super::{HostContext, flops_of};
 use crate::op_metrics::{device_op_runs, host_op_runs};
@@ -59,6 +59,7 @@ pub(super) fn collect(profile: &mut Profile, context: &HostContext<'_>) -> HashM
             if !run.from_stat {
                 by_event.insert((run.line, run.event), profile.records.len());
             }
+            profile.kinds.insert(OpSource::TensorFlow);
             profile.records.push(record);
         });
         if named_by_stat > 0 {
@@ -87,6 +88,7 @@ pub(super) fn collect(profile: &mut Profile, context: &HostContext<'_>) -> HashM
             float_ops: flops,
             ..OpRecord::default()
         };
+        profile.kinds.insert(OpSource::TensorFlow);
         profile.records.push(record);
     });
     by_event
