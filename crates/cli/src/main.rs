@@ -15,6 +15,7 @@ mod info_view;
 mod report_view;
 mod select;
 mod serve;
+mod tfprof;
 mod transfers;
 
 use std::path::PathBuf;
@@ -49,11 +50,12 @@ enum Command {
     },
     /// Run the TF-Profiler tools (overview_page, input_pipeline_analyzer, framework_op_stats,
     /// kernel_stats, memory_profile, pod_viewer, tf_data_bottleneck_analysis), HTA's GPU
-    /// analyses (gpu) or the transfer and synchronisation diagnosis (transfers) on a profile.
+    /// analyses (gpu), the transfer and synchronisation diagnosis (transfers) or tfprof's
+    /// scope/op/code/graph views (tfprof) on a profile.
     Analyze {
         /// The input (any path `info` accepts).
         path: PathBuf,
-        /// Tool name (one of the above, `gpu`, `transfers`), or `all` for the TF-Profiler tools.
+        /// Tool name (one of the above, `gpu`, `transfers`, `tfprof`), or `all` for the TF-Profiler tools.
         #[arg(long, default_value = "overview_page")]
         tool: String,
         /// Host to analyse, or `all` (default: all hosts together, as XProf combines them).
@@ -75,13 +77,16 @@ enum Command {
         /// With `--tool gpu`: the analyses to run, comma-separated (default: all).
         #[arg(long)]
         analyses: Option<String>,
-        /// Directory for `--format hta-csv` (one CSV per analysis).
+        /// Directory for `--format hta-csv` (one CSV per analysis); with `--tool tfprof`,
+        /// `timeline:FILE` writes the displayed ops as a Chrome trace.
         #[arg(long)]
         output: Option<PathBuf>,
         /// With `--tool transfers`: GPU idle times longer than this are reported as gaps
         /// (a number with a unit: `50us`, `1ms`; default 100us).
         #[arg(long)]
         gap_threshold: Option<String>,
+        #[command(flatten)]
+        tfprof: Box<tfprof::TfprofArgs>,
     },
     /// Convert a profile to a Chrome trace or to an XSpace TensorBoard log directory.
     Convert {
@@ -204,7 +209,19 @@ fn run(cli: Cli) -> Result<(), Failure> {
             };
             write_stdout(&text)
         }
-        Command::Analyze { path, tool, host, session, format, breakdown, sort, analyses, output, gap_threshold } => {
+        Command::Analyze {
+            path,
+            tool,
+            host,
+            session,
+            format,
+            breakdown,
+            sort,
+            analyses,
+            output,
+            gap_threshold,
+            tfprof,
+        } => {
             let sessions = load(&path, verbose)?;
             let started = Instant::now();
             let breakdown = match breakdown {
@@ -221,6 +238,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 analyses: analyses.as_deref(),
                 output: output.as_deref(),
                 gap_threshold: gap_threshold.as_deref(),
+                tfprof: &tfprof,
             };
             let text = analyze::analyze(&sessions, &request)?;
             if verbose {
