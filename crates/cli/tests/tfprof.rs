@@ -329,7 +329,7 @@ fn regex_filters_change_exactly_what_they_should() {
         let regex = regex_full(pattern);
         everything.iter().filter(|n| regex(n)).cloned().collect::<Vec<_>>()
     };
-    let mut sorted = |mut v: Vec<String>| {
+    let sorted = |mut v: Vec<String>| {
         v.sort();
         v
     };
