@@ -127,7 +127,8 @@ fn graph(profile: &Profile) -> Forest {
     let mut is_input = vec![false; forest.nodes.len()];
     let mut children = vec![Vec::new(); forest.nodes.len()];
     for (node, kids) in children.iter_mut().enumerate() {
-        let id = profile.records[forest.nodes[node].records[0]].node;
+        let Some(&first) = forest.nodes[node].records.first() else { continue };
+        let id = profile.records[first].node;
         for input in profile.inputs.get(&id).into_iter().flatten() {
             if let Some(&child) = node_of.get(profile.strings.get(*input)) {
                 kids.push(child);

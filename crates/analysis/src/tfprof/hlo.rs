@@ -166,10 +166,14 @@ impl HloModule {
                 break;
             };
             if let Some(&(file, function, line)) =
-                usize::try_from(location - 1).ok().and_then(|i| self.frames.locations.get(i))
+                location.checked_sub(1).and_then(|i| usize::try_from(i).ok()).and_then(|i| self.frames.locations.get(i))
             {
                 let text = |table: &[String], id: i64| {
-                    usize::try_from(id - 1).ok().and_then(|i| table.get(i)).cloned().unwrap_or_default()
+                    id.checked_sub(1)
+                        .and_then(|i| usize::try_from(i).ok())
+                        .and_then(|i| table.get(i))
+                        .cloned()
+                        .unwrap_or_default()
                 };
                 stack.push(format!(
                     "{}:{line}:{}",
@@ -312,7 +316,10 @@ fn decode_shape(message: &[u8], depth: usize) -> Shape {
         return Shape { dims: Vec::new(), bytes: tuple_bytes };
     }
     let count = dims.iter().try_fold(1i64, |acc, &d| if d < 0 { None } else { acc.checked_mul(d) });
-    let bytes = element_bits(element_type).zip(count).and_then(|(bits, n)| n.checked_mul(bits)).map(|b| (b + 7) / 8);
+    let bytes = element_bits(element_type)
+        .zip(count)
+        .and_then(|(bits, n)| n.checked_mul(bits))
+        .map(|b| b.saturating_add(7) / 8);
     Shape { dims, bytes }
 }
 
@@ -473,5 +480,38 @@ pub(super) mod tests {
         cyclic.locations.push((1, 1, 1));
         let module = HloModule { frames: cyclic, ..HloModule::default() };
         assert_eq!(module.stack(1).len(), MAX_STACK_DEPTH);
+    }
+
+    #[test]
+    fn any_bytes_decode_without_panicking() {
+        // Every single-byte change of a real-shaped proto, and pseudo-random bytes.
+        let proto = sample_hlo_proto("jit_f");
+        for at in 0..proto.len() {
+            for byte in [0x00, 0x7f, 0x80, 0xff] {
+                let mut damaged = proto.clone();
+                damaged[at] = byte;
+                if let Some(module) = decode_hlo_proto(&damaged) {
+                    for instruction in &module.instructions {
+                        let _ = (
+                            module.stack(instruction.stack_frame_id),
+                            instruction.category(),
+                            instruction.element_count(),
+                        );
+                    }
+                }
+            }
+        }
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        for _ in 0..2000 {
+            let bytes: Vec<u8> = (0..64)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    (state >> 56) as u8
+                })
+                .collect();
+            let _ = decode_hlo_proto(&bytes);
+        }
     }
 }

@@ -153,7 +153,7 @@ pub(super) fn own_facts(profile: &Profile, records: &[usize], selection: &Select
     if matches!(selection.step, StepSelection::Average) {
         total = total.divided(steps);
         // Peaks are per step: the average of each step's largest run.
-        total.peak_bytes = per_step.values().map(|s| s.peak_bytes).sum::<i64>() / steps.max(1);
+        total.peak_bytes = per_step.values().fold(0i64, |sum, s| sum.saturating_add(s.peak_bytes)) / steps.max(1);
     } else {
         total.peak_bytes = per_step.values().map(|s| s.peak_bytes).max().unwrap_or(0);
     }
