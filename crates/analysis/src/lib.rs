@@ -3,6 +3,7 @@
 //! (CLI, web) only render these results, through [`report::Report`] (for people) or
 //! the tool's XProf-compatible JSON ([`datatable`]).
 
+pub mod advise;
 pub mod datatable;
 pub mod framework_op_stats;
 pub mod gpu;
@@ -21,6 +22,7 @@ pub mod report;
 pub mod steps;
 pub mod tf_data;
 pub mod tf_op;
+pub mod tfprof;
 pub mod tools;
 pub mod trace_diff;
 pub mod xstats;

@@ -5,7 +5,7 @@ use mlprof_analysis::tools::{Analysis, TOOL_NAMES, ToolOptions};
 use mlprof_model::Session;
 use serde_json::{Map, Value, json};
 
-use crate::{AnalyzeFormat, Failure, gpu, report_view, select, transfers};
+use crate::{AnalyzeFormat, Failure, gpu, report_view, select, tfprof, transfers};
 
 /// What `analyze` was asked for.
 pub struct Request<'a> {
@@ -27,6 +27,8 @@ pub struct Request<'a> {
     pub output: Option<&'a std::path::Path>,
     /// `--tool transfers`: the GPU gap threshold as typed (`50us`, `1ms`).
     pub gap_threshold: Option<&'a str>,
+    /// `--tool tfprof`: its options.
+    pub tfprof: &'a tfprof::TfprofArgs,
 }
 
 /// Runs the request and returns the text to print.
@@ -40,6 +42,12 @@ pub fn analyze(sessions: &[Session], request: &Request<'_>) -> Result<String, Fa
     if request.tool == "transfers" {
         return transfers::run(&hosts, request.gap_threshold, request.format, request.sort);
     }
+    if request.tool == "tfprof" {
+        return tfprof::run(&hosts, request.tfprof, request.format, request.output, request.sort);
+    }
+    if request.tfprof.any_given() {
+        return Err(Failure::input("--view, --select, --step and tfprof's other options are for --tool tfprof"));
+    }
     if request.gap_threshold.is_some() {
         return Err(Failure::input("--gap-threshold is for --tool transfers"));
     }
@@ -52,7 +60,7 @@ pub fn analyze(sessions: &[Session], request: &Request<'_>) -> Result<String, Fa
         vec![request.tool]
     } else {
         return Err(Failure::input(format!(
-            "unknown tool {:?}; tools: all, gpu, transfers, {}",
+            "unknown tool {:?}; tools: all, gpu, transfers, tfprof, {}",
             request.tool,
             TOOL_NAMES.join(", ")
         )));

@@ -182,6 +182,7 @@ fn print_analysis(session_dir: &Path, verbose: bool) -> Result<(), Failure> {
             analyses: None,
             output: None,
             gap_threshold: None,
+            tfprof: &crate::tfprof::TfprofArgs::default(),
         };
         crate::write_stdout(&analyze::analyze(&sessions, &request)?)?;
     }

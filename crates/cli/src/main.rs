@@ -1,10 +1,11 @@
-//! The `mlprof` command: `info`, `analyze`, `convert` and `diff` over any profile path mlprof
+//! The `mlprof` command: `info`, `analyze`, `convert`, `diff` and `advise` over any profile path mlprof
 //! reads, `serve` (the web UI over them), and `capture` from running jobs over
 //! TensorFlow's profiler gRPC API.
 //!
 //! Exit codes: 0 ok, 1 the input was read but holds nothing usable, 2 bad input or
 //! usage. Every error is printed as one line on stderr.
 
+mod advise;
 mod analyze;
 mod capture;
 mod convert;
@@ -14,6 +15,7 @@ mod info_view;
 mod report_view;
 mod select;
 mod serve;
+mod tfprof;
 mod transfers;
 
 use std::path::PathBuf;
@@ -48,11 +50,12 @@ enum Command {
     },
     /// Run the TF-Profiler tools (overview_page, input_pipeline_analyzer, framework_op_stats,
     /// kernel_stats, memory_profile, pod_viewer, tf_data_bottleneck_analysis), HTA's GPU
-    /// analyses (gpu) or the transfer and synchronisation diagnosis (transfers) on a profile.
+    /// analyses (gpu), the transfer and synchronisation diagnosis (transfers) or tfprof's
+    /// scope/op/code/graph views (tfprof) on a profile.
     Analyze {
         /// The input (any path `info` accepts).
         path: PathBuf,
-        /// Tool name (one of the above, `gpu`, `transfers`), or `all` for the TF-Profiler tools.
+        /// Tool name (one of the above, `gpu`, `transfers`, `tfprof`), or `all` for the TF-Profiler tools.
         #[arg(long, default_value = "overview_page")]
         tool: String,
         /// Host to analyse, or `all` (default: all hosts together, as XProf combines them).
@@ -74,13 +77,16 @@ enum Command {
         /// With `--tool gpu`: the analyses to run, comma-separated (default: all).
         #[arg(long)]
         analyses: Option<String>,
-        /// Directory for `--format hta-csv` (one CSV per analysis).
+        /// Directory for `--format hta-csv` (one CSV per analysis); with `--tool tfprof`,
+        /// `timeline:FILE` writes the displayed ops as a Chrome trace.
         #[arg(long)]
         output: Option<PathBuf>,
         /// With `--tool transfers`: GPU idle times longer than this are reported as gaps
         /// (a number with a unit: `50us`, `1ms`; default 100us).
         #[arg(long)]
         gap_threshold: Option<String>,
+        #[command(flatten)]
+        tfprof: Box<tfprof::TfprofArgs>,
     },
     /// Convert a profile to a Chrome trace or to an XSpace TensorBoard log directory.
     Convert {
@@ -101,6 +107,10 @@ enum Command {
     /// Compare two traces op by op (HTA's TraceDiff): counts and total durations per
     /// op and kernel name, what was added, removed, or ran more or less often.
     Diff(diff::DiffArgs),
+    /// List the performance problems every tool's result shows, most time lost per step
+    /// first, each with its evidence and the fix (input-bound, kernel launch, host
+    /// overhead, op placement, precision, TensorCores, device idle, memory, transfers).
+    Advise(advise::AdviseArgs),
     /// Capture a profile from running TensorFlow/JAX jobs serving the profiler
     /// (tf.profiler.experimental.server.start(port), jax.profiler.start_server(port)) into
     /// a TensorBoard log directory: LOGDIR/plugins/profile/<session>/<host_port>.xplane.pb.
@@ -199,7 +209,19 @@ fn run(cli: Cli) -> Result<(), Failure> {
             };
             write_stdout(&text)
         }
-        Command::Analyze { path, tool, host, session, format, breakdown, sort, analyses, output, gap_threshold } => {
+        Command::Analyze {
+            path,
+            tool,
+            host,
+            session,
+            format,
+            breakdown,
+            sort,
+            analyses,
+            output,
+            gap_threshold,
+            tfprof,
+        } => {
             let sessions = load(&path, verbose)?;
             let started = Instant::now();
             let breakdown = match breakdown {
@@ -216,6 +238,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 analyses: analyses.as_deref(),
                 output: output.as_deref(),
                 gap_threshold: gap_threshold.as_deref(),
+                tfprof: &tfprof,
             };
             let text = analyze::analyze(&sessions, &request)?;
             if verbose {
@@ -233,6 +256,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Diff(args) => diff::run(args, verbose),
+        Command::Advise(args) => advise::run(args, verbose),
         Command::Capture(args) => capture::run(args, verbose),
         Command::Serve(args) => serve::run(args, verbose),
     }

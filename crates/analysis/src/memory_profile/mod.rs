@@ -27,6 +27,7 @@ use serde::Serialize;
 
 use crate::grouping::HostGroups;
 
+pub(crate) use kineto::events::memory_events as kineto_memory_events;
 pub use kineto::{BEFORE_TRACE_ROW, PytorchAllocator};
 
 /// Builds the memory profile of `host`: from PyTorch's `[memory]` events when the host

@@ -7,9 +7,9 @@
 //! which mlprof does not decode, so they only count towards the device's span and idle
 //! time.
 
-use mlprof_model::{Host, names};
+use mlprof_model::{Host, Plane, names};
 
-use super::{DbBuilder, IDLE, OpMetricsDb, is_derived_line_id, ps};
+use super::{DbBuilder, DeviceOpRun, IDLE, OpMetricsDb, is_derived_line_id, ps};
 use crate::grouping::HostGroups;
 use crate::tf_op::parse_tf_op;
 use crate::xstats::{self, StatKeys};
@@ -31,42 +31,79 @@ pub fn device_op_metrics_db(host: &Host, groups: &HostGroups) -> OpMetricsDb {
         if !plane.name.starts_with(names::GPU_PLANE_PREFIX) {
             continue;
         }
-        let keys = StatKeys::new(plane, ["tf_op", "hlo_op", "is_eager"]);
         let mut builder = DbBuilder::default();
         let (mut first_ps, mut last_ps) = (i64::MAX, 0i64);
-        for (line_index, line) in plane.lines.iter().enumerate() {
-            if is_derived_line_id(line.id) {
-                continue;
-            }
+        for line in plane.lines.iter().filter(|line| !is_derived_line_id(line.id)) {
             for event in line.iter() {
                 // XProf takes offsets within each line here, not absolute times.
                 first_ps = first_ps.min(event.offset_ps());
                 last_ps = last_ps.max(event.offset_ps().saturating_add(event.duration_ps()));
-                if xstats::event_str(plane, &event, keys.key(1)).is_some_and(|hlo| !hlo.is_empty()) {
-                    continue;
-                }
-                let Some(full) = xstats::event_str(plane, &event, keys.key(0)).filter(|s| !s.is_empty()) else {
-                    continue;
-                };
-                let op = parse_tf_op(full);
-                let kernel = xstats::event_name(plane, &event);
-                let is_eager = xstats::event_int(plane, &event, keys.key(2)).is_some_and(|v| v != 0)
-                    || groups.is_eager(plane_index, line_index, event.index());
-                let time_ps = ps(event.duration_ps());
-                let metrics = builder.add_occurrence(0, &format!("{}/{kernel}", op.name), time_ps, time_ps);
-                if metrics.occurrences == 1 && metrics.category.is_empty() && metrics.provenance.is_empty() {
-                    metrics.category = if op.op_type.is_empty() { "unknown".into() } else { op.op_type.into() };
-                    metrics.provenance = full.to_string();
-                    metrics.is_eager |= is_eager;
-                }
             }
         }
+        plane_runs(plane, plane_index, groups, |run| {
+            let time_ps = ps(run.duration_ps);
+            let metrics = builder.add_occurrence(0, &format!("{}/{}", run.op_name, run.kernel), time_ps, time_ps);
+            if metrics.occurrences == 1 && metrics.category.is_empty() && metrics.provenance.is_empty() {
+                metrics.category = if run.op_type.is_empty() { "unknown".into() } else { run.op_type.into() };
+                metrics.provenance = run.provenance.to_string();
+                metrics.is_eager |= run.is_eager;
+            }
+        });
         let mut db = builder.finish();
         db.set_total_time(if last_ps != 0 { ps(last_ps - first_ps) } else { 0 });
         db.add_idle_op();
         combined.combine(&db, true);
     }
     combined.finish()
+}
+
+/// Every GPU kernel of an XSpace host that [`device_op_metrics_db`] counts as an op
+/// (kernels with a `tf_op` stat and no `hlo_op`), one call per kernel. TPU hosts have
+/// none (as in the database).
+pub(super) fn xspace_device_op_runs(host: &Host, groups: &HostGroups, mut visit: impl FnMut(&DeviceOpRun<'_>)) {
+    if host.planes.iter().any(|plane| plane.name.starts_with(names::TPU_PLANE_PREFIX)) {
+        return;
+    }
+    for (plane_index, plane) in host.planes.iter().enumerate() {
+        if plane.name.starts_with(names::GPU_PLANE_PREFIX) {
+            plane_runs(plane, plane_index, groups, &mut visit);
+        }
+    }
+}
+
+/// The kernels of one GPU plane that carry a `tf_op` stat and no `hlo_op` (XLA
+/// kernels need the HLO module map to be named), each as a run of its TF op.
+fn plane_runs<'p>(plane: &'p Plane, plane_index: usize, groups: &HostGroups, mut visit: impl FnMut(&DeviceOpRun<'p>)) {
+    let keys = StatKeys::new(plane, ["tf_op", "hlo_op", "is_eager"]);
+    for (line_index, line) in plane.lines.iter().enumerate() {
+        if is_derived_line_id(line.id) {
+            continue;
+        }
+        for event in line.iter() {
+            if xstats::event_str(plane, &event, keys.key(1)).is_some_and(|hlo| !hlo.is_empty()) {
+                continue;
+            }
+            let Some(full) = xstats::event_str(plane, &event, keys.key(0)).filter(|s| !s.is_empty()) else {
+                continue;
+            };
+            let op = parse_tf_op(full);
+            let is_eager = xstats::event_int(plane, &event, keys.key(2)).is_some_and(|v| v != 0)
+                || groups.is_eager(plane_index, line_index, event.index());
+            visit(&DeviceOpRun {
+                plane: plane_index,
+                line: line_index,
+                event: event.index(),
+                op_name: op.name,
+                op_type: op.op_type,
+                provenance: full,
+                kernel: xstats::event_name(plane, &event),
+                start_ps: event.start_ps(),
+                duration_ps: event.duration_ps(),
+                is_eager,
+                launched_by: None,
+            });
+        }
+    }
 }
 
 /// Rolls device ops up to the framework ops they came from (by provenance), as XProf

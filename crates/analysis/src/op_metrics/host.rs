@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use mlprof_model::{Host, Line, Plane, names};
 
-use super::{DbBuilder, OpMetricsDb, is_derived_line_id, ps};
+use super::{DbBuilder, HostOpRun, OpMetricsDb, is_derived_line_id, ps};
 use crate::grouping::HostGroups;
 use crate::tf_op::{OpCategory, parse_tf_op};
 use crate::xstats::{self, StatKeys};
@@ -40,20 +40,63 @@ pub fn host_op_metrics_db(host: &Host, groups: &HostGroups) -> OpMetricsDb {
     if crate::kineto::is_kineto(host) {
         return super::kineto_host::host_op_metrics_db(host);
     }
+    let mut combined = DbBuilder::default();
+    for_each_thread(host, groups, |activities| {
+        let mut builder = DbBuilder::default();
+        let span = replay(activities, |activity, run| {
+            let op = builder.add_occurrence(activity.id as u64, activity.name, run.time_ps, run.self_ps);
+            if op.category.is_empty() {
+                op.category = activity.op_type.to_string();
+            }
+            op.is_eager |= activity.is_eager;
+        });
+        if let Some((first, last)) = span {
+            builder.db.set_total_time(ps(last - first));
+        }
+        let mut db = builder.finish();
+        db.add_idle_op();
+        combined.combine(&db, false);
+    });
+    combined.finish()
+}
+
+/// Every op run the XSpace host database counts, in replay order per thread: what
+/// [`host_op_metrics_db`] sums, one run at a time (`line` and `event` index the
+/// `/host:CPU` plane).
+pub(super) fn xspace_host_op_runs(host: &Host, groups: &HostGroups, mut visit: impl FnMut(&HostOpRun<'_>)) {
+    let mut line = 0;
+    for_each_thread(host, groups, |activities| {
+        replay(activities, |activity, run| {
+            visit(&HostOpRun {
+                line,
+                event: activity.event,
+                name: activity.name,
+                op_type: activity.op_type,
+                module_id: activity.id as u64,
+                start_ps: run.start_ps,
+                time_ps: run.time_ps,
+                self_ps: run.self_ps,
+                from_stat: activity.from_stat,
+            });
+        });
+        line += 1;
+    });
+}
+
+/// Calls `per_thread` with the op activities of every line of the host plane, in line
+/// order (nothing when the host has no `/host:CPU` plane).
+fn for_each_thread(host: &Host, groups: &HostGroups, mut per_thread: impl FnMut(&mut [Activity<'_>])) {
     let Some(plane_index) = host.planes.iter().position(|plane| plane.name == names::HOST_PLANE) else {
-        return OpMetricsDb::default();
+        return;
     };
     let plane = &host.planes[plane_index];
     let keys = StatKeys::new(plane, STAT_NAMES);
     let ops = collect_ops(plane, &keys);
-    let mut combined = DbBuilder::default();
     for (line_index, line) in plane.lines.iter().enumerate() {
         let eager = |event: usize| groups.is_eager(plane_index, line_index, event);
-        let mut db = line_db(plane, line, &keys, &ops, eager);
-        db.add_idle_op();
-        combined.combine(&db, false);
+        let mut activities = line_activities(plane, line, &keys, &ops, eager);
+        per_thread(&mut activities);
     }
-    combined.finish()
 }
 
 /// An op found on the plane, owned so lookups outlive the borrow of one event.
@@ -133,6 +176,7 @@ fn collect_ops(plane: &Plane, keys: &StatKeys<6>) -> HashMap<i64, HostOp> {
 }
 
 /// The begin or end of one op occurrence on a thread.
+#[derive(Clone, Copy)]
 struct Activity<'a> {
     time_ps: i64,
     /// Occurrence number on the thread (pairs a begin with its end).
@@ -142,16 +186,20 @@ struct Activity<'a> {
     op_type: &'a str,
     id: i64,
     is_eager: bool,
+    /// Index of the event in its line.
+    event: usize,
+    /// Whether the op is named by the event's `tf_op` stat rather than by the event.
+    from_stat: bool,
 }
 
-/// The op metrics of one thread, before its `IDLE` row.
-fn line_db<'a>(
+/// The begin and end activities of the ops of one thread, unsorted.
+fn line_activities<'a>(
     plane: &'a Plane,
     line: &'a Line,
     keys: &StatKeys<6>,
     ops: &'a HashMap<i64, HostOp>,
     eager: impl Fn(usize) -> bool,
-) -> OpMetricsDb {
+) -> Vec<Activity<'a>> {
     let mut activities: Vec<Activity<'a>> = Vec::new();
     if !is_derived_line_id(line.id) {
         let mut occurrence = 0u32;
@@ -163,24 +211,40 @@ fn line_db<'a>(
                 occurrence += 1;
                 let is_eager = xstats::event_int(plane, &event, keys.key(IS_EAGER)).is_some_and(|v| v != 0)
                     || eager(event.index());
-                let (name, op_type) = (op.name.as_str(), op.op_type.as_str());
-                for (time_ps, begin) in [(begin_ps, true), (end_ps, false)] {
-                    activities.push(Activity { time_ps, occurrence, begin, name, op_type, id: op.id, is_eager });
-                }
+                let run = Activity {
+                    time_ps: begin_ps,
+                    occurrence,
+                    begin: true,
+                    name: op.name.as_str(),
+                    op_type: op.op_type.as_str(),
+                    id: op.id,
+                    is_eager,
+                    event: event.index(),
+                    from_stat: false,
+                };
+                push_begin_and_end(&mut activities, run, end_ps);
             }
             if let Some(full) = xstats::event_str(plane, &event, keys.key(TF_OP))
                 && !full.is_empty()
             {
                 occurrence += 1;
                 let op = parse_tf_op(full);
-                for (time_ps, begin) in [(begin_ps, true), (end_ps, false)] {
-                    let (name, op_type) = (op.name, op.op_type);
-                    activities.push(Activity { time_ps, occurrence, begin, name, op_type, id: 0, is_eager: false });
-                }
+                let run = Activity {
+                    time_ps: begin_ps,
+                    occurrence,
+                    begin: true,
+                    name: op.name,
+                    op_type: op.op_type,
+                    id: 0,
+                    is_eager: false,
+                    event: event.index(),
+                    from_stat: true,
+                };
+                push_begin_and_end(&mut activities, run, end_ps);
             }
         }
     }
-    replay(&mut activities)
+    activities
 }
 
 /// An op on the stack: its occurrence, start and the total time of its direct children.
@@ -190,14 +254,25 @@ struct Open {
     children_ps: u64,
 }
 
-/// Replays a thread's activities through the op stack (XProf's `ProcessTfActivities`).
-fn replay(activities: &mut [Activity<'_>]) -> OpMetricsDb {
-    let mut builder = DbBuilder::default();
-    let (Some(first), Some(last)) =
-        (activities.iter().map(|a| a.time_ps).min(), activities.iter().map(|a| a.time_ps).max())
-    else {
-        return builder.finish();
-    };
+/// Pushes `begin` (a begin activity) and the matching end activity at `end_ps`.
+fn push_begin_and_end<'a>(activities: &mut Vec<Activity<'a>>, begin: Activity<'a>, end_ps: i64) {
+    activities.push(begin);
+    activities.push(Activity { time_ps: end_ps, begin: false, ..begin });
+}
+
+/// One completed op run found by [`replay`].
+struct Run {
+    start_ps: i64,
+    time_ps: u64,
+    self_ps: u64,
+}
+
+/// Replays a thread's activities through the op stack (XProf's `ProcessTfActivities`),
+/// calling `on_run` with each completed run (at its end activity); returns the span of
+/// the activities (first and last time), `None` when there are none.
+fn replay<'a>(activities: &mut [Activity<'a>], mut on_run: impl FnMut(&Activity<'a>, Run)) -> Option<(i64, i64)> {
+    let first = activities.iter().map(|a| a.time_ps).min()?;
+    let last = activities.iter().map(|a| a.time_ps).max()?;
     activities.sort_by_key(|a| a.time_ps);
     let mut stack: Vec<Open> = Vec::new();
     for activity in activities.iter() {
@@ -216,17 +291,12 @@ fn replay(activities: &mut [Activity<'_>]) -> OpMetricsDb {
         let Some(open) = found else { continue };
         let time_ps = ps(activity.time_ps - open.start_ps);
         let self_ps = time_ps.saturating_sub(open.children_ps);
-        let op = builder.add_occurrence(activity.id as u64, activity.name, time_ps, self_ps);
-        if op.category.is_empty() {
-            op.category = activity.op_type.to_string();
-        }
-        op.is_eager |= activity.is_eager;
+        on_run(activity, Run { start_ps: open.start_ps, time_ps, self_ps });
         if let Some(parent) = stack.last_mut() {
             parent.children_ps += time_ps;
         }
     }
-    builder.db.set_total_time(ps(last - first));
-    builder.finish()
+    Some((first, last))
 }
 
 #[cfg(test)]

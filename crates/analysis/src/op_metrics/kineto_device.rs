@@ -11,9 +11,9 @@
 //! to last end, absolute times) minus their summed durations, at least 0; annotations
 //! projected on streams (`gpu_user_annotation`) and `cuda_sync` records are not ops.
 
-use mlprof_model::{Host, names};
+use mlprof_model::{Host, Plane, names};
 
-use super::{DbBuilder, KinetoOpIndex, OpMetricsDb, ps};
+use super::{DbBuilder, DeviceOpRun, KinetoOpIndex, OpMetricsDb, ps};
 use crate::kineto::{self, Category};
 use crate::xstats;
 
@@ -30,34 +30,74 @@ pub(crate) fn is_device_activity(category: Category) -> bool {
 pub(super) fn device_op_metrics_db(host: &Host) -> OpMetricsDb {
     let index = KinetoOpIndex::new(host);
     let mut combined = DbBuilder::default();
-    for plane in host.planes.iter().filter(|plane| plane.name.starts_with(names::GPU_PLANE_PREFIX)) {
-        let categories = kineto::categories(plane);
-        let keys = KinetoOpIndex::device_keys(plane);
+    for (plane_index, plane) in host.planes.iter().enumerate() {
+        if !plane.name.starts_with(names::GPU_PLANE_PREFIX) {
+            continue;
+        }
         let mut builder = DbBuilder::default();
         let mut span: Option<(i64, i64)> = None;
-        for line in &plane.lines {
-            for event in line.iter() {
-                if !is_device_activity(kineto::category_of(&categories, &event)) {
-                    continue;
-                }
-                let (start, end) = (event.start_ps(), event.start_ps().saturating_add(event.duration_ps().max(0)));
-                span = Some(span.map_or((start, end), |(first, last)| (first.min(start), last.max(end))));
-                let kernel = xstats::event_name(plane, &event);
-                let op = index.op_of(plane, &keys, &event);
-                let name = op.map_or_else(|| kernel.to_string(), |op| format!("{op}/{kernel}"));
-                let time_ps = ps(event.duration_ps());
-                let metrics = builder.add_occurrence(0, &name, time_ps, time_ps);
-                if metrics.occurrences == 1 {
-                    metrics.category = op.unwrap_or(UNKNOWN_TYPE).to_string();
-                    metrics.provenance = op.unwrap_or_default().to_string();
-                    metrics.provenance_type = metrics.provenance.clone();
-                }
+        plane_runs(&index, plane, plane_index, |run| {
+            let (start, end) = (run.start_ps, run.start_ps.saturating_add(run.duration_ps.max(0)));
+            span = Some(span.map_or((start, end), |(first, last)| (first.min(start), last.max(end))));
+            let name =
+                if run.op_name.is_empty() { run.kernel.to_string() } else { format!("{}/{}", run.op_name, run.kernel) };
+            let time_ps = ps(run.duration_ps);
+            let metrics = builder.add_occurrence(0, &name, time_ps, time_ps);
+            if metrics.occurrences == 1 {
+                metrics.category = run.op_type.to_string();
+                metrics.provenance = run.provenance.to_string();
+                metrics.provenance_type = metrics.provenance.clone();
             }
-        }
+        });
         let mut db = builder.finish();
         db.set_total_time(span.map_or(0, |(first, last)| ps(last.saturating_sub(first))));
         db.add_idle_op();
         combined.combine(&db, true);
     }
     combined.finish()
+}
+
+/// Every kernel, copy and memset of the host's GPU planes, each as a run of the
+/// `cpu_op` that launched it (`launched_by`), or of no op (empty `op_name`, type
+/// `Unknown`): what [`device_op_metrics_db`] adds up.
+pub(super) fn kineto_device_op_runs(host: &Host, mut visit: impl FnMut(&DeviceOpRun<'_>)) {
+    let index = KinetoOpIndex::new(host);
+    for (plane_index, plane) in host.planes.iter().enumerate() {
+        if plane.name.starts_with(names::GPU_PLANE_PREFIX) {
+            plane_runs(&index, plane, plane_index, &mut visit);
+        }
+    }
+}
+
+/// The device activities of one GPU plane with the op that launched each.
+fn plane_runs<'p>(
+    index: &KinetoOpIndex<'p>,
+    plane: &'p Plane,
+    plane_index: usize,
+    mut visit: impl FnMut(&DeviceOpRun<'p>),
+) {
+    let categories = kineto::categories(plane);
+    let keys = KinetoOpIndex::device_keys(plane);
+    for (line_index, line) in plane.lines.iter().enumerate() {
+        for event in line.iter() {
+            if !is_device_activity(kineto::category_of(&categories, &event)) {
+                continue;
+            }
+            let launched = index.op_event_of(plane, &keys, &event);
+            let op_name = launched.map_or("", |(name, _, _)| name);
+            visit(&DeviceOpRun {
+                plane: plane_index,
+                line: line_index,
+                event: event.index(),
+                op_name,
+                op_type: if op_name.is_empty() { UNKNOWN_TYPE } else { op_name },
+                provenance: op_name,
+                kernel: xstats::event_name(plane, &event),
+                start_ps: event.start_ps(),
+                duration_ps: event.duration_ps(),
+                is_eager: false,
+                launched_by: launched.map(|(_, line, event)| (line, event)),
+            });
+        }
+    }
 }

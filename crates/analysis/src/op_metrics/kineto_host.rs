@@ -23,7 +23,7 @@
 use mlprof_model::{Host, names};
 
 use super::kineto_ops::thread_ops;
-use super::{DbBuilder, OpMetricsDb, ps};
+use super::{DbBuilder, HostOpRun, OpMetricsDb, ps};
 use crate::kineto;
 use crate::xstats;
 
@@ -31,12 +31,41 @@ use crate::xstats;
 /// thread of the `/host:CPU` plane with total and self times (ps), plus one combined
 /// `IDLE` row. Empty when the host has no such plane.
 pub(super) fn host_op_metrics_db(host: &Host) -> OpMetricsDb {
+    let mut combined = DbBuilder::default();
+    for_each_thread(host, |_, runs| {
+        let mut builder = DbBuilder::default();
+        for run in runs {
+            let metrics = builder.add_occurrence(0, run.name, run.time_ps, run.self_ps);
+            if metrics.category.is_empty() {
+                metrics.category = run.op_type.to_string();
+            }
+        }
+        let first = runs.iter().map(|run| run.start_ps).min();
+        let last = runs.iter().map(|run| run.start_ps.saturating_add(run.time_ps as i64)).max();
+        let mut db = builder.finish();
+        if let (Some(first), Some(last)) = (first, last) {
+            db.set_total_time(ps(last.saturating_sub(first)));
+        }
+        db.add_idle_op();
+        combined.combine(&db, false);
+    });
+    combined.finish()
+}
+
+/// Every host op run of a Kineto host (what [`host_op_metrics_db`] sums), per thread
+/// in start order.
+pub(super) fn kineto_host_op_runs(host: &Host, mut visit: impl FnMut(&HostOpRun<'_>)) {
+    for_each_thread(host, |_, runs| runs.iter().for_each(&mut visit));
+}
+
+/// Calls `per_thread` with each line's index and its host op runs (sorted by start,
+/// longer first), for every line of the `/host:CPU` plane.
+fn for_each_thread(host: &Host, mut per_thread: impl FnMut(usize, &[HostOpRun<'_>])) {
     let Some(plane) = host.planes.iter().find(|plane| plane.name == names::HOST_PLANE) else {
-        return OpMetricsDb::default();
+        return;
     };
     let categories = kineto::categories(plane);
-    let mut combined = DbBuilder::default();
-    for line in &plane.lines {
+    for (line_index, line) in plane.lines.iter().enumerate() {
         let ops = thread_ops(line, &categories);
         let mut children_ps = vec![0i64; ops.len()];
         for op in &ops {
@@ -44,25 +73,25 @@ pub(super) fn host_op_metrics_db(host: &Host) -> OpMetricsDb {
                 children_ps[parent] = children_ps[parent].saturating_add(op.duration_ps);
             }
         }
-        let mut builder = DbBuilder::default();
-        for (op, children) in ops.iter().zip(&children_ps) {
-            let Some(event) = line.event(op.event) else { continue };
-            let name = xstats::event_name(plane, &event);
-            let time_ps = ps(op.duration_ps);
-            let self_ps = ps(op.duration_ps.saturating_sub(*children));
-            let metrics = builder.add_occurrence(0, name, time_ps, self_ps);
-            if metrics.category.is_empty() {
-                metrics.category = op.kind.op_type(name).to_string();
-            }
-        }
-        let first = ops.iter().map(|op| op.start_ps).min();
-        let last = ops.iter().map(|op| op.end_ps()).max();
-        let mut db = builder.finish();
-        if let (Some(first), Some(last)) = (first, last) {
-            db.set_total_time(ps(last.saturating_sub(first)));
-        }
-        db.add_idle_op();
-        combined.combine(&db, false);
+        let runs: Vec<HostOpRun<'_>> = ops
+            .iter()
+            .zip(&children_ps)
+            .filter_map(|(op, children)| {
+                let event = line.event(op.event)?;
+                let name = xstats::event_name(plane, &event);
+                Some(HostOpRun {
+                    line: line_index,
+                    event: op.event,
+                    name,
+                    op_type: op.kind.op_type(name),
+                    module_id: 0,
+                    start_ps: op.start_ps,
+                    time_ps: ps(op.duration_ps),
+                    self_ps: ps(op.duration_ps.saturating_sub(*children)),
+                    from_stat: false,
+                })
+            })
+            .collect();
+        per_thread(line_index, &runs);
     }
-    combined.finish()
 }

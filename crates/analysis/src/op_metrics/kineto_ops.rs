@@ -111,8 +111,18 @@ pub(super) fn thread_ops(line: &Line, categories: &[Category]) -> Vec<ThreadOp> 
 /// each runtime / driver call by `correlation`: what a GPU activity is attributed to.
 #[derive(Debug, Default)]
 pub struct KinetoOpIndex<'h> {
-    by_external_id: HashMap<i64, &'h str>,
-    by_correlation: HashMap<i64, &'h str>,
+    by_external_id: HashMap<i64, CpuOpRef<'h>>,
+    by_correlation: HashMap<i64, CpuOpRef<'h>>,
+}
+
+/// A `cpu_op` event of the host plane: its name and where it is.
+#[derive(Clone, Copy, Debug)]
+struct CpuOpRef<'h> {
+    name: &'h str,
+    /// Line index in the `/host:CPU` plane.
+    line: usize,
+    /// Event index in that line.
+    event: usize,
 }
 
 /// Stat names read off device events, in [`StatKeys`] order.
@@ -127,18 +137,19 @@ impl<'h> KinetoOpIndex<'h> {
         };
         let categories = kineto::categories(plane);
         let keys = StatKeys::new(plane, DEVICE_STATS);
-        for line in &plane.lines {
+        for (line_index, line) in plane.lines.iter().enumerate() {
             let ops = thread_ops(line, &categories);
             for op in &ops {
                 let Some(event) = line.event(op.event) else { continue };
                 if op.kind == HostOpKind::CpuOp {
                     if let Some(id) = xstats::event_int(plane, &event, keys.key(0)) {
-                        index.by_external_id.entry(id).or_insert_with(|| xstats::event_name(plane, &event));
+                        let name = xstats::event_name(plane, &event);
+                        index.by_external_id.entry(id).or_insert(CpuOpRef { name, line: line_index, event: op.event });
                     }
                     continue;
                 }
                 let Some(correlation) = xstats::event_int(plane, &event, keys.key(1)) else { continue };
-                if let Some(cpu_op) = enclosing_cpu_op(plane, line, &ops, op.parent) {
+                if let Some(cpu_op) = enclosing_cpu_op(plane, line, line_index, &ops, op.parent) {
                     index.by_correlation.entry(correlation).or_insert(cpu_op);
                 }
             }
@@ -150,6 +161,22 @@ impl<'h> KinetoOpIndex<'h> {
     /// stat keys are `keys` (from [`KinetoOpIndex::device_keys`]); `None` when neither
     /// its `External id` nor its `correlation` leads to one.
     pub fn op_of(&self, plane: &Plane, keys: &DeviceKeys, event: &Event<'_>) -> Option<&'h str> {
+        self.op_ref(plane, keys, event).map(|op| op.name)
+    }
+
+    /// The `cpu_op` that launched `event` as `(name, line, event)`: its name and its
+    /// line and event index in the host's `/host:CPU` plane (same rule as
+    /// [`KinetoOpIndex::op_of`]).
+    pub(crate) fn op_event_of(
+        &self,
+        plane: &Plane,
+        keys: &DeviceKeys,
+        event: &Event<'_>,
+    ) -> Option<(&'h str, usize, usize)> {
+        self.op_ref(plane, keys, event).map(|op| (op.name, op.line, op.event))
+    }
+
+    fn op_ref(&self, plane: &Plane, keys: &DeviceKeys, event: &Event<'_>) -> Option<CpuOpRef<'h>> {
         let by_external = xstats::event_int(plane, event, keys.0.key(0)).and_then(|id| self.by_external_id.get(&id));
         by_external
             .or_else(|| xstats::event_int(plane, event, keys.0.key(1)).and_then(|id| self.by_correlation.get(&id)))
@@ -166,13 +193,20 @@ impl<'h> KinetoOpIndex<'h> {
 #[derive(Clone, Debug)]
 pub struct DeviceKeys(StatKeys<2>);
 
-/// The name of the innermost `cpu_op` among `parent` and its ancestors.
-fn enclosing_cpu_op<'p>(plane: &'p Plane, line: &Line, ops: &[ThreadOp], parent: Option<usize>) -> Option<&'p str> {
+/// The innermost `cpu_op` among `parent` and its ancestors on line `line_index`.
+fn enclosing_cpu_op<'p>(
+    plane: &'p Plane,
+    line: &Line,
+    line_index: usize,
+    ops: &[ThreadOp],
+    parent: Option<usize>,
+) -> Option<CpuOpRef<'p>> {
     let mut at = parent;
     while let Some(position) = at {
         let op = ops.get(position)?;
         if op.kind == HostOpKind::CpuOp {
-            return line.event(op.event).map(|event| xstats::event_name(plane, &event));
+            let name = line.event(op.event).map(|event| xstats::event_name(plane, &event))?;
+            return Some(CpuOpRef { name, line: line_index, event: op.event });
         }
         at = op.parent;
     }

@@ -25,7 +25,10 @@ pub(crate) mod kineto_tests;
 
 use std::collections::HashMap;
 
+use mlprof_model::Host;
 use serde::Serialize;
+
+use crate::grouping::HostGroups;
 
 pub use device::{device_op_metrics_db, tf_metrics_db_from_device};
 pub use host::host_op_metrics_db;
@@ -198,6 +201,82 @@ fn is_derived_line_id(id: i64) -> bool {
     const DERIVED_MIN: i32 = 0xdead_beef_u32 as i32;
     const DERIVED_MAX: i32 = DERIVED_MIN + 49 + 240;
     (DERIVED_MIN..=DERIVED_MAX).contains(&(id as i32))
+}
+
+/// One run of a host op as the host op metrics database counts it: the op's total and
+/// self time of this run and the event it came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HostOpRun<'p> {
+    /// Index of the line (thread) in the host's `/host:CPU` plane.
+    pub line: usize,
+    /// Index of the event in that line.
+    pub event: usize,
+    /// The op name (TF op name without type; the ATen op or runtime call name).
+    pub name: &'p str,
+    /// The op type (the database's category).
+    pub op_type: &'p str,
+    /// XProf's `hlo_module_id` half of the op's key (input-pipeline stage id, else 0).
+    pub module_id: u64,
+    /// Start, picoseconds relative to the profile start.
+    pub start_ps: i64,
+    /// Duration of this run, picoseconds, nested ops included.
+    pub time_ps: u64,
+    /// Self time of this run, picoseconds.
+    pub self_ps: u64,
+    /// True when the op is named by a `tf_op` stat on another event (an allocation, a
+    /// runtime call) rather than by the event itself: XProf counts it as an
+    /// occurrence of that op although it is no run of it.
+    pub from_stat: bool,
+}
+
+/// Every host op run of `host`, one call per run, in per-thread replay order: what
+/// [`host_op_metrics_db`] adds up (same nesting, same self times, same names).
+pub(crate) fn host_op_runs(host: &Host, groups: &HostGroups, visit: impl FnMut(&HostOpRun<'_>)) {
+    if crate::kineto::is_kineto(host) {
+        kineto_host::kineto_host_op_runs(host, visit);
+    } else {
+        host::xspace_host_op_runs(host, groups, visit);
+    }
+}
+
+/// One GPU activity (kernel, copy, memset) that the device op metrics database counts
+/// as a run of a framework op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DeviceOpRun<'p> {
+    /// Index of the GPU plane in the host.
+    pub plane: usize,
+    /// Index of the line (stream) in that plane.
+    pub line: usize,
+    /// Index of the event in that line.
+    pub event: usize,
+    /// The framework op it ran for (the `tf_op` name; the launching `cpu_op`); empty
+    /// when none launched it (Kineto).
+    pub op_name: &'p str,
+    /// That op's type (XProf's category; `Unknown` for activities no op launched).
+    pub op_type: &'p str,
+    /// The database's provenance: the full `tf_op` (`name:Type`) or the ATen op.
+    pub provenance: &'p str,
+    /// The activity's own name (the kernel).
+    pub kernel: &'p str,
+    /// Start, picoseconds relative to the profile start.
+    pub start_ps: i64,
+    /// Duration, picoseconds.
+    pub duration_ps: i64,
+    /// Whether it ran eagerly (TensorFlow).
+    pub is_eager: bool,
+    /// Kineto: the launching `cpu_op` as `(line, event)` in the host's `/host:CPU` plane.
+    pub launched_by: Option<(usize, usize)>,
+}
+
+/// Every GPU activity of `host` the device op metrics database counts as an op run,
+/// one call each: XSpace kernels with a `tf_op` stat (no `hlo_op`), Kineto kernels,
+/// copies and memsets with the `cpu_op` that launched them.
+pub(crate) fn device_op_runs(host: &Host, groups: &HostGroups, visit: impl FnMut(&DeviceOpRun<'_>)) {
+    if crate::kineto::is_kineto(host) {
+        kineto_device::kineto_device_op_runs(host, visit);
+    } else {
+        device::xspace_device_op_runs(host, groups, visit);
+    }
 }
 
 /// Non-negative picoseconds as `u64`.

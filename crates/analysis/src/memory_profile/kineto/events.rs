@@ -16,7 +16,7 @@ use crate::xstats::{self, StatKeys};
 
 /// One `[memory]` event with what it says and where it happened.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub(super) struct MemoryEvent {
+pub(crate) struct MemoryEvent {
     /// Event time, picoseconds relative to the profile start.
     pub time_ps: i64,
     /// Event time, picoseconds from its line's start.
@@ -39,13 +39,15 @@ pub(super) struct MemoryEvent {
     pub reserved_bytes: i64,
     /// The innermost enclosing `cpu_op`, when there is one.
     pub op: Option<OpInfo>,
+    /// That op's event index in the memory event's line (`position.1`).
+    pub op_event: Option<usize>,
     /// N of the enclosing `ProfilerStep#N`; -1 outside every step.
     pub step: i64,
 }
 
 /// The op that was running when a memory event happened.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct OpInfo {
+pub(crate) struct OpInfo {
     /// The op's name (`aten::empty`).
     pub name: String,
     /// Its `Input Dims` as compact JSON (empty when not recorded).
@@ -55,7 +57,7 @@ pub(super) struct OpInfo {
 }
 
 /// Every `[memory]` event of every plane of the host, in storage order.
-pub(super) fn memory_events(host: &Host) -> Vec<MemoryEvent> {
+pub(crate) fn memory_events(host: &Host) -> Vec<MemoryEvent> {
     let steps = profiler_steps::find(host);
     let mut events = Vec::new();
     for (plane_index, plane) in host.planes.iter().enumerate() {
@@ -122,6 +124,7 @@ fn read_plane(plane: &Plane, plane_index: usize, steps: &[ProfilerStep], out: &m
                 address: int(ADDR).unwrap_or(0) as u64,
                 allocated_bytes: int(TOTAL_ALLOCATED).unwrap_or(0),
                 reserved_bytes: int(TOTAL_RESERVED).unwrap_or(0),
+                op_event: op.map(|op| op.index()),
                 op: op.map(|op| OpInfo {
                     name: xstats::event_name(plane, op).to_string(),
                     input_dims: compact_json(plane, op, keys.key(INPUT_DIMS)),

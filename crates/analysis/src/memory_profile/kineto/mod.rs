@@ -12,7 +12,7 @@
 //! time order (ties: `Ev Idx`, then storage order); the peak is the last event reaching
 //! the largest allocated total (XProf's `>=`), the reserved peak the first.
 
-mod events;
+pub(crate) mod events;
 mod report;
 #[cfg(test)]
 mod tests;

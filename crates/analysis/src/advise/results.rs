@@ -1,0 +1,170 @@
+//! The tool results the rules read, computed once per profile: the XProf tools through
+//! [`crate::tools::Analysis`] (grouping shared, classic step-time breakdown), HTA's GPU
+//! analyses on PyTorch GPU traces, the transfers diagnosis, and the two facts about
+//! the profile that no tool reports (which framework wrote it, the device memory
+//! sizes recorded with the devices).
+//!
+//! The one design decision to know: everything a rule may read is a public field, and
+//! tools that do not apply leave their field empty (`None`, an empty list), so a rule
+//! test builds [`ToolResults::default`] and fills in only what it needs.
+
+use mlprof_model::{Host, names};
+use serde::Serialize;
+
+use crate::framework_op_stats::FrameworkOpStats;
+use crate::gpu::GpuAnalysis;
+use crate::gpu::transfers::{self, Transfers, TransfersOptions};
+use crate::input_pipeline::StepBreakdown;
+use crate::kernel_stats::KernelStats;
+use crate::overview::Overview;
+use crate::tf_data::TfDataAnalysis;
+use crate::tools::{Analysis, HostMemoryProfile, ToolOptions, ToolResult};
+use crate::{gpu, kineto, xstats};
+
+/// The framework that wrote the profile: it decides how fixes are worded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Framework {
+    /// TensorFlow / Keras (XSpace without JAX's version stats).
+    #[default]
+    Tensorflow,
+    /// JAX (XSpace whose `/host:metadata` plane has a `jax_version` stat).
+    Jax,
+    /// PyTorch (Kineto trace).
+    Pytorch,
+}
+
+/// The memory size of one device, as the profile records it with the device.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DeviceMemory {
+    /// Host (trace file) name.
+    pub host: String,
+    /// Device ordinal (`N` of `/device:GPU:N`).
+    pub device: i64,
+    /// Memory size in bytes (the GPU plane's `memory_size` stat; Kineto's
+    /// `deviceProperties[].totalGlobalMem`).
+    pub bytes: i64,
+}
+
+/// Every tool result the rules read.
+#[derive(Clone, Debug, Default)]
+pub struct ToolResults {
+    /// Which framework wrote the profile.
+    pub framework: Framework,
+    /// Number of hosts analysed together.
+    pub host_count: usize,
+    /// `overview_page` (its `steps` is the input-pipeline analysis, with the
+    /// DataLoader analysis on PyTorch traces).
+    pub overview: Overview,
+    /// `framework_op_stats`.
+    pub framework_op_stats: Option<FrameworkOpStats>,
+    /// `kernel_stats`.
+    pub kernel_stats: KernelStats,
+    /// `memory_profile`, per host.
+    pub memory: Vec<HostMemoryProfile>,
+    /// `tf_data_bottleneck_analysis`.
+    pub tf_data: TfDataAnalysis,
+    /// `gpu` (HTA's analyses), on PyTorch traces with GPU activity only.
+    pub gpu: Option<GpuAnalysis>,
+    /// `transfers` (default gap threshold).
+    pub transfers: Option<Transfers>,
+    /// Device memory sizes recorded in the profile.
+    pub device_memory: Vec<DeviceMemory>,
+}
+
+impl ToolResults {
+    /// The steps of the step-time breakdown.
+    pub fn steps(&self) -> &[StepBreakdown] {
+        &self.overview.steps.steps
+    }
+
+    /// Mean step time, ps (`None` without steps).
+    pub fn mean_step_ps(&self) -> Option<i64> {
+        (!self.steps().is_empty()).then(|| super::ms_to_ps(self.overview.steps.step_time_ms.average))
+    }
+
+    /// Mean step time, ms (0 without steps).
+    pub fn mean_step_ms(&self) -> f64 {
+        self.overview.steps.step_time_ms.average
+    }
+
+    /// The mean per step of a step-time category, ms, by XProf's column id
+    /// (`infeedTimeMs`, `kernelLaunchTimeMs`, …); 0 when absent.
+    pub fn category_mean_ms(&self, id: &str) -> f64 {
+        self.overview.steps.category_ms.iter().find(|(key, _)| key == id).map_or(0.0, |(_, s)| s.average)
+    }
+
+    /// The share of the mean step time that `ms` per step is, % (0 without steps).
+    pub fn step_share_percent(&self, ms: f64) -> f64 {
+        let step = self.mean_step_ms();
+        if step > 0.0 { 100.0 * ms / step } else { 0.0 }
+    }
+
+    /// Whether the profile has a device (GPU) in its steps.
+    pub fn has_device(&self) -> bool {
+        self.overview.steps.hardware_type == "GPU"
+    }
+}
+
+/// The XProf tools the rules read (the overview carries the input-pipeline analysis;
+/// the pod viewer adds nothing for one job).
+const XPROF_TOOLS: [&str; 5] =
+    ["overview_page", "framework_op_stats", "kernel_stats", "memory_profile", "tf_data_bottleneck_analysis"];
+
+/// Runs every tool the rules read on `hosts` (analysed together, as `mlprof analyze`).
+pub fn collect(hosts: &[&Host]) -> ToolResults {
+    let analysis = Analysis::new(hosts.to_vec(), ToolOptions::default());
+    let mut results = ToolResults {
+        framework: framework(hosts),
+        host_count: hosts.len(),
+        transfers: Some(transfers::analyze(hosts, TransfersOptions::default())),
+        device_memory: device_memory(hosts),
+        ..ToolResults::default()
+    };
+    for tool in XPROF_TOOLS {
+        match analysis.run(tool) {
+            Some(ToolResult::Overview(overview)) => results.overview = *overview,
+            Some(ToolResult::FrameworkOpStats(stats)) => results.framework_op_stats = Some(*stats),
+            Some(ToolResult::KernelStats(stats)) => results.kernel_stats = *stats,
+            Some(ToolResult::MemoryProfile(memory)) => results.memory = memory,
+            Some(ToolResult::TfData(tf_data)) => results.tf_data = *tf_data,
+            Some(ToolResult::InputPipeline(_) | ToolResult::PodViewer(_)) | None => {}
+        }
+    }
+    let gpu_traces: Vec<&Host> = hosts.iter().copied().filter(|h| kineto::is_kineto(h) && has_gpu_events(h)).collect();
+    if !gpu_traces.is_empty() {
+        results.gpu = Some(gpu::analyze(&gpu_traces, &[]));
+    }
+    results
+}
+
+/// PyTorch for Kineto traces, JAX when the metadata plane names a JAX version, else
+/// TensorFlow.
+fn framework(hosts: &[&Host]) -> Framework {
+    if !hosts.is_empty() && hosts.iter().all(|h| kineto::is_kineto(h)) {
+        return Framework::Pytorch;
+    }
+    let jax =
+        hosts.iter().any(|h| h.plane(names::METADATA_PLANE).is_some_and(|p| p.plane_stat("jax_version").is_some()));
+    if jax { Framework::Jax } else { Framework::Tensorflow }
+}
+
+fn has_gpu_events(host: &Host) -> bool {
+    host.planes.iter().any(|p| p.name.starts_with(names::GPU_PLANE_PREFIX) && p.event_count() > 0)
+}
+
+/// The `memory_size` stat of every GPU plane that has one.
+fn device_memory(hosts: &[&Host]) -> Vec<DeviceMemory> {
+    let mut out = Vec::new();
+    for host in hosts {
+        for plane in &host.planes {
+            let Some(ordinal) = plane.name.strip_prefix(names::GPU_PLANE_PREFIX) else { continue };
+            let Ok(device) = ordinal.parse::<i64>() else { continue };
+            let Some(bytes) = plane.plane_stat("memory_size").and_then(xstats::as_int) else { continue };
+            if bytes > 0 {
+                out.push(DeviceMemory { host: host.name.clone(), device, bytes });
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,517 @@
+//! The compiled XLA programs an XSpace carries (`/host:metadata` plane, one event
+//! metadata per program with an `Hlo Proto` stat): for each HLO instruction its
+//! framework op name (`jit(train_step)/jvp()/dot_general`), opcode and fusion kind,
+//! output shape, operands and the Python stack that created it.
+//!
+//! The one design decision to know: only what tfprof's views need is decoded, field by
+//! field from the wire format (`xla/service/hlo.proto`, `xla/xla_data.proto`), and
+//! anything missing or malformed just leaves that fact unknown. XLA op events name
+//! their instruction (`hlo_op`) and program (`program_id`, else `hlo_module`).
+
+use std::collections::HashMap;
+
+use mlprof_model::{Host, StatValue, names};
+
+use super::protowire::{Value, fields, push_ints};
+
+/// The programs of one host, found by program id or module name.
+#[derive(Debug, Default)]
+pub(super) struct HloModules {
+    modules: Vec<HloModule>,
+    by_program: HashMap<i64, usize>,
+    by_name: HashMap<String, usize>,
+}
+
+/// One compiled program.
+#[derive(Debug, Default)]
+pub(super) struct HloModule {
+    /// Module name (`jit_train_step`).
+    pub name: String,
+    /// Instructions of all computations, entry computation included.
+    pub instructions: Vec<HloInstruction>,
+    by_name: HashMap<String, usize>,
+    frames: StackFrames,
+}
+
+/// One HLO instruction.
+#[derive(Debug, Default)]
+pub(super) struct HloInstruction {
+    /// Instruction name, unique in its module (`dot.2`, `ynn_fusion.6`).
+    pub name: String,
+    /// Opcode (`dot`, `fusion`, `parameter`).
+    pub opcode: String,
+    /// Fusion kind of a fusion (`kLoop`, `kOutput`, …), else empty.
+    pub fusion_kind: String,
+    /// The framework op it was lowered from (metadata `op_name`), possibly empty.
+    pub op_name: String,
+    /// Metadata `stack_frame_id` (0 when none).
+    pub stack_frame_id: i64,
+    /// Metadata `source_file` and `source_line` when the producer set them.
+    pub source: Option<(String, i64)>,
+    /// Operands, as indices into the module's instructions.
+    pub operands: Vec<usize>,
+    /// Dimensions of the output (empty for scalars and tuples).
+    pub dims: Vec<i64>,
+    /// Bytes of the output when the element types are known.
+    pub output_bytes: Option<i64>,
+    /// Whether it belongs to the entry computation.
+    pub in_entry: bool,
+}
+
+impl HloInstruction {
+    /// XProf-style category: `<kind> fusion` for fusions (`loop fusion`), else the
+    /// opcode.
+    pub(super) fn category(&self) -> String {
+        if self.opcode == "fusion" && !self.fusion_kind.is_empty() {
+            let kind = self.fusion_kind.strip_prefix('k').unwrap_or(&self.fusion_kind);
+            format!("{} fusion", kind.to_ascii_lowercase())
+        } else {
+            self.opcode.clone()
+        }
+    }
+
+    /// The output shape as tfprof prints shapes: dimensions joined by `x`, `()` for a
+    /// scalar.
+    pub(super) fn shape_text(&self) -> String {
+        if self.dims.is_empty() {
+            "()".to_string()
+        } else {
+            self.dims.iter().map(i64::to_string).collect::<Vec<_>>().join("x")
+        }
+    }
+
+    /// Number of elements of the output (0 when a dimension is negative or the
+    /// product overflows).
+    pub(super) fn element_count(&self) -> i64 {
+        self.dims.iter().try_fold(1i64, |acc, &d| if d < 0 { None } else { acc.checked_mul(d) }).unwrap_or(0)
+    }
+}
+
+/// The module's `StackFrameIndexProto`: interned files, functions, locations and
+/// frames (ids are 1-based).
+#[derive(Debug, Default)]
+struct StackFrames {
+    files: Vec<String>,
+    functions: Vec<String>,
+    /// `(file id, function id, line)`.
+    locations: Vec<(i64, i64, i64)>,
+    /// `(location id, parent frame id)`.
+    frames: Vec<(i64, i64)>,
+}
+
+/// The deepest Python stack mlprof follows (guards against cyclic frame ids).
+const MAX_STACK_DEPTH: usize = 256;
+
+impl HloModules {
+    /// Decodes every `Hlo Proto` of the host's `/host:metadata` plane.
+    pub(super) fn of_host(host: &Host) -> HloModules {
+        let mut result = HloModules::default();
+        let Some(plane) = host.plane(names::METADATA_PLANE) else { return result };
+        let (Some(proto_key), program_key) = (plane.find_stat_key("Hlo Proto"), plane.find_stat_key("program_id"))
+        else {
+            return result;
+        };
+        for metadata in &plane.event_metadata {
+            let stats = plane.metadata_stats_of(metadata);
+            let proto = stats.iter().find(|s| s.key == proto_key).and_then(|s| match s.value {
+                StatValue::Bytes(r) | StatValue::Str(r) => Some(plane.metadata_stats.bytes(r)),
+                _ => None,
+            });
+            let Some(module) = proto.and_then(decode_hlo_proto) else { continue };
+            let index = result.modules.len();
+            let program = program_key
+                .and_then(|key| stats.iter().find(|s| s.key == key))
+                .and_then(|s| crate::xstats::as_int(s.value));
+            if let Some(program) = program {
+                result.by_program.entry(program).or_insert(index);
+            }
+            result.by_name.entry(module.name.clone()).or_insert(index);
+            result.modules.push(module);
+        }
+        result
+    }
+
+    /// Whether no program was decoded.
+    pub(super) fn is_empty(&self) -> bool {
+        self.modules.is_empty()
+    }
+
+    /// The module of program `program_id`, else the one named `module_name`.
+    pub(super) fn find(&self, program_id: Option<i64>, module_name: Option<&str>) -> Option<usize> {
+        program_id
+            .and_then(|id| self.by_program.get(&id))
+            .or_else(|| module_name.and_then(|name| self.by_name.get(name)))
+            .copied()
+    }
+
+    /// Module `index`.
+    pub(super) fn module(&self, index: usize) -> Option<&HloModule> {
+        self.modules.get(index)
+    }
+}
+
+impl HloModule {
+    /// The instruction called `name`, as an index into `instructions`.
+    pub(super) fn instruction(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
+    /// The Python stack of stack frame `frame_id`, outermost first, each frame as
+    /// `file:line:function`; empty when the module has no such frame.
+    pub(super) fn stack(&self, frame_id: i64) -> Vec<String> {
+        let mut stack = Vec::new();
+        let mut at = frame_id;
+        while at > 0 && stack.len() < MAX_STACK_DEPTH {
+            let Some(&(location, parent)) = usize::try_from(at - 1).ok().and_then(|i| self.frames.frames.get(i)) else {
+                break;
+            };
+            if let Some(&(file, function, line)) =
+                location.checked_sub(1).and_then(|i| usize::try_from(i).ok()).and_then(|i| self.frames.locations.get(i))
+            {
+                let text = |table: &[String], id: i64| {
+                    id.checked_sub(1)
+                        .and_then(|i| usize::try_from(i).ok())
+                        .and_then(|i| table.get(i))
+                        .cloned()
+                        .unwrap_or_default()
+                };
+                stack.push(format!(
+                    "{}:{line}:{}",
+                    text(&self.frames.files, file),
+                    text(&self.frames.functions, function)
+                ));
+            }
+            at = parent;
+        }
+        stack.reverse();
+        stack
+    }
+}
+
+/// `HloProto.hlo_module` (field 1) decoded; `None` when there is none.
+fn decode_hlo_proto(proto: &[u8]) -> Option<HloModule> {
+    let module = fields(proto).find(|(field, _)| *field == 1)?.1.bytes()?;
+    let mut result = HloModule::default();
+    let mut entry_name = "";
+    let mut entry_id = None;
+    let mut computations: Vec<Computation<'_>> = Vec::new();
+    for (field, value) in fields(module) {
+        match field {
+            1 => result.name = value.text().to_string(),
+            2 => entry_name = value.text(),
+            3 => computations.push(decode_computation(value.bytes().unwrap_or(&[]))),
+            6 => entry_id = value.int(),
+            17 => result.frames = decode_stack_frames(value.bytes().unwrap_or(&[])),
+            _ => {}
+        }
+    }
+    let mut by_id: HashMap<i64, usize> = HashMap::new();
+    let mut operand_ids: Vec<Vec<i64>> = Vec::new();
+    for Computation { name, id, instructions } in computations {
+        let in_entry = name == entry_name || (entry_id.is_some() && id == entry_id);
+        for (mut instruction, xla_id, operands) in instructions {
+            instruction.in_entry = in_entry;
+            let index = result.instructions.len();
+            by_id.entry(xla_id).or_insert(index);
+            result.by_name.entry(instruction.name.clone()).or_insert(index);
+            result.instructions.push(instruction);
+            operand_ids.push(operands);
+        }
+    }
+    for (instruction, operands) in result.instructions.iter_mut().zip(operand_ids) {
+        instruction.operands = operands.iter().filter_map(|id| by_id.get(id).copied()).collect();
+    }
+    Some(result)
+}
+
+/// One decoded `HloComputationProto`.
+struct Computation<'a> {
+    name: &'a str,
+    id: Option<i64>,
+    /// Each instruction with its XLA id and its operands' XLA ids.
+    instructions: Vec<(HloInstruction, i64, Vec<i64>)>,
+}
+
+fn decode_computation(message: &[u8]) -> Computation<'_> {
+    let mut computation = Computation { name: "", id: None, instructions: Vec::new() };
+    for (field, value) in fields(message) {
+        match field {
+            1 => computation.name = value.text(),
+            2 => computation.instructions.push(decode_instruction(value.bytes().unwrap_or(&[]))),
+            5 => computation.id = value.int(),
+            _ => {}
+        }
+    }
+    computation
+}
+
+/// One `HloInstructionProto` with its XLA id and its operands' XLA ids.
+fn decode_instruction(message: &[u8]) -> (HloInstruction, i64, Vec<i64>) {
+    let mut instruction = HloInstruction::default();
+    let (mut id, mut operands) = (0, Vec::new());
+    for (field, value) in fields(message) {
+        match field {
+            1 => instruction.name = value.text().to_string(),
+            2 => instruction.opcode = value.text().to_string(),
+            3 => {
+                let shape = decode_shape(value.bytes().unwrap_or(&[]), 0);
+                instruction.dims = shape.dims;
+                instruction.output_bytes = shape.bytes;
+            }
+            7 => decode_metadata(value.bytes().unwrap_or(&[]), &mut instruction),
+            11 => instruction.fusion_kind = value.text().to_string(),
+            35 => id = value.int().unwrap_or(0),
+            36 => push_ints(value, &mut operands),
+            _ => {}
+        }
+    }
+    (instruction, id, operands)
+}
+
+fn decode_metadata(message: &[u8], instruction: &mut HloInstruction) {
+    let (mut file, mut line) = ("", None);
+    for (field, value) in fields(message) {
+        match field {
+            2 => instruction.op_name = value.text().to_string(),
+            3 => file = value.text(),
+            4 => line = value.int(),
+            15 => instruction.stack_frame_id = value.int().unwrap_or(0),
+            _ => {}
+        }
+    }
+    if !file.is_empty() {
+        instruction.source = Some((file.to_string(), line.unwrap_or(0)));
+    }
+}
+
+/// A decoded `ShapeProto`: dimensions and total bytes (tuples: the sum of their
+/// elements).
+struct Shape {
+    dims: Vec<i64>,
+    bytes: Option<i64>,
+}
+
+/// Tuples nest at most this deep before mlprof stops counting their bytes.
+const MAX_TUPLE_DEPTH: usize = 8;
+
+fn decode_shape(message: &[u8], depth: usize) -> Shape {
+    let (mut element_type, mut dims, mut tuple_bytes, mut is_tuple) = (0, Vec::new(), Some(0i64), false);
+    for (field, value) in fields(message) {
+        match field {
+            2 => element_type = value.int().unwrap_or(0),
+            3 => push_ints(value, &mut dims),
+            4 => {
+                is_tuple = true;
+                let element = if depth < MAX_TUPLE_DEPTH {
+                    decode_shape(value.bytes().unwrap_or(&[]), depth + 1).bytes
+                } else {
+                    None
+                };
+                tuple_bytes = tuple_bytes.zip(element).and_then(|(a, b)| a.checked_add(b));
+            }
+            _ => {}
+        }
+    }
+    if is_tuple || element_type == TUPLE {
+        return Shape { dims: Vec::new(), bytes: tuple_bytes };
+    }
+    let count = dims.iter().try_fold(1i64, |acc, &d| if d < 0 { None } else { acc.checked_mul(d) });
+    let bytes = element_bits(element_type)
+        .zip(count)
+        .and_then(|(bits, n)| n.checked_mul(bits))
+        .map(|b| b.saturating_add(7) / 8);
+    Shape { dims, bytes }
+}
+
+/// `PrimitiveType.TUPLE`.
+const TUPLE: i64 = 13;
+
+/// Bits per element of an XLA `PrimitiveType` (`None` for tokens, opaque and unknown
+/// types).
+fn element_bits(element_type: i64) -> Option<i64> {
+    Some(match element_type {
+        1 | 2 | 6 => 8,                             // PRED, S8, U8
+        3 | 7 | 10 | 16 => 16,                      // S16, U16, F16, BF16
+        4 | 8 | 11 => 32,                           // S32, U32, F32
+        5 | 9 | 12 | 15 => 64,                      // S64, U64, F64, C64
+        18 => 128,                                  // C128
+        19 | 20 | 23 | 24 | 25 | 28 | 29 | 31 => 8, // 8-bit floats
+        21 | 22 | 30 => 4,                          // S4, U4, F4E2M1FN
+        26 | 27 => 2,                               // S2, U2
+        _ => return None,
+    })
+}
+
+fn decode_stack_frames(message: &[u8]) -> StackFrames {
+    let mut frames = StackFrames::default();
+    for (field, value) in fields(message) {
+        let sub = value.bytes().unwrap_or(&[]);
+        match field {
+            1 => frames.files.push(value.text().to_string()),
+            2 => frames.functions.push(value.text().to_string()),
+            3 => {
+                let (mut file, mut function, mut line) = (0, 0, 0);
+                for (f, v) in fields(sub) {
+                    match (f, v) {
+                        (1, Value::Varint(x)) => file = x as i64,
+                        (2, Value::Varint(x)) => function = x as i64,
+                        (3, Value::Varint(x)) => line = x as i64,
+                        _ => {}
+                    }
+                }
+                frames.locations.push((file, function, line));
+            }
+            4 => {
+                let (mut location, mut parent) = (0, 0);
+                for (f, v) in fields(sub) {
+                    match (f, v) {
+                        (1, Value::Varint(x)) => location = x as i64,
+                        (2, Value::Varint(x)) => parent = x as i64,
+                        _ => {}
+                    }
+                }
+                frames.frames.push((location, parent));
+            }
+            _ => {}
+        }
+    }
+    frames
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::super::protowire::tests::{bytes_field, int_field};
+    use super::*;
+
+    /// A serialized `HloProto` of module `name`: an entry computation `main` with a
+    /// parameter `p` (f32[2,3], op name `x`), and `dot.1` (f32[2,2], op name
+    /// `jit(f)/dot_general`, created at frame 2 = `f` called from `<module>`) reading
+    /// `p` twice; a second computation with a loop fusion `fusion.1`.
+    pub(crate) fn sample_hlo_proto(name: &str) -> Vec<u8> {
+        let shape = |dims: &[i64]| {
+            let mut s = Vec::new();
+            int_field(&mut s, 2, 11);
+            for &d in dims {
+                int_field(&mut s, 3, d);
+            }
+            s
+        };
+        let instruction = |name: &str, opcode: &str, id: i64, dims: &[i64], op_name: &str, frame: i64, ops: &[i64]| {
+            let mut i = Vec::new();
+            bytes_field(&mut i, 1, name.as_bytes());
+            bytes_field(&mut i, 2, opcode.as_bytes());
+            bytes_field(&mut i, 3, &shape(dims));
+            let mut metadata = Vec::new();
+            bytes_field(&mut metadata, 2, op_name.as_bytes());
+            int_field(&mut metadata, 15, frame);
+            bytes_field(&mut i, 7, &metadata);
+            int_field(&mut i, 35, id);
+            for &op in ops {
+                int_field(&mut i, 36, op);
+            }
+            i
+        };
+        let mut entry = Vec::new();
+        bytes_field(&mut entry, 1, b"main");
+        bytes_field(&mut entry, 2, &instruction("p", "parameter", 1, &[2, 3], "x", 0, &[]));
+        bytes_field(&mut entry, 2, &instruction("dot.1", "dot", 2, &[2, 2], "jit(f)/dot_general", 2, &[1, 1]));
+        let mut other = Vec::new();
+        bytes_field(&mut other, 1, b"fused");
+        let mut fusion = instruction("fusion.1", "fusion", 3, &[4], "", 0, &[]);
+        bytes_field(&mut fusion, 11, b"kLoop");
+        bytes_field(&mut other, 2, &fusion);
+        let mut frames = Vec::new();
+        bytes_field(&mut frames, 1, b"train.py");
+        bytes_field(&mut frames, 2, b"<module>");
+        bytes_field(&mut frames, 2, b"f");
+        let location = |function: i64, line: i64| {
+            let mut l = Vec::new();
+            int_field(&mut l, 1, 1);
+            int_field(&mut l, 2, function);
+            int_field(&mut l, 3, line);
+            l
+        };
+        bytes_field(&mut frames, 3, &location(1, 10));
+        bytes_field(&mut frames, 3, &location(2, 4));
+        let frame = |location: i64, parent: i64| {
+            let mut f = Vec::new();
+            int_field(&mut f, 1, location);
+            int_field(&mut f, 2, parent);
+            f
+        };
+        bytes_field(&mut frames, 4, &frame(1, 0));
+        bytes_field(&mut frames, 4, &frame(2, 1));
+        let mut module = Vec::new();
+        bytes_field(&mut module, 1, name.as_bytes());
+        bytes_field(&mut module, 2, b"main");
+        bytes_field(&mut module, 3, &entry);
+        bytes_field(&mut module, 3, &other);
+        bytes_field(&mut module, 17, &frames);
+        let mut proto = Vec::new();
+        bytes_field(&mut proto, 1, &module);
+        proto
+    }
+
+    #[test]
+    fn decodes_instructions_operands_shapes_and_stacks() {
+        let module = decode_hlo_proto(&sample_hlo_proto("jit_f")).expect("module");
+        assert_eq!(module.name, "jit_f");
+        let dot = &module.instructions[module.instruction("dot.1").expect("dot")];
+        assert_eq!((dot.op_name.as_str(), dot.category(), dot.in_entry), ("jit(f)/dot_general", "dot".into(), true));
+        assert_eq!((dot.shape_text(), dot.output_bytes, dot.element_count()), ("2x2".into(), Some(16), 4));
+        let p = module.instruction("p").expect("p");
+        assert_eq!(dot.operands, [p, p]);
+        assert_eq!(module.stack(dot.stack_frame_id), ["train.py:10:<module>", "train.py:4:f"]);
+        assert!(module.stack(0).is_empty() && module.stack(99).is_empty());
+        let fusion = &module.instructions[module.instruction("fusion.1").expect("fusion")];
+        assert_eq!((fusion.category(), fusion.in_entry), ("loop fusion".into(), false));
+    }
+
+    #[test]
+    fn damaged_protos_give_what_they_hold() {
+        let proto = sample_hlo_proto("jit_f");
+        for cut in [0, 3, proto.len() / 2, proto.len() - 1] {
+            // Never panics; a cut message yields fewer facts.
+            let _ = decode_hlo_proto(&proto[..cut]);
+        }
+        assert!(decode_hlo_proto(&[]).is_none());
+        let mut cyclic = StackFrames::default();
+        cyclic.frames.push((1, 1));
+        cyclic.locations.push((1, 1, 1));
+        let module = HloModule { frames: cyclic, ..HloModule::default() };
+        assert_eq!(module.stack(1).len(), MAX_STACK_DEPTH);
+    }
+
+    #[test]
+    fn any_bytes_decode_without_panicking() {
+        // Every single-byte change of a real-shaped proto, and pseudo-random bytes.
+        let proto = sample_hlo_proto("jit_f");
+        for at in 0..proto.len() {
+            for byte in [0x00, 0x7f, 0x80, 0xff] {
+                let mut damaged = proto.clone();
+                damaged[at] = byte;
+                if let Some(module) = decode_hlo_proto(&damaged) {
+                    for instruction in &module.instructions {
+                        let _ = (
+                            module.stack(instruction.stack_frame_id),
+                            instruction.category(),
+                            instruction.element_count(),
+                        );
+                    }
+                }
+            }
+        }
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        for _ in 0..2000 {
+            let bytes: Vec<u8> = (0..64)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    (state >> 56) as u8
+                })
+                .collect();
+            let _ = decode_hlo_proto(&bytes);
+        }
+    }
+}
