@@ -66,17 +66,51 @@ pub(crate) fn round_to_us(origin_us: i64, start_ps: i64, dur_ps: i64) -> (i64, i
 }
 
 /// `whole + frac_ps / 10^6` as the `f64` nearest to that decimal number (what
-/// Python's `float()` of the trace's text gives).
+/// Python's `float()` of the trace's text gives: round to nearest, ties to even).
+/// Negative `whole`s, which Kineto never writes, are added in floating point.
 fn decimal_micros(whole: i64, frac_ps: i64) -> f64 {
     if frac_ps == 0 {
         return whole as f64;
     }
-    if whole >= 0
-        && let Ok(value) = format!("{whole}.{frac_ps:06}").parse::<f64>()
-    {
-        return value;
+    match (u128::try_from(whole), u128::try_from(frac_ps)) {
+        (Ok(whole), Ok(frac)) => nearest_f64_of_ratio(whole * PS_PER_US as u128 + frac, PS_PER_US as u128),
+        _ => whole as f64 + frac_ps as f64 / PS_PER_US as f64,
     }
-    whole as f64 + frac_ps as f64 / PS_PER_US as f64
+}
+
+/// The `f64` nearest to `numerator / denominator` (ties to even), computed exactly in
+/// integers: the quotient is scaled by a power of two into `[2^52, 2^53)`, rounded on
+/// its remainder, and scaled back (exact, as the result is a normal number). Both
+/// arguments are positive and below 2^96.
+fn nearest_f64_of_ratio(numerator: u128, denominator: u128) -> f64 {
+    const LOW: u128 = 1 << 52;
+    let bits = |x: u128| 128 - x.leading_zeros() as i32;
+    // numerator / denominator lies in [2^(b - 1), 2^(b + 1)) for b = the bit-length
+    // difference, so this first scale is off by at most one.
+    let mut shift = 53 - (bits(numerator) - bits(denominator));
+    let scaled = |shift: i32| {
+        if shift >= 0 {
+            let scaled_numerator = numerator << shift;
+            (scaled_numerator / denominator, scaled_numerator % denominator, denominator)
+        } else {
+            let scaled_denominator = denominator << -shift;
+            (numerator / scaled_denominator, numerator % scaled_denominator, scaled_denominator)
+        }
+    };
+    let (mut mantissa, remainder, divisor) = loop {
+        let (quotient, remainder, divisor) = scaled(shift);
+        if quotient >= 2 * LOW {
+            shift -= 1;
+        } else if quotient < LOW {
+            shift += 1;
+        } else {
+            break (quotient, remainder, divisor);
+        }
+    };
+    if 2 * remainder > divisor || (2 * remainder == divisor && mantissa % 2 == 1) {
+        mantissa += 1;
+    }
+    mantissa as f64 * 2f64.powi(-shift)
 }
 
 /// HTA's `normalize_gpu_stream_numbers`: Python's `int()` of the value, -1 when that
@@ -86,5 +120,45 @@ pub(crate) fn stream_number(plane: &Plane, store: &StatStore, value: StatValue) 
         StatValue::Int(_) | StatValue::Uint(_) => as_int(value).unwrap_or(-1),
         StatValue::Double(v) if v.is_finite() => v.trunc() as i64,
         _ => as_str(plane, store, value).and_then(|text| text.trim().parse().ok()).unwrap_or(-1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Python's (and Rust's) correctly rounded parse of the decimal text.
+    fn parsed(whole: i64, frac_ps: i64) -> f64 {
+        format!("{whole}.{frac_ps:06}").parse().expect("a decimal")
+    }
+
+    #[test]
+    fn decimal_micros_rounds_like_parsing_the_text() {
+        // Epoch microseconds (ulp 0.25), small durations, and a pseudo-random sweep.
+        let mut cases = vec![
+            (1_712_195_495_519_695, 800_000),
+            (1_712_195_495_519_695, 125_000),
+            (1_712_195_495_519_695, 375_000),
+            (1_712_195_495_519_695, 999_999),
+            (1_712_195_495_519_695, 1),
+            (0, 1),
+            (0, 500_000),
+            (63, 813_000),
+            (9_007_199_254_740_991, 500_000),
+            (9_007_199_254_740_993, 500_000),
+            (i64::MAX, 999_999),
+        ];
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            let magnitude = (state >> 58) as u32; // 0..63
+            let whole = ((state >> 8) as i64).rem_euclid(1i64 << magnitude.min(62));
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            cases.push((whole, ((state >> 20) % 1_000_000) as i64));
+        }
+        for (whole, frac) in cases {
+            let expected = if frac == 0 { whole as f64 } else { parsed(whole, frac) };
+            assert_eq!(decimal_micros(whole, frac).to_bits(), expected.to_bits(), "{whole}.{frac:06}");
+        }
     }
 }
