@@ -1,7 +1,9 @@
 //! Fast hashing and string interning for the Kineto reader.
 //!
-//! Interned strings borrow from the input (`Cow::Borrowed`) whenever the JSON text has
-//! no escapes, so interning a name that was seen before allocates nothing.
+//! Interning a string that was seen before allocates nothing; a new one is copied, so
+//! that the interner never reads the input again where it first saw a string (the
+//! reader releases the input's pages as it goes, and comparing with a borrowed key
+//! would fault them back in).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -76,16 +78,16 @@ pub(crate) struct Interner<'de> {
 }
 
 impl<'de> Interner<'de> {
-    /// The id of `s`, creating it on first use (only then is anything allocated, and
-    /// only if `s` is owned).
+    /// The id of `s`, creating it on first use (only then is anything allocated).
     #[inline]
     pub fn intern(&mut self, s: Cow<'de, str>) -> Result<u32, TooMany> {
         if let Some(&id) = self.map.get(s.as_ref()) {
             return Ok(id);
         }
         let id = u32::try_from(self.list.len()).map_err(|_| TooMany)?;
-        self.list.push(s.clone());
-        self.map.insert(s, id);
+        let owned: Cow<'de, str> = Cow::Owned(s.into_owned());
+        self.list.push(owned.clone());
+        self.map.insert(owned, id);
         Ok(id)
     }
 
