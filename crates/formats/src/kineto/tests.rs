@@ -195,8 +195,9 @@ fn flows_instants_counters_and_extra_keys_are_kept() {
     let stats = plane.lines[0].event(1).unwrap().stats();
     assert!(matches!(stats[0].value, StatValue::Str(_)));
     let stats = plane.lines[0].event(3).unwrap().stats();
-    assert_eq!(stats[0].value, StatValue::Double(12.5));
-    assert_eq!(stats[1].value, StatValue::Uint(u64::MAX));
+    let (first, second) = (stats[0].value, stats[1].value);
+    assert_eq!(first, StatValue::Double(12.5));
+    assert_eq!(second, StatValue::Uint(u64::MAX));
 }
 
 #[test]
