@@ -69,13 +69,30 @@ pub(crate) fn round_to_us(origin_us: i64, start_ps: i64, dur_ps: i64) -> (i64, i
 /// Python's `float()` of the trace's text gives: round to nearest, ties to even).
 /// Negative `whole`s, which Kineto never writes, are added in floating point.
 fn decimal_micros(whole: i64, frac_ps: i64) -> f64 {
+    const PS: u64 = PS_PER_US as u64;
+    const EXACT: u64 = 1 << 53;
     if frac_ps == 0 {
         return whole as f64;
     }
-    match (u128::try_from(whole), u128::try_from(frac_ps)) {
-        (Ok(whole), Ok(frac)) => nearest_f64_of_ratio(whole * PS_PER_US as u128 + frac, PS_PER_US as u128),
-        _ => whole as f64 + frac_ps as f64 / PS_PER_US as f64,
+    let (Ok(whole), Ok(frac)) = (u64::try_from(whole), u64::try_from(frac_ps)) else {
+        return whole as f64 + frac_ps as f64 / PS_PER_US as f64;
+    };
+    if frac < PS && whole < EXACT {
+        if let Some(picos) = whole.checked_mul(PS).and_then(|p| p.checked_add(frac)).filter(|&p| p < EXACT) {
+            // Both operands exact: one correctly rounded division.
+            return picos as f64 / PS_PER_US as f64;
+        }
+        // Epoch times: `whole` (at least 2^33 here) fixes the exponent, so the
+        // fraction is rounded to the ulp `2^-shift` in integers.
+        let shift = 52 - (63 - whole.leading_zeros());
+        let scaled = frac << shift;
+        let (mut mantissa, remainder) = ((whole << shift) + scaled / PS, scaled % PS);
+        if 2 * remainder > PS || (2 * remainder == PS && mantissa % 2 == 1) {
+            mantissa += 1;
+        }
+        return mantissa as f64 / (1u64 << shift) as f64;
     }
+    nearest_f64_of_ratio(u128::from(whole) * u128::from(PS) + u128::from(frac), u128::from(PS))
 }
 
 /// The `f64` nearest to `numerator / denominator` (ties to even), computed exactly in
