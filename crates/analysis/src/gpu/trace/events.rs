@@ -66,11 +66,18 @@ impl<'h> HostEvents<'h> {
     /// Calls `visit` on every kept event whose name `wanted` accepts, plane by plane,
     /// line by line, in stored order.
     pub fn each(&self, mut wanted: impl FnMut(u32) -> bool, mut visit: impl FnMut(EventAt, &Row)) {
+        // Per plane, whether each metadata entry is kept and wanted.
+        let selected: Vec<Vec<bool>> = self
+            .planes
+            .iter()
+            .map(|kinds| kinds.kinds.iter().map(|kind| kind.is_some_and(|(name, _)| wanted(name))).collect())
+            .collect();
         for (line_index, &(plane_index, line)) in self.lines.iter().enumerate() {
-            let Some(kinds) = self.planes.get(plane_index) else { continue };
+            let (Some(kinds), Some(selected)) = (self.planes.get(plane_index), selected.get(plane_index)) else {
+                continue;
+            };
             for (index, &metadata) in line.events.metadata.iter().enumerate() {
-                let Some(&Some((name, _))) = kinds.kinds.get(metadata as usize) else { continue };
-                if !wanted(name) {
+                if !selected.get(metadata as usize).copied().unwrap_or(false) {
                     continue;
                 }
                 let at = EventAt { line: line_index as u32, index: index as u32 };

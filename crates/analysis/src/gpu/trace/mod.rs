@@ -38,12 +38,14 @@
 //! the last-step filter). On a PyTorch trace that is about one row in four, read in
 //! one pass over the model's columns.
 
+mod correlations;
 mod events;
 
 use std::collections::HashMap;
 
 use mlprof_model::Host;
 
+use correlations::Correlations;
 use events::{EventAt, HostEvents};
 
 /// One kept event of a rank (HTA: one row of the rank's DataFrame).
@@ -269,49 +271,62 @@ impl Pass {
     fn finish(self, events: &HostEvents<'_>, filtered: bool) -> (Vec<Row>, i64) {
         let Pass { gpu, mut side, cpu_span, uncorrelated_cpu_kept, .. } = self;
         // Correlations of GPU-side rows: the only ones a CPU row is read for.
-        let mut gpu_side: Vec<i64> = gpu
-            .iter()
-            .map(|row| row.correlation)
-            .chain(side.iter().filter(|side| side.stream).map(|side| side.correlation))
-            .collect();
-        gpu_side.sort_unstable();
-        gpu_side.dedup();
-        side.retain(|row| row.stream || row.correlation == -1 || gpu_side.binary_search(&row.correlation).is_ok());
-        drop(gpu_side);
+        let gpu_side = Correlations::new(
+            gpu.iter()
+                .map(|row| row.correlation)
+                .chain(side.iter().filter(|side| side.stream).map(|side| side.correlation)),
+        );
+        let mut finger = 0;
+        side.retain(|row| row.stream || row.correlation == -1 || gpu_side.slot(row.correlation, &mut finger).is_some());
+        side.shrink_to_fit();
 
-        // Per correlation, the starts of the kept CPU rows that have it.
-        let mut launch_starts: Vec<(i64, i64)> = side
-            .iter()
-            .filter(|side| side.correlation != -1)
-            .filter_map(|side| Some((side.correlation, events.read(side.at)?.ts_ps)))
-            .collect();
-        launch_starts.sort_unstable();
-        let launches_of = |correlation: i64| {
-            let from = launch_starts.partition_point(|&(c, _)| c < correlation);
-            let to = launch_starts.partition_point(|&(c, _)| c <= correlation);
-            launch_starts.get(from..to).unwrap_or(&[])
-        };
-        // HTA's `index_correlation`, computed before any filtering.
-        let mut gpu_correlations: Vec<i64> = gpu.iter().map(|row| row.correlation).filter(|&c| c != -1).collect();
-        gpu_correlations.sort_unstable();
-        gpu_correlations.dedup();
+        // Per GPU-side correlation: how many kept CPU rows have it, and the latest
+        // one's start.
+        let mut launches: Vec<(usize, i64)> = vec![(0, i64::MIN); gpu_side.len()];
+        let mut finger = 0;
+        for side in side.iter().filter(|side| side.correlation != -1) {
+            let (Some(slot), Some(row)) = (gpu_side.slot(side.correlation, &mut finger), events.read(side.at)) else {
+                continue;
+            };
+            if let Some((count, start)) = launches.get_mut(slot) {
+                *count += 1;
+                *start = (*start).max(row.ts_ps);
+            }
+        }
+        // HTA's `index_correlation` (a GPU op shares the correlation), computed before
+        // any filtering.
+        let mut launched = vec![false; gpu_side.len()];
+        let mut finger = 0;
+        for row in gpu.iter().filter(|row| row.correlation != -1) {
+            if let Some(flag) = gpu_side.slot(row.correlation, &mut finger).and_then(|slot| launched.get_mut(slot)) {
+                *flag = true;
+            }
+        }
 
-        let copies: Vec<usize> = gpu
-            .iter()
-            .map(|row| match (filtered, row.correlation) {
+        // Each GPU op as often as HTA's inner merge with the kept CPU rows keeps it,
+        // with the start of its latest launch; built in place in the common case of
+        // at most one copy.
+        let mut rows = gpu;
+        let mut copies: Vec<usize> = Vec::with_capacity(rows.len());
+        let mut finger = 0;
+        for row in &mut rows {
+            let slot = if row.correlation == -1 { None } else { gpu_side.slot(row.correlation, &mut finger) };
+            let (count, start) = slot.and_then(|slot| launches.get(slot)).copied().unwrap_or((0, i64::MIN));
+            row.linked_cpu_ts_ps = (count > 0).then_some(start);
+            copies.push(match (filtered, row.correlation) {
                 (false, _) => 1,
                 // A sync op without a correlation would pair with every CPU row; keep it once.
                 (true, -1) => usize::from(uncorrelated_cpu_kept),
-                (true, correlation) => launches_of(correlation).len(),
-            })
-            .collect();
-        let mut rows = Vec::with_capacity(copies.iter().sum::<usize>() + side.len());
-        for (mut row, copies) in gpu.into_iter().zip(copies) {
-            if row.correlation != -1 {
-                row.linked_cpu_ts_ps = launches_of(row.correlation).last().map(|&(_, start)| start);
-            }
-            rows.extend(std::iter::repeat_n(row, copies));
+                (true, _) => count,
+            });
         }
+        if copies.iter().all(|&n| n <= 1) {
+            let mut copies = copies.iter();
+            rows.retain(|_| copies.next() == Some(&1));
+        } else {
+            rows = rows.into_iter().zip(copies).flat_map(|(row, n)| std::iter::repeat_n(row, n)).collect();
+        }
+        rows.reserve_exact(side.len());
         let gpu_span = rows.iter().map(|row| row.ts_ps);
         let first = gpu_span.clone().min().into_iter().chain(cpu_span.map(|(first, _)| first)).min();
         let last = gpu_span.max().into_iter().chain(cpu_span.map(|(_, last)| last)).max();
@@ -319,9 +334,11 @@ impl Pass {
             (Some(first), Some(last)) => last - first,
             _ => 0,
         };
+        let mut finger = 0;
         for side in side {
             if let Some(mut row) = events.read(side.at) {
-                row.launches_gpu_op = row.correlation != -1 && gpu_correlations.binary_search(&row.correlation).is_ok();
+                let slot = if row.correlation == -1 { None } else { gpu_side.slot(row.correlation, &mut finger) };
+                row.launches_gpu_op = slot.and_then(|slot| launched.get(slot)).copied().unwrap_or(false);
                 rows.push(row);
             }
         }
