@@ -16,7 +16,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use super::number::parse_micros;
+use super::number::Micros;
 use super::parse::{Args, Fields, Id};
 
 /// Deepest nesting of arrays and objects inside an event (the event object itself
@@ -31,20 +31,44 @@ struct Spans {
     cat: Option<Range<usize>>,
     pid: Option<Scalar>,
     tid: Option<Scalar>,
-    ts: Option<Range<usize>>,
-    dur: Option<Range<usize>>,
+    ts: Option<Micros>,
+    dur: Option<(Range<usize>, Micros)>,
     /// The raw `args` value, and whether it is an object split into `arg_entries`.
     args: Option<(Range<usize>, bool)>,
-    arg_entries: Vec<(Range<usize>, Range<usize>)>,
+    /// Key (between the quotes), raw value, and the value when it is an integer.
+    arg_entries: Vec<(Range<usize>, Range<usize>, Option<i64>)>,
     /// Other fields: key (between the quotes) and raw value.
     extras: Vec<(Range<usize>, Range<usize>)>,
 }
 
-/// A string (the text between its quotes) or a number.
+/// A string (the text between its quotes) or a number (its value when it is an
+/// integer that fits an `i64`).
 #[derive(Clone)]
 enum Scalar {
     Str(Range<usize>),
-    Number(Range<usize>),
+    Number(Option<i64>),
+}
+
+/// A scanned JSON number.
+struct Number {
+    range: Range<usize>,
+    negative: bool,
+    /// The integer part, `None` beyond `u64`.
+    integer: Option<u64>,
+    /// The fraction digits.
+    fraction: Option<Range<usize>>,
+    exponent: bool,
+}
+
+impl Number {
+    /// The value of an integer (no fraction or exponent) that fits an `i64`.
+    fn as_i64(&self) -> Option<i64> {
+        if self.fraction.is_some() || self.exponent {
+            return None;
+        }
+        let magnitude = self.integer?;
+        if self.negative { 0i64.checked_sub_unsigned(magnitude) } else { i64::try_from(magnitude).ok() }
+    }
 }
 
 /// The scanner, with buffers reused from one event to the next.
@@ -77,7 +101,7 @@ impl Scanner {
             match scalar {
                 Scalar::Str(range) => Some(Id::Str(Cow::Borrowed(at(range)?))),
                 // Only integers: serde reads other numbers through `f64`.
-                Scalar::Number(range) => at(range)?.parse().ok().map(Id::Int),
+                Scalar::Number(value) => value.map(Id::Int),
             }
         };
         if let Some(scalar) = &spans.pid {
@@ -86,18 +110,15 @@ impl Scanner {
         if let Some(scalar) = &spans.tid {
             fields.tid = Some(id(scalar)?);
         }
-        if let Some(range) = &spans.ts {
-            fields.ts = Some(parse_micros(at(range)?).ok()?);
-        }
-        if let Some(range) = &spans.dur {
-            let raw = at(range)?;
-            fields.dur = Some((parse_micros(raw).ok()?, raw));
+        fields.ts = spans.ts;
+        if let Some((range, micros)) = &spans.dur {
+            fields.dur = Some((*micros, at(range)?));
         }
         if let Some((range, split)) = &spans.args {
             let raw = at(range)?;
             fields.args = Some(if *split { Args::Entries(raw) } else { Args::Raw(raw) });
-            for (key, value) in &spans.arg_entries {
-                fields.arg_entries.push((at(key)?, at(value)?));
+            for (key, value, integer) in &spans.arg_entries {
+                fields.arg_entries.push((at(key)?, at(value)?, *integer));
             }
         }
         for (key, value) in &spans.extras {
@@ -141,12 +162,12 @@ impl Scanner {
                 b"cat" => spans.cat = Some(c.string()?),
                 b"pid" => spans.pid = Some(c.scalar()?),
                 b"tid" => spans.tid = Some(c.scalar()?),
-                b"ts" => spans.ts = Some(c.number()?),
-                b"dur" => spans.dur = Some(c.number()?),
+                b"ts" => spans.ts = Some(c.micros()?.1),
+                b"dur" => spans.dur = Some(c.micros()?),
                 b"args" => {
                     spans.arg_entries.clear();
                     spans.args = Some(if c.peek() == Some(b'{') {
-                        (c.object(2, Some(&mut spans.arg_entries))?, true)
+                        (c.args(&mut spans.arg_entries)?, true)
                     } else {
                         (c.value(2)?, false)
                     });
@@ -176,15 +197,17 @@ struct Cursor<'a> {
 
 /// Eight copies of `byte`.
 const fn splat(byte: u8) -> u64 {
-    u64::from_ne_bytes([byte; 8])
+    u64::from_le_bytes([byte; 8])
 }
 
-/// Whether one of the eight bytes of `word` ends or interrupts a plain string: `"`,
-/// `\` or a control character (below 0x20). Exact for the question "any?".
-fn has_string_special(word: u64) -> bool {
+/// The high bit of each byte of the little-endian `word` that ends or interrupts a
+/// plain string (`"`, `\\` or a control character below 0x20), and possibly of
+/// bytes after such a byte (borrows propagate upwards): the lowest bit set, if any,
+/// marks the first such byte exactly.
+fn string_specials(word: u64) -> u64 {
     let zero_byte = |x: u64| x.wrapping_sub(splat(0x01)) & !x & splat(0x80);
     let below_space = word.wrapping_sub(splat(0x20)) & !word & splat(0x80);
-    (zero_byte(word ^ splat(b'"')) | zero_byte(word ^ splat(b'\\')) | below_space) != 0
+    zero_byte(word ^ splat(b'"')) | zero_byte(word ^ splat(b'\\')) | below_space
 }
 
 impl Cursor<'_> {
@@ -213,9 +236,11 @@ impl Cursor<'_> {
         }
         let start = self.at;
         loop {
+            // Eight bytes at a time up to the first special byte.
             while let Some(word) = self.bytes.get(self.at..self.at + 8) {
-                let word = u64::from_ne_bytes(word.try_into().ok()?);
-                if has_string_special(word) {
+                let specials = string_specials(u64::from_le_bytes(word.try_into().ok()?));
+                if specials != 0 {
+                    self.at += (specials.trailing_zeros() / 8) as usize;
                     break;
                 }
                 self.at += 8;
@@ -233,44 +258,79 @@ impl Cursor<'_> {
         }
     }
 
-    /// A JSON number.
-    fn number(&mut self) -> Option<Range<usize>> {
+    /// A JSON number: its parts, read as it is scanned.
+    fn number(&mut self) -> Option<Number> {
         let start = self.at;
-        self.eat(b'-');
-        match self.peek()? {
-            b'0' => self.at += 1,
+        let negative = self.eat(b'-');
+        let integer = match self.peek()? {
+            b'0' => {
+                self.at += 1;
+                Some(0)
+            }
             b'1'..=b'9' => self.digits(),
             _ => return None,
-        }
+        };
+        let mut fraction = None;
         if self.eat(b'.') {
+            let digits = self.at;
             self.some_digits()?;
+            fraction = Some(digits..self.at);
         }
+        let mut exponent = false;
         if let Some(b'e' | b'E') = self.peek() {
+            exponent = true;
             self.at += 1;
             if let Some(b'+' | b'-') = self.peek() {
                 self.at += 1;
             }
             self.some_digits()?;
         }
-        Some(start..self.at)
+        Some(Number { range: start..self.at, negative, integer, fraction, exponent })
     }
 
-    fn digits(&mut self) {
-        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
+    /// Digits from a non-zero one on: their value, `None` beyond `u64`.
+    fn digits(&mut self) -> Option<u64> {
+        let mut value = Some(0u64);
+        while let Some(digit) = self.peek().filter(u8::is_ascii_digit) {
+            value = value.and_then(|v| v.checked_mul(10)?.checked_add(u64::from(digit - b'0')));
             self.at += 1;
         }
+        value
+    }
+
+    /// A number of microseconds in plain decimal notation (what [`super::number::parse_micros`]
+    /// reads it as); `None` for an exponent (left to serde) or a number too large.
+    fn micros(&mut self) -> Option<(Range<usize>, Micros)> {
+        let number = self.number()?;
+        if number.exponent {
+            return None;
+        }
+        // The first six fraction digits, as picoseconds; the rest are truncated.
+        let mut frac_ps = 0;
+        let mut digits = number.fraction.as_ref().map_or(&[][..], |range| &self.bytes[range.clone()]).iter();
+        for _ in 0..6 {
+            frac_ps = frac_ps * 10 + digits.next().map_or(0, |d| u64::from(d - b'0'));
+        }
+        let micros = Micros::from_magnitude(number.negative, number.integer?, frac_ps).ok()?;
+        Some((number.range, micros))
     }
 
     /// At least one digit.
     fn some_digits(&mut self) -> Option<()> {
         let start = self.at;
-        self.digits();
+        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
+            self.at += 1;
+        }
         (self.at > start).then_some(())
     }
 
     /// A string or a number.
     fn scalar(&mut self) -> Option<Scalar> {
-        if self.peek()? == b'"' { self.string().map(Scalar::Str) } else { self.number().map(Scalar::Number) }
+        if self.peek()? == b'"' {
+            self.string().map(Scalar::Str)
+        } else {
+            self.number().map(|number| Scalar::Number(number.as_i64()))
+        }
     }
 
     /// `word` (`true`, `false`, `null`).
@@ -296,7 +356,7 @@ impl Cursor<'_> {
                 self.array(depth)?;
             }
             b'{' => {
-                self.object(depth, None)?;
+                self.object(depth, |cursor| cursor.value(depth + 1), |_, _| {})?;
             }
             _ => return None,
         }
@@ -323,12 +383,31 @@ impl Cursor<'_> {
         }
     }
 
-    /// An object at nesting level `depth`: its raw range; its entries (key between
-    /// the quotes, raw value) go to `entries` when given.
-    fn object(
+    /// The `args` object (nesting level 2): its raw range; its entries go to
+    /// `entries`.
+    fn args(&mut self, entries: &mut Vec<(Range<usize>, Range<usize>, Option<i64>)>) -> Option<Range<usize>> {
+        self.object(
+            2,
+            |cursor| {
+                if let Some(b'-' | b'0'..=b'9') = cursor.peek() {
+                    let number = cursor.number()?;
+                    let integer = number.as_i64();
+                    Some((number.range, integer))
+                } else {
+                    Some((cursor.value(3)?, None))
+                }
+            },
+            |key, (value, integer)| entries.push((key, value, integer)),
+        )
+    }
+
+    /// An object at nesting level `depth`, each value read by `value` and handed to
+    /// `entry` with its key (between the quotes): the object's raw range.
+    fn object<T>(
         &mut self,
         depth: usize,
-        mut entries: Option<&mut Vec<(Range<usize>, Range<usize>)>>,
+        mut value: impl FnMut(&mut Self) -> Option<T>,
+        mut entry: impl FnMut(Range<usize>, T),
     ) -> Option<Range<usize>> {
         let start = self.at;
         if depth > MAX_DEPTH || !self.eat(b'{') {
@@ -345,10 +424,8 @@ impl Cursor<'_> {
                 return None;
             }
             self.ws();
-            let value = self.value(depth + 1)?;
-            if let Some(entries) = entries.as_deref_mut() {
-                entries.push((key, value));
-            }
+            let read = value(self)?;
+            entry(key, read);
             self.ws();
             if self.eat(b',') {
                 self.ws();
@@ -383,9 +460,10 @@ mod tests {
         assert!(
             matches!(fields.args, Some(Args::Entries(raw)) if raw.starts_with("{\"grid\"") && raw.ends_with("\"v\"}"))
         );
-        let keys: Vec<&str> = fields.arg_entries.iter().map(|(key, _)| *key).collect();
+        let keys: Vec<&str> = fields.arg_entries.iter().map(|(key, _, _)| *key).collect();
         assert_eq!(keys, ["grid", "x", "s"]);
         assert_eq!(fields.arg_entries[1].1, r#"{"a": [true, null, -1e-3]}"#);
+        assert_eq!(fields.dur.map(|(micros, raw)| (micros.whole, raw)), Some((2, "2")));
         assert_eq!(fields.extras.iter().collect::<Vec<_>>(), [("id", "3")]);
         for other in [
             r#"{"name": "a\"b"}"#,
@@ -409,14 +487,55 @@ mod tests {
     }
 
     #[test]
-    fn string_specials_are_found_in_every_byte() {
+    fn numbers_read_while_scanned_equal_their_text_parsed() {
+        use super::super::number::{Scalar, classify, parse_micros};
+        for text in [
+            "0", "-0", "7", "-7", "0.5", "-0.5", "63.813", "1712195495519695.8", "0.0000001", "-0.0000001",
+            "123.4567891", "9223372036854775807", "-9223372036854775808", "9223372036854775808",
+            "18446744073709551615", "18446744073709551616", "99999999999999999999.5", "1e3", "-2.5E-1",
+        ] {
+            let number = || Cursor { bytes: text.as_bytes(), at: 0 };
+            let micros = number().micros().map(|(range, micros)| (range.end, micros));
+            let expected = parse_micros(text).ok().filter(|_| !text.contains(['e', 'E'])).map(|m| (text.len(), m));
+            assert_eq!(micros, expected, "{text}");
+            let integer = number().number().and_then(|n| n.as_i64());
+            let classified = match classify(text) {
+                Scalar::Int(v) => Some(v),
+                _ => None,
+            };
+            assert_eq!(integer, classified, "{text}");
+        }
+    }
+
+    #[test]
+    fn the_first_string_special_byte_is_found_exactly() {
+        let first = |word: [u8; 8]| match string_specials(u64::from_le_bytes(word)) {
+            0 => None,
+            specials => Some(specials.trailing_zeros() / 8),
+        };
         for special in [b'"', b'\\', 0x00, 0x1f] {
             for at in 0..8 {
                 let mut word = [b'a'; 8];
                 word[at] = special;
-                assert!(has_string_special(u64::from_ne_bytes(word)), "{special} at {at}");
+                assert_eq!(first(word), Some(at as u32), "{special} at {at}");
+                // Later specials, and bytes that borrow, do not hide the first one.
+                word[7] = 0x00;
+                assert_eq!(first(word), Some(at as u32), "{special} at {at}, 0 at 7");
             }
         }
-        assert!(!has_string_special(u64::from_ne_bytes(*b" ~\x7f\x80\xff/[]")));
+        assert_eq!(first(*b"\x00\x01\x21\x22\x5b\x5c\x5d\x1f"), Some(0));
+        assert_eq!(first(*b"\x21\x23\x5b\x5d\x20\x22\x00\x00"), Some(5));
+        assert_eq!(first(*b" ~\x7f\x80\xff/[]"), None);
+        // Words of bytes next to the special ones, against a byte-by-byte search.
+        let bytes = [0x00, 0x01, 0x1f, 0x20, 0x21, 0x22, 0x23, 0x5b, 0x5c, 0x5d, 0x7f, 0x80, 0xa2, 0xdc, 0xff, b'a'];
+        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+        for _ in 0..100_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let word: [u8; 8] = std::array::from_fn(|i| bytes[((state >> (4 * i)) & 15) as usize]);
+            let expected = word.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20).map(|at| at as u32);
+            assert_eq!(first(word), expected, "{word:?}");
+        }
     }
 }

@@ -418,13 +418,16 @@ impl<'r> Compactor<'r> {
         if arena_full {
             return Err("the metadata strings of one plane exceed 4 GiB".to_string());
         }
-        for stat in line.stats.stats() {
-            match self.key_map.get_mut(stat.key as usize) {
-                Some(slot) if *slot == UNMAPPED => *slot = builder.stat_key(r.keys.get(stat.key)),
-                _ => {}
+        // One pass: map each key (the reader stores no `Ref` values to map).
+        for stat in line.stats.stats_mut() {
+            let key = stat.key;
+            if let Some(slot) = self.key_map.get_mut(key as usize) {
+                if *slot == UNMAPPED {
+                    *slot = builder.stat_key(r.keys.get(key));
+                }
+                stat.key = *slot;
             }
         }
-        line.stats.remap_keys(&self.key_map);
         builder.push_line(line);
         Ok(())
     }

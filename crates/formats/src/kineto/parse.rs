@@ -131,8 +131,9 @@ pub(crate) struct Fields<'de> {
     pub ts: Option<Micros>,
     pub dur: Option<(Micros, &'de str)>,
     pub args: Option<Args<'de>>,
-    /// The entries `(key, raw value)` of an `args` object read as [`Args::Entries`].
-    pub arg_entries: Vec<(&'de str, &'de str)>,
+    /// The entries `(key, raw value, the value if it is an integer that fits an
+    /// `i64`)` of an `args` object read as [`Args::Entries`].
+    pub arg_entries: Vec<(&'de str, &'de str, Option<i64>)>,
     pub extras: Extras<'de>,
 }
 
@@ -251,9 +252,13 @@ impl Reader {
         match f.args {
             Some(Args::Raw(args)) => push_args(args, stats, keys, text)?,
             Some(Args::Entries(_)) => {
-                for &(key, raw) in &f.arg_entries {
+                for &(key, raw, integer) in &f.arg_entries {
                     let key = keys.intern(rename(key)).map_err(|_| too_many("stat keys"))?;
-                    push_scalar(stats, key, raw, text)?;
+                    match integer {
+                        // What `push_scalar` makes of the integer's text.
+                        Some(value) => stats.push(key, StatValue::Int(value)),
+                        None => push_scalar(stats, key, raw, text)?,
+                    }
                 }
             }
             None => {}
@@ -580,24 +585,23 @@ fn mapped(map: &[u32], id: u32) -> Result<u32, String> {
 /// Appends the events of `from` (file-global ids of another reader) to `to`.
 fn append_line(to: &mut Line, from: &Line, meta_map: &[u32], key_map: &[u32], shift_ps: i64) -> Result<(), String> {
     let ev = &from.events;
-    let stats = from.stats.stats();
-    to.events.metadata.reserve(from.len());
-    to.events.offset_ps.reserve(from.len());
-    to.events.duration_ps.reserve(from.len());
-    to.events.stat_start.reserve(from.len());
-    for (i, ((&m, &offset), &duration)) in ev.metadata.iter().zip(&ev.offset_ps).zip(&ev.duration_ps).enumerate() {
-        let (Some(&start), Some(&end)) = (ev.stat_start.get(i), ev.stat_start.get(i + 1)) else {
-            return Err("internal error: event stats out of range".to_string());
-        };
-        for stat in stats.get(start as usize..end as usize).unwrap_or(&[]) {
-            to.stats.push_copy(&from.stats, stat, mapped(key_map, stat.key)?).map_err(|_| arena_full())?;
-        }
-        if to.stats.len() > u32::MAX as usize {
-            return Err(too_many("stats on one thread"));
-        }
-        let offset = offset.checked_add(shift_ps).ok_or("timestamp out of range")?;
-        to.push_event(mapped(meta_map, m)?, offset, duration);
+    let base = u32::try_from(to.stats.len()).map_err(|_| too_many("stats on one thread"))?;
+    let added = u32::try_from(from.stats.len()).map_err(|_| too_many("stats on one thread"))?;
+    base.checked_add(added).ok_or_else(|| too_many("stats on one thread"))?;
+    if let Some(&unmapped) = from.stats.stats().iter().find(|stat| key_map.get(stat.key as usize).is_none()) {
+        let key = unmapped.key;
+        return Err(format!("internal error: unmapped stat key {key}"));
     }
+    let metadata = ev.metadata.iter().map(|&m| mapped(meta_map, m)).collect::<Result<Vec<u32>, String>>()?;
+    to.stats.append_remapped(&from.stats, key_map).map_err(|_| arena_full())?;
+    to.events.metadata.extend(metadata);
+    for &offset in &ev.offset_ps {
+        to.events.offset_ps.push(offset.checked_add(shift_ps).ok_or("timestamp out of range")?);
+    }
+    to.events.duration_ps.extend_from_slice(&ev.duration_ps);
+    // `stat_start` has one entry more than there are events: `to`'s last entry is
+    // where `from`'s stats now start.
+    to.events.stat_start.extend(ev.stat_start.iter().skip(1).map(|&start| base + start));
     Ok(())
 }
 
