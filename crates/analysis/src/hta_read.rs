@@ -57,12 +57,42 @@ pub(crate) fn needs_rounding(host: &Host) -> bool {
 /// microseconds as Python reads them from the JSON text. Returns `(ts_ps, dur_ps)`
 /// relative to `origin_us`.
 pub(crate) fn round_to_us(origin_us: i64, start_ps: i64, dur_ps: i64) -> (i64, i64) {
-    let ts = decimal_micros(origin_us.saturating_add(start_ps.div_euclid(PS_PER_US)), start_ps.rem_euclid(PS_PER_US));
+    let ts = absolute_micros(origin_us, start_ps);
     let dur = decimal_micros(dur_ps.div_euclid(PS_PER_US), dur_ps.rem_euclid(PS_PER_US));
     let start_us = ts.ceil() as i64;
     let end_us = (ts + dur).floor() as i64;
     let ts_ps = start_us.saturating_sub(origin_us).saturating_mul(PS_PER_US);
     (ts_ps, end_us.saturating_sub(start_us).saturating_mul(PS_PER_US))
+}
+
+/// The start that [`round_to_us`] gives (it does not depend on the duration). Never
+/// decreases as `start_ps` grows.
+pub(crate) fn round_start_to_us(origin_us: i64, start_ps: i64) -> i64 {
+    let start_us = absolute_micros(origin_us, start_ps).ceil() as i64;
+    start_us.saturating_sub(origin_us).saturating_mul(PS_PER_US)
+}
+
+/// Whether [`round_start_to_us`] of `start_ps` is before `limit_ps` (itself a rounded
+/// start), deciding without rounding when `start_ps` is more than a microsecond or
+/// two away from the limit: below 2^52 µs a `float()` is within a quarter of a
+/// microsecond of the decimal value, so its ceiling is within 1.25 µs of it.
+pub(crate) fn rounded_start_before(origin_us: i64, start_ps: i64, limit_ps: i64) -> bool {
+    const EXACT_BELOW_US: i64 = 1 << 52;
+    let absolute_us = origin_us.saturating_add(start_ps.div_euclid(PS_PER_US));
+    if (0..EXACT_BELOW_US).contains(&absolute_us) {
+        if start_ps <= limit_ps.saturating_sub(2 * PS_PER_US) {
+            return true;
+        }
+        if start_ps >= limit_ps.saturating_add(2 * PS_PER_US) {
+            return false;
+        }
+    }
+    round_start_to_us(origin_us, start_ps) < limit_ps
+}
+
+/// `origin_us + start_ps` as Python's `float()` of the absolute `ts` text.
+fn absolute_micros(origin_us: i64, start_ps: i64) -> f64 {
+    decimal_micros(origin_us.saturating_add(start_ps.div_euclid(PS_PER_US)), start_ps.rem_euclid(PS_PER_US))
 }
 
 /// `whole + frac_ps / 10^6` as the `f64` nearest to that decimal number (what
@@ -147,6 +177,20 @@ mod tests {
     /// Python's (and Rust's) correctly rounded parse of the decimal text.
     fn parsed(whole: i64, frac_ps: i64) -> f64 {
         format!("{whole}.{frac_ps:06}").parse().expect("a decimal")
+    }
+
+    #[test]
+    fn rounded_starts_compare_like_rounding_them() {
+        let origin = 1_712_195_495_406_752;
+        let limit = round_start_to_us(origin, 7_000_400_000);
+        let mut previous = i64::MIN;
+        for start in (limit - 5 * PS_PER_US..limit + 5 * PS_PER_US).step_by(12_345) {
+            let rounded = round_start_to_us(origin, start);
+            assert!(rounded >= previous, "rounding decreased at {start}");
+            previous = rounded;
+            assert_eq!(rounded_start_before(origin, start, limit), rounded < limit, "{start}");
+        }
+        assert_eq!(round_to_us(origin, 7_000_400_000, 3_000_000).0, round_start_to_us(origin, 7_000_400_000));
     }
 
     #[test]

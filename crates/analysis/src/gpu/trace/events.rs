@@ -1,11 +1,19 @@
 //! Reading one host's events the way HTA's parser sees them: which metadata it keeps
 //! (as `(name, cat)` symbols), the args it reads, and its rounding of nanosecond
 //! traces, straight off the model's columns.
+//!
+//! [`HostEvents::each`] hands out rows with their times as stored: rounding costs
+//! more than the rest of reading a row, and most rows are only compared with a
+//! limit or folded into a span, which [`HostEvents::starts_before`] and the
+//! monotonicity of the rounding answer without it.
 
 use mlprof_model::{Host, Line, Plane, Stat, names};
 
 use super::{Row, Symbols};
-use crate::hta_read::{SYNC_OPS_ON_GPU, kept_categories, needs_rounding, round_to_us, stream_number};
+use crate::hta_read::{
+    SYNC_OPS_ON_GPU, kept_categories, needs_rounding, round_start_to_us, round_to_us, rounded_start_before,
+    stream_number,
+};
 use crate::xstats::{StatKeys, as_f64, as_int};
 
 /// Where an event is: its line (in [`HostEvents`]' order) and its index there.
@@ -64,7 +72,8 @@ impl<'h> HostEvents<'h> {
     }
 
     /// Calls `visit` on every kept event whose name `wanted` accepts, plane by plane,
-    /// line by line, in stored order.
+    /// line by line, in stored order, with its times **not yet rounded** (see
+    /// [`HostEvents::rounded`]).
     pub fn each(&self, mut wanted: impl FnMut(u32) -> bool, mut visit: impl FnMut(EventAt, &Row)) {
         // Per plane, whether each metadata entry is kept and wanted.
         let selected: Vec<Vec<bool>> = self
@@ -81,31 +90,49 @@ impl<'h> HostEvents<'h> {
                     continue;
                 }
                 let at = EventAt { line: line_index as u32, index: index as u32 };
-                if let Some(row) = self.row(kinds, line, index) {
+                if let Some(row) = self.unrounded_row(kinds, line, index) {
                     visit(at, &row);
                 }
             }
         }
     }
 
-    /// The row of the kept event at `at` (no links yet).
+    /// The row of the kept event at `at` (times rounded, no links yet).
     pub fn read(&self, at: EventAt) -> Option<Row> {
         let &(plane_index, line) = self.lines.get(at.line as usize)?;
-        self.row(self.planes.get(plane_index)?, line, at.index as usize)
+        self.unrounded_row(self.planes.get(plane_index)?, line, at.index as usize).map(|row| self.rounded(row))
     }
 
-    /// The row of event `index` of `line`, if HTA keeps it (no links yet).
-    fn row(&self, kinds: &PlaneKinds<'_>, line: &Line, index: usize) -> Option<Row> {
+    /// `row` (from [`HostEvents::each`]) with HTA's times.
+    pub fn rounded(&self, mut row: Row) -> Row {
+        if let Some(origin_us) = self.rounding {
+            (row.ts_ps, row.dur_ps) = round_to_us(origin_us, row.ts_ps, row.dur_ps);
+        }
+        row
+    }
+
+    /// HTA's start of a row that starts at `ts_ps` unrounded. Never decreases as
+    /// `ts_ps` grows.
+    pub fn rounded_start(&self, ts_ps: i64) -> i64 {
+        self.rounding.map_or(ts_ps, |origin_us| round_start_to_us(origin_us, ts_ps))
+    }
+
+    /// Whether a row that starts at `ts_ps` unrounded starts before `limit_ps` (an
+    /// HTA start) once rounded.
+    pub fn starts_before(&self, ts_ps: i64, limit_ps: i64) -> bool {
+        self.rounding.map_or(ts_ps < limit_ps, |origin_us| rounded_start_before(origin_us, ts_ps, limit_ps))
+    }
+
+    /// The row of event `index` of `line`, if HTA keeps it (times as stored, no
+    /// links yet).
+    fn unrounded_row(&self, kinds: &PlaneKinds<'_>, line: &Line, index: usize) -> Option<Row> {
         let events = &line.events;
         let (name, cat) = (*kinds.kinds.get(*events.metadata.get(index)? as usize)?)?;
         let from = *events.stat_start.get(index)? as usize;
         let to = *events.stat_start.get(index + 1)? as usize;
         let stats = line.stats.stats().get(from..to).unwrap_or(&[]);
-        let (mut ts_ps, mut dur_ps) =
+        let (ts_ps, dur_ps) =
             (line.start_ps().saturating_add(*events.offset_ps.get(index)?), *events.duration_ps.get(index)?);
-        if let Some(origin_us) = self.rounding {
-            (ts_ps, dur_ps) = round_to_us(origin_us, ts_ps, dur_ps);
-        }
         let (stream, correlation, memory_bw_gbps) = read_args(kinds, line, stats);
         let on_gpu = (stream >= 0 && correlation >= 0) || self.sync_ids.contains(&name);
         Some(Row {

@@ -186,7 +186,8 @@ fn last_step_start(events: &HostEvents<'_>, step_names: &[u32]) -> Option<i64> {
             }
         },
     );
-    last
+    // The rounding never decreases, so the last start stays the last.
+    last.map(|start| events.rounded_start(start))
 }
 
 /// The rows HTA's analyses read, and the trace duration, with the last-step filter
@@ -222,7 +223,7 @@ struct Pass {
     /// Kept CPU rows that may matter: those with a stream or a correlation (and, when
     /// asked, every kept CPU row), in order.
     side: Vec<SideRow>,
-    /// First and last start of the kept CPU rows, all of them.
+    /// First and last start of the kept CPU rows, all of them (unrounded).
     cpu_span: Option<(i64, i64)>,
     /// Some kept CPU row has no correlation.
     uncorrelated_cpu_kept: bool,
@@ -244,10 +245,10 @@ impl Pass {
             |_| true,
             |at, row| {
                 if row.on_gpu {
-                    pass.gpu.push(*row);
+                    pass.gpu.push(events.rounded(*row));
                     return;
                 }
-                if last_step_start.is_some_and(|start| row.ts_ps >= start) {
+                if last_step_start.is_some_and(|start| !events.starts_before(row.ts_ps, start)) {
                     return;
                 }
                 pass.cpu_span = Some(match pass.cpu_span {
@@ -328,6 +329,8 @@ impl Pass {
         }
         rows.reserve_exact(side.len());
         let gpu_span = rows.iter().map(|row| row.ts_ps);
+        // The rounding never decreases: the first and last CPU starts stay first and last.
+        let cpu_span = cpu_span.map(|(first, last)| (events.rounded_start(first), events.rounded_start(last)));
         let first = gpu_span.clone().min().into_iter().chain(cpu_span.map(|(first, _)| first)).min();
         let last = gpu_span.max().into_iter().chain(cpu_span.map(|(_, last)| last)).max();
         let duration_ps = match (first, last) {
