@@ -195,8 +195,7 @@ fn last_step_start(events: &HostEvents<'_>, step_names: &[u32]) -> Option<i64> {
 fn rows(events: &HostEvents<'_>, last_step_start: Option<i64>, launch_names: &[u32]) -> (Vec<Row>, i64) {
     let mut pass = Pass::run(events, last_step_start, launch_names, false);
     if pass.uncorrelated_launch
-        && (pass.gpu.iter().any(|row| row.stream != -1 && row.correlation == -1)
-            || pass.side.iter().any(|side| side.stream && side.correlation == -1))
+        && pass.gpu.iter().chain(&pass.side).any(|found| found.stream && found.correlation == -1)
     {
         // HTA joins launches on `correlation`, -1 included: every kept CPU row
         // without one then pairs with the GPU-side rows without one.
@@ -205,10 +204,10 @@ fn rows(events: &HostEvents<'_>, last_step_start: Option<i64>, launch_names: &[u
     pass.finish(events, last_step_start.is_some())
 }
 
-/// A kept CPU row that may matter, found by a [`Pass`] and read again once the
-/// correlations of the GPU side are known.
+/// A row found by a [`Pass`], read again (and rounded) once it is known to be kept,
+/// so that the rows are built once, in a vector of the right size.
 #[derive(Clone, Copy)]
-struct SideRow {
+struct Found {
     at: EventAt,
     /// The row has a stream.
     stream: bool,
@@ -219,10 +218,10 @@ struct SideRow {
 #[derive(Default)]
 struct Pass {
     /// GPU ops (HTA's GPU-op filter), before the last-step filter.
-    gpu: Vec<Row>,
+    gpu: Vec<Found>,
     /// Kept CPU rows that may matter: those with a stream or a correlation (and, when
     /// asked, every kept CPU row), in order.
-    side: Vec<SideRow>,
+    side: Vec<Found>,
     /// First and last start of the kept CPU rows, all of them (unrounded).
     cpu_span: Option<(i64, i64)>,
     /// Some kept CPU row has no correlation.
@@ -232,8 +231,8 @@ struct Pass {
 }
 
 impl Pass {
-    /// Reads every event once: GPU ops become rows, CPU rows (those before
-    /// `last_step_start`) are summarised and, when they may matter, remembered.
+    /// Reads every event once: GPU ops and CPU rows that may matter (those before
+    /// `last_step_start`) are remembered, the other CPU rows summarised.
     fn run(
         events: &HostEvents<'_>,
         last_step_start: Option<i64>,
@@ -244,8 +243,9 @@ impl Pass {
         events.each(
             |_| true,
             |at, row| {
+                let found = Found { at, stream: row.stream != -1, correlation: row.correlation };
                 if row.on_gpu {
-                    pass.gpu.push(events.rounded(*row));
+                    pass.gpu.push(found);
                     return;
                 }
                 if last_step_start.is_some_and(|start| !events.starts_before(row.ts_ps, start)) {
@@ -260,7 +260,7 @@ impl Pass {
                     pass.uncorrelated_launch |= launch_names.contains(&row.name);
                 }
                 if row.stream != -1 || row.correlation != -1 || keep_uncorrelated {
-                    pass.side.push(SideRow { at, stream: row.stream != -1, correlation: row.correlation });
+                    pass.side.push(found);
                 }
             },
         );
@@ -274,19 +274,21 @@ impl Pass {
         // Correlations of GPU-side rows: the only ones a CPU row is read for.
         let gpu_side = Correlations::new(
             gpu.iter()
-                .map(|row| row.correlation)
-                .chain(side.iter().filter(|side| side.stream).map(|side| side.correlation)),
+                .map(|found| found.correlation)
+                .chain(side.iter().filter(|found| found.stream).map(|found| found.correlation)),
         );
         let mut finger = 0;
-        side.retain(|row| row.stream || row.correlation == -1 || gpu_side.slot(row.correlation, &mut finger).is_some());
+        side.retain(|found| {
+            found.stream || found.correlation == -1 || gpu_side.slot(found.correlation, &mut finger).is_some()
+        });
         side.shrink_to_fit();
 
         // Per GPU-side correlation: how many kept CPU rows have it, and the latest
         // one's start.
         let mut launches: Vec<(usize, i64)> = vec![(0, i64::MIN); gpu_side.len()];
         let mut finger = 0;
-        for side in side.iter().filter(|side| side.correlation != -1) {
-            let (Some(slot), Some(row)) = (gpu_side.slot(side.correlation, &mut finger), events.read(side.at)) else {
+        for found in side.iter().filter(|found| found.correlation != -1) {
+            let (Some(slot), Some(row)) = (gpu_side.slot(found.correlation, &mut finger), events.read(found.at)) else {
                 continue;
             };
             if let Some((count, start)) = launches.get_mut(slot) {
@@ -294,40 +296,48 @@ impl Pass {
                 *start = (*start).max(row.ts_ps);
             }
         }
+        let mut finger = 0;
+        let mut launch_of = |correlation: i64| {
+            let slot = if correlation == -1 { None } else { gpu_side.slot(correlation, &mut finger) };
+            slot.and_then(|slot| launches.get(slot)).copied().unwrap_or((0, i64::MIN))
+        };
         // HTA's `index_correlation` (a GPU op shares the correlation), computed before
-        // any filtering.
+        // any filtering; and how often HTA's inner merge with the kept CPU rows keeps
+        // each GPU op.
         let mut launched = vec![false; gpu_side.len()];
         let mut finger = 0;
-        for row in gpu.iter().filter(|row| row.correlation != -1) {
-            if let Some(flag) = gpu_side.slot(row.correlation, &mut finger).and_then(|slot| launched.get_mut(slot)) {
+        let mut total = side.len();
+        for found in &gpu {
+            if found.correlation != -1
+                && let Some(flag) =
+                    gpu_side.slot(found.correlation, &mut finger).and_then(|slot| launched.get_mut(slot))
+            {
                 *flag = true;
             }
         }
+        let copies = |correlation: i64, launches: usize| match (filtered, correlation) {
+            (false, _) => 1,
+            // A sync op without a correlation would pair with every CPU row; keep it once.
+            (true, -1) => usize::from(uncorrelated_cpu_kept),
+            (true, _) => launches,
+        };
+        for found in &gpu {
+            total += copies(found.correlation, launch_of(found.correlation).0);
+        }
 
-        // Each GPU op as often as HTA's inner merge with the kept CPU rows keeps it,
-        // with the start of its latest launch; built in place in the common case of
-        // at most one copy.
-        let mut rows = gpu;
-        let mut copies: Vec<usize> = Vec::with_capacity(rows.len());
-        let mut finger = 0;
-        for row in &mut rows {
-            let slot = if row.correlation == -1 { None } else { gpu_side.slot(row.correlation, &mut finger) };
-            let (count, start) = slot.and_then(|slot| launches.get(slot)).copied().unwrap_or((0, i64::MIN));
-            row.linked_cpu_ts_ps = (count > 0).then_some(start);
-            copies.push(match (filtered, row.correlation) {
-                (false, _) => 1,
-                // A sync op without a correlation would pair with every CPU row; keep it once.
-                (true, -1) => usize::from(uncorrelated_cpu_kept),
-                (true, _) => count,
-            });
+        let mut rows = Vec::with_capacity(total);
+        for found in &gpu {
+            let (count, start) = launch_of(found.correlation);
+            let copies = copies(found.correlation, count);
+            if copies == 0 {
+                continue;
+            }
+            if let Some(mut row) = events.read(found.at) {
+                row.linked_cpu_ts_ps = (count > 0).then_some(start);
+                rows.extend(std::iter::repeat_n(row, copies));
+            }
         }
-        if copies.iter().all(|&n| n <= 1) {
-            let mut copies = copies.iter();
-            rows.retain(|_| copies.next() == Some(&1));
-        } else {
-            rows = rows.into_iter().zip(copies).flat_map(|(row, n)| std::iter::repeat_n(row, n)).collect();
-        }
-        rows.reserve_exact(side.len());
+        drop(gpu);
         let gpu_span = rows.iter().map(|row| row.ts_ps);
         // The rounding never decreases: the first and last CPU starts stay first and last.
         let cpu_span = cpu_span.map(|(first, last)| (events.rounded_start(first), events.rounded_start(last)));
