@@ -130,8 +130,8 @@ pub struct RankTrace {
     /// The host (file) name the rank came from.
     pub host: String,
     /// The rows the analyses read (see the module docs): GPU ops, then CPU rows that
-    /// have a stream or share a correlation with a GPU-side row, each group line by
-    /// line in start order.
+    /// have a stream or (with [`CpuRows::Correlated`]) share a correlation with a
+    /// GPU-side row, each group line by line in start order.
     pub rows: Vec<Row>,
     /// Latest row start minus earliest row start, in ps (HTA's trace duration, over
     /// every row HTA keeps, including those not in `rows`).
@@ -149,9 +149,21 @@ pub struct GpuTraces {
     pub last_step_dropped: bool,
 }
 
+/// Which CPU rows (rows HTA's GPU-op filter does not select) [`load`] keeps in
+/// [`RankTrace::rows`]. Either way the links, the last-step filter and the trace
+/// duration take every row into account.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpuRows {
+    /// Those with a stream, which every analysis reads as GPU-side rows: all that
+    /// the analyses other than launch statistics and queue length need.
+    WithStream,
+    /// Also those that share a correlation with a GPU-side row (the launches).
+    Correlated,
+}
+
 /// Builds HTA's view of `hosts` (Kineto traces; other hosts are read the same way
-/// where they carry `stream` and `correlation` args).
-pub fn load(hosts: &[&Host]) -> GpuTraces {
+/// where they carry `stream` and `correlation` args), keeping `cpu_rows`.
+pub fn load(hosts: &[&Host], cpu_rows: CpuRows) -> GpuTraces {
     let mut symbols = Symbols::default();
     let readers: Vec<HostEvents<'_>> = hosts.iter().map(|host| HostEvents::new(host, &mut symbols)).collect();
     let step_names: Vec<u32> =
@@ -165,8 +177,8 @@ pub fn load(hosts: &[&Host]) -> GpuTraces {
             let (rows, duration_ps) = match last_step_start {
                 // A rank without a `ProfilerStep` keeps nothing.
                 Some(None) => (Vec::new(), 0),
-                Some(Some(start)) => rows(reader, Some(start), &launch_names),
-                None => rows(reader, None, &launch_names),
+                Some(Some(start)) => rows(reader, Some(start), &launch_names, cpu_rows),
+                None => rows(reader, None, &launch_names, cpu_rows),
             };
             RankTrace { rank: reader.host().rank.unwrap_or(0), host: reader.host().name.clone(), rows, duration_ps }
         })
@@ -192,16 +204,22 @@ fn last_step_start(events: &HostEvents<'_>, step_names: &[u32]) -> Option<i64> {
 
 /// The rows HTA's analyses read, and the trace duration, with the last-step filter
 /// at `last_step_start` when given.
-fn rows(events: &HostEvents<'_>, last_step_start: Option<i64>, launch_names: &[u32]) -> (Vec<Row>, i64) {
+fn rows(
+    events: &HostEvents<'_>,
+    last_step_start: Option<i64>,
+    launch_names: &[u32],
+    cpu_rows: CpuRows,
+) -> (Vec<Row>, i64) {
     let mut pass = Pass::run(events, last_step_start, launch_names, false);
-    if pass.uncorrelated_launch
+    if cpu_rows == CpuRows::Correlated
+        && pass.uncorrelated_launch
         && pass.gpu.iter().chain(&pass.side).any(|found| found.stream && found.correlation == -1)
     {
         // HTA joins launches on `correlation`, -1 included: every kept CPU row
         // without one then pairs with the GPU-side rows without one.
         pass = Pass::run(events, last_step_start, launch_names, true);
     }
-    pass.finish(events, last_step_start.is_some())
+    pass.finish(events, last_step_start.is_some(), cpu_rows)
 }
 
 /// A row found by a [`Pass`], read again (and rounded) once it is known to be kept,
@@ -267,9 +285,9 @@ impl Pass {
         pass
     }
 
-    /// HTA's rows: links, the last-step filter (`filtered`; `side` only holds kept CPU
-    /// rows already), and the trace duration.
-    fn finish(self, events: &HostEvents<'_>, filtered: bool) -> (Vec<Row>, i64) {
+    /// HTA's rows (with `cpu_rows`): links, the last-step filter (`filtered`; `side`
+    /// only holds kept CPU rows already), and the trace duration.
+    fn finish(self, events: &HostEvents<'_>, filtered: bool, cpu_rows: CpuRows) -> (Vec<Row>, i64) {
         let Pass { gpu, mut side, cpu_span, uncorrelated_cpu_kept, .. } = self;
         // Correlations of GPU-side rows: the only ones a CPU row is read for.
         let gpu_side = Correlations::new(
@@ -306,7 +324,8 @@ impl Pass {
         // each GPU op.
         let mut launched = vec![false; gpu_side.len()];
         let mut finger = 0;
-        let mut total = side.len();
+        let in_rows = |found: &Found| found.stream || cpu_rows == CpuRows::Correlated;
+        let mut total = side.iter().filter(|found| in_rows(found)).count();
         for found in &gpu {
             if found.correlation != -1
                 && let Some(flag) =
@@ -348,7 +367,7 @@ impl Pass {
             _ => 0,
         };
         let mut finger = 0;
-        for side in side {
+        for side in side.into_iter().filter(in_rows) {
             if let Some(mut row) = events.read(side.at) {
                 let slot = if row.correlation == -1 { None } else { gpu_side.slot(row.correlation, &mut finger) };
                 row.launches_gpu_op = slot.and_then(|slot| launched.get(slot)).copied().unwrap_or(false);
