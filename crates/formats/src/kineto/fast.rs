@@ -290,12 +290,26 @@ impl Cursor<'_> {
 
     /// Digits from a non-zero one on: their value, `None` beyond `u64`.
     fn digits(&mut self) -> Option<u64> {
-        let mut value = Some(0u64);
-        while let Some(digit) = self.peek().filter(u8::is_ascii_digit) {
-            value = value.and_then(|v| v.checked_mul(10)?.checked_add(u64::from(digit - b'0')));
-            self.at += 1;
+        let rest = self.bytes.get(self.at..).unwrap_or(&[]);
+        let mut count = 0;
+        let mut value = 0u64;
+        for &byte in rest {
+            let digit = byte.wrapping_sub(b'0');
+            if digit > 9 {
+                break;
+            }
+            // Exact for the first 19 digits, which always fit; longer numbers are
+            // read again below.
+            value = value.wrapping_mul(10).wrapping_add(u64::from(digit));
+            count += 1;
         }
-        value
+        let digits = rest.get(..count)?;
+        self.at += count;
+        if count <= 19 {
+            Some(value)
+        } else {
+            digits.iter().try_fold(0u64, |value, d| value.checked_mul(10)?.checked_add(u64::from(d - b'0')))
+        }
     }
 
     /// A number of microseconds in plain decimal notation (what [`super::number::parse_micros`]
@@ -317,11 +331,10 @@ impl Cursor<'_> {
 
     /// At least one digit.
     fn some_digits(&mut self) -> Option<()> {
-        let start = self.at;
-        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
-            self.at += 1;
-        }
-        (self.at > start).then_some(())
+        let rest = self.bytes.get(self.at..).unwrap_or(&[]);
+        let count = rest.iter().position(|b| !b.is_ascii_digit()).unwrap_or(rest.len());
+        self.at += count;
+        (count > 0).then_some(())
     }
 
     /// A string or a number.
