@@ -8,8 +8,8 @@
 //! - **Rows**: complete events (`ph: "X"`) with a `cat`; `cat == "Trace"` is dropped
 //!   (instants, counters, flows and metadata have no `dur` and are dropped by HTA).
 //! - **Columns**: `stream` = `args.stream` (an integer, else -1), `correlation` =
-//!   `args.correlation` (else -1), `bytes` = `args.bytes`, `memory_bw_gbps` =
-//!   `args["memory bandwidth (GB/s)"]` (else 0).
+//!   `args.correlation` (else -1), `memory_bw_gbps` = `args["memory bandwidth
+//!   (GB/s)"]` (else 0).
 //! - **Nanosecond traces**: when any `ts` has a fraction of a microsecond, every start
 //!   is rounded up and every end down to a whole microsecond (`dur = floor(ts + dur) -
 //!   ceil(ts)`, which can be negative for sub-µs events, as in HTA).
@@ -32,11 +32,13 @@
 //!
 //! The one design decision to know: HTA keeps a row for every event, but its analyses
 //! only read GPU-side rows (GPU ops and any row with a `stream`) and the CPU rows
-//! joined to them by `correlation`. [`load`] keeps exactly those rows, in the order
-//! HTA's DataFrame has them, and folds every other row into the few facts the rules
-//! above take from it (the trace duration, whether an uncorrelated CPU row survives
-//! the last-step filter). On a PyTorch trace that is about one row in four, read in
-//! one pass over the model's columns.
+//! joined to them by `correlation` (those only for launch statistics and queue
+//! length, see [`CpuRows`]). [`load`] keeps exactly those rows, in the order HTA's
+//! DataFrame has them, and folds every other row into the few facts the rules above
+//! take from it (the trace duration, whether an uncorrelated CPU row survives the
+//! last-step filter). One pass over the model's columns finds the rows by position;
+//! the kept ones (on a PyTorch trace, one in six to one in ten) are then read and
+//! rounded once, into a vector of their final size.
 
 mod correlations;
 mod events;
