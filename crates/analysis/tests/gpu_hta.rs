@@ -292,3 +292,42 @@ fn ranks_without_gpu_ops_give_empty_breakdowns_where_hta_fails() {
     let text: Vec<&String> = report.sections.iter().flat_map(|s| &s.notes).collect();
     assert!(text.iter().any(|n| n.contains("No GPU ops")), "{text:?}");
 }
+
+/// Each analysis run alone (which loads only the CPU rows it needs) gives what it
+/// gives when all run together, on every HTA trace.
+#[test]
+fn each_analysis_alone_equals_it_among_all() {
+    for case in cases() {
+        let sessions = mlprof_formats::discover::load(&trace_dir(&case)).unwrap_or_else(|e| panic!("{case}: {e}"));
+        let hosts: Vec<&Host> = sessions.iter().flat_map(|s| &s.hosts).collect();
+        let all = gpu::analyze(&hosts, &[]);
+        for name in gpu::ANALYSES {
+            let alone = gpu::analyze(&hosts, &[name]);
+            let (ours, theirs) = match name {
+                "temporal_breakdown" => {
+                    (format!("{:?}", alone.temporal_breakdown), format!("{:?}", all.temporal_breakdown))
+                }
+                "idle_time_breakdown" => {
+                    (format!("{:?}", alone.idle_time_breakdown), format!("{:?}", all.idle_time_breakdown))
+                }
+                "kernel_breakdown" => (format!("{:?}", alone.kernel_breakdown), format!("{:?}", all.kernel_breakdown)),
+                "comm_comp_overlap" => {
+                    (format!("{:?}", alone.comm_comp_overlap), format!("{:?}", all.comm_comp_overlap))
+                }
+                "cuda_kernel_launch_stats" => {
+                    (format!("{:?}", alone.cuda_kernel_launch_stats), format!("{:?}", all.cuda_kernel_launch_stats))
+                }
+                "queue_length_summary" => {
+                    (format!("{:?}", alone.queue_length_summary), format!("{:?}", all.queue_length_summary))
+                }
+                "memory_bw_summary" => {
+                    (format!("{:?}", alone.memory_bw_summary), format!("{:?}", all.memory_bw_summary))
+                }
+                other => panic!("unknown analysis {other}"),
+            };
+            assert!(ours.starts_with("Some("), "{case}: {name} alone gave nothing");
+            assert_eq!(ours, theirs, "{case}: {name} alone differs");
+            assert_eq!(alone.last_step_dropped, all.last_step_dropped, "{case}: {name}");
+        }
+    }
+}

@@ -83,8 +83,9 @@ pub fn render_sorted(mut report: Report, csv: bool, sort: Option<&str>, tool: &s
 
 /// `value` as pretty JSON with a final newline.
 pub fn render_json(value: &impl serde::Serialize) -> Result<String, Failure> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| Failure::input(e.to_string()))?;
-    Ok(format!("{text}\n"))
+    let mut text = serde_json::to_string_pretty(value).map_err(|e| Failure::input(e.to_string()))?;
+    text.push('\n');
+    Ok(text)
 }
 
 #[cfg(test)]

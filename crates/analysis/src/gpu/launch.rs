@@ -12,8 +12,9 @@ use serde::Serialize;
 
 use super::{Context, us};
 
-/// Runtime calls HTA joins.
-const LAUNCH_NAMES: [&str; 5] = [
+/// Runtime calls HTA joins (on `correlation`, so [`super::trace`] keeps the CPU rows
+/// without one when one of these has none).
+pub(crate) const LAUNCH_NAMES: [&str; 5] = [
     "cudaLaunchKernel",
     "cudaLaunchKernelExC",
     "runFunction - job_prep_and_submit_for_execution",

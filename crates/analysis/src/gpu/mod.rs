@@ -11,8 +11,9 @@
 //! | `queue_length_summary` | `get_queue_length_summary`, `get_time_spent_blocked_on_full_queue` | [`queue`] |
 //! | `memory_bw_summary` | `get_memory_bw_summary` | [`memory_bw`] |
 //!
-//! Every analysis reads the rows [`trace::load`] keeps, i.e. exactly the events HTA
-//! keeps after `TraceAnalysis(trace_dir=…)` (last profiler step dropped). Unlike HTA,
+//! Every analysis reads the rows [`trace::load`] keeps, i.e. the events HTA keeps
+//! after `TraceAnalysis(trace_dir=…)` (last profiler step dropped) that its analyses
+//! read; only the CPU rows of the selected analyses are loaded. Unlike HTA,
 //! every analysis covers all ranks (HTA's per-rank APIs default to rank 0).
 //! Results are in microseconds (HTA's unit); [`hta_csv`] writes them with HTA's
 //! column names.
@@ -36,7 +37,7 @@ use mlprof_model::Host;
 use serde::Serialize;
 
 use kernel_type::KernelType;
-use trace::GpuTraces;
+use trace::{CpuRows, GpuTraces};
 
 /// The analyses, by name (the names `--tool gpu` selects from).
 pub const ANALYSES: [&str; 7] = [
@@ -57,9 +58,9 @@ pub struct Context {
 }
 
 impl Context {
-    /// Loads `hosts` (one per rank).
-    pub fn new(hosts: &[&Host]) -> Context {
-        let traces = trace::load(hosts);
+    /// Loads `hosts` (one per rank), keeping `cpu_rows`.
+    pub fn new(hosts: &[&Host], cpu_rows: CpuRows) -> Context {
+        let traces = trace::load(hosts, cpu_rows);
         let kernel_types = traces.symbols.iter().map(|(_, text)| kernel_type::kernel_type(text)).collect();
         Context { traces, kernel_types }
     }
@@ -104,8 +105,14 @@ pub struct GpuAnalysis {
 /// `hosts`, one host per rank. Unknown names are ignored; check them against
 /// [`ANALYSES`] first.
 pub fn analyze(hosts: &[&Host], selected: &[&str]) -> GpuAnalysis {
-    let context = Context::new(hosts);
     let wants = |name: &str| selected.is_empty() || selected.contains(&name);
+    // Only these two read CPU rows without a stream.
+    let cpu_rows = if wants("cuda_kernel_launch_stats") || wants("queue_length_summary") {
+        CpuRows::Correlated
+    } else {
+        CpuRows::WithStream
+    };
+    let context = Context::new(hosts, cpu_rows);
     GpuAnalysis {
         ranks: context.traces.ranks.iter().map(|rank| rank.rank).collect(),
         last_step_dropped: context.traces.last_step_dropped,

@@ -1,9 +1,14 @@
 //! Fast hashing and string interning for the Kineto reader.
 //!
-//! Interned strings borrow from the input (`Cow::Borrowed`) whenever the JSON text has
-//! no escapes, so interning a name that was seen before allocates nothing.
+//! Interning a string that was seen before allocates nothing; a new one is copied, so
+//! that the interner never reads the input again where it first saw a string (the
+//! reader releases the input's pages as it goes, and comparing with a borrowed key
+//! would fault them back in). A trace repeats the same few hundred strings millions of
+//! times, so a small direct-mapped cache, indexed by the length and three bytes of a
+//! string, answers most lookups with one comparison and no hashing; behind it, long
+//! strings (C++ kernel names run to hundreds of bytes) are hashed on their length and
+//! both ends only. Equality always compares strings whole.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -23,9 +28,15 @@ impl FxHasher {
     }
 }
 
-impl Hasher for FxHasher {
+/// Strings longer than this are hashed on their length and their first and last
+/// [`HASHED_END_BYTES`] bytes.
+const FULLY_HASHED_BYTES: usize = 64;
+/// See [`FULLY_HASHED_BYTES`].
+const HASHED_END_BYTES: usize = 24;
+
+impl FxHasher {
     #[inline]
-    fn write(&mut self, bytes: &[u8]) {
+    fn add_bytes(&mut self, bytes: &[u8]) {
         let mut chunks = bytes.chunks_exact(8);
         for chunk in &mut chunks {
             let mut word = [0u8; 8];
@@ -37,6 +48,21 @@ impl Hasher for FxHasher {
             let mut word = [0u8; 8];
             word[..rest.len()].copy_from_slice(rest);
             self.add(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 59));
+        }
+    }
+}
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        match (bytes.get(..HASHED_END_BYTES), bytes.len().checked_sub(HASHED_END_BYTES).and_then(|at| bytes.get(at..)))
+        {
+            (Some(head), Some(tail)) if bytes.len() > FULLY_HASHED_BYTES => {
+                self.add(bytes.len() as u64);
+                self.add_bytes(head);
+                self.add_bytes(tail);
+            }
+            _ => self.add_bytes(bytes),
         }
     }
     #[inline]
@@ -68,24 +94,56 @@ impl Hasher for FxHasher {
 /// A `HashMap` with [`FxHasher`].
 pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
+/// Slots of an [`Interner`]'s cache.
+const CACHE_SLOTS: usize = 256;
+
+/// An empty cache slot.
+const NO_ID: u32 = u32::MAX;
+
 /// Dense ids for strings, in first-seen order.
-#[derive(Debug, Default)]
-pub(crate) struct Interner<'de> {
-    map: FxMap<Cow<'de, str>, u32>,
-    list: Vec<Cow<'de, str>>,
+#[derive(Debug)]
+pub(crate) struct Interner {
+    map: FxMap<Box<str>, u32>,
+    list: Vec<Box<str>>,
+    /// The id last looked up through each slot (see [`cache_slot`]).
+    cache: [u32; CACHE_SLOTS],
 }
 
-impl<'de> Interner<'de> {
-    /// The id of `s`, creating it on first use (only then is anything allocated, and
-    /// only if `s` is owned).
+impl Default for Interner {
+    fn default() -> Self {
+        Interner { map: FxMap::default(), list: Vec::new(), cache: [NO_ID; CACHE_SLOTS] }
+    }
+}
+
+/// The cache slot of `s`: a mix of its length and its first, middle and last bytes.
+#[inline]
+fn cache_slot(s: &[u8]) -> usize {
+    let byte = |at: usize| s.get(at).map_or(0, |&b| usize::from(b));
+    let len = s.len();
+    (len.wrapping_mul(0x9e37) ^ byte(0) ^ (byte(len / 2) << 3) ^ (byte(len.wrapping_sub(1)) << 6)) % CACHE_SLOTS
+}
+
+impl Interner {
+    /// The id of `s`, creating it on first use (only then is anything allocated).
     #[inline]
-    pub fn intern(&mut self, s: Cow<'de, str>) -> Result<u32, TooMany> {
-        if let Some(&id) = self.map.get(s.as_ref()) {
-            return Ok(id);
+    pub fn intern(&mut self, s: &str) -> Result<u32, TooMany> {
+        let slot = cache_slot(s.as_bytes());
+        let cached = self.cache.get(slot).copied().unwrap_or(NO_ID);
+        if self.list.get(cached as usize).is_some_and(|known| **known == *s) {
+            return Ok(cached);
         }
-        let id = u32::try_from(self.list.len()).map_err(|_| TooMany)?;
-        self.list.push(s.clone());
-        self.map.insert(s, id);
+        let id = match self.map.get(s) {
+            Some(&id) => id,
+            None => {
+                let id = u32::try_from(self.list.len()).map_err(|_| TooMany)?;
+                self.list.push(s.into());
+                self.map.insert(s.into(), id);
+                id
+            }
+        };
+        if let Some(entry) = self.cache.get_mut(slot) {
+            *entry = id;
+        }
         Ok(id)
     }
 
@@ -100,7 +158,7 @@ impl<'de> Interner<'de> {
     }
 
     /// The strings in id order.
-    pub fn into_strings(self) -> Vec<Cow<'de, str>> {
+    pub fn into_strings(self) -> Vec<Box<str>> {
         self.list
     }
 }
@@ -126,12 +184,18 @@ mod tests {
     #[test]
     fn interner_reuses_ids() {
         let mut i = Interner::default();
-        let a = i.intern(Cow::Borrowed("a")).unwrap();
-        let b = i.intern(Cow::Owned("b".to_string())).unwrap();
-        assert_eq!(i.intern(Cow::Borrowed("a")).unwrap(), a);
-        assert_eq!(i.intern(Cow::Borrowed("b")).unwrap(), b);
+        let a = i.intern("a").unwrap();
+        let b = i.intern("b").unwrap();
+        assert_eq!(i.intern("a").unwrap(), a);
+        assert_eq!(i.intern("b").unwrap(), b);
         assert_eq!(i.get(b), "b");
         assert_eq!(i.len(), 2);
+        // Long strings that differ only in the middle (hashed alike) stay distinct.
+        let long = |middle: char| format!("{}{middle}{}", "x".repeat(40), "y".repeat(40));
+        let (c, d) = (i.intern(&long('c')).unwrap(), i.intern(&long('d')).unwrap());
+        assert_ne!(c, d);
+        assert_eq!(i.intern(&long('d')).unwrap(), d);
+        assert_eq!(i.get(c), long('c'));
         assert_eq!(fnv63(""), (0xcbf2_9ce4_8422_2325_u64 & (i64::MAX as u64)) as i64);
     }
 }

@@ -1,20 +1,21 @@
 //! Reader of PyTorch profiler / Kineto Chrome-trace JSON into a [`Host`].
 //!
-//! The document is parsed in one pass over the byte slice with serde_json: event fields
-//! are read with borrowed strings, times and values as raw JSON text (`RawValue`), and
-//! each event is appended to the columns of its `(pid, tid)` track. Names, categories
-//! and stat keys go through one interner per reader; only a name seen for the first
-//! time allocates. Whether a pid is a device is only known at the end, so the planes
-//! are assembled after the pass, each plane's metadata tables compacted to what its
-//! lines use.
+//! The document is parsed in one pass over the byte slice: event fields are read with
+//! borrowed strings, times and values as raw JSON text, and each event is appended to
+//! the columns of its `(pid, tid)` track. Names, categories and stat keys go through
+//! one interner per reader; only a name seen for the first time allocates. Whether a
+//! pid is a device is only known at the end, so the planes are assembled after the
+//! pass, each plane's metadata tables compacted to what its lines use.
 //!
 //! The pass is normally [`walk`]'s: the `traceEvents` array is read event by event, so
 //! that the reader can release the bytes it has read (a mapped file then does not stay
 //! resident, see [`read_kineto_releasing`]) and can read a large array in chunks on
-//! several threads, merged afterwards in file order. Chunk boundaries are guessed and
-//! verified; whenever the walk does not succeed, one sequential serde pass over the
-//! whole document decides (and reports errors with their line and column), so the
-//! result never depends on the way the file was read.
+//! several threads, merged afterwards in file order. Each event is read by [`fast`]'s
+//! scanner when it is written the plain way Kineto writes events, else by serde_json
+//! (both give the same fields). Chunk boundaries are guessed and verified; whenever the
+//! walk does not succeed, one sequential serde pass over the whole document decides
+//! (and reports errors with their line and column), so the result never depends on the
+//! way the file was read.
 //!
 //! Times are exact: `ts`/`dur` are decimal microseconds (`1712195495519695.8`), read
 //! from their text into whole µs plus picoseconds (never through `f64`; digits below a
@@ -45,6 +46,7 @@
 //!
 //! Host plane first, then device planes by id.
 
+mod fast;
 mod intern;
 mod number;
 mod parse;
@@ -179,7 +181,7 @@ enum DeviceKind {
 }
 
 /// Turns the collected tracks into planes and the host.
-fn assemble(mut r: Reader<'_>, path: &str, host_name: &str) -> std::result::Result<Host, String> {
+fn assemble(mut r: Reader, path: &str, host_name: &str) -> std::result::Result<Host, String> {
     // Time origin: the smallest whole µs of a model event; offsets so far are relative
     // to the first one seen. The span check of the pass guarantees no overflow here.
     let origin = match r.provisional_origin {
@@ -363,16 +365,16 @@ fn assemble(mut r: Reader<'_>, path: &str, host_name: &str) -> std::result::Resu
 
 /// Moves lines into a plane, mapping file-global metadata indices and stat keys to the
 /// plane's own dense tables (only entries the plane's lines use).
-struct Compactor<'r, 'de> {
-    r: &'r Reader<'de>,
+struct Compactor<'r> {
+    r: &'r Reader,
     meta_map: Vec<u32>,
     key_map: Vec<u32>,
 }
 
 const UNMAPPED: u32 = u32::MAX;
 
-impl<'r, 'de> Compactor<'r, 'de> {
-    fn new(r: &'r Reader<'de>) -> Self {
+impl<'r> Compactor<'r> {
+    fn new(r: &'r Reader) -> Self {
         Compactor { r, meta_map: vec![UNMAPPED; r.meta_list.len()], key_map: vec![UNMAPPED; r.keys.len()] }
     }
 
@@ -416,13 +418,16 @@ impl<'r, 'de> Compactor<'r, 'de> {
         if arena_full {
             return Err("the metadata strings of one plane exceed 4 GiB".to_string());
         }
-        for stat in line.stats.stats() {
-            match self.key_map.get_mut(stat.key as usize) {
-                Some(slot) if *slot == UNMAPPED => *slot = builder.stat_key(r.keys.get(stat.key)),
-                _ => {}
+        // One pass: map each key (the reader stores no `Ref` values to map).
+        for stat in line.stats.stats_mut() {
+            let key = stat.key;
+            if let Some(slot) = self.key_map.get_mut(key as usize) {
+                if *slot == UNMAPPED {
+                    *slot = builder.stat_key(r.keys.get(key));
+                }
+                stat.key = *slot;
             }
         }
-        line.stats.remap_keys(&self.key_map);
         builder.push_line(line);
         Ok(())
     }

@@ -98,15 +98,22 @@ pub(crate) fn parse_micros(text: &str) -> Result<Micros, &'static str> {
     } else {
         scaled(int_digits, frac_digits, exp)?
     };
-    let whole_mag = i64::try_from(whole_mag).map_err(|_| TOO_LARGE)?;
-    let frac_mag = frac_mag as i64;
-    if neg && frac_mag != 0 {
-        let whole = whole_mag.checked_neg().and_then(|w| w.checked_sub(1)).ok_or(TOO_LARGE)?;
-        Ok(Micros { whole, frac_ps: PS_PER_US - frac_mag })
-    } else if neg {
-        Ok(Micros { whole: -whole_mag, frac_ps: 0 })
-    } else {
-        Ok(Micros { whole: whole_mag, frac_ps: frac_mag })
+    Micros::from_magnitude(neg, whole_mag, frac_mag)
+}
+
+impl Micros {
+    /// The time `±(whole_mag + frac_mag / 10^6)` µs (`frac_mag < 10^6`).
+    pub(crate) fn from_magnitude(neg: bool, whole_mag: u64, frac_mag: u64) -> Result<Micros, &'static str> {
+        let whole_mag = i64::try_from(whole_mag).map_err(|_| TOO_LARGE)?;
+        let frac_mag = frac_mag as i64;
+        if neg && frac_mag != 0 {
+            let whole = whole_mag.checked_neg().and_then(|w| w.checked_sub(1)).ok_or(TOO_LARGE)?;
+            Ok(Micros { whole, frac_ps: PS_PER_US - frac_mag })
+        } else if neg {
+            Ok(Micros { whole: -whole_mag, frac_ps: 0 })
+        } else {
+            Ok(Micros { whole: whole_mag, frac_ps: frac_mag })
+        }
     }
 }
 

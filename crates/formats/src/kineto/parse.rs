@@ -1,6 +1,8 @@
 //! The streaming pass over the JSON: serde visitors that read each event's fields from
-//! the byte slice (strings borrowed, times and values as raw text) straight into
-//! per-track lines, with one name and stat-key interner for the whole file.
+//! the byte slice (strings borrowed, times and values as raw text) into [`Fields`],
+//! which [`Reader::finish_event`] appends to per-track lines, with one name and
+//! stat-key interner for the whole file. ([`super::fast`] fills the same [`Fields`]
+//! without serde for the events it reads.)
 
 use std::borrow::Cow;
 use std::fmt;
@@ -70,7 +72,7 @@ enum TidKey {
 
 /// Everything the streaming pass collects.
 #[derive(Default)]
-pub(crate) struct Reader<'de> {
+pub(crate) struct Reader {
     /// Top-level keys other than `traceEvents`, with raw JSON values, in file order.
     pub top_level: Vec<(String, String)>,
     /// The input was a bare array of events.
@@ -83,16 +85,16 @@ pub(crate) struct Reader<'de> {
     /// The pids, first-seen order.
     pub pids: Vec<PidInfo>,
     int_pids: FxMap<i64, u32>,
-    str_pids: Interner<'de>,
+    str_pids: Interner,
     str_pid_index: Vec<u32>,
-    str_tids: Interner<'de>,
+    str_tids: Interner,
     /// Event names.
-    pub names: Interner<'de>,
+    pub names: Interner,
     /// Event categories.
-    pub cats: Interner<'de>,
+    pub cats: Interner,
     cat_classes: Vec<CatClass>,
     /// Event phases.
-    pub phs: Interner<'de>,
+    pub phs: Interner,
     catph: FxMap<(u32, u32), u32>,
     /// `(cat id or NO_CAT, ph id)` per variant id.
     pub catph_list: Vec<(u32, u32)>,
@@ -100,7 +102,7 @@ pub(crate) struct Reader<'de> {
     /// `(name id, variant id)` per file-global metadata index.
     pub meta_list: Vec<(u32, u32)>,
     /// Stat keys.
-    pub keys: Interner<'de>,
+    pub keys: Interner,
     /// Whole µs of the first model-event timestamp: offsets are relative to it until
     /// assembly moves them to the final origin.
     pub provisional_origin: Option<i64>,
@@ -117,17 +119,47 @@ pub(crate) struct Reader<'de> {
 }
 
 /// The fields of one event, read without any state (so that any deserializer, the
-/// sequential one or the per-event ones of [`super::walk`], can produce them).
+/// sequential one or the per-event ones of [`super::walk`], or [`super::fast`]'s
+/// scanner, can produce them). Raw values are the JSON text of the value.
+#[derive(Default)]
 pub(crate) struct Fields<'de> {
-    ph: Option<Cow<'de, str>>,
-    name: Option<Cow<'de, str>>,
-    cat: Option<Cow<'de, str>>,
-    pid: Option<Id<'de>>,
-    tid: Option<Id<'de>>,
-    ts: Option<Micros>,
-    dur: Option<(Micros, &'de RawValue)>,
-    args: Option<&'de RawValue>,
-    extras: Extras<'de>,
+    pub ph: Option<Cow<'de, str>>,
+    pub name: Option<Cow<'de, str>>,
+    pub cat: Option<Cow<'de, str>>,
+    pub pid: Option<Id<'de>>,
+    pub tid: Option<Id<'de>>,
+    pub ts: Option<Micros>,
+    pub dur: Option<(Micros, &'de str)>,
+    pub args: Option<Args<'de>>,
+    /// The entries `(key, raw value, the value if it is an integer that fits an
+    /// `i64`)` of an `args` object read as [`Args::Entries`].
+    pub arg_entries: Vec<(&'de str, &'de str, Option<i64>)>,
+    pub extras: Extras<'de>,
+}
+
+/// An event's `args` value, as its raw JSON text.
+pub(crate) enum Args<'de> {
+    /// Parsed when the event is added.
+    Raw(&'de str),
+    /// An object already split into [`Fields::arg_entries`].
+    Entries(&'de str),
+}
+
+impl Fields<'_> {
+    /// Empties the fields for the next event, keeping their buffers.
+    pub fn clear(&mut self) {
+        self.ph = None;
+        self.name = None;
+        self.cat = None;
+        self.pid = None;
+        self.tid = None;
+        self.ts = None;
+        self.dur = None;
+        self.args = None;
+        self.arg_entries.clear();
+        self.extras.inline = [None; INLINE_EXTRAS];
+        self.extras.spill.clear();
+    }
 }
 
 /// How many unusual event fields (`id`, `bp`, `s`, …) are held without allocating.
@@ -137,13 +169,14 @@ const INLINE_EXTRAS: usize = 2;
 /// [`INLINE_EXTRAS`] with unescaped keys live inline, so flow and instant events
 /// allocate nothing. Kept small: a [`Fields`] is moved a few times per event.
 #[derive(Default)]
-struct Extras<'de> {
-    inline: [Option<(&'de str, &'de RawValue)>; INLINE_EXTRAS],
-    spill: Vec<(Cow<'de, str>, &'de RawValue)>,
+pub(crate) struct Extras<'de> {
+    inline: [Option<(&'de str, &'de str)>; INLINE_EXTRAS],
+    spill: Vec<(Cow<'de, str>, &'de str)>,
 }
 
 impl<'de> Extras<'de> {
-    fn push(&mut self, key: Cow<'de, str>, raw: &'de RawValue) {
+    /// Adds a field with its raw value, after those already there.
+    pub fn push(&mut self, key: Cow<'de, str>, raw: &'de str) {
         if let (Cow::Borrowed(key), true) = (&key, self.spill.is_empty())
             && let Some(slot) = self.inline.iter_mut().find(|slot| slot.is_none())
         {
@@ -154,13 +187,13 @@ impl<'de> Extras<'de> {
     }
 
     /// The fields in file order (inline ones first: once one spills, all later ones do).
-    fn iter(&self) -> impl Iterator<Item = (&str, &'de RawValue)> {
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &'de str)> {
         self.inline.iter().map_while(|slot| *slot).chain(self.spill.iter().map(|(k, raw)| (k.as_ref(), *raw)))
     }
 }
 
 /// A pid or tid as written.
-enum Id<'de> {
+pub(crate) enum Id<'de> {
     Int(i64),
     Str(Cow<'de, str>),
 }
@@ -174,24 +207,27 @@ impl Id<'_> {
     }
 }
 
-impl<'de> Reader<'de> {
+impl Reader {
     /// Handles one complete event.
-    pub(crate) fn finish_event(&mut self, f: Fields<'de>) -> Result<(), String> {
-        let ph = f.ph.unwrap_or(Cow::Borrowed(""));
+    pub(crate) fn finish_event(&mut self, f: &Fields<'_>) -> Result<(), String> {
+        let ph = f.ph.as_deref().unwrap_or("");
         if ph == "M" {
             self.meta_events.push(ChromeMetadataEvent {
-                name: f.name.map(Cow::into_owned).unwrap_or_default(),
+                name: f.name.as_deref().unwrap_or_default().to_string(),
                 pid: f.pid.as_ref().map_or(TrackId::Int(0), Id::to_track_id),
                 tid: f.tid.as_ref().map(Id::to_track_id),
                 ts_ps: None,
-                args_json: f.args.map(|a| a.get().to_string()).unwrap_or_default(),
+                args_json: match f.args {
+                    Some(Args::Raw(raw) | Args::Entries(raw)) => raw.to_string(),
+                    None => String::new(),
+                },
             });
             self.meta_ts.push(f.ts);
             return Ok(());
         }
-        let pid = f.pid.unwrap_or(Id::Int(0));
-        let tid = f.tid.unwrap_or(Id::Int(0));
-        let track = self.track(&pid, &tid)?;
+        let pid = f.pid.as_ref().unwrap_or(&Id::Int(0));
+        let tid = f.tid.as_ref().unwrap_or(&Id::Int(0));
+        let track = self.track(pid, tid)?;
         let offset = match f.ts {
             Some(ts) => self.offset(ts)?,
             None => {
@@ -206,29 +242,40 @@ impl<'de> Reader<'de> {
             (Some((dur, _)), true) => dur.to_ps().ok_or("\"dur\": duration too large for 64-bit picoseconds")?,
             _ => 0,
         };
-        let metadata = self.metadata(f.name, f.cat, ph, track)?;
+        let metadata = self.metadata(f.name.as_deref(), f.cat.as_deref(), ph, track)?;
 
         let Reader { tracks, keys, text, .. } = self;
         let Some(line) = tracks.get_mut(track as usize) else {
             return Err("internal error: unknown track".to_string());
         };
         let stats = &mut line.line.stats;
-        if let Some(args) = f.args {
-            push_args(args, stats, keys, text)?;
+        match f.args {
+            Some(Args::Raw(args)) => push_args(args, stats, keys, text)?,
+            Some(Args::Entries(_)) => {
+                for &(key, raw, integer) in &f.arg_entries {
+                    let key = keys.intern(rename(key)).map_err(|_| too_many("stat keys"))?;
+                    match integer {
+                        // What `push_scalar` makes of the integer's text.
+                        Some(value) => stats.push(key, StatValue::Int(value)),
+                        None => push_scalar(stats, key, raw, text)?,
+                    }
+                }
+            }
+            None => {}
         }
         // Top-level fields other than the args are kept as `@`-prefixed stats (see
         // `crate::chrome`), typed for `s`/`id`/`bp`, raw JSON otherwise.
         for (key, raw) in f.extras.iter() {
             let stat = field_key(keys, key)?;
             if matches!(key, "s" | "id" | "bp") {
-                push_scalar(stats, stat, raw.get(), text)?;
+                push_scalar(stats, stat, raw, text)?;
             } else {
-                stats.push_json(stat, raw.get()).map_err(|_| arena_full())?;
+                stats.push_json(stat, raw).map_err(|_| arena_full())?;
             }
         }
         if let (Some((_, raw)), false) = (f.dur, is_complete) {
             let stat = field_key(keys, "dur")?;
-            stats.push_json(stat, raw.get()).map_err(|_| arena_full())?;
+            stats.push_json(stat, raw).map_err(|_| arena_full())?;
         }
         if stats.len() > u32::MAX as usize {
             return Err(too_many("stats on one thread"));
@@ -239,7 +286,7 @@ impl<'de> Reader<'de> {
 
     /// The track of `(pid, tid)`, created on first use.
     #[inline]
-    fn track(&mut self, pid: &Id<'de>, tid: &Id<'de>) -> Result<u32, String> {
+    fn track(&mut self, pid: &Id<'_>, tid: &Id<'_>) -> Result<u32, String> {
         if let (Id::Int(p), Id::Int(t)) = (pid, tid) {
             match self.last_track {
                 Some((lp, lt, idx)) if lp == *p && lt == *t => return Ok(idx),
@@ -259,7 +306,7 @@ impl<'de> Reader<'de> {
         let pid_index = self.pid_index(pid)?;
         let tid_key = match tid {
             Id::Int(t) => TidKey::Int(*t),
-            Id::Str(s) => TidKey::Str(self.str_tids.intern(s.clone()).map_err(|_| too_many("thread ids"))?),
+            Id::Str(s) => TidKey::Str(self.str_tids.intern(s).map_err(|_| too_many("thread ids"))?),
         };
         if let Some(&idx) = self.other_tracks.get(&(pid_index, tid_key)) {
             return Ok(idx);
@@ -269,7 +316,7 @@ impl<'de> Reader<'de> {
         Ok(idx)
     }
 
-    fn new_track(&mut self, pid: &Id<'de>, tid: &Id<'de>) -> Result<u32, String> {
+    fn new_track(&mut self, pid: &Id<'_>, tid: &Id<'_>) -> Result<u32, String> {
         let pid_index = self.pid_index(pid)?;
         let idx = u32::try_from(self.tracks.len()).map_err(|_| too_many("threads"))?;
         let line = Line { chrome_track: Some((pid.to_track_id(), tid.to_track_id())), ..Line::default() };
@@ -277,12 +324,12 @@ impl<'de> Reader<'de> {
         Ok(idx)
     }
 
-    fn pid_index(&mut self, pid: &Id<'de>) -> Result<u32, String> {
+    fn pid_index(&mut self, pid: &Id<'_>) -> Result<u32, String> {
         let next = u32::try_from(self.pids.len()).map_err(|_| too_many("processes"))?;
         let idx = match pid {
             Id::Int(p) => *self.int_pids.entry(*p).or_insert(next),
             Id::Str(s) => {
-                let sid = self.str_pids.intern(s.clone()).map_err(|_| too_many("processes"))? as usize;
+                let sid = self.str_pids.intern(s).map_err(|_| too_many("processes"))? as usize;
                 if sid == self.str_pid_index.len() {
                     self.str_pid_index.push(next);
                 }
@@ -323,14 +370,8 @@ impl<'de> Reader<'de> {
 
     /// The file-global metadata index of `(name, cat, ph)`; marks device pids.
     #[inline]
-    fn metadata(
-        &mut self,
-        name: Option<Cow<'de, str>>,
-        cat: Option<Cow<'de, str>>,
-        ph: Cow<'de, str>,
-        track: u32,
-    ) -> Result<u32, String> {
-        let name_id = self.names.intern(name.unwrap_or(Cow::Borrowed(""))).map_err(|_| too_many("event names"))?;
+    fn metadata(&mut self, name: Option<&str>, cat: Option<&str>, ph: &str, track: u32) -> Result<u32, String> {
+        let name_id = self.names.intern(name.unwrap_or("")).map_err(|_| too_many("event names"))?;
         let cat_id = match cat {
             Some(cat) => {
                 let id = self.cats.intern(cat).map_err(|_| too_many("categories"))?;
@@ -380,7 +421,7 @@ impl<'de> Reader<'de> {
     }
 }
 
-impl<'de> Reader<'de> {
+impl Reader {
     /// Appends what `later` read from the part of the events array right after the part
     /// `self` read (and the top-level keys after the array), leaving `self` exactly as
     /// one pass over both parts would have: pids, tracks and interned strings keep their
@@ -390,7 +431,7 @@ impl<'de> Reader<'de> {
     /// `Err` when the two parts together break a limit that one pass checks event by
     /// event (time span, counts); the caller then reads sequentially, which reports the
     /// problem at its position.
-    pub(crate) fn append(&mut self, later: Reader<'de>) -> Result<(), String> {
+    pub(crate) fn append(&mut self, later: Reader) -> Result<(), String> {
         let Reader {
             top_level,
             bare_array: _,
@@ -433,10 +474,10 @@ impl<'de> Reader<'de> {
         };
 
         // Interned strings and the tables built on them, in `later`'s first-seen order.
-        let remap = |into: &mut Interner<'de>, from: Interner<'de>, what: &str| {
+        let remap = |into: &mut Interner, from: Interner, what: &str| {
             from.into_strings()
                 .into_iter()
-                .map(|s| into.intern(s).map_err(|_| too_many(what)))
+                .map(|s| into.intern(&s).map_err(|_| too_many(what)))
                 .collect::<Result<Vec<u32>, String>>()
         };
         let name_map = remap(&mut self.names, names, "event names")?;
@@ -531,9 +572,7 @@ impl<'de> Reader<'de> {
     fn tid_key(&mut self, tid: &TrackId) -> Result<TidKey, String> {
         Ok(match tid {
             TrackId::Int(t) => TidKey::Int(*t),
-            TrackId::Str(s) => {
-                TidKey::Str(self.str_tids.intern(Cow::Owned(s.clone())).map_err(|_| too_many("thread ids"))?)
-            }
+            TrackId::Str(s) => TidKey::Str(self.str_tids.intern(s).map_err(|_| too_many("thread ids"))?),
         })
     }
 }
@@ -546,24 +585,23 @@ fn mapped(map: &[u32], id: u32) -> Result<u32, String> {
 /// Appends the events of `from` (file-global ids of another reader) to `to`.
 fn append_line(to: &mut Line, from: &Line, meta_map: &[u32], key_map: &[u32], shift_ps: i64) -> Result<(), String> {
     let ev = &from.events;
-    let stats = from.stats.stats();
-    to.events.metadata.reserve(from.len());
-    to.events.offset_ps.reserve(from.len());
-    to.events.duration_ps.reserve(from.len());
-    to.events.stat_start.reserve(from.len());
-    for (i, ((&m, &offset), &duration)) in ev.metadata.iter().zip(&ev.offset_ps).zip(&ev.duration_ps).enumerate() {
-        let (Some(&start), Some(&end)) = (ev.stat_start.get(i), ev.stat_start.get(i + 1)) else {
-            return Err("internal error: event stats out of range".to_string());
-        };
-        for stat in stats.get(start as usize..end as usize).unwrap_or(&[]) {
-            to.stats.push_copy(&from.stats, stat, mapped(key_map, stat.key)?).map_err(|_| arena_full())?;
-        }
-        if to.stats.len() > u32::MAX as usize {
-            return Err(too_many("stats on one thread"));
-        }
-        let offset = offset.checked_add(shift_ps).ok_or("timestamp out of range")?;
-        to.push_event(mapped(meta_map, m)?, offset, duration);
+    let base = u32::try_from(to.stats.len()).map_err(|_| too_many("stats on one thread"))?;
+    let added = u32::try_from(from.stats.len()).map_err(|_| too_many("stats on one thread"))?;
+    base.checked_add(added).ok_or_else(|| too_many("stats on one thread"))?;
+    if let Some(&unmapped) = from.stats.stats().iter().find(|stat| key_map.get(stat.key as usize).is_none()) {
+        let key = unmapped.key;
+        return Err(format!("internal error: unmapped stat key {key}"));
     }
+    let metadata = ev.metadata.iter().map(|&m| mapped(meta_map, m)).collect::<Result<Vec<u32>, String>>()?;
+    to.stats.append_remapped(&from.stats, key_map).map_err(|_| arena_full())?;
+    to.events.metadata.extend(metadata);
+    for &offset in &ev.offset_ps {
+        to.events.offset_ps.push(offset.checked_add(shift_ps).ok_or("timestamp out of range")?);
+    }
+    to.events.duration_ps.extend_from_slice(&ev.duration_ps);
+    // `stat_start` has one entry more than there are events: `to`'s last entry is
+    // where `from`'s stats now start.
+    to.events.stat_start.extend(ev.stat_start.iter().skip(1).map(|&start| base + start));
     Ok(())
 }
 
@@ -576,11 +614,11 @@ fn arena_full() -> String {
 }
 
 /// The renamed stat key of an `args` key.
-fn rename<'de>(key: Cow<'de, str>) -> Cow<'de, str> {
-    match key.as_ref() {
-        "correlation" => Cow::Borrowed(mlprof_model::names::CORRELATION_ID),
-        "device" => Cow::Borrowed(mlprof_model::names::DEVICE_ID),
-        "context" => Cow::Borrowed(mlprof_model::names::CONTEXT_ID),
+fn rename(key: &str) -> &str {
+    match key {
+        "correlation" => mlprof_model::names::CORRELATION_ID,
+        "device" => mlprof_model::names::DEVICE_ID,
+        "context" => mlprof_model::names::CONTEXT_ID,
         _ => key,
     }
 }
@@ -605,35 +643,30 @@ pub(crate) fn push_scalar(stats: &mut StatStore, key: u32, raw: &str, buf: &mut 
 
 /// Pushes each entry of an `args` object as a stat (a non-object `args` becomes one
 /// raw-JSON stat named `args`).
-fn push_args<'de>(
-    args: &'de RawValue,
-    stats: &mut StatStore,
-    keys: &mut Interner<'de>,
-    buf: &mut String,
-) -> Result<(), String> {
-    let text: &'de str = args.get();
+fn push_args(args: &str, stats: &mut StatStore, keys: &mut Interner, buf: &mut String) -> Result<(), String> {
+    let text = args;
     if !text.starts_with('{') {
-        let key = keys.intern(Cow::Borrowed("args")).map_err(|_| too_many("stat keys"))?;
+        let key = keys.intern("args").map_err(|_| too_many("stat keys"))?;
         return stats.push_json(key, text).map_err(|_| arena_full());
     }
     let mut de = serde_json::Deserializer::from_str(text);
     de.deserialize_map(ArgsVisitor { stats, keys, buf }).map_err(|e| format!("\"args\": {e}"))
 }
 
-struct ArgsVisitor<'a, 'de> {
+struct ArgsVisitor<'a> {
     stats: &'a mut StatStore,
-    keys: &'a mut Interner<'de>,
+    keys: &'a mut Interner,
     buf: &'a mut String,
 }
 
-impl<'de> Visitor<'de> for ArgsVisitor<'_, 'de> {
+impl<'de> Visitor<'de> for ArgsVisitor<'_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("an object of event args")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
-            let key = self.keys.intern(rename(key)).map_err(|_| de::Error::custom(too_many("stat keys")))?;
+            let key = self.keys.intern(rename(&key)).map_err(|_| de::Error::custom(too_many("stat keys")))?;
             let raw: &'de RawValue = map.next_value()?;
             push_scalar(self.stats, key, raw.get(), self.buf).map_err(de::Error::custom)?;
         }
@@ -771,17 +804,7 @@ impl<'de> Visitor<'de> for FieldsVisitor {
         f.write_str("a trace event object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
-        let mut f = Fields {
-            ph: None,
-            name: None,
-            cat: None,
-            pid: None,
-            tid: None,
-            ts: None,
-            dur: None,
-            args: None,
-            extras: Extras::default(),
-        };
+        let mut f = Fields::default();
         while let Some(field) = map.next_key::<Field<'de>>()? {
             match field {
                 Field::Ph => f.ph = Some(map.next_value::<Text<'de>>()?.0),
@@ -795,12 +818,12 @@ impl<'de> Visitor<'de> for FieldsVisitor {
                 }
                 Field::Dur => {
                     let raw: &'de RawValue = map.next_value()?;
-                    f.dur = Some((micros_of("dur", raw)?, raw));
+                    f.dur = Some((micros_of("dur", raw)?, raw.get()));
                 }
-                Field::Args => f.args = Some(map.next_value()?),
+                Field::Args => f.args = Some(Args::Raw(map.next_value::<&'de RawValue>()?.get())),
                 Field::Other(key) => {
                     let raw: &'de RawValue = map.next_value()?;
-                    f.extras.push(key, raw);
+                    f.extras.push(key, raw.get());
                 }
             }
         }
@@ -809,39 +832,39 @@ impl<'de> Visitor<'de> for FieldsVisitor {
 }
 
 /// Reads the events array.
-struct EventsSeed<'a, 'de>(&'a mut Reader<'de>);
+struct EventsSeed<'a>(&'a mut Reader);
 
-impl<'de> DeserializeSeed<'de> for EventsSeed<'_, 'de> {
+impl<'de> DeserializeSeed<'de> for EventsSeed<'_> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_seq(self)
     }
 }
 
-impl<'de> Visitor<'de> for EventsSeed<'_, 'de> {
+impl<'de> Visitor<'de> for EventsSeed<'_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("\"traceEvents\" to be an array of events")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         while let Some(fields) = seq.next_element::<Fields<'de>>()? {
-            self.0.finish_event(fields).map_err(de::Error::custom)?;
+            self.0.finish_event(&fields).map_err(de::Error::custom)?;
         }
         Ok(())
     }
 }
 
 /// Reads the whole document.
-pub(crate) struct TopSeed<'a, 'de>(pub &'a mut Reader<'de>);
+pub(crate) struct TopSeed<'a>(pub &'a mut Reader);
 
-impl<'de> DeserializeSeed<'de> for TopSeed<'_, 'de> {
+impl<'de> DeserializeSeed<'de> for TopSeed<'_> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for TopSeed<'_, 'de> {
+impl<'de> Visitor<'de> for TopSeed<'_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(EXPECTED_TRACE)
@@ -873,13 +896,13 @@ impl<'de> Visitor<'de> for TopSeed<'_, 'de> {
 
 /// The stat key for the non-`args` event field `field` (`@s`, `@id`, …). The common
 /// fields are static strings, so only unusual fields allocate, once per event.
-fn field_key<'de>(keys: &mut Interner<'de>, field: &str) -> Result<u32, String> {
-    let name: Cow<'de, str> = match field {
+fn field_key(keys: &mut Interner, field: &str) -> Result<u32, String> {
+    let name: Cow<'_, str> = match field {
         "s" => Cow::Borrowed("@s"),
         "id" => Cow::Borrowed("@id"),
         "bp" => Cow::Borrowed("@bp"),
         "dur" => Cow::Borrowed("@dur"),
         other => Cow::Owned(format!("{}{other}", crate::chrome::FIELD_PREFIX)),
     };
-    keys.intern(name).map_err(|_| too_many("stat keys"))
+    keys.intern(&name).map_err(|_| too_many("stat keys"))
 }

@@ -195,8 +195,9 @@ fn flows_instants_counters_and_extra_keys_are_kept() {
     let stats = plane.lines[0].event(1).unwrap().stats();
     assert!(matches!(stats[0].value, StatValue::Str(_)));
     let stats = plane.lines[0].event(3).unwrap().stats();
-    assert_eq!(stats[0].value, StatValue::Double(12.5));
-    assert_eq!(stats[1].value, StatValue::Uint(u64::MAX));
+    let (first, second) = (stats[0].value, stats[1].value);
+    assert_eq!(first, StatValue::Double(12.5));
+    assert_eq!(second, StatValue::Uint(u64::MAX));
 }
 
 #[test]
@@ -447,4 +448,29 @@ fn chunked_reads_report_the_sequential_errors() {
         let deep = good.replacen("\"bp\": \"e\"}", &format!("\"bp\": \"e\", \"args\": {{\"a\": {nested}}}}}"), 1);
         let _ = assert_modes_agree(deep.as_bytes(), &format!("depth {depth}"));
     }
+}
+
+/// Events in shapes the fast scanner reads itself (repeated fields, unusual spacing
+/// and numbers, nested and non-object args, extra fields, metadata records) and in
+/// shapes it leaves to serde (escapes, float ids, non-ASCII), mixed in one trace: the
+/// walker must read them exactly as the sequential serde parse does.
+#[test]
+fn fast_and_serde_event_reads_agree() {
+    let events = [
+        r#"{"ph": "X", "ph": "i", "name": "a", "name": "b", "pid": 1, "tid": 2, "ts": 10, "s": "t"}"#,
+        "{\n\t\"ph\":\"X\" ,\r\n \"cat\" : \"cpu_op\",\"name\":\"c\",\"pid\":-0,\"tid\":-3,\"ts\":1.5e1,\"dur\":0.0000001}",
+        r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 12, "dur": 3, "args": {}}"#,
+        r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 13, "dur": 3, "args": [1, {"a": null}]}"#,
+        r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 14, "args": {"x": 1}, "args": {"grid": [1, 2, 3], "f": false, "s": "", "big": 18446744073709551615, "neg": -1e-2, "o": {"k": [[], {}]}, "correlation": 5, "x": 2, "x": 3}}"#,
+        r#"{"ph": "s", "cat": "ac2g", "name": "ac2g", "pid": 0, "tid": 7, "ts": 15, "id": 5, "bp": "e", "id2": {"local": "0x1"}, "dur": 4, "z": [true]}"#,
+        r#"{"ph": "M", "name": "thread_name", "pid": 0, "tid": 7, "ts": 1, "args": {"name": "worker"}, "cat": "__metadata"}"#,
+        r#"{"ph": "M", "name": "process_labels", "pid": 0, "args": {"labels": "GPU 0"}}"#,
+        r#"{"ph": "X", "name": "esc\"aped", "pid": "p\u0031", "tid": 1.0, "ts": 16, "dur": 1, "args": {"k\n": "v\/"}}"#,
+        r#"{"ph": "X", "name": "naïve ✓", "pid": 1, "tid": 2, "ts": 17, "dur": 1, "args": {"ünïcode": "ç"}}"#,
+        r#"{"ph": "X", "name": "late pid", "ts": 18, "dur": 1, "args": {"a": 1}, "tid": 9, "pid": 9223372036854775807}"#,
+        r#"{}"#,
+    ];
+    let json = format!("{{\"traceEvents\": [\n{}\n]}}", events.join(",\n"));
+    let host = assert_modes_agree(json.as_bytes(), "mixed shapes").unwrap();
+    assert_eq!(host.event_count(), 10);
 }

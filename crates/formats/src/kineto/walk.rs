@@ -1,7 +1,7 @@
 //! The fast path of the Kineto reader: the top level of the document is walked by hand
-//! and the `traceEvents` array is read one event at a time, each event by its own
-//! small serde_json deserializer, so the walker knows the byte position after every
-//! event. That position lets it (1) hand the bytes it is done with back to the
+//! and the `traceEvents` array is read one event at a time, each event by
+//! [`super::fast`]'s scanner or, when it declines, by its own small serde_json
+//! deserializer, so the walker knows the byte position after every event. That position lets it (1) hand the bytes it is done with back to the
 //! operating system ([`Release`]) and (2) read the array in several chunks at once.
 //!
 //! The one design decision to know: **chunks are speculative and verified**. A chunk
@@ -22,6 +22,7 @@ use std::ops::Range;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::fast::Scanner;
 use super::parse::{Fields, Reader, Text};
 
 /// A callback told about byte ranges of the input that the parse has finished with
@@ -47,14 +48,25 @@ type Walk<T> = Result<T, Failure>;
 struct Walker<'de, 'a> {
     bytes: &'de [u8],
     pos: usize,
-    reader: Reader<'de>,
+    reader: Reader,
     release: Option<Release<'a>>,
     released: usize,
+    scanner: Scanner,
+    /// The fields of the event being read, reused from one event to the next.
+    fields: Fields<'de>,
 }
 
 impl<'de, 'a> Walker<'de, 'a> {
     fn new(bytes: &'de [u8], pos: usize, release: Option<Release<'a>>) -> Self {
-        Walker { bytes, pos, reader: Reader::default(), release, released: pos }
+        Walker {
+            bytes,
+            pos,
+            reader: Reader::default(),
+            release,
+            released: pos,
+            scanner: Scanner::default(),
+            fields: Fields::default(),
+        }
     }
 
     /// Skips JSON whitespace.
@@ -128,8 +140,17 @@ impl<'de, 'a> Walker<'de, 'a> {
                     return Err(Failure::Misplaced);
                 }
             }
-            let fields: Fields<'de> = self.value()?;
-            self.reader.finish_event(fields).map_err(|_| Failure::Invalid)?;
+            let finished = match self.scanner.event(self.bytes, self.pos, &mut self.fields) {
+                Some(end) => {
+                    self.pos = end;
+                    self.reader.finish_event(&self.fields)
+                }
+                None => {
+                    let fields: Fields<'de> = self.value()?;
+                    self.reader.finish_event(&fields)
+                }
+            };
+            finished.map_err(|_| Failure::Invalid)?;
             self.release_consumed(false);
             self.ws();
             if self.eat(b',') {
@@ -187,7 +208,7 @@ impl<'de, 'a> Walker<'de, 'a> {
 }
 
 /// Reads the whole document in one walk on the calling thread.
-pub(crate) fn walk_whole<'de>(bytes: &'de [u8], release: Option<Release<'_>>) -> Walk<Reader<'de>> {
+pub(crate) fn walk_whole(bytes: &[u8], release: Option<Release<'_>>) -> Walk<Reader> {
     let mut w = Walker::new(bytes, 0, release);
     w.prefix()?;
     w.events(true, None)?;
@@ -198,12 +219,12 @@ pub(crate) fn walk_whole<'de>(bytes: &'de [u8], release: Option<Release<'_>>) ->
 /// Reads the document in (up to) `chunks` chunks on as many threads, each at least
 /// `min_chunk_bytes` long, and merges them. Falls back to one walk when a boundary
 /// turns out not to be an element boundary; `Err` when even that fails.
-pub(crate) fn walk_chunked<'de>(
-    bytes: &'de [u8],
+pub(crate) fn walk_chunked(
+    bytes: &[u8],
     chunks: usize,
     min_chunk_bytes: usize,
     release: Option<Release<'_>>,
-) -> Walk<Reader<'de>> {
+) -> Walk<Reader> {
     let starts = boundaries(bytes, chunks, min_chunk_bytes);
     if starts.is_empty() {
         return walk_whole(bytes, release);
@@ -217,8 +238,8 @@ pub(crate) fn walk_chunked<'de>(
 
 /// Reads the chunks that start at `starts` (after the document's own start) in
 /// parallel and merges them in order.
-pub(crate) fn walk_at<'de>(bytes: &'de [u8], starts: &[usize], release: Option<Release<'_>>) -> Walk<Reader<'de>> {
-    let chunk = |i: usize| -> Walk<Reader<'de>> {
+pub(crate) fn walk_at(bytes: &[u8], starts: &[usize], release: Option<Release<'_>>) -> Walk<Reader> {
+    let chunk = |i: usize| -> Walk<Reader> {
         let stop = starts.get(i).copied();
         if i == 0 {
             let mut w = Walker::new(bytes, 0, release);
@@ -237,7 +258,7 @@ pub(crate) fn walk_at<'de>(bytes: &'de [u8], starts: &[usize], release: Option<R
         Ok(w.reader)
     };
     let chunk = &chunk;
-    let results: Vec<Walk<Reader<'de>>> = std::thread::scope(|scope| {
+    let results: Vec<Walk<Reader>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (1..=starts.len()).map(|i| scope.spawn(move || chunk(i))).collect();
         let mut results = vec![chunk(0)];
         results.extend(handles.into_iter().map(|h| h.join().unwrap_or(Err(Failure::Invalid))));
@@ -246,7 +267,7 @@ pub(crate) fn walk_at<'de>(bytes: &'de [u8], starts: &[usize], release: Option<R
     let mut results = results.into_iter();
     let mut merged = results.next().ok_or(Failure::Invalid)??;
     // A chunk 0 failure is a real one; a later chunk's makes its boundary suspect.
-    let later: Vec<Reader<'de>> = results.collect::<Walk<Vec<_>>>()?;
+    let later: Vec<Reader> = results.collect::<Walk<Vec<_>>>()?;
     for reader in later {
         merged.append(reader).map_err(|_| Failure::Invalid)?;
     }
