@@ -84,7 +84,7 @@ pub(crate) async fn discard_host_index(state: &Arc<AppState>, run: &str, host: &
 
 /// The cache key of `host` of `run` as its profile is now, and its cache file's path.
 async fn cache_file(state: &AppState, run: &str, host: &str) -> Result<(CacheKey, PathBuf), ApiError> {
-    let source = state.host_file(run, host)?.path.clone();
+    let source = state.host_file(run, host)?.path;
     let dir = state.cache_dir().to_path_buf();
     let stem = format!("{run}-{host}");
     on_blocking_thread("trace index key", move || {

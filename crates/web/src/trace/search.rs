@@ -96,7 +96,7 @@ pub(crate) async fn search(
         return Err(ApiError::bad_request(format!("limit must be at most {MAX_LIMIT}, not {limit}")));
     }
     let page = query.page()?;
-    let index = host_index(&state, run, host).await?;
+    let index = host_index(&state, &run, &host).await?;
     let answer = on_blocking_thread("trace search", move || {
         let found = index.search_page(&text, page, limit);
         let results = found
