@@ -123,6 +123,7 @@ impl AppState {
             self.sessions.invalidate(run);
             tools.remove(run);
             self.results.invalidate_where(|key| crate::tool_request::is_key_of_run(key, run));
+            crate::trace::forget_run_indexes(self, run);
         }
     }
 

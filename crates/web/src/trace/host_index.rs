@@ -66,6 +66,13 @@ fn index_key(run: &str, host: &str) -> String {
     format!("{run}\n{host}")
 }
 
+/// Closes the open indexes of run `run` (its files changed or it is gone); their cache
+/// files stay, and are only used again if they still match the profile.
+pub(crate) fn forget_run_indexes(state: &AppState, run: &str) {
+    let prefix = index_key(run, "");
+    state.extension::<TraceIndexes>().open.invalidate_where(|key| key.starts_with(&prefix));
+}
+
 /// Forgets the index of `host` of `run` — the open one and its cache file — because
 /// it disagrees with the profile, so the next request builds it again. An open or
 /// build still running is left alone (it reads the profile as it is now).
