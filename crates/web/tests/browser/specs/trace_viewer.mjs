@@ -238,10 +238,16 @@ async function checkSearchPages(t, query, meta) {
   const window = await probe(page, 'state');
   const from = all.findIndex((result) => result.start_ps >= Math.floor(window.startPs));
   let rank = from < 0 ? 0 : from;
+  // The selection may already be the expected event (from an earlier search), so wait
+  // for the count too.
   const expectAt = async (what) => {
-    await page.waitForFunction((id) => document.querySelector('.tv').dataset.selected === String(id), all[rank].id);
-    const count = await page.textContent('.tv-search-count');
-    assert.equal(count, `${(rank + 1).toLocaleString('en-US')} of ${all.length.toLocaleString('en-US')}`, what);
+    const count = `${(rank + 1).toLocaleString('en-US')} of ${all.length.toLocaleString('en-US')}`;
+    const arrived = (expected) =>
+      document.querySelector('.tv').dataset.selected === String(expected.id) &&
+      document.querySelector('.tv-search-count').textContent === expected.count;
+    await page.waitForFunction(arrived, { id: all[rank].id, count }, { timeout: 10_000 }).catch(() => {});
+    assert.equal(await page.getAttribute('.tv', 'data-selected'), String(all[rank].id), what);
+    assert.equal(await page.textContent('.tv-search-count'), count, what);
   };
   await page.fill('.tv-search-input', '');
   await page.press('.tv-search-input', 'Enter'); // clears the last query, so the next Enter is a new search
