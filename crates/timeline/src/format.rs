@@ -512,4 +512,59 @@ mod tests {
             assert!(matches!(result, Err(CacheError::Corrupt { .. })), "{what}: {result:?}");
         }
     }
+
+    /// One track of 300 events, 1 ns apart, 10 ps long: three 100 ns buckets of 100
+    /// events, so level 0 has three groups (and coarser levels fewer).
+    fn bytes_with_groups() -> Vec<u8> {
+        let mut b = TimelineBuilder::new();
+        let s = b.section("/host:CPU", SectionKind::Host);
+        let t = b.track(s, "a").expect("track");
+        let n = b.name("e");
+        for i in 0..300 {
+            b.event(t, i * 1000, 10, n, 0).expect("event");
+        }
+        b.finish().expect("finish").to_bytes(&CacheKey::default())
+    }
+
+    /// Value `field` of the u32 column `part`.
+    fn read_u32(bytes: &[u8], part: Part, field: usize) -> u32 {
+        let (layout, _) = parse_layout(bytes, Path::new("t")).expect("layout");
+        Col::<u32>::new(layout.part(bytes, part)).at(field)
+    }
+
+    #[test]
+    fn groups_postings_and_name_ids_out_of_place_are_refused() {
+        let good = bytes_with_groups();
+        let (layout, _) = parse_layout(&good, Path::new("t")).expect("layout");
+        assert!(layout.summary.groups >= 3, "the fixture has groups: {:?}", layout.summary);
+        assert!(TimelineIndex::from_bytes(good.clone()).is_ok());
+        let first_end = read_u32(&good, Part::GroupFirst, 0) + read_u32(&good, Part::GroupCount, 0);
+        type Patch = Box<dyn Fn(&mut Vec<u8>)>;
+        let cases: Vec<(&str, Patch)> = vec![
+            ("empty group", Box::new(|b| patch_u32(b, Part::GroupCount, 0, 0))),
+            ("group past its run", Box::new(|b| patch_u32(b, Part::GroupCount, 2, 1000))),
+            ("group starting past its run", Box::new(|b| patch_u32(b, Part::GroupFirst, 2, 400))),
+            ("groups overlapping", Box::new(move |b| patch_u32(b, Part::GroupFirst, 1, first_end - 1))),
+            ("groups out of order", Box::new(|b| patch_u32(b, Part::GroupFirst, 1, 0))),
+            ("longest before its group", Box::new(|b| patch_u32(b, Part::GroupLongest, 1, 0))),
+            ("longest after its group", Box::new(|b| patch_u32(b, Part::GroupLongest, 0, 299))),
+            ("name id", Box::new(|b| patch_u32(b, Part::Name, 17, 1))),
+            ("posting", Box::new(|b| patch_u32(b, Part::Postings, 5, 300))),
+        ];
+        for (what, patch) in cases {
+            let mut damaged = good.clone();
+            patch(&mut damaged);
+            let result = TimelineIndex::from_bytes(damaged);
+            assert!(matches!(result, Err(CacheError::Corrupt { .. })), "{what}: {result:?}");
+        }
+        // A group moved within its gap stays valid: the checks are not just "unchanged".
+        let mut moved = good.clone();
+        let second = read_u32(&good, Part::GroupFirst, 1);
+        patch_u32(&mut moved, Part::GroupFirst, 1, second + 1);
+        patch_u32(&mut moved, Part::GroupCount, 1, read_u32(&good, Part::GroupCount, 1) - 1);
+        if read_u32(&good, Part::GroupLongest, 1) == second {
+            patch_u32(&mut moved, Part::GroupLongest, 1, second + 1);
+        }
+        assert!(TimelineIndex::from_bytes(moved).is_ok());
+    }
 }

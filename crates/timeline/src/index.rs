@@ -1,12 +1,31 @@
 //! An opened index: the file's bytes (mapped, or in memory), its validated layout, and
 //! the small tables (sections, tracks, runs, levels) decoded once.
 //!
-//! Opening checks everything that could make a later read go wrong: the container
-//! ([`crate::format`]: magic, version, length, checksum, part sizes), then every cross
-//! reference of the tables — sections cover the tracks in order, tracks their runs and
-//! events, runs their levels and groups, offsets are monotonic and end where their data
-//! ends, flows name existing events. Queries can then trust the tables; the big
-//! columns are still read through bounds-checked accessors.
+//! Opening checks, before any query can run:
+//! - the container ([`crate::format`]): magic, version, header and file length, the
+//!   checksum over the whole file, the cache key, every part's size against the
+//!   summary's counts;
+//! - the tables: sections cover the tracks in order with known kinds and UTF-8 names
+//!   inside the strings part; tracks belong to their section and cover their runs and
+//!   events in order; each run is non-empty and starts where the previous one ended;
+//!   levels of a run have strictly increasing widths and cover the groups in order;
+//!   and everything adds up to the summary;
+//! - the groups (O(groups)): every group has events, lies inside its run, starts
+//!   after the previous group of its level ended (sorted, disjoint), and its longest
+//!   event lies inside it;
+//! - the name table: offsets start at 0, never decrease and end with the name bytes,
+//!   and every name is UTF-8;
+//! - the per-event references (O(events), integer compares only): every name id is
+//!   below the name count; posting offsets start at 0, never decrease and end at the
+//!   event count, and every posting is an event id; every flow end is an event id.
+//!
+//! Not checked (a file that passes the checksum was written by the builder, so these
+//! only matter for a deliberately forged file, and cannot make a read go out of
+//! bounds): that events of a run are sorted and do not overlap, that postings are in
+//! time order and list each event under its own name, that flows are sorted, and the
+//! time span in the summary. Queries then trust the tables; the big columns are still
+//! read through bounds-checked accessors, so even a forged file gives wrong answers at
+//! worst, never a panic or a read outside the file.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -345,7 +364,7 @@ fn to_usize(v: u64, what: &str) -> Result<usize, String> {
 impl Tables {
     fn decode(bytes: &[u8], layout: &Layout) -> Result<Tables, String> {
         let s: &Summary = &layout.summary;
-        let events = to_usize(s.events, "event count")?;
+        to_usize(s.events, "event count")?;
         if s.events > crate::builder::MAX_EVENTS {
             return Err("too many events".into());
         }
@@ -453,15 +472,57 @@ impl Tables {
             let name = name_bytes.get(range).ok_or("name out of range")?;
             std::str::from_utf8(name).map_err(|_| format!("name {i} is not UTF-8"))?;
         }
+        check_groups(bytes, layout, &runs, &levels)?;
+        if !all_below(layout.part(bytes, Part::Name), s.names) {
+            return Err("an event names a missing name".into());
+        }
         check_offsets(layout.part(bytes, Part::PostingOffsets), s.events, "posting")?;
+        if !all_below(layout.part(bytes, Part::Postings), s.events) {
+            return Err("a posting names a missing event".into());
+        }
         for part in [Part::FlowFromSource, Part::FlowFromTarget, Part::FlowToTarget, Part::FlowToSource] {
-            let col = Col::<u32>::new(layout.part(bytes, part));
-            if (0..col.len()).any(|i| col.at(i) as usize >= events) {
+            if !all_below(layout.part(bytes, part), s.events) {
                 return Err("a flow names a missing event".into());
             }
         }
         Ok(Tables { sections, tracks, runs, levels })
     }
+}
+
+/// Every group of every level of every run has events, lies inside its run, starts
+/// at or after the end of the previous group of its level, and has its longest event
+/// inside it.
+fn check_groups(bytes: &[u8], layout: &Layout, runs: &[Run], levels: &[Level]) -> Result<(), String> {
+    let first = Col::<u32>::new(layout.part(bytes, Part::GroupFirst));
+    let count = Col::<u32>::new(layout.part(bytes, Part::GroupCount));
+    let longest = Col::<u32>::new(layout.part(bytes, Part::GroupLongest));
+    for (r, run) in runs.iter().enumerate() {
+        for level in levels.get(run.levels.clone()).unwrap_or(&[]) {
+            let mut previous_end = run.events.start;
+            for g in level.groups.clone() {
+                let (Some(from), Some(n), Some(long)) = (first.get(g), count.get(g), longest.get(g)) else {
+                    return Err(format!("group {g} is missing"));
+                };
+                let (from, long) = (from as usize, long as usize);
+                let end = from.checked_add(n as usize).ok_or("group size")?;
+                if n == 0 || from < previous_end || end > run.events.end || !(from..end).contains(&long) {
+                    return Err(format!("group {g} of run {r} is out of place"));
+                }
+                previous_end = end;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether every u32 of the column stored in `bytes` is below `bound`.
+fn all_below(bytes: &[u8], bound: u64) -> bool {
+    if bytes.len() < 4 {
+        return true;
+    }
+    // One pass keeping the maximum, no branch per value.
+    let max = bytes.chunks_exact(4).map(|v| u32::from_le_bytes([v[0], v[1], v[2], v[3]])).fold(0, u32::max);
+    u64::from(max) < bound
 }
 
 /// Offsets must start at 0, never decrease, and end at `end`.

@@ -48,5 +48,5 @@ pub use error::{BuildError, CacheError};
 pub use format::FORMAT_VERSION;
 pub use host::{DERIVED_LINES, MAPPING_VERSION, ModelRef, event_args};
 pub use index::{EventInfo, FlowDirection, FlowLink, SectionInfo, TimelineIndex, TrackInfo};
-pub use search::SearchResults;
+pub use search::{SearchPage, SearchResults};
 pub use view::{MergedRun, TrackView, View, Viewport, VisibleEvent, VisibleFlow};

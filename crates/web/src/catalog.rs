@@ -1,15 +1,16 @@
-//! The profiles the server may serve: discovered once at start under the root it was
-//! given, newest run first.
+//! The profiles the server may serve: discovered under the root it was given (at start,
+//! and again when [`crate::state::AppState`] rescans it), newest run first.
 //!
 //! The one design decision to know: requests name runs and hosts, and those names are
 //! only ever looked up in this catalog — never joined into a filesystem path. Discovery
 //! follows symbolic links (a TensorBoard log directory often links runs in), so every
 //! host file is canonicalised and kept only when it lies inside the canonical root;
 //! the others are listed in [`Catalog::refused`] and never read. A kept file is then
-//! read by that canonical path, so a link retargeted after the start cannot lead
-//! outside the root.
+//! read by that canonical path, so a link retargeted after discovery cannot lead
+//! outside the root. A rescan applies the same checks.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use mlprof_formats::discover::{SessionFiles, discover};
 use mlprof_model::SourceFormat;
@@ -17,7 +18,7 @@ use mlprof_model::SourceFormat;
 use crate::error::ServeError;
 
 /// One run (a profile session) the server may serve.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Run {
     /// The run's name as discovery gives it (`train/2026_11_21_19_24_08`, a trace stem).
     pub name: String,
@@ -38,14 +39,38 @@ impl Run {
 #[derive(Clone, Debug)]
 pub struct Catalog {
     root: PathBuf,
-    runs: Vec<Run>,
+    runs: Vec<Arc<Run>>,
     refused: Vec<PathBuf>,
 }
 
 impl Catalog {
     /// Discovers the runs behind `root` (any path `mlprof analyze` accepts), keeping
-    /// only host files whose canonical path lies inside the canonical root.
+    /// only host files whose canonical path lies inside the canonical root; an error
+    /// when there is nothing to serve.
     pub fn discover(root: &Path) -> Result<Catalog, ServeError> {
+        let catalog = Catalog::scan(root)?;
+        if catalog.runs.is_empty()
+            && let Some(first) = catalog.refused.first()
+        {
+            let root = root.display().to_string();
+            return Err(ServeError::NothingInside { root, first: first.display().to_string() });
+        }
+        Ok(catalog)
+    }
+
+    /// Discovers the runs behind `root` again, as [`Catalog::discover`] does, for a
+    /// server already running: a root where no profile can be found now (emptied,
+    /// removed, unreadable) has no runs rather than an error.
+    pub fn rediscover(root: &Path) -> Catalog {
+        Catalog::scan(root).unwrap_or_else(|_| Catalog {
+            root: root.to_path_buf(),
+            runs: Vec::new(),
+            refused: Vec::new(),
+        })
+    }
+
+    /// The runs behind `root` whose host files lie inside it, and the refused files.
+    fn scan(root: &Path) -> Result<Catalog, ServeError> {
         let sessions = discover(root)?;
         let shown = root.display().to_string();
         let canonical_root =
@@ -66,13 +91,8 @@ impl Catalog {
             let Some(format) = session.hosts.first().map(|h| h.format) else { continue };
             runs.push(Run { name: session.name.clone(), format, files: session });
         }
-        if runs.is_empty()
-            && let Some(first) = refused.first()
-        {
-            return Err(ServeError::NothingInside { root: shown, first: first.display().to_string() });
-        }
         sort_newest_first(&mut runs);
-        Ok(Catalog { root: root.to_path_buf(), runs, refused })
+        Ok(Catalog { root: root.to_path_buf(), runs: runs.into_iter().map(Arc::new).collect(), refused })
     }
 
     /// The path the server was given, as given.
@@ -81,13 +101,23 @@ impl Catalog {
     }
 
     /// The runs, newest first.
-    pub fn runs(&self) -> &[Run] {
+    pub fn runs(&self) -> &[Arc<Run>] {
         &self.runs
     }
 
     /// The run called `name`.
-    pub fn run(&self, name: &str) -> Option<&Run> {
+    pub fn run(&self, name: &str) -> Option<&Arc<Run>> {
         self.runs.iter().find(|run| run.name == name)
+    }
+
+    /// The names of this catalog's runs that `newer` no longer has, or has with other
+    /// files: what a server must forget when `newer` replaces this catalog.
+    pub fn gone_or_changed(&self, newer: &Catalog) -> Vec<String> {
+        self.runs
+            .iter()
+            .filter(|run| newer.run(&run.name).is_none_or(|now| now != *run))
+            .map(|run| run.name.clone())
+            .collect()
     }
 
     /// Host files discovery found but the server refuses: they lie outside the root.

@@ -93,7 +93,13 @@ impl<V: Clone + Send + Sync + 'static> OnceCache<V> {
     /// Drops `key`'s entry if its computation has ended, so the next request computes it
     /// again (a running computation is kept: its waiters would otherwise start another).
     pub fn invalidate(&self, key: &str) {
-        self.shared.lock().retain(|entry| !(entry.key == key && entry.finished()));
+        self.invalidate_where(|other| other == key);
+    }
+
+    /// Drops the entries whose key satisfies `pred` and whose computation has ended (as
+    /// [`OnceCache::invalidate`] does for one key).
+    pub fn invalidate_where(&self, pred: impl Fn(&str) -> bool) {
+        self.shared.lock().retain(|entry| !(pred(&entry.key) && entry.finished()));
     }
 
     /// `key`'s entry, marked most recently used, with its computation started by

@@ -9,13 +9,16 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
+use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::catalog::Catalog;
 use crate::error::ServeError;
+use crate::rescan::DEFAULT_RESCAN_INTERVAL;
 use crate::router::router;
 use crate::security::AllowedHosts;
 use crate::state::{AppState, DEFAULT_LOADED_RUNS};
@@ -33,6 +36,9 @@ pub struct Config {
     pub cache_dir: Option<PathBuf>,
     /// How many runs stay loaded in memory at once.
     pub loaded_runs: usize,
+    /// The shortest time between two discoveries of the runs (`/api/runs` rediscovers
+    /// them when the last one is older; zero: every time).
+    pub rescan_interval: Duration,
 }
 
 impl Config {
@@ -44,6 +50,7 @@ impl Config {
             port: 6006,
             cache_dir: None,
             loaded_runs: DEFAULT_LOADED_RUNS,
+            rescan_interval: DEFAULT_RESCAN_INTERVAL,
         }
     }
 }
@@ -77,7 +84,9 @@ impl Server {
             .await
             .map_err(|join| ServeError::Serve(std::io::Error::other(join.to_string())))??;
         let cache_dir = config.cache_dir.clone().unwrap_or_else(default_cache_dir);
-        let state = Arc::new(AppState::new(catalog, cache_dir, config.loaded_runs));
+        let state = Arc::new(
+            AppState::new(catalog, cache_dir, config.loaded_runs).with_rescan_interval(config.rescan_interval),
+        );
         let address_text = format_address(&config.host, config.port);
         let listener = TcpListener::bind((config.host.as_str(), config.port))
             .await
@@ -103,8 +112,17 @@ impl Server {
     }
 
     /// Serves until `shutdown` completes, then lets open requests finish.
+    ///
+    /// Connections get `TCP_NODELAY`: answers are streamed in several writes (headers,
+    /// body chunks, the last chunk), and with Nagle's algorithm a later write waits for
+    /// the client's delayed ACK of the earlier one — about 40 ms per request on a
+    /// keep-alive connection, which is what browsers use.
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), ServeError> {
-        axum::serve(self.listener, router(self.state, self.allowed_hosts))
+        // Failing to set it only costs latency, so the connection is served anyway.
+        let listener = self.listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        axum::serve(listener, router(self.state, self.allowed_hosts))
             .with_graceful_shutdown(shutdown)
             .await
             .map_err(ServeError::Serve)
@@ -170,7 +188,17 @@ impl Drop for RunningServer {
 /// Starts a server for `path` on an ephemeral port of 127.0.0.1 in the background of
 /// the current tokio runtime, with its on-disk caches in `cache_dir`; for tests.
 pub async fn spawn_local(path: &Path, cache_dir: &Path) -> Result<RunningServer, ServeError> {
-    let config =
+    spawn_local_with(path, cache_dir, |_| ()).await
+}
+
+/// As [`spawn_local`], with the rest of the configuration changed by `adjust` first.
+pub async fn spawn_local_with(
+    path: &Path,
+    cache_dir: &Path,
+    adjust: impl FnOnce(&mut Config),
+) -> Result<RunningServer, ServeError> {
+    let mut config =
         Config { host: "127.0.0.1".into(), port: 0, cache_dir: Some(cache_dir.to_path_buf()), ..Config::new(path) };
+    adjust(&mut config);
     Ok(Server::bind(config).await?.spawn())
 }

@@ -2,13 +2,18 @@
 //! cached tool results and the cache directory.
 //!
 //! The one design decision to know: handlers get runs and sessions only through
-//! [`AppState::run`] and [`AppState::session`], which look names up in the catalog
-//! discovered at start; nothing here turns a request parameter into a path.
+//! [`AppState::run`] and [`AppState::session`], which look names up in the catalog —
+//! discovered at start and again by [`AppState::rediscover_if_due`] (see
+//! [`crate::rescan`]); nothing here turns a request parameter into a path. A new
+//! catalog replaces the old one whole; the loaded sessions, tool lists and tool results
+//! of runs it no longer has, or has with other files, are forgotten, those of the
+//! unchanged runs kept.
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use mlprof_formats::discover::{HostFile, load_session};
 use mlprof_model::Session;
@@ -17,6 +22,7 @@ use crate::availability::tools_with_data;
 use crate::blocking::heavy;
 use crate::catalog::{Catalog, Run};
 use crate::once_cache::OnceCache;
+use crate::rescan::{DEFAULT_RESCAN_INTERVAL, Due, EndOnDrop, Rescan};
 use crate::tool_output::ToolOutput;
 
 pub use crate::error::ApiError;
@@ -29,7 +35,10 @@ const CACHED_RESULTS: usize = 32;
 
 /// The state shared by every request.
 pub struct AppState {
-    catalog: Catalog,
+    /// The path the server was given, as given.
+    root: PathBuf,
+    catalog: Mutex<Arc<Catalog>>,
+    rescan: Rescan,
     cache_dir: PathBuf,
     sessions: OnceCache<Arc<Session>>,
     /// The tools with data of every run read so far (kept when the session is dropped).
@@ -42,10 +51,14 @@ pub struct AppState {
 
 impl AppState {
     /// The state for `catalog`, keeping at most `loaded_runs` runs in memory, with the
-    /// on-disk cache (trace-viewer indexes) in `cache_dir`.
+    /// on-disk cache (trace-viewer indexes) in `cache_dir`; the runs are discovered
+    /// again at most every [`DEFAULT_RESCAN_INTERVAL`] (see
+    /// [`AppState::with_rescan_interval`]).
     pub fn new(catalog: Catalog, cache_dir: PathBuf, loaded_runs: usize) -> AppState {
         AppState {
-            catalog,
+            root: catalog.root().to_path_buf(),
+            catalog: Mutex::new(Arc::new(catalog)),
+            rescan: Rescan::new(DEFAULT_RESCAN_INTERVAL),
             cache_dir,
             sessions: OnceCache::new(loaded_runs),
             tools: Mutex::new(HashMap::new()),
@@ -54,14 +67,64 @@ impl AppState {
         }
     }
 
-    /// The runs the server serves.
-    pub fn catalog(&self) -> &Catalog {
-        &self.catalog
+    /// This state with the runs discovered again at most every `interval` (zero: on
+    /// every `/api/runs`).
+    pub fn with_rescan_interval(mut self, interval: Duration) -> AppState {
+        self.rescan = Rescan::new(interval);
+        self
+    }
+
+    /// The runs the server serves now.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        Arc::clone(&self.catalog.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// The path the server was given, as given.
     pub fn root(&self) -> &Path {
-        self.catalog.root()
+        &self.root
+    }
+
+    /// Discovers the runs again when the last discovery is older than the rescan
+    /// interval, on a blocking thread; waits for it (or for one already running) at
+    /// most [`Rescan::WAIT`], after which it goes on in the background.
+    pub async fn rediscover_if_due(self: &Arc<Self>) {
+        let finished = match self.rescan.begin() {
+            Due::No => return,
+            Due::Running(finished) => finished,
+            Due::Start(finished) => {
+                let state = Arc::clone(self);
+                tokio::spawn(async move {
+                    let _ending = EndOnDrop(&state.rescan);
+                    let root = state.root.clone();
+                    if let Ok(catalog) = tokio::task::spawn_blocking(move || Catalog::rediscover(&root)).await {
+                        state.replace_catalog(catalog);
+                    }
+                });
+                finished
+            }
+        };
+        finished.wait().await;
+    }
+
+    /// Serves `catalog` from now on, forgetting what was loaded or computed for the
+    /// runs it no longer has or has with other files.
+    fn replace_catalog(&self, catalog: Catalog) {
+        let forgotten = {
+            let mut current = self.catalog.lock().unwrap_or_else(PoisonError::into_inner);
+            let forgotten = current.gone_or_changed(&catalog);
+            *current = Arc::new(catalog);
+            forgotten
+        };
+        if forgotten.is_empty() {
+            return;
+        }
+        let mut tools = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
+        for run in &forgotten {
+            self.sessions.invalidate(run);
+            tools.remove(run);
+            self.results.invalidate_where(|key| crate::tool_request::is_key_of_run(key, run));
+            crate::trace::forget_run_indexes(self, run);
+        }
     }
 
     /// The directory for on-disk caches; it may not exist yet (create it on first write).
@@ -70,18 +133,19 @@ impl AppState {
     }
 
     /// The run called `name` (404 naming the known runs otherwise).
-    pub fn run(&self, name: &str) -> Result<&Run, ApiError> {
-        self.catalog.run(name).ok_or_else(|| {
-            let known: Vec<&str> = self.catalog.runs().iter().map(|r| r.name.as_str()).collect();
+    pub fn run(&self, name: &str) -> Result<Arc<Run>, ApiError> {
+        let catalog = self.catalog();
+        catalog.run(name).cloned().ok_or_else(|| {
+            let known: Vec<&str> = catalog.runs().iter().map(|r| r.name.as_str()).collect();
             ApiError::not_found(format!("no run named {name:?}; runs: {}", known.join(", ")))
         })
     }
 
     /// The file of host `host` of run `run` (404 otherwise): what the trace viewer's
     /// disk cache is keyed by.
-    pub fn host_file(&self, run: &str, host: &str) -> Result<&HostFile, ApiError> {
+    pub fn host_file(&self, run: &str, host: &str) -> Result<HostFile, ApiError> {
         let entry = self.run(run)?;
-        entry.files.hosts.iter().find(|file| file.host_name == host).ok_or_else(|| {
+        entry.files.hosts.iter().find(|file| file.host_name == host).cloned().ok_or_else(|| {
             let known: Vec<&str> = entry.host_names().collect();
             ApiError::not_found(format!("no host named {host:?} in run {run}; hosts: {}", known.join(", ")))
         })

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::error::ServeError;
-use crate::server::{RunningServer, spawn_local};
+use crate::server::{Config, RunningServer, spawn_local_with};
 use crate::state::AppState;
 
 /// A server for tests, serving until dropped.
@@ -22,12 +22,22 @@ pub struct TestServer {
 impl TestServer {
     /// Serves `path` on 127.0.0.1 (an ephemeral port), caching on disk in `cache_dir`.
     pub fn start(path: &Path, cache_dir: &Path) -> Result<TestServer, ServeError> {
+        TestServer::start_with(path, cache_dir, |_| ())
+    }
+
+    /// As [`TestServer::start`], with the rest of the configuration (the rescan
+    /// interval, the runs kept loaded) changed by `adjust` first.
+    pub fn start_with(
+        path: &Path,
+        cache_dir: &Path,
+        adjust: impl FnOnce(&mut Config),
+    ) -> Result<TestServer, ServeError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .map_err(ServeError::Serve)?;
-        let server = runtime.block_on(spawn_local(path, cache_dir))?;
+        let server = runtime.block_on(spawn_local_with(path, cache_dir, adjust))?;
         Ok(TestServer { server, _runtime: runtime })
     }
 

@@ -84,7 +84,7 @@ impl ToolRequest {
         let run = state.run(required(&query.run, "run")?)?;
         let host = match query.host.as_deref() {
             None | Some("all") | Some("") => None,
-            Some(host) => Some(state.host_file(&run.name, host)?.host_name.clone()),
+            Some(host) => Some(state.host_file(&run.name, host)?.host_name),
         };
         let tool = parse_tool(required(&query.tool, "tool")?, query)?;
         Ok(ToolRequest { run: run.name.clone(), host, tool })
@@ -95,6 +95,11 @@ impl ToolRequest {
         let host = self.host.as_deref().unwrap_or("all");
         format!("{}\0{host}\0{}\0{}", self.run, self.tool.name(), self.tool.options_key())
     }
+}
+
+/// Whether `key` (a [`ToolRequest::cache_key`]) is the key of a result of run `run`.
+pub(crate) fn is_key_of_run(key: &str, run: &str) -> bool {
+    key.strip_prefix(run).is_some_and(|rest| rest.starts_with('\0'))
 }
 
 fn parse_tool(name: &str, query: &ToolQuery) -> Result<Tool, ApiError> {

@@ -373,3 +373,99 @@ fn api_requests_marked_cross_site_are_refused() {
     let page = fixture.server.get("/", &[("Sec-Fetch-Site", "cross-site")]).expect("answered");
     assert_eq!(page.status, 200);
 }
+
+/// The run names `/api/runs` lists.
+fn run_names(fixture: &Fixture) -> Vec<String> {
+    fixture.json("/api/runs")["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .filter_map(|r| r["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Asks `/api/runs` until it lists `expected` (a scan may outlast one request's wait
+/// on a busy machine), and fails with the last listing after 20 s.
+fn wait_for_runs(fixture: &Fixture, expected: &[&str]) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let names = run_names(fixture);
+        if names == expected {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "runs are {names:?}, not {expected:?}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// A log directory that grows while the server runs (training writes a new session):
+/// `/api/runs` discovers it again — new runs appear, removed ones disappear, links out
+/// of the root are still refused, and a loaded run stays loaded unless its files
+/// change.
+#[cfg(unix)]
+#[test]
+fn a_live_log_directory_is_discovered_again() {
+    let xplane = data(JAX_LOGDIR).join("plugins/profile/2026_11_21_19_24_59/vm.xplane.pb");
+    let root = tempfile::tempdir().expect("temp dir");
+    let outside = tempfile::tempdir().expect("temp dir");
+    let profile = root.path().join("plugins/profile");
+    let add_session = |name: &str, host: &str| {
+        std::fs::create_dir_all(profile.join(name)).expect("session dir");
+        std::fs::copy(&xplane, profile.join(name).join(format!("{host}.xplane.pb"))).expect("copied");
+    };
+    add_session("2026_01_01_00_00_00", "vm");
+    std::fs::copy(&xplane, outside.path().join("vm.xplane.pb")).expect("copied");
+
+    let cache = tempfile::tempdir().expect("temp dir");
+    let server = TestServer::start_with(root.path(), cache.path(), |config| {
+        config.rescan_interval = std::time::Duration::ZERO;
+    })
+    .expect("server starts");
+    let fixture = Fixture { server, _cache: cache };
+    assert_eq!(run_names(&fixture), ["2026_01_01_00_00_00"]);
+    fixture.json("/api/run?run=2026_01_01_00_00_00");
+    assert_eq!(fixture.server.state().loaded_runs(), ["2026_01_01_00_00_00"]);
+
+    add_session("2026_02_02_00_00_00", "vm");
+    wait_for_runs(&fixture, &["2026_02_02_00_00_00", "2026_01_01_00_00_00"]);
+    assert_eq!(fixture.server.state().loaded_runs(), ["2026_01_01_00_00_00"], "an unchanged run stays loaded");
+    assert_eq!(fixture.json("/api/run?run=2026_02_02_00_00_00")["hosts"], json!(["vm"]));
+
+    std::os::unix::fs::symlink(outside.path(), profile.join("2026_03_03_00_00_00")).expect("directory link");
+    std::fs::remove_dir_all(profile.join("2026_02_02_00_00_00")).expect("removed");
+    wait_for_runs(&fixture, &["2026_01_01_00_00_00"]);
+    assert_eq!(fixture.server.state().catalog().refused().len(), 1, "the link out of the root is refused");
+    let (status, _) = fixture.error("/api/tool?run=2026_02_02_00_00_00&tool=overview_page");
+    assert_eq!(status, 404, "a removed run is gone");
+
+    // A second host in the loaded run: its files changed, so its session is dropped.
+    add_session("2026_01_01_00_00_00", "vm2");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while fixture.json("/api/runs")["runs"][0]["hosts"] != json!(["vm", "vm2"]) {
+        assert!(std::time::Instant::now() < deadline, "the new host is listed");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(fixture.server.state().loaded_runs().is_empty(), "a changed run is read again");
+}
+
+/// With the default interval, runs are not discovered again on every request.
+#[test]
+fn runs_are_discovered_again_at_most_once_per_interval() {
+    let xplane = data(JAX_LOGDIR).join("plugins/profile/2026_11_21_19_24_59/vm.xplane.pb");
+    let root = tempfile::tempdir().expect("temp dir");
+    let profile = root.path().join("plugins/profile");
+    for name in ["2026_01_01_00_00_00", "2026_02_02_00_00_00"] {
+        std::fs::create_dir_all(profile.join(name)).expect("session dir");
+        if name.starts_with("2026_01") {
+            std::fs::copy(&xplane, profile.join(name).join("vm.xplane.pb")).expect("copied");
+        }
+    }
+    let cache = tempfile::tempdir().expect("temp dir");
+    let server = TestServer::start_with(root.path(), cache.path(), |config| {
+        config.rescan_interval = std::time::Duration::from_secs(3600);
+    })
+    .expect("server starts");
+    let fixture = Fixture { server, _cache: cache };
+    std::fs::copy(&xplane, profile.join("2026_02_02_00_00_00/vm.xplane.pb")).expect("copied");
+    assert_eq!(run_names(&fixture), ["2026_01_01_00_00_00"], "the next scan is an hour away");
+}

@@ -182,6 +182,47 @@ fn xspace_meta_view_event_and_search_agree_with_the_model() {
     let default_limit = fixture.json("search", "&q=isinstance");
     assert_eq!(default_limit["results"].as_array().expect("results").len(), 100);
     assert_eq!(fixture.json("search", "&q=no%20such%20event")["total"], 0);
+    search_pages_walk_every_match(&fixture, "isinstance");
+}
+
+/// Steps through every match of `query` a few at a time, forwards from the first page
+/// and backwards from the last, and checks both walks against one big page.
+fn search_pages_walk_every_match(fixture: &Fixture, query: &str) {
+    let everything = fixture.json("search", &format!("&q={query}&limit=10000"));
+    let total = everything["total"].as_u64().expect("total");
+    let all = everything["results"].as_array().expect("results").clone();
+    assert_eq!(all.len() as u64, total, "one page holds them all");
+    assert_eq!(everything["offset"], 0);
+    let cursor = |r: &Value| (r["start_ps"].as_i64().expect("start"), r["id"].as_u64().expect("id"));
+    let mut forwards = Vec::new();
+    let mut page = fixture.json("search", &format!("&q={query}&limit=7"));
+    loop {
+        assert_eq!(page["total"].as_u64(), Some(total));
+        assert_eq!(page["offset"].as_u64(), Some(forwards.len() as u64));
+        let results = page["results"].as_array().expect("results").clone();
+        let Some(last) = results.last() else { break };
+        let (ps, id) = cursor(last);
+        forwards.extend(results.iter().cloned());
+        page = fixture.json("search", &format!("&q={query}&limit=7&after_ps={ps}&after_id={id}"));
+    }
+    assert_eq!(forwards, all);
+    let mut backwards = Vec::new();
+    let mut page = fixture.json("search", &format!("&q={query}&limit=7&before_ps={}", i64::MAX));
+    loop {
+        let results = page["results"].as_array().expect("results").clone();
+        let Some(first) = results.first() else { break };
+        assert_eq!(page["offset"].as_u64(), Some(total - backwards.len() as u64 - results.len() as u64));
+        let (ps, id) = cursor(first);
+        backwards.splice(0..0, results.iter().cloned());
+        page = fixture.json("search", &format!("&q={query}&limit=7&before_ps={ps}&before_id={id}"));
+    }
+    assert_eq!(backwards, all);
+    // after_ps alone: the matches starting strictly after that time.
+    let middle = cursor(&all[all.len() / 2]).0;
+    let after = fixture.json("search", &format!("&q={query}&limit=3&after_ps={}", middle - 1));
+    let first = all.iter().position(|r| cursor(r).0 >= middle).expect("a match");
+    assert_eq!(after["offset"].as_u64(), Some(first as u64));
+    assert_eq!(after["results"][0], all[first]);
 }
 
 #[test]
@@ -245,6 +286,9 @@ fn bad_parameters_are_400_and_unknown_names_404() {
         (fixture.target("event", "&id=-1"), 400, "id"),
         (fixture.target("search", ""), 400, "missing parameter q"),
         (fixture.target("search", "&q=a&limit=1000000"), 400, "limit"),
+        (fixture.target("search", "&q=a&after_ps=1&before_ps=2"), 400, "not both"),
+        (fixture.target("search", "&q=a&after_id=1"), 400, "after_id needs after_ps"),
+        (fixture.target("search", "&q=a&before_ps=x"), 400, "before_ps"),
     ];
     for (target, status, message) in cases {
         let (got_status, got_message) = fixture.error(&target);

@@ -1,5 +1,5 @@
-//! `GET /api/runs` (every run, cheap: from the catalog) and `GET /api/run` (one run,
-//! read if needed so its tool list is exact).
+//! `GET /api/runs` (every run, cheap: from the catalog, rediscovered when due) and
+//! `GET /api/run` (one run, read if needed so its tool list is exact).
 
 use std::sync::Arc;
 
@@ -52,8 +52,10 @@ impl RunEntry {
     }
 }
 
-/// `GET /api/runs`.
+/// `GET /api/runs`: the runs, discovered again first when the last discovery is older
+/// than the rescan interval (see [`crate::rescan`]).
 pub async fn runs(State(state): State<Arc<AppState>>) -> Json<Runs> {
+    state.rediscover_if_due().await;
     let catalog = state.catalog();
     Json(Runs {
         root: catalog.root().display().to_string(),
@@ -76,5 +78,5 @@ pub async fn run(
     let name = required(&query.run, "run")?;
     let run = state.run(name)?;
     state.session(name).await?;
-    Ok(Json(RunEntry::of(&state, run)))
+    Ok(Json(RunEntry::of(&state, &run)))
 }

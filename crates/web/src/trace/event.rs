@@ -58,11 +58,11 @@ pub(crate) async fn event(
 ) -> Result<Json<EventAnswer>, ApiError> {
     let (run, host) = run_and_host(&state, &query.run, &query.host)?;
     let id: u32 = number(&query.id, "id")?;
-    let index = host_index(&state, run, host).await?;
+    let index = host_index(&state, &run, &host).await?;
     let event = index
         .event(id)
         .ok_or_else(|| ApiError::not_found(format!("no event {id} on host {host} (it has {})", index.event_count())))?;
-    let session = state.session(run).await?;
+    let session = state.session(&run).await?;
     let model_host = session
         .hosts
         .iter()
@@ -73,7 +73,7 @@ pub(crate) async fn event(
         .resolve(model_host)
         .is_some_and(|(_, model)| model.start_ps() == event.start_ps && model.duration_ps().max(0) == event.dur_ps);
     if !same_event {
-        discard_host_index(&state, run, host).await?;
+        discard_host_index(&state, &run, &host).await?;
         return Err(ApiError::conflict(format!(
             "{}: the trace index no longer matches the profile at event {id}; it will be rebuilt, ask again",
             model_host.source_path

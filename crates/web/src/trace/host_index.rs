@@ -66,6 +66,13 @@ fn index_key(run: &str, host: &str) -> String {
     format!("{run}\n{host}")
 }
 
+/// Closes the open indexes of run `run` (its files changed or it is gone); their cache
+/// files stay, and are only used again if they still match the profile.
+pub(crate) fn forget_run_indexes(state: &AppState, run: &str) {
+    let prefix = index_key(run, "");
+    state.extension::<TraceIndexes>().open.invalidate_where(|key| key.starts_with(&prefix));
+}
+
 /// Forgets the index of `host` of `run` — the open one and its cache file — because
 /// it disagrees with the profile, so the next request builds it again. An open or
 /// build still running is left alone (it reads the profile as it is now).
@@ -84,7 +91,7 @@ pub(crate) async fn discard_host_index(state: &Arc<AppState>, run: &str, host: &
 
 /// The cache key of `host` of `run` as its profile is now, and its cache file's path.
 async fn cache_file(state: &AppState, run: &str, host: &str) -> Result<(CacheKey, PathBuf), ApiError> {
-    let source = state.host_file(run, host)?.path.clone();
+    let source = state.host_file(run, host)?.path;
     let dir = state.cache_dir().to_path_buf();
     let stem = format!("{run}-{host}");
     on_blocking_thread("trace index key", move || {

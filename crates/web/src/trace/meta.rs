@@ -52,7 +52,7 @@ pub(crate) async fn meta(
     ApiQuery(query): ApiQuery<MetaQuery>,
 ) -> Result<Json<MetaAnswer>, ApiError> {
     let (run, host) = run_and_host(&state, &query.run, &query.host)?;
-    let index = host_index(&state, run, host).await?;
+    let index = host_index(&state, &run, &host).await?;
     let (start_ps, end_ps) = index.span_ps();
     let sections = index
         .sections()

@@ -9,17 +9,17 @@ use crate::state::AppState;
 
 /// The run and host a trace request is about, checked against the catalog. `host=all`
 /// stands for the run's only host; the trace viewer shows one host at a time.
-pub(crate) fn run_and_host<'s>(
-    state: &'s AppState,
+pub(crate) fn run_and_host(
+    state: &AppState,
     run: &Option<String>,
     host: &Option<String>,
-) -> Result<(&'s str, &'s str), ApiError> {
+) -> Result<(String, String), ApiError> {
     let entry = state.run(required(run, "run")?)?;
     let host = required(host, "host")?;
     let mut hosts = entry.host_names();
     let file_host = if host == "all" {
         match (hosts.next(), hosts.next()) {
-            (Some(only), None) => only,
+            (Some(only), None) => only.to_string(),
             _ => {
                 let known: Vec<&str> = entry.host_names().collect();
                 return Err(ApiError::bad_request(format!(
@@ -29,9 +29,9 @@ pub(crate) fn run_and_host<'s>(
             }
         }
     } else {
-        state.host_file(&entry.name, host)?.host_name.as_str()
+        state.host_file(&entry.name, host)?.host_name
     };
-    Ok((entry.name.as_str(), file_host))
+    Ok((entry.name.clone(), file_host))
 }
 
 /// Parameter `name` parsed as a `T` (400 when missing or malformed).

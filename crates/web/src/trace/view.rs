@@ -68,7 +68,7 @@ pub(crate) async fn view(
     if !(1..=MAX_WIDTH_PX).contains(&width_px) {
         return Err(ApiError::bad_request(format!("width_px must be between 1 and {MAX_WIDTH_PX}, not {width_px}")));
     }
-    let index = host_index(&state, run, host).await?;
+    let index = host_index(&state, &run, &host).await?;
     let tracks = parse_tracks(query.tracks.as_deref(), &index)?;
     let view = on_blocking_thread("trace view", move || {
         let view = index.view(&Viewport { start_ps, end_ps, width_px, tracks: tracks.as_deref() });

@@ -56,9 +56,13 @@ export class TraceApi {
     return this.get('event', { id }, signal);
   }
 
-  /** Events whose name contains `q` (case-insensitive), over the whole trace. */
-  search(q, limit, signal) {
-    return this.get('search', { q, limit }, signal);
+  /**
+   * Events whose name contains `q` (case-insensitive), over the whole trace: a page of
+   * at most `limit`; `cursor` is `{}` (the first page), `{after_ps[, after_id]}` or
+   * `{before_ps[, before_id]}` (API.md).
+   */
+  search(q, limit, cursor, signal) {
+    return this.get('search', { q, limit, ...cursor }, signal);
   }
 }
 

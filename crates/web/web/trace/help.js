@@ -15,7 +15,7 @@ export const CONTROLS = [
   ['M', 'mark the selected event’s time range (again: unmark)'],
   ['F', 'fit the selected event (or the marked range) to the window'],
   ['0', 'reset zoom to the whole trace'],
-  ['/', 'focus the search box; Enter / Shift+Enter: next / previous result'],
+  ['/', 'focus the search box; Enter: search from the window start, then next result; Shift+Enter: previous'],
   ['Esc', 'clear the mark, then the selection; close this help'],
   ['?', 'show / hide this help'],
 ];

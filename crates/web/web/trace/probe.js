@@ -1,12 +1,13 @@
 // What tests and scripts may read of a mounted trace viewer without parsing pixels:
-// its state and where each event and flow arrow is drawn. The viewer's root element
-// carries it as `traceViewerProbe`; nothing in the viewer depends on it.
+// its state and where each event and flow arrow is drawn; and one knob, the search's
+// page size, so a test can step across result pages in a few steps. The viewer's root
+// element carries it as `traceViewerProbe`; nothing in the viewer depends on it.
 
 import { RULER_HEIGHT, levelCenter, rowsBetween } from './layout.js';
 
 /**
- * `{state(), events(), flows()}` for `viewer`. Positions are CSS pixels in the page's
- * viewport, as mouse events use them.
+ * `{state(), events(), flows(), setSearchPageSize(n)}` for `viewer`. Positions are CSS
+ * pixels in the page's viewport, as mouse events use them.
  */
 export function traceProbe(viewer) {
   return {
@@ -21,6 +22,9 @@ export function traceProbe(viewer) {
     }),
     events: () => drawnEvents(viewer),
     flows: () => drawnFlows(viewer),
+    setSearchPageSize: (size) => {
+      viewer.search.pageSize = size;
+    },
   };
 }
 

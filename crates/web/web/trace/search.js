@@ -1,23 +1,40 @@
 // Search over the whole trace (/api/trace/search): the box and the ◀ ▶ buttons in the
-// toolbar, the result list beside the details pane. Enter runs a new query or goes to
-// the next result; Shift+Enter goes back. Jumping is the viewer's job (`onJump`).
+// toolbar, the result list beside the details pane. Enter runs a new query, starting at
+// the first match at or after the window's start, or goes to the next match; Shift+Enter
+// goes back. Results come a page at a time: stepping past either end of the page fetches
+// the neighbouring page (by the server's after/before cursor), and past the last match
+// wraps to the first, so next/previous reach every match. Jumping is the viewer's job
+// (`onJump`).
 
 import { isAbort } from './api.js';
 import { h } from '../lib/dom.js';
 import { formatDuration, formatTime } from './time.js';
 
-/** How many results one search lists (the total counts all matches). */
-export const SEARCH_LIMIT = 500;
+/** How many results one page holds (the total counts all matches). */
+export const SEARCH_PAGE_SIZE = 500;
 
-/** The search box, its count and the result list. */
+/** The largest picosecond time the server accepts: a cursor after every event. */
+const END_OF_TIME_PS = '9223372036854775807';
+
+/** The search box, its count and the result list of the current page. */
 export class SearchPanel {
-  constructor(api, { onJump, onError }) {
+  /**
+   * `api`: the TraceApi; `windowStartPs()`: where the visible window starts (a new
+   * query starts there); `onJump(result)`: go to a result; `onError(error)`.
+   */
+  constructor(api, { windowStartPs, onJump, onError }) {
     this.api = api;
+    this.windowStartPs = windowStartPs;
     this.onJump = onJump;
     this.onError = onError;
+    /** Results per page; tests lower it to cross page boundaries in a few steps. */
+    this.pageSize = SEARCH_PAGE_SIZE;
     this.query = '';
     this.results = [];
     this.total = 0;
+    /** Rank among all matches (0-based) of `results[0]`. */
+    this.offset = 0;
+    /** Position of the current result in `results`, −1 for none. */
     this.index = -1;
     this.controller = null;
     this.input = h('input', {
@@ -56,45 +73,83 @@ export class SearchPanel {
     event.stopPropagation();
   }
 
-  /** Runs a search for `text` and jumps to its first result. */
+  /** Runs a search for `text` and jumps to its first match at or after the window's start. */
   async run(text) {
     this.query = text;
     this.results = [];
     this.total = 0;
+    this.offset = 0;
     this.index = -1;
-    if (this.controller) this.controller.abort();
     if (text === '') {
+      this.cancel();
       this.render();
       return;
     }
-    const controller = new AbortController();
-    this.controller = controller;
     this.count.textContent = 'searching…';
-    try {
-      const answer = await this.api.search(text, SEARCH_LIMIT, controller.signal);
-      if (this.controller !== controller) return;
-      this.results = Array.isArray(answer.results) ? answer.results : [];
-      this.total = Number(answer.total) || 0;
-      this.render();
-      if (this.results.length > 0) this.select(0);
-    } catch (error) {
-      if (isAbort(error) || this.controller !== controller) return;
-      this.count.textContent = '';
-      this.onError(error);
-    }
+    // The server's after_ps without an id means "starting after that time".
+    const fromPs = Math.floor(this.windowStartPs()) - 1;
+    await this.fetchPage({ after_ps: fromPs }, (answer) => {
+      // No match from the window on: wrap to the first one.
+      if (answer.results.length === 0 && answer.total > 0) return { wrap: {} };
+      return { select: 0 };
+    });
   }
 
-  /** Moves to the next (+1) or previous (−1) result, wrapping around. */
+  /**
+   * Moves to the next (+1) or previous (−1) match over all matches, fetching the
+   * neighbouring page when the step leaves this one and wrapping around at the ends.
+   */
   step(direction) {
+    if (this.controller) return; // a page is on its way; this step would repeat it
     if (this.results.length === 0) {
       const text = this.input.value.trim();
       if (text !== '' && text !== this.query) this.run(text);
       return;
     }
-    this.select((this.index + direction + this.results.length) % this.results.length);
+    const index = this.index + direction;
+    if (index >= 0 && index < this.results.length) {
+      this.select(index);
+    } else if (direction > 0) {
+      const last = this.results[this.results.length - 1];
+      const atEnd = this.offset + this.results.length >= this.total;
+      this.fetchPage(atEnd ? {} : { after_ps: last.start_ps, after_id: last.id }, () => ({ select: 0 }));
+    } else {
+      const first = this.results[0];
+      const cursor = this.offset === 0 ? { before_ps: END_OF_TIME_PS } : { before_ps: first.start_ps, before_id: first.id };
+      this.fetchPage(cursor, (answer) => ({ select: answer.results.length - 1 }));
+    }
   }
 
-  /** Makes result `index` current and jumps to it. */
+  /**
+   * Fetches the page `cursor` names; `choose(answer)` says which result to select
+   * (`{select: i}`) or that the first page should be fetched instead (`{wrap: {}}`).
+   */
+  async fetchPage(cursor, choose) {
+    this.cancel();
+    const controller = new AbortController();
+    this.controller = controller;
+    const query = this.query;
+    try {
+      let answer = normalized(await this.api.search(query, this.pageSize, cursor, controller.signal));
+      if (this.controller === controller && choose(answer).wrap)
+        answer = normalized(await this.api.search(query, this.pageSize, {}, controller.signal));
+      if (this.controller !== controller) return;
+      this.controller = null;
+      this.results = answer.results;
+      this.total = answer.total;
+      this.offset = answer.offset;
+      this.render();
+      const { select } = choose(answer);
+      if (select !== undefined && select >= 0 && select < this.results.length) this.select(select);
+    } catch (error) {
+      if (isAbort(error) || this.controller !== controller) return;
+      this.controller = null;
+      this.updateCount();
+      this.onError(error);
+    }
+  }
+
+  /** Makes result `index` of the page current and jumps to it. */
   select(index) {
     this.index = index;
     this.updateCurrent();
@@ -110,16 +165,20 @@ export class SearchPanel {
       return;
     }
     this.list.hidden = false;
-    const shown = this.results.length < this.total ? ` (first ${this.results.length} listed)` : '';
+    const last = this.offset + this.results.length;
+    const shown =
+      this.results.length > 0 && this.results.length < this.total
+        ? ` (${number(this.offset + 1)}–${number(last)} listed)`
+        : '';
     this.list.replaceChildren(
       h(
         'div',
         { class: 'tv-results-head' },
-        `${this.total.toLocaleString('en-US')} ${this.total === 1 ? 'match' : 'matches'} for “${this.query}”${shown}`,
+        `${number(this.total)} ${this.total === 1 ? 'match' : 'matches'} for “${this.query}”${shown}`,
       ),
       h(
         'ol',
-        { class: 'tv-results-list' },
+        { class: 'tv-results-list', start: String(this.offset + 1) },
         this.results.map((result, index) =>
           h(
             'li',
@@ -136,10 +195,12 @@ export class SearchPanel {
     );
   }
 
+  /** "k of N": the current match's rank among all matches. */
   updateCount() {
     if (this.query === '') this.count.textContent = '';
-    else if (this.results.length === 0) this.count.textContent = 'no match';
-    else this.count.textContent = `${this.index + 1} / ${this.total.toLocaleString('en-US')}`;
+    else if (this.total === 0) this.count.textContent = 'no match';
+    else if (this.index < 0) this.count.textContent = `${number(this.total)} matches`;
+    else this.count.textContent = `${number(this.offset + this.index + 1)} of ${number(this.total)}`;
   }
 
   updateCurrent() {
@@ -156,4 +217,17 @@ export class SearchPanel {
     if (this.controller) this.controller.abort();
     this.controller = null;
   }
+}
+
+/** The answer with its fields checked: `{total, offset, results}`. */
+function normalized(answer) {
+  return {
+    total: Number(answer.total) || 0,
+    offset: Number(answer.offset) || 0,
+    results: Array.isArray(answer.results) ? answer.results : [],
+  };
+}
+
+function number(value) {
+  return value.toLocaleString('en-US');
 }

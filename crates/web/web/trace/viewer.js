@@ -79,6 +79,7 @@ class TraceViewer {
     this.message = h('div', { class: 'tv-message' }, 'Loading trace…');
     this.stage = h('div', { class: 'tv-stage' }, this.canvas, this.scroller, this.tooltip, this.message, this.help);
     this.search = new SearchPanel(this.api, {
+      windowStartPs: () => this.window.startPs,
       onJump: (result) => this.jumpTo(result.id, 'fit', result),
       onError: (error) => this.setStatus(`search: ${error.message}`, true),
     });

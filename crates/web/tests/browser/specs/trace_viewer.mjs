@@ -1,6 +1,7 @@
 // The trace viewer against the real server: tracks appear, W and the wheel zoom, A/D and
 // dragging pan, a click selects an event whose args match /api/trace/event, search jumps
-// to an event outside the visible window, flow arrows are drawn where /api/trace/view
+// to the first match at or after the window's start and Enter / Shift+Enter step through
+// every match across result pages, flow arrows are drawn where /api/trace/view
 // returns flows (and the details pane follows them), the URL restores window and
 // selection, section headers fold, and the view survives a resize. It reads the viewer's state through
 // `.tv`'s `traceViewerProbe` (window, selection, where events and arrows are drawn).
@@ -31,6 +32,7 @@ export default async function traceViewer(t) {
 
   await checkSearch(t, query, meta);
   await t.screenshot('trace_viewer-search');
+  await checkSearchPages(t, query, meta);
   await checkFlows(t, query, meta, gpu);
   await checkHelpAndResize(t);
 }
@@ -152,16 +154,25 @@ async function checkSelect(t, query) {
   return target.id;
 }
 
-/** Searches a name whose first match lies outside the window and checks the jump lands on it. */
+/**
+ * Searches a name whose first match from the window's start on lies outside the window
+ * and checks the jump lands on it.
+ */
 async function checkSearch(t, query, meta) {
   const { page, assert } = t;
+  // A narrow window (1 µs) in the middle: most names have no match starting in it.
+  const middle = Math.floor((meta.start_ps + meta.end_ps) / 2);
+  await page.goto(
+    new URL(`?${query}&tool=trace_viewer&start_ps=${middle}&end_ps=${middle + 1_000_000}`, t.baseUrl).href,
+  );
+  await page.waitForSelector('.tv[data-ready="1"]');
+  await settle(page);
   const window = await probe(page, 'state');
   const found = await searchTarget(t, query, meta, window);
-  assert.ok(found, 'some event name has its first match outside the visible window');
-  const { text, answer } = found;
+  assert.ok(found, 'some event name has its first match from the window on outside the window');
+  const { text, answer, first } = found;
   await page.fill('.tv-search-input', text);
   await page.press('.tv-search-input', 'Enter');
-  const first = answer.results[0];
   await page.waitForFunction((id) => document.querySelector('.tv').dataset.selected === String(id), first.id);
   const after = await probe(page, 'state');
   assert.ok(
@@ -177,20 +188,14 @@ async function checkSearch(t, query, meta) {
     drawn.some((event) => event.id === first.id),
     'the result is drawn after the jump',
   );
-  if (answer.results.length > 1) {
-    await page.press('.tv-search-input', 'Enter');
-    await page.waitForFunction(
-      (id) => document.querySelector('.tv').dataset.selected === String(id),
-      answer.results[1].id,
-    );
-  }
   await page.locator('.tv-search-input').blur();
   await settle(page);
 }
 
 /**
- * A search text whose first result lies wholly outside `window`: names of events drawn
- * wholly before or after the window, tried in turn.
+ * A search text whose first match at or after the window's start (or, with none there,
+ * its first match) lies wholly outside `window`: names of events drawn wholly before or
+ * after the window, tried in turn. `first` is that match, `answer` the first page.
  */
 async function searchTarget(t, query, meta, window) {
   const tracks = meta.sections.flatMap((section) => section.tracks.map((track) => track.id)).join(',');
@@ -208,11 +213,72 @@ async function searchTarget(t, query, meta, window) {
     }
   }
   for (const name of [...names].slice(0, 40)) {
-    const answer = await t.api(`/api/trace/search?${query}&q=${encodeURIComponent(name)}&limit=500`);
-    const first = answer.results[0];
+    const q = `${query}&q=${encodeURIComponent(name)}`;
+    const answer = await t.api(`/api/trace/search?${q}&limit=1`);
+    const fromWindow = await t.api(`/api/trace/search?${q}&limit=1&after_ps=${Math.floor(window.startPs) - 1}`);
+    const first = fromWindow.results[0] ?? answer.results[0];
     if (first && (first.start_ps > window.endPs || first.start_ps + first.dur_ps < window.startPs)) {
-      return { text: name, answer };
+      return { text: name, answer, first };
     }
+  }
+  return null;
+}
+
+/**
+ * With three results per page, Enter and Shift+Enter step through a name's matches
+ * across page boundaries (and around the ends), in the order of one big page, and the
+ * count says "k of N".
+ */
+async function checkSearchPages(t, query, meta) {
+  const { page, assert } = t;
+  const text = await namesWithManyMatches(t, query, meta);
+  assert.ok(text, 'some event name has at least 10 matches');
+  const all = (await t.api(`/api/trace/search?${query}&q=${encodeURIComponent(text)}&limit=10000`)).results;
+  await page.evaluate(() => document.querySelector('.tv').traceViewerProbe.setSearchPageSize(3));
+  const window = await probe(page, 'state');
+  const from = all.findIndex((result) => result.start_ps >= Math.floor(window.startPs));
+  let rank = from < 0 ? 0 : from;
+  // The selection may already be the expected event (from an earlier search), so wait
+  // for the count too.
+  const expectAt = async (what) => {
+    const count = `${(rank + 1).toLocaleString('en-US')} of ${all.length.toLocaleString('en-US')}`;
+    const arrived = (expected) =>
+      document.querySelector('.tv').dataset.selected === String(expected.id) &&
+      document.querySelector('.tv-search-count').textContent === expected.count;
+    await page.waitForFunction(arrived, { id: all[rank].id, count }, { timeout: 10_000 }).catch(() => {});
+    assert.equal(await page.getAttribute('.tv', 'data-selected'), String(all[rank].id), what);
+    assert.equal(await page.textContent('.tv-search-count'), count, what);
+  };
+  await page.fill('.tv-search-input', '');
+  await page.press('.tv-search-input', 'Enter'); // clears the last query, so the next Enter is a new search
+  await page.fill('.tv-search-input', text);
+  await page.press('.tv-search-input', 'Enter');
+  await expectAt('a new search starts at the first match from the window on');
+  for (let step = 0; step < 5; step += 1) {
+    await page.press('.tv-search-input', 'Enter');
+    rank = (rank + 1) % all.length;
+    await expectAt(`Enter #${step + 1} goes to the next match`);
+  }
+  for (let step = 0; step < 9; step += 1) {
+    await page.press('.tv-search-input', 'Shift+Enter');
+    rank = (rank - 1 + all.length) % all.length;
+    await expectAt(`Shift+Enter #${step + 1} goes to the previous match`);
+  }
+  const listed = await page.locator('.tv-results-list li').count();
+  assert.ok(listed <= 3, `the list holds one page (${listed})`);
+  await page.locator('.tv-search-input').blur();
+  await settle(page);
+}
+
+/** A name of an event in the trace with 10 to 10 000 matches, or null. */
+async function namesWithManyMatches(t, query, meta) {
+  const tracks = meta.sections.flatMap((section) => section.tracks.map((track) => track.id)).join(',');
+  const view = await t.api(
+    `/api/trace/view?${query}&start_ps=${meta.start_ps}&end_ps=${meta.end_ps}&width_px=4000&tracks=${tracks}`,
+  );
+  for (const name of view.names.slice(0, 60)) {
+    const answer = await t.api(`/api/trace/search?${query}&q=${encodeURIComponent(name)}&limit=1`);
+    if (answer.total >= 10 && answer.total <= 10000) return name;
   }
   return null;
 }
