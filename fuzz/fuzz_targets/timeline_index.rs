@@ -70,11 +70,8 @@ fn exercise(index: &TimelineIndex, data: &[u8], complete: bool) {
         let _ = view;
     }
     let all = index.view(&Viewport { start_ps: start, end_ps: end, width_px: 2000, tracks: None });
-    let shown: u64 = all
-        .tracks
-        .iter()
-        .map(|t| t.events.len() as u64 + t.merged.iter().map(|m| m.count).sum::<u64>())
-        .sum();
+    let shown: u64 =
+        all.tracks.iter().map(|t| t.events.len() as u64 + t.merged.iter().map(|m| m.count).sum::<u64>()).sum();
     if complete {
         assert_eq!(shown, index.event_count(), "a view of the whole span shows every event once");
     }
