@@ -5,24 +5,11 @@
 //! every number a finding or check cites equals the number at that path in the cited
 //! tool's own `mlprof analyze --format json` result.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
 use serde_json::Value;
 
-fn data(rel: &str) -> String {
-    let path: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(rel);
-    path.to_str().expect("UTF-8 path").to_string()
-}
+mod common;
 
-fn mlprof(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mlprof")).args(args).output().expect("mlprof runs")
-}
-
-fn ok_stdout(out: Output) -> String {
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).expect("UTF-8 output")
-}
+use common::{data_str as data, mlprof, ok_stdout};
 
 fn json(args: &[&str]) -> Value {
     serde_json::from_str(&ok_stdout(mlprof(args))).expect("JSON output")

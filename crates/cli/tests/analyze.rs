@@ -2,23 +2,11 @@
 //! table rendering against a snapshot, CSV sorting, and bad requests.
 //! Set `MLPROF_UPDATE_SNAPSHOTS=1` to rewrite the snapshot after a deliberate change.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
 use serde_json::Value;
 
-fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(rel)
-}
+mod common;
 
-fn mlprof(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mlprof")).args(args).output().expect("mlprof runs")
-}
-
-fn ok_stdout(out: Output) -> String {
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).expect("UTF-8 output")
-}
+use common::{data, mlprof, ok_stdout};
 
 const CASES: &[&str] = &["tf_keras2_input_bound", "tf_keras_pipelined", "tf_custom_loop", "jax_profile"];
 

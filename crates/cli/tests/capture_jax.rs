@@ -7,7 +7,6 @@
 //! (as `.ci/run` does), where a missing peer is a failure.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use serde_json::Value;
 
@@ -15,18 +14,13 @@ mod peers;
 
 use peers::Peer;
 
+mod common;
+
+use common::{mlprof, ok_stdout};
+
 /// Starts a worker that trains for up to two minutes and waits for its `listening on` line.
 fn start_worker(python: &str) -> Peer {
     Peer::start(python, &[&peers::script("jax_worker.py").display().to_string(), "0", "120"])
-}
-
-fn mlprof(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mlprof")).args(args).output().expect("mlprof runs")
-}
-
-fn ok_stdout(out: Output) -> String {
-    assert!(out.status.success(), "mlprof failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).expect("UTF-8 output")
 }
 
 /// The one session directory `mlprof capture` made under `logdir`.

@@ -9,15 +9,15 @@
 //! `MLPROF_REQUIRE_PEERS` is set.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 mod peers;
 
 use peers::Peer;
 
-fn mlprof(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mlprof")).args(args).output().expect("mlprof runs")
-}
+mod common;
+
+use common::mlprof;
 
 /// The `.xplane.pb` files below `dir`.
 fn xplane_files(dir: &Path) -> Vec<std::path::PathBuf> {

@@ -1,18 +1,14 @@
 //! The `mlprof` binary end to end: `info` on every kind of path, `convert` in both
 //! directions, and bad input (exit code 2, one line on stderr, no partial output).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
 use serde_json::Value;
 
-fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(rel)
-}
+mod common;
 
-fn mlprof(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mlprof")).args(args).output().expect("mlprof runs")
-}
+use common::{data, mlprof};
 
 fn info_json(path: &Path) -> Value {
     let out = mlprof(&["info", path.to_str().unwrap(), "--format", "json"]);

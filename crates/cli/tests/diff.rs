@@ -2,27 +2,13 @@
 //! `compare_traces` output byte for byte (up to pandas' `1.0` for `1`), the table and
 //! JSON carry the same numbers, and bad input fails with one line on stderr.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(rel)
-}
+mod common;
 
-fn path(rel: &str) -> String {
-    data(rel).to_str().expect("UTF-8 path").to_string()
-}
-
-fn mlprof(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mlprof")).args(args).output().expect("mlprof runs")
-}
-
-fn ok_stdout(out: Output) -> String {
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).expect("UTF-8 output")
-}
+use common::{data_str as path, mlprof, ok_stdout};
 
 fn diff(extra: &[&str]) -> Output {
     let (base, test) = (path("kineto/hta/trace_compare/base"), path("kineto/hta/trace_compare/test/test.json.gz"));

@@ -1,23 +1,13 @@
 //! `mlprof analyze --tool gpu` end to end on a real two-rank GPU trace directory:
 //! table, JSON, CSV, HTA-compatible CSV files, analysis selection, and bad requests.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(rel)
-}
+mod common;
 
-fn mlprof(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mlprof")).args(args).output().expect("mlprof runs")
-}
-
-fn ok_stdout(out: Output) -> String {
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).expect("UTF-8 output")
-}
+use common::{data, mlprof, ok_stdout};
 
 fn failure(out: Output) -> String {
     assert!(!out.status.success(), "expected a failure");

@@ -3,14 +3,13 @@
 //! raw trace (`tests/data/kineto/memory_ref/torch_profile.json`), the table names the
 //! blocks live at the peak, and `xprof-json` is XProf's `MemoryProfile` shape.
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(rel)
-}
+mod common;
+
+use common::data;
 
 const TRACE: &str = "kineto/torch_profile/logdir/worker0.1795289102612280864.pt.trace.json";
 

@@ -3,23 +3,13 @@
 //! closed pipe.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(rel)
-}
+mod common;
 
-fn mlprof(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mlprof")).args(args).output().expect("mlprof runs")
-}
-
-fn ok_stdout(out: Output) -> String {
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).expect("UTF-8 output")
-}
+use common::{data, mlprof, ok_stdout};
 
 #[test]
 fn the_input_pipeline_analyzer_explains_the_dataloader_of_a_cpu_trace() {

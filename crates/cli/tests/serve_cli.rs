@@ -1,7 +1,7 @@
 //! `mlprof serve` as a user runs it: errors for a bad path, the URL line with the
 //! port actually bound, and answers equal to `mlprof analyze`'s for the same tool.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use mlprof_web::testing::get;
@@ -10,9 +10,9 @@ use served::serve;
 mod served;
 use serde_json::Value;
 
-fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(rel)
-}
+mod common;
+
+use common::data;
 
 fn analyze(path: &Path, args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_mlprof")).arg("analyze").arg(path).args(args).output().expect("runs");

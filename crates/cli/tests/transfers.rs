@@ -1,24 +1,13 @@
 //! `mlprof analyze --tool transfers` end to end on real Kineto traces: the table, JSON
 //! and CSV forms, `--gap-threshold` with units, and bad requests (one line, exit 2).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-fn data(rel: &str) -> String {
-    let path: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(rel);
-    path.to_str().expect("UTF-8 path").to_string()
-}
+mod common;
 
-fn mlprof(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mlprof")).args(args).output().expect("mlprof runs")
-}
-
-fn ok_stdout(out: Output) -> String {
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).expect("UTF-8 output")
-}
+use common::{data_str as data, mlprof, ok_stdout};
 
 fn failure(out: Output) -> String {
     assert_eq!(out.status.code(), Some(2), "bad input exits with 2");

@@ -1,0 +1,27 @@
+//! Helpers every CLI test file uses: the test data directory, running the `mlprof`
+//! binary, and reading a successful run's output. (Each test file uses a subset.)
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// `tests/data/REL` of the repository.
+pub fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(rel)
+}
+
+/// [`data`] as a string, for argument lists.
+pub fn data_str(rel: &str) -> String {
+    data(rel).to_str().expect("UTF-8 path").to_string()
+}
+
+/// Runs the `mlprof` binary with `args`.
+pub fn mlprof(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mlprof")).args(args).output().expect("mlprof runs")
+}
+
+/// The stdout of a run that must have succeeded (its stderr in the panic otherwise).
+pub fn ok_stdout(out: Output) -> String {
+    assert!(out.status.success(), "mlprof failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
