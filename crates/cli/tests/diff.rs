@@ -8,7 +8,7 @@ use serde_json::Value;
 
 mod common;
 
-use common::{data_str as path, mlprof, ok_stdout};
+use common::{data, data_str as path, mlprof, ok_stdout};
 
 fn diff(extra: &[&str]) -> Output {
     let (base, test) = (path("kineto/hta/trace_compare/base"), path("kineto/hta/trace_compare/test/test.json.gz"));
