@@ -33,8 +33,11 @@ pub struct TopOp {
 /// The run environment.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct RunEnvironment {
-    /// Host names.
+    /// Host names (one per profile file: XProf's tasks).
     pub hosts: Vec<String>,
+    /// The distinct machines those hosts ran on (the XSpace `hostnames`; the host
+    /// name where a profile has none). Several tasks can share one machine.
+    pub machines: Vec<String>,
     /// `CPU` or the GPU model (`Nvidia GPU`, or the `gpu_device_name` plane stat).
     pub device_type: String,
     /// Number of device cores (GPU planes); 0 on CPU-only profiles.
@@ -200,9 +203,14 @@ impl Overview {
         for id in ["host_id", "command_line", "start_time", "bns_address"] {
             run_env.column(id, id, "string");
         }
-        let hosts = env.hosts.len();
-        run_env.property("host_count", hosts.to_string());
-        run_env.property("task_count", format!("{hosts} (num tasks per host = 1)"));
+        // XProf: host_count counts machines, task_count profiles (integer ratio).
+        let (machines, tasks) = (env.machines.len(), env.hosts.len());
+        run_env.property("host_count", machines.to_string());
+        let task_count = match tasks.checked_div(machines) {
+            Some(per_machine) if tasks > 0 => format!("{tasks} (num tasks per host = {per_machine})"),
+            _ => tasks.to_string(),
+        };
+        run_env.property("task_count", task_count);
         run_env.property("device_type", env.device_type.clone());
         run_env.property("device_core_count", env.device_core_count.to_string());
         run_env.property("is_training", env.is_training.to_string());

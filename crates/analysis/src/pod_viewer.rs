@@ -34,6 +34,8 @@ pub const CATEGORIES: [(u32, &str); 9] = [
 pub struct PodRecord {
     /// Host name.
     pub host: String,
+    /// The machine the host ran on (XSpace hostname; what XProf shows as `hostName`).
+    pub machine: String,
     /// XProf's core id (1 for the first host, `1000 × host index + 1` after).
     pub core_id: u32,
     /// Step time (µs).
@@ -62,7 +64,8 @@ pub struct Straggler {
 /// One step across hosts.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PodStep {
-    /// Step number (the chief host's group id; PyTorch's N of `ProfilerStep#N`).
+    /// Step number: the host's own (group id) with one host, 0, 1, … in the
+    /// intersection of several (as XProf), PyTorch's N of `ProfilerStep#N`.
     pub step_num: i64,
     /// Per host.
     pub hosts: Vec<PodRecord>,
@@ -165,8 +168,9 @@ fn breakdown(info: &StepInfo) -> [f64; 9] {
     ]
 }
 
-/// Builds the pod viewer from combined (not dropped) steps.
-pub fn analyze(steps: &CombinedSteps) -> PodViewer {
+/// Builds the pod viewer from combined (not dropped) steps; `machines[i]` is the
+/// machine host `i` of `steps.hosts` ran on.
+pub fn analyze(steps: &CombinedSteps, machines: &[String]) -> PodViewer {
     let mut viewer =
         PodViewer { device_type: if steps.has_device { "GPU" } else { "CPU" }.into(), ..PodViewer::default() };
     if steps.steps.is_empty() {
@@ -186,6 +190,7 @@ pub fn analyze(steps: &CombinedSteps) -> PodViewer {
                 }
                 PodRecord {
                     host: steps.hosts.get(*index).cloned().unwrap_or_default(),
+                    machine: machines.get(*index).or(steps.hosts.get(*index)).cloned().unwrap_or_default(),
                     core_id: (*index as u32) * 1000 + 1,
                     total_duration_us: info.duration_ps as f64 / 1e6,
                     breakdown_us,
@@ -216,7 +221,7 @@ impl PodViewer {
                     per_core.insert(
                         record.core_id.to_string(),
                         json!({
-                            "hostName": record.host,
+                            "hostName": record.machine,
                             "chipId": 0,
                             "nodeId": 0,
                             "stepNum": step.step_num,

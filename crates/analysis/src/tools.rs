@@ -195,7 +195,9 @@ impl<'h> Analysis<'h> {
                     })
                     .collect(),
             ),
-            "pod_viewer" => ToolResult::PodViewer(Box::new(pod_viewer::analyze(&self.combined_steps(false)))),
+            "pod_viewer" => {
+                ToolResult::PodViewer(Box::new(pod_viewer::analyze(&self.combined_steps(false), &self.machines())))
+            }
             "tf_data_bottleneck_analysis" => ToolResult::TfData(Box::new(tf_data::analyze(&self.hosts))),
             _ => return None,
         })
@@ -214,6 +216,12 @@ impl<'h> Analysis<'h> {
             .collect();
         let device_tf_ops = op_metrics::combine_dbs(&device_dbs, false);
         overview::analyze(steps, host_ops, &device_tf_ops, precision, self.run_environment())
+    }
+
+    /// Per host, the machine it ran on: the XSpace's first hostname, as XProf takes
+    /// it, or the host name where the profile names none.
+    fn machines(&self) -> Vec<String> {
+        self.hosts.iter().map(|h| h.hostnames.first().unwrap_or(&h.name).clone()).collect()
     }
 
     fn run_environment(&self) -> overview::RunEnvironment {
@@ -243,6 +251,12 @@ impl<'h> Analysis<'h> {
         };
         overview::RunEnvironment {
             hosts: self.hosts.iter().map(|h| h.name.clone()).collect(),
+            machines: self.machines().into_iter().fold(Vec::new(), |mut distinct, machine| {
+                if !distinct.contains(&machine) {
+                    distinct.push(machine);
+                }
+                distinct
+            }),
             device_type,
             device_core_count: gpu_planes.len(),
             is_training: self.hosts.iter().any(|h| has_gradient_program(h)),

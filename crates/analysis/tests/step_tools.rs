@@ -7,6 +7,10 @@ use std::path::{Path, PathBuf};
 use mlprof_analysis::tools::{Analysis, ToolOptions};
 use serde_json::Value;
 
+mod json_same;
+
+use json_same::assert_same;
+
 const CASES: [&str; 4] = ["tf_keras2_input_bound", "tf_keras_pipelined", "tf_custom_loop", "jax_profile"];
 
 fn case_dir(case: &str) -> PathBuf {
@@ -21,34 +25,6 @@ fn load(case: &str) -> mlprof_model::Session {
 fn reference(case: &str, tool: &str) -> Value {
     let path = case_dir(case).join("xprof_out").join(format!("{tool}.json"));
     serde_json::from_slice(&std::fs::read(&path).expect("reference exists")).expect("reference is JSON")
-}
-
-/// Compares JSON values: structure and strings exactly, numbers within 0.1 % (or
-/// 1e-6 absolute), objects regardless of key order.
-fn assert_same(ours: &Value, theirs: &Value, at: &str) {
-    match (ours, theirs) {
-        (Value::Number(a), Value::Number(b)) => {
-            let (a, b) = (a.as_f64().unwrap_or(f64::NAN), b.as_f64().unwrap_or(f64::NAN));
-            assert!((a - b).abs() <= 1e-6 || (a - b).abs() <= 1e-3 * b.abs(), "{at}: {a} != {b}");
-        }
-        (Value::Object(a), Value::Object(b)) => {
-            let mut keys_a: Vec<_> = a.keys().collect();
-            let mut keys_b: Vec<_> = b.keys().collect();
-            keys_a.sort();
-            keys_b.sort();
-            assert_eq!(keys_a, keys_b, "{at}: keys differ");
-            for (key, value) in a {
-                assert_same(value, &b[key], &format!("{at}.{key}"));
-            }
-        }
-        (Value::Array(a), Value::Array(b)) => {
-            assert_eq!(a.len(), b.len(), "{at}: lengths differ");
-            for (i, (x, y)) in a.iter().zip(b).enumerate() {
-                assert_same(x, y, &format!("{at}[{i}]"));
-            }
-        }
-        _ => assert_eq!(ours, theirs, "{at}"),
-    }
 }
 
 fn xprof_json(case: &str, tool: &str) -> Value {

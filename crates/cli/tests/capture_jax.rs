@@ -1,6 +1,8 @@
 //! `mlprof capture` against real JAX processes serving the profiler
 //! (`jax.profiler.start_server`), started from `tests/peers/jax_worker.py` while they
-//! train: one worker, then two at once, then `mlprof analyze` on what was captured.
+//! train: one worker, then two at once, then `mlprof analyze` on what was captured —
+//! for the two-worker session compared with XProf's own converters on both files
+//! together (interpreter from `MLPROF_XPROF_PYTHON`).
 //!
 //! The JAX interpreter comes from `MLPROF_JAX_PYTHON` (`.ci/run` creates the venv and
 //! sets it). Without it the tests say so and pass, unless `MLPROF_REQUIRE_PEERS` is set
@@ -15,6 +17,11 @@ mod peers;
 use peers::Peer;
 
 mod common;
+
+#[path = "../../analysis/tests/json_same/mod.rs"]
+mod json_same;
+
+use json_same::assert_same;
 
 use common::{mlprof, ok_stdout};
 
@@ -79,4 +86,36 @@ fn captures_two_jax_workers_at_once_into_one_session() {
             .expect("analyze prints JSON");
     let hosts = json["hosts"].as_array().map(Vec::len).unwrap_or(0);
     assert_eq!(hosts, 2, "both workers are hosts of the session: {}", json["hosts"]);
+    matches_xprof_on_both_hosts(&session, logdir_arg);
+}
+
+/// The session's two hosts analysed together by XProf's own converters
+/// (`xprof_session_tools.py`, interpreter from `MLPROF_XPROF_PYTHON`) and by
+/// `mlprof analyze --format xprof-json --breakdown xprof`: the same steps (count, time,
+/// breakdown), the same pod-viewer hosts and step times, the same framework-op rows —
+/// the whole outputs, compared as the fixture parity tests compare them.
+fn matches_xprof_on_both_hosts(session: &Path, logdir: &str) {
+    let Some(xprof) = peers::python("MLPROF_XPROF_PYTHON", "captures_two_jax_workers_at_once_into_one_session") else {
+        return;
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xprof_session_tools.py");
+    let out = std::process::Command::new(xprof).arg(&script).arg(session).output().expect("XProf's Python runs");
+    assert!(out.status.success(), "xprof_session_tools.py failed: {}", String::from_utf8_lossy(&out.stderr));
+    let theirs: Value = serde_json::from_slice(&out.stdout).expect("xprof_session_tools.py prints JSON");
+    for tool in ["overview_page", "input_pipeline_analyzer", "pod_viewer", "framework_op_stats"] {
+        let args = ["analyze", logdir, "--tool", tool, "--format", "xprof-json", "--breakdown", "xprof"];
+        let ours: Value = serde_json::from_str(&ok_stdout(mlprof(&args))).expect("xprof-json is JSON");
+        assert_same(&ours, &theirs[tool], tool);
+    }
+    // The comparison above would pass on two empty outputs: make sure it compared steps
+    // of both hosts and op rows.
+    let pod_steps =
+        theirs["pod_viewer"]["podStatsSequence"]["podStatsMap"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    assert!(pod_steps.len() >= 10, "XProf found only {} common steps", pod_steps.len());
+    assert!(
+        pod_steps.iter().all(|s| s["podStatsPerCore"].as_object().map(|m| m.len()) == Some(2)),
+        "every pod-viewer step has both hosts"
+    );
+    let op_rows = theirs["framework_op_stats"][0]["rows"].as_array().map(Vec::len).unwrap_or(0);
+    assert!(op_rows > 0, "XProf's framework op stats has rows");
 }

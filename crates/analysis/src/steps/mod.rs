@@ -205,7 +205,8 @@ pub struct CombinedSteps {
 /// Aligns the step sequences of `hosts`: the host with the shortest total step span
 /// is the chief; each other host is shifted to the offset that overlaps the chief's
 /// steps most; only steps present on every host are kept. CPU-only hosts are left
-/// out when some host has a device (they are coordinators).
+/// out when some host has a device (they are coordinators). With more than one host
+/// the combined steps are numbered from 0, as XProf numbers them.
 pub fn combine_hosts(hosts: &[HostSteps]) -> CombinedSteps {
     let any_device = hosts.iter().any(|h| h.has_device);
     let workers: Vec<usize> = (0..hosts.len()).filter(|&i| !any_device || hosts[i].has_device).collect();
@@ -247,12 +248,19 @@ pub fn combine_hosts(hosts: &[HostSteps]) -> CombinedSteps {
         combined.empty_intersection = true;
         return combined;
     }
+    // With several hosts, XProf numbers the combined steps 0, 1, … (its
+    // `StepIntersection::DstStepNumbers`): the hosts' own numbers need not agree.
+    let renumber = hosts.len() > 1;
     for step in begin..end {
         let mut per_host = Vec::new();
         for &(worker, (own_begin, chief_begin, _)) in &alignments {
             let index = own_begin + (step - chief_begin);
             if let Some(info) = hosts[worker].steps.get(index) {
-                per_host.push((worker, info.clone()));
+                let mut info = info.clone();
+                if renumber {
+                    info.step_num = (step - begin) as i64;
+                }
+                per_host.push((worker, info));
             }
         }
         combined.steps.push(per_host);
@@ -355,6 +363,8 @@ mod tests {
         for (i, per_host) in combined.steps.iter().enumerate() {
             let names: Vec<(usize, &str)> = per_host.iter().map(|(h, s)| (*h, s.step_name.as_str())).collect();
             assert_eq!(names, vec![(0, format!("train {i}").as_str()), (1, format!("train {}", i + 1).as_str())]);
+            // Numbered from 0 on every host, as XProf numbers the intersection.
+            assert!(per_host.iter().all(|(_, s)| s.step_num == i as i64), "{per_host:?}");
         }
         assert!(!combined.empty_intersection);
     }
