@@ -147,11 +147,14 @@ impl Forest {
         // The enclosing event of each consumer event (its first parent in XProf).
         let mut consumer_parent: HashMap<u32, u32> = HashMap::new();
         for line in &plane.lines {
-            let mut order: Vec<usize> = (0..line.len()).collect();
             let events: Vec<_> = line.iter().collect();
-            order.sort_by_key(|&i| (events[i].start_ps(), std::cmp::Reverse(events[i].duration_ps())));
+            // Start order, longer first on ties, stored order last: a stable sort's
+            // order, from an unstable sort over keys that are all distinct.
+            let mut order: Vec<(i64, std::cmp::Reverse<i64>, usize)> =
+                events.iter().map(|e| (e.start_ps(), std::cmp::Reverse(e.duration_ps()), e.index())).collect();
+            order.sort_unstable();
             let mut stack: Vec<u32> = Vec::new();
-            for i in order {
+            for (_, _, i) in order {
                 let event = &events[i];
                 let metadata = event.metadata_index();
                 let stat = |k: usize| xstats::event_stat(plane, event, keys.key(k));
