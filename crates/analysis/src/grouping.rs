@@ -18,6 +18,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
+use mlprof_model::fxhash::FxMap;
 use mlprof_model::{Host, StatValue, names};
 use serde::Serialize;
 
@@ -449,7 +450,8 @@ impl<'h> Forest<'h> {
         ];
         for (parent_kind, child_kind, stats) in links {
             let candidates = self.kinds.iter().filter(|&&kind| kind == parent_kind).count();
-            let mut parents: HashMap<[i64; 2], u32> = HashMap::with_capacity(candidates);
+            let mut parents: FxMap<[i64; 2], u32> = FxMap::default();
+            parents.reserve(candidates);
             for node in 0..self.nodes.len() as u32 {
                 if self.kinds[node as usize] == parent_kind
                     && let Some(values) = self.stat_values(node, stats)
