@@ -18,6 +18,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
+use mlprof_model::fxhash::FxMap;
 use mlprof_model::{Host, StatValue, names};
 use serde::Serialize;
 
@@ -448,7 +449,9 @@ impl<'h> Forest<'h> {
             (Kind::KernelLaunch, Kind::KernelExecute, &[CORRELATION_ID]),
         ];
         for (parent_kind, child_kind, stats) in links {
-            let mut parents: HashMap<Vec<i64>, u32> = HashMap::new();
+            let candidates = self.kinds.iter().filter(|&&kind| kind == parent_kind).count();
+            let mut parents: FxMap<[i64; 2], u32> = FxMap::default();
+            parents.reserve(candidates);
             for node in 0..self.nodes.len() as u32 {
                 if self.kinds[node as usize] == parent_kind
                     && let Some(values) = self.stat_values(node, stats)
@@ -470,8 +473,15 @@ impl<'h> Forest<'h> {
         }
     }
 
-    fn stat_values(&self, node: u32, stats: &[usize]) -> Option<Vec<i64>> {
-        stats.iter().map(|&stat| self.int_stat(node, stat)).collect()
+    /// The int values of `stats` (at most two) of `node`, unused slots 0; `None` when
+    /// one is missing.
+    fn stat_values(&self, node: u32, stats: &[usize]) -> Option<[i64; 2]> {
+        debug_assert!(stats.len() <= 2, "inter-thread links match on at most two stats");
+        let mut values = [0; 2];
+        for (value, &stat) in values.iter_mut().zip(stats) {
+            *value = self.int_stat(node, stat)?;
+        }
+        Some(values)
     }
 
     /// Breadth-first search over parents (optionally from `node` itself) for the first

@@ -14,6 +14,7 @@
 //! named optional fields ([`Line::chrome_track`], [`Host::chrome`]).
 
 pub mod duration;
+pub mod fxhash;
 mod host;
 mod line;
 pub mod names;

@@ -76,11 +76,13 @@ impl Line {
     }
 
     /// Number of events.
+    #[inline]
     pub fn len(&self) -> usize {
         self.events.metadata.len()
     }
 
     /// True when the line has no events.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.events.metadata.is_empty()
     }
@@ -91,6 +93,7 @@ impl Line {
     }
 
     /// Appends an event whose stats were pushed to `self.stats` just before this call.
+    #[inline]
     pub fn push_event(&mut self, metadata: u32, offset_ps: i64, duration_ps: i64) {
         self.events.metadata.push(metadata);
         self.events.offset_ps.push(offset_ps);
@@ -101,16 +104,19 @@ impl Line {
     }
 
     /// Event `index`, if it exists.
+    #[inline]
     pub fn event(&self, index: usize) -> Option<Event<'_>> {
         (index < self.len()).then_some(Event { line: self, index })
     }
 
     /// All events in stored order.
+    #[inline]
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Event<'_>> + '_ {
         (0..self.len()).map(move |index| Event { line: self, index })
     }
 
     /// Line start in picoseconds relative to the profile start.
+    #[inline]
     pub fn start_ps(&self) -> i64 {
         self.timestamp_ns.saturating_mul(crate::time::PS_PER_NS)
     }
@@ -139,31 +145,37 @@ impl Line {
 
 impl<'a> Event<'a> {
     /// Position of the event in its line.
+    #[inline]
     pub fn index(&self) -> usize {
         self.index
     }
 
     /// Dense index of the event's metadata in its plane.
+    #[inline]
     pub fn metadata_index(&self) -> u32 {
         self.line.events.metadata[self.index]
     }
 
     /// Offset from the line start in picoseconds.
+    #[inline]
     pub fn offset_ps(&self) -> i64 {
         self.line.events.offset_ps[self.index]
     }
 
     /// Start in picoseconds relative to the profile start.
+    #[inline]
     pub fn start_ps(&self) -> i64 {
         self.line.start_ps().saturating_add(self.offset_ps())
     }
 
     /// Duration in picoseconds.
+    #[inline]
     pub fn duration_ps(&self) -> i64 {
         self.line.events.duration_ps[self.index]
     }
 
     /// End in picoseconds relative to the profile start.
+    #[inline]
     pub fn end_ps(&self) -> i64 {
         self.start_ps().saturating_add(self.duration_ps())
     }
@@ -176,6 +188,7 @@ impl<'a> Event<'a> {
     }
 
     /// The event's own stats (metadata stats are on the plane's [`crate::EventMetadata`]).
+    #[inline]
     pub fn stats(&self) -> &'a [Stat] {
         let starts = &self.line.events.stat_start;
         let (from, to) = (starts[self.index] as usize, starts[self.index + 1] as usize);
@@ -183,6 +196,7 @@ impl<'a> Event<'a> {
     }
 
     /// The store that holds this event's string payloads.
+    #[inline]
     pub fn store(&self) -> &'a StatStore {
         &self.line.stats
     }

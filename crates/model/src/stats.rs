@@ -73,6 +73,7 @@ pub struct ArenaFull;
 
 impl StatStore {
     /// All stats in insertion order.
+    #[inline]
     pub fn stats(&self) -> &[Stat] {
         &self.stats
     }
@@ -83,6 +84,7 @@ impl StatStore {
     }
 
     /// Number of stats stored.
+    #[inline]
     pub fn len(&self) -> usize {
         self.stats.len()
     }
@@ -98,11 +100,13 @@ impl StatStore {
     }
 
     /// Appends a stat whose value needs no arena space.
+    #[inline]
     pub fn push(&mut self, key: u32, value: StatValue) {
         self.stats.push(Stat { key, value });
     }
 
     /// Copies `data` into the arena and returns where it lives.
+    #[inline]
     pub fn store_bytes(&mut self, data: &[u8]) -> Result<TextRef, ArenaFull> {
         let start = u32::try_from(self.bytes.len()).map_err(|_| ArenaFull)?;
         let len = u32::try_from(data.len()).map_err(|_| ArenaFull)?;
@@ -133,6 +137,7 @@ impl StatStore {
     }
 
     /// The bytes behind a [`TextRef`] of this store.
+    #[inline]
     pub fn bytes(&self, r: TextRef) -> &[u8] {
         let start = r.start as usize;
         self.bytes.get(start..start + r.len as usize).unwrap_or(&[])
@@ -140,6 +145,7 @@ impl StatStore {
 
     /// The text behind a [`TextRef`] of a `Str` or `Json` value ("" if not UTF-8, which
     /// readers rule out when they store it).
+    #[inline]
     pub fn text(&self, r: TextRef) -> &str {
         std::str::from_utf8(self.bytes(r)).unwrap_or("")
     }

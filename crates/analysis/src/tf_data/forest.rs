@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use mlprof_model::{Plane, StatValue};
+use mlprof_model::{Event, Plane, StatValue};
 
 use crate::xstats::{self, StatKeys};
 
@@ -94,12 +94,23 @@ pub(super) struct Node {
     pub duration_ps: i64,
     /// Event-metadata index (for the name).
     pub metadata: u32,
+    /// Index into [`Forest::ids`] of the event's id stats, or [`NO_IDS`] when it has
+    /// none of them (most events: kept out of the node, which exists for every event).
+    ids: u32,
+}
+
+/// [`Node::ids`] of an event without `id`, `parent_id` and `element_id` stats.
+const NO_IDS: u32 = u32::MAX;
+
+/// The id stats of one event.
+#[derive(Clone, Copy, Debug)]
+struct Ids {
     /// The `id` stat (XProf `kStepId`, the iterator id), if present.
-    pub id: Option<i64>,
+    id: Option<i64>,
     /// The `parent_id` stat, if present.
-    pub parent_id: Option<i64>,
+    parent_id: Option<i64>,
     /// The `element_id` stat, if present.
-    pub element_id: Option<i64>,
+    element_id: Option<i64>,
 }
 
 impl Node {
@@ -130,6 +141,8 @@ pub(super) struct Forest {
     pub iterators: Vec<u32>,
     /// `Iterator::Prefetch::Generator` nodes, in visiting order.
     pub device_second_iterators: Vec<u32>,
+    /// The id stats of the nodes that have any ([`Node::ids`]).
+    ids: Vec<Ids>,
     /// Children of iterator and producer nodes: intra-thread children in time order,
     /// then (iterators only) the producer iterators linked to them.
     children: HashMap<u32, Vec<u32>>,
@@ -147,24 +160,42 @@ impl Forest {
         // The enclosing event of each consumer event (its first parent in XProf).
         let mut consumer_parent: HashMap<u32, u32> = HashMap::new();
         for line in &plane.lines {
-            let mut order: Vec<usize> = (0..line.len()).collect();
-            let events: Vec<_> = line.iter().collect();
-            order.sort_by_key(|&i| (events[i].start_ps(), std::cmp::Reverse(events[i].duration_ps())));
+            let key = |event: &Event<'_>| (event.start_ps(), std::cmp::Reverse(event.duration_ps()), event.index());
+            let in_order = line.iter().map(|e| key(&e)).is_sorted();
+            // Start order, longer first on ties, stored order last (a stable sort's
+            // order); the keys are all distinct. Most lines are stored in it already.
+            let order: Vec<usize> = if in_order {
+                Vec::new()
+            } else {
+                let mut keys: Vec<_> = line.iter().map(|e| key(&e)).collect();
+                keys.sort();
+                keys.into_iter().map(|(_, _, i)| i).collect()
+            };
             let mut stack: Vec<u32> = Vec::new();
-            for i in order {
-                let event = &events[i];
+            for position in 0..line.len() {
+                let stored = if in_order { Some(position) } else { order.get(position).copied() };
+                let Some(event) = stored.and_then(|i| line.event(i)) else { continue };
+                let event = &event;
                 let metadata = event.metadata_index();
                 let stat = |k: usize| xstats::event_stat(plane, event, keys.key(k));
-                let node = Node {
-                    start_ps: event.start_ps(),
-                    duration_ps: event.duration_ps(),
-                    metadata,
+                let Ok(index) = u32::try_from(forest.nodes.len()) else { return forest };
+                let ids = Ids {
                     id: stat(ID).map(int_value),
                     parent_id: stat(PARENT_ID).map(int_value),
                     element_id: stat(ELEMENT_ID).map(int_value),
                 };
+                let ids = match ids {
+                    Ids { id: None, parent_id: None, element_id: None } => NO_IDS,
+                    _ => match u32::try_from(forest.ids.len()) {
+                        Ok(slot) if slot != NO_IDS => {
+                            forest.ids.push(ids);
+                            slot
+                        }
+                        _ => return forest,
+                    },
+                };
+                let node = Node { start_ps: event.start_ps(), duration_ps: event.duration_ps(), metadata, ids };
                 let is_async = stat(IS_ASYNC).is_some_and(|v| int_value(v) != 0);
-                let Ok(index) = u32::try_from(forest.nodes.len()) else { return forest };
                 let kind = kind_of(metadata);
                 match kind {
                     Kind::Iterator => forest.iterators.push(index),
@@ -208,26 +239,46 @@ impl Forest {
     ) {
         let mut producers: HashMap<(i64, i64), Vec<u32>> = HashMap::new();
         for &event in produce.iter().flatten() {
-            let Some(element) = self.nodes[event as usize].element_id else { continue };
+            let Some(element) = self.element_id(event) else { continue };
             let children = self.children.get(&event).map(Vec::as_slice).unwrap_or(&[]);
             let first_iterator = children.iter().find(|&&c| kind_of(self.nodes[c as usize].metadata).is_iterator());
             if let Some(&iterator) = first_iterator
-                && let Some(parent) = self.nodes[iterator as usize].parent_id
+                && let Some(parent) = self.parent_id(iterator)
             {
                 producers.entry((parent, element)).or_default().push(iterator);
             }
         }
         for &event in consume.iter().flatten() {
-            let Some(element) = self.nodes[event as usize].element_id else { continue };
+            let Some(element) = self.element_id(event) else { continue };
             let Some(&consumer) = consumer_parent.get(&event) else { continue };
             if !kind_of(self.nodes[consumer as usize].metadata).is_iterator() {
                 continue;
             }
-            let Some(id) = self.nodes[consumer as usize].id else { continue };
+            let Some(id) = self.id(consumer) else { continue };
             if let Some(found) = producers.get(&(id, element)) {
                 self.children.entry(consumer).or_default().extend_from_slice(found);
             }
         }
+    }
+
+    fn ids(&self, node: u32) -> Option<&Ids> {
+        let slot = self.nodes.get(node as usize)?.ids;
+        self.ids.get(slot as usize)
+    }
+
+    /// The `id` stat of `node` (XProf `kStepId`, the iterator id), if present.
+    pub fn id(&self, node: u32) -> Option<i64> {
+        self.ids(node)?.id
+    }
+
+    /// The `parent_id` stat of `node`, if present.
+    pub fn parent_id(&self, node: u32) -> Option<i64> {
+        self.ids(node)?.parent_id
+    }
+
+    /// The `element_id` stat of `node`, if present.
+    pub fn element_id(&self, node: u32) -> Option<i64> {
+        self.ids(node)?.element_id
     }
 
     /// The children of `node` (empty for nodes that are neither iterators nor producers).

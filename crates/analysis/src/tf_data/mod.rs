@@ -320,7 +320,7 @@ fn analyze_plane(host: &str, plane: &Plane) -> HostTfData {
     let mut iterators: HashMap<i64, IteratorMetadata> = HashMap::new();
     let mut roots: BTreeMap<i64, Vec<u32>> = BTreeMap::new();
     for &node in &forest.iterators {
-        let Some(id) = forest.nodes[node as usize].id else { continue };
+        let Some(id) = forest.id(node) else { continue };
         let name = forest.name(plane, node);
         iterators.entry(id).or_insert_with(|| iterator_metadata(id, &forest, plane, node));
         if name.split("::").count() == 2 {
@@ -329,10 +329,10 @@ fn analyze_plane(host: &str, plane: &Plane) -> HostTfData {
     }
     let mut device_pipelines: HashSet<i64> = HashSet::new();
     for &node in &forest.device_second_iterators {
-        let Some(id) = forest.nodes[node as usize].id else { continue };
+        let Some(id) = forest.id(node) else { continue };
         if let std::collections::hash_map::Entry::Vacant(slot) = iterators.entry(id) {
             slot.insert(iterator_metadata(id, &forest, plane, node));
-            if let Some(parent) = forest.nodes[node as usize].parent_id {
+            if let Some(parent) = forest.parent_id(node) {
                 device_pipelines.insert(parent);
             }
         }
@@ -374,7 +374,7 @@ fn iterator_metadata(id: i64, forest: &Forest, plane: &Plane, node: u32) -> Iter
     let name = long_name.rsplit("::").next().unwrap_or(long_name);
     IteratorMetadata {
         id,
-        parent_id: forest.nodes[node as usize].parent_id.unwrap_or(0),
+        parent_id: forest.parent_id(node).unwrap_or(0),
         name: name.to_string(),
         long_name: long_name.to_string(),
         is_async: ASYNC_ITERATORS.contains(&name),
@@ -420,7 +420,7 @@ impl CallWalk<'_> {
         }
         self.visits += 1;
         let event = &self.forest.nodes[node as usize];
-        let Some(id) = event.id else { return };
+        let Some(id) = self.forest.id(node) else { return };
         let slot = match self.index.get(&id) {
             Some(&slot) => slot,
             None => {

@@ -52,12 +52,28 @@ impl<'a> WireReader<'a> {
         WireReader { data, pos: 0, base, context }
     }
 
+    #[cold]
+    #[inline(never)]
     fn error(&self, at: usize, message: String) -> WireError {
         WireError { offset: self.base + at as u64, message: format!("in {}: {message}", self.context) }
     }
 
-    #[inline]
+    /// A base-128 varint at the read position; one-byte values (most tags, ids and
+    /// small lengths) take the first branch.
+    #[inline(always)]
     fn varint(&mut self) -> Result<u64, WireError> {
+        match self.data.get(self.pos) {
+            Some(&byte) if byte < 0x80 => {
+                self.pos += 1;
+                Ok(u64::from(byte))
+            }
+            _ => self.long_varint(),
+        }
+    }
+
+    /// A varint of two or more bytes, or the error for a truncated or overlong one.
+    #[inline(never)]
+    fn long_varint(&mut self) -> Result<u64, WireError> {
         let start = self.pos;
         let mut value: u64 = 0;
         for shift in (0..64).step_by(7) {
@@ -74,7 +90,7 @@ impl<'a> WireReader<'a> {
     }
 
     /// The next field, or `None` at the end of the message.
-    #[inline]
+    #[inline(always)]
     pub fn next_field(&mut self) -> Result<Option<Field<'a>>, WireError> {
         if self.pos >= self.data.len() {
             return Ok(None);
@@ -132,6 +148,7 @@ impl<'a> WireReader<'a> {
 
 impl<'a> Field<'a> {
     /// The field as an `int64`/`uint64`/`int32` varint (two's complement).
+    #[inline]
     pub fn as_i64(&self) -> Result<i64, WireError> {
         match self.value {
             WireValue::Varint(v) => Ok(v as i64),
@@ -140,6 +157,7 @@ impl<'a> Field<'a> {
     }
 
     /// The field as a `uint64` varint.
+    #[inline]
     pub fn as_u64(&self) -> Result<u64, WireError> {
         match self.value {
             WireValue::Varint(v) => Ok(v),
@@ -148,6 +166,7 @@ impl<'a> Field<'a> {
     }
 
     /// The field as a `double`.
+    #[inline]
     pub fn as_f64(&self) -> Result<f64, WireError> {
         match self.value {
             WireValue::Fixed64(v) => Ok(f64::from_bits(v)),
@@ -156,6 +175,7 @@ impl<'a> Field<'a> {
     }
 
     /// The field as length-delimited bytes and their absolute offset.
+    #[inline]
     pub fn as_bytes(&self) -> Result<(&'a [u8], u64), WireError> {
         match self.value {
             WireValue::Bytes(b, at) => Ok((b, at)),
@@ -169,6 +189,8 @@ impl<'a> Field<'a> {
         Ok(String::from_utf8_lossy(bytes).into_owned())
     }
 
+    #[cold]
+    #[inline(never)]
     fn type_error(&self, expected: &str) -> WireError {
         let found = match self.value {
             WireValue::Varint(_) => "a varint",
