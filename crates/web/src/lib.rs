@@ -8,7 +8,6 @@
 
 mod api;
 mod assets;
-pub mod availability;
 pub mod blocking;
 pub mod catalog;
 pub mod error;

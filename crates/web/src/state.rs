@@ -18,12 +18,12 @@ use std::time::Duration;
 use mlprof_formats::discover::{HostFile, load_session};
 use mlprof_model::Session;
 
-use crate::availability::tools_with_data;
 use crate::blocking::heavy;
 use crate::catalog::{Catalog, Run};
 use crate::once_cache::OnceCache;
 use crate::rescan::{DEFAULT_RESCAN_INTERVAL, Due, EndOnDrop, Rescan};
 use crate::tool_output::ToolOutput;
+use mlprof_analysis::tool_availability::tools_with_data;
 
 pub use crate::error::ApiError;
 

@@ -7,10 +7,10 @@ use mlprof_analysis::tools::TOOL_NAMES;
 use mlprof_model::duration::parse_duration_ps;
 use serde::Deserialize;
 
-use crate::availability::all_tools;
 use crate::error::ApiError;
 use crate::params::required;
 use crate::state::AppState;
+use mlprof_analysis::tool_availability::all_tools;
 
 /// The query string of `/api/tool` and `/api/csv`, as sent.
 #[derive(Debug, Default, Deserialize)]

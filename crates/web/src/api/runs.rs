@@ -8,11 +8,11 @@ use axum::extract::State;
 use mlprof_model::SourceFormat;
 use serde::{Deserialize, Serialize};
 
-use crate::availability::candidate_tools;
 use crate::catalog::Run;
 use crate::error::ApiError;
 use crate::params::{ApiQuery, required};
 use crate::state::AppState;
+use mlprof_analysis::tool_availability::candidate_tools;
 
 /// The answer of `/api/runs`.
 #[derive(Serialize)]

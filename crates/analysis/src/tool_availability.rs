@@ -1,13 +1,15 @@
-//! Which tools have data for a run — the `tools` list of `/api/runs` (rule in API.md).
+//! Which tools have data for a session — the `tools` list of `mlprof serve`'s `/api/runs`
+//! (the rule is written down in crates/web/API.md).
 //!
 //! The one design decision to know: the rule only looks at plane names, event names
 //! and whether events use them — one pass over the metadata and at most one over a
 //! plane's events — never at an analysis, so listing a loaded run costs little.
 
-use mlprof_analysis::kineto::MEMORY_EVENT;
-use mlprof_analysis::tools::TOOL_NAMES;
 use mlprof_model::names::{GPU_PLANE_PREFIX, HOST_PLANE};
 use mlprof_model::{Host, Plane, Session, SourceFormat};
+
+use crate::kineto::MEMORY_EVENT;
+use crate::tools::TOOL_NAMES;
 
 /// The tools beyond XProf's, in the order pages list them after XProf's.
 pub const MLPROF_TOOLS: [&str; 3] = ["gpu", "transfers", "trace_viewer"];
@@ -26,7 +28,7 @@ pub fn candidate_tools(format: SourceFormat) -> Vec<&'static str> {
     }
 }
 
-/// The tools with data in `session` (see API.md for the rule).
+/// The tools with data in `session` (see crates/web/API.md for the rule).
 pub fn tools_with_data(session: &Session) -> Vec<&'static str> {
     let hosts = &session.hosts;
     let gpu_events =
