@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use mlprof_model::{Event, Plane, StatValue};
+use mlprof_model::{Event, Line, Plane, StatValue};
 
 use crate::xstats::{self, StatKeys};
 
@@ -102,6 +102,37 @@ pub(super) struct Node {
 /// [`Node::ids`] of an event without `id`, `parent_id` and `element_id` stats.
 const NO_IDS: u32 = u32::MAX;
 
+/// The node index of an event that is not a node (not a tf.data event).
+const NO_NODE: u32 = u32::MAX;
+
+/// An event still open in the nesting walk of one line.
+struct Open {
+    start_ps: i64,
+    /// Start plus the duration (a negative duration counts as 0).
+    end_ps: i64,
+    kind: Kind,
+    /// Its node, or [`NO_NODE`].
+    node: u32,
+}
+
+/// The events of `line` in XProf's visiting order: by start, longer first on ties,
+/// stored order last (a stable sort's order). Most lines are stored in it already.
+fn visiting_order<'l>(line: &'l Line) -> impl Iterator<Item = Event<'l>> + 'l {
+    let key = |event: &Event<'_>| (event.start_ps(), std::cmp::Reverse(event.duration_ps()), event.index());
+    let in_order = line.iter().map(|e| key(&e)).is_sorted();
+    let order: Vec<u32> = if in_order {
+        Vec::new()
+    } else {
+        let mut order: Vec<u32> = (0..line.len() as u32).collect();
+        order.sort_unstable_by_key(|&i| line.event(i as usize).map(|e| key(&e)));
+        order
+    };
+    (0..line.len()).filter_map(move |position| {
+        let stored = if in_order { Some(position) } else { order.get(position).map(|&i| i as usize) };
+        stored.and_then(|i| line.event(i))
+    })
+}
+
 /// The id stats of one event.
 #[derive(Clone, Copy, Debug)]
 struct Ids {
@@ -125,17 +156,13 @@ impl Node {
         let end = self.end_ps().min(other.end_ps());
         end.saturating_sub(begin).max(0)
     }
-
-    fn includes(&self, other: &Node) -> bool {
-        self.start_ps <= other.start_ps && other.end_ps() <= self.end_ps()
-    }
 }
 
 /// The forest: nodes in XProf's visiting order (lines in plane order, events by start
 /// time), the node lists per kind, and the edges the analysis walks.
 #[derive(Debug, Default)]
 pub(super) struct Forest {
-    /// All events of the plane.
+    /// The plane's iterator, produce and consume events, in visiting order.
     pub nodes: Vec<Node>,
     /// `Iterator::…` nodes, in visiting order.
     pub iterators: Vec<u32>,
@@ -143,13 +170,18 @@ pub(super) struct Forest {
     pub device_second_iterators: Vec<u32>,
     /// The id stats of the nodes that have any ([`Node::ids`]).
     ids: Vec<Ids>,
-    /// Children of iterator and producer nodes: intra-thread children in time order,
-    /// then (iterators only) the producer iterators linked to them.
+    /// Children of iterator and producer nodes: intra-thread tf.data children in time
+    /// order, then (iterators only) the producer iterators linked to them.
     children: HashMap<u32, Vec<u32>>,
 }
 
 impl Forest {
     /// Builds the forest of `plane`.
+    ///
+    /// Every event takes part in the nesting walk, but only iterator, produce and
+    /// consume events become nodes: the analysis never reads any other event (an
+    /// iterator's or producer's children that matter are iterators themselves), so the
+    /// forest costs memory per tf.data event, not per event of the plane.
     pub fn build(plane: &Plane) -> Forest {
         let keys = StatKeys::new(plane, STAT_NAMES);
         let kinds: Vec<Kind> = plane.event_metadata.iter().map(|m| Kind::of(&m.name)).collect();
@@ -157,46 +189,24 @@ impl Forest {
         let mut forest = Forest::default();
         let mut produce: [Vec<u32>; 6] = Default::default();
         let mut consume: [Vec<u32>; 6] = Default::default();
-        // The enclosing event of each consumer event (its first parent in XProf).
+        // The enclosing iterator of each consumer event (its first parent in XProf).
         let mut consumer_parent: HashMap<u32, u32> = HashMap::new();
         for line in &plane.lines {
-            let key = |event: &Event<'_>| (event.start_ps(), std::cmp::Reverse(event.duration_ps()), event.index());
-            let in_order = line.iter().map(|e| key(&e)).is_sorted();
-            // Start order, longer first on ties, stored order last (a stable sort's
-            // order); the keys are all distinct. Most lines are stored in it already.
-            let order: Vec<usize> = if in_order {
-                Vec::new()
-            } else {
-                let mut keys: Vec<_> = line.iter().map(|e| key(&e)).collect();
-                keys.sort();
-                keys.into_iter().map(|(_, _, i)| i).collect()
-            };
-            let mut stack: Vec<u32> = Vec::new();
-            for position in 0..line.len() {
-                let stored = if in_order { Some(position) } else { order.get(position).copied() };
-                let Some(event) = stored.and_then(|i| line.event(i)) else { continue };
+            let mut stack: Vec<Open> = Vec::new();
+            for event in visiting_order(line) {
                 let event = &event;
-                let metadata = event.metadata_index();
                 let stat = |k: usize| xstats::event_stat(plane, event, keys.key(k));
-                let Ok(index) = u32::try_from(forest.nodes.len()) else { return forest };
-                let ids = Ids {
-                    id: stat(ID).map(int_value),
-                    parent_id: stat(PARENT_ID).map(int_value),
-                    element_id: stat(ELEMENT_ID).map(int_value),
-                };
-                let ids = match ids {
-                    Ids { id: None, parent_id: None, element_id: None } => NO_IDS,
-                    _ => match u32::try_from(forest.ids.len()) {
-                        Ok(slot) if slot != NO_IDS => {
-                            forest.ids.push(ids);
-                            slot
-                        }
-                        _ => return forest,
-                    },
-                };
-                let node = Node { start_ps: event.start_ps(), duration_ps: event.duration_ps(), metadata, ids };
                 let is_async = stat(IS_ASYNC).is_some_and(|v| int_value(v) != 0);
+                let metadata = event.metadata_index();
                 let kind = kind_of(metadata);
+                let index = if kind == Kind::Other {
+                    NO_NODE
+                } else {
+                    match forest.add_node(event, metadata, stat) {
+                        Some(index) => index,
+                        None => return forest,
+                    }
+                };
                 match kind {
                     Kind::Iterator => forest.iterators.push(index),
                     Kind::DeviceSecondIterator => forest.device_second_iterators.push(index),
@@ -204,28 +214,48 @@ impl Forest {
                     Kind::Consume(k) => consume[k as usize].push(index),
                     Kind::Other => {}
                 }
-                forest.nodes.push(node);
                 if is_async {
                     continue;
                 }
-                while let Some(&top) = stack.last() {
-                    if forest.nodes[top as usize].includes(&forest.nodes[index as usize]) {
-                        let top_kind = kind_of(forest.nodes[top as usize].metadata);
-                        if top_kind.is_iterator() || matches!(top_kind, Kind::Produce(_)) {
-                            forest.children.entry(top).or_default().push(index);
+                let (start_ps, end_ps) =
+                    (event.start_ps(), event.start_ps().saturating_add(event.duration_ps().max(0)));
+                while let Some(top) = stack.last() {
+                    if top.start_ps <= start_ps && end_ps <= top.end_ps {
+                        if index != NO_NODE && (top.kind.is_iterator() || matches!(top.kind, Kind::Produce(_))) {
+                            forest.children.entry(top.node).or_default().push(index);
                         }
-                        if matches!(kind, Kind::Consume(_)) {
-                            consumer_parent.insert(index, top);
+                        if matches!(kind, Kind::Consume(_)) && top.kind.is_iterator() {
+                            consumer_parent.insert(index, top.node);
                         }
                         break;
                     }
                     stack.pop();
                 }
-                stack.push(index);
+                stack.push(Open { start_ps, end_ps, kind, node: index });
             }
         }
         forest.connect_producers(&kind_of, &produce, &consume, &consumer_parent);
         forest
+    }
+
+    /// Adds the node of a tf.data event; `None` when the forest is full (`u32` ids).
+    fn add_node(&mut self, event: &Event<'_>, metadata: u32, stat: impl Fn(usize) -> Option<StatValue>) -> Option<u32> {
+        let index = u32::try_from(self.nodes.len()).ok().filter(|&i| i != NO_NODE)?;
+        let ids = Ids {
+            id: stat(ID).map(int_value),
+            parent_id: stat(PARENT_ID).map(int_value),
+            element_id: stat(ELEMENT_ID).map(int_value),
+        };
+        let ids = match ids {
+            Ids { id: None, parent_id: None, element_id: None } => NO_IDS,
+            _ => {
+                let slot = u32::try_from(self.ids.len()).ok().filter(|&slot| slot != NO_IDS)?;
+                self.ids.push(ids);
+                slot
+            }
+        };
+        self.nodes.push(Node { start_ps: event.start_ps(), duration_ps: event.duration_ps(), metadata, ids });
+        Some(index)
     }
 
     /// XProf's `ConnectTfDataEvents`: each consumer iterator gets, as children, the

@@ -1,0 +1,519 @@
+//! The event forest grouping walks: one node per event of a host, intra-thread
+//! nesting, and the inter-thread and producer/consumer edges XProf's `EventForest`
+//! adds.
+//!
+//! Nodes are numbered in host order (plane, line, event), so a node's event is found
+//! from its number alone and the forest keeps no per-event location or time column:
+//! per event it holds a kind byte, the nesting parent and the child lists, about 17
+//! bytes. Everything grouping needs about a few events (roots, loop iterations,
+//! `step_num` carriers, link keys) is collected during the one pass over the stats.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use mlprof_model::fxhash::FxMap;
+use mlprof_model::{Event, Host, Plane, Stat, StatValue, names};
+
+use crate::tf_op::{OpCategory, parse_tf_op};
+use crate::xstats::{self, StatKeys};
+
+/// The event types grouping cares about (XProf's `HostEventType` subset).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Kind {
+    Other,
+    TraceContext,
+    FunctionRun,
+    SessionRun,
+    RunGraph,
+    ExecutorStateProcess,
+    IteratorGetNext,
+    IteratorGetNextAsOptional,
+    EagerKernelExecute,
+    TfDataCapturedFunction,
+    TfOpRun,
+    KernelLaunch,
+    KernelExecute,
+}
+
+fn kind_of_name(name: &str) -> Kind {
+    match name {
+        "TraceContext" => Kind::TraceContext,
+        "FunctionRun" => Kind::FunctionRun,
+        "SessionRun" => Kind::SessionRun,
+        "RunGraph" => Kind::RunGraph,
+        "ExecutorState::Process" => Kind::ExecutorStateProcess,
+        "IteratorGetNextOp::DoCompute" => Kind::IteratorGetNext,
+        "IteratorGetNextAsOptionalOp::DoCompute" => Kind::IteratorGetNextAsOptional,
+        "EagerKernelExecute" => Kind::EagerKernelExecute,
+        "InstantiatedCapturedFunction::Run"
+        | "InstantiatedCapturedFunction::RunWithBorrowedArgs"
+        | "InstantiatedCapturedFunction::RunInstantiated"
+        | "InstantiatedCapturedFunction::RunAsync" => Kind::TfDataCapturedFunction,
+        _ if parse_tf_op(name).category == OpCategory::TensorFlow => Kind::TfOpRun,
+        _ => Kind::Other,
+    }
+}
+
+/// Stats grouping reads, resolved once per plane.
+const STATS: [&str; 13] = [
+    "_pt",
+    "_p",
+    "_ct",
+    "_c",
+    "_pid",
+    "_r",
+    "_a",
+    "id",
+    "iter_num",
+    "correlation_id",
+    "graph_type",
+    "step_num",
+    "is_func",
+];
+const PRODUCER_TYPE: usize = 0;
+const PRODUCER_ID: usize = 1;
+const CONSUMER_TYPE: usize = 2;
+const CONSUMER_ID: usize = 3;
+const CONSUMER_PID: usize = 4;
+const IS_ROOT: usize = 5;
+const IS_ASYNC: usize = 6;
+/// Slot of the `id` stat (the step id of TF executor and tf.data events).
+pub(super) const STEP_ID: usize = 7;
+const ITER_NUM: usize = 8;
+const CORRELATION_ID: usize = 9;
+const GRAPH_TYPE: usize = 10;
+const STEP_NUM: usize = 11;
+/// Slot of the `is_func` stat.
+pub(super) const IS_FUNC: usize = 12;
+
+/// The values of [`STATS`] on one event (event stats over metadata stats).
+type StatRow = [Option<StatValue>; 13];
+
+/// No node (a top-level event has no nesting parent).
+const NONE: u32 = u32::MAX;
+
+/// Producer/consumer context groups: (context type, context id, pid) → (producer
+/// nodes, consumer nodes).
+type ContextGroups = HashMap<(i64, i64, Option<i64>), (Vec<u32>, Vec<u32>)>;
+
+/// Files `node` under its producer and consumer context groups (stats `_pt/_p`,
+/// `_ct/_c`; pid from `_pid` or the plane's `process_id`).
+fn add_context(node: u32, row: &StatRow, plane_pid: Option<i64>, groups: &mut ContextGroups) {
+    let int = |slot: usize| row[slot].and_then(xstats::as_int);
+    let producer = int(PRODUCER_TYPE).zip(int(PRODUCER_ID));
+    let consumer = int(CONSUMER_TYPE).zip(int(CONSUMER_ID));
+    if producer.is_none() && consumer.is_none() {
+        return;
+    }
+    let pid = int(CONSUMER_PID).or(plane_pid).map(|pid| pid as i32 as i64);
+    if let Some((kind, id)) = producer {
+        groups.entry((kind as i32 as i64, id, pid)).or_default().0.push(node);
+    }
+    if let Some((kind, id)) = consumer {
+        groups.entry((kind as i32 as i64, id, pid)).or_default().1.push(node);
+    }
+}
+
+/// The first node of one line with events.
+#[derive(Clone, Copy, Debug)]
+struct LineStart {
+    first_node: u32,
+    plane: u32,
+    line: u32,
+}
+
+/// Where a node's event lives: plane, line and event indices in the host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct NodeRef {
+    pub plane: u32,
+    pub line: u32,
+    pub event: u32,
+}
+
+/// A root event (stat `_r` > 0, or an unflagged `TraceContext`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Root {
+    pub node: u32,
+    pub level: i64,
+}
+
+/// An event that an inter-thread link can connect, with the values it is matched on
+/// (`id`, `iter_num` for executor and iterator events; `correlation_id`, 0 for
+/// kernel launches and kernels).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LinkEnd {
+    pub node: u32,
+    pub values: [i64; 2],
+}
+
+/// Adjacency lists in one array: the targets of node `n` are
+/// `targets[offsets[n]..offsets[n + 1]]`.
+#[derive(Default)]
+struct Csr {
+    offsets: Vec<u32>,
+    targets: Vec<u32>,
+}
+
+impl Csr {
+    fn of(&self, node: u32) -> &[u32] {
+        let node = node as usize;
+        match (self.offsets.get(node), self.offsets.get(node + 1)) {
+            (Some(&from), Some(&to)) => &self.targets[from as usize..to as usize],
+            _ => &[],
+        }
+    }
+}
+
+/// The event forest of one host.
+pub(super) struct Forest<'h> {
+    pub host: &'h Host,
+    keys: Vec<StatKeys<13>>,
+    lines: Vec<LineStart>,
+    /// Grouping's kind of each node.
+    pub kinds: Vec<Kind>,
+    /// The enclosing event on the same thread, or [`NONE`].
+    nest_parent: Vec<u32>,
+    /// Edges that are not nesting (inter-thread links, context groups) as
+    /// `(child, parent)`, sorted by child, stable in the order they were added.
+    extra_parents: Vec<(u32, u32)>,
+    children: Csr,
+    /// Root events in node order.
+    pub roots: Vec<Root>,
+    /// `ExecutorState::Process` events with both `id` and `iter_num`, in node order.
+    pub executor_runs: Vec<LinkEnd>,
+    /// The `id` of each tf.data captured-function run that has one.
+    pub tf_data_step_ids: HashSet<i64>,
+    /// Events with an integer `step_num`, in node order.
+    pub step_num_nodes: Vec<u32>,
+}
+
+impl<'h> Forest<'h> {
+    /// Number of nodes (events of the host).
+    pub fn len(&self) -> u32 {
+        self.kinds.len() as u32
+    }
+
+    /// The plane, line and event of `node`.
+    pub fn locate(&self, node: u32) -> NodeRef {
+        let at = self.lines.partition_point(|l| l.first_node <= node).saturating_sub(1);
+        match self.lines.get(at) {
+            Some(l) => NodeRef { plane: l.plane, line: l.line, event: node - l.first_node },
+            None => NodeRef { plane: 0, line: 0, event: node },
+        }
+    }
+
+    /// The nodes of each line with events: `(plane, line, first node, event count)`.
+    pub fn line_ranges(&self) -> impl Iterator<Item = (usize, usize, u32, usize)> + '_ {
+        self.lines.iter().map(|l| {
+            let count = self.host.planes[l.plane as usize].lines[l.line as usize].len();
+            (l.plane as usize, l.line as usize, l.first_node, count)
+        })
+    }
+
+    fn plane_and_event(&self, node: u32) -> Option<(&'h Plane, Event<'h>)> {
+        let at = self.locate(node);
+        let plane = self.host.planes.get(at.plane as usize)?;
+        let event = plane.lines.get(at.line as usize)?.event(at.event as usize)?;
+        Some((plane, event))
+    }
+
+    /// The root level of `node` (0 when it is not a root).
+    pub fn root_level(&self, node: u32) -> i64 {
+        self.roots.binary_search_by_key(&node, |root| root.node).map_or(0, |at| self.roots[at].level)
+    }
+
+    fn stat(&self, node: u32, stat: usize) -> Option<StatValue> {
+        let (plane, event) = self.plane_and_event(node)?;
+        xstats::event_stat(plane, &event, self.keys[self.locate(node).plane as usize].key(stat))
+    }
+
+    /// Integer stat number `stat` (an index in [`STATS`]) of `node`.
+    pub fn int_stat(&self, node: u32, stat: usize) -> Option<i64> {
+        self.stat(node, stat).and_then(xstats::as_int)
+    }
+
+    fn str_stat(&self, node: u32, stat: usize) -> Option<&'h str> {
+        let (plane, event) = self.plane_and_event(node)?;
+        xstats::event_str(plane, &event, self.keys[self.locate(node).plane as usize].key(stat))
+    }
+
+    /// The event name of `node`.
+    pub fn name(&self, node: u32) -> &'h str {
+        self.plane_and_event(node).map(|(plane, event)| xstats::event_name(plane, &event)).unwrap_or("")
+    }
+
+    /// Start of `node`'s event in picoseconds (relative to the profile start).
+    pub fn start_ps(&self, node: u32) -> i64 {
+        self.plane_and_event(node).map_or(0, |(_, event)| event.start_ps())
+    }
+
+    fn line_name(&self, node: u32) -> &'h str {
+        let at = self.locate(node);
+        self.host.planes.get(at.plane as usize).and_then(|p| p.lines.get(at.line as usize)).map_or("", |l| &l.name)
+    }
+
+    /// The nodes `node` hangs under: its nesting parent first, then link parents.
+    fn parents(&self, node: u32) -> impl Iterator<Item = u32> + '_ {
+        let nest = self.nest_parent.get(node as usize).copied().filter(|&p| p != NONE);
+        let from = self.extra_parents.partition_point(|&(child, _)| child < node);
+        let extra = self.extra_parents[from..].iter().take_while(move |&&(child, _)| child == node).map(|&(_, p)| p);
+        nest.into_iter().chain(extra)
+    }
+
+    /// The nodes under `node`: nested events in order, then linked ones.
+    pub fn children(&self, node: u32) -> &[u32] {
+        self.children.of(node)
+    }
+
+    /// Builds nodes, intra-thread nesting, inter-thread and context-group edges.
+    pub fn build(host: &'h Host) -> Forest<'h> {
+        let keys: Vec<StatKeys<13>> = host.planes.iter().map(|plane| StatKeys::new(plane, STATS)).collect();
+        let events: usize = host.planes.iter().flat_map(|p| &p.lines).map(|l| l.len()).sum();
+        let mut forest = Forest {
+            host,
+            keys,
+            lines: Vec::new(),
+            kinds: Vec::with_capacity(events),
+            nest_parent: Vec::with_capacity(events),
+            extra_parents: Vec::new(),
+            children: Csr::default(),
+            roots: Vec::new(),
+            executor_runs: Vec::new(),
+            tf_data_step_ids: HashSet::new(),
+            step_num_nodes: Vec::new(),
+        };
+        let mut context_groups: ContextGroups = HashMap::new();
+        let mut links = Links::default();
+        for (plane_index, plane) in host.planes.iter().enumerate() {
+            let slots = stat_slots(plane, &forest.keys[plane_index]);
+            let is_host_plane = plane.name == names::HOST_PLANE;
+            let metadata_kinds: Vec<Kind> = plane.event_metadata.iter().map(|m| kind_of_name(&m.name)).collect();
+            let plane_pid = plane.plane_stat("process_id").and_then(xstats::as_int);
+            for (line_index, line) in plane.lines.iter().enumerate() {
+                if line.is_empty() {
+                    continue;
+                }
+                let first_node = forest.len();
+                forest.lines.push(LineStart { first_node, plane: plane_index as u32, line: line_index as u32 });
+                // Open events on this thread: (node, start, end), innermost last.
+                let mut open: Vec<(u32, i64, i64)> = Vec::new();
+                for event in line.iter() {
+                    let node = forest.len();
+                    let row = stat_row(plane, &slots, &event);
+                    let int = |slot: usize| row[slot].and_then(xstats::as_int);
+                    let mut kind = metadata_kinds.get(event.metadata_index() as usize).copied().unwrap_or(Kind::Other);
+                    if kind == Kind::Other && int(CORRELATION_ID).is_some() {
+                        kind = if is_host_plane { Kind::KernelLaunch } else { Kind::KernelExecute };
+                    }
+                    forest.kinds.push(kind);
+                    forest.note(node, kind, &row, &mut links);
+                    add_context(node, &row, plane_pid, &mut context_groups);
+                    let mut parent = NONE;
+                    if int(IS_ASYNC).is_none_or(|v| v == 0) {
+                        let (start, end) = (event.start_ps(), event.end_ps());
+                        while let Some(&(open_node, open_start, open_end)) = open.last() {
+                            if open_start <= start && end <= open_end {
+                                parent = open_node;
+                                break;
+                            }
+                            open.pop();
+                        }
+                        open.push((node, start, end));
+                    }
+                    forest.nest_parent.push(parent);
+                }
+            }
+        }
+        let mut extra_edges = links.edges(&forest.executor_runs);
+        for (producers, consumers) in context_groups.values() {
+            if producers.len() >= 64 && consumers.len() >= 64 {
+                continue;
+            }
+            for &parent in producers {
+                for &child in consumers {
+                    extra_edges.push((parent, child));
+                }
+            }
+        }
+        forest.children = forest.child_lists(&extra_edges);
+        forest.extra_parents = extra_edges.into_iter().map(|(parent, child)| (child, parent)).collect();
+        forest.extra_parents.sort_by_key(|&(child, _)| child);
+        forest
+    }
+
+    /// Records what later passes need about one event, so they never rescan stats.
+    fn note(&mut self, node: u32, kind: Kind, row: &StatRow, links: &mut Links) {
+        let int = |slot: usize| row[slot].and_then(xstats::as_int);
+        let mut level = int(IS_ROOT).unwrap_or(0);
+        if level == 0 && kind == Kind::TraceContext && row[IS_ROOT].is_none() {
+            level = 1;
+        }
+        if level > 0 {
+            self.roots.push(Root { node, level });
+        }
+        if int(STEP_NUM).is_some() {
+            self.step_num_nodes.push(node);
+        }
+        let step = int(STEP_ID).zip(int(ITER_NUM)).map(|(id, iter)| LinkEnd { node, values: [id, iter] });
+        let correlation = int(CORRELATION_ID).map(|id| LinkEnd { node, values: [id, 0] });
+        match kind {
+            Kind::ExecutorStateProcess => {
+                self.executor_runs.extend(step);
+            }
+            Kind::IteratorGetNext => links.get_next.extend(step),
+            Kind::IteratorGetNextAsOptional => links.get_next_as_optional.extend(step),
+            Kind::KernelLaunch => links.launches.extend(correlation),
+            Kind::KernelExecute => links.kernels.extend(correlation),
+            Kind::TfDataCapturedFunction => {
+                if let Some(id) = int(STEP_ID) {
+                    self.tf_data_step_ids.insert(id);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Children lists: nesting children in node order, then `extra` edges in order.
+    fn child_lists(&self, extra: &[(u32, u32)]) -> Csr {
+        let count = self.len() as usize;
+        let mut offsets = vec![0u32; count + 1];
+        let nest_edges = self.nest_parent.iter().filter(|&&p| p != NONE).copied();
+        for parent in nest_edges.clone().chain(extra.iter().map(|&(p, _)| p)) {
+            offsets[parent as usize + 1] += 1;
+        }
+        for i in 0..count {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut fill = offsets.clone();
+        let mut targets = vec![0u32; offsets[count] as usize];
+        let nest = self.nest_parent.iter().enumerate().filter(|&(_, &p)| p != NONE).map(|(c, &p)| (p, c as u32));
+        for (parent, child) in nest.chain(extra.iter().copied()) {
+            let slot = &mut fill[parent as usize];
+            targets[*slot as usize] = child;
+            *slot += 1;
+        }
+        Csr { offsets, targets }
+    }
+
+    /// Breadth-first search over parents (optionally from `node` itself) for the first
+    /// node satisfying `found`.
+    pub fn find_ancestor(&self, node: u32, include_self: bool, mut found: impl FnMut(u32) -> bool) -> Option<u32> {
+        let mut queue = VecDeque::new();
+        let mut seen = HashSet::from([node]);
+        if include_self {
+            queue.push_back(node);
+        } else {
+            for parent in self.parents(node) {
+                if seen.insert(parent) {
+                    queue.push_back(parent);
+                }
+            }
+        }
+        while let Some(current) = queue.pop_front() {
+            if found(current) {
+                return Some(current);
+            }
+            for parent in self.parents(current) {
+                if seen.insert(parent) {
+                    queue.push_back(parent);
+                }
+            }
+        }
+        None
+    }
+
+    fn context_int(&self, node: u32, stat: usize) -> Option<i64> {
+        let holder = self.find_ancestor(node, true, |n| self.stat(n, stat).is_some())?;
+        self.int_stat(holder, stat)
+    }
+
+    /// Whether `node` is a root XProf names without the event name (session/function
+    /// runs, executor runs, and the derived step lines).
+    pub fn is_implicit_root(&self, node: u32) -> bool {
+        matches!(
+            self.kinds[node as usize],
+            Kind::FunctionRun | Kind::SessionRun | Kind::RunGraph | Kind::ExecutorStateProcess
+        ) || matches!(self.line_name(node), "Steps" | "Sparse Core Steps" | "XLA Modules" | "Sparse Core Modules")
+    }
+
+    /// The name XProf gives the group rooted at `node`: `<graph_type or event name>
+    /// <iter_num | step_num | group id>`.
+    pub fn group_name(&self, node: u32, group_id: i64) -> String {
+        let mut name = String::new();
+        if let Some(holder) = self.find_ancestor(node, true, |n| self.stat(n, GRAPH_TYPE).is_some()) {
+            name.push_str(self.str_stat(holder, GRAPH_TYPE).unwrap_or(""));
+            name.push(' ');
+        } else if !self.is_implicit_root(node) {
+            name.push_str(self.name(node));
+            name.push(' ');
+        }
+        let step = self.context_int(node, ITER_NUM).or_else(|| self.context_int(node, STEP_NUM)).unwrap_or(group_id);
+        name.push_str(&step.to_string());
+        name
+    }
+}
+
+/// Per stat key of `plane`: 1 + the index in [`STATS`] (0 when not one of them), so
+/// one pass over an event's stats reads all of them.
+fn stat_slots(plane: &Plane, keys: &StatKeys<13>) -> Vec<u8> {
+    let mut slots = vec![0u8; plane.stat_metadata.len()];
+    for i in 0..STATS.len() {
+        if let Some(slot) = keys.key(i).and_then(|key| slots.get_mut(key as usize)) {
+            *slot = i as u8 + 1;
+        }
+    }
+    slots
+}
+
+/// All of [`STATS`] for one event in one pass: event stats first, then its metadata's
+/// stats for those still missing.
+fn stat_row(plane: &Plane, slots: &[u8], event: &Event<'_>) -> StatRow {
+    let mut row = [None; 13];
+    let mut fill = |stats: &[Stat]| {
+        for stat in stats {
+            if let Some(&slot) = slots.get(stat.key as usize)
+                && slot > 0
+                && row[slot as usize - 1].is_none()
+            {
+                row[slot as usize - 1] = Some(stat.value);
+            }
+        }
+    };
+    fill(event.stats());
+    fill(xstats::metadata_stats(plane, event));
+    row
+}
+
+/// The child ends of XProf's `ConnectInterThread` links and the kernel launches,
+/// collected in node order (executor runs live in [`Forest::executor_runs`]).
+#[derive(Default)]
+struct Links {
+    get_next: Vec<LinkEnd>,
+    get_next_as_optional: Vec<LinkEnd>,
+    launches: Vec<LinkEnd>,
+    kernels: Vec<LinkEnd>,
+}
+
+impl Links {
+    /// `(parent, child)` edges: `ExecutorState::Process` → `IteratorGetNext…` on the
+    /// same (`id`, `iter_num`), kernel launch → kernel on the same `correlation_id`.
+    /// When several parents share values, the last one wins (as in XProf).
+    /// `executors` are the `ExecutorState::Process` ends ([`Forest::executor_runs`]).
+    fn edges(&self, executors: &[LinkEnd]) -> Vec<(u32, u32)> {
+        let mut edges = Vec::new();
+        let pairs: [(&[LinkEnd], &[LinkEnd]); 3] =
+            [(executors, &self.get_next), (executors, &self.get_next_as_optional), (&self.launches, &self.kernels)];
+        for (parents, children) in pairs {
+            if parents.is_empty() || children.is_empty() {
+                continue;
+            }
+            let mut by_values: FxMap<[i64; 2], u32> = FxMap::default();
+            by_values.reserve(parents.len());
+            for end in parents {
+                by_values.insert(end.values, end.node);
+            }
+            edges
+                .extend(children.iter().filter_map(|end| by_values.get(&end.values).map(|&parent| (parent, end.node))));
+        }
+        edges
+    }
+}

@@ -1,0 +1,368 @@
+//! Event grouping: which step (XProf's `group_id`) each event belongs to, following
+//! XProf's `GroupTfEvents`, plus a fallback for profiles XProf cannot group.
+//!
+//! How XProf groups (and so do we): every event is a node; an event is the child of
+//! the innermost enclosing event on its thread; producer/consumer stats (`_pt/_p`,
+//! `_ct/_c`) connect threads, as do `ExecutorState::Process` → `IteratorGetNext…`
+//! (same `id`, `iter_num`) and kernel launch → kernel (same `correlation_id`). Roots
+//! are events with `_r` (or `TraceContext`); each root that no same-level root
+//! encloses gets the next group id, which spreads to every descendant not yet grouped.
+//! A root's group is named `<graph_type or event name> <iter_num|step_num|group id>`.
+//!
+//! Beyond XProf: when no root exists, events that carry `step_num` (Keras 3 marks each
+//! profiled batch so, without `_r`) become the roots, and [`StepSource`] says so.
+//!
+//! The one design decision to know: group ids are not written into the model; they
+//! live in [`HostGroups`], a side table parallel to the host's planes and lines, so
+//! the model stays immutable and shared across analyses.
+
+mod forest;
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use mlprof_model::{Host, names};
+use serde::Serialize;
+
+use forest::{Forest, IS_FUNC, Kind, STEP_ID};
+
+/// "No group" in [`HostGroups`].
+pub const NO_GROUP: i64 = -1;
+
+/// How the steps of a host were found.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StepSource {
+    /// No step markers at all.
+    #[default]
+    None,
+    /// XProf's rule: root events (`_r` stat or `TraceContext`).
+    RootEvents {
+        /// Number of groups.
+        groups: usize,
+    },
+    /// TensorFlow loop iterations (`ExecutorState::Process` with `iter_num`).
+    TfLoop {
+        /// Number of groups.
+        groups: usize,
+    },
+    /// mlprof's fallback: events that carry `step_num` but no root flag.
+    StepNumEvents {
+        /// The event name used (e.g. `Profiled batch`).
+        event_name: String,
+        /// Number of groups.
+        groups: usize,
+    },
+    /// XProf skips grouping when TF loop ops (`WhileOp-EvalCond`, …) are present.
+    SkippedLoopOps,
+    /// PyTorch's `ProfilerStep#N` annotations (Kineto traces), see
+    /// [`crate::profiler_steps`].
+    ProfilerSteps {
+        /// Number of steps.
+        groups: usize,
+    },
+}
+
+impl StepSource {
+    /// One sentence saying how the steps were found.
+    pub fn describe(&self) -> String {
+        match self {
+            StepSource::None => "No step markers found.".to_string(),
+            StepSource::RootEvents { groups } => {
+                format!("{groups} step groups from root events (stat `_r` or TraceContext), as XProf finds them.")
+            }
+            StepSource::TfLoop { groups } => format!("{groups} step groups from TensorFlow loop iterations."),
+            StepSource::StepNumEvents { event_name, groups } => format!(
+                "{groups} steps from events named \"{event_name}\" with step_num (no root flag `_r`; XProf finds no steps here)."
+            ),
+            StepSource::SkippedLoopOps => {
+                "Step grouping skipped: the profile has TensorFlow loop ops (as XProf does).".to_string()
+            }
+            StepSource::ProfilerSteps { groups } => format!(
+                "{groups} steps from PyTorch's ProfilerStep#N annotations (host events by time, GPU events by their launch)."
+            ),
+        }
+    }
+}
+
+/// The group id of every event of one host: `planes[p][l][e]` for event `e` of line
+/// `l` of plane `p` (indices as in `Host::planes`), [`NO_GROUP`] when ungrouped.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HostGroups {
+    /// Per plane, per line, per event.
+    pub planes: Vec<Vec<Vec<i64>>>,
+    /// Per group id (index), the group's name (e.g. `train 6`).
+    pub names: Vec<String>,
+    /// Events XProf marks `is_eager=1` (TF ops and GPU kernels executed op by op
+    /// under an `EagerKernelExecute` that is not a compiled function), as
+    /// `(plane, line, event)` indices, sorted.
+    pub eager: Vec<(u32, u32, u32)>,
+    /// The user-defined root events that were grouped (XProf adds a `step_name` stat
+    /// to these), as sorted `(plane, line, event)` indices.
+    pub step_name_events: Vec<(u32, u32, u32)>,
+    /// How the groups were found.
+    pub source: StepSource,
+}
+
+impl HostGroups {
+    /// A table with every event of `host` ungrouped.
+    pub fn none(host: &Host) -> HostGroups {
+        let planes = host
+            .planes
+            .iter()
+            .map(|plane| plane.lines.iter().map(|line| vec![NO_GROUP; line.len()]).collect())
+            .collect();
+        HostGroups { planes, ..HostGroups::default() }
+    }
+
+    /// Whether event `event` of line `line` of plane `plane` ran eagerly (XProf's
+    /// `is_eager` stat, set by grouping).
+    pub fn is_eager(&self, plane: usize, line: usize, event: usize) -> bool {
+        self.eager.binary_search(&(plane as u32, line as u32, event as u32)).is_ok()
+    }
+
+    /// Whether grouping gave this event a `step_name` (it is a grouped user root).
+    pub fn has_step_name(&self, plane: usize, line: usize, event: usize) -> bool {
+        self.step_name_events.binary_search(&(plane as u32, line as u32, event as u32)).is_ok()
+    }
+
+    /// The group of event `event` of line `line` of plane `plane`, if grouped.
+    pub fn group_of(&self, plane: usize, line: usize, event: usize) -> Option<i64> {
+        let group = *self.planes.get(plane)?.get(line)?.get(event)?;
+        (group != NO_GROUP).then_some(group)
+    }
+
+    /// The name of group `group` (`train 6`), if known.
+    pub fn name_of(&self, group: i64) -> Option<&str> {
+        usize::try_from(group).ok().and_then(|index| self.names.get(index)).map(String::as_str)
+    }
+}
+
+const LOOP_OPS: [&str; 5] = ["WhileOp-EvalCond", "WhileOp-StartBody", "ForOp", "ParallelForOp", "ForeverOp"];
+
+/// Groups the events of `host` into steps (XProf's `GroupTfEvents` for non-TPU
+/// profiles, plus the `step_num` fallback described in the module docs).
+pub fn group_host(host: &Host) -> HostGroups {
+    group(host, true)
+}
+
+/// Groups exactly as XProf does (no `step_num` fallback), for comparisons with it.
+pub fn group_host_as_xprof(host: &Host) -> HostGroups {
+    group(host, false)
+}
+
+fn group(host: &Host, step_num_fallback: bool) -> HostGroups {
+    if crate::kineto::is_kineto(host)
+        && let Some(groups) = crate::profiler_steps::group(host)
+    {
+        return groups;
+    }
+    let has_loop_ops =
+        host.planes.iter().any(|plane| plane.event_metadata.iter().any(|m| LOOP_OPS.contains(&m.name.as_str())));
+    if has_loop_ops {
+        return HostGroups { source: StepSource::SkippedLoopOps, ..HostGroups::none(host) };
+    }
+    let forest = Forest::build(host);
+    let loop_roots = tf_loop_roots(&forest);
+    let mut roots: Vec<(i64, u32)> = forest
+        .roots
+        .iter()
+        .filter(|root| forest.int_stat(root.node, STEP_ID).is_none_or(|id| !forest.tf_data_step_ids.contains(&id)))
+        .map(|root| (root.level, root.node))
+        .collect();
+    roots.sort_by_cached_key(|&(level, node)| (-level, forest.start_ps(node), node));
+
+    let mut grouper = Grouper::new(&forest);
+    let source = if !loop_roots.is_empty() {
+        for (root, members) in &loop_roots {
+            grouper.process_root(*root, members);
+        }
+        StepSource::TfLoop { groups: grouper.names.len() }
+    } else {
+        grouper.group_roots(&roots);
+        let mut source = StepSource::RootEvents { groups: grouper.names.len() };
+        if step_num_fallback
+            && !grouper.found_step_markers()
+            && let Some((event_name, fallback_roots)) = step_num_roots(&forest)
+        {
+            grouper = Grouper::new(&forest);
+            for &root in &fallback_roots {
+                if grouper.group_of[root as usize] == NO_GROUP {
+                    grouper.process_root(root, &[]);
+                }
+            }
+            let found = grouper.names.len();
+            grouper.group_roots(&roots);
+            source = StepSource::StepNumEvents { event_name, groups: found };
+        }
+        source
+    };
+    let eager = eager_events(&forest);
+    let mut step_name_events: Vec<(u32, u32, u32)> = grouper
+        .step_name_nodes
+        .iter()
+        .map(|&node| {
+            let at = forest.locate(node);
+            (at.plane, at.line, at.event)
+        })
+        .collect();
+    step_name_events.sort_unstable();
+    let Grouper { group_of, names, .. } = grouper;
+    let source = if names.is_empty() { StepSource::None } else { source };
+    let mut planes = HostGroups::none(host).planes;
+    for (plane, line, first, count) in forest.line_ranges() {
+        let first = first as usize;
+        if let Some(groups) = group_of.get(first..first + count) {
+            planes[plane][line].copy_from_slice(groups);
+        }
+    }
+    HostGroups { planes, names, eager, step_name_events, source }
+}
+
+struct Grouper<'f, 'h> {
+    forest: &'f Forest<'h>,
+    group_of: Vec<i64>,
+    names: Vec<String>,
+    /// Grouped user-defined roots (they get a `step_name`).
+    step_name_nodes: Vec<u32>,
+}
+
+impl<'f, 'h> Grouper<'f, 'h> {
+    fn new(forest: &'f Forest<'h>) -> Grouper<'f, 'h> {
+        Grouper {
+            forest,
+            group_of: vec![NO_GROUP; forest.len() as usize],
+            names: Vec::new(),
+            step_name_nodes: Vec::new(),
+        }
+    }
+
+    /// Groups `roots` (`(level, node)`, already in XProf's order) that still need it.
+    fn group_roots(&mut self, roots: &[(i64, u32)]) {
+        for &(level, root) in roots {
+            if self.needs_grouping(root, level) {
+                self.process_root(root, &[]);
+            }
+        }
+    }
+
+    /// Whether any group has something XProf accepts as a step marker: a user root
+    /// (it gets `step_name`), a grouped host event named `train…`/`test…`/
+    /// `TraceContext…` without `/`, or a grouped device event (device steps).
+    fn found_step_markers(&self) -> bool {
+        if !self.step_name_nodes.is_empty() {
+            return true;
+        }
+        self.forest.line_ranges().any(|(plane, _, first, count)| {
+            let on_device = self.forest.host.planes[plane].name.starts_with(names::DEVICE_PLANE_PREFIX);
+            (first..first + count as u32).any(|node| {
+                self.group_of[node as usize] != NO_GROUP
+                    && (on_device || is_explicit_step_marker(self.forest.name(node)))
+            })
+        })
+    }
+
+    /// XProf groups a root unless it is grouped already or an ancestor is a root of
+    /// the same level.
+    fn needs_grouping(&self, root: u32, level: i64) -> bool {
+        if self.group_of[root as usize] != NO_GROUP {
+            return false;
+        }
+        self.forest.find_ancestor(root, false, |n| self.forest.root_level(n) == level).is_none()
+    }
+    /// Gives `root` (and `extra` members) the next group id and spreads it.
+    fn process_root(&mut self, root: u32, extra: &[u32]) {
+        let group_id = self.names.len() as i64;
+        self.propagate(root, group_id, extra);
+        let name = self.forest.group_name(root, group_id);
+        if !self.forest.is_implicit_root(root) {
+            self.step_name_nodes.push(root);
+        }
+        self.names.push(name);
+    }
+
+    fn propagate(&mut self, root: u32, group_id: i64, extra: &[u32]) {
+        let mut queue = VecDeque::from([root]);
+        let mut seen = HashSet::from([root]);
+        while let Some(node) = queue.pop_front() {
+            if self.group_of[node as usize] != NO_GROUP {
+                continue;
+            }
+            self.group_of[node as usize] = group_id;
+            let children = self.forest.children(node);
+            let extra_children: &[u32] = if node == root { extra } else { &[] };
+            for &child in children.iter().chain(extra_children) {
+                if seen.insert(child) {
+                    queue.push_back(child);
+                }
+            }
+        }
+    }
+}
+
+/// XProf's `ProcessTensorFlowLoop`: iterations of TF loops become roots; each returns
+/// the first `ExecutorState::Process` of an iteration and the iteration's other ones.
+fn tf_loop_roots(forest: &Forest<'_>) -> Vec<(u32, Vec<u32>)> {
+    let mut loops: HashMap<i64, HashMap<i64, Vec<u32>>> = HashMap::new();
+    for run in &forest.executor_runs {
+        let [step_id, iter_num] = run.values;
+        if forest.tf_data_step_ids.contains(&step_id) {
+            continue;
+        }
+        loops.entry(step_id).or_default().entry(iter_num).or_default().push(run.node);
+    }
+    let mut iterations: Vec<(i64, u32, Vec<u32>)> = Vec::new();
+    for iterations_of_loop in loops.into_values() {
+        if iterations_of_loop.len() == 1 && iterations_of_loop.contains_key(&0) {
+            continue;
+        }
+        for members in iterations_of_loop.into_values() {
+            let Some((start, first)) = members.iter().map(|&n| (forest.start_ps(n), n)).min() else { continue };
+            let others = members.into_iter().filter(|&n| n != first).collect();
+            iterations.push((start, first, others));
+        }
+    }
+    iterations.sort_by_key(|&(start, first, _)| (start, first));
+    iterations.into_iter().map(|(_, first, others)| (first, others)).collect()
+}
+
+/// XProf's explicit host step marker: a name starting with `train`, `test` or
+/// `TraceContext` that contains no `/`.
+pub fn is_explicit_step_marker(name: &str) -> bool {
+    (name.starts_with("train") || name.starts_with("test") || name.starts_with("TraceContext")) && !name.contains('/')
+}
+
+/// mlprof's fallback roots: the most frequent event name among events that carry
+/// `step_num` and are not nested in another such event of the same name.
+fn step_num_roots(forest: &Forest<'_>) -> Option<(String, Vec<u32>)> {
+    let mut by_name: HashMap<&str, Vec<u32>> = HashMap::new();
+    for &node in &forest.step_num_nodes {
+        by_name.entry(forest.name(node)).or_default().push(node);
+    }
+    let (name, mut nodes) = by_name.into_iter().max_by(|a, b| a.1.len().cmp(&b.1.len()).then(b.0.cmp(a.0)))?;
+    nodes.sort_by_cached_key(|&n| (forest.start_ps(n), n));
+    Some((name.to_string(), nodes))
+}
+
+/// XProf's `MarkEagerlyExecuted{Gpu,Cpu}…`: kernels and TF ops under an
+/// `EagerKernelExecute` whose `is_func` is 0.
+fn eager_events(forest: &Forest<'_>) -> Vec<(u32, u32, u32)> {
+    if !forest.kinds.contains(&Kind::EagerKernelExecute) {
+        return Vec::new();
+    }
+    let mut eager = Vec::new();
+    for node in 0..forest.len() {
+        if !matches!(forest.kinds[node as usize], Kind::KernelExecute | Kind::TfOpRun) {
+            continue;
+        }
+        let Some(execute) = forest.find_ancestor(node, true, |n| forest.kinds[n as usize] == Kind::EagerKernelExecute)
+        else {
+            continue;
+        };
+        if forest.int_stat(execute, IS_FUNC) == Some(0) {
+            let at = forest.locate(node);
+            eager.push((at.plane, at.line, at.event));
+        }
+    }
+    eager.sort_unstable();
+    eager
+}
