@@ -196,6 +196,10 @@ impl Forest {
         // The enclosing iterator of each consumer event (its first parent in XProf).
         let mut consumer_parent: HashMap<u32, u32> = HashMap::new();
         for line in &plane.lines {
+            // Nesting never crosses lines, so a line without tf.data events adds nothing.
+            if line.events.metadata.iter().all(|&m| kind_of(m) == Kind::Other) {
+                continue;
+            }
             let mut stack: Vec<Open> = Vec::new();
             for event in visiting_order(line) {
                 let event = &event;
