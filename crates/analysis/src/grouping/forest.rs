@@ -517,3 +517,75 @@ impl Links {
         edges
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mlprof_model::{Line, PlaneBuilder, SourceFormat};
+
+    fn event(line: &mut Line, metadata: u32, start_ps: i64, duration_ps: i64, stats: &[(u32, StatValue)]) {
+        for &(key, value) in stats {
+            line.stats.push(key, value);
+        }
+        line.push_event(metadata, start_ps, duration_ps);
+    }
+
+    /// Host plane: an empty line, then `train` (root) enclosing two launches with
+    /// correlation ids 1 and 1 (the later one wins the link), then an async event.
+    /// GPU plane: an empty line, then one kernel with correlation id 1.
+    fn host() -> Host {
+        let mut cpu = PlaneBuilder::new(1, names::HOST_PLANE);
+        let train = cpu.event_metadata("train", 0, |_| Vec::new());
+        let launch = cpu.event_metadata("cudaLaunchKernel", 0, |_| Vec::new());
+        let [root, correlation, is_async] = ["_r", "correlation_id", "_a"].map(|n| cpu.stat_key(n));
+        cpu.push_line(Line::new(0, "empty"));
+        let mut python = Line::new(1, "python");
+        event(&mut python, train, 0, 100, &[(root, StatValue::Int(1))]);
+        event(&mut python, launch, 10, 10, &[(correlation, StatValue::Int(1))]);
+        event(&mut python, launch, 30, 10, &[(correlation, StatValue::Int(1))]);
+        event(&mut python, launch, 50, 10, &[(is_async, StatValue::Int(1))]);
+        cpu.push_line(python);
+        let mut gpu = PlaneBuilder::new(2, "/device:GPU:0");
+        let kernel = gpu.event_metadata("gemm", 0, |_| Vec::new());
+        let correlation = gpu.stat_key("correlation_id");
+        gpu.push_line(Line::new(0, "empty"));
+        let mut stream = Line::new(7, "Stream #7");
+        event(&mut stream, kernel, 40, 5, &[(correlation, StatValue::Int(1))]);
+        gpu.push_line(stream);
+        let mut host = Host::new("h", "h.xplane.pb", SourceFormat::Xspace);
+        host.planes.push(cpu.finish());
+        host.planes.push(gpu.finish());
+        host
+    }
+
+    #[test]
+    fn nodes_are_numbered_in_host_order_and_located_across_empty_lines() {
+        let host = host();
+        let forest = Forest::build(&host);
+        assert_eq!(forest.len(), 5);
+        assert_eq!(forest.locate(0), NodeRef { plane: 0, line: 1, event: 0 });
+        assert_eq!(forest.locate(3), NodeRef { plane: 0, line: 1, event: 3 });
+        assert_eq!(forest.locate(4), NodeRef { plane: 1, line: 1, event: 0 });
+        assert_eq!(forest.name(4), "gemm");
+        assert_eq!(forest.start_ps(1), 10);
+        let ranges: Vec<_> = forest.line_ranges().collect();
+        assert_eq!(ranges, vec![(0, 1, 0, 4), (1, 1, 4, 1)]);
+    }
+
+    #[test]
+    fn nesting_links_and_roots_are_collected_in_one_pass() {
+        let host = host();
+        let forest = Forest::build(&host);
+        // The async event nests under nothing; the launches nest under `train`.
+        assert_eq!(forest.children(0), &[1, 2]);
+        assert_eq!(forest.parents(3).count(), 0);
+        // Both launches carry correlation id 1: the last one is the kernel's parent.
+        assert_eq!(forest.children(2), &[4]);
+        assert_eq!(forest.parents(4).collect::<Vec<_>>(), vec![2]);
+        assert_eq!(forest.kinds[4], Kind::KernelExecute);
+        assert_eq!(forest.roots.iter().map(|r| (r.node, r.level)).collect::<Vec<_>>(), vec![(0, 1)]);
+        assert_eq!(forest.root_level(0), 1);
+        assert_eq!(forest.root_level(1), 0);
+        assert_eq!(forest.find_ancestor(4, false, |n| forest.root_level(n) > 0), Some(0));
+    }
+}
