@@ -8,13 +8,13 @@
 //! bytes. Everything grouping needs about a few events (roots, loop iterations,
 //! `step_num` carriers, link keys) is collected during the one pass over the stats.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 
 use mlprof_model::fxhash::FxMap;
-use mlprof_model::{Event, Host, Plane, Stat, StatValue, names};
+use mlprof_model::{Event, Host, Plane, StatValue, names};
 
 use crate::tf_op::{OpCategory, parse_tf_op};
-use crate::xstats::{self, StatKeys};
+use crate::xstats::{self, StatKeys, StatSlots};
 
 /// The event types grouping cares about (XProf's `HostEventType` subset).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -86,30 +86,46 @@ const STEP_NUM: usize = 11;
 pub(super) const IS_FUNC: usize = 12;
 
 /// The values of [`STATS`] on one event (event stats over metadata stats).
-type StatRow = [Option<StatValue>; 13];
+type StatRow = xstats::StatRow<13>;
 
 /// No node (a top-level event has no nesting parent).
 const NONE: u32 = u32::MAX;
 
-/// Producer/consumer context groups: (context type, context id, pid) → (producer
-/// nodes, consumer nodes).
-type ContextGroups = HashMap<(i64, i64, Option<i64>), (Vec<u32>, Vec<u32>)>;
+/// One end of a producer/consumer context (stats `_pt/_p`, `_ct/_c`): the context
+/// (type, id, pid), whether the node consumes (else produces), and the node.
+type ContextEnd = ((i64, i64, Option<i64>), bool, u32);
 
-/// Files `node` under its producer and consumer context groups (stats `_pt/_p`,
-/// `_ct/_c`; pid from `_pid` or the plane's `process_id`).
-fn add_context(node: u32, row: &StatRow, plane_pid: Option<i64>, groups: &mut ContextGroups) {
-    let int = |slot: usize| row[slot].and_then(xstats::as_int);
-    let producer = int(PRODUCER_TYPE).zip(int(PRODUCER_ID));
-    let consumer = int(CONSUMER_TYPE).zip(int(CONSUMER_ID));
+/// Records `node` as producer and/or consumer of its contexts (pid from `_pid` or the
+/// plane's `process_id`).
+fn add_context(node: u32, row: &StatRow, plane_pid: Option<i64>, ends: &mut Vec<ContextEnd>) {
+    let producer = row.int(PRODUCER_TYPE).zip(row.int(PRODUCER_ID));
+    let consumer = row.int(CONSUMER_TYPE).zip(row.int(CONSUMER_ID));
     if producer.is_none() && consumer.is_none() {
         return;
     }
-    let pid = int(CONSUMER_PID).or(plane_pid).map(|pid| pid as i32 as i64);
+    let pid = row.int(CONSUMER_PID).or(plane_pid).map(|pid| pid as i32 as i64);
     if let Some((kind, id)) = producer {
-        groups.entry((kind as i32 as i64, id, pid)).or_default().0.push(node);
+        ends.push(((kind as i32 as i64, id, pid), false, node));
     }
     if let Some((kind, id)) = consumer {
-        groups.entry((kind as i32 as i64, id, pid)).or_default().1.push(node);
+        ends.push(((kind as i32 as i64, id, pid), true, node));
+    }
+}
+
+/// XProf's context-group edges: every producer of a context is a parent of every
+/// consumer of it, unless both sides have 64 or more events. Edges come per context
+/// in context order, producers and consumers each in node order.
+fn context_edges(mut ends: Vec<ContextEnd>, edges: &mut Vec<(u32, u32)>) {
+    ends.sort_unstable();
+    for group in ends.chunk_by(|a, b| a.0 == b.0) {
+        let consumers_from = group.partition_point(|end| !end.1);
+        let (producers, consumers) = group.split_at(consumers_from);
+        if producers.len() >= 64 && consumers.len() >= 64 {
+            continue;
+        }
+        for &(_, _, parent) in producers {
+            edges.extend(consumers.iter().map(|&(_, _, child)| (parent, child)));
+        }
     }
 }
 
@@ -175,6 +191,8 @@ pub(super) struct Forest<'h> {
     /// Edges that are not nesting (inter-thread links, context groups) as
     /// `(child, parent)`, sorted by child, stable in the order they were added.
     extra_parents: Vec<(u32, u32)>,
+    /// Bit `n` set: node `n` has an entry in `extra_parents`.
+    extra_parent_bits: Vec<u64>,
     children: Csr,
     /// Root events in node order.
     pub roots: Vec<Root>,
@@ -275,16 +293,17 @@ impl<'h> Forest<'h> {
             kinds: Vec::with_capacity(events),
             nest_parent: Vec::with_capacity(events),
             extra_parents: Vec::new(),
+            extra_parent_bits: Vec::new(),
             children: Csr::default(),
             roots: Vec::new(),
             executor_runs: Vec::new(),
             tf_data_step_ids: HashSet::new(),
             step_num_nodes: Vec::new(),
         };
-        let mut context_groups: ContextGroups = HashMap::new();
+        let mut context_ends: Vec<ContextEnd> = Vec::new();
         let mut links = Links::default();
         for (plane_index, plane) in host.planes.iter().enumerate() {
-            let slots = stat_slots(plane, &forest.keys[plane_index]);
+            let slots = StatSlots::new(plane, STATS);
             let is_host_plane = plane.name == names::HOST_PLANE;
             let metadata_kinds: Vec<Kind> = plane.event_metadata.iter().map(|m| kind_of_name(&m.name)).collect();
             let plane_pid = plane.plane_stat("process_id").and_then(xstats::as_int);
@@ -298,15 +317,15 @@ impl<'h> Forest<'h> {
                 let mut open: Vec<(u32, i64, i64)> = Vec::new();
                 for event in line.iter() {
                     let node = forest.len();
-                    let row = stat_row(plane, &slots, &event);
-                    let int = |slot: usize| row[slot].and_then(xstats::as_int);
+                    let row = slots.row(plane, &event);
+                    let int = |slot: usize| row.int(slot);
                     let mut kind = metadata_kinds.get(event.metadata_index() as usize).copied().unwrap_or(Kind::Other);
                     if kind == Kind::Other && int(CORRELATION_ID).is_some() {
                         kind = if is_host_plane { Kind::KernelLaunch } else { Kind::KernelExecute };
                     }
                     forest.kinds.push(kind);
                     forest.note(node, kind, &row, &mut links);
-                    add_context(node, &row, plane_pid, &mut context_groups);
+                    add_context(node, &row, plane_pid, &mut context_ends);
                     let mut parent = NONE;
                     if int(IS_ASYNC).is_none_or(|v| v == 0) {
                         let (start, end) = (event.start_ps(), event.end_ps());
@@ -324,27 +343,24 @@ impl<'h> Forest<'h> {
             }
         }
         let mut extra_edges = links.edges(&forest.executor_runs);
-        for (producers, consumers) in context_groups.values() {
-            if producers.len() >= 64 && consumers.len() >= 64 {
-                continue;
-            }
-            for &parent in producers {
-                for &child in consumers {
-                    extra_edges.push((parent, child));
-                }
-            }
-        }
+        context_edges(context_ends, &mut extra_edges);
         forest.children = forest.child_lists(&extra_edges);
         forest.extra_parents = extra_edges.into_iter().map(|(parent, child)| (child, parent)).collect();
         forest.extra_parents.sort_by_key(|&(child, _)| child);
+        forest.extra_parent_bits = vec![0; events.div_ceil(64)];
+        for &(child, _) in &forest.extra_parents {
+            if let Some(word) = forest.extra_parent_bits.get_mut(child as usize / 64) {
+                *word |= 1 << (child % 64);
+            }
+        }
         forest
     }
 
     /// Records what later passes need about one event, so they never rescan stats.
     fn note(&mut self, node: u32, kind: Kind, row: &StatRow, links: &mut Links) {
-        let int = |slot: usize| row[slot].and_then(xstats::as_int);
+        let int = |slot: usize| row.int(slot);
         let mut level = int(IS_ROOT).unwrap_or(0);
-        if level == 0 && kind == Kind::TraceContext && row[IS_ROOT].is_none() {
+        if level == 0 && kind == Kind::TraceContext && row.get(IS_ROOT).is_none() {
             level = 1;
         }
         if level > 0 {
@@ -397,6 +413,31 @@ impl<'h> Forest<'h> {
     /// Breadth-first search over parents (optionally from `node` itself) for the first
     /// node satisfying `found`.
     pub fn find_ancestor(&self, node: u32, include_self: bool, mut found: impl FnMut(u32) -> bool) -> Option<u32> {
+        // Most events hang under a chain of nesting parents only; a breadth-first search
+        // of a chain is the chain itself, so walk it without a queue or a seen set.
+        let mut current = node;
+        let mut check = include_self;
+        loop {
+            if self.has_extra_parents(current) {
+                return self.search_ancestors(node, include_self, found);
+            }
+            if check && found(current) {
+                return Some(current);
+            }
+            match self.nest_parent.get(current as usize) {
+                Some(&parent) if parent != NONE => current = parent,
+                _ => return None,
+            }
+            check = true;
+        }
+    }
+
+    fn has_extra_parents(&self, node: u32) -> bool {
+        self.extra_parent_bits.get(node as usize / 64).is_some_and(|word| word & (1 << (node % 64)) != 0)
+    }
+
+    /// The general case of [`Forest::find_ancestor`]: a breadth-first search.
+    fn search_ancestors(&self, node: u32, include_self: bool, mut found: impl FnMut(u32) -> bool) -> Option<u32> {
         let mut queue = VecDeque::new();
         let mut seen = HashSet::from([node]);
         if include_self {
@@ -450,37 +491,6 @@ impl<'h> Forest<'h> {
         name.push_str(&step.to_string());
         name
     }
-}
-
-/// Per stat key of `plane`: 1 + the index in [`STATS`] (0 when not one of them), so
-/// one pass over an event's stats reads all of them.
-fn stat_slots(plane: &Plane, keys: &StatKeys<13>) -> Vec<u8> {
-    let mut slots = vec![0u8; plane.stat_metadata.len()];
-    for i in 0..STATS.len() {
-        if let Some(slot) = keys.key(i).and_then(|key| slots.get_mut(key as usize)) {
-            *slot = i as u8 + 1;
-        }
-    }
-    slots
-}
-
-/// All of [`STATS`] for one event in one pass: event stats first, then its metadata's
-/// stats for those still missing.
-fn stat_row(plane: &Plane, slots: &[u8], event: &Event<'_>) -> StatRow {
-    let mut row = [None; 13];
-    let mut fill = |stats: &[Stat]| {
-        for stat in stats {
-            if let Some(&slot) = slots.get(stat.key as usize)
-                && slot > 0
-                && row[slot as usize - 1].is_none()
-            {
-                row[slot as usize - 1] = Some(stat.value);
-            }
-        }
-    };
-    fill(event.stats());
-    fill(xstats::metadata_stats(plane, event));
-    row
 }
 
 /// The child ends of XProf's `ConnectInterThread` links and the kernel launches,

@@ -6,14 +6,16 @@
 //! [`Breakdown`](super::Breakdown) choice — current XProf uses host events only on
 //! CPU-only profiles; the classic TF-guide breakdown merges them on GPU too.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
+
+use mlprof_model::fxhash::FxSet;
 
 use mlprof_model::{Host, Plane, names};
 
 use super::event_span::{EventType, TypedSpan};
 use crate::grouping::{HostGroups, is_explicit_step_marker};
 use crate::tf_op::{OpCategory, is_infeed_enqueue, parse_tf_op, starts_with_ignore_case};
-use crate::xstats::{self, StatKeys};
+use crate::xstats::{self, StatSlots};
 
 /// A step marker: the span a step event covers.
 #[derive(Clone, Debug, PartialEq)]
@@ -94,6 +96,15 @@ pub fn union_combine(src: StepEvents, dst: &mut StepEvents) {
 
 const STATS: [&str; 9] =
     ["correlation_id", "step_name", "_ipl_stage_name", "_ct", "_c", "_pt", "_p", "tensor_shapes", "memcpy_details"];
+const CORRELATION_ID: usize = 0;
+const STEP_NAME: usize = 1;
+const STAGE_NAME: usize = 2;
+const CONSUMER_TYPE: usize = 3;
+const CONSUMER_ID: usize = 4;
+const PRODUCER_TYPE: usize = 5;
+const PRODUCER_ID: usize = 6;
+const TENSOR_SHAPES: usize = 7;
+const MEMCPY_DETAILS: usize = 8;
 
 /// Host step events of `plane` (the `/host:CPU` plane at index `plane_index`).
 /// `device_steps` restricts to groups seen on a device and classifies launches as
@@ -104,13 +115,12 @@ pub fn host_step_events(
     groups: &HostGroups,
     device_steps: Option<&StepEvents>,
 ) -> StepEvents {
-    let keys = StatKeys::new(plane, STATS);
-    let mut async_parents: HashSet<(i64, i64)> = HashSet::new();
+    let slots = StatSlots::new(plane, STATS);
+    let mut async_parents: FxSet<(i64, i64)> = FxSet::default();
     for line in &plane.lines {
         for event in line.iter() {
-            let producer =
-                xstats::event_int(plane, &event, keys.key(5)).zip(xstats::event_int(plane, &event, keys.key(6)));
-            if let Some(pair) = producer {
+            let row = slots.row(plane, &event);
+            if let Some(pair) = row.int(PRODUCER_TYPE).zip(row.int(PRODUCER_ID)) {
                 async_parents.insert(pair);
             }
         }
@@ -120,10 +130,10 @@ pub fn host_step_events(
         // Open input-pipeline-stage ancestors: (end_ps, is_stage, is_stage_descendant).
         let mut stack: Vec<(i64, bool, bool)> = Vec::new();
         for event in line.iter() {
+            let row = slots.row(plane, &event);
             let name = xstats::event_name(plane, &event);
-            let stage_name = xstats::event_str(plane, &event, keys.key(2)).unwrap_or("");
-            let consumer =
-                xstats::event_int(plane, &event, keys.key(3)).zip(xstats::event_int(plane, &event, keys.key(4)));
+            let stage_name = row.str(STAGE_NAME, plane, &event).unwrap_or("");
+            let consumer = row.int(CONSUMER_TYPE).zip(row.int(CONSUMER_ID));
             let (begin, end) = (event.start_ps(), event.end_ps());
             while stack.last().is_some_and(|&(open_end, _, _)| open_end < end) {
                 stack.pop();
@@ -140,12 +150,12 @@ pub fn host_step_events(
                 continue;
             }
             let step_name = groups.has_step_name(plane_index, line_index, event.index())
-                || xstats::event_str(plane, &event, keys.key(1)).is_some_and(|s| !s.is_empty());
+                || row.str(STEP_NAME, plane, &event).is_some_and(|s| !s.is_empty());
             let details = result.entry(group).or_default();
             if is_explicit_step_marker(name) || step_name {
                 details.markers.push(StepMarker { on_device: false, begin_ps: begin, end_ps: end });
             } else if is_real_cpu_compute(name) {
-                let has_correlation = xstats::event_int(plane, &event, keys.key(0)).is_some();
+                let has_correlation = row.int(CORRELATION_ID).is_some();
                 let kind = classify_cpu_event(name, device_steps.is_some(), has_correlation, is_root_stage);
                 details.events.push(TypedSpan { kind, begin_ps: begin, end_ps: end });
             }
@@ -227,7 +237,7 @@ pub fn memcpy_bytes(details: &str) -> u64 {
 /// (per group, first to last event in time order, after ungrouped events inherit the
 /// previous group) and typed kernel/copy spans from every stream.
 pub fn device_step_events(plane: &Plane, plane_index: usize, groups: &HostGroups) -> StepEvents {
-    let keys = StatKeys::new(plane, STATS);
+    let slots = StatSlots::new(plane, STATS);
     // All events of the plane in time order, with their (inherited) group.
     let mut order: Vec<(i64, i64, usize, usize)> = Vec::new();
     for (line_index, line) in plane.lines.iter().enumerate() {
@@ -269,11 +279,12 @@ pub fn device_step_events(plane: &Plane, plane_index: usize, groups: &HostGroups
     let mut events = StepEvents::new();
     for ((line_index, index), group) in inherited {
         let Some(event) = plane.lines[line_index].event(index) else { continue };
-        if xstats::event_int(plane, &event, keys.key(0)).is_none() {
+        let row = slots.row(plane, &event);
+        if row.int(CORRELATION_ID).is_none() {
             continue;
         }
         let name = xstats::event_name(plane, &event);
-        let shapes = xstats::event_str(plane, &event, keys.key(7)).unwrap_or("");
+        let shapes = row.str(TENSOR_SHAPES, plane, &event).unwrap_or("");
         let kind = classify_gpu_event(name, shapes);
         let details = events.entry(group).or_default();
         details.events.push(TypedSpan { kind, begin_ps: event.start_ps(), end_ps: event.end_ps() });
@@ -284,7 +295,7 @@ pub fn device_step_events(plane: &Plane, plane_index: usize, groups: &HostGroups
             _ => None,
         };
         if let Some(direction) = direction {
-            let bytes = xstats::event_str(plane, &event, keys.key(8)).map_or(0, memcpy_bytes);
+            let bytes = row.str(MEMCPY_DETAILS, plane, &event).map_or(0, memcpy_bytes);
             let transfer = &mut details.transfers[direction];
             transfer.occurrences += 1;
             transfer.time_us += event.duration_ps() as f64 / 1e6;
