@@ -8,9 +8,10 @@
 //! bytes. Everything grouping needs about a few events (roots, loop iterations,
 //! `step_num` carriers, link keys) is collected during the one pass over the stats.
 
+use std::cell::RefCell;
 use std::collections::{HashSet, VecDeque};
 
-use mlprof_model::fxhash::FxMap;
+use mlprof_model::fxhash::{FxMap, FxSet};
 use mlprof_model::{Event, Host, Plane, StatValue, names};
 
 use crate::tf_op::{OpCategory, parse_tf_op};
@@ -91,40 +92,55 @@ type StatRow = xstats::StatRow<13>;
 /// No node (a top-level event has no nesting parent).
 const NONE: u32 = u32::MAX;
 
-/// One end of a producer/consumer context (stats `_pt/_p`, `_ct/_c`): the context
-/// (type, id, pid), whether the node consumes (else produces), and the node.
-type ContextEnd = ((i64, i64, Option<i64>), bool, u32);
+/// A producer/consumer context: (context type, context id, pid).
+type ContextKey = (i64, i64, Option<i64>);
 
-/// Records `node` as producer and/or consumer of its contexts (pid from `_pid` or the
-/// plane's `process_id`).
-fn add_context(node: u32, row: &StatRow, plane_pid: Option<i64>, ends: &mut Vec<ContextEnd>) {
-    let producer = row.int(PRODUCER_TYPE).zip(row.int(PRODUCER_ID));
-    let consumer = row.int(CONSUMER_TYPE).zip(row.int(CONSUMER_ID));
-    if producer.is_none() && consumer.is_none() {
-        return;
-    }
-    let pid = row.int(CONSUMER_PID).or(plane_pid).map(|pid| pid as i32 as i64);
-    if let Some((kind, id)) = producer {
-        ends.push(((kind as i32 as i64, id, pid), false, node));
-    }
-    if let Some((kind, id)) = consumer {
-        ends.push(((kind as i32 as i64, id, pid), true, node));
-    }
+/// The producer/consumer contexts of a host (stats `_pt/_p`, `_ct/_c`) and the nodes
+/// at their ends.
+#[derive(Default)]
+struct Contexts {
+    /// Context → dense index, in order of first appearance.
+    index: FxMap<ContextKey, u32>,
+    /// `(context index, is consumer, node)` packed as `index << 64 | consumer << 32 |
+    /// node`, so one integer sort groups them.
+    ends: Vec<u128>,
 }
 
-/// XProf's context-group edges: every producer of a context is a parent of every
-/// consumer of it, unless both sides have 64 or more events. Edges come per context
-/// in context order, producers and consumers each in node order.
-fn context_edges(mut ends: Vec<ContextEnd>, edges: &mut Vec<(u32, u32)>) {
-    ends.sort_unstable();
-    for group in ends.chunk_by(|a, b| a.0 == b.0) {
-        let consumers_from = group.partition_point(|end| !end.1);
-        let (producers, consumers) = group.split_at(consumers_from);
-        if producers.len() >= 64 && consumers.len() >= 64 {
-            continue;
+impl Contexts {
+    /// Records `node` as producer and/or consumer of its contexts (pid from `_pid` or
+    /// the plane's `process_id`).
+    fn add(&mut self, node: u32, row: &StatRow, plane_pid: Option<i64>) {
+        let producer = row.int(PRODUCER_TYPE).zip(row.int(PRODUCER_ID));
+        let consumer = row.int(CONSUMER_TYPE).zip(row.int(CONSUMER_ID));
+        if producer.is_none() && consumer.is_none() {
+            return;
         }
-        for &(_, _, parent) in producers {
-            edges.extend(consumers.iter().map(|&(_, _, child)| (parent, child)));
+        let pid = row.int(CONSUMER_PID).or(plane_pid).map(|pid| pid as i32 as i64);
+        for (end, is_consumer) in [(producer, false), (consumer, true)] {
+            if let Some((kind, id)) = end {
+                let next = self.index.len() as u32;
+                let context = *self.index.entry((kind as i32 as i64, id, pid)).or_insert(next);
+                self.ends.push(u128::from(context) << 64 | u128::from(is_consumer) << 32 | u128::from(node));
+            }
+        }
+    }
+
+    /// XProf's context-group edges: every producer of a context is a parent of every
+    /// consumer of it, unless both sides have 64 or more events. Edges come per context
+    /// in order of first appearance, producers and consumers each in node order.
+    fn edges(mut self, edges: &mut Vec<(u32, u32)>) {
+        self.ends.sort_unstable();
+        let context = |end: &u128| end >> 64;
+        let is_consumer = |end: &u128| (end >> 32) & 1 == 1;
+        let node = |end: &u128| *end as u32;
+        for group in self.ends.chunk_by(|a, b| context(a) == context(b)) {
+            let (producers, consumers) = group.split_at(group.partition_point(|end| !is_consumer(end)));
+            if producers.len() >= 64 && consumers.len() >= 64 {
+                continue;
+            }
+            for parent in producers {
+                edges.extend(consumers.iter().map(|child| (node(parent), node(child))));
+            }
         }
     }
 }
@@ -161,6 +177,48 @@ pub(super) struct LinkEnd {
     pub values: [i64; 2],
 }
 
+/// The queue and seen set of a breadth-first search over parents, kept between
+/// searches so the many searches of one grouping allocate once.
+#[derive(Default)]
+struct AncestorSearch {
+    queue: VecDeque<u32>,
+    seen: FxSet<u32>,
+}
+
+impl AncestorSearch {
+    fn run(
+        &mut self,
+        forest: &Forest<'_>,
+        node: u32,
+        include_self: bool,
+        mut found: impl FnMut(u32) -> bool,
+    ) -> Option<u32> {
+        self.queue.clear();
+        self.seen.clear();
+        self.seen.insert(node);
+        if include_self {
+            self.queue.push_back(node);
+        } else {
+            for parent in forest.parents(node) {
+                if self.seen.insert(parent) {
+                    self.queue.push_back(parent);
+                }
+            }
+        }
+        while let Some(current) = self.queue.pop_front() {
+            if found(current) {
+                return Some(current);
+            }
+            for parent in forest.parents(current) {
+                if self.seen.insert(parent) {
+                    self.queue.push_back(parent);
+                }
+            }
+        }
+        None
+    }
+}
+
 /// Adjacency lists in one array: the targets of node `n` are
 /// `targets[offsets[n]..offsets[n + 1]]`.
 #[derive(Default)]
@@ -194,6 +252,7 @@ pub(super) struct Forest<'h> {
     /// Bit `n` set: node `n` has an entry in `extra_parents`.
     extra_parent_bits: Vec<u64>,
     children: Csr,
+    search: RefCell<AncestorSearch>,
     /// Root events in node order.
     pub roots: Vec<Root>,
     /// `ExecutorState::Process` events with both `id` and `iter_num`, in node order.
@@ -295,12 +354,13 @@ impl<'h> Forest<'h> {
             extra_parents: Vec::new(),
             extra_parent_bits: Vec::new(),
             children: Csr::default(),
+            search: RefCell::default(),
             roots: Vec::new(),
             executor_runs: Vec::new(),
             tf_data_step_ids: HashSet::new(),
             step_num_nodes: Vec::new(),
         };
-        let mut context_ends: Vec<ContextEnd> = Vec::new();
+        let mut contexts = Contexts::default();
         let mut links = Links::default();
         for (plane_index, plane) in host.planes.iter().enumerate() {
             let slots = StatSlots::new(plane, STATS);
@@ -325,7 +385,7 @@ impl<'h> Forest<'h> {
                     }
                     forest.kinds.push(kind);
                     forest.note(node, kind, &row, &mut links);
-                    add_context(node, &row, plane_pid, &mut context_ends);
+                    contexts.add(node, &row, plane_pid);
                     let mut parent = NONE;
                     if int(IS_ASYNC).is_none_or(|v| v == 0) {
                         let (start, end) = (event.start_ps(), event.end_ps());
@@ -343,7 +403,7 @@ impl<'h> Forest<'h> {
             }
         }
         let mut extra_edges = links.edges(&forest.executor_runs);
-        context_edges(context_ends, &mut extra_edges);
+        contexts.edges(&mut extra_edges);
         forest.children = forest.child_lists(&extra_edges);
         forest.extra_parents = extra_edges.into_iter().map(|(parent, child)| (child, parent)).collect();
         forest.extra_parents.sort_by_key(|&(child, _)| child);
@@ -436,30 +496,13 @@ impl<'h> Forest<'h> {
         self.extra_parent_bits.get(node as usize / 64).is_some_and(|word| word & (1 << (node % 64)) != 0)
     }
 
-    /// The general case of [`Forest::find_ancestor`]: a breadth-first search.
-    fn search_ancestors(&self, node: u32, include_self: bool, mut found: impl FnMut(u32) -> bool) -> Option<u32> {
-        let mut queue = VecDeque::new();
-        let mut seen = HashSet::from([node]);
-        if include_self {
-            queue.push_back(node);
-        } else {
-            for parent in self.parents(node) {
-                if seen.insert(parent) {
-                    queue.push_back(parent);
-                }
-            }
+    /// The general case of [`Forest::find_ancestor`]: a breadth-first search, with the
+    /// forest's reusable queue and seen set (a fresh pair if `found` itself searches).
+    fn search_ancestors(&self, node: u32, include_self: bool, found: impl FnMut(u32) -> bool) -> Option<u32> {
+        match self.search.try_borrow_mut() {
+            Ok(mut search) => search.run(self, node, include_self, found),
+            Err(_) => AncestorSearch::default().run(self, node, include_self, found),
         }
-        while let Some(current) = queue.pop_front() {
-            if found(current) {
-                return Some(current);
-            }
-            for parent in self.parents(current) {
-                if seen.insert(parent) {
-                    queue.push_back(parent);
-                }
-            }
-        }
-        None
     }
 
     fn context_int(&self, node: u32, stat: usize) -> Option<i64> {

@@ -125,13 +125,15 @@ pub fn host_step_events(
             }
         }
     }
+    let event_names: Vec<HostEventName> = plane.event_metadata.iter().map(|m| HostEventName::of(&m.name)).collect();
+    let unknown_name = HostEventName::of("");
     let mut result = StepEvents::new();
     for (line_index, line) in plane.lines.iter().enumerate() {
         // Open input-pipeline-stage ancestors: (end_ps, is_stage, is_stage_descendant).
         let mut stack: Vec<(i64, bool, bool)> = Vec::new();
         for event in line.iter() {
             let row = slots.row(plane, &event);
-            let name = xstats::event_name(plane, &event);
+            let name = event_names.get(event.metadata_index() as usize).copied().unwrap_or(unknown_name);
             let stage_name = row.str(STAGE_NAME, plane, &event).unwrap_or("");
             let consumer = row.int(CONSUMER_TYPE).zip(row.int(CONSUMER_ID));
             let (begin, end) = (event.start_ps(), event.end_ps());
@@ -152,11 +154,11 @@ pub fn host_step_events(
             let step_name = groups.has_step_name(plane_index, line_index, event.index())
                 || row.str(STEP_NAME, plane, &event).is_some_and(|s| !s.is_empty());
             let details = result.entry(group).or_default();
-            if is_explicit_step_marker(name) || step_name {
+            if name.is_step_marker || step_name {
                 details.markers.push(StepMarker { on_device: false, begin_ps: begin, end_ps: end });
-            } else if is_real_cpu_compute(name) {
+            } else if name.is_real_cpu_compute {
                 let has_correlation = row.int(CORRELATION_ID).is_some();
-                let kind = classify_cpu_event(name, device_steps.is_some(), has_correlation, is_root_stage);
+                let kind = name.classify(device_steps.is_some(), has_correlation, is_root_stage);
                 details.events.push(TypedSpan { kind, begin_ps: begin, end_ps: end });
             }
             if step_name && let Some(group_name) = groups.name_of(group) {
@@ -167,26 +169,55 @@ pub fn host_step_events(
     result
 }
 
-fn is_real_cpu_compute(name: &str) -> bool {
-    !(name.starts_with("EagerExecute")
-        || name.starts_with("EagerLocalExecute")
-        || name.starts_with("EagerKernelExecute")
-        || name.starts_with("FunctionRun")
-        || is_explicit_step_marker(name))
+/// What a host event's name says about it, worked out once per event metadata.
+#[derive(Clone, Copy, Debug)]
+struct HostEventName {
+    /// XProf's explicit step marker (`train…`, `test…`, `TraceContext…`, no `/`).
+    is_step_marker: bool,
+    /// Not an eager/function wrapper or a step marker: its time counts.
+    is_real_cpu_compute: bool,
+    /// A copy or infeed op: its fixed type.
+    copy: Option<EventType>,
+    /// `ExecutorState::Process…` (any case).
+    is_executor_process: bool,
+    /// `IteratorGetNext…` (any case).
+    is_get_next: bool,
 }
 
-fn classify_cpu_event(name: &str, has_device: bool, has_correlation: bool, is_root_stage: bool) -> EventType {
-    let op = parse_tf_op(name);
-    if is_infeed_enqueue(op.op_type) || op.category == OpCategory::MemcpyHToD {
-        EventType::HostToDevice
-    } else if op.category == OpCategory::MemcpyHToH {
-        EventType::HostToHost
-    } else if has_device && (has_correlation || starts_with_ignore_case(name, "ExecutorState::Process")) {
-        EventType::HostPrepare
-    } else if starts_with_ignore_case(name, "IteratorGetNext") || is_root_stage {
-        EventType::HostWaitInput
-    } else {
-        EventType::HostCompute
+impl HostEventName {
+    fn of(name: &str) -> HostEventName {
+        let is_step_marker = is_explicit_step_marker(name);
+        let is_wrapper = ["EagerExecute", "EagerLocalExecute", "EagerKernelExecute", "FunctionRun"]
+            .iter()
+            .any(|prefix| name.starts_with(prefix));
+        let op = parse_tf_op(name);
+        let copy = if is_infeed_enqueue(op.op_type) || op.category == OpCategory::MemcpyHToD {
+            Some(EventType::HostToDevice)
+        } else if op.category == OpCategory::MemcpyHToH {
+            Some(EventType::HostToHost)
+        } else {
+            None
+        };
+        HostEventName {
+            is_step_marker,
+            is_real_cpu_compute: !(is_wrapper || is_step_marker),
+            copy,
+            is_executor_process: starts_with_ignore_case(name, "ExecutorState::Process"),
+            is_get_next: starts_with_ignore_case(name, "IteratorGetNext"),
+        }
+    }
+
+    /// The event's type in a step (XProf's `ClassifyCpuEvent`).
+    fn classify(&self, has_device: bool, has_correlation: bool, is_root_stage: bool) -> EventType {
+        if let Some(copy) = self.copy {
+            copy
+        } else if has_device && (has_correlation || self.is_executor_process) {
+            EventType::HostPrepare
+        } else if self.is_get_next || is_root_stage {
+            EventType::HostWaitInput
+        } else {
+            EventType::HostCompute
+        }
     }
 }
 
