@@ -5,14 +5,13 @@
 //! through an op stack: an end pops the stack down to its own begin, so an op that
 //! overlaps its parent without nesting in it is lost, as in XProf.
 
-use std::collections::HashMap;
-
+use mlprof_model::fxhash::FxMap;
 use mlprof_model::{Host, Line, Plane, names};
 
 use super::{DbBuilder, HostOpRun, OpMetricsDb, is_derived_line_id, ps};
 use crate::grouping::HostGroups;
 use crate::tf_op::{OpCategory, parse_tf_op};
-use crate::xstats::{self, StatKeys};
+use crate::xstats::{StatRow, StatSlots};
 
 const IS_EAGER: usize = 0;
 const TF_OP: usize = 1;
@@ -85,17 +84,17 @@ pub(super) fn xspace_host_op_runs(host: &Host, groups: &HostGroups, mut visit: i
 
 /// Calls `per_thread` with the op activities of every line of the host plane, in line
 /// order (nothing when the host has no `/host:CPU` plane).
-fn for_each_thread(host: &Host, groups: &HostGroups, mut per_thread: impl FnMut(&mut [Activity<'_>])) {
+fn for_each_thread(host: &Host, groups: &HostGroups, mut per_thread: impl FnMut(&[Activity<'_>])) {
     let Some(plane_index) = host.planes.iter().position(|plane| plane.name == names::HOST_PLANE) else {
         return;
     };
     let plane = &host.planes[plane_index];
-    let keys = StatKeys::new(plane, STAT_NAMES);
-    let ops = collect_ops(plane, &keys);
+    let slots = StatSlots::new(plane, STAT_NAMES);
+    let ops = collect_ops(plane, &slots);
     for (line_index, line) in plane.lines.iter().enumerate() {
         let eager = |event: usize| groups.is_eager(plane_index, line_index, event);
-        let mut activities = line_activities(plane, line, &keys, &ops, eager);
-        per_thread(&mut activities);
+        let activities = line_activities(plane, line, &slots, &ops, eager);
+        per_thread(&activities);
     }
 }
 
@@ -113,16 +112,15 @@ impl HostOp {
     }
 }
 
-fn stage_id(plane: &Plane, event: &mlprof_model::Event<'_>, keys: &StatKeys<6>) -> Option<i64> {
-    xstats::event_int(plane, event, keys.key(STAGE_ID))
-        .or_else(|| xstats::event_int(plane, event, keys.key(STAGE_ID_SHORT)))
+fn stage_id(row: &StatRow<6>) -> Option<i64> {
+    row.int(STAGE_ID).or_else(|| row.int(STAGE_ID_SHORT))
 }
 
 /// The ops of the plane by XSpace metadata id or stage id, first definition winning
 /// (XProf's `CollectTfOpsFromHostThreadsXPlane`).
-fn collect_ops(plane: &Plane, keys: &StatKeys<6>) -> HashMap<i64, HostOp> {
-    let mut ops: HashMap<i64, HostOp> = HashMap::new();
-    let has_stages = keys.key(STAGE_ID).is_some() || keys.key(STAGE_ID_SHORT).is_some();
+fn collect_ops(plane: &Plane, slots: &StatSlots<6>) -> FxMap<i64, HostOp> {
+    let mut ops: FxMap<i64, HostOp> = FxMap::default();
+    let has_stages = [STAGE_ID, STAGE_ID_SHORT].iter().any(|&i| plane.find_stat_key(STAT_NAMES[i]).is_some());
     // Without stage stats an op depends on its metadata only: parse each name once.
     let mut seen = vec![false; plane.event_metadata.len()];
     for line in &plane.lines {
@@ -131,9 +129,12 @@ fn collect_ops(plane: &Plane, keys: &StatKeys<6>) -> HashMap<i64, HostOp> {
             if metadata.name.is_empty() {
                 continue;
             }
-            if has_stages && let Some(stage) = stage_id(plane, &event, keys) {
-                let category = xstats::event_str(plane, &event, keys.key(STAGE_CATEGORY))
-                    .or_else(|| xstats::event_str(plane, &event, keys.key(STAGE_CATEGORY_SHORT)));
+            let row = if has_stages { Some(slots.row(plane, &event)) } else { None };
+            if let Some(row) = row
+                && let Some(stage) = stage_id(&row)
+            {
+                let category =
+                    row.str(STAGE_CATEGORY, plane, &event).or_else(|| row.str(STAGE_CATEGORY_SHORT, plane, &event));
                 if let Some(category) = category {
                     // A stage with a category is taken as is; without one its name is
                     // parsed, and it counts even when the name is no op name.
@@ -196,8 +197,8 @@ struct Activity<'a> {
 fn line_activities<'a>(
     plane: &'a Plane,
     line: &'a Line,
-    keys: &StatKeys<6>,
-    ops: &'a HashMap<i64, HostOp>,
+    slots: &StatSlots<6>,
+    ops: &'a FxMap<i64, HostOp>,
     eager: impl Fn(usize) -> bool,
 ) -> Vec<Activity<'a>> {
     let mut activities: Vec<Activity<'a>> = Vec::new();
@@ -205,12 +206,12 @@ fn line_activities<'a>(
         let mut occurrence = 0u32;
         for event in line.iter() {
             let Some(metadata) = plane.metadata_of(&event) else { continue };
-            let id = stage_id(plane, &event, keys).unwrap_or(metadata.id);
+            let row = slots.row(plane, &event);
+            let id = stage_id(&row).unwrap_or(metadata.id);
             let (begin_ps, end_ps) = (event.start_ps(), event.end_ps());
             if let Some(op) = ops.get(&id) {
                 occurrence += 1;
-                let is_eager = xstats::event_int(plane, &event, keys.key(IS_EAGER)).is_some_and(|v| v != 0)
-                    || eager(event.index());
+                let is_eager = row.int(IS_EAGER).is_some_and(|v| v != 0) || eager(event.index());
                 let run = Activity {
                     time_ps: begin_ps,
                     occurrence,
@@ -224,7 +225,7 @@ fn line_activities<'a>(
                 };
                 push_begin_and_end(&mut activities, run, end_ps);
             }
-            if let Some(full) = xstats::event_str(plane, &event, keys.key(TF_OP))
+            if let Some(full) = row.str(TF_OP, plane, &event)
                 && !full.is_empty()
             {
                 occurrence += 1;
@@ -270,12 +271,15 @@ struct Run {
 /// Replays a thread's activities through the op stack (XProf's `ProcessTfActivities`),
 /// calling `on_run` with each completed run (at its end activity); returns the span of
 /// the activities (first and last time), `None` when there are none.
-fn replay<'a>(activities: &mut [Activity<'a>], mut on_run: impl FnMut(&Activity<'a>, Run)) -> Option<(i64, i64)> {
+fn replay<'a>(activities: &[Activity<'a>], mut on_run: impl FnMut(&Activity<'a>, Run)) -> Option<(i64, i64)> {
     let first = activities.iter().map(|a| a.time_ps).min()?;
     let last = activities.iter().map(|a| a.time_ps).max()?;
-    activities.sort_by_key(|a| a.time_ps);
+    // Time order, ties in activity order (a stable sort's order), sorting 12-byte keys
+    // instead of the activities.
+    let mut order: Vec<(i64, u32)> = activities.iter().enumerate().map(|(i, a)| (a.time_ps, i as u32)).collect();
+    order.sort_unstable();
     let mut stack: Vec<Open> = Vec::new();
-    for activity in activities.iter() {
+    for activity in order.iter().filter_map(|&(_, i)| activities.get(i as usize)) {
         if activity.begin {
             stack.push(Open { occurrence: activity.occurrence, start_ps: activity.time_ps, children_ps: 0 });
             continue;
