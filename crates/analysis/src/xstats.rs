@@ -46,6 +46,11 @@ impl<const N: usize> StatSlots<N> {
         StatSlots { slots }
     }
 
+    /// Whether the plane has stat number `i` of the list at all.
+    pub fn resolves(&self, i: usize) -> bool {
+        self.slots.iter().any(|&slot| usize::from(slot) == i + 1)
+    }
+
     /// The listed stats of `event`: the event's own value of each, else its metadata's
     /// (XProf's `XEventVisitor::GetStat` rule).
     #[inline]
@@ -198,6 +203,7 @@ mod tests {
         builder.push_line(line);
         let plane = builder.finish();
         let slots = StatSlots::new(&plane, ["kind", "missing", "shape", "count"]);
+        assert!(slots.resolves(0) && !slots.resolves(1) && slots.resolves(3) && !slots.resolves(4));
         let events: Vec<_> = plane.lines[0].iter().collect();
         let row = slots.row(&plane, &events[0]);
         assert_eq!(row.str(0, &plane, &events[0]), Some("conv"));

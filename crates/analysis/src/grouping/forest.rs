@@ -99,11 +99,9 @@ type ContextKey = (i64, i64, Option<i64>);
 /// at their ends.
 #[derive(Default)]
 struct Contexts {
-    /// Context → dense index, in order of first appearance.
-    index: FxMap<ContextKey, u32>,
-    /// `(context index, is consumer, node)` packed as `index << 64 | consumer << 32 |
-    /// node`, so one integer sort groups them.
-    ends: Vec<u128>,
+    /// `(context, is consumer, node)`; one sort groups them (cheaper than a hash map
+    /// of lists: most contexts have one producer and one consumer).
+    ends: Vec<(ContextKey, bool, u32)>,
 }
 
 impl Contexts {
@@ -118,28 +116,23 @@ impl Contexts {
         let pid = row.int(CONSUMER_PID).or(plane_pid).map(|pid| pid as i32 as i64);
         for (end, is_consumer) in [(producer, false), (consumer, true)] {
             if let Some((kind, id)) = end {
-                let next = self.index.len() as u32;
-                let context = *self.index.entry((kind as i32 as i64, id, pid)).or_insert(next);
-                self.ends.push(u128::from(context) << 64 | u128::from(is_consumer) << 32 | u128::from(node));
+                self.ends.push(((kind as i32 as i64, id, pid), is_consumer, node));
             }
         }
     }
 
     /// XProf's context-group edges: every producer of a context is a parent of every
     /// consumer of it, unless both sides have 64 or more events. Edges come per context
-    /// in order of first appearance, producers and consumers each in node order.
+    /// in context order, producers and consumers each in node order.
     fn edges(mut self, edges: &mut Vec<(u32, u32)>) {
         self.ends.sort_unstable();
-        let context = |end: &u128| end >> 64;
-        let is_consumer = |end: &u128| (end >> 32) & 1 == 1;
-        let node = |end: &u128| *end as u32;
-        for group in self.ends.chunk_by(|a, b| context(a) == context(b)) {
-            let (producers, consumers) = group.split_at(group.partition_point(|end| !is_consumer(end)));
+        for group in self.ends.chunk_by(|a, b| a.0 == b.0) {
+            let (producers, consumers) = group.split_at(group.partition_point(|end| !end.1));
             if producers.len() >= 64 && consumers.len() >= 64 {
                 continue;
             }
-            for parent in producers {
-                edges.extend(consumers.iter().map(|child| (node(parent), node(child))));
+            for &(_, _, parent) in producers {
+                edges.extend(consumers.iter().map(|&(_, _, child)| (parent, child)));
             }
         }
     }

@@ -116,8 +116,11 @@ pub fn host_step_events(
     device_steps: Option<&StepEvents>,
 ) -> StepEvents {
     let slots = StatSlots::new(plane, STATS);
+    // Input-pipeline stages (`_ipl_stage_name`) are the only reason to know which
+    // events descend from an async producer; a plane without them skips that work.
+    let has_stages = slots.resolves(STAGE_NAME);
     let mut async_parents: FxSet<(i64, i64)> = FxSet::default();
-    for line in &plane.lines {
+    for line in plane.lines.iter().filter(|_| has_stages) {
         for event in line.iter() {
             let row = slots.row(plane, &event);
             if let Some(pair) = row.int(PRODUCER_TYPE).zip(row.int(PRODUCER_ID)) {
@@ -134,16 +137,19 @@ pub fn host_step_events(
         for event in line.iter() {
             let row = slots.row(plane, &event);
             let name = event_names.get(event.metadata_index() as usize).copied().unwrap_or(unknown_name);
-            let stage_name = row.str(STAGE_NAME, plane, &event).unwrap_or("");
-            let consumer = row.int(CONSUMER_TYPE).zip(row.int(CONSUMER_ID));
             let (begin, end) = (event.start_ps(), event.end_ps());
-            while stack.last().is_some_and(|&(open_end, _, _)| open_end < end) {
-                stack.pop();
+            let mut is_root_stage = false;
+            if has_stages {
+                let stage_name = row.str(STAGE_NAME, plane, &event).unwrap_or("");
+                let consumer = row.int(CONSUMER_TYPE).zip(row.int(CONSUMER_ID));
+                while stack.last().is_some_and(|&(open_end, _, _)| open_end < end) {
+                    stack.pop();
+                }
+                let inherited = stack.last().is_some_and(|&(_, is_stage, descendant)| is_stage || descendant);
+                let descendant = inherited || consumer.is_some_and(|pair| async_parents.contains(&pair));
+                stack.push((end, !stage_name.is_empty(), descendant));
+                is_root_stage = !stage_name.is_empty() && !descendant;
             }
-            let inherited = stack.last().is_some_and(|&(_, is_stage, descendant)| is_stage || descendant);
-            let descendant = inherited || consumer.is_some_and(|pair| async_parents.contains(&pair));
-            stack.push((end, !stage_name.is_empty(), descendant));
-            let is_root_stage = !stage_name.is_empty() && !descendant;
 
             let Some(group) = groups.group_of(plane_index, line_index, event.index()) else { continue };
             if let Some(device) = device_steps
@@ -376,5 +382,50 @@ mod tests {
         assert_eq!(memcpy_bytes("kind_src:pageable kind_dst:device size:4096 dest:0 async:0"), 4096);
         assert_eq!(memcpy_bytes("num_bytes:128\nkind:HtoD"), 128);
         assert_eq!(memcpy_bytes("garbage"), 0);
+    }
+
+    use mlprof_model::{Line, PlaneBuilder, SourceFormat, StatValue};
+
+    /// One thread, all in group 0: `train` (0–100) encloses `stage_a` (10–40, a root
+    /// input-pipeline stage) with `inner` (15–20, no stage name, under a stage) and
+    /// `stage_b` (50–60, a stage consuming what `producer` (70–80) produces).
+    #[test]
+    fn only_input_pipeline_stages_not_under_a_stage_or_a_producer_wait_for_input() {
+        let mut builder = PlaneBuilder::new(1, names::HOST_PLANE);
+        let [stage, ct, c, pt, p] = ["_ipl_stage_name", "_ct", "_c", "_pt", "_p"].map(|n| builder.stat_key(n));
+        let [train, stage_a, inner, stage_b, producer] =
+            ["train", "stage_a", "inner", "stage_b", "producer"].map(|n| builder.event_metadata(n, 0, |_| Vec::new()));
+        let mut line = Line::new(1, "thread");
+        line.push_event(train, 0, 100);
+        line.stats.push_str(stage, "map").unwrap();
+        line.push_event(stage_a, 10, 30);
+        line.push_event(inner, 15, 5);
+        line.stats.push_str(stage, "batch").unwrap();
+        line.stats.push(ct, StatValue::Int(3));
+        line.stats.push(c, StatValue::Int(9));
+        line.push_event(stage_b, 50, 10);
+        line.stats.push(pt, StatValue::Int(3));
+        line.stats.push(p, StatValue::Int(9));
+        line.push_event(producer, 70, 10);
+        builder.push_line(line);
+        let mut host = Host::new("h", "h.xplane.pb", SourceFormat::Xspace);
+        host.planes.push(builder.finish());
+        let mut groups = HostGroups::none(&host);
+        groups.planes[0][0].fill(0);
+        groups.names = vec!["train 1".to_string()];
+
+        let events = host_step_events(&host.planes[0], 0, &groups, None);
+        let step = &events[&0];
+        assert_eq!(step.markers, vec![StepMarker { on_device: false, begin_ps: 0, end_ps: 100 }]);
+        let kinds: Vec<(i64, EventType)> = step.events.iter().map(|span| (span.begin_ps, span.kind)).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (10, EventType::HostWaitInput),
+                (15, EventType::HostCompute),
+                (50, EventType::HostCompute),
+                (70, EventType::HostCompute)
+            ]
+        );
     }
 }
