@@ -123,9 +123,10 @@ impl Contexts {
 
     /// XProf's context-group edges: every producer of a context is a parent of every
     /// consumer of it, unless both sides have 64 or more events. Edges come per context
-    /// in context order, producers and consumers each in node order.
+    /// in context order (by id, type, pid), producers and consumers each in node order.
     fn edges(mut self, edges: &mut Vec<(u32, u32)>) {
-        self.ends.sort_unstable();
+        // The context id first: it tells almost all contexts apart on its own.
+        self.ends.sort_unstable_by_key(|&((kind, id, pid), is_consumer, node)| (id, kind, pid, is_consumer, node));
         for group in self.ends.chunk_by(|a, b| a.0 == b.0) {
             let (producers, consumers) = group.split_at(group.partition_point(|end| !end.1));
             if producers.len() >= 64 && consumers.len() >= 64 {
