@@ -92,16 +92,34 @@ type StatRow = xstats::StatRow<13>;
 /// No node (a top-level event has no nesting parent).
 const NONE: u32 = u32::MAX;
 
-/// A producer/consumer context: (context type, context id, pid).
-type ContextKey = (i64, i64, Option<i64>);
+/// One end of a producer/consumer context (stats `_pt/_p`, `_ct/_c`), 24 bytes: a TF
+/// profile has about one per event. Fields are in sort order: the context id first,
+/// as it tells almost all contexts apart on its own.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct ContextEnd {
+    id: i64,
+    /// The context type, as XProf reads it (`int32`).
+    kind: i32,
+    /// Whether `_pid` or the plane's `process_id` gave a pid.
+    has_pid: bool,
+    /// The pid (`int32` as XProf reads it); 0 without one.
+    pid: i32,
+    is_consumer: bool,
+    node: u32,
+}
 
-/// The producer/consumer contexts of a host (stats `_pt/_p`, `_ct/_c`) and the nodes
-/// at their ends.
+impl ContextEnd {
+    fn same_context(&self, other: &ContextEnd) -> bool {
+        (self.id, self.kind, self.has_pid, self.pid) == (other.id, other.kind, other.has_pid, other.pid)
+    }
+}
+
+/// The producer/consumer contexts of a host and the nodes at their ends.
 #[derive(Default)]
 struct Contexts {
-    /// `(context, is consumer, node)`; one sort groups them (cheaper than a hash map
-    /// of lists: most contexts have one producer and one consumer).
-    ends: Vec<(ContextKey, bool, u32)>,
+    /// All ends; one sort groups them (cheaper than a hash map of lists: most contexts
+    /// have one producer and one consumer).
+    ends: Vec<ContextEnd>,
 }
 
 impl Contexts {
@@ -113,10 +131,11 @@ impl Contexts {
         if producer.is_none() && consumer.is_none() {
             return;
         }
-        let pid = row.int(CONSUMER_PID).or(plane_pid).map(|pid| pid as i32 as i64);
+        let pid = row.int(CONSUMER_PID).or(plane_pid).map(|pid| pid as i32);
         for (end, is_consumer) in [(producer, false), (consumer, true)] {
             if let Some((kind, id)) = end {
-                self.ends.push(((kind as i32 as i64, id, pid), is_consumer, node));
+                let (has_pid, pid) = (pid.is_some(), pid.unwrap_or(0));
+                self.ends.push(ContextEnd { id, kind: kind as i32, has_pid, pid, is_consumer, node });
             }
         }
     }
@@ -125,15 +144,14 @@ impl Contexts {
     /// consumer of it, unless both sides have 64 or more events. Edges come per context
     /// in context order (by id, type, pid), producers and consumers each in node order.
     fn edges(mut self, edges: &mut Vec<(u32, u32)>) {
-        // The context id first: it tells almost all contexts apart on its own.
-        self.ends.sort_unstable_by_key(|&((kind, id, pid), is_consumer, node)| (id, kind, pid, is_consumer, node));
-        for group in self.ends.chunk_by(|a, b| a.0 == b.0) {
-            let (producers, consumers) = group.split_at(group.partition_point(|end| !end.1));
+        self.ends.sort_unstable();
+        for group in self.ends.chunk_by(ContextEnd::same_context) {
+            let (producers, consumers) = group.split_at(group.partition_point(|end| !end.is_consumer));
             if producers.len() >= 64 && consumers.len() >= 64 {
                 continue;
             }
-            for &(_, _, parent) in producers {
-                edges.extend(consumers.iter().map(|&(_, _, child)| (parent, child)));
+            for parent in producers {
+                edges.extend(consumers.iter().map(|child| (parent.node, child.node)));
             }
         }
     }
@@ -603,6 +621,34 @@ mod tests {
         host.planes.push(cpu.finish());
         host.planes.push(gpu.finish());
         host
+    }
+
+    #[test]
+    fn producers_become_parents_of_the_consumers_of_their_context() {
+        let mut cpu = PlaneBuilder::new(1, names::HOST_PLANE);
+        let op = cpu.event_metadata("op", 0, |_| Vec::new());
+        let [pt, p, ct, c] = ["_pt", "_p", "_ct", "_c"].map(|n| cpu.stat_key(n));
+        let mut producer_thread = Line::new(1, "producer");
+        event(&mut producer_thread, op, 0, 10, &[(pt, StatValue::Int(1)), (p, StatValue::Int(5))]);
+        event(&mut producer_thread, op, 20, 10, &[(pt, StatValue::Int(1)), (p, StatValue::Int(6))]);
+        cpu.push_line(producer_thread);
+        let mut consumer_thread = Line::new(2, "consumer");
+        event(&mut consumer_thread, op, 40, 10, &[(ct, StatValue::Int(1)), (c, StatValue::Int(6))]);
+        event(&mut consumer_thread, op, 60, 10, &[(ct, StatValue::Int(2)), (c, StatValue::Int(5))]);
+        cpu.push_line(consumer_thread);
+        let mut host = Host::new("h", "h.xplane.pb", SourceFormat::Xspace);
+        host.planes.push(cpu.finish());
+        let forest = Forest::build(&host);
+        // Context (1, 6) joins node 1 to node 2; (1, 5) and (2, 5) have one end each.
+        assert_eq!(forest.children(0), &[] as &[u32]);
+        assert_eq!(forest.children(1), &[2]);
+        assert_eq!(forest.parents(2).collect::<Vec<_>>(), vec![1]);
+        assert_eq!(forest.parents(3).count(), 0);
+    }
+
+    #[test]
+    fn a_context_end_takes_24_bytes() {
+        assert_eq!(std::mem::size_of::<ContextEnd>(), 24);
     }
 
     #[test]
