@@ -355,7 +355,7 @@ fn decode_event(
             0x10 => fields.apply(reader.varint_field(2)?)?,
             0x18 => fields.apply(reader.varint_field(3)?)?,
             0x28 => fields.apply(reader.varint_field(5)?)?,
-            0x22 => decode_stat(reader.message_field(4, "XStat")?, stat_ids, &mut line.stats, pending)?,
+            0x22 => decode_stat_inline(reader.message_field(4, "XStat")?, stat_ids, &mut line.stats, pending)?,
             _ => match reader.next_field()? {
                 Some(f) if f.number == 4 => {
                     let (s, at) = f.as_bytes()?;
@@ -422,8 +422,21 @@ impl StatFields {
 }
 
 /// Decodes one XStat from `reader` into `store`, noting ids without metadata in
-/// `pending`. One-byte tags take a direct branch, as in [`decode_event`].
+/// `pending`: [`decode_stat_inline`], called.
 fn decode_stat(
+    reader: WireReader<'_>,
+    stat_ids: &IdMap,
+    store: &mut StatStore,
+    pending: &mut Unresolved,
+) -> std::result::Result<(), WireError> {
+    decode_stat_inline(reader, stat_ids, store, pending)
+}
+
+/// Decodes one XStat from `reader` into `store`, noting ids without metadata in
+/// `pending`. One-byte tags take a direct branch, as in [`decode_event`]; inlined
+/// into the event loop, where millions of stats are decoded.
+#[inline(always)]
+fn decode_stat_inline(
     mut reader: WireReader<'_>,
     stat_ids: &IdMap,
     store: &mut StatStore,
@@ -462,11 +475,15 @@ fn decode_stat(
     Ok(())
 }
 
+/// A `str_value` stored in the arena; invalid UTF-8 is replaced. Short ASCII names
+/// (most of them) are accepted by an inlined check before the full UTF-8 validation.
+#[inline(always)]
 fn string_value(f: &Field<'_>, store: &mut StatStore) -> std::result::Result<StatValue, WireError> {
     let (bytes, _) = f.as_bytes()?;
-    let stored = match std::str::from_utf8(bytes) {
-        Ok(_) => store.store_bytes(bytes),
-        Err(_) => store.store_bytes(String::from_utf8_lossy(bytes).as_bytes()),
+    let stored = if bytes.is_ascii() || std::str::from_utf8(bytes).is_ok() {
+        store.store_bytes(bytes)
+    } else {
+        store.store_bytes(String::from_utf8_lossy(bytes).as_bytes())
     };
     stored.map(StatValue::Str).map_err(|_| arena_full(f.offset))
 }
@@ -625,5 +642,30 @@ mod tests {
             panic!("a double ref_value must be refused");
         };
         assert_eq!((offset, message.as_str()), (12, "field 7 is a 64-bit fixed value; expected a varint"));
+    }
+
+    /// ASCII, other valid UTF-8 and invalid UTF-8 string values: the last is stored
+    /// with replacement characters.
+    #[test]
+    fn string_values_are_stored_as_valid_utf8() {
+        let mut event = WireWriter::default();
+        for text in [&b"plain"[..], "na\u{ef}ve \u{2192}".as_bytes(), &[0xff, b'a', 0xc3][..]] {
+            let mut stat = WireWriter::default();
+            stat.int64(1, 10);
+            stat.bytes_always(5, text);
+            event.bytes_always(4, &stat.buf);
+        }
+        let host = read_xspace(&one_event_space(&event.buf), "u.xplane.pb", "u").unwrap();
+        let line = &host.planes[0].lines[0];
+        let texts: Vec<&str> = line
+            .stats
+            .stats()
+            .iter()
+            .map(|stat| match stat.value {
+                StatValue::Str(r) => line.stats.text(r),
+                other => panic!("{other:?} is not a string"),
+            })
+            .collect();
+        assert_eq!(texts, ["plain", "na\u{ef}ve \u{2192}", "\u{fffd}a\u{fffd}"]);
     }
 }
