@@ -39,14 +39,19 @@ pub struct Field<'a> {
 
 /// Iterates over the fields of one message.
 ///
-/// A reader may see more bytes than its message holds (`data` runs past `end`): a
-/// nested message read with [`WireReader::message_field`] shares its parent's buffer, so
-/// that varints near the end of a small message can still be decoded eight bytes at a
-/// time. Every field, length and error stays bounded by `end`.
+/// A reader may see more bytes than its message holds: a nested message read with
+/// [`WireReader::message_field`] keeps its parent's buffer as `lookahead`, so that
+/// varints near the end of a small message can still be decoded eight bytes at a time.
+/// Every field, length and error stays bounded by the message, `data`.
 pub struct WireReader<'a> {
+    /// The buffer from its start to the end of this message.
     data: &'a [u8],
+    /// The buffer from the same start to the end of the outermost message;
+    /// `data` is a prefix of it.
+    lookahead: &'a [u8],
+    /// Read position, relative to the start of `data`.
     pos: usize,
-    end: usize,
+    /// Absolute file offset of the start of `data`.
     base: u64,
     context: &'static str,
 }
@@ -58,7 +63,7 @@ impl<'a> WireReader<'a> {
     /// A reader over `data`, which starts at absolute offset `base` of the file;
     /// `context` names the message for errors (`"XPlane"`).
     pub fn new(data: &'a [u8], base: u64, context: &'static str) -> WireReader<'a> {
-        WireReader { data, pos: 0, end: data.len(), base, context }
+        WireReader { data, lookahead: data, pos: 0, base, context }
     }
 
     #[cold]
@@ -77,7 +82,7 @@ impl<'a> WireReader<'a> {
     /// `None` at the end of the message.
     #[inline(always)]
     pub fn peek_byte(&self) -> Option<u8> {
-        if self.pos < self.end { self.data.get(self.pos).copied() } else { None }
+        self.data.get(self.pos).copied()
     }
 
     /// A base-128 varint at the read position. One-byte values (most tags, ids and
@@ -86,20 +91,19 @@ impl<'a> WireReader<'a> {
     #[inline(always)]
     fn varint(&mut self) -> Result<u64, WireError> {
         let pos = self.pos;
-        if pos < self.end
-            && let Some(&byte) = self.data.get(pos)
+        if let Some(&byte) = self.data.get(pos)
             && byte < 0x80
         {
             self.pos = pos + 1;
             return Ok(u64::from(byte));
         }
-        if let Some(chunk) = self.data.get(pos..).and_then(|rest| rest.first_chunk::<8>()) {
+        if let Some(chunk) = self.lookahead.get(pos..).and_then(|rest| rest.first_chunk::<8>()) {
             let word = u64::from_le_bytes(*chunk);
             let stops = !word & CONTINUATION_BITS;
             // The lowest clear high bit ends the varint: bit 8k+7 for a (k+1)-byte one.
             let last_bit = stops.trailing_zeros();
             let len = (last_bit as usize + 1) / 8;
-            if stops != 0 && pos + len <= self.end {
+            if stops != 0 && pos + len <= self.data.len() {
                 self.pos = pos + len;
                 return Ok(gather_varint_bits(word & (u64::MAX >> (63 - last_bit))));
             }
@@ -129,7 +133,7 @@ impl<'a> WireReader<'a> {
     /// The next field, or `None` at the end of the message.
     #[inline(always)]
     pub fn next_field(&mut self) -> Result<Option<Field<'a>>, WireError> {
-        if self.pos >= self.end {
+        if self.pos >= self.data.len() {
             return Ok(None);
         }
         let tag_pos = self.pos;
@@ -193,7 +197,7 @@ impl<'a> WireReader<'a> {
     pub fn message_field(&mut self, number: u32, context: &'static str) -> Result<WireReader<'a>, WireError> {
         self.skip_tag(number, 2);
         let (start, end) = self.length_delimited(number)?;
-        Ok(WireReader { data: self.data, pos: start, end, base: self.base, context })
+        Ok(WireReader { data: &self.data[..end], lookahead: self.lookahead, pos: start, base: self.base, context })
     }
 
     /// Steps over a one-byte tag and returns its absolute offset.
@@ -211,7 +215,7 @@ impl<'a> WireReader<'a> {
     fn length_delimited(&mut self, number: u32) -> Result<(usize, usize), WireError> {
         let len_pos = self.pos;
         let len = self.varint()?;
-        let available = (self.end - self.pos) as u64;
+        let available = (self.data.len() - self.pos) as u64;
         if len > available {
             return Err(self.error(
                 len_pos,
@@ -225,8 +229,7 @@ impl<'a> WireReader<'a> {
 
     fn take<const N: usize>(&mut self, tag_pos: usize) -> Result<[u8; N], WireError> {
         let end = self.pos + N;
-        let bytes = if end <= self.end { self.data.get(self.pos..end) } else { None };
-        let Some(bytes) = bytes else {
+        let Some(bytes) = self.data.get(self.pos..end) else {
             return Err(self.error(tag_pos, format!("data ends inside a {N}-byte fixed field (truncated file?)")));
         };
         self.pos = end;
@@ -426,7 +429,7 @@ mod tests {
             for buf in [&exact[..], &w.buf[..]] {
                 let mut r = WireReader::new(buf, 0, "Test");
                 let end = exact.len();
-                r.end = end;
+                r.data = &buf[..end];
                 let f = r.next_field().unwrap().unwrap();
                 assert_eq!((f.number, f.as_u64().unwrap()), (1, value), "{buf:x?}");
                 assert_eq!(r.pos, end);
