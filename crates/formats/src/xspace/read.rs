@@ -38,12 +38,11 @@ pub fn read_xspace(bytes: &[u8], path: &str, host_name: &str) -> Result<Host> {
             "not an XSpace profile: the protobuf data has no planes and no hostnames",
         ));
     }
-    let planes: Vec<Plane> = plane_slices
-        .par_iter()
-        .map(|(data, offset)| decode_plane(data, *offset))
-        .collect::<std::result::Result<_, WireError>>()
-        .map_err(to_error)?;
-    host.planes = planes;
+    // All planes are decoded before the first error in file order is picked, so the
+    // error reported does not depend on which thread finished first.
+    let planes: Vec<std::result::Result<Plane, WireError>> =
+        plane_slices.par_iter().map(|(data, offset)| decode_plane(data, *offset)).collect();
+    host.planes = planes.into_iter().collect::<std::result::Result<_, _>>().map_err(to_error)?;
     if let Some(env) = host.plane(names::TASK_ENVIRONMENT_PLANE) {
         let (start, stop) = (int_stat(env, names::PROFILE_START_TIME), int_stat(env, names::PROFILE_STOP_TIME));
         host.profile_start_ns = start;
@@ -180,7 +179,10 @@ fn decode_plane(data: &[u8], base: u64) -> std::result::Result<Plane, WireError>
 
     let parallel = lines.len() > 1 && data.len() > 1 << 20;
     let decoded: Vec<(Line, Unresolved)> = if parallel {
-        lines.par_iter().map(|(d, at)| decode_line(d, *at, &event_ids, &stat_ids)).collect::<Result<_, _>>()?
+        // The first error in file order, whichever thread found it first (as for planes).
+        let results: Vec<std::result::Result<(Line, Unresolved), WireError>> =
+            lines.par_iter().map(|(d, at)| decode_line(d, *at, &event_ids, &stat_ids)).collect();
+        results.into_iter().collect::<Result<_, _>>()?
     } else {
         lines.iter().map(|(d, at)| decode_line(d, *at, &event_ids, &stat_ids)).collect::<Result<_, _>>()?
     };
@@ -667,5 +669,31 @@ mod tests {
             })
             .collect();
         assert_eq!(texts, ["plain", "na\u{ef}ve \u{2192}", "\u{fffd}a\u{fffd}"]);
+    }
+
+    /// With errors in two planes, the first plane's is reported, however the planes
+    /// are scheduled: the first plane is slow to reach its error (a long valid line
+    /// first), the second fails at once.
+    #[test]
+    fn the_first_error_in_file_order_is_reported() {
+        let mut event = WireWriter::default();
+        event.int64(1, 5);
+        event.int64(2, 1_000_000);
+        let mut line = WireWriter::default();
+        for _ in 0..100_000 {
+            line.bytes_always(4, &event.buf);
+        }
+        line.buf.extend_from_slice(&[0x22, 0x03, 0x08]);
+        let mut slow = WireWriter::default();
+        slow.bytes_always(3, &line.buf);
+        let mut space = WireWriter::default();
+        space.bytes_always(1, &slow.buf);
+        space.bytes_always(1, &[0x08]);
+        for _ in 0..20 {
+            let Err(FormatError::Protobuf { message, .. }) = read_xspace(&space.buf, "e.xplane.pb", "e") else {
+                panic!("both planes are corrupt");
+            };
+            assert_eq!(message, "in XLine: field 4 declares 3 bytes but only 1 remain (truncated or corrupt file)");
+        }
     }
 }
