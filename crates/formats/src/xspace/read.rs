@@ -38,12 +38,11 @@ pub fn read_xspace(bytes: &[u8], path: &str, host_name: &str) -> Result<Host> {
             "not an XSpace profile: the protobuf data has no planes and no hostnames",
         ));
     }
-    let planes: Vec<Plane> = plane_slices
-        .par_iter()
-        .map(|(data, offset)| decode_plane(data, *offset))
-        .collect::<std::result::Result<_, WireError>>()
-        .map_err(to_error)?;
-    host.planes = planes;
+    // All planes are decoded before the first error in file order is picked, so the
+    // error reported does not depend on which thread finished first.
+    let planes: Vec<std::result::Result<Plane, WireError>> =
+        plane_slices.par_iter().map(|(data, offset)| decode_plane(data, *offset)).collect();
+    host.planes = planes.into_iter().collect::<std::result::Result<_, _>>().map_err(to_error)?;
     if let Some(env) = host.plane(names::TASK_ENVIRONMENT_PLANE) {
         let (start, stop) = (int_stat(env, names::PROFILE_START_TIME), int_stat(env, names::PROFILE_STOP_TIME));
         host.profile_start_ns = start;
@@ -160,7 +159,8 @@ fn decode_plane(data: &[u8], base: u64) -> std::result::Result<Plane, WireError>
                     4 => meta.display_name = f.as_string()?,
                     5 => {
                         let (s, at) = f.as_bytes()?;
-                        decode_stat(s, at, &stat_ids, &mut plane.metadata_stats, &mut pending_meta)?;
+                        let stat = WireReader::new(s, at, "XStat");
+                        decode_stat(stat, &stat_ids, &mut plane.metadata_stats, &mut pending_meta)?;
                     }
                     6 => meta.child_ids.push(f.as_i64()?),
                     _ => {}
@@ -172,14 +172,17 @@ fn decode_plane(data: &[u8], base: u64) -> std::result::Result<Plane, WireError>
     }
     let first = plane.metadata_stats.len() as u32;
     for (s, at) in &plane_stat_slices {
-        decode_stat(s, *at, &stat_ids, &mut plane.metadata_stats, &mut pending_meta)?;
+        decode_stat(WireReader::new(s, *at, "XStat"), &stat_ids, &mut plane.metadata_stats, &mut pending_meta)?;
     }
     plane.stats = first..plane.metadata_stats.len() as u32;
     let event_ids = IdMap::build(plane.event_metadata.iter().map(|m| m.id));
 
     let parallel = lines.len() > 1 && data.len() > 1 << 20;
     let decoded: Vec<(Line, Unresolved)> = if parallel {
-        lines.par_iter().map(|(d, at)| decode_line(d, *at, &event_ids, &stat_ids)).collect::<Result<_, _>>()?
+        // The first error in file order, whichever thread found it first (as for planes).
+        let results: Vec<std::result::Result<(Line, Unresolved), WireError>> =
+            lines.par_iter().map(|(d, at)| decode_line(d, *at, &event_ids, &stat_ids)).collect();
+        results.into_iter().collect::<Result<_, _>>()?
     } else {
         lines.iter().map(|(d, at)| decode_line(d, *at, &event_ids, &stat_ids)).collect::<Result<_, _>>()?
     };
@@ -267,7 +270,19 @@ fn decode_line(
     line.events.duration_ps.reserve(estimate);
     line.events.stat_start.reserve(estimate);
     let mut reader = WireReader::new(data, base, "XLine");
-    while let Some(f) = reader.next_field()? {
+    while let Some(tag) = reader.peek_byte() {
+        let f = match tag {
+            // Field 4, length-delimited: an XEvent, decoded in place.
+            0x22 => {
+                let event = reader.message_field(4, "XEvent")?;
+                decode_event(event, &mut line, event_ids, stat_ids, &mut pending)?;
+                continue;
+            }
+            _ => match reader.next_field()? {
+                Some(f) => f,
+                None => break,
+            },
+        };
         match f.number {
             1 => line.id = f.as_i64()?,
             10 => line.display_id = f.as_i64()?,
@@ -277,7 +292,7 @@ fn decode_line(
             9 => line.duration_ps = f.as_i64()?,
             4 => {
                 let (event, at) = f.as_bytes()?;
-                decode_event(event, at, &mut line, event_ids, stat_ids, &mut pending)?;
+                decode_event(WireReader::new(event, at, "XEvent"), &mut line, event_ids, stat_ids, &mut pending)?;
             }
             _ => {}
         }
@@ -290,39 +305,70 @@ fn decode_line(
     Ok((line, pending))
 }
 
+/// The scalar fields of one XEvent, as the last occurrence of each sets them.
+#[derive(Default)]
+struct EventFields {
+    metadata_id: i64,
+    offset_ps: i64,
+    occurrences: Option<i64>,
+    duration_ps: i64,
+}
+
+impl EventFields {
+    /// Applies one field other than the stats (field 4); unknown fields are ignored.
+    #[inline(always)]
+    fn apply(&mut self, f: Field<'_>) -> std::result::Result<(), WireError> {
+        match f.number {
+            1 => self.metadata_id = f.as_i64()?,
+            2 => {
+                self.offset_ps = f.as_i64()?;
+                self.occurrences = None;
+            }
+            5 => {
+                self.occurrences = Some(f.as_i64()?);
+                self.offset_ps = 0;
+            }
+            3 => self.duration_ps = f.as_i64()?,
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Decodes one XEvent from `reader` and appends it to `line`.
+///
+/// The fields XProf writes have one-byte tags and take a direct branch on that byte;
+/// anything else (unknown fields, long tag encodings, wrong wire types) goes through
+/// [`WireReader::next_field`] and the same [`EventFields::apply`], so results and
+/// errors do not depend on the path.
 #[inline]
 fn decode_event(
-    data: &[u8],
-    base: u64,
+    mut reader: WireReader<'_>,
     line: &mut Line,
     event_ids: &IdMap,
     stat_ids: &IdMap,
     pending: &mut Unresolved,
 ) -> std::result::Result<(), WireError> {
-    let mut metadata_id = 0;
-    let mut offset_ps = 0;
-    let mut occurrences = None;
-    let mut duration_ps = 0;
-    let mut reader = WireReader::new(data, base, "XEvent");
-    while let Some(f) = reader.next_field()? {
-        match f.number {
-            1 => metadata_id = f.as_i64()?,
-            2 => {
-                offset_ps = f.as_i64()?;
-                occurrences = None;
-            }
-            5 => {
-                occurrences = Some(f.as_i64()?);
-                offset_ps = 0;
-            }
-            3 => duration_ps = f.as_i64()?,
-            4 => {
-                let (s, at) = f.as_bytes()?;
-                decode_stat(s, at, stat_ids, &mut line.stats, pending)?;
-            }
-            _ => {}
+    let base = reader.offset();
+    let mut fields = EventFields::default();
+    while let Some(tag) = reader.peek_byte() {
+        match tag {
+            0x08 => fields.apply(reader.varint_field(1)?)?,
+            0x10 => fields.apply(reader.varint_field(2)?)?,
+            0x18 => fields.apply(reader.varint_field(3)?)?,
+            0x28 => fields.apply(reader.varint_field(5)?)?,
+            0x22 => decode_stat_inline(reader.message_field(4, "XStat")?, stat_ids, &mut line.stats, pending)?,
+            _ => match reader.next_field()? {
+                Some(f) if f.number == 4 => {
+                    let (s, at) = f.as_bytes()?;
+                    decode_stat(WireReader::new(s, at, "XStat"), stat_ids, &mut line.stats, pending)?;
+                }
+                Some(f) => fields.apply(f)?,
+                None => break,
+            },
         }
     }
+    let EventFields { metadata_id, offset_ps, occurrences, duration_ps } = fields;
     let index = line.len() as u32;
     let metadata = match event_ids.get(metadata_id) {
         Some(m) => m,
@@ -341,22 +387,23 @@ fn decode_event(
     Ok(())
 }
 
-fn decode_stat(
-    data: &[u8],
-    base: u64,
-    stat_ids: &IdMap,
-    store: &mut StatStore,
-    pending: &mut Unresolved,
-) -> std::result::Result<(), WireError> {
-    let mut metadata_id = 0;
-    let mut value = StatValue::Int(0);
-    let mut ref_id = None;
-    let mut reader = WireReader::new(data, base, "XStat");
-    while let Some(f) = reader.next_field()? {
-        value = match f.number {
+/// The fields of one XStat, as the last occurrence of each sets them.
+struct StatFields {
+    metadata_id: i64,
+    value: StatValue,
+    /// The stat-metadata id of a `ref_value`, while the value is one.
+    ref_id: Option<i64>,
+}
+
+impl StatFields {
+    /// Applies one field; string and byte values go into `store`'s arena, unknown
+    /// fields are ignored.
+    #[inline(always)]
+    fn apply(&mut self, f: Field<'_>, stat_ids: &IdMap, store: &mut StatStore) -> std::result::Result<(), WireError> {
+        self.value = match f.number {
             1 => {
-                metadata_id = f.as_i64()?;
-                continue;
+                self.metadata_id = f.as_i64()?;
+                return Ok(());
             }
             2 => StatValue::Double(f.as_f64()?),
             3 => StatValue::Uint(f.as_u64()?),
@@ -365,18 +412,56 @@ fn decode_stat(
             6 => StatValue::Bytes(store.store_bytes(f.as_bytes()?.0).map_err(|_| arena_full(f.offset))?),
             7 => {
                 let id = f.as_u64()? as i64;
-                ref_id = Some(id);
-                match stat_ids.get(id) {
-                    Some(k) => StatValue::Ref(k),
-                    None => StatValue::Ref(PENDING),
-                }
+                self.ref_id = Some(id);
+                self.value = StatValue::Ref(stat_ids.get(id).unwrap_or(PENDING));
+                return Ok(());
             }
-            _ => continue,
+            _ => return Ok(()),
         };
-        if f.number != 7 {
-            ref_id = None;
-        }
+        self.ref_id = None;
+        Ok(())
     }
+}
+
+/// Decodes one XStat from `reader` into `store`, noting ids without metadata in
+/// `pending`: [`decode_stat_inline`], called.
+fn decode_stat(
+    reader: WireReader<'_>,
+    stat_ids: &IdMap,
+    store: &mut StatStore,
+    pending: &mut Unresolved,
+) -> std::result::Result<(), WireError> {
+    decode_stat_inline(reader, stat_ids, store, pending)
+}
+
+/// Decodes one XStat from `reader` into `store`, noting ids without metadata in
+/// `pending`. One-byte tags take a direct branch, as in [`decode_event`]; inlined
+/// into the event loop, where millions of stats are decoded.
+#[inline(always)]
+fn decode_stat_inline(
+    mut reader: WireReader<'_>,
+    stat_ids: &IdMap,
+    store: &mut StatStore,
+    pending: &mut Unresolved,
+) -> std::result::Result<(), WireError> {
+    let mut fields = StatFields { metadata_id: 0, value: StatValue::Int(0), ref_id: None };
+    while let Some(tag) = reader.peek_byte() {
+        let f = match tag {
+            0x08 => reader.varint_field(1)?,
+            0x11 => reader.fixed64_field(2)?,
+            0x18 => reader.varint_field(3)?,
+            0x20 => reader.varint_field(4)?,
+            0x2a => reader.bytes_field(5)?,
+            0x32 => reader.bytes_field(6)?,
+            0x38 => reader.varint_field(7)?,
+            _ => match reader.next_field()? {
+                Some(f) => f,
+                None => break,
+            },
+        };
+        fields.apply(f, stat_ids, store)?;
+    }
+    let StatFields { metadata_id, value, ref_id } = fields;
     let index = store.len() as u32;
     let key = match stat_ids.get(metadata_id) {
         Some(k) => k,
@@ -392,11 +477,15 @@ fn decode_stat(
     Ok(())
 }
 
+/// A `str_value` stored in the arena; invalid UTF-8 is replaced. Short ASCII names
+/// (most of them) are accepted by an inlined check before the full UTF-8 validation.
+#[inline(always)]
 fn string_value(f: &Field<'_>, store: &mut StatStore) -> std::result::Result<StatValue, WireError> {
     let (bytes, _) = f.as_bytes()?;
-    let stored = match std::str::from_utf8(bytes) {
-        Ok(_) => store.store_bytes(bytes),
-        Err(_) => store.store_bytes(String::from_utf8_lossy(bytes).as_bytes()),
+    let stored = if bytes.is_ascii() || std::str::from_utf8(bytes).is_ok() {
+        store.store_bytes(bytes)
+    } else {
+        store.store_bytes(String::from_utf8_lossy(bytes).as_bytes())
     };
     stored.map(StatValue::Str).map_err(|_| arena_full(f.offset))
 }
@@ -487,5 +576,124 @@ mod tests {
         // And all of it survives the encoder.
         let again = read_xspace(&crate::xspace::encode_xspace(&host), "h.xplane.pb", "h").unwrap();
         assert_eq!(again, host);
+    }
+
+    /// An XSpace of one plane with one line holding one event, its bytes given.
+    fn one_event_space(event: &[u8]) -> Vec<u8> {
+        let mut line = WireWriter::default();
+        line.int64(1, 3);
+        line.bytes_always(4, event);
+        let mut plane = WireWriter::default();
+        plane.bytes_always(3, &line.buf);
+        let mut space = WireWriter::default();
+        space.bytes_always(1, &plane.buf);
+        space.buf
+    }
+
+    /// Two-byte encodings of one-byte tags and unknown fields take the generic path
+    /// and decode to the same event as the usual encoding.
+    #[test]
+    fn long_tag_encodings_and_unknown_fields_decode_like_short_ones() {
+        let mut stat = WireWriter::default();
+        stat.int64(1, 10);
+        stat.int64_always(4, -3);
+        let mut event = WireWriter::default();
+        event.int64(1, 5);
+        event.int64(2, 2_000);
+        event.int64(3, 500);
+        event.bytes_always(4, &stat.buf);
+        let short = read_xspace(&one_event_space(&event.buf), "s.xplane.pb", "s").unwrap();
+
+        // Field 1 (varint) as [0x88, 0x00], field 4 of the stat as [0xa0, 0x00], the
+        // stat itself as [0xa2, 0x00], and an unknown field 9 in both messages.
+        let mut long_stat = vec![0x08, 10, 0xa0, 0x00];
+        long_stat.extend_from_slice(&stat.buf[3..]);
+        long_stat.extend_from_slice(&[0x48, 1]);
+        let mut long_event = vec![0x88, 0x00, 5, 0x48, 7];
+        long_event.extend_from_slice(&event.buf[2..event.buf.len() - stat.buf.len() - 2]);
+        long_event.extend_from_slice(&[0xa2, 0x00, long_stat.len() as u8]);
+        long_event.extend_from_slice(&long_stat);
+        let long = read_xspace(&one_event_space(&long_event), "s.xplane.pb", "s").unwrap();
+        assert_eq!(long, short);
+        let line = &long.planes[0].lines[0];
+        let event = line.iter().next().expect("one event");
+        assert_eq!((event.start_ps(), event.duration_ps(), event.stats()[0].value), (2_000, 500, StatValue::Int(-3)));
+    }
+
+    /// A known field with the wrong wire type is an error at the field's tag, on the
+    /// fast path's tag byte as well as on the generic path.
+    #[test]
+    fn known_fields_with_wrong_wire_types_are_located() {
+        let mut event = WireWriter::default();
+        event.int64(1, 5);
+        event.bytes_always(3, b"no");
+        let space = one_event_space(&event.buf);
+        let Err(FormatError::Protobuf { offset, message, .. }) = read_xspace(&space, "w.xplane.pb", "w") else {
+            panic!("a length-delimited duration must be refused");
+        };
+        // XSpace tag+len (2), XPlane tag+len (2), XLine id (2), XLine tag+len (2), field 1 (2).
+        assert_eq!((offset, message.as_str()), (10, "field 3 is length-delimited bytes; expected a varint"));
+
+        let mut stat = WireWriter::default();
+        stat.int64(1, 10);
+        stat.double_always(7, 1.0);
+        let mut event = WireWriter::default();
+        event.bytes_always(4, &stat.buf);
+        let space = one_event_space(&event.buf);
+        let Err(FormatError::Protobuf { offset, message, .. }) = read_xspace(&space, "w.xplane.pb", "w") else {
+            panic!("a double ref_value must be refused");
+        };
+        assert_eq!((offset, message.as_str()), (12, "field 7 is a 64-bit fixed value; expected a varint"));
+    }
+
+    /// ASCII, other valid UTF-8 and invalid UTF-8 string values: the last is stored
+    /// with replacement characters.
+    #[test]
+    fn string_values_are_stored_as_valid_utf8() {
+        let mut event = WireWriter::default();
+        for text in [&b"plain"[..], "na\u{ef}ve \u{2192}".as_bytes(), &[0xff, b'a', 0xc3][..]] {
+            let mut stat = WireWriter::default();
+            stat.int64(1, 10);
+            stat.bytes_always(5, text);
+            event.bytes_always(4, &stat.buf);
+        }
+        let host = read_xspace(&one_event_space(&event.buf), "u.xplane.pb", "u").unwrap();
+        let line = &host.planes[0].lines[0];
+        let texts: Vec<&str> = line
+            .stats
+            .stats()
+            .iter()
+            .map(|stat| match stat.value {
+                StatValue::Str(r) => line.stats.text(r),
+                other => panic!("{other:?} is not a string"),
+            })
+            .collect();
+        assert_eq!(texts, ["plain", "na\u{ef}ve \u{2192}", "\u{fffd}a\u{fffd}"]);
+    }
+
+    /// With errors in two planes, the first plane's is reported, however the planes
+    /// are scheduled: the first plane is slow to reach its error (a long valid line
+    /// first), the second fails at once.
+    #[test]
+    fn the_first_error_in_file_order_is_reported() {
+        let mut event = WireWriter::default();
+        event.int64(1, 5);
+        event.int64(2, 1_000_000);
+        let mut line = WireWriter::default();
+        for _ in 0..100_000 {
+            line.bytes_always(4, &event.buf);
+        }
+        line.buf.extend_from_slice(&[0x22, 0x03, 0x08]);
+        let mut slow = WireWriter::default();
+        slow.bytes_always(3, &line.buf);
+        let mut space = WireWriter::default();
+        space.bytes_always(1, &slow.buf);
+        space.bytes_always(1, &[0x08]);
+        for _ in 0..20 {
+            let Err(FormatError::Protobuf { message, .. }) = read_xspace(&space.buf, "e.xplane.pb", "e") else {
+                panic!("both planes are corrupt");
+            };
+            assert_eq!(message, "in XLine: field 4 declares 3 bytes but only 1 remain (truncated or corrupt file)");
+        }
     }
 }

@@ -38,18 +38,32 @@ pub struct Field<'a> {
 }
 
 /// Iterates over the fields of one message.
+///
+/// A reader may see more bytes than its message holds: a nested message read with
+/// [`WireReader::message_field`] keeps its parent's buffer as `lookahead`, so that
+/// varints near the end of a small message can still be decoded eight bytes at a time.
+/// Every field, length and error stays bounded by the message, `data`.
 pub struct WireReader<'a> {
+    /// The buffer from its start to the end of this message.
     data: &'a [u8],
+    /// The buffer from the same start to the end of the outermost message;
+    /// `data` is a prefix of it.
+    lookahead: &'a [u8],
+    /// Read position, relative to the start of `data`.
     pos: usize,
+    /// Absolute file offset of the start of `data`.
     base: u64,
     context: &'static str,
 }
+
+/// The high bit of every byte of a little-endian word: set while a varint continues.
+const CONTINUATION_BITS: u64 = 0x8080_8080_8080_8080;
 
 impl<'a> WireReader<'a> {
     /// A reader over `data`, which starts at absolute offset `base` of the file;
     /// `context` names the message for errors (`"XPlane"`).
     pub fn new(data: &'a [u8], base: u64, context: &'static str) -> WireReader<'a> {
-        WireReader { data, pos: 0, base, context }
+        WireReader { data, lookahead: data, pos: 0, base, context }
     }
 
     #[cold]
@@ -58,26 +72,53 @@ impl<'a> WireReader<'a> {
         WireError { offset: self.base + at as u64, message: format!("in {}: {message}", self.context) }
     }
 
-    /// A base-128 varint at the read position; one-byte values (most tags, ids and
-    /// small lengths) take the first branch.
-    #[inline(always)]
-    fn varint(&mut self) -> Result<u64, WireError> {
-        match self.data.get(self.pos) {
-            Some(&byte) if byte < 0x80 => {
-                self.pos += 1;
-                Ok(u64::from(byte))
-            }
-            _ => self.long_varint(),
-        }
+    /// Absolute file offset of the read position.
+    #[inline]
+    pub fn offset(&self) -> u64 {
+        self.base + self.pos as u64
     }
 
-    /// A varint of two or more bytes, or the error for a truncated or overlong one.
+    /// The byte at the read position (the first byte of the next field's tag), or
+    /// `None` at the end of the message.
+    #[inline(always)]
+    pub fn peek_byte(&self) -> Option<u8> {
+        self.data.get(self.pos).copied()
+    }
+
+    /// A base-128 varint at the read position. One-byte values (most tags, ids and
+    /// small lengths) take the first branch; longer ones of up to eight bytes are
+    /// decoded from one 64-bit load when eight bytes of the buffer follow.
+    #[inline(always)]
+    fn varint(&mut self) -> Result<u64, WireError> {
+        let pos = self.pos;
+        if let Some(&byte) = self.data.get(pos)
+            && byte < 0x80
+        {
+            self.pos = pos + 1;
+            return Ok(u64::from(byte));
+        }
+        if let Some(chunk) = self.lookahead.get(pos..).and_then(|rest| rest.first_chunk::<8>()) {
+            let word = u64::from_le_bytes(*chunk);
+            let stops = !word & CONTINUATION_BITS;
+            // The lowest clear high bit ends the varint: bit 8k+7 for a (k+1)-byte one.
+            let last_bit = stops.trailing_zeros();
+            let len = (last_bit as usize + 1) / 8;
+            if stops != 0 && pos + len <= self.data.len() {
+                self.pos = pos + len;
+                return Ok(gather_varint_bits(word & (u64::MAX >> (63 - last_bit))));
+            }
+        }
+        self.long_varint()
+    }
+
+    /// A varint decoded byte by byte (nine or ten bytes, or near the end of the
+    /// buffer), or the error for a truncated or overlong one.
     #[inline(never)]
     fn long_varint(&mut self) -> Result<u64, WireError> {
         let start = self.pos;
         let mut value: u64 = 0;
         for shift in (0..64).step_by(7) {
-            let Some(&byte) = self.data.get(self.pos) else {
+            let Some(byte) = self.peek_byte() else {
                 return Err(self.error(start, "data ends inside a varint (truncated file?)".into()));
             };
             self.pos += 1;
@@ -108,20 +149,8 @@ impl<'a> WireReader<'a> {
             0 => WireValue::Varint(self.varint()?),
             1 => WireValue::Fixed64(u64::from_le_bytes(self.take::<8>(tag_pos)?)),
             2 => {
-                let len_pos = self.pos;
-                let len = self.varint()?;
-                let available = (self.data.len() - self.pos) as u64;
-                if len > available {
-                    return Err(self.error(
-                        len_pos,
-                        format!(
-                            "field {number} declares {len} bytes but only {available} remain (truncated or corrupt file)"
-                        ),
-                    ));
-                }
-                let start = self.pos;
-                self.pos += len as usize;
-                WireValue::Bytes(&self.data[start..self.pos], self.base + start as u64)
+                let (start, end) = self.length_delimited(number)?;
+                WireValue::Bytes(&self.data[start..end], self.base + start as u64)
             }
             5 => WireValue::Fixed32(u32::from_le_bytes(self.take::<4>(tag_pos)?)),
             wire_type => {
@@ -134,6 +163,70 @@ impl<'a> WireReader<'a> {
         Ok(Some(Field { number, value, offset }))
     }
 
+    /// Field `number` with wire type 0, whose one-byte tag `(number << 3) | 0` the
+    /// caller has seen with [`WireReader::peek_byte`]: the same field
+    /// [`WireReader::next_field`] returns, without re-dispatching on the tag.
+    #[inline(always)]
+    pub fn varint_field(&mut self, number: u32) -> Result<Field<'a>, WireError> {
+        let offset = self.skip_tag(number, 0);
+        Ok(Field { number, value: WireValue::Varint(self.varint()?), offset })
+    }
+
+    /// Field `number` with wire type 1 (one-byte tag seen with
+    /// [`WireReader::peek_byte`]), like [`WireReader::varint_field`].
+    #[inline(always)]
+    pub fn fixed64_field(&mut self, number: u32) -> Result<Field<'a>, WireError> {
+        let tag_pos = self.pos;
+        let offset = self.skip_tag(number, 1);
+        Ok(Field { number, value: WireValue::Fixed64(u64::from_le_bytes(self.take::<8>(tag_pos)?)), offset })
+    }
+
+    /// Field `number` with wire type 2 (one-byte tag seen with
+    /// [`WireReader::peek_byte`]), like [`WireReader::varint_field`].
+    #[inline(always)]
+    pub fn bytes_field(&mut self, number: u32) -> Result<Field<'a>, WireError> {
+        let offset = self.skip_tag(number, 2);
+        let (start, end) = self.length_delimited(number)?;
+        Ok(Field { number, value: WireValue::Bytes(&self.data[start..end], self.base + start as u64), offset })
+    }
+
+    /// Field `number` with wire type 2 (one-byte tag seen with
+    /// [`WireReader::peek_byte`]) as a reader over the embedded message, which
+    /// `context` names for errors. The reader shares this one's buffer.
+    #[inline(always)]
+    pub fn message_field(&mut self, number: u32, context: &'static str) -> Result<WireReader<'a>, WireError> {
+        self.skip_tag(number, 2);
+        let (start, end) = self.length_delimited(number)?;
+        Ok(WireReader { data: &self.data[..end], lookahead: self.lookahead, pos: start, base: self.base, context })
+    }
+
+    /// Steps over a one-byte tag and returns its absolute offset.
+    #[inline(always)]
+    fn skip_tag(&mut self, number: u32, wire_type: u32) -> u64 {
+        debug_assert_eq!(self.peek_byte().map(u32::from), Some((number << 3) | wire_type));
+        let offset = self.offset();
+        self.pos += 1;
+        offset
+    }
+
+    /// Reads the length of a length-delimited field `number` and steps over its
+    /// payload, returning the payload's `(start, end)` positions in the buffer.
+    #[inline(always)]
+    fn length_delimited(&mut self, number: u32) -> Result<(usize, usize), WireError> {
+        let len_pos = self.pos;
+        let len = self.varint()?;
+        let available = (self.data.len() - self.pos) as u64;
+        if len > available {
+            return Err(self.error(
+                len_pos,
+                format!("field {number} declares {len} bytes but only {available} remain (truncated or corrupt file)"),
+            ));
+        }
+        let start = self.pos;
+        self.pos += len as usize;
+        Ok((start, self.pos))
+    }
+
     fn take<const N: usize>(&mut self, tag_pos: usize) -> Result<[u8; N], WireError> {
         let end = self.pos + N;
         let Some(bytes) = self.data.get(self.pos..end) else {
@@ -144,6 +237,17 @@ impl<'a> WireReader<'a> {
         out.copy_from_slice(bytes);
         Ok(out)
     }
+}
+
+/// The value of a varint of at most eight bytes held in the low bytes of `word`
+/// (little-endian, every byte past the varint zeroed): drops each byte's continuation
+/// bit and packs the 7-bit groups together, pairwise, in three steps.
+#[inline(always)]
+fn gather_varint_bits(word: u64) -> u64 {
+    let groups = word & 0x7f7f_7f7f_7f7f_7f7f;
+    let pairs = (groups & 0x007f_007f_007f_007f) | ((groups & 0x7f00_7f00_7f00_7f00) >> 1);
+    let quads = (pairs & 0x0000_3fff_0000_3fff) | ((pairs & 0x3fff_0000_3fff_0000) >> 2);
+    (quads & 0x0000_0000_0fff_ffff) | ((quads & 0x0fff_ffff_0000_0000) >> 4)
 }
 
 impl<'a> Field<'a> {
@@ -305,5 +409,92 @@ mod tests {
         assert!(err.message.contains("wire type 7"), "{}", err.message);
         let err = WireReader::new(&[0x08, 0xff], 0, "XSpace").next_field().unwrap_err();
         assert!(err.message.contains("inside a varint"), "{}", err.message);
+    }
+
+    /// Every varint length from 1 to 10 bytes, decoded with and without eight bytes
+    /// of buffer after it (the word-at-a-time and the byte-by-byte paths).
+    #[test]
+    fn varints_of_every_length_decode_on_both_paths() {
+        let values = (0..64).map(|bit| 1u64 << bit).chain((0..64).map(|bit| (1u64 << bit) - 1)).chain([
+            u64::MAX,
+            0x0123_4567_89ab_cdef,
+            (-1i64) as u64,
+            (-2_000_000i64) as u64,
+        ]);
+        for value in values {
+            let mut w = WireWriter::default();
+            w.uint64_always(1, value);
+            let exact = w.buf.clone();
+            w.buf.extend_from_slice(&[0xff; 9]);
+            for buf in [&exact[..], &w.buf[..]] {
+                let mut r = WireReader::new(buf, 0, "Test");
+                let end = exact.len();
+                r.data = &buf[..end];
+                let f = r.next_field().unwrap().unwrap();
+                assert_eq!((f.number, f.as_u64().unwrap()), (1, value), "{buf:x?}");
+                assert_eq!(r.pos, end);
+                assert!(r.next_field().unwrap().is_none());
+            }
+        }
+    }
+
+    /// A nested reader sees its parent's buffer but stops at its own end: a varint
+    /// running past it is truncated even though the buffer goes on.
+    #[test]
+    fn nested_messages_stop_at_their_end() {
+        let mut inner = WireWriter::default();
+        inner.int64(1, 300);
+        inner.int64(2, -1);
+        let mut outer = WireWriter::default();
+        outer.bytes_always(4, &inner.buf);
+        outer.int64(5, 1 << 40);
+        let mut r = WireReader::new(&outer.buf, 50, "Outer");
+        assert_eq!(r.peek_byte(), Some(0x22));
+        let mut nested = r.message_field(4, "Inner").unwrap();
+        assert_eq!(nested.offset(), 52);
+        assert_eq!(nested.peek_byte(), Some(0x08));
+        let f = nested.varint_field(1).unwrap();
+        assert_eq!((f.number, f.as_i64().unwrap(), f.offset), (1, 300, 52));
+        assert_eq!(nested.next_field().unwrap().unwrap().as_i64().unwrap(), -1);
+        assert_eq!((nested.peek_byte(), nested.next_field().unwrap()), (None, None));
+        assert_eq!(r.next_field().unwrap().unwrap().as_i64().unwrap(), 1 << 40);
+
+        // Declare the inner message one byte short: its last varint is cut.
+        let mut cut = outer.buf.clone();
+        cut[1] -= 1;
+        let mut r = WireReader::new(&cut, 50, "Outer");
+        let mut nested = r.message_field(4, "Inner").unwrap();
+        nested.next_field().unwrap();
+        let err = nested.next_field().unwrap_err();
+        assert_eq!(err.offset, 50 + 2 + 3 + 1);
+        assert_eq!(err.message, "in Inner: data ends inside a varint (truncated file?)");
+
+        // A length past the parent's end is reported by the parent, at the length.
+        let mut r = WireReader::new(&outer.buf[..6], 50, "Outer");
+        let err = r.message_field(4, "Inner").err().expect("the length runs past the end");
+        assert_eq!(err.offset, 51);
+        assert!(err.message.starts_with("in Outer: field 4 declares 14 bytes but only 4 remain"), "{}", err.message);
+    }
+
+    /// The one-byte-tag readers return exactly what `next_field` returns.
+    #[test]
+    fn known_tag_readers_match_next_field() {
+        let mut w = WireWriter::default();
+        w.int64_always(3, -7);
+        w.double_always(2, 2.5);
+        w.bytes_always(5, b"text");
+        let mut generic = WireReader::new(&w.buf, 9, "Test");
+        let mut known = WireReader::new(&w.buf, 9, "Test");
+        assert_eq!(generic.next_field().unwrap(), Some(known.varint_field(3).unwrap()));
+        assert_eq!(generic.next_field().unwrap(), Some(known.fixed64_field(2).unwrap()));
+        assert_eq!(generic.next_field().unwrap(), Some(known.bytes_field(5).unwrap()));
+        assert_eq!((generic.pos, known.pos), (w.buf.len(), w.buf.len()));
+        let mut cut = WireReader::new(&w.buf[..14], 0, "Test");
+        cut.varint_field(3).unwrap();
+        let err = cut.fixed64_field(2).unwrap_err();
+        assert_eq!(
+            (err.offset, err.message.as_str()),
+            (11, "in Test: data ends inside a 8-byte fixed field (truncated file?)")
+        );
     }
 }
