@@ -99,6 +99,13 @@ impl StatStore {
         self.bytes.len()
     }
 
+    /// Reserves room for `stats` more stats and `bytes` more payload bytes (readers that
+    /// can estimate a line's stats avoid regrowing the store while decoding it).
+    pub fn reserve(&mut self, stats: usize, bytes: usize) {
+        self.stats.reserve(stats);
+        self.bytes.reserve(bytes);
+    }
+
     /// Appends a stat whose value needs no arena space.
     #[inline]
     pub fn push(&mut self, key: u32, value: StatValue) {

@@ -269,6 +269,10 @@ fn decode_line(
     line.events.offset_ps.reserve(estimate);
     line.events.duration_ps.reserve(estimate);
     line.events.stat_start.reserve(estimate);
+    // An encoded XStat takes at least 4 bytes; most take 8 or more. Room that is
+    // reserved but never written costs address space, not memory, and is given back
+    // by the shrink below.
+    line.stats.reserve(data.len() / 8, 0);
     let mut reader = WireReader::new(data, base, "XLine");
     while let Some(tag) = reader.peek_byte() {
         let f = match tag {
