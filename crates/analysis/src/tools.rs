@@ -6,7 +6,9 @@
 //! `step_num` step fallback, the classic GPU breakdown) so results can be compared
 //! with XProf's output.
 
-use std::cell::OnceCell;
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
 
 use mlprof_model::{Host, names};
 use serde::Serialize;
@@ -113,18 +115,33 @@ pub struct Analysis<'h> {
     hosts: Vec<&'h Host>,
     groups: Vec<HostGroups>,
     options: ToolOptions,
-    host_steps: OnceCell<Vec<HostSteps>>,
-    host_ops: OnceCell<OpMetricsDb>,
+    host_steps: OnceLock<Vec<HostSteps>>,
+    host_ops: OnceLock<OpMetricsDb>,
 }
 
 impl<'h> Analysis<'h> {
-    /// Groups every host (in parallel with nothing else: grouping is per host).
+    /// Groups every host (hosts in parallel: grouping is per host).
     pub fn new(hosts: Vec<&'h Host>, options: ToolOptions) -> Analysis<'h> {
         let groups = hosts
-            .iter()
+            .par_iter()
             .map(|host| if options.xprof_compatible { group_host_as_xprof(host) } else { group_host(host) })
             .collect();
-        Analysis { hosts, groups, options, host_steps: OnceCell::new(), host_ops: OnceCell::new() }
+        Analysis { hosts, groups, options, host_steps: OnceLock::new(), host_ops: OnceLock::new() }
+    }
+
+    /// Runs the tools named `names` in parallel, results in the order of `names`
+    /// (`None` for an unknown name). Tools that share the step databases or the host
+    /// op metrics wait for the one that computes them; with one rayon thread this is
+    /// [`Analysis::run`] in order.
+    pub fn run_all(&self, names: &[&str]) -> Vec<Option<ToolResult>> {
+        // The step databases and the host op metrics feed several tools: build them
+        // side by side first rather than one after the other inside the first tool.
+        let needs = |tools: &[&str]| names.iter().any(|name| tools.contains(name));
+        rayon::join(
+            || needs(&["overview_page", "input_pipeline_analyzer", "pod_viewer"]).then(|| self.host_steps()),
+            || needs(&["overview_page", "input_pipeline_analyzer"]).then(|| self.host_ops()),
+        );
+        names.par_iter().map(|name| self.run(name)).collect()
     }
 
     fn breakdown(&self) -> Breakdown {
@@ -135,7 +152,7 @@ impl<'h> Analysis<'h> {
     fn host_steps(&self) -> &[HostSteps] {
         self.host_steps.get_or_init(|| {
             let options = StepOptions { breakdown: self.breakdown(), drop_incomplete_steps: false };
-            self.hosts.iter().zip(&self.groups).map(|(host, groups)| host_steps(host, groups, options)).collect()
+            self.hosts.par_iter().zip(&self.groups).map(|(host, groups)| host_steps(host, groups, options)).collect()
         })
     }
 
@@ -167,7 +184,7 @@ impl<'h> Analysis<'h> {
     fn host_ops(&self) -> &OpMetricsDb {
         self.host_ops.get_or_init(|| {
             let dbs: Vec<OpMetricsDb> =
-                self.hosts.iter().zip(&self.groups).map(|(h, g)| op_metrics::host_op_metrics_db(h, g)).collect();
+                self.hosts.par_iter().zip(&self.groups).map(|(h, g)| op_metrics::host_op_metrics_db(h, g)).collect();
             op_metrics::combine_dbs(&dbs, false)
         })
     }

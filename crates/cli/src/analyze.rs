@@ -71,8 +71,8 @@ pub fn analyze(sessions: &[Session], request: &Request<'_>) -> Result<String, Fa
     let host_names: Vec<&str> = hosts.iter().map(|h| h.name.as_str()).collect();
     let mut text = String::new();
     let mut json_out = Map::new();
-    for tool in &tools {
-        let result = analysis.run(tool).ok_or_else(|| Failure::input(format!("unknown tool {tool:?}")))?;
+    for (tool, result) in tools.iter().zip(analysis.run_all(&tools)) {
+        let result = result.ok_or_else(|| Failure::input(format!("unknown tool {tool:?}")))?;
         match request.format {
             AnalyzeFormat::Table | AnalyzeFormat::Csv | AnalyzeFormat::HtaCsv => {
                 let mut report = result.report();

@@ -121,8 +121,8 @@ pub fn collect(hosts: &[&Host]) -> ToolResults {
         device_memory: device_memory(hosts),
         ..ToolResults::default()
     };
-    for tool in XPROF_TOOLS {
-        match analysis.run(tool) {
+    for result in analysis.run_all(&XPROF_TOOLS) {
+        match result {
             Some(ToolResult::Overview(overview)) => results.overview = *overview,
             Some(ToolResult::FrameworkOpStats(stats)) => results.framework_op_stats = Some(*stats),
             Some(ToolResult::KernelStats(stats)) => results.kernel_stats = *stats,
