@@ -116,24 +116,27 @@ pub fn analyze(hosts: &[(&Host, &HostGroups)]) -> FrameworkOpStats {
         hosts.iter().map(|(host, groups)| op_metrics::host_op_metrics_db(host, groups)).collect();
     let device_dbs: Vec<OpMetricsDb> =
         hosts.iter().map(|(host, groups)| op_metrics::device_op_metrics_db(host, groups)).collect();
-    let host_db = op_metrics::combine_dbs(&host_dbs, false);
-    let device_db = op_metrics::combine_dbs(&device_dbs, true);
+    let hosts: Vec<&Host> = hosts.iter().map(|(host, _)| *host).collect();
+    from_dbs(&hosts, &op_metrics::combine_dbs(&host_dbs, false), &device_dbs)
+}
+
+/// [`analyze`] from op databases computed already: the hosts' combined host database
+/// (`combine_dbs(.., false)` of [`op_metrics::host_op_metrics_db`]) and each host's
+/// [`op_metrics::device_op_metrics_db`], in host order.
+pub fn from_dbs(hosts: &[&Host], host_db: &OpMetricsDb, device_dbs: &[OpMetricsDb]) -> FrameworkOpStats {
+    let device_db = op_metrics::combine_dbs(device_dbs, true);
     let device_tf_db = op_metrics::tf_metrics_db_from_device(&device_db, true);
-    let device_type = device_type(hosts.iter().map(|(host, _)| *host));
-    let tensor_core = if device_type == "GPU" {
-        let plain: Vec<&Host> = hosts.iter().map(|(host, _)| *host).collect();
-        tensor_core_by_op(&kernel_stats::analyze(&plain))
-    } else {
-        HashMap::new()
-    };
+    let device_type = device_type(hosts.iter().copied());
+    let tensor_core =
+        if device_type == "GPU" { tensor_core_by_op(&kernel_stats::analyze(hosts)) } else { HashMap::new() };
     FrameworkOpStats {
         device_type,
         host_total_time_ps: host_db.total_time_ps,
         host_op_time_ps: host_db.total_op_time_ps,
         device_total_time_ps: device_db.total_time_ps,
         device_op_time_ps: device_db.total_op_time_ps,
-        with_idle: table(&host_db, &device_tf_db, &tensor_core, false),
-        without_idle: table(&host_db, &device_tf_db, &tensor_core, true),
+        with_idle: table(host_db, &device_tf_db, &tensor_core, false),
+        without_idle: table(host_db, &device_tf_db, &tensor_core, true),
         include_idle: true,
     }
 }

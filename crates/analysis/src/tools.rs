@@ -117,29 +117,50 @@ pub struct Analysis<'h> {
     options: ToolOptions,
     host_steps: OnceLock<Vec<HostSteps>>,
     host_ops: OnceLock<OpMetricsDb>,
+    device_ops: OnceLock<Vec<OpMetricsDb>>,
 }
 
 impl<'h> Analysis<'h> {
     /// Groups every host (hosts in parallel: grouping is per host).
     pub fn new(hosts: Vec<&'h Host>, options: ToolOptions) -> Analysis<'h> {
-        let groups = hosts
-            .par_iter()
-            .map(|host| if options.xprof_compatible { group_host_as_xprof(host) } else { group_host(host) })
-            .collect();
-        Analysis { hosts, groups, options, host_steps: OnceLock::new(), host_ops: OnceLock::new() }
+        let group = |host: &&Host| if options.xprof_compatible { group_host_as_xprof(host) } else { group_host(host) };
+        let groups =
+            if hosts.len() > 1 { hosts.par_iter().map(group).collect() } else { hosts.iter().map(group).collect() };
+        Analysis {
+            hosts,
+            groups,
+            options,
+            host_steps: OnceLock::new(),
+            host_ops: OnceLock::new(),
+            device_ops: OnceLock::new(),
+        }
     }
 
-    /// Runs the tools named `names` in parallel, results in the order of `names`
-    /// (`None` for an unknown name). Tools that share the step databases or the host
-    /// op metrics wait for the one that computes them; with one rayon thread this is
-    /// [`Analysis::run`] in order.
+    /// `f` of every host with its groups, in host order (in parallel when there are
+    /// several hosts).
+    fn per_host<T: Send>(&self, f: impl Fn(&Host, &HostGroups) -> T + Sync) -> Vec<T> {
+        if self.hosts.len() > 1 {
+            self.hosts.par_iter().zip(&self.groups).map(|(host, groups)| f(host, groups)).collect()
+        } else {
+            self.hosts.iter().zip(&self.groups).map(|(host, groups)| f(host, groups)).collect()
+        }
+    }
+
+    /// Runs the tools named `names`, results in the order of `names` (`None` for an
+    /// unknown name). With more than one rayon thread the tools run in parallel: tools
+    /// that share the step databases or the host op metrics wait for the one that
+    /// computes them. With one thread they run in order on the calling thread (no
+    /// second allocator arena, so one core also means the least memory).
     pub fn run_all(&self, names: &[&str]) -> Vec<Option<ToolResult>> {
+        if rayon::current_num_threads() <= 1 {
+            return names.iter().map(|name| self.run(name)).collect();
+        }
         // The step databases and the host op metrics feed several tools: build them
         // side by side first rather than one after the other inside the first tool.
         let needs = |tools: &[&str]| names.iter().any(|name| tools.contains(name));
         rayon::join(
             || needs(&["overview_page", "input_pipeline_analyzer", "pod_viewer"]).then(|| self.host_steps()),
-            || needs(&["overview_page", "input_pipeline_analyzer"]).then(|| self.host_ops()),
+            || needs(&["overview_page", "input_pipeline_analyzer", "framework_op_stats"]).then(|| self.host_ops()),
         );
         names.par_iter().map(|name| self.run(name)).collect()
     }
@@ -152,7 +173,7 @@ impl<'h> Analysis<'h> {
     fn host_steps(&self) -> &[HostSteps] {
         self.host_steps.get_or_init(|| {
             let options = StepOptions { breakdown: self.breakdown(), drop_incomplete_steps: false };
-            self.hosts.par_iter().zip(&self.groups).map(|(host, groups)| host_steps(host, groups, options)).collect()
+            self.per_host(|host, groups| host_steps(host, groups, options))
         })
     }
 
@@ -183,10 +204,14 @@ impl<'h> Analysis<'h> {
     /// The host op metrics of all hosts, combined.
     fn host_ops(&self) -> &OpMetricsDb {
         self.host_ops.get_or_init(|| {
-            let dbs: Vec<OpMetricsDb> =
-                self.hosts.par_iter().zip(&self.groups).map(|(h, g)| op_metrics::host_op_metrics_db(h, g)).collect();
+            let dbs = self.per_host(op_metrics::host_op_metrics_db);
             op_metrics::combine_dbs(&dbs, false)
         })
+    }
+
+    /// Each host's device op metrics, in host order.
+    fn device_ops(&self) -> &[OpMetricsDb] {
+        self.device_ops.get_or_init(|| self.per_host(op_metrics::device_op_metrics_db))
     }
 
     fn input_pipeline(&self) -> input_pipeline::InputPipelineAnalysis {
@@ -201,7 +226,11 @@ impl<'h> Analysis<'h> {
         Some(match name {
             "overview_page" => ToolResult::Overview(Box::new(self.overview())),
             "input_pipeline_analyzer" => ToolResult::InputPipeline(Box::new(self.input_pipeline())),
-            "framework_op_stats" => ToolResult::FrameworkOpStats(Box::new(framework_op_stats::analyze(&pairs))),
+            "framework_op_stats" => ToolResult::FrameworkOpStats(Box::new(framework_op_stats::from_dbs(
+                &self.hosts,
+                self.host_ops(),
+                self.device_ops(),
+            ))),
             "kernel_stats" => ToolResult::KernelStats(Box::new(kernel_stats::analyze(&self.hosts))),
             "memory_profile" => ToolResult::MemoryProfile(
                 pairs
@@ -225,12 +254,8 @@ impl<'h> Analysis<'h> {
             self.host_steps().iter().fold((0, 0), |acc, h| (acc.0 + h.compute_16bit_ps, acc.1 + h.compute_32bit_ps));
         let host_ops = self.host_ops();
         let steps = self.input_pipeline();
-        let device_dbs: Vec<OpMetricsDb> = self
-            .hosts
-            .iter()
-            .zip(&self.groups)
-            .map(|(h, g)| op_metrics::tf_metrics_db_from_device(&op_metrics::device_op_metrics_db(h, g), false))
-            .collect();
+        let device_dbs: Vec<OpMetricsDb> =
+            self.device_ops().iter().map(|db| op_metrics::tf_metrics_db_from_device(db, false)).collect();
         let device_tf_ops = op_metrics::combine_dbs(&device_dbs, false);
         overview::analyze(steps, host_ops, &device_tf_ops, precision, self.run_environment())
     }
