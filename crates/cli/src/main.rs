@@ -6,6 +6,7 @@
 //! usage. Every error is printed as one line on stderr.
 
 mod advise;
+mod allocator;
 mod analyze;
 mod capture;
 mod convert;
@@ -187,6 +188,7 @@ impl From<FormatError> for Failure {
 }
 
 fn main() -> ExitCode {
+    allocator::use_one_arena();
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
