@@ -6,7 +6,7 @@
 // runs that training writes appear without a page reload.
 
 import { h, clear } from './lib/dom.js';
-import { ApiError, forgetRun, getFreshJson, getJson } from './lib/api.js';
+import { forgetRun, getFreshJson, getJson } from './lib/api.js';
 import { currentParams, goTo, mergeParams } from './lib/url_state.js';
 import { mergeRuns } from './lib/runs.js';
 import { pollWhileVisible } from './lib/poll.js';
@@ -159,7 +159,6 @@ async function render() {
     format: run.format,
     params,
     apply: applyOptions,
-    check: (value) => refusal({ ...request, gap_threshold: value }),
   });
   clear(page).append(
     h('header', { class: 'page-header' },
@@ -167,6 +166,11 @@ async function render() {
       h('p', { class: 'page-context' }, `${run.name} · ${host === ALL_HOSTS ? `all hosts (${run.hosts.join(', ')})` : host}`),
       bar && bar.element),
     body);
+  if (bar && bar.problem) {
+    body.replaceChildren(errorCard(new Error(bar.problem)));
+    setBusy(false);
+    return;
+  }
   try {
     const module = await loadPage(tool);
     const answer = usesToolApi(tool) ? await getJson('/api/tool', request) : null;
@@ -176,24 +180,9 @@ async function render() {
     if (token === generation) teardown = cleanup || null;
     else if (cleanup) cleanup();
   } catch (error) {
-    if (token !== generation) return;
-    body.replaceChildren(errorCard(error));
-    if (bar && error instanceof ApiError && error.status === 400) bar.showError(error.message);
+    if (token === generation) body.replaceChildren(errorCard(error));
   } finally {
     if (token === generation) setBusy(false);
-  }
-}
-
-/**
- * What the server says against the tool request `request` (a 400's message), or
- * `null` when it answers. The answer is cached, so showing it next costs nothing.
- */
-async function refusal(request) {
-  try {
-    await getJson('/api/tool', request);
-    return null;
-  } catch (error) {
-    return error instanceof ApiError && error.status === 400 ? error.message : null;
   }
 }
 

@@ -5,7 +5,6 @@
 // options is a link, and back/forward step through option changes.
 
 import { h } from '../lib/dom.js';
-import { formatPs } from '../lib/format.js';
 import { segmented } from './segmented.js';
 
 /** The tools whose step-time breakdown can be chosen (XProf's step database). */
@@ -16,6 +15,38 @@ const DEFAULT_BREAKDOWN = 'classic';
 
 /** The gap threshold the API applies without `gap_threshold=` (API.md). */
 const DEFAULT_GAP_THRESHOLD = '100us';
+
+/** Picoseconds per duration unit, as the server reads `gap_threshold` (mlprof_model::duration). */
+const PS_PER_UNIT = { ps: 1, ns: 1e3, us: 1e6, 'µs': 1e6, ms: 1e9, s: 1e12, m: 60e12, min: 60e12 };
+
+/** The largest duration the server takes (half of i64's range, in ps). */
+const MAX_DURATION_PS = 2 ** 62;
+
+/**
+ * Reads a duration as the server does (`50us`, `1.5 ms`, `250ns`; a bare number is
+ * in µs): `{ps}`, or `{error}` saying what is wrong. Checked here so that a typo
+ * never reaches the server as a request it must refuse.
+ */
+export function parseDuration(text) {
+  const trimmed = text.trim();
+  const [, number, rest] = /^([\d.]*)(.*)$/s.exec(trimmed);
+  const example = 'a number and a unit, such as 50us, 1ms or 2s';
+  if (!/^(\d+\.?\d*|\.\d+)$/.test(number)) return { error: `${JSON.stringify(text)} is not a duration: expected ${example}.` };
+  const unit = rest.trim() || 'us';
+  if (!Object.hasOwn(PS_PER_UNIT, unit)) return { error: `Unknown unit ${JSON.stringify(unit)} in ${JSON.stringify(text)}: use ps, ns, us, ms, s or m.` };
+  const ps = Number(number) * PS_PER_UNIT[unit];
+  if (!Number.isFinite(ps) || ps > MAX_DURATION_PS) return { error: `${JSON.stringify(text)} is too long a duration.` };
+  return { ps: Math.round(ps) };
+}
+
+/** The units a threshold is shown in, largest first (ps per unit). */
+const SHOWN_UNITS = [['s', 1e12], ['ms', 1e9], ['µs', 1e6], ['ns', 1e3], ['ps', 1]];
+
+/** `ps` in the largest unit that keeps it ≥ 1, unrounded (`1.5 ms`, `100 µs`). */
+function thresholdText(ps) {
+  const [unit, scale] = SHOWN_UNITS.find(([, size]) => Math.abs(ps) >= size) || SHOWN_UNITS[SHOWN_UNITS.length - 1];
+  return `${Number((ps / scale).toPrecision(12))} ${unit}`;
+}
 
 /** The query keys holding analysis options; they stay when the run, host or tool changes. */
 export const OPTION_KEYS = ['breakdown', 'gap_threshold'];
@@ -40,19 +71,20 @@ export function toolOptions(tool, format, params) {
 
 /**
  * The option controls of `tool` (`null` when it has none), as
- * `{element, showAnswer(answer), showError(message)}`.
- * `apply(changes)` goes to the view with the changed options (`null` removes one);
- * `check(value)` resolves to the server's complaint about a gap threshold, or `null`.
+ * `{element, showAnswer(answer), problem}`: `problem` is what is wrong with the
+ * option the query string asks for (then the tool is not asked for), or `null`.
+ * `apply(changes)` goes to the view with the changed options (`null` removes one).
  */
-export function optionsBar({ tool, format, params, apply, check }) {
+export function optionsBar({ tool, format, params, apply }) {
   const key = optionOf(tool, format);
   if (key === 'breakdown') return breakdownBar(params, apply);
-  if (key === 'gap_threshold') return gapThresholdBar(params, apply, check);
+  if (key === 'gap_threshold') return gapThresholdBar(params, apply);
   return null;
 }
 
 function breakdownBar(params, apply) {
-  const value = params.get('breakdown') || DEFAULT_BREAKDOWN;
+  const asked = params.get('breakdown');
+  const value = asked || DEFAULT_BREAKDOWN;
   const shown = h('span', { class: 'option-hint', id: 'breakdown-shown' });
   const element = h('div', { class: 'tool-options', id: 'tool-options' },
     h('span', { class: 'option-label', id: 'breakdown-label' }, 'Step-time breakdown'),
@@ -74,11 +106,13 @@ function breakdownBar(params, apply) {
       const match = /Breakdown: (.*?)\.?$/.exec(source);
       shown.textContent = match ? `Shown: ${match[1]}.` : '';
     },
-    showError() {},
+    problem: asked && asked !== 'classic' && asked !== 'xprof'
+      ? `The address asks for step-time breakdown ${JSON.stringify(asked)}; choose Classic or XProf.`
+      : null,
   };
 }
 
-function gapThresholdBar(params, apply, check) {
+function gapThresholdBar(params, apply) {
   const asked = params.get('gap_threshold') || '';
   const input = h('input', {
     type: 'text', id: 'gap-threshold', value: asked, placeholder: `${DEFAULT_GAP_THRESHOLD} (default)`, size: 12,
@@ -94,13 +128,13 @@ function gapThresholdBar(params, apply, check) {
   };
   const form = h('form', {
     class: 'tool-options', id: 'tool-options', novalidate: true,
-    onSubmit: async (event) => {
+    onSubmit: (event) => {
       event.preventDefault();
       const value = input.value.trim();
       if (value === asked) { showError(''); return; }
       if (value === '') { apply({ gap_threshold: null }); return; }
-      const complaint = await check(value);
-      if (complaint) showError(complaint);
+      const { error } = parseDuration(value);
+      if (error) showError(error);
       else apply({ gap_threshold: value });
     },
     onInput: () => showError(''),
@@ -112,12 +146,14 @@ function gapThresholdBar(params, apply, check) {
     `Device idle time longer than this is reported as a gap: a number and a unit (ns, us, ms, s); default ${DEFAULT_GAP_THRESHOLD}.`),
   applied,
   message);
+  const problem = asked ? parseDuration(asked).error || null : null;
+  if (problem) showError(problem);
   return {
     element: form,
     showAnswer(answer) {
       const ps = answer.result && answer.result.gap_threshold_ps;
-      applied.textContent = Number.isFinite(ps) ? `In effect: ${formatPs(ps)}.` : '';
+      applied.textContent = Number.isFinite(ps) ? `In effect: ${thresholdText(ps)}.` : '';
     },
-    showError,
+    problem,
   };
 }
