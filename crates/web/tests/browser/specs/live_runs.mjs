@@ -2,13 +2,14 @@
 // run added to the served log directory joins the run selector (newest first) at the
 // page's next look, without a reload and without touching the view shown; a reload
 // click that finds nothing new changes nothing; when the run shown is removed the
-// page says so and keeps showing it (it does not switch on its own).
+// page says so and keeps showing it (it does not switch on its own); when a host is
+// added to the run shown, the page shows the run again with it.
 //
 // Needs a log directory it may write (MLPROF_UI_LOGDIR, served, holding one run) and
 // a session directory to copy in (MLPROF_UI_SPARE_RUN): `cargo test -p mlprof --test
 // ui_browser ui_live_runs` sets both; elsewhere the spec skips.
 
-import { cp, rename, rm } from 'node:fs/promises';
+import { copyFile, cp, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { open, ready } from '../lib/ui.mjs';
 
@@ -90,6 +91,20 @@ export default async function (t) {
   assert.equal(new URL(page.url()).searchParams.get('run'), added);
   assert.equal(await notice.isVisible(), false, 'no notice once another run is chosen');
   assert.deepEqual((await runOptions(page)).map((o) => o.value), [added]);
+
+  // A host joins the run shown (a second copy of its XSpace file): the page shows it again, with the host.
+  const session = join(logdir, 'eval', 'plugins', 'profile', NEW_SESSION);
+  await copyFile(join(session, 'vm.xplane.pb'), join(dirname(logdir), 'vm2.xplane.pb'));
+  await rename(join(dirname(logdir), 'vm2.xplane.pb'), join(session, 'vm2.xplane.pb'));
+  const hostListed = () => page.locator('#host-select option[value="vm2"]').count();
+  for (let tries = 0; tries < 20 && (await hostListed()) === 0; tries += 1) {
+    await clickReload(page);
+    await ready(page);
+    if ((await hostListed()) === 0) await page.waitForTimeout(1000);
+  }
+  assert.equal(await hostListed(), 1, 'the new host is listed');
+  assert.match(await page.locator('.page-context').innerText(), /all hosts \(vm, vm2\)/, 'the page shows the run with both hosts');
+  assert.equal(new URL(page.url()).searchParams.get('run'), added, 'the run shown stays');
 
   // A link to the removed run says that it is gone, and which run it shows instead.
   await open(t, { run: first, tool: 'overview_page' });
