@@ -7,6 +7,10 @@
 //! (`.ci/run` does both). Where one is missing the tests say so and pass, unless
 //! `MLPROF_REQUIRE_PEERS` is set: then they fail. Screenshots land in
 //! `target/ui-screenshots/FIXTURE-PAGE.png`.
+//!
+//! `ui_live_runs` serves a log directory in a temporary folder and runs the
+//! `live_runs` spec only, which adds a run to it and removes one while the page is
+//! open (`MLPROF_UI_LOGDIR`, `MLPROF_UI_SPARE_RUN`; without them the spec skips).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -45,29 +49,52 @@ fn missing_peer() -> Option<String> {
     None
 }
 
-/// Serves `fixture` (under tests/data) and runs every browser spec against it.
-fn run_specs(label: &str, fixture: &str) {
-    if let Some(reason) = missing_peer() {
-        assert!(
-            std::env::var_os("MLPROF_REQUIRE_PEERS").is_none(),
-            "ui_browser {label}: {reason}, but MLPROF_REQUIRE_PEERS is set"
-        );
-        eprintln!("ui_browser {label}: skipped: {reason}");
-        return;
-    }
+/// Whether the browser tests can run here; says why not (and fails under
+/// `MLPROF_REQUIRE_PEERS`) when they cannot.
+fn peers_present(label: &str) -> bool {
+    let Some(reason) = missing_peer() else { return true };
+    assert!(
+        std::env::var_os("MLPROF_REQUIRE_PEERS").is_none(),
+        "ui_browser {label}: {reason}, but MLPROF_REQUIRE_PEERS is set"
+    );
+    eprintln!("ui_browser {label}: skipped: {reason}");
+    false
+}
+
+/// Serves `profile` and runs the browser specs `specs` (all when empty) against it,
+/// with `env` set for them.
+fn run_node(label: &str, profile: &Path, specs: &[&str], env: &[(&str, &Path)]) {
     let _one_at_a_time = BROWSER.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let cache = tempfile::tempdir().expect("a cache directory");
-    let served = serve(&repo_root().join("tests/data").join(fixture), cache.path());
-    let out = Command::new("node")
-        .arg(browser_tests().join("run.mjs"))
-        .arg(&served.url)
-        .args(["--label", label])
-        .current_dir(repo_root())
-        .output()
-        .expect("node runs");
+    let served = serve(profile, cache.path());
+    let mut node = Command::new("node");
+    node.arg(browser_tests().join("run.mjs")).arg(&served.url).args(["--label", label]).args(specs);
+    node.envs(env.iter().map(|(name, value)| (name, value.as_os_str())));
+    let out = node.current_dir(repo_root()).output().expect("node runs");
     let report = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     eprintln!("{report}");
-    assert!(out.status.success(), "browser specs failed on {fixture}:\n{report}");
+    assert!(out.status.success(), "browser specs failed on {}:\n{report}", profile.display());
+}
+
+/// Serves `fixture` (under tests/data) and runs every browser spec against it.
+fn run_specs(label: &str, fixture: &str) {
+    if peers_present(label) {
+        run_node(label, &repo_root().join("tests/data").join(fixture), &[], &[]);
+    }
+}
+
+/// Copies the directory `from` into `to` (created), files and subdirectories.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create the copy's directory");
+    for entry in std::fs::read_dir(from).expect("read the directory") {
+        let entry = entry.expect("a directory entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("a file type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).expect("copy a file");
+        }
+    }
 }
 
 #[test]
@@ -88,4 +115,23 @@ fn ui_pytorch_gpu_trace() {
 #[test]
 fn ui_pytorch_logdir() {
     run_specs("torch_profile", "kineto/torch_profile/logdir");
+}
+
+/// New runs appear without a page reload, a removed one is reported: the served log
+/// directory starts with the Keras run as `train/SESSION`; the `live_runs` spec copies
+/// the JAX session in beside it and later removes the Keras run.
+#[test]
+fn ui_live_runs() {
+    if !peers_present("live_runs") {
+        return;
+    }
+    let data = repo_root().join("tests/data/xspace");
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let logdir = folder.path().join("logdir");
+    copy_dir(
+        &data.join("tf_keras2_input_bound/logdir/plugins/profile/2026_11_21_19_24_08"),
+        &logdir.join("train/plugins/profile/2026_11_21_19_24_08"),
+    );
+    let spare = data.join("jax_profile/logdir/plugins/profile/2026_11_21_19_24_59");
+    run_node("live_runs", &logdir, &["live_runs"], &[("MLPROF_UI_LOGDIR", &logdir), ("MLPROF_UI_SPARE_RUN", &spare)]);
 }

@@ -1,16 +1,24 @@
 // mlprof's profiler UI: the run, host and tool selectors (as in TensorBoard's
 // Profile tab) and the tool page they choose. The state is the query string
 // (lib/url_state.js); every navigation renders from it, so links, reloads and
-// back/forward all show the same view.
+// back/forward all show the same view. The run list is asked for again every
+// RUNS_POLL_MS while the page is visible and when the reload button is pressed, so
+// runs that training writes appear without a page reload.
 
 import { h, clear } from './lib/dom.js';
-import { getJson } from './lib/api.js';
+import { forgetRun, getFreshJson, getJson } from './lib/api.js';
 import { currentParams, goTo, mergeParams } from './lib/url_state.js';
+import { mergeRuns } from './lib/runs.js';
+import { pollWhileVisible } from './lib/poll.js';
 import { loadPage, toolLabel, usesToolApi } from './pages/registry.js';
+import { OPTION_KEYS, optionsBar, toolOptions } from './components/tool_options.js';
 import { hideTooltip } from './charts/common.js';
 
 const ALL_HOSTS = 'all';
 const DEFAULT_TOOL = 'overview_page';
+/** How often the run list is asked for while the page is visible (the server rescans at most every 5 s). */
+const RUNS_POLL_MS = 15_000;
+const RELOAD_TITLE = `Look for new runs now (the page also looks every ${RUNS_POLL_MS / 1000} s while it is visible)`;
 
 const elements = {
   run: document.getElementById('run-select'),
@@ -19,11 +27,15 @@ const elements = {
   page: document.getElementById('page'),
   root: document.getElementById('root-path'),
   busy: document.getElementById('busy'),
+  notice: document.getElementById('notice'),
+  reload: document.getElementById('reload-runs'),
 };
 
 let runs = [];
 let teardown = null;
 let generation = 0;
+/** The run, host and tool the page shows (`null` before the first view). */
+let shown = null;
 
 /** The run, host and tool the query string asks for, with defaults filled in. */
 function resolve(params) {
@@ -56,8 +68,17 @@ function option(value, label, selected) {
   return h('option', { value, selected }, label);
 }
 
+/** Lists the runs, `selected` chosen; a run no longer listed stays shown, marked removed. */
+function fillRunSelector(selected) {
+  const options = runs.map((r) => option(r.name, r.name, r.name === selected));
+  if (!runs.some((r) => r.name === selected)) {
+    options.unshift(h('option', { value: selected, selected: true, disabled: true, dataset: { removed: '' } }, `${selected} (removed)`));
+  }
+  clear(elements.run).append(...options);
+}
+
 function fillSelectors({ run, host, tool }) {
-  clear(elements.run).append(...runs.map((r) => option(r.name, r.name, r === run)));
+  fillRunSelector(run.name);
   const hosts = tool === 'trace_viewer' ? run.hosts : [ALL_HOSTS, ...run.hosts];
   clear(elements.host).append(...hosts.map((name) => option(name, name === ALL_HOSTS ? `All hosts (${run.hosts.length})` : name, name === host)));
   clear(elements.tool).append(...run.tools.map((name) => option(name, toolLabel(name), name === tool)));
@@ -67,9 +88,19 @@ function fillSelectors({ run, host, tool }) {
 function navigate(changes) {
   const params = currentParams();
   const next = new URLSearchParams();
-  for (const key of ['run', 'host', 'tool']) {
+  for (const key of ['run', 'host', 'tool', ...OPTION_KEYS]) {
     const value = key in changes ? changes[key] : params.get(key);
     if (value) next.set(key, value);
+  }
+  if (goTo(next)) render();
+}
+
+/** Goes to the current view with analysis options changed (a new history entry; the page's state stays). */
+function applyOptions(changes) {
+  const next = currentParams();
+  for (const [key, value] of Object.entries(changes)) {
+    if (value === null || value === undefined || value === '') next.delete(key);
+    else next.set(key, value);
   }
   if (goTo(next)) render();
 }
@@ -84,7 +115,9 @@ async function render() {
     stop();
   }
   const params = currentParams();
+  showNotice('');
   if (runs.length === 0) {
+    shown = null;
     showMessage('No profiles found', 'The directory holds no profile mlprof can read.');
     setBusy(false);
     return;
@@ -93,6 +126,9 @@ async function render() {
   if (token !== generation) return;
 
   const { run, host, tool } = resolve(params);
+  const asked = params.get('run');
+  if (asked && asked !== run.name) showNotice(`There is no run named ${asked} in the log directory (any more); showing ${run.name}.`);
+  shown = { run: run.name, host, tool };
   const fixed = new URLSearchParams(params);
   fixed.set('run', run.name);
   fixed.set('host', host);
@@ -102,27 +138,44 @@ async function render() {
   document.title = `${toolLabel(tool)} · ${run.name} · mlprof`;
 
   const page = elements.page;
+  const options = toolOptions(tool, run.format, params);
+  const request = { run: run.name, host, tool, ...options };
   const ctx = {
     run: run.name,
     host,
     tool,
     hosts: run.hosts,
     format: run.format,
+    /** The analysis options the tool was computed with (`{breakdown}`, `{gap_threshold}`). */
+    toolOptions: options,
     /** The query string now (a page's own state included). */
     get params() { return currentParams(); },
     /** Merges a page's view state into the URL (no new history entry). */
     setParams: (changes) => { if (token === generation) mergeParams(changes); },
   };
   const body = h('div', { class: 'page-body' });
+  const bar = optionsBar({
+    tool,
+    format: run.format,
+    params,
+    apply: applyOptions,
+  });
   clear(page).append(
     h('header', { class: 'page-header' },
       h('h1', {}, toolLabel(tool)),
-      h('p', { class: 'page-context' }, `${run.name} · ${host === ALL_HOSTS ? `all hosts (${run.hosts.join(', ')})` : host}`)),
+      h('p', { class: 'page-context' }, `${run.name} · ${host === ALL_HOSTS ? `all hosts (${run.hosts.join(', ')})` : host}`),
+      bar && bar.element),
     body);
+  if (bar && bar.problem) {
+    body.replaceChildren(errorCard(new Error(bar.problem)));
+    setBusy(false);
+    return;
+  }
   try {
     const module = await loadPage(tool);
-    const answer = usesToolApi(tool) ? await getJson('/api/tool', { run: run.name, host, tool }) : null;
+    const answer = usesToolApi(tool) ? await getJson('/api/tool', request) : null;
     if (token !== generation) return;
+    if (bar && answer) bar.showAnswer(answer);
     const cleanup = answer ? await module.render(body, answer, ctx) : await module.mount(body, ctx);
     if (token === generation) teardown = cleanup || null;
     else if (cleanup) cleanup();
@@ -131,6 +184,46 @@ async function render() {
   } finally {
     if (token === generation) setBusy(false);
   }
+}
+
+/**
+ * Asks for the run list again and updates the page where it changed: new runs join
+ * the run selector, removed ones leave it. The view shown stays; when its run was
+ * removed the page says so, when its run's files changed it is shown again.
+ */
+async function refreshRuns() {
+  let answer;
+  try {
+    answer = await getFreshJson('/api/runs');
+  } catch (error) {
+    elements.reload.title = `Could not ask for the runs: ${error.message}`;
+    elements.reload.classList.add('failed');
+    return;
+  }
+  elements.reload.title = RELOAD_TITLE;
+  elements.reload.classList.remove('failed');
+  const { runs: next, removed, changedFiles, orderChanged } = mergeRuns(runs, answer.runs || []);
+  runs = next;
+  [...removed, ...changedFiles].forEach(forgetRun);
+  if (!orderChanged && changedFiles.length === 0) return;
+  if (!shown || changedFiles.includes(shown.run)) {
+    render();
+    return;
+  }
+  fillRunSelector(shown.run);
+  if (removed.includes(shown.run)) {
+    showNotice(`The run ${shown.run} was removed from the log directory: this page shows what was read before it went. Choose another run.`, shown.run);
+  } else if (elements.notice.dataset.about === shown.run) {
+    showNotice('');
+  }
+}
+
+/** Shows `text` above the page (a change in the log directory), about run `about`; `''` hides it. */
+function showNotice(text, about = null) {
+  elements.notice.textContent = text;
+  elements.notice.hidden = !text;
+  if (about) elements.notice.dataset.about = about;
+  else delete elements.notice.dataset.about;
 }
 
 function setBusy(busy) {
@@ -151,8 +244,9 @@ async function start() {
   elements.host.addEventListener('change', () => navigate({ host: elements.host.value }));
   elements.tool.addEventListener('change', () => navigate({ tool: elements.tool.value }));
   window.addEventListener('popstate', render);
+  elements.reload.title = RELOAD_TITLE;
   try {
-    const answer = await getJson('/api/runs');
+    const answer = await getFreshJson('/api/runs');
     runs = answer.runs || [];
     elements.root.textContent = answer.root || '';
     elements.root.title = answer.root || '';
@@ -161,6 +255,15 @@ async function start() {
     return;
   }
   render();
+  const poll = pollWhileVisible(refreshRuns, RUNS_POLL_MS);
+  elements.reload.addEventListener('click', async () => {
+    elements.reload.setAttribute('aria-busy', 'true');
+    try {
+      await poll.now();
+    } finally {
+      elements.reload.setAttribute('aria-busy', 'false');
+    }
+  });
 }
 
 start();

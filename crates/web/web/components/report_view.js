@@ -35,7 +35,7 @@ export function sortParam(sort, columns) {
  */
 export function exportCsvLink(ctx, columns, getSort) {
   const link = h('a', { class: 'button export-csv', download: `${ctx.tool}.csv`, title: 'Download the whole table as CSV, in the current sort order' }, 'Export CSV');
-  const refresh = () => { link.href = csvUrl({ run: ctx.run, host: ctx.host, tool: ctx.tool, sort: sortParam(getSort(), columns) }); };
+  const refresh = () => { link.href = csvUrl({ run: ctx.run, host: ctx.host, tool: ctx.tool, options: ctx.toolOptions, sort: sortParam(getSort(), columns) }); };
   refresh();
   return { link, refresh };
 }

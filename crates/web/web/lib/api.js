@@ -25,16 +25,33 @@ function keepWideIds(key, value, context) {
 
 const answers = new Map();
 
+function urlOf(path, params) {
+  const query = new URLSearchParams(Object.entries(params).filter(([, v]) => v !== undefined && v !== null));
+  return query.size ? `${path}?${query}` : path;
+}
+
 /** GETs `path` (with `params` as its query) and parses the JSON answer; answers are cached. */
 export async function getJson(path, params = {}) {
-  const query = new URLSearchParams(Object.entries(params).filter(([, v]) => v !== undefined && v !== null));
-  const url = query.size ? `${path}?${query}` : path;
+  const url = urlOf(path, params);
   if (!answers.has(url)) {
     const pending = fetchJson(url);
     answers.set(url, pending);
     pending.catch(() => answers.delete(url));
   }
   return answers.get(url);
+}
+
+/** Like `getJson`, but always asks the server (for answers that change, such as `/api/runs`). */
+export function getFreshJson(path, params = {}) {
+  return fetchJson(urlOf(path, params));
+}
+
+/** Drops the cached answers about run `run` (its files changed or it is gone). */
+export function forgetRun(run) {
+  for (const url of answers.keys()) {
+    const query = url.indexOf('?');
+    if (query >= 0 && new URLSearchParams(url.slice(query + 1)).get('run') === run) answers.delete(url);
+  }
 }
 
 async function fetchJson(url) {
@@ -50,9 +67,12 @@ async function fetchJson(url) {
   return body;
 }
 
-/** The URL of a tool's main table as CSV (`/api/csv`), sorted by `sort` (`column:asc|desc`). */
-export function csvUrl({ run, host, tool, sort }) {
-  const query = new URLSearchParams({ run, host, tool });
+/**
+ * The URL of a tool's main table as CSV (`/api/csv`), sorted by `sort`
+ * (`column:asc|desc`), computed with the tool's `options` (`{breakdown}`, `{gap_threshold}`).
+ */
+export function csvUrl({ run, host, tool, sort, options = {} }) {
+  const query = new URLSearchParams({ run, host, tool, ...options });
   if (sort) query.set('sort', sort);
   return `/api/csv?${query}`;
 }

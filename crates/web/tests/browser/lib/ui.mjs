@@ -25,9 +25,19 @@ export async function open(t, params, page = t.page) {
   t.assert.equal(error, 0, `the page shows no error: ${error ? await page.locator('.card.error').innerText() : ''}`);
 }
 
-/** The `/api/tool` answer for `tool` on all hosts of `run`. */
-export function toolAnswer(t, run, tool, host = 'all') {
-  return t.api(`api/tool?${new URLSearchParams({ run: run.name, host, tool })}`);
+/** The `/api/tool` answer for `tool` on all hosts of `run`, with `options` (`{breakdown}`, `{gap_threshold}`). */
+export function toolAnswer(t, run, tool, host = 'all', options = {}) {
+  return t.api(`api/tool?${new URLSearchParams({ run: run.name, host, tool, ...options })}`);
+}
+
+/** The `/api/tool` requests `page` makes from now on, as URLSearchParams (the array fills as they go). */
+export function watchToolRequests(page) {
+  const seen = [];
+  page.on('request', (request) => {
+    const url = new URL(request.url());
+    if (url.pathname === '/api/tool') seen.push(url.searchParams);
+  });
+  return seen;
 }
 
 /** The report's main section (the one with the CSV table), or `undefined`. */
