@@ -136,14 +136,12 @@ impl<'h> Analysis<'h> {
         }
     }
 
-    /// `f` of every host with its groups, in host order (in parallel when there are
-    /// several hosts).
-    fn per_host<T: Send>(&self, f: impl Fn(&Host, &HostGroups) -> T + Sync) -> Vec<T> {
-        if self.hosts.len() > 1 {
-            self.hosts.par_iter().zip(&self.groups).map(|(host, groups)| f(host, groups)).collect()
-        } else {
-            self.hosts.iter().zip(&self.groups).map(|(host, groups)| f(host, groups)).collect()
-        }
+    /// `f` of every host with its groups, in host order. Sequential on purpose: it runs
+    /// inside the `OnceLock` initialisers of the shared databases, and a rayon job there
+    /// could let the initialising thread steal another tool that waits on the same
+    /// lock, which would deadlock. The tools themselves run in parallel.
+    fn per_host<T>(&self, f: impl Fn(&Host, &HostGroups) -> T) -> Vec<T> {
+        self.hosts.iter().zip(&self.groups).map(|(host, groups)| f(host, groups)).collect()
     }
 
     /// Runs the tools named `names`, results in the order of `names` (`None` for an
