@@ -16,7 +16,9 @@
 //!   XSpace; the latest host event of an id to each device event of it, as HTA links
 //!   them); XSpace `flow` stats (XProf's `XFlow`: the events of one flow id, in time
 //!   order); XSpace producer → consumer context links (`_pt`/`_p` → `_ct`/`_c`: each
-//!   consumer from the latest producer of its context that started before it).
+//!   consumer from the latest producer of its context that started before it);
+//!   PyTorch's forward → backward links in Chrome traces (`cat` `fwdbwd` flow events,
+//!   `s` → `f` by id, each end bound to a slice of its thread, see [`crate::fwdbwd`]).
 
 use mlprof_model::names::{
     CORRELATION_ID, DEVICE_PLANE_PREFIX, GPU_PLANE_PREFIX, INTERNAL_STATS, STEP_NAME, STEPS_LINE,
@@ -25,12 +27,13 @@ use mlprof_model::{Event, Host, Line, Plane, StatValue};
 
 use crate::builder::{EventRef, NameId, SectionKind, TimelineBuilder, TrackHandle};
 use crate::error::BuildError;
+use crate::fwdbwd::{BoundEnds, EndKeys, LineEnds, Role, metadata_roles};
 
 /// The version of the mapping described in this module (which model events become
 /// which index events, their [`ModelRef`]s, names, tracks and flows). Bump it whenever
 /// that changes, so indexes cached by an older mapping are rebuilt instead of pointing
 /// at the wrong model events; callers put it in their [`crate::CacheKey`] variant.
-pub const MAPPING_VERSION: u32 = 1;
+pub const MAPPING_VERSION: u32 = 2;
 
 /// Derived lines of device planes, in the order they are shown (XProf's derived
 /// timelines), before the streams.
@@ -160,6 +163,8 @@ struct FlowEnds {
     /// ((context type, id), start, event) of producers and of consumers.
     producers: Vec<((u64, u64), i64, EventRef)>,
     consumers: Vec<((u64, u64), i64, EventRef)>,
+    /// Forward → backward flow ends of Chrome traces, bound to their slices.
+    fwdbwd: BoundEnds,
 }
 
 fn as_u64(value: StatValue) -> Option<u64> {
@@ -168,22 +173,6 @@ fn as_u64(value: StatValue) -> Option<u64> {
         StatValue::Uint(v) => Some(v),
         _ => None,
     }
-}
-
-/// The `ph` of each event metadata of a plane read from a Chrome trace, when it is a
-/// flow marker (`s`, `t`, `f`): those metadata are not events.
-fn flow_marker_metadata(plane: &Plane) -> Vec<bool> {
-    let Some(ph) = plane.find_stat_key("ph") else { return vec![false; plane.event_metadata.len()] };
-    plane
-        .event_metadata
-        .iter()
-        .map(|m| {
-            plane.metadata_stats_of(m).iter().any(|s| {
-                s.key == ph
-                    && matches!(s.value, StatValue::Str(t) if matches!(plane.metadata_stats.text(t), "s" | "t" | "f"))
-            })
-        })
-        .collect()
 }
 
 impl TimelineBuilder {
@@ -195,7 +184,9 @@ impl TimelineBuilder {
             let plane = &host.planes[plane_index];
             let section = self.section(&plane.name, kind);
             let keys = PlaneKeys::of(plane);
-            let skip = flow_marker_metadata(plane);
+            let roles = metadata_roles(plane);
+            let end_keys = EndKeys::of(plane);
+            let has_ends = roles.iter().any(|&r| matches!(r, Role::FlowStart | Role::FlowFinish));
             let mut names: Vec<Option<NameId>> = vec![None; plane.event_metadata.len()];
             for line_index in line_order(plane, kind) {
                 let line = &plane.lines[line_index];
@@ -207,13 +198,18 @@ impl TimelineBuilder {
                         .ok_or(BuildError::SourceOutOfRange { plane: plane_index, line: line_index })
                 };
                 let mut aggregated = line.events.occurrences.iter().map(|&(i, _)| i as usize).peekable();
+                let mut line_ends = LineEnds::default();
                 for event in line.iter() {
                     if aggregated.peek() == Some(&event.index()) {
                         aggregated.next();
                         continue;
                     }
                     let metadata = event.metadata_index() as usize;
-                    if skip.get(metadata).copied().unwrap_or(false) {
+                    let role = roles.get(metadata).copied().unwrap_or(Role::Slice);
+                    if !role.is_shown() {
+                        if matches!(role, Role::FlowStart | Role::FlowFinish) {
+                            line_ends.end(end_keys, role, &event);
+                        }
                         continue;
                     }
                     let name = match steps.then(|| step_name(plane, &event, keys.step_name)).flatten() {
@@ -225,7 +221,11 @@ impl TimelineBuilder {
                     if keys.any_link() {
                         collect_flow_ends(&mut ends, &keys, &event, kind == SectionKind::Device, added);
                     }
+                    if has_ends && role == Role::Slice {
+                        line_ends.slice(event.start_ps(), event.duration_ps(), added);
+                    }
                 }
+                line_ends.bind_into(&mut ends.fwdbwd);
             }
         }
         self.link(ends);
@@ -274,6 +274,9 @@ impl TimelineBuilder {
             if let Some(producer) = of_context.get(before.saturating_sub(1)).filter(|p| p.2 != consumer) {
                 self.flow(producer.2, consumer);
             }
+        }
+        for (start, finish) in ends.fwdbwd.pairs() {
+            self.flow(start, finish);
         }
     }
 

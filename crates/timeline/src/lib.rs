@@ -25,6 +25,7 @@ mod column;
 mod depth;
 mod error;
 mod format;
+mod fwdbwd;
 mod host;
 mod index;
 mod levels;

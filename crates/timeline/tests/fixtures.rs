@@ -216,3 +216,171 @@ fn a_real_index_survives_the_cache_file() {
     let v = Viewport { start_ps: 0, end_ps: opened.span_ps().1 / 3, width_px: 800, tracks: None };
     assert_eq!(opened.view(&v), memory.view(&v));
 }
+
+/// One event of a Chrome trace as the fwdbwd check reads it: times as their decimal
+/// text, so that they compare exactly.
+#[derive(serde::Deserialize)]
+struct ChromeEvent<'a> {
+    #[serde(default)]
+    ph: String,
+    #[serde(default)]
+    cat: String,
+    #[serde(default)]
+    pid: serde_json::Value,
+    #[serde(default)]
+    tid: serde_json::Value,
+    #[serde(borrow)]
+    ts: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow)]
+    dur: Option<&'a serde_json::value::RawValue>,
+    #[serde(default)]
+    id: serde_json::Value,
+    #[serde(default)]
+    bp: String,
+}
+
+#[derive(serde::Deserialize)]
+struct ChromeTrace<'a> {
+    #[serde(rename = "traceEvents", borrow)]
+    trace_events: Vec<ChromeEvent<'a>>,
+}
+
+/// Decimal microseconds (`4432076555843.818`) as whole picoseconds.
+fn exact_ps(raw: Option<&serde_json::value::RawValue>) -> i128 {
+    let Some(raw) = raw else { return 0 };
+    let (whole, fraction) = raw.get().split_once('.').unwrap_or((raw.get(), ""));
+    let fraction = format!("{:0<6}", &fraction[..fraction.len().min(6)]);
+    whole.parse::<i128>().expect("whole µs") * 1_000_000 + fraction.parse::<i128>().expect("fraction")
+}
+
+/// A thread's id as text: `2677` or `Spans`.
+fn thread_text(value: &serde_json::Value) -> String {
+    value.as_str().map_or_else(|| value.to_string(), str::to_string)
+}
+
+/// A model track id as [`thread_text`] writes it.
+fn track_text(id: mlprof_model::TrackId) -> String {
+    match id {
+        mlprof_model::TrackId::Int(v) => v.to_string(),
+        mlprof_model::TrackId::Str(s) => s,
+    }
+}
+
+/// An event of a trace by its thread and its position among that thread's events in
+/// file order (how the Kineto reader fills a line).
+type ThreadEvent = (String, String, usize);
+
+/// A thread of a trace: (pid, tid) as text.
+type Thread = (String, String);
+
+/// A flow as its two ends.
+type ThreadFlow = (ThreadEvent, ThreadEvent);
+
+/// The forward → backward flows of a Chrome trace, read from the JSON alone: each `f`
+/// of cat `fwdbwd` paired with the latest `s` of its id at or before it, each bound to
+/// the shortest complete event of its thread containing its time (`f` without `bp`
+/// `e`: the first one starting at or after it).
+/// Also returns how many events each thread has.
+fn fwdbwd_flows_in_json(path: &Path) -> (Vec<ThreadFlow>, HashMap<Thread, usize>) {
+    let bytes = std::fs::read(path).expect("fixture");
+    let text = if path.extension().is_some_and(|e| e == "gz") {
+        let mut out = String::new();
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut out).expect("gunzip");
+        out
+    } else {
+        String::from_utf8(bytes).expect("utf-8")
+    };
+    let trace: ChromeTrace = serde_json::from_str(&text).expect("JSON");
+    let mut ordinals: HashMap<Thread, usize> = HashMap::new();
+    // Per thread: (start, end, event) of complete events; flow ends (is start, id, time, enclosing, thread).
+    let mut slices: HashMap<Thread, Vec<(i128, i128, ThreadEvent)>> = HashMap::new();
+    let mut ends = Vec::new();
+    for e in trace.trace_events.iter().filter(|e| e.ph != "M") {
+        let thread = (thread_text(&e.pid), thread_text(&e.tid));
+        let ordinal = ordinals.entry(thread.clone()).or_default();
+        let at = (thread.0.clone(), thread.1.clone(), *ordinal);
+        *ordinal += 1;
+        let ts = exact_ps(e.ts);
+        match e.ph.as_str() {
+            "X" => slices.entry(thread).or_default().push((ts, ts + exact_ps(e.dur), at)),
+            "s" | "f" if e.cat == "fwdbwd" => {
+                ends.push((e.ph == "s", e.id.to_string(), ts, e.ph == "s" || e.bp == "e", thread))
+            }
+            _ => {}
+        }
+    }
+    let bind = |enclosing: bool, ts: i128, thread: &Thread| {
+        let of_thread = slices.get(thread)?;
+        if enclosing {
+            of_thread.iter().filter(|s| s.0 <= ts && ts <= s.1).min_by_key(|s| s.1 - s.0).map(|s| s.2.clone())
+        } else {
+            of_thread.iter().filter(|s| s.0 >= ts).min_by_key(|s| (s.0, -(s.1 - s.0))).map(|s| s.2.clone())
+        }
+    };
+    let mut flows = Vec::new();
+    for (_, id, ts, enclosing, thread) in ends.iter().filter(|end| !end.0) {
+        let start = ends.iter().filter(|s| s.0 && s.1 == *id && s.2 <= *ts).max_by_key(|s| s.2);
+        let Some(start) = start else { continue };
+        if let (Some(from), Some(to)) = (bind(true, start.2, &start.4), bind(*enclosing, *ts, thread)) {
+            flows.push((from, to));
+        }
+    }
+    flows.sort();
+    (flows, ordinals)
+}
+
+/// The index's flows between two host events, as [`ThreadEvent`]s; checks that every
+/// other flow ends on a device.
+fn host_to_host_flows(host: &Host, index: &TimelineIndex) -> Vec<ThreadFlow> {
+    let thread_event = |id: u32| {
+        let at = ModelRef::unpack(index.event(id).expect("event").source);
+        let plane = &host.planes[at.plane as usize];
+        let (pid, tid) = plane.lines[at.line as usize].chrome_track.clone().expect("a Chrome track");
+        (plane.name.starts_with("/device:"), (track_text(pid), track_text(tid), at.event as usize))
+    };
+    let mut flows = Vec::new();
+    for id in 0..index.event_count() as u32 {
+        for link in index.flows_of(id).into_iter().filter(|l| l.direction == mlprof_timeline::FlowDirection::Out) {
+            let ((from_device, from), (to_device, to)) = (thread_event(id), thread_event(link.event));
+            assert!(!from_device, "flows start on the host");
+            if !to_device {
+                flows.push((from, to));
+            }
+        }
+    }
+    flows.sort();
+    flows
+}
+
+#[test]
+fn kineto_forward_ops_link_to_their_backward_ops() {
+    for (fixture, pairs) in [
+        ("kineto/torch_profile/logdir", 42),
+        ("kineto/hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", 905),
+    ] {
+        let host = load(fixture);
+        let index = index_of(&host);
+        let path = data(fixture);
+        let file = if path.is_dir() {
+            std::fs::read_dir(&path).expect("dir").map(|e| e.expect("entry").path()).next().expect("one trace")
+        } else {
+            path
+        };
+        let (expected, thread_lengths) = fwdbwd_flows_in_json(&file);
+        assert_eq!(expected.len(), pairs, "{fixture}: fwdbwd pairs in the JSON");
+        assert_eq!(host_to_host_flows(&host, &index), expected, "{fixture}");
+        // File-order positions name the same events in the model: one line per thread,
+        // holding all of its events.
+        let lines: Vec<_> = host.planes.iter().flat_map(|p| &p.lines).collect();
+        assert_eq!(lines.len(), thread_lengths.len(), "{fixture}");
+        for line in lines {
+            let (pid, tid) = line.chrome_track.clone().expect("a Chrome track");
+            assert_eq!(
+                Some(&line.len()),
+                thread_lengths.get(&(track_text(pid), track_text(tid))),
+                "{fixture}: {}",
+                line.name
+            );
+        }
+    }
+}

@@ -16,6 +16,7 @@ fn data(relative: &str) -> PathBuf {
 
 const JAX_LOGDIR: &str = "xspace/jax_profile/logdir";
 const KINETO_RANKS: &str = "kineto/hta/timeline_analysis";
+const TORCH_LOGDIR: &str = "kineto/torch_profile/logdir";
 
 struct Fixture {
     server: TestServer,
@@ -263,6 +264,44 @@ fn kineto_trace_has_a_steps_section_and_launch_to_kernel_flows() {
     let all = fixture.json("view", &format!("&start_ps={start}&end_ps={end}&width_px=16384"));
     assert_eq!(shown(&all), meta["events"].as_u64().expect("events"));
     assert!(all["flows"].as_array().expect("flows").len() > 100);
+}
+
+#[test]
+fn pytorch_backward_ops_come_from_their_forward_ops() {
+    let cache = tempfile::tempdir().expect("cache dir");
+    let fixture = serve(&data(TORCH_LOGDIR), cache.path());
+    // The trace's 84 `Backward0` events: 42 backward ops, each the finish of one of the
+    // 42 `fwdbwd` flows, inside as many `autograd::engine::evaluate_function` wrappers.
+    let found = fixture.json("search", "&q=Backward0&limit=1000");
+    assert_eq!(found["total"].as_u64(), Some(84));
+    let mut linked = 0;
+    for result in found["results"].as_array().expect("results") {
+        let event = fixture.json("event", &format!("&id={}", result["id"]));
+        let name = event["name"].as_str().expect("name");
+        let flows = event["flows"].as_array().expect("flows");
+        if name.starts_with("autograd::") {
+            assert!(flows.is_empty(), "{event}");
+            continue;
+        }
+        assert_eq!(flows.len(), 1, "{event}");
+        let forward = &flows[0];
+        assert_eq!(forward["direction"], "in");
+        assert!(forward["name"].as_str().expect("name").starts_with("aten::"), "{event}");
+        let forward = fixture.json("event", &format!("&id={}", forward["event"]));
+        assert!(
+            forward["flows"]
+                .as_array()
+                .expect("flows")
+                .iter()
+                .any(|f| f["direction"] == "out" && f["event"] == result["id"] && f["name"] == name)
+        );
+        assert!(forward["start_ps"].as_i64() < event["start_ps"].as_i64(), "forward before backward");
+        if name == "ReluBackward0" {
+            assert_eq!(forward["name"], "aten::relu");
+        }
+        linked += 1;
+    }
+    assert_eq!(linked, 42);
 }
 
 #[test]
