@@ -15,7 +15,7 @@ use mlprof_model::fxhash::{FxMap, FxSet};
 use mlprof_model::{Event, Host, Plane, StatValue, names};
 
 use crate::tf_op::{OpCategory, parse_tf_op};
-use crate::xstats::{self, StatKeys, StatSlots};
+use crate::xstats::{self, StatSlots};
 
 /// The event types grouping cares about (XProf's `HostEventType` subset).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -252,7 +252,8 @@ impl Csr {
 /// The event forest of one host.
 pub(super) struct Forest<'h> {
     pub host: &'h Host,
-    keys: Vec<StatKeys<13>>,
+    /// Per plane, the slots of [`STATS`].
+    slots: Vec<StatSlots<13>>,
     lines: Vec<LineStart>,
     /// Grouping's kind of each node.
     pub kinds: Vec<Kind>,
@@ -312,7 +313,7 @@ impl<'h> Forest<'h> {
 
     fn stat(&self, node: u32, stat: usize) -> Option<StatValue> {
         let (plane, event) = self.plane_and_event(node)?;
-        xstats::event_stat(plane, &event, self.keys[self.locate(node).plane as usize].key(stat))
+        self.slots[self.locate(node).plane as usize].row(plane, &event).get(stat)
     }
 
     /// Integer stat number `stat` (an index in [`STATS`]) of `node`.
@@ -322,7 +323,7 @@ impl<'h> Forest<'h> {
 
     fn str_stat(&self, node: u32, stat: usize) -> Option<&'h str> {
         let (plane, event) = self.plane_and_event(node)?;
-        xstats::event_str(plane, &event, self.keys[self.locate(node).plane as usize].key(stat))
+        self.slots[self.locate(node).plane as usize].row(plane, &event).str(stat, plane, &event)
     }
 
     /// The event name of `node`.
@@ -355,11 +356,11 @@ impl<'h> Forest<'h> {
 
     /// Builds nodes, intra-thread nesting, inter-thread and context-group edges.
     pub fn build(host: &'h Host) -> Forest<'h> {
-        let keys: Vec<StatKeys<13>> = host.planes.iter().map(|plane| StatKeys::new(plane, STATS)).collect();
+        let slots: Vec<StatSlots<13>> = host.planes.iter().map(|plane| StatSlots::new(plane, STATS)).collect();
         let events: usize = host.planes.iter().flat_map(|p| &p.lines).map(|l| l.len()).sum();
         let mut forest = Forest {
             host,
-            keys,
+            slots,
             lines: Vec::new(),
             kinds: Vec::with_capacity(events),
             nest_parent: Vec::with_capacity(events),
@@ -375,7 +376,6 @@ impl<'h> Forest<'h> {
         let mut contexts = Contexts::default();
         let mut links = Links::default();
         for (plane_index, plane) in host.planes.iter().enumerate() {
-            let slots = StatSlots::new(plane, STATS);
             let is_host_plane = plane.name == names::HOST_PLANE;
             let metadata_kinds: Vec<Kind> = plane.event_metadata.iter().map(|m| kind_of_name(&m.name)).collect();
             let plane_pid = plane.plane_stat("process_id").and_then(xstats::as_int);
@@ -389,7 +389,7 @@ impl<'h> Forest<'h> {
                 let mut open: Vec<(u32, i64, i64)> = Vec::new();
                 for event in line.iter() {
                     let node = forest.len();
-                    let row = slots.row(plane, &event);
+                    let row = forest.slots[plane_index].row(plane, &event);
                     let int = |slot: usize| row.int(slot);
                     let mut kind = metadata_kinds.get(event.metadata_index() as usize).copied().unwrap_or(Kind::Other);
                     if kind == Kind::Other && int(CORRELATION_ID).is_some() {

@@ -120,7 +120,7 @@ fn stage_id(row: &StatRow<6>) -> Option<i64> {
 /// (XProf's `CollectTfOpsFromHostThreadsXPlane`).
 fn collect_ops(plane: &Plane, slots: &StatSlots<6>) -> FxMap<i64, HostOp> {
     let mut ops: FxMap<i64, HostOp> = FxMap::default();
-    let has_stages = [STAGE_ID, STAGE_ID_SHORT].iter().any(|&i| plane.find_stat_key(STAT_NAMES[i]).is_some());
+    let has_stages = slots.resolves(STAGE_ID) || slots.resolves(STAGE_ID_SHORT);
     // Without stage stats an op depends on its metadata only: parse each name once.
     let mut seen = vec![false; plane.event_metadata.len()];
     for line in &plane.lines {
