@@ -8,6 +8,7 @@ pub mod datatable;
 pub mod framework_op_stats;
 pub mod gpu;
 pub mod grouping;
+mod hlo;
 mod hta_read;
 pub mod input_pipeline;
 pub mod inventory;

@@ -9,10 +9,10 @@
 //! event's own stats are read (not its metadata's, as `GpuEventStats` does), the first
 //! launch seen of a group decides its occupancy, each host keeps its top
 //! [`MAX_KERNELS`] groups, and hosts are concatenated (not merged) before a final top
-//! [`MAX_KERNELS`] cut. Mapping XLA kernels back to the TF op of their HLO instruction
-//! needs the HLO protos of `/host:metadata`, which mlprof does not decode yet; such
-//! kernels keep the op named by their `tf_op` stat, as XProf does when the HLO
-//! instruction is unknown.
+//! [`MAX_KERNELS`] cut. A kernel XLA launched (an `hlo_op` and a `program_id` stat) is
+//! named after the framework op of its HLO instruction (`op_name:op_type` of the
+//! instruction's metadata, from the compiled programs of `/host:metadata`); when the
+//! instruction is unknown it keeps the op its `tf_op` stat names, as in XProf.
 //!
 //! Kineto (PyTorch) traces are read by `kernel_stats::kineto`: launch parameters from
 //! the kernel's args (`registers per thread`, `shared memory`, `grid`, `block`), the op
@@ -29,6 +29,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::datatable::DataTable;
+use crate::hlo::HloModules;
 use crate::report::{Cell, Report, Section, Table};
 use crate::xstats::{self, StatKeys};
 
@@ -339,28 +340,38 @@ pub struct KernelStats {
 }
 
 /// Stat names read off kernel events, in [`StatKeys`] order.
-const STAT_NAMES: [&str; 3] = ["kernel_details", "tf_op", "equation"];
+const STAT_NAMES: [&str; 5] = ["kernel_details", "tf_op", "equation", "hlo_op", "program_id"];
 
-/// Adds the kernels of one GPU plane to `groups`.
-fn collect_plane(plane: &Plane, groups: &mut HashMap<GroupKey, GroupTimes>) {
+/// Adds the kernels of one GPU plane to `groups`, naming XLA kernels from `modules`.
+fn collect_plane(plane: &Plane, modules: &HloModules, groups: &mut HashMap<GroupKey, GroupTimes>) {
     let keys = StatKeys::new(plane, STAT_NAMES);
-    let (details_key, tf_op_key, equation_key) = (keys.key(0), keys.key(1), keys.key(2));
+    let [details_key, tf_op_key, equation_key, hlo_op_key, program_key] = std::array::from_fn(|i| keys.key(i));
     if details_key.is_none() {
         return;
     }
     for line in plane.lines.iter().filter(|line| line.id < DERIVED_LINE_ID_MIN) {
         for event in line.iter() {
+            // XProf skips kernels shorter than a nanosecond (`DurationNs() == 0`).
             let duration_ps = event.duration_ps();
-            if duration_ps <= 0 {
+            if duration_ps < PS_PER_NS {
                 continue;
             }
             // The last value of each stat wins, as in XProf's `GpuEventStats`.
-            let (mut details, mut tf_op, mut equation) = ("", "", "");
+            let (mut details, mut tf_op, mut equation, mut hlo_op) = ("", "", "", None);
+            let mut program_id = None;
             for stat in event.stats() {
                 let slot = match Some(stat.key) {
                     k if k == details_key => &mut details,
                     k if k == tf_op_key => &mut tf_op,
                     k if k == equation_key => &mut equation,
+                    k if k == hlo_op_key => {
+                        hlo_op = Some(xstats::as_str(plane, event.store(), stat.value).unwrap_or(""));
+                        continue;
+                    }
+                    k if k == program_key => {
+                        program_id = xstats::as_int(stat.value);
+                        continue;
+                    }
                     _ => continue,
                 };
                 *slot = xstats::as_str(plane, event.store(), stat.value).unwrap_or("");
@@ -371,14 +382,21 @@ fn collect_plane(plane: &Plane, groups: &mut HashMap<GroupKey, GroupTimes>) {
             let name = xstats::event_name(plane, &event);
             let params = parse_kernel_details(details);
             let uses_tensor_core = kernel_uses_tensor_core(name);
-            let (op_name, eligible) = if tf_op.is_empty() {
-                ("", false)
+            let (mut op_name, mut eligible) = if tf_op.is_empty() {
+                (String::new(), false)
             } else {
                 let op_name = tf_op_name(tf_op);
                 let eligible =
                     einsum_tensor_core_eligible(equation) || op_tensor_core_eligible(op_name) || uses_tensor_core;
-                (op_name, eligible)
+                (op_name.to_string(), eligible)
             };
+            let instruction = hlo_op.zip(program_id).and_then(|(hlo_op, program)| {
+                modules.instruction(program, hlo_op.rsplit("::").next().unwrap_or(hlo_op))
+            });
+            if let Some(instruction) = instruction {
+                op_name = instruction.tf_op_fullname();
+                eligible |= op_tensor_core_eligible(&op_name);
+            }
             let key = GroupKey {
                 name: name.to_string(),
                 grid_dim: params.grid_dim,
@@ -388,7 +406,7 @@ fn collect_plane(plane: &Plane, groups: &mut HashMap<GroupKey, GroupTimes>) {
                 dynamic_shmem_bytes: params.dynamic_shmem_bytes,
                 uses_tensor_core,
                 op_tensor_core_eligible: eligible,
-                op_name: op_name.to_string(),
+                op_name,
             };
             add_launch(groups, key, duration_ps, params.occupancy_pct);
         }
@@ -422,9 +440,12 @@ pub fn analyze(hosts: &[&Host]) -> KernelStats {
         if crate::kineto::is_kineto(host) {
             stats.gpu_planes += kineto::collect_host(host, &mut groups);
         } else {
-            for plane in host.planes.iter().filter(|plane| plane.name.starts_with(GPU_PLANE_PREFIX)) {
+            let gpu_planes = || host.planes.iter().filter(|plane| plane.name.starts_with(GPU_PLANE_PREFIX));
+            let has_xla = gpu_planes().any(|plane| plane.find_stat_key("hlo_op").is_some());
+            let modules = if has_xla { HloModules::of_host(host) } else { HloModules::default() };
+            for plane in gpu_planes() {
                 stats.gpu_planes += 1;
-                collect_plane(plane, &mut groups);
+                collect_plane(plane, &modules, &mut groups);
             }
         }
         let mut reports: Vec<KernelReport> =
@@ -568,7 +589,63 @@ impl KernelStats {
 
 #[cfg(test)]
 mod tests {
+    use mlprof_model::{Line, PlaneBuilder, SourceFormat, StatValue};
+
     use super::*;
+    use crate::hlo::tests::sample_metadata_plane;
+
+    #[test]
+    fn xla_kernels_take_the_framework_op_of_their_instruction() {
+        let mut gpu = PlaneBuilder::new(1, "/device:GPU:0");
+        let [details, hlo_op, program, tf_op] =
+            ["kernel_details", "hlo_op", "program_id", "tf_op"].map(|n| gpu.stat_key(n));
+        let mut line = Line::new(7, "Stream #7(Kernel)");
+        let launch = "regs:32 static_shared:0 dynamic_shared:0 grid:1,1,1 block:128,1,1 occ_pct:50";
+        // (kernel, hlo_op, program id, tf_op, duration ps)
+        for (i, (name, op, program_id, tf, duration)) in [
+            ("gemm_dot_1", "dot.1", 7, None, 4_000),
+            ("gemm_dot_1", "jit_f::dot.1", 7, Some("model/MatMul:MatMul"), 6_000),
+            ("loop_fusion_1", "fusion.1", 7, None, 2_000),
+            ("unknown_9", "unknown.9", 7, Some("model/Relu:Relu"), 1_000),
+            ("other_program", "dot.1", 8, None, 1_000),
+            ("sub_ns", "dot.1", 7, None, 999),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            line.stats.push_str(details, launch).expect("fits");
+            line.stats.push_str(hlo_op, op).expect("fits");
+            line.stats.push(program, StatValue::Int(program_id));
+            if let Some(tf) = tf {
+                line.stats.push_str(tf_op, tf).expect("fits");
+            }
+            let metadata = gpu.event_metadata(name, 0, |_| Vec::new());
+            line.push_event(metadata, i as i64 * 10_000, duration);
+        }
+        gpu.push_line(line);
+        let mut host = Host::new("h", "h", SourceFormat::Xspace);
+        host.planes.push(sample_metadata_plane(7));
+        host.planes.push(gpu.finish());
+
+        let stats = analyze(&[&host]);
+        let rows: Vec<_> = stats
+            .kernels
+            .iter()
+            .map(|k| (k.name.as_str(), k.op_name.as_str(), k.is_op_tensor_core_eligible, k.total_duration_ns))
+            .collect();
+        // The MatMul launch stays TensorCore-eligible when XLA renames its op, so it is
+        // a group of its own; the sub-nanosecond launch is not counted.
+        assert_eq!(
+            rows,
+            [
+                ("gemm_dot_1", "jit(f)/dot_general:", true, 6),
+                ("gemm_dot_1", "jit(f)/dot_general:", false, 4),
+                ("loop_fusion_1", "", false, 2),
+                ("other_program", "", false, 1),
+                ("unknown_9", "model/Relu", false, 1),
+            ]
+        );
+    }
 
     #[test]
     fn parses_current_cupti_format() {

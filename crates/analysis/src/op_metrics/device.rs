@@ -2,23 +2,25 @@
 //! its roll-up to framework ops (`CreateTfMetricsDbFromDeviceOpMetricsDb`).
 //!
 //! Kernels never nest, so each kernel's self time is its duration. Kernels that carry a
-//! `tf_op` stat become ops named `<tf op name>/<kernel>`; XLA kernels (an `hlo_op` stat)
-//! need XProf's HLO module map (the compiled HLO protos) to be named and categorised,
-//! which mlprof does not decode, so they only count towards the device's span and idle
-//! time.
+//! `tf_op` stat become ops named `<tf op name>/<kernel>`; XLA kernels (an `hlo_op`
+//! stat) become their HLO instruction, named from the compiled programs of the
+//! host's `/host:metadata` plane (`op_metrics::xla_device`).
 
 use mlprof_model::{Host, Plane, names};
 
+use super::xla_device::{XlaKernel, XlaRuns};
 use super::{DbBuilder, DeviceOpRun, IDLE, OpMetricsDb, is_derived_line_id, ps};
 use crate::grouping::HostGroups;
+use crate::hlo::HloModules;
 use crate::tf_op::parse_tf_op;
-use crate::xstats::{self, StatKeys};
+use crate::xstats::{self, StatSlots};
 
 /// XProf's `device_op_metrics_db` of one host: every GPU plane's kernels that carry a
-/// `tf_op` stat, keyed `<tf op name>/<kernel name>`, with each plane's `IDLE` row,
-/// combined over the planes. Empty for CPU-only hosts, and for TPU hosts (XProf reads
-/// TPU planes differently; not supported). Kineto hosts: kernels, copies and memsets
-/// keyed `<ATen op>/<kernel>` (see `op_metrics::kineto_device`).
+/// `tf_op` stat, keyed `<tf op name>/<kernel name>`, and its XLA kernels, keyed by
+/// their HLO instruction, with each plane's `IDLE` row, combined over the planes.
+/// Empty for CPU-only hosts, and for TPU hosts (XProf reads TPU planes differently; not
+/// supported). Kineto hosts: kernels, copies and memsets keyed `<ATen op>/<kernel>`
+/// (see `op_metrics::kineto_device`).
 pub fn device_op_metrics_db(host: &Host, groups: &HostGroups) -> OpMetricsDb {
     if crate::kineto::is_kineto(host) {
         return super::kineto_device::device_op_metrics_db(host);
@@ -26,12 +28,12 @@ pub fn device_op_metrics_db(host: &Host, groups: &HostGroups) -> OpMetricsDb {
     if host.planes.iter().any(|plane| plane.name.starts_with(names::TPU_PLANE_PREFIX)) {
         return OpMetricsDb::default();
     }
+    let gpu_planes = || host.planes.iter().enumerate().filter(|(_, p)| p.name.starts_with(names::GPU_PLANE_PREFIX));
+    let has_xla = gpu_planes().any(|(_, plane)| plane.find_stat_key("hlo_op").is_some());
+    let modules = if has_xla { HloModules::of_host(host) } else { HloModules::default() };
     let mut combined = DbBuilder::default();
-    for (plane_index, plane) in host.planes.iter().enumerate() {
-        if !plane.name.starts_with(names::GPU_PLANE_PREFIX) {
-            continue;
-        }
-        let mut builder = DbBuilder::default();
+    for (plane_index, plane) in gpu_planes() {
+        let mut db = plane_db(plane, plane_index, groups, &modules);
         let (mut first_ps, mut last_ps) = (i64::MAX, 0i64);
         for line in plane.lines.iter().filter(|line| !is_derived_line_id(line.id)) {
             for event in line.iter() {
@@ -40,16 +42,6 @@ pub fn device_op_metrics_db(host: &Host, groups: &HostGroups) -> OpMetricsDb {
                 last_ps = last_ps.max(event.offset_ps().saturating_add(event.duration_ps()));
             }
         }
-        plane_runs(plane, plane_index, groups, |run| {
-            let time_ps = ps(run.duration_ps);
-            let metrics = builder.add_occurrence(0, &format!("{}/{}", run.op_name, run.kernel), time_ps, time_ps);
-            if metrics.occurrences == 1 && metrics.category.is_empty() && metrics.provenance.is_empty() {
-                metrics.category = if run.op_type.is_empty() { "unknown".into() } else { run.op_type.into() };
-                metrics.provenance = run.provenance.to_string();
-                metrics.is_eager |= run.is_eager;
-            }
-        });
-        let mut db = builder.finish();
         db.set_total_time(if last_ps != 0 { ps(last_ps - first_ps) } else { 0 });
         db.add_idle_op();
         combined.combine(&db, true);
@@ -57,7 +49,29 @@ pub fn device_op_metrics_db(host: &Host, groups: &HostGroups) -> OpMetricsDb {
     combined.finish()
 }
 
-/// Every GPU kernel of an XSpace host that [`device_op_metrics_db`] counts as an op
+/// The ops of one GPU plane, in XProf's order: per stream, each TF kernel as it comes
+/// and each run of XLA kernels when it ends.
+fn plane_db(plane: &Plane, plane_index: usize, groups: &HostGroups, modules: &HloModules) -> OpMetricsDb {
+    let mut builder = DbBuilder::default();
+    let mut xla = XlaRuns::new(modules);
+    plane_kernels(plane, plane_index, groups, |kernel| match kernel {
+        GpuKernel::Xla(kernel) => xla.add(&kernel, &mut builder),
+        GpuKernel::Tf(run) => {
+            xla.flush(&mut builder);
+            let time_ps = ps(run.duration_ps);
+            let metrics = builder.add_occurrence(0, &format!("{}/{}", run.op_name, run.kernel), time_ps, time_ps);
+            if metrics.occurrences == 1 && metrics.category.is_empty() && metrics.provenance.is_empty() {
+                metrics.category = if run.op_type.is_empty() { "unknown".into() } else { run.op_type.into() };
+                metrics.provenance = run.provenance.to_string();
+                metrics.is_eager |= run.is_eager;
+            }
+        }
+        GpuKernel::LineEnd => xla.flush(&mut builder),
+    });
+    builder.finish()
+}
+
+/// Every GPU kernel of an XSpace host that [`device_op_metrics_db`] counts as a TF op
 /// (kernels with a `tf_op` stat and no `hlo_op`), one call per kernel. TPU hosts have
 /// none (as in the database).
 pub(super) fn xspace_device_op_runs(host: &Host, groups: &HostGroups, mut visit: impl FnMut(&DeviceOpRun<'_>)) {
@@ -66,30 +80,58 @@ pub(super) fn xspace_device_op_runs(host: &Host, groups: &HostGroups, mut visit:
     }
     for (plane_index, plane) in host.planes.iter().enumerate() {
         if plane.name.starts_with(names::GPU_PLANE_PREFIX) {
-            plane_runs(plane, plane_index, groups, &mut visit);
+            plane_kernels(plane, plane_index, groups, |kernel| {
+                if let GpuKernel::Tf(run) = kernel {
+                    visit(&run);
+                }
+            });
         }
     }
 }
 
-/// The kernels of one GPU plane that carry a `tf_op` stat and no `hlo_op` (XLA
-/// kernels need the HLO module map to be named), each as a run of its TF op.
-fn plane_runs<'p>(plane: &'p Plane, plane_index: usize, groups: &HostGroups, mut visit: impl FnMut(&DeviceOpRun<'p>)) {
-    let keys = StatKeys::new(plane, ["tf_op", "hlo_op", "is_eager"]);
+/// What one event of a GPU stream is to the op database.
+enum GpuKernel<'p> {
+    /// A kernel XLA launched (it has an `hlo_op` stat).
+    Xla(XlaKernel<'p>),
+    /// A kernel of a TF op (a `tf_op` stat and no `hlo_op`).
+    Tf(DeviceOpRun<'p>),
+    /// The end of a stream.
+    LineEnd,
+}
+
+/// Stats read off GPU events, in [`StatSlots`] order.
+const KERNEL_STATS: [&str; 6] = ["tf_op", "hlo_op", "is_eager", "program_id", "flops", "bytes_accessed"];
+
+/// The kernels of one GPU plane's streams in order, each followed by the end of its
+/// stream; events that are neither TF nor XLA kernels are skipped.
+fn plane_kernels<'p>(plane: &'p Plane, plane_index: usize, groups: &HostGroups, mut visit: impl FnMut(GpuKernel<'p>)) {
+    let slots = StatSlots::new(plane, KERNEL_STATS);
     for (line_index, line) in plane.lines.iter().enumerate() {
         if is_derived_line_id(line.id) {
             continue;
         }
         for event in line.iter() {
-            if xstats::event_str(plane, &event, keys.key(1)).is_some_and(|hlo| !hlo.is_empty()) {
+            let stats = slots.row(plane, &event);
+            let is_eager =
+                stats.int(2).is_some_and(|v| v != 0) || groups.is_eager(plane_index, line_index, event.index());
+            if let Some(hlo_op) = stats.str(1, plane, &event) {
+                visit(GpuKernel::Xla(XlaKernel {
+                    line: line_index,
+                    program_id: stats.int(3),
+                    hlo_op,
+                    group: groups.group_of(plane_index, line_index, event.index()),
+                    is_eager,
+                    duration_ps: event.duration_ps(),
+                    flops: stats.int(4).map_or(0, |v| v as u64),
+                    bytes_accessed: stats.int(5).map_or(0, |v| v as u64),
+                }));
                 continue;
             }
-            let Some(full) = xstats::event_str(plane, &event, keys.key(0)).filter(|s| !s.is_empty()) else {
+            let Some(full) = stats.str(0, plane, &event).filter(|s| !s.is_empty()) else {
                 continue;
             };
             let op = parse_tf_op(full);
-            let is_eager = xstats::event_int(plane, &event, keys.key(2)).is_some_and(|v| v != 0)
-                || groups.is_eager(plane_index, line_index, event.index());
-            visit(&DeviceOpRun {
+            visit(GpuKernel::Tf(DeviceOpRun {
                 plane: plane_index,
                 line: line_index,
                 event: event.index(),
@@ -101,8 +143,9 @@ fn plane_runs<'p>(plane: &'p Plane, plane_index: usize, groups: &HostGroups, mut
                 duration_ps: event.duration_ps(),
                 is_eager,
                 launched_by: None,
-            });
+            }));
         }
+        visit(GpuKernel::LineEnd);
     }
 }
 

@@ -22,6 +22,7 @@ mod kineto_host;
 mod kineto_ops;
 #[cfg(test)]
 pub(crate) mod kineto_tests;
+mod xla_device;
 
 use std::collections::HashMap;
 
@@ -142,10 +143,17 @@ impl DbBuilder {
     /// long with `self_ps` of self time (also added to the op time), and returns the op
     /// (its `occurrences` is 1 on its first occurrence).
     fn add_occurrence(&mut self, module: u64, name: &str, time_ps: u64, self_ps: u64) -> &mut OpMetrics {
+        self.add_run(module, name, 1, time_ps, self_ps)
+    }
+
+    /// Counts `occurrences` occurrences of the op keyed `(module, name)` on one core,
+    /// `time_ps` long in all with `self_ps` of self time (also added to the op time),
+    /// and returns the op.
+    fn add_run(&mut self, module: u64, name: &str, occurrences: u64, time_ps: u64, self_ps: u64) -> &mut OpMetrics {
         self.db.total_op_time_ps += self_ps;
         let op = self.entry(module, name);
         op.num_cores = 1;
-        op.occurrences += 1;
+        op.occurrences += occurrences;
         op.time_ps += time_ps;
         op.self_time_ps += self_ps;
         op

@@ -19,11 +19,9 @@
 
 mod collect;
 mod forest;
-mod hlo;
 mod nesting;
 mod options;
 mod profile;
-mod protowire;
 mod render;
 mod show;
 mod stats;

@@ -3,12 +3,12 @@
 //! `nn.Module` and Python frames, memory events, two steps, a launched and an orphan
 //! kernel) and an XLA host (an HLO program with operands, shapes and a Python stack).
 
-use mlprof_model::{EventMetadata, Host, Line, Plane, PlaneBuilder, SourceFormat, StatValue, names};
+use mlprof_model::{Host, Line, PlaneBuilder, SourceFormat, StatValue, names};
 
-use super::hlo::tests::sample_hlo_proto;
 use super::*;
 use crate::framework_op_stats;
 use crate::grouping::group_host;
+use crate::hlo::tests::sample_metadata_plane;
 
 const US: i64 = 1_000_000;
 
@@ -321,25 +321,7 @@ fn profiles_without_steps_or_ops_say_so() {
 /// host thread `dot.1` runs twice (10 µs each), `fusion.1` once (5 µs) and an
 /// instruction the program lacks once (1 µs).
 fn xla_host() -> Host {
-    let mut metadata = Plane::new(0, names::METADATA_PLANE);
-    metadata.stat_metadata = ["Hlo Proto", "program_id"]
-        .iter()
-        .enumerate()
-        .map(|(i, name)| mlprof_model::StatMetadata {
-            id: i as i64 + 1,
-            name: (*name).into(),
-            description: String::new(),
-        })
-        .collect();
-    let proto = metadata.metadata_stats.store_bytes(&sample_hlo_proto("jit_f")).expect("fits");
-    metadata.metadata_stats.push(0, StatValue::Bytes(proto));
-    metadata.metadata_stats.push(1, StatValue::Int(7));
-    metadata.event_metadata.push(EventMetadata {
-        id: 1,
-        name: "jit_f(7)".into(),
-        stats: 0..2,
-        ..EventMetadata::default()
-    });
+    let metadata = sample_metadata_plane(7);
 
     let mut builder = PlaneBuilder::new(1, names::HOST_PLANE);
     let (hlo_op, module, program) =

@@ -15,10 +15,10 @@ use std::collections::{BTreeSet, HashMap};
 
 use mlprof_model::{Plane, names};
 
-use super::super::hlo::{HloModule, HloModules};
 use super::super::nesting::nest;
 use super::super::profile::{OpRecord, OpSource, Profile, ROOT_PATH};
 use super::{HostContext, flops_of};
+use crate::hlo::{HloModule, HloModules};
 use crate::tf_op::{OpCategory, parse_tf_op};
 use crate::xstats::{self, StatKeys};
 
@@ -186,7 +186,7 @@ fn name_op(
         let component = profile.strings.intern(frame);
         profile.code.child(path, component)
     });
-    let operands: Vec<&super::super::hlo::HloInstruction> =
+    let operands: Vec<&crate::hlo::HloInstruction> =
         instruction.operands.iter().filter_map(|&i| module.instructions.get(i)).collect();
     let input_shapes = (!operands.is_empty()).then(|| {
         profile.availability.input_shapes = true;

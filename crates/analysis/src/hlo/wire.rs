@@ -1,4 +1,4 @@
-//! A minimal protobuf wire-format reader for the few XLA messages tfprof reads out of
+//! A minimal protobuf wire-format reader for the few XLA messages mlprof reads out of
 //! an XSpace (`HloProto` in the `/host:metadata` plane).
 //!
 //! The one design decision to know: the reader never fails loudly. A truncated or
@@ -9,7 +9,7 @@
 
 /// One field value as it appears on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Value<'a> {
+pub(crate) enum Value<'a> {
     /// Wire type 0.
     Varint(u64),
     /// Wire type 1 (little-endian).
@@ -22,7 +22,7 @@ pub(super) enum Value<'a> {
 
 impl<'a> Value<'a> {
     /// The payload of a length-delimited field.
-    pub(super) fn bytes(self) -> Option<&'a [u8]> {
+    pub(crate) fn bytes(self) -> Option<&'a [u8]> {
         match self {
             Value::Bytes(bytes) => Some(bytes),
             _ => None,
@@ -30,12 +30,12 @@ impl<'a> Value<'a> {
     }
 
     /// A length-delimited field as UTF-8 text ("" when it is not valid UTF-8).
-    pub(super) fn text(self) -> &'a str {
+    pub(crate) fn text(self) -> &'a str {
         self.bytes().and_then(|b| std::str::from_utf8(b).ok()).unwrap_or("")
     }
 
     /// A varint field as a signed integer (protobuf `int64`/`int32` two's complement).
-    pub(super) fn int(self) -> Option<i64> {
+    pub(crate) fn int(self) -> Option<i64> {
         match self {
             Value::Varint(v) => Some(v as i64),
             _ => None,
@@ -45,12 +45,12 @@ impl<'a> Value<'a> {
 
 /// Iterates over the `(field number, value)` pairs of one message.
 #[derive(Clone, Debug)]
-pub(super) struct Fields<'a> {
+pub(crate) struct Fields<'a> {
     data: &'a [u8],
 }
 
 /// The fields of `message`.
-pub(super) fn fields(message: &[u8]) -> Fields<'_> {
+pub(crate) fn fields(message: &[u8]) -> Fields<'_> {
     Fields { data: message }
 }
 
@@ -89,7 +89,7 @@ impl<'a> Fields<'a> {
 
 /// The integers of a repeated `int64` field, whether packed (one length-delimited
 /// value) or not (one varint per element): call it on each occurrence of the field.
-pub(super) fn push_ints(value: Value<'_>, out: &mut Vec<i64>) {
+pub(crate) fn push_ints(value: Value<'_>, out: &mut Vec<i64>) {
     match value {
         Value::Varint(v) => out.push(v as i64),
         Value::Bytes(mut packed) => {
@@ -126,7 +126,7 @@ fn read_varint(data: &mut &[u8]) -> Option<u64> {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Test encoder: a varint.

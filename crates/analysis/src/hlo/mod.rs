@@ -3,8 +3,8 @@
 //! framework op name (`jit(train_step)/jvp()/dot_general`), opcode and fusion kind,
 //! output shape, operands and the Python stack that created it.
 //!
-//! The one design decision to know: only what tfprof's views need is decoded, field by
-//! field from the wire format (`xla/service/hlo.proto`, `xla/xla_data.proto`), and
+//! The one design decision to know: only what tfprof's views and the XLA device op
+//! metrics need is decoded, field by field from the wire format (`xla/service/hlo.proto`, `xla/xla_data.proto`), and
 //! anything missing or malformed just leaves that fact unknown. XLA op events name
 //! their instruction (`hlo_op`) and program (`program_id`, else `hlo_module`).
 
@@ -12,11 +12,13 @@ use std::collections::HashMap;
 
 use mlprof_model::{Host, StatValue, names};
 
-use super::protowire::{Value, fields, push_ints};
+mod wire;
+
+use wire::{Value, fields, push_ints};
 
 /// The programs of one host, found by program id or module name.
 #[derive(Debug, Default)]
-pub(super) struct HloModules {
+pub(crate) struct HloModules {
     modules: Vec<HloModule>,
     by_program: HashMap<i64, usize>,
     by_name: HashMap<String, usize>,
@@ -24,7 +26,7 @@ pub(super) struct HloModules {
 
 /// One compiled program.
 #[derive(Debug, Default)]
-pub(super) struct HloModule {
+pub(crate) struct HloModule {
     /// Module name (`jit_train_step`).
     pub name: String,
     /// Instructions of all computations, entry computation included.
@@ -35,7 +37,7 @@ pub(super) struct HloModule {
 
 /// One HLO instruction.
 #[derive(Debug, Default)]
-pub(super) struct HloInstruction {
+pub(crate) struct HloInstruction {
     /// Instruction name, unique in its module (`dot.2`, `ynn_fusion.6`).
     pub name: String,
     /// Opcode (`dot`, `fusion`, `parameter`).
@@ -44,6 +46,11 @@ pub(super) struct HloInstruction {
     pub fusion_kind: String,
     /// The framework op it was lowered from (metadata `op_name`), possibly empty.
     pub op_name: String,
+    /// That op's type (metadata `op_type`, `dot_general`, `MatMul`), possibly empty.
+    pub op_type: String,
+    /// Metadata `deduplicated_name`: the name shared by instructions XLA deduplicated
+    /// into one (empty when none).
+    pub deduplicated_name: String,
     /// Metadata `stack_frame_id` (0 when none).
     pub stack_frame_id: i64,
     /// Metadata `source_file` and `source_line` when the producer set them.
@@ -61,7 +68,7 @@ pub(super) struct HloInstruction {
 impl HloInstruction {
     /// XProf-style category: `<kind> fusion` for fusions (`loop fusion`), else the
     /// opcode.
-    pub(super) fn category(&self) -> String {
+    pub(crate) fn category(&self) -> String {
         if self.opcode == "fusion" && !self.fusion_kind.is_empty() {
             let kind = self.fusion_kind.strip_prefix('k').unwrap_or(&self.fusion_kind);
             format!("{} fusion", kind.to_ascii_lowercase())
@@ -70,9 +77,47 @@ impl HloInstruction {
         }
     }
 
+    /// The category XProf shows for this instruction (XLA's
+    /// `HloInstruction::ToCategory`): `loop fusion`, `input fusion`, `output fusion` or
+    /// `custom fusion` for fusions, `data formatting` for copies, transposes, bitcasts and
+    /// reshapes, `non-fusion elementwise` for elementwise ops, else the opcode.
+    pub(crate) fn xprof_category(&self) -> &str {
+        if self.opcode == "fusion" {
+            return match self.fusion_kind.as_str() {
+                "kLoop" => "loop fusion",
+                "kInput" => "input fusion",
+                "kOutput" => "output fusion",
+                "kCustom" => "custom fusion",
+                _ => &self.opcode,
+            };
+        }
+        if DATA_FORMATTING_OPCODES.contains(&self.opcode.as_str()) {
+            "data formatting"
+        } else if ELEMENTWISE_OPCODES.contains(&self.opcode.as_str()) {
+            "non-fusion elementwise"
+        } else {
+            &self.opcode
+        }
+    }
+
+    /// The framework op as XProf names it for this instruction (XLA's `TfOpFullname`):
+    /// `op_name:op_type`; empty when the metadata names no op; `XLA_Args` and
+    /// `XLA_Retvals` without a type are their own type.
+    pub(crate) fn tf_op_fullname(&self) -> String {
+        if self.op_type.is_empty() {
+            if self.op_name.is_empty() {
+                return String::new();
+            }
+            if self.op_name == "XLA_Args" || self.op_name == "XLA_Retvals" {
+                return format!("{0}:{0}", self.op_name);
+            }
+        }
+        format!("{}:{}", self.op_name, self.op_type)
+    }
+
     /// The output shape as tfprof prints shapes: dimensions joined by `x`, `()` for a
     /// scalar.
-    pub(super) fn shape_text(&self) -> String {
+    pub(crate) fn shape_text(&self) -> String {
         if self.dims.is_empty() {
             "()".to_string()
         } else {
@@ -82,7 +127,7 @@ impl HloInstruction {
 
     /// Number of elements of the output (0 when a dimension is negative or the
     /// product overflows).
-    pub(super) fn element_count(&self) -> i64 {
+    pub(crate) fn element_count(&self) -> i64 {
         self.dims.iter().try_fold(1i64, |acc, &d| if d < 0 { None } else { acc.checked_mul(d) }).unwrap_or(0)
     }
 }
@@ -99,12 +144,72 @@ struct StackFrames {
     frames: Vec<(i64, i64)>,
 }
 
+/// Opcodes XLA's `ToCategory` calls `data formatting`.
+const DATA_FORMATTING_OPCODES: [&str; 4] = ["transpose", "copy", "reshape", "dynamic-reshape"];
+
+/// Opcodes of instructions XLA counts as elementwise (`HloInstruction::IsOpElementwise`,
+/// plus constants, `rng` and `map`, whose instruction classes say so).
+const ELEMENTWISE_OPCODES: [&str; 52] = [
+    "abs",
+    "round-nearest-afz",
+    "round-nearest-even",
+    "ceil",
+    "count-leading-zeros",
+    "convert",
+    "bitcast-convert",
+    "cosine",
+    "erf",
+    "exponential",
+    "exponential-minus-one",
+    "floor",
+    "imag",
+    "is-finite",
+    "log",
+    "log-plus-one",
+    "not",
+    "negate",
+    "popcnt",
+    "real",
+    "reduce-precision",
+    "rsqrt",
+    "logistic",
+    "sign",
+    "sine",
+    "sqrt",
+    "cbrt",
+    "tan",
+    "tanh",
+    "add",
+    "atan2",
+    "compare",
+    "complex",
+    "divide",
+    "maximum",
+    "minimum",
+    "multiply",
+    "power",
+    "remainder",
+    "subtract",
+    "and",
+    "or",
+    "xor",
+    "shift-left",
+    "shift-right-arithmetic",
+    "shift-right-logical",
+    "stochastic-convert",
+    "select",
+    "clamp",
+    "constant",
+    "rng",
+    "map",
+];
+
 /// The deepest Python stack mlprof follows (guards against cyclic frame ids).
 const MAX_STACK_DEPTH: usize = 256;
 
 impl HloModules {
     /// Decodes every `Hlo Proto` of the host's `/host:metadata` plane.
-    pub(super) fn of_host(host: &Host) -> HloModules {
+    pub(crate) fn of_host(host: &Host) -> HloModules {
         let mut result = HloModules::default();
         let Some(plane) = host.plane(names::METADATA_PLANE) else { return result };
         let (Some(proto_key), program_key) = (plane.find_stat_key("Hlo Proto"), plane.find_stat_key("program_id"))
@@ -119,12 +224,13 @@ impl HloModules {
             });
             let Some(module) = proto.and_then(decode_hlo_proto) else { continue };
             let index = result.modules.len();
+            // XProf's `ParseHloProtosFromXSpace`: the `program_id` stat, else the
+            // metadata's own id.
             let program = program_key
                 .and_then(|key| stats.iter().find(|s| s.key == key))
-                .and_then(|s| crate::xstats::as_int(s.value));
-            if let Some(program) = program {
-                result.by_program.entry(program).or_insert(index);
-            }
+                .and_then(|s| crate::xstats::as_int(s.value))
+                .unwrap_or(metadata.id);
+            result.by_program.entry(program).or_insert(index);
             result.by_name.entry(module.name.clone()).or_insert(index);
             result.modules.push(module);
         }
@@ -132,33 +238,45 @@ impl HloModules {
     }
 
     /// Whether no program was decoded.
-    pub(super) fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.modules.is_empty()
     }
 
     /// The module of program `program_id`, else the one named `module_name`.
-    pub(super) fn find(&self, program_id: Option<i64>, module_name: Option<&str>) -> Option<usize> {
+    pub(crate) fn find(&self, program_id: Option<i64>, module_name: Option<&str>) -> Option<usize> {
         program_id
             .and_then(|id| self.by_program.get(&id))
             .or_else(|| module_name.and_then(|name| self.by_name.get(name)))
             .copied()
     }
 
+    /// The module of program `program_id` only (XProf's `GetHloModule`: no fallback to
+    /// the module name).
+    pub(crate) fn by_program_id(&self, program_id: i64) -> Option<&HloModule> {
+        self.by_program.get(&program_id).and_then(|&index| self.modules.get(index))
+    }
+
+    /// The instruction `name` of program `program_id` (XProf's `GetHloInstruction`).
+    pub(crate) fn instruction(&self, program_id: i64, name: &str) -> Option<&HloInstruction> {
+        let module = self.by_program_id(program_id)?;
+        module.instruction(name).and_then(|index| module.instructions.get(index))
+    }
+
     /// Module `index`.
-    pub(super) fn module(&self, index: usize) -> Option<&HloModule> {
+    pub(crate) fn module(&self, index: usize) -> Option<&HloModule> {
         self.modules.get(index)
     }
 }
 
 impl HloModule {
     /// The instruction called `name`, as an index into `instructions`.
-    pub(super) fn instruction(&self, name: &str) -> Option<usize> {
+    pub(crate) fn instruction(&self, name: &str) -> Option<usize> {
         self.by_name.get(name).copied()
     }
 
     /// The Python stack of stack frame `frame_id`, outermost first, each frame as
     /// `file:line:function`; empty when the module has no such frame.
-    pub(super) fn stack(&self, frame_id: i64) -> Vec<String> {
+    pub(crate) fn stack(&self, frame_id: i64) -> Vec<String> {
         let mut stack = Vec::new();
         let mut at = frame_id;
         while at > 0 && stack.len() < MAX_STACK_DEPTH {
@@ -272,9 +390,11 @@ fn decode_metadata(message: &[u8], instruction: &mut HloInstruction) {
     let (mut file, mut line) = ("", None);
     for (field, value) in fields(message) {
         match field {
+            1 => instruction.op_type = value.text().to_string(),
             2 => instruction.op_name = value.text().to_string(),
             3 => file = value.text(),
             4 => line = value.int(),
+            12 => instruction.deduplicated_name = value.text().to_string(),
             15 => instruction.stack_frame_id = value.int().unwrap_or(0),
             _ => {}
         }
@@ -379,8 +499,10 @@ fn decode_stack_frames(message: &[u8]) -> StackFrames {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
-    use super::super::protowire::tests::{bytes_field, int_field};
+pub(crate) mod tests {
+    use mlprof_model::{EventMetadata, Plane, StatMetadata};
+
+    use super::wire::tests::{bytes_field, int_field};
     use super::*;
 
     /// A serialized `HloProto` of module `name`: an entry computation `main` with a
@@ -452,6 +574,27 @@ pub(super) mod tests {
         proto
     }
 
+    /// A `/host:metadata` plane holding [`sample_hlo_proto`] `jit_f` as program
+    /// `program_id`.
+    pub(crate) fn sample_metadata_plane(program_id: i64) -> Plane {
+        let mut metadata = Plane::new(0, names::METADATA_PLANE);
+        metadata.stat_metadata = ["Hlo Proto", "program_id"]
+            .iter()
+            .enumerate()
+            .map(|(i, name)| StatMetadata { id: i as i64 + 1, name: (*name).into(), description: String::new() })
+            .collect();
+        let proto = metadata.metadata_stats.store_bytes(&sample_hlo_proto("jit_f")).expect("fits");
+        metadata.metadata_stats.push(0, StatValue::Bytes(proto));
+        metadata.metadata_stats.push(1, StatValue::Int(program_id));
+        metadata.event_metadata.push(EventMetadata {
+            id: 1,
+            name: format!("jit_f({program_id})"),
+            stats: 0..2,
+            ..EventMetadata::default()
+        });
+        metadata
+    }
+
     #[test]
     fn decodes_instructions_operands_shapes_and_stacks() {
         let module = decode_hlo_proto(&sample_hlo_proto("jit_f")).expect("module");
@@ -465,6 +608,42 @@ pub(super) mod tests {
         assert!(module.stack(0).is_empty() && module.stack(99).is_empty());
         let fusion = &module.instructions[module.instruction("fusion.1").expect("fusion")];
         assert_eq!((fusion.category(), fusion.in_entry), ("loop fusion".into(), false));
+    }
+
+    #[test]
+    fn categories_and_framework_ops_as_xprof_names_them() {
+        let of = |opcode: &str, fusion_kind: &str| HloInstruction {
+            opcode: opcode.into(),
+            fusion_kind: fusion_kind.into(),
+            ..HloInstruction::default()
+        };
+        let cases = [
+            (of("fusion", "kLoop"), "loop fusion"),
+            (of("fusion", "kInput"), "input fusion"),
+            (of("fusion", "kOutput"), "output fusion"),
+            (of("fusion", "kCustom"), "custom fusion"),
+            (of("fusion", ""), "fusion"),
+            (of("copy", ""), "data formatting"),
+            (of("transpose", ""), "data formatting"),
+            (of("add", ""), "non-fusion elementwise"),
+            (of("cosine", ""), "non-fusion elementwise"),
+            (of("constant", ""), "non-fusion elementwise"),
+            (of("dot", ""), "dot"),
+            (of("custom-call", ""), "custom-call"),
+            (of("copy-start", ""), "copy-start"),
+        ];
+        for (instruction, category) in cases {
+            assert_eq!(instruction.xprof_category(), category, "{}", instruction.opcode);
+        }
+        let named = |op_name: &str, op_type: &str| {
+            HloInstruction { op_name: op_name.into(), op_type: op_type.into(), ..HloInstruction::default() }
+                .tf_op_fullname()
+        };
+        assert_eq!(named("jit(f)/dot_general", "dot_general"), "jit(f)/dot_general:dot_general");
+        assert_eq!(named("jit(f)/exp", ""), "jit(f)/exp:");
+        assert_eq!(named("", ""), "");
+        assert_eq!(named("", "Add"), ":Add");
+        assert_eq!(named("XLA_Args", ""), "XLA_Args:XLA_Args");
     }
 
     #[test]

@@ -1,0 +1,199 @@
+//! XLA kernels in the GPU op metrics database (XProf's `HLOTracker` and
+//! `AggregateHloFunc` in `ConvertDeviceTraceXPlaneToOpMetricsDb`).
+//!
+//! A kernel XLA launched carries `hlo_op` (its HLO instruction; nested annotations are
+//! joined by `::` and the last one counts) and `program_id` (the compiled program).
+//! The op is that instruction, keyed `(program id, instruction name)`, named and
+//! categorised from the program's HLO proto: category as XLA's `ToCategory`
+//! (`loop fusion`, `non-fusion elementwise`, `dot`, …), provenance the framework op of
+//! the instruction's metadata (`jit(train)/dot_general:dot_general`), which is what
+//! the roll-up to framework ops groups by. A kernel whose instruction is not found is
+//! not an op (it still counts towards the device's busy span).
+//!
+//! The one rule to know: consecutive kernels of one stream with the same instruction and
+//! step group are counted as one run (XProf merges them before adding the run, which
+//! only matters for the per-run `flops` and `bytes_accessed` stats: a run counts the
+//! last kernel's value once per kernel). XProf also fills flops and bytes from an XLA
+//! GPU cost analysis of each instruction; mlprof does not reproduce XLA's cost model,
+//! so these come only from the kernels' own `flops` and `bytes_accessed` stats.
+
+use super::{DbBuilder, ps};
+use crate::hlo::{HloInstruction, HloModules};
+
+/// What an XLA kernel event says about its op.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct XlaKernel<'a> {
+    /// Index of the stream (line) in its plane.
+    pub line: usize,
+    /// The `program_id` stat, if any (without it no instruction is found).
+    pub program_id: Option<i64>,
+    /// The `hlo_op` stat, whole (`outer::inner` for nested annotations).
+    pub hlo_op: &'a str,
+    /// The step group of the kernel, if grouping gave it one.
+    pub group: Option<i64>,
+    /// Whether it ran eagerly.
+    pub is_eager: bool,
+    /// Duration, picoseconds.
+    pub duration_ps: i64,
+    /// The kernel's `flops` stat (0 when absent).
+    pub flops: u64,
+    /// The kernel's `bytes_accessed` stat (0 when absent).
+    pub bytes_accessed: u64,
+}
+
+impl XlaKernel<'_> {
+    /// The instruction name: the innermost of the `::`-joined annotations.
+    fn instruction_name(&self) -> &str {
+        self.hlo_op.rsplit("::").next().unwrap_or(self.hlo_op)
+    }
+}
+
+/// Consecutive kernels of one instruction, counted as one run.
+struct Run<'m> {
+    line: usize,
+    program_id: i64,
+    name: String,
+    instruction: &'m HloInstruction,
+    /// XProf keeps the group as an unsigned number that is 0 until a grouped kernel
+    /// starts a run; later kernels join only when their group equals it.
+    group: u64,
+    is_eager: bool,
+    occurrences: u64,
+    duration_ps: u64,
+    flops: u64,
+    bytes_accessed: u64,
+}
+
+/// Adds XLA kernels to a device database, merging runs as XProf does.
+pub(super) struct XlaRuns<'m> {
+    modules: &'m HloModules,
+    current: Option<Run<'m>>,
+}
+
+impl<'m> XlaRuns<'m> {
+    /// A tracker that names instructions from `modules`.
+    pub(super) fn new(modules: &'m HloModules) -> XlaRuns<'m> {
+        XlaRuns { modules, current: None }
+    }
+
+    /// Counts `kernel`: extends the current run or adds it and starts a new one. Kernels
+    /// whose instruction is unknown are skipped without ending the run.
+    pub(super) fn add(&mut self, kernel: &XlaKernel<'_>, db: &mut DbBuilder) {
+        let name = kernel.instruction_name();
+        let Some(instruction) = kernel.program_id.and_then(|program| self.modules.instruction(program, name)) else {
+            return;
+        };
+        let joins = self.current.as_ref().is_some_and(|run| {
+            run.line == kernel.line && run.name == name && kernel.group.is_some_and(|g| g as u64 == run.group)
+        });
+        if !joins {
+            self.flush(db);
+        }
+        let run = self.current.get_or_insert_with(|| Run {
+            line: kernel.line,
+            program_id: kernel.program_id.unwrap_or(0),
+            name: name.to_string(),
+            instruction,
+            group: kernel.group.map_or(0, |g| g as u64),
+            is_eager: kernel.is_eager,
+            occurrences: 0,
+            duration_ps: 0,
+            flops: 0,
+            bytes_accessed: 0,
+        });
+        run.occurrences += 1;
+        run.duration_ps += ps(kernel.duration_ps);
+        run.flops = kernel.flops;
+        run.bytes_accessed = kernel.bytes_accessed;
+    }
+
+    /// Adds the current run, if any, to `db` (XProf's `AggregateHloFunc` and
+    /// `DeviceOpMetricsDbBuilder::EnterOp`).
+    pub(super) fn flush(&mut self, db: &mut DbBuilder) {
+        let Some(run) = self.current.take() else { return };
+        let op = db.add_run(run.program_id as u64, &run.name, run.occurrences, run.duration_ps, run.duration_ps);
+        if op.occurrences == run.occurrences && op.category.is_empty() && op.provenance.is_empty() {
+            op.category = run.instruction.xprof_category().to_string();
+            op.provenance = run.instruction.tf_op_fullname();
+            op.is_eager |= run.is_eager;
+        }
+        op.flops += run.flops * run.occurrences;
+        op.model_flops = op.flops;
+        op.bytes_accessed += run.bytes_accessed * run.occurrences;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mlprof_model::{Host, SourceFormat};
+
+    use super::*;
+    use crate::hlo::tests::sample_metadata_plane;
+
+    fn modules() -> HloModules {
+        let mut host = Host::new("h", "h", SourceFormat::Xspace);
+        host.planes.push(sample_metadata_plane(7));
+        HloModules::of_host(&host)
+    }
+
+    fn kernel(line: usize, hlo_op: &str, group: Option<i64>, duration_ps: i64, flops: u64) -> XlaKernel<'_> {
+        XlaKernel {
+            line,
+            program_id: Some(7),
+            hlo_op,
+            group,
+            is_eager: false,
+            duration_ps,
+            flops,
+            bytes_accessed: flops / 2,
+        }
+    }
+
+    #[test]
+    fn consecutive_kernels_of_one_instruction_and_group_are_one_run() {
+        let modules = modules();
+        let mut db = DbBuilder::default();
+        let mut runs = XlaRuns::new(&modules);
+        // One run of three (group 4; the last kernel's flops count for each), then
+        // dot.1 again after another op, then an ungrouped kernel that starts its own run.
+        for k in [
+            kernel(0, "dot.1", Some(4), 10, 100),
+            kernel(0, "outer::dot.1", Some(4), 10, 100),
+            kernel(0, "dot.1", Some(4), 10, 300),
+            kernel(0, "fusion.1", Some(4), 5, 0),
+            kernel(0, "unknown.9", Some(4), 99, 0),
+            kernel(0, "fusion.1", Some(4), 5, 0),
+            kernel(0, "dot.1", None, 2, 10),
+            kernel(0, "dot.1", None, 2, 10),
+        ] {
+            runs.add(&k, &mut db);
+        }
+        runs.flush(&mut db);
+        let db = db.finish();
+        let ops: Vec<_> =
+            db.metrics.iter().map(|m| (m.hlo_module_id, m.name.as_str(), m.category.as_str(), m.occurrences)).collect();
+        assert_eq!(ops, [(7, "dot.1", "dot", 5), (7, "fusion.1", "loop fusion", 2)]);
+        let dot = &db.metrics[0];
+        assert_eq!((dot.time_ps, dot.self_time_ps), (34, 34));
+        assert_eq!(dot.provenance, "jit(f)/dot_general:");
+        assert_eq!((dot.flops, dot.model_flops, dot.bytes_accessed), (3 * 300 + 10 + 10, 920, 3 * 150 + 5 + 5));
+        assert_eq!(db.total_op_time_ps, 44);
+        assert_eq!(db.metrics[1].provenance, "");
+    }
+
+    #[test]
+    fn runs_end_with_their_stream_and_need_a_program() {
+        let modules = modules();
+        let mut db = DbBuilder::default();
+        let mut runs = XlaRuns::new(&modules);
+        runs.add(&kernel(0, "dot.1", Some(1), 10, 100), &mut db);
+        runs.add(&kernel(1, "dot.1", Some(1), 10, 300), &mut db);
+        runs.add(&XlaKernel { program_id: None, ..kernel(1, "dot.1", Some(1), 10, 0) }, &mut db);
+        runs.add(&XlaKernel { program_id: Some(8), ..kernel(1, "dot.1", Some(1), 10, 0) }, &mut db);
+        runs.flush(&mut db);
+        let db = db.finish();
+        assert_eq!(db.metrics.len(), 1);
+        // Two runs (one per stream): 100 + 300 flops, not 2 × 300.
+        assert_eq!((db.metrics[0].occurrences, db.metrics[0].flops), (2, 400));
+    }
+}
