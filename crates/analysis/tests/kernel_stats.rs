@@ -1,5 +1,6 @@
-//! `kernel_stats` against XProf 2.24.2's own output for the real (CPU-only) fixtures,
-//! and, column by column, on a hand-built GPU XSpace in the shape the CUPTI collector
+//! `kernel_stats` against XProf 2.24.2's own output for the fixtures (the real CPU-only
+//! ones, and the XLA GPU one, whose kernels are named from its HLO programs), and,
+//! column by column, on a hand-built GPU XSpace in the shape the CUPTI collector
 //! writes (round-tripped through the XSpace encoder and reader).
 
 use std::path::{Path, PathBuf};
@@ -11,26 +12,32 @@ use mlprof_formats::xspace::{encode_xspace, read_xspace};
 use mlprof_model::{Host, Line, PlaneBuilder, SourceFormat};
 use serde_json::{Value, json};
 
-const CASES: &[&str] = &["tf_keras2_input_bound", "tf_keras_pipelined", "tf_custom_loop", "jax_profile"];
+const CASES: &[&str] = &["tf_keras2_input_bound", "tf_keras_pipelined", "tf_custom_loop", "jax_profile", "jax_gpu_xla"];
 
 fn case_dir(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/xspace").join(case)
 }
 
 #[test]
-fn cpu_fixtures_match_xprof_exactly() {
+fn fixtures_match_xprof_exactly() {
     for case in CASES {
         let sessions = load(&case_dir(case).join("logdir")).expect("fixture loads");
         assert_eq!(sessions.len(), 1, "{case}");
         let hosts: Vec<&Host> = sessions[0].hosts.iter().collect();
         let stats = kernel_stats::analyze(&hosts);
-        assert_eq!(stats.gpu_planes, 0, "{case}");
+        // Only the XLA GPU fixture has a GPU plane; its kernels are named from the HLO.
+        assert_eq!(stats.gpu_planes, usize::from(*case == "jax_gpu_xla"), "{case}");
         let text = std::fs::read_to_string(case_dir(case).join("xprof_out/kernel_stats.json")).expect("reference");
         let want: Value = serde_json::from_str(&text).expect("reference is JSON");
         assert_eq!(stats.to_xprof_json(), want, "{case}");
         let report = stats.report();
-        assert!(report.sections[0].notes[0].contains("no GPU kernels"), "{case}");
-        assert_eq!(report.sections[0].table.as_ref().map(|t| t.rows.len()), Some(0), "{case}");
+        let rows = report.sections[0].table.as_ref().map(|t| t.rows.len());
+        if *case == "jax_gpu_xla" {
+            assert_eq!(rows, Some(37), "{case}");
+        } else {
+            assert!(report.sections[0].notes[0].contains("no GPU kernels"), "{case}");
+            assert_eq!(rows, Some(0), "{case}");
+        }
     }
 }
 

@@ -11,7 +11,8 @@ mod json_same;
 
 use json_same::assert_same;
 
-const CASES: [&str; 4] = ["tf_keras2_input_bound", "tf_keras_pipelined", "tf_custom_loop", "jax_profile"];
+const CASES: [&str; 5] =
+    ["tf_keras2_input_bound", "tf_keras_pipelined", "tf_custom_loop", "jax_profile", "jax_gpu_xla"];
 
 fn case_dir(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/xspace").join(case)

@@ -20,7 +20,7 @@ mod forest;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use mlprof_model::{Host, names};
+use mlprof_model::{Host, Plane, names};
 use serde::Serialize;
 
 use forest::{Forest, IS_FUNC, Kind, STEP_ID};
@@ -215,7 +215,35 @@ fn group(host: &Host, step_num_fallback: bool) -> HostGroups {
             planes[plane][line].copy_from_slice(groups);
         }
     }
+    for (plane_index, plane) in host.planes.iter().enumerate() {
+        if plane.name.starts_with(names::GPU_PLANE_PREFIX) {
+            inherit_groups(plane, &mut planes[plane_index]);
+        }
+    }
     HostGroups { planes, names, eager, step_name_events, source }
+}
+
+/// XProf's `ProcessUngroupedEvents` on a GPU plane: in time order over all its
+/// streams, an event without a group takes the group of the latest grouped event
+/// before it (kernels whose launch grouping missed, eager kernels amid graph ones).
+/// The `Steps` line, which XProf derives afterwards, is left alone.
+fn inherit_groups(plane: &Plane, groups: &mut [Vec<i64>]) {
+    let mut order: Vec<(i64, usize, usize)> = Vec::new();
+    for (line_index, line) in plane.lines.iter().enumerate() {
+        if line.name != names::STEPS_LINE {
+            order.extend(line.iter().map(|event| (event.start_ps(), line_index, event.index())));
+        }
+    }
+    order.sort_unstable();
+    let mut last = NO_GROUP;
+    for (_, line, index) in order {
+        let Some(group) = groups.get_mut(line).and_then(|line| line.get_mut(index)) else { continue };
+        if *group != NO_GROUP {
+            last = *group;
+        } else {
+            *group = last;
+        }
+    }
 }
 
 struct Grouper<'f, 'h> {

@@ -10,7 +10,7 @@
 //! launch seen of a group decides its occupancy, each host keeps its top
 //! [`MAX_KERNELS`] groups, and hosts are concatenated (not merged) before a final top
 //! [`MAX_KERNELS`] cut. A kernel XLA launched (an `hlo_op` and a `program_id` stat) is
-//! named after the framework op of its HLO instruction (`op_name:op_type` of the
+//! named after the framework op of its HLO instruction (the `op_name` of the
 //! instruction's metadata, from the compiled programs of `/host:metadata`); when the
 //! instruction is unknown it keeps the op its `tf_op` stat names, as in XProf.
 //!
@@ -67,8 +67,9 @@ const TENSOR_CORE_KERNEL_PATTERNS: [&str; 19] = [
     "xmma_warp_specialized_implicit_gemm",
 ];
 
-/// Op-name suffixes of ops that can run on TensorCores (fused variants end the same).
-const TENSOR_CORE_OP_SUFFIXES: [&str; 12] = [
+/// Op-name suffixes of ops that can run on TensorCores (fused variants end the same;
+/// JAX's `dot_general` and `conv_general_dilated` as XProf 2.24.2 counts them).
+const TENSOR_CORE_OP_SUFFIXES: [&str; 14] = [
     "Conv2D",
     "Conv2DBackpropFilter",
     "Conv2DBackpropInput",
@@ -81,6 +82,8 @@ const TENSOR_CORE_OP_SUFFIXES: [&str; 12] = [
     "/CudnnRNN",
     "XlaDot",
     "XlaDotV2",
+    "dot_general",
+    "conv_general_dilated",
 ];
 
 /// Op-name substrings of ops that can run on TensorCores (versioned variants included).
@@ -351,9 +354,8 @@ fn collect_plane(plane: &Plane, modules: &HloModules, groups: &mut HashMap<Group
     }
     for line in plane.lines.iter().filter(|line| line.id < DERIVED_LINE_ID_MIN) {
         for event in line.iter() {
-            // XProf skips kernels shorter than a nanosecond (`DurationNs() == 0`).
             let duration_ps = event.duration_ps();
-            if duration_ps < PS_PER_NS {
+            if duration_ps <= 0 {
                 continue;
             }
             // The last value of each stat wins, as in XProf's `GpuEventStats`.
@@ -394,7 +396,8 @@ fn collect_plane(plane: &Plane, modules: &HloModules, groups: &mut HashMap<Group
                 modules.instruction(program, hlo_op.rsplit("::").next().unwrap_or(hlo_op))
             });
             if let Some(instruction) = instruction {
-                op_name = instruction.tf_op_fullname();
+                // XProf 2.24.2 shows the instruction's framework op name without its type.
+                op_name.clone_from(&instruction.op_name);
                 eligible |= op_tensor_core_eligible(&op_name);
             }
             let key = GroupKey {
@@ -608,7 +611,7 @@ mod tests {
             ("loop_fusion_1", "fusion.1", 7, None, 2_000),
             ("unknown_9", "unknown.9", 7, Some("model/Relu:Relu"), 1_000),
             ("other_program", "dot.1", 8, None, 1_000),
-            ("sub_ns", "dot.1", 7, None, 999),
+            ("no_duration", "dot.1", 7, None, 0),
         ]
         .into_iter()
         .enumerate()
@@ -633,13 +636,12 @@ mod tests {
             .iter()
             .map(|k| (k.name.as_str(), k.op_name.as_str(), k.is_op_tensor_core_eligible, k.total_duration_ns))
             .collect();
-        // The MatMul launch stays TensorCore-eligible when XLA renames its op, so it is
-        // a group of its own; the sub-nanosecond launch is not counted.
+        // Both dot launches are one group under the instruction's op, whatever their
+        // `tf_op` says; the launch without duration is not counted.
         assert_eq!(
             rows,
             [
-                ("gemm_dot_1", "jit(f)/dot_general:", true, 6),
-                ("gemm_dot_1", "jit(f)/dot_general:", false, 4),
+                ("gemm_dot_1", "jit(f)/dot_general", true, 10),
                 ("loop_fusion_1", "", false, 2),
                 ("other_program", "", false, 1),
                 ("unknown_9", "model/Relu", false, 1),

@@ -271,8 +271,9 @@ pub fn memcpy_bytes(details: &str) -> u64 {
 }
 
 /// The step events of one GPU plane: markers from XProf's derived `Steps` line
-/// (per group, first to last event in time order, after ungrouped events inherit the
-/// previous group) and typed kernel/copy spans from every stream.
+/// (per group, first to last event in time order; grouping has already given
+/// ungrouped GPU events the previous group) and typed kernel/copy spans from every
+/// stream.
 pub fn device_step_events(plane: &Plane, plane_index: usize, groups: &HostGroups) -> StepEvents {
     let slots = StatSlots::new(plane, STATS);
     // All events of the plane in time order, with their (inherited) group.
@@ -287,18 +288,10 @@ pub fn device_step_events(plane: &Plane, plane_index: usize, groups: &HostGroups
     }
     order.sort_by_key(|&(start, _, line, index)| (start, line, index));
     let mut inherited: Vec<((usize, usize), i64)> = Vec::with_capacity(order.len());
-    let mut last_group: Option<i64> = None;
     let mut result = StepEvents::new();
     let mut current: Option<(i64, i64, i64)> = None;
     for &(start, end, line, index) in &order {
-        let group = match groups.group_of(plane_index, line, index) {
-            Some(group) => {
-                last_group = Some(group);
-                Some(group)
-            }
-            None => last_group,
-        };
-        let Some(group) = group else { continue };
+        let Some(group) = groups.group_of(plane_index, line, index) else { continue };
         inherited.push(((line, index), group));
         match &mut current {
             Some((g, _, e)) if *g == group => *e = (*e).max(end),
