@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 use crate::datatable::DataTable;
 use crate::grouping::HostGroups;
-use crate::kernel_stats;
+use crate::kernel_stats::{self, KernelStats, OpKernels};
 use crate::op_metrics::{self, OpMetrics, OpMetricsDb};
 use crate::report::{Cell, Report, Section, Table};
 use crate::tf_op::{is_jax_op_name_and_type, is_tf_op_name, is_tf_op_type};
@@ -127,8 +127,8 @@ pub fn from_dbs(hosts: &[&Host], host_db: &OpMetricsDb, device_dbs: &[OpMetricsD
     let device_db = op_metrics::combine_dbs(device_dbs, true);
     let device_tf_db = op_metrics::tf_metrics_db_from_device(&device_db, true);
     let device_type = device_type(hosts.iter().copied());
-    let tensor_core =
-        if device_type == "GPU" { tensor_core_by_op(&kernel_stats::analyze(hosts)) } else { HashMap::new() };
+    let kernels = if device_type == "GPU" { kernel_stats::analyze(hosts) } else { KernelStats::default() };
+    let tensor_core = kernels.by_op();
     FrameworkOpStats {
         device_type,
         host_total_time_ps: host_db.total_time_ps,
@@ -156,19 +156,6 @@ fn device_type<'a>(hosts: impl Iterator<Item = &'a Host>) -> String {
     kind.to_string()
 }
 
-/// Per op name, `(TensorCore kernel ns, all kernel ns)` (XProf's `GroupKernelReportsByOpName`).
-fn tensor_core_by_op(stats: &kernel_stats::KernelStats) -> HashMap<String, (u64, u64)> {
-    let mut by_op: HashMap<String, (u64, u64)> = HashMap::new();
-    for kernel in &stats.kernels {
-        let entry = by_op.entry(kernel.op_name.clone()).or_default();
-        entry.1 += kernel.total_duration_ns;
-        if kernel.is_kernel_using_tensor_core {
-            entry.0 += kernel.total_duration_ns;
-        }
-    }
-    by_op
-}
-
 /// `numerator / denominator`, or 0 when the denominator is (nearly) 0, as XProf's
 /// `SafeDivide`.
 fn safe_divide(numerator: f64, denominator: f64) -> f64 {
@@ -191,7 +178,7 @@ fn sorted(db: &OpMetricsDb, max: usize) -> Vec<&OpMetrics> {
 fn table(
     host_db: &OpMetricsDb,
     device_db: &OpMetricsDb,
-    tensor_core: &HashMap<String, (u64, u64)>,
+    tensor_core: &HashMap<&str, OpKernels>,
     exclude_idle: bool,
 ) -> OpStatsTable {
     let mut rows: Vec<OpStatsRow> = Vec::new();
@@ -209,8 +196,9 @@ fn table(
             cumulative += fraction;
             if on_device {
                 (row.device_self_time_fraction, row.device_cumulative_self_time_fraction) = (fraction, cumulative);
-                if let Some(&(tensor_core_ns, total_ns)) = tensor_core.get(&op.name) {
-                    row.gpu_tensorcore_utilization = safe_divide(tensor_core_ns as f64, total_ns as f64);
+                if let Some(kernels) = tensor_core.get(op.name.as_str()) {
+                    row.gpu_tensorcore_utilization =
+                        safe_divide(kernels.tensor_core_ns as f64, kernels.total_ns as f64);
                 }
             } else {
                 (row.host_self_time_fraction, row.host_cumulative_self_time_fraction) = (fraction, cumulative);

@@ -7,11 +7,14 @@
 //! top ops, so on CPU-only profiles our report lists the top host ops instead (the
 //! `xprof-json` rendering keeps XProf's empty table).
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::datatable::DataTable;
 use crate::input_pipeline::{InputPipelineAnalysis, one_digit, step_section, strip_html};
+use crate::kernel_stats::OpKernels;
 use crate::op_metrics::{OpMetrics, OpMetricsDb};
 use crate::report::{Cell, Report, Section, Table};
 
@@ -28,6 +31,12 @@ pub struct TopOp {
     pub cumulative_time_fraction: f64,
     /// Self time (ps).
     pub self_time_ps: u64,
+    /// GFLOP/s over the op's time (0 when its FLOPs are unknown).
+    pub flop_rate: f64,
+    /// Whether the op can use TensorCores (device ops on GPUs, from its kernels).
+    pub is_op_tensorcore_eligible: bool,
+    /// Whether any of its kernels used TensorCores.
+    pub is_op_using_tensorcore: bool,
 }
 
 /// The run environment.
@@ -73,21 +82,31 @@ pub struct Overview {
     pub run_environment: RunEnvironment,
 }
 
-/// Builds the overview from the step analysis, the combined host op metrics and the
-/// device op metrics rolled up to TF ops (without IDLE).
+/// Builds the overview from the step analysis, the combined host op metrics, the
+/// device op metrics rolled up to TF ops (without IDLE) and the GPU kernels per op
+/// (empty without GPUs).
 pub fn analyze(
     steps: InputPipelineAnalysis,
     host_ops: &OpMetricsDb,
     device_tf_ops: &OpMetricsDb,
+    kernels_by_op: &HashMap<&str, OpKernels>,
     precision_ps: (i64, i64),
     run_environment: RunEnvironment,
 ) -> Overview {
     let top_ops_on_device = !device_tf_ops.metrics.is_empty();
-    let top_ops = if top_ops_on_device {
+    let mut top_ops = if top_ops_on_device {
         top_ops(device_tf_ops, device_tf_ops.total_time_ps)
     } else {
         top_ops(host_ops, host_ops.total_op_time_ps)
     };
+    if top_ops_on_device {
+        for op in &mut top_ops {
+            if let Some(kernels) = kernels_by_op.get(op.name.as_str()) {
+                op.is_op_tensorcore_eligible = kernels.is_op_tensor_core_eligible;
+                op.is_op_using_tensorcore = kernels.tensor_core_ns != 0;
+            }
+        }
+    }
     let count = |db: &OpMetricsDb| db.metrics.iter().map(|m| m.occurrences).sum::<u64>();
     let eager = |db: &OpMetricsDb| {
         let (mut eager, mut total) = (0u64, 0u64);
@@ -144,6 +163,10 @@ fn top_ops(db: &OpMetricsDb, total_ps: u64) -> Vec<TopOp> {
                 self_time_fraction: fraction,
                 cumulative_time_fraction: cumulative,
                 self_time_ps: m.self_time_ps,
+                // XProf: FLOPs per nanosecond of the op's time.
+                flop_rate: if m.time_ps == 0 { 0.0 } else { m.flops as f64 / (m.time_ps as f64 / 1e3) },
+                is_op_tensorcore_eligible: false,
+                is_op_using_tensorcore: false,
             }
         })
         .collect()
@@ -161,33 +184,52 @@ impl Overview {
     /// XProf's `overview_page` JSON: `[analysis, steptime, run_environment,
     /// recommendation, inference_latency, {}, diagnostics]`.
     pub fn to_xprof_json(&self) -> Value {
+        // XProf renders GPU profiles with its generic table (TensorCore columns,
+        // precision), everything else with the TPU-style table (duty cycle, roofline).
+        let on_gpu = self.run_environment.device_type.contains("GPU");
         let mut analysis = DataTable::new();
         analysis.column("selfTimePercent", "Time (%)", "number");
         analysis.column("cumulativeTimePercent", "Cumulative time (%)", "number");
         analysis.column("category", "Category", "string");
         analysis.column("operation", "Operation", "string");
-        analysis.column("flopRate", "Bf16 Normalized Flop Rate(GFLOPs/Sec)", "number");
+        if on_gpu {
+            analysis.column("flopRate", "GFLOPs/Sec", "number");
+            analysis.column("tcEligibility", "TensorCore eligibility", "boolean");
+            analysis.column("tcUtilization", "Op is using TensorCore", "boolean");
+        } else {
+            analysis.column("flopRate", "Bf16 Normalized Flop Rate(GFLOPs/Sec)", "number");
+        }
         if self.top_ops_on_device {
             for op in &self.top_ops {
-                analysis.row(vec![
+                let mut row = vec![
                     json!(op.self_time_fraction),
                     json!(op.cumulative_time_fraction),
                     json!(op.category),
                     json!(op.name),
-                    json!(0.0),
-                ]);
+                    json!(op.flop_rate),
+                ];
+                if on_gpu {
+                    row.extend([json!(op.is_op_tensorcore_eligible), json!(op.is_op_using_tensorcore)]);
+                }
+                analysis.row(row);
             }
         }
-        for key in [
-            "device_duty_cycle_high_confidence_percent",
-            "device_duty_cycle_percent",
-            "device_idle_time_percent",
-            "flop_rate_utilization_relative_to_roofline",
-            "memory_bw_utilization_relative_to_hw_limit",
-            "host_idle_time_percent",
-            "mxu_utilization_percent",
-            "hbm_utilization_percent",
-        ] {
+        if on_gpu {
+            analysis.property("device_compute_16bit_percent", format_percent(self.device_compute_16bit_percent));
+            analysis.property("device_compute_32bit_percent", format_percent(self.device_compute_32bit_percent));
+        } else {
+            for key in [
+                "device_duty_cycle_high_confidence_percent",
+                "device_duty_cycle_percent",
+                "device_idle_time_percent",
+                "flop_rate_utilization_relative_to_roofline",
+                "memory_bw_utilization_relative_to_hw_limit",
+                "host_idle_time_percent",
+            ] {
+                analysis.property(key, "0.0%");
+            }
+        }
+        for key in ["mxu_utilization_percent", "hbm_utilization_percent"] {
             analysis.property(key, "0.0%");
         }
         analysis.property("host_trace_level", "0");

@@ -88,7 +88,7 @@ pub struct StragglerCount {
 /// The pod viewer.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct PodViewer {
-    /// `CPU` or `GPU`.
+    /// The run environment's device type: `CPU`, or the GPU model (`Nvidia GPU (Hopper)`).
     pub device_type: String,
     /// Steps.
     pub steps: Vec<PodStep>,
@@ -169,10 +169,10 @@ fn breakdown(info: &StepInfo) -> [f64; 9] {
 }
 
 /// Builds the pod viewer from combined (not dropped) steps; `machines[i]` is the
-/// machine host `i` of `steps.hosts` ran on.
-pub fn analyze(steps: &CombinedSteps, machines: &[String]) -> PodViewer {
-    let mut viewer =
-        PodViewer { device_type: if steps.has_device { "GPU" } else { "CPU" }.into(), ..PodViewer::default() };
+/// machine host `i` of `steps.hosts` ran on; `device_type` is the run environment's
+/// (`CPU`, `Nvidia GPU (Hopper)`).
+pub fn analyze(steps: &CombinedSteps, machines: &[String], device_type: &str) -> PodViewer {
+    let mut viewer = PodViewer { device_type: device_type.into(), ..PodViewer::default() };
     if steps.steps.is_empty() {
         viewer.warnings.push(input_pipeline::step_warning(steps.empty_intersection).to_string());
     }

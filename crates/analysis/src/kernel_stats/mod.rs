@@ -460,6 +460,36 @@ pub fn analyze(hosts: &[&Host]) -> KernelStats {
     stats
 }
 
+/// The kernels of one framework op, summed (XProf's `OpLevelKernelStats`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct OpKernels {
+    /// Whether the op can use TensorCores (as its longest kernel group says).
+    pub is_op_tensor_core_eligible: bool,
+    /// Time in kernels that use TensorCores, nanoseconds.
+    pub tensor_core_ns: u64,
+    /// Time in all its kernels, nanoseconds.
+    pub total_ns: u64,
+}
+
+impl KernelStats {
+    /// The kernels summed per op name (XProf's `GroupKernelReportsByOpName`): an op's
+    /// eligibility is that of its first (longest) kernel group.
+    pub fn by_op(&self) -> HashMap<&str, OpKernels> {
+        let mut by_op: HashMap<&str, OpKernels> = HashMap::new();
+        for kernel in &self.kernels {
+            let op = by_op.entry(&kernel.op_name).or_insert_with(|| OpKernels {
+                is_op_tensor_core_eligible: kernel.is_op_tensor_core_eligible,
+                ..OpKernels::default()
+            });
+            op.total_ns += kernel.total_duration_ns;
+            if kernel.is_kernel_using_tensor_core {
+                op.tensor_core_ns += kernel.total_duration_ns;
+            }
+        }
+        by_op
+    }
+}
+
 fn ns_to_us(ns: u64) -> f64 {
     ns as f64 / 1e3
 }

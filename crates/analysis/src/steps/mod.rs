@@ -129,7 +129,9 @@ pub fn host_steps(host: &Host, groups: &HostGroups, options: StepOptions) -> Hos
         if end_ps - begin_ps <= 0 {
             continue;
         }
-        let Some(info) = step_info(*group, &details.step_name, begin_ps, end_ps, &spans, has_device) else { continue };
+        // XProf names GPU steps by number: its device steps carry no name.
+        let name = if has_device && options.breakdown == Breakdown::Xprof { "" } else { details.step_name.as_str() };
+        let Some(info) = step_info(*group, name, begin_ps, end_ps, &spans, has_device) else { continue };
         result.steps.push(info);
         for (total, step) in result.transfers.iter_mut().zip(details.transfers) {
             total.occurrences += step.occurrences;
