@@ -179,9 +179,9 @@ pub fn tf_metrics_db_from_device(device: &OpMetricsDb, with_idle: bool) -> OpMet
         tf.occurrences = tf.occurrences.max(op.occurrences);
         tf.time_ps += op.time_ps;
         tf.self_time_ps += op.self_time_ps;
-        tf.flops += op.flops;
-        tf.model_flops += op.model_flops;
-        tf.bytes_accessed += op.bytes_accessed;
+        tf.flops = tf.flops.saturating_add(op.flops);
+        tf.model_flops = tf.model_flops.saturating_add(op.model_flops);
+        tf.bytes_accessed = tf.bytes_accessed.saturating_add(op.bytes_accessed);
     }
     let mut db = builder.finish();
     db.total_op_time_ps = device.total_op_time_ps;

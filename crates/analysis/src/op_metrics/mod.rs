@@ -179,9 +179,9 @@ impl DbBuilder {
             dst.occurrences += op.occurrences;
             dst.time_ps += op.time_ps;
             dst.self_time_ps += op.self_time_ps;
-            dst.flops += op.flops;
-            dst.model_flops += op.model_flops;
-            dst.bytes_accessed += op.bytes_accessed;
+            dst.flops = dst.flops.saturating_add(op.flops);
+            dst.model_flops = dst.model_flops.saturating_add(op.model_flops);
+            dst.bytes_accessed = dst.bytes_accessed.saturating_add(op.bytes_accessed);
             if update_num_cores {
                 dst.num_cores += op.num_cores;
             }

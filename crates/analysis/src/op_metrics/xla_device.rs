@@ -102,7 +102,7 @@ impl<'m> XlaRuns<'m> {
             bytes_accessed: 0,
         });
         run.occurrences += 1;
-        run.duration_ps += ps(kernel.duration_ps);
+        run.duration_ps = run.duration_ps.saturating_add(ps(kernel.duration_ps));
         run.flops = kernel.flops;
         run.bytes_accessed = kernel.bytes_accessed;
     }
@@ -117,9 +117,9 @@ impl<'m> XlaRuns<'m> {
             op.provenance = run.instruction.tf_op_fullname();
             op.is_eager |= run.is_eager;
         }
-        op.flops += run.flops * run.occurrences;
+        op.flops = op.flops.saturating_add(run.flops.saturating_mul(run.occurrences));
         op.model_flops = op.flops;
-        op.bytes_accessed += run.bytes_accessed * run.occurrences;
+        op.bytes_accessed = op.bytes_accessed.saturating_add(run.bytes_accessed.saturating_mul(run.occurrences));
     }
 }
 
