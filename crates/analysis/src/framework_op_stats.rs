@@ -20,6 +20,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::datatable::DataTable;
+use crate::gpu_caps::GpuPeaks;
 use crate::grouping::HostGroups;
 use crate::kernel_stats::{self, KernelStats, OpKernels};
 use crate::op_metrics::{self, OpMetrics, OpMetricsDb};
@@ -68,7 +69,9 @@ pub struct OpStatsRow {
     pub operational_intensity_flops_per_byte: f64,
     /// Share of the op's kernel time in TensorCore kernels (device rows on GPUs).
     pub gpu_tensorcore_utilization: f64,
-    /// The roofline resource bounding the op (`Unknown` without FLOP or byte counts).
+    /// The roofline resource bounding the op: `Compute`, `HBM` or `Shm/L1`, whichever
+    /// it uses the largest share of at the device's peaks; `Unknown` without FLOP or byte
+    /// counts or peaks.
     pub bound_by: String,
     /// Whether the op ran eagerly.
     pub is_eager: bool,
@@ -129,14 +132,21 @@ pub fn from_dbs(hosts: &[&Host], host_db: &OpMetricsDb, device_dbs: &[OpMetricsD
     let device_type = device_type(hosts.iter().copied());
     let kernels = if device_type == "GPU" { kernel_stats::analyze(hosts) } else { KernelStats::default() };
     let tensor_core = kernels.by_op();
+    // XProf's roofline peaks come from the first GPU plane.
+    let peaks = hosts
+        .iter()
+        .flat_map(|host| &host.planes)
+        .find(|plane| plane.name.starts_with(GPU_PLANE_PREFIX))
+        .map(GpuPeaks::of_plane)
+        .unwrap_or_default();
     FrameworkOpStats {
         device_type,
         host_total_time_ps: host_db.total_time_ps,
         host_op_time_ps: host_db.total_op_time_ps,
         device_total_time_ps: device_db.total_time_ps,
         device_op_time_ps: device_db.total_op_time_ps,
-        with_idle: table(host_db, &device_tf_db, &tensor_core, false),
-        without_idle: table(host_db, &device_tf_db, &tensor_core, true),
+        with_idle: table(host_db, &device_tf_db, &tensor_core, &peaks, false),
+        without_idle: table(host_db, &device_tf_db, &tensor_core, &peaks, true),
         include_idle: true,
     }
 }
@@ -179,6 +189,7 @@ fn table(
     host_db: &OpMetricsDb,
     device_db: &OpMetricsDb,
     tensor_core: &HashMap<&str, OpKernels>,
+    peaks: &GpuPeaks,
     exclude_idle: bool,
 ) -> OpStatsTable {
     let mut rows: Vec<OpStatsRow> = Vec::new();
@@ -192,6 +203,7 @@ fn table(
             }
             rank += 1;
             let mut row = row(rank, on_device, op);
+            row.bound_by = peaks.bound_by(row.measured_flop_rate_gflops, row.measured_memory_bw_gibps).to_string();
             let fraction = safe_divide(row.total_self_time_us, total_us);
             cumulative += fraction;
             if on_device {
@@ -241,8 +253,7 @@ fn row(rank: u32, on_device: bool, op: &OpMetrics) -> OpStatsRow {
         measured_memory_bw_gibps: safe_divide(op.bytes_accessed as f64, time_ns) * 1e9 / (1u64 << 30) as f64,
         operational_intensity_flops_per_byte: safe_divide(op.flops as f64, op.bytes_accessed as f64),
         gpu_tensorcore_utilization: 0.0,
-        // XProf compares utilisations against the device's peak FLOP rate and memory
-        // bandwidth; framework ops carry no FLOP or byte counts, so none is above 0.
+        // Set by the table from the device's peaks.
         bound_by: "Unknown".to_string(),
         is_eager: op.is_eager,
     }

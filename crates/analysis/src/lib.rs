@@ -7,6 +7,7 @@ pub mod advise;
 pub mod datatable;
 pub mod framework_op_stats;
 pub mod gpu;
+pub mod gpu_caps;
 pub mod grouping;
 mod hlo;
 mod hta_read;

@@ -289,7 +289,7 @@ impl<'h> Analysis<'h> {
         let device_type = match gpu_planes.first() {
             None => "CPU".to_string(),
             Some(plane) if kineto_host && let Some(name) = device_name(plane) => name.to_string(),
-            Some(plane) => gpu_model_name(plane),
+            Some(plane) => crate::gpu_caps::gpu_model_name(plane),
         };
         overview::RunEnvironment {
             hosts: self.hosts.iter().map(|h| h.name.clone()).collect(),
@@ -304,33 +304,6 @@ impl<'h> Analysis<'h> {
             is_training: self.hosts.iter().any(|h| has_gradient_program(h)),
         }
     }
-}
-
-/// The GPU model of a device plane as XProf names it (`GpuModelName`): `Nvidia GPU
-/// (<architecture>)` from the `compute_cap_major`/`compute_cap_minor` plane stats,
-/// `Nvidia GPU` when they are missing; a plane whose `device_vendor` is not NVIDIA's is
-/// `<vendor> GPU` (XProf would call it an Nvidia GPU).
-pub(crate) fn gpu_model_name(plane: &mlprof_model::Plane) -> String {
-    let vendor =
-        plane.plane_stat("device_vendor").and_then(|value| xstats::as_str(plane, &plane.metadata_stats, value));
-    if let Some(vendor) = vendor.filter(|vendor| *vendor != "Nvidia") {
-        return format!("{vendor} GPU");
-    }
-    let cap = |name| plane.plane_stat(name).and_then(xstats::as_int).unwrap_or(0);
-    let architecture = match (cap("compute_cap_major"), cap("compute_cap_minor")) {
-        (2, _) => "Fermi",
-        (3, _) => "Kepler",
-        (5, _) => "Maxwell",
-        (6, _) => "Pascal",
-        (7, minor) if minor < 5 => "Volta",
-        (7, _) => "Turing",
-        (8, minor) if minor < 9 => "Ampere",
-        (8, _) => "Ada Lovelace",
-        (9, _) => "Hopper",
-        (10, _) => "Blackwell",
-        _ => return "Nvidia GPU".to_string(),
-    };
-    format!("Nvidia GPU ({architecture})")
 }
 
 /// Whether an HLO module recorded in the `/host:metadata` plane computes gradients:

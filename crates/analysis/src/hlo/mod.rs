@@ -12,7 +12,10 @@ use std::collections::HashMap;
 
 use mlprof_model::{Host, StatValue, names};
 
+mod cost;
 mod wire;
+
+pub(crate) use cost::HloCost;
 
 use wire::{Value, fields, push_ints};
 
@@ -32,6 +35,8 @@ pub(crate) struct HloModule {
     /// Instructions of all computations, entry computation included.
     pub instructions: Vec<HloInstruction>,
     by_name: HashMap<String, usize>,
+    /// Per computation id, its instructions (a range of `instructions`).
+    computations: HashMap<i64, std::ops::Range<usize>>,
     frames: StackFrames,
 }
 
@@ -63,6 +68,18 @@ pub(crate) struct HloInstruction {
     pub output_bytes: Option<i64>,
     /// Whether it belongs to the entry computation.
     pub in_entry: bool,
+    /// Ids of the computations it calls (a fusion's fused computation, …).
+    pub called_computation_ids: Vec<i64>,
+    /// Dimensions of the first element of a tuple-shaped output (a cuBLAS call's
+    /// result beside its workspace); empty otherwise.
+    pub first_tuple_dims: Vec<i64>,
+    /// The contracted dimensions of the left operand of a dot (or of a cuBLAS GEMM
+    /// custom call, from its backend config).
+    pub lhs_contracting_dims: Vec<i64>,
+    /// A convolution's kernel input-feature dimension and kernel spatial dimensions.
+    pub conv_kernel_dims: Option<(i64, Vec<i64>)>,
+    /// Whether it is a custom call to a cuBLAS GEMM (`__cublas$…`).
+    pub is_cublas_gemm: bool,
 }
 
 impl HloInstruction {
@@ -258,8 +275,15 @@ impl HloModules {
 
     /// The instruction `name` of program `program_id` (XProf's `GetHloInstruction`).
     pub(crate) fn instruction(&self, program_id: i64, name: &str) -> Option<&HloInstruction> {
+        self.instruction_and_cost(program_id, name).map(|(instruction, _)| instruction)
+    }
+
+    /// The instruction `name` of program `program_id` with what one execution of it
+    /// costs.
+    pub(crate) fn instruction_and_cost(&self, program_id: i64, name: &str) -> Option<(&HloInstruction, HloCost)> {
         let module = self.by_program_id(program_id)?;
-        module.instruction(name).and_then(|index| module.instructions.get(index))
+        let index = module.instruction(name)?;
+        Some((module.instructions.get(index)?, module.cost(index)))
     }
 
     /// Module `index`.
@@ -327,6 +351,10 @@ fn decode_hlo_proto(proto: &[u8]) -> Option<HloModule> {
     let mut operand_ids: Vec<Vec<i64>> = Vec::new();
     for Computation { name, id, instructions } in computations {
         let in_entry = name == entry_name || (entry_id.is_some() && id == entry_id);
+        if let Some(id) = id {
+            let first = result.instructions.len();
+            result.computations.entry(id).or_insert(first..first + instructions.len());
+        }
         for (mut instruction, xla_id, operands) in instructions {
             instruction.in_entry = in_entry;
             let index = result.instructions.len();
@@ -367,6 +395,7 @@ fn decode_computation(message: &[u8]) -> Computation<'_> {
 fn decode_instruction(message: &[u8]) -> (HloInstruction, i64, Vec<i64>) {
     let mut instruction = HloInstruction::default();
     let (mut id, mut operands) = (0, Vec::new());
+    let (mut custom_call_target, mut backend_config) = ("", "");
     for (field, value) in fields(message) {
         match field {
             1 => instruction.name = value.text().to_string(),
@@ -375,15 +404,61 @@ fn decode_instruction(message: &[u8]) -> (HloInstruction, i64, Vec<i64>) {
                 let shape = decode_shape(value.bytes().unwrap_or(&[]), 0);
                 instruction.dims = shape.dims;
                 instruction.output_bytes = shape.bytes;
+                instruction.first_tuple_dims = shape.first_tuple_dims;
             }
             7 => decode_metadata(value.bytes().unwrap_or(&[]), &mut instruction),
             11 => instruction.fusion_kind = value.text().to_string(),
+            16 => instruction.conv_kernel_dims = Some(decode_conv_kernel_dims(value.bytes().unwrap_or(&[]))),
+            28 => custom_call_target = value.text(),
+            30 => {
+                for (f, v) in fields(value.bytes().unwrap_or(&[])) {
+                    if f == 1 {
+                        push_ints(v, &mut instruction.lhs_contracting_dims);
+                    }
+                }
+            }
             35 => id = value.int().unwrap_or(0),
             36 => push_ints(value, &mut operands),
+            38 => push_ints(value, &mut instruction.called_computation_ids),
+            43 => backend_config = value.text(),
             _ => {}
         }
     }
+    if custom_call_target.starts_with(CUBLAS_TARGET_PREFIX) {
+        instruction.is_cublas_gemm = true;
+        instruction.lhs_contracting_dims = gemm_lhs_contracting_dims(backend_config);
+    }
     (instruction, id, operands)
+}
+
+/// Custom-call targets of XLA's cuBLAS GEMMs (`__cublas$gemm`, `__cublas$lt$matmul`).
+const CUBLAS_TARGET_PREFIX: &str = "__cublas$";
+
+/// The left operand's contracted dimensions of a cuBLAS GEMM, from the
+/// `gemm_backend_config.dot_dimension_numbers` of its JSON backend config (empty when
+/// the config says nothing readable).
+fn gemm_lhs_contracting_dims(backend_config: &str) -> Vec<i64> {
+    let Ok(config) = serde_json::from_str::<serde_json::Value>(backend_config) else { return Vec::new() };
+    let dims = &config["gemm_backend_config"]["dot_dimension_numbers"]["lhs_contracting_dimensions"];
+    dims.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|d| d.as_i64().or_else(|| d.as_str().and_then(|s| s.parse().ok())))
+        .collect()
+}
+
+/// `ConvolutionDimensionNumbers`: the kernel's input-feature dimension and spatial
+/// dimensions.
+fn decode_conv_kernel_dims(message: &[u8]) -> (i64, Vec<i64>) {
+    let (mut input_feature, mut spatial) = (0, Vec::new());
+    for (field, value) in fields(message) {
+        match field {
+            3 => input_feature = value.int().unwrap_or(0),
+            6 => push_ints(value, &mut spatial),
+            _ => {}
+        }
+    }
+    (input_feature, spatial)
 }
 
 fn decode_metadata(message: &[u8], instruction: &mut HloInstruction) {
@@ -409,6 +484,8 @@ fn decode_metadata(message: &[u8], instruction: &mut HloInstruction) {
 struct Shape {
     dims: Vec<i64>,
     bytes: Option<i64>,
+    /// A tuple's first element's dimensions.
+    first_tuple_dims: Vec<i64>,
 }
 
 /// Tuples nest at most this deep before mlprof stops counting their bytes.
@@ -416,6 +493,7 @@ const MAX_TUPLE_DEPTH: usize = 8;
 
 fn decode_shape(message: &[u8], depth: usize) -> Shape {
     let (mut element_type, mut dims, mut tuple_bytes, mut is_tuple) = (0, Vec::new(), Some(0i64), false);
+    let mut first_tuple_dims = None;
     for (field, value) in fields(message) {
         match field {
             2 => element_type = value.int().unwrap_or(0),
@@ -423,7 +501,9 @@ fn decode_shape(message: &[u8], depth: usize) -> Shape {
             4 => {
                 is_tuple = true;
                 let element = if depth < MAX_TUPLE_DEPTH {
-                    decode_shape(value.bytes().unwrap_or(&[]), depth + 1).bytes
+                    let element = decode_shape(value.bytes().unwrap_or(&[]), depth + 1);
+                    first_tuple_dims.get_or_insert(element.dims);
+                    element.bytes
                 } else {
                     None
                 };
@@ -433,14 +513,14 @@ fn decode_shape(message: &[u8], depth: usize) -> Shape {
         }
     }
     if is_tuple || element_type == TUPLE {
-        return Shape { dims: Vec::new(), bytes: tuple_bytes };
+        return Shape { dims: Vec::new(), bytes: tuple_bytes, first_tuple_dims: first_tuple_dims.unwrap_or_default() };
     }
     let count = dims.iter().try_fold(1i64, |acc, &d| if d < 0 { None } else { acc.checked_mul(d) });
     let bytes = element_bits(element_type)
         .zip(count)
         .and_then(|(bits, n)| n.checked_mul(bits))
         .map(|b| b.saturating_add(7) / 8);
-    Shape { dims, bytes }
+    Shape { dims, bytes, first_tuple_dims: Vec::new() }
 }
 
 /// `PrimitiveType.TUPLE`.
@@ -508,7 +588,8 @@ pub(crate) mod tests {
     /// A serialized `HloProto` of module `name`: an entry computation `main` with a
     /// parameter `p` (f32[2,3], op name `x`), and `dot.1` (f32[2,2], op name
     /// `jit(f)/dot_general`, created at frame 2 = `f` called from `<module>`) reading
-    /// `p` twice; a second computation with a loop fusion `fusion.1`.
+    /// `p` twice, contracting dimension 1; a second computation with a loop fusion
+    /// `fusion.1`.
     pub(crate) fn sample_hlo_proto(name: &str) -> Vec<u8> {
         let shape = |dims: &[i64]| {
             let mut s = Vec::new();
@@ -536,7 +617,11 @@ pub(crate) mod tests {
         let mut entry = Vec::new();
         bytes_field(&mut entry, 1, b"main");
         bytes_field(&mut entry, 2, &instruction("p", "parameter", 1, &[2, 3], "x", 0, &[]));
-        bytes_field(&mut entry, 2, &instruction("dot.1", "dot", 2, &[2, 2], "jit(f)/dot_general", 2, &[1, 1]));
+        let mut dot = instruction("dot.1", "dot", 2, &[2, 2], "jit(f)/dot_general", 2, &[1, 1]);
+        let mut dot_dims = Vec::new();
+        int_field(&mut dot_dims, 1, 1);
+        bytes_field(&mut dot, 30, &dot_dims);
+        bytes_field(&mut entry, 2, &dot);
         let mut other = Vec::new();
         bytes_field(&mut other, 1, b"fused");
         let mut fusion = instruction("fusion.1", "fusion", 3, &[4], "", 0, &[]);

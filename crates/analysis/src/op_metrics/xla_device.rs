@@ -13,12 +13,13 @@
 //! The one rule to know: consecutive kernels of one stream with the same instruction and
 //! step group are counted as one run (XProf merges them before adding the run, which
 //! only matters for the per-run `flops` and `bytes_accessed` stats: a run counts the
-//! last kernel's value once per kernel). XProf also fills flops and bytes from an XLA
-//! GPU cost analysis of each instruction; mlprof does not reproduce XLA's cost model,
-//! so these come only from the kernels' own `flops` and `bytes_accessed` stats.
+//! last kernel's value once per kernel). FLOPs and bytes of a kernel are its
+//! instruction's analytic cost (`hlo::cost`: dots exactly as XProf counts them,
+//! elementwise ops one FLOP per element where XProf weighs them by GPU cycle costs),
+//! else its own `flops` and `bytes_accessed` stats.
 
 use super::{DbBuilder, ps};
-use crate::hlo::{HloInstruction, HloModules};
+use crate::hlo::{HloCost, HloInstruction, HloModules};
 
 /// What an XLA kernel event says about its op.
 #[derive(Clone, Copy, Debug)]
@@ -60,6 +61,9 @@ struct Run<'m> {
     is_eager: bool,
     occurrences: u64,
     duration_ps: u64,
+    /// What one execution of the run's (first) instruction costs.
+    cost: HloCost,
+    /// The last kernel's `flops` and `bytes_accessed` stats.
     flops: u64,
     bytes_accessed: u64,
 }
@@ -80,7 +84,9 @@ impl<'m> XlaRuns<'m> {
     /// whose instruction is unknown are skipped without ending the run.
     pub(super) fn add(&mut self, kernel: &XlaKernel<'_>, db: &mut DbBuilder) {
         let name = kernel.instruction_name();
-        let Some(instruction) = kernel.program_id.and_then(|program| self.modules.instruction(program, name)) else {
+        let Some((instruction, cost)) =
+            kernel.program_id.and_then(|program| self.modules.instruction_and_cost(program, name))
+        else {
             return;
         };
         let joins = self.current.as_ref().is_some_and(|run| {
@@ -98,6 +104,7 @@ impl<'m> XlaRuns<'m> {
             is_eager: kernel.is_eager,
             occurrences: 0,
             duration_ps: 0,
+            cost,
             flops: 0,
             bytes_accessed: 0,
         });
@@ -117,9 +124,13 @@ impl<'m> XlaRuns<'m> {
             op.provenance = run.instruction.tf_op_fullname();
             op.is_eager |= run.is_eager;
         }
-        op.flops = op.flops.saturating_add(run.flops.saturating_mul(run.occurrences));
+        // The run's instruction's analytic cost, else the last kernel's stats (XProf
+        // prefers its cost model of the run's first instruction the same way).
+        let flops = if run.cost.flops > 0 { run.cost.flops } else { run.flops };
+        let bytes = if run.cost.bytes_accessed > 0 { run.cost.bytes_accessed } else { run.bytes_accessed };
+        op.flops = op.flops.saturating_add(flops.saturating_mul(run.occurrences));
         op.model_flops = op.flops;
-        op.bytes_accessed = op.bytes_accessed.saturating_add(run.bytes_accessed.saturating_mul(run.occurrences));
+        op.bytes_accessed = op.bytes_accessed.saturating_add(bytes.saturating_mul(run.occurrences));
     }
 }
 
@@ -154,8 +165,8 @@ mod tests {
         let modules = modules();
         let mut db = DbBuilder::default();
         let mut runs = XlaRuns::new(&modules);
-        // One run of three (group 4; the last kernel's flops count for each), then
-        // dot.1 again after another op, then an ungrouped kernel that starts its own run.
+        // One run of three (group 4), then dot.1 again after another op, then an
+        // ungrouped kernel that starts its own run.
         for k in [
             kernel(0, "dot.1", Some(4), 10, 100),
             kernel(0, "outer::dot.1", Some(4), 10, 100),
@@ -176,7 +187,8 @@ mod tests {
         let dot = &db.metrics[0];
         assert_eq!((dot.time_ps, dot.self_time_ps), (34, 34));
         assert_eq!(dot.provenance, "jit(f)/dot_general:");
-        assert_eq!((dot.flops, dot.model_flops, dot.bytes_accessed), (3 * 300 + 10 + 10, 920, 3 * 150 + 5 + 5));
+        // dot.1's analytic cost (24 FLOPs, 64 bytes) wins over the kernels' stats.
+        assert_eq!((dot.flops, dot.model_flops, dot.bytes_accessed), (5 * 24, 5 * 24, 5 * 64));
         assert_eq!(db.total_op_time_ps, 44);
         assert_eq!(db.metrics[1].provenance, "");
     }
@@ -186,14 +198,17 @@ mod tests {
         let modules = modules();
         let mut db = DbBuilder::default();
         let mut runs = XlaRuns::new(&modules);
-        runs.add(&kernel(0, "dot.1", Some(1), 10, 100), &mut db);
-        runs.add(&kernel(1, "dot.1", Some(1), 10, 300), &mut db);
-        runs.add(&XlaKernel { program_id: None, ..kernel(1, "dot.1", Some(1), 10, 0) }, &mut db);
-        runs.add(&XlaKernel { program_id: Some(8), ..kernel(1, "dot.1", Some(1), 10, 0) }, &mut db);
+        // fusion.1 has no analytic FLOPs, so each run counts its last kernel's stat once
+        // per kernel.
+        runs.add(&kernel(0, "fusion.1", Some(1), 10, 100), &mut db);
+        runs.add(&kernel(1, "fusion.1", Some(1), 10, 200), &mut db);
+        runs.add(&kernel(1, "fusion.1", Some(1), 10, 300), &mut db);
+        runs.add(&XlaKernel { program_id: None, ..kernel(1, "fusion.1", Some(1), 10, 0) }, &mut db);
+        runs.add(&XlaKernel { program_id: Some(8), ..kernel(1, "fusion.1", Some(1), 10, 0) }, &mut db);
         runs.flush(&mut db);
         let db = db.finish();
         assert_eq!(db.metrics.len(), 1);
-        // Two runs (one per stream): 100 + 300 flops, not 2 × 300.
-        assert_eq!((db.metrics[0].occurrences, db.metrics[0].flops), (2, 400));
+        // Two runs (one per stream): 100 + 2 × 300 flops, not 3 × 300.
+        assert_eq!((db.metrics[0].occurrences, db.metrics[0].flops), (3, 700));
     }
 }
