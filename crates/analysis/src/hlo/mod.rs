@@ -275,15 +275,14 @@ impl HloModules {
 
     /// The instruction `name` of program `program_id` (XProf's `GetHloInstruction`).
     pub(crate) fn instruction(&self, program_id: i64, name: &str) -> Option<&HloInstruction> {
-        self.instruction_and_cost(program_id, name).map(|(instruction, _)| instruction)
+        self.locate(program_id, name).and_then(|(module, index)| module.instructions.get(index))
     }
 
-    /// The instruction `name` of program `program_id` with what one execution of it
-    /// costs.
-    pub(crate) fn instruction_and_cost(&self, program_id: i64, name: &str) -> Option<(&HloInstruction, HloCost)> {
+    /// The module of program `program_id` and the index of its instruction `name` in
+    /// it, for [`HloModule::cost`].
+    pub(crate) fn locate(&self, program_id: i64, name: &str) -> Option<(&HloModule, usize)> {
         let module = self.by_program_id(program_id)?;
-        let index = module.instruction(name)?;
-        Some((module.instructions.get(index)?, module.cost(index)))
+        module.instruction(name).filter(|&index| index < module.instructions.len()).map(|index| (module, index))
     }
 
     /// Module `index`.

@@ -18,6 +18,8 @@
 //! elementwise ops one FLOP per element where XProf weighs them by GPU cycle costs),
 //! else its own `flops` and `bytes_accessed` stats.
 
+use std::collections::HashMap;
+
 use super::{DbBuilder, ps};
 use crate::hlo::{HloCost, HloInstruction, HloModules};
 
@@ -53,7 +55,6 @@ impl XlaKernel<'_> {
 struct Run<'m> {
     line: usize,
     program_id: i64,
-    name: String,
     instruction: &'m HloInstruction,
     /// XProf keeps the group as an unsigned number that is 0 until a grouped kernel
     /// starts a run; later kernels join only when their group equals it.
@@ -72,39 +73,41 @@ struct Run<'m> {
 pub(super) struct XlaRuns<'m> {
     modules: &'m HloModules,
     current: Option<Run<'m>>,
+    /// Cost of each instruction met so far, by program id and instruction index.
+    costs: HashMap<(i64, usize), HloCost>,
 }
 
 impl<'m> XlaRuns<'m> {
     /// A tracker that names instructions from `modules`.
     pub(super) fn new(modules: &'m HloModules) -> XlaRuns<'m> {
-        XlaRuns { modules, current: None }
+        XlaRuns { modules, current: None, costs: HashMap::new() }
     }
 
     /// Counts `kernel`: extends the current run or adds it and starts a new one. Kernels
     /// whose instruction is unknown are skipped without ending the run.
     pub(super) fn add(&mut self, kernel: &XlaKernel<'_>, db: &mut DbBuilder) {
         let name = kernel.instruction_name();
-        let Some((instruction, cost)) =
-            kernel.program_id.and_then(|program| self.modules.instruction_and_cost(program, name))
-        else {
-            return;
-        };
+        let Some(program_id) = kernel.program_id else { return };
+        let Some((module, index)) = self.modules.locate(program_id, name) else { return };
+        let Some(instruction) = module.instructions.get(index) else { return };
         let joins = self.current.as_ref().is_some_and(|run| {
-            run.line == kernel.line && run.name == name && kernel.group.is_some_and(|g| g as u64 == run.group)
+            run.line == kernel.line
+                && run.instruction.name == name
+                && kernel.group.is_some_and(|g| g as u64 == run.group)
         });
         if !joins {
             self.flush(db);
         }
+        let costs = &mut self.costs;
         let run = self.current.get_or_insert_with(|| Run {
             line: kernel.line,
-            program_id: kernel.program_id.unwrap_or(0),
-            name: name.to_string(),
+            program_id,
             instruction,
             group: kernel.group.map_or(0, |g| g as u64),
             is_eager: kernel.is_eager,
             occurrences: 0,
             duration_ps: 0,
-            cost,
+            cost: *costs.entry((program_id, index)).or_insert_with(|| module.cost(index)),
             flops: 0,
             bytes_accessed: 0,
         });
@@ -118,7 +121,8 @@ impl<'m> XlaRuns<'m> {
     /// `DeviceOpMetricsDbBuilder::EnterOp`).
     pub(super) fn flush(&mut self, db: &mut DbBuilder) {
         let Some(run) = self.current.take() else { return };
-        let op = db.add_run(run.program_id as u64, &run.name, run.occurrences, run.duration_ps, run.duration_ps);
+        let op =
+            db.add_run(run.program_id as u64, &run.instruction.name, run.occurrences, run.duration_ps, run.duration_ps);
         if op.occurrences == run.occurrences && op.category.is_empty() && op.provenance.is_empty() {
             op.category = run.instruction.xprof_category().to_string();
             op.provenance = run.instruction.tf_op_fullname();
