@@ -5,6 +5,7 @@
 
 pub mod advise;
 pub mod datatable;
+pub mod derived_lines;
 pub mod framework_op_stats;
 pub mod gpu;
 pub mod gpu_caps;

@@ -1,0 +1,137 @@
+//! The derived GPU lines of the XLA GPU fixture against XProf 2.24.2's trace viewer
+//! output on it (`xprof_out/trace_viewer.json.gz`): the same tracks, and per track the
+//! same events — name, start and duration — in the same order, to the picosecond. The
+//! CPU-only fixtures have no GPU plane, so nothing is derived for them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use mlprof_analysis::derived_lines::{self, DerivedPlane};
+use mlprof_analysis::grouping::{group_host, group_host_as_xprof};
+use mlprof_formats::discover::load;
+use mlprof_model::Host;
+use serde_json::Value;
+
+fn case_dir(case: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/xspace").join(case)
+}
+
+fn host_of(case: &str) -> Host {
+    let mut sessions = load(&case_dir(case).join("logdir")).expect("fixture loads");
+    sessions.pop().expect("a session").hosts.into_iter().next().expect("a host")
+}
+
+/// One trace event: name, start and duration in picoseconds.
+type Shown = (String, i64, i64);
+
+/// XProf's complete events of `pid`, per thread name, sorted by start, then longest
+/// first, then name.
+fn xprof_tracks(pid: u64) -> BTreeMap<String, Vec<Shown>> {
+    let path = case_dir("jax_gpu_xla").join("xprof_out/trace_viewer.json.gz");
+    let bytes = std::fs::read(&path).expect("reference");
+    let text = mlprof_formats::input::gunzip(&bytes, "trace_viewer.json.gz").expect("gzip");
+    let trace: Value = serde_json::from_slice(&text).expect("JSON");
+    let events = trace["traceEvents"].as_array().expect("traceEvents");
+    let of_pid = |e: &&Value| e["pid"].as_u64() == Some(pid);
+    let thread_names: BTreeMap<u64, String> = events
+        .iter()
+        .filter(of_pid)
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .map(|e| (e["tid"].as_u64().expect("tid"), e["args"]["name"].as_str().expect("name").to_string()))
+        .collect();
+    let ps = |us: &Value| (us.as_f64().expect("µs") * 1e6).round() as i64;
+    let mut tracks: BTreeMap<String, Vec<Shown>> = BTreeMap::new();
+    for e in events.iter().filter(of_pid).filter(|e| e["ph"] == "X") {
+        let thread = &thread_names[&e["tid"].as_u64().expect("tid")];
+        let name = e["name"].as_str().expect("name").to_string();
+        tracks.entry(thread.clone()).or_default().push((name, ps(&e["ts"]), ps(&e["dur"])));
+    }
+    for events in tracks.values_mut() {
+        sort(events);
+    }
+    tracks
+}
+
+fn sort(events: &mut [Shown]) {
+    events.sort_by(|a, b| a.1.cmp(&b.1).then(b.2.cmp(&a.2)).then(a.0.cmp(&b.0)));
+}
+
+/// mlprof's derived tracks, per name, in the order of [`xprof_tracks`], moved to
+/// XProf's time origin by `offset_ps`.
+fn mlprof_tracks(plane: &DerivedPlane, offset_ps: i64) -> BTreeMap<String, Vec<Shown>> {
+    plane
+        .tracks
+        .iter()
+        .map(|track| {
+            let mut events: Vec<Shown> = track
+                .events
+                .iter()
+                .map(|e| (track.name_of(e).to_string(), e.begin_ps + offset_ps, e.duration_ps))
+                .collect();
+            sort(&mut events);
+            (track.name.clone(), events)
+        })
+        .collect()
+}
+
+/// XProf's time origin minus the model's: from the kernels of the stream, which both
+/// show as they are.
+fn time_offset(host: &Host, xprof: &BTreeMap<String, Vec<Shown>>) -> i64 {
+    let plane = host.plane("/device:GPU:0").expect("GPU plane");
+    let stream = plane.lines.iter().find(|l| l.name == "Stream #7(Kernel)").expect("stream");
+    let mut starts: Vec<i64> = stream.iter().map(|e| e.start_ps()).collect();
+    starts.sort_unstable();
+    let theirs: Vec<i64> = xprof["Stream #7(Kernel)"].iter().map(|e| e.1).collect();
+    assert_eq!(starts.len(), theirs.len());
+    let offset = theirs[0] - starts[0];
+    assert!(starts.iter().zip(&theirs).all(|(ours, theirs)| (ours + offset - theirs).abs() <= 1_000));
+    offset
+}
+
+#[test]
+fn the_xla_gpu_fixture_derives_the_tracks_xprof_shows() {
+    let host = host_of("jax_gpu_xla");
+    let xprof = xprof_tracks(1);
+    let offset = time_offset(&host, &xprof);
+    let derived = derived_lines::derive(&host, &group_host_as_xprof(&host));
+    assert_eq!(derived.len(), 1);
+    assert_eq!(host.planes[derived[0].plane].name, "/device:GPU:0");
+    let order: Vec<&str> = derived[0].tracks.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        order,
+        [
+            "Steps",
+            "Framework Name Scope - from #7",
+            "Framework Ops - from #7",
+            "XLA Modules - from #7",
+            "XLA Ops - from #7"
+        ]
+    );
+    let ours = mlprof_tracks(&derived[0], offset);
+    let counts: Vec<(&str, usize)> = ours.iter().map(|(name, events)| (name.as_str(), events.len())).collect();
+    assert_eq!(
+        counts,
+        [
+            ("Framework Name Scope - from #7", 172),
+            ("Framework Ops - from #7", 330),
+            ("Steps", 10),
+            ("XLA Modules - from #7", 30),
+            ("XLA Ops - from #7", 370)
+        ]
+    );
+    // Equal to the picosecond (XProf writes times to 0.1 ns, the kernels' are whole ns).
+    for (name, events) in &ours {
+        assert_eq!(events, &xprof[name], "{name}");
+    }
+    // mlprof's own grouping (with its step_num fallback) finds the same steps here.
+    assert_eq!(derived_lines::derive(&host, &group_host(&host)), derived);
+}
+
+#[test]
+fn cpu_only_fixtures_derive_nothing() {
+    for case in ["tf_keras2_input_bound", "tf_keras_pipelined", "tf_custom_loop", "jax_profile"] {
+        let host = host_of(case);
+        assert!(derived_lines::planes_to_derive(&host).is_empty(), "{case}");
+        assert!(derived_lines::derive(&host, &group_host(&host)).is_empty(), "{case}");
+    }
+}
