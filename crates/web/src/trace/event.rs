@@ -5,13 +5,15 @@
 //! event there does not start and last as the index event does, the index was built
 //! from another state of the profile (one its cache key cannot tell apart): the answer
 //! is 409 and the index is dropped, memory and disk, so the next request rebuilds it.
+//! An event of a derived section (steps, XProf's derived GPU lines) covers several
+//! model events and names the first, so only its start must agree.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use mlprof_timeline::{FlowDirection, ModelRef, event_args};
+use mlprof_timeline::{FlowDirection, ModelRef, SectionKind, TimelineIndex, event_args};
 use serde::{Deserialize, Serialize};
 
 use super::host_index::{discard_host_index, host_index};
@@ -69,9 +71,10 @@ pub(crate) async fn event(
         .find(|h| h.name == host)
         .ok_or_else(|| ApiError::not_found(format!("no host named {host:?} in run {run}")))?;
     let at = ModelRef::unpack(event.source);
-    let same_event = at
-        .resolve(model_host)
-        .is_some_and(|(_, model)| model.start_ps() == event.start_ps && model.duration_ps().max(0) == event.dur_ps);
+    let spans_several = in_derived_section(&index, event.track);
+    let same_event = at.resolve(model_host).is_some_and(|(_, model)| {
+        model.start_ps() == event.start_ps && (spans_several || model.duration_ps().max(0) == event.dur_ps)
+    });
     if !same_event {
         discard_host_index(&state, &run, &host).await?;
         return Err(ApiError::conflict(format!(
@@ -106,4 +109,13 @@ pub(crate) async fn event(
         args: args.into_iter().collect(),
         flows,
     }))
+}
+
+/// Whether `track` belongs to a derived section (its events may cover several model
+/// events).
+fn in_derived_section(index: &TimelineIndex, track: u32) -> bool {
+    index
+        .track(track)
+        .and_then(|track| index.sections().nth(track.section as usize))
+        .is_some_and(|section| section.kind == SectionKind::Derived)
 }

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use mlprof_model::Session;
 use mlprof_timeline::{CacheKey, MAPPING_VERSION, TimelineBuilder, TimelineIndex};
 
+use super::derived::add_derived_lines;
 use super::steps::add_profiler_steps;
 use crate::blocking::{heavy, on_blocking_thread};
 use crate::error::ApiError;
@@ -24,7 +25,8 @@ use crate::state::AppState;
 
 /// What this server adds to a host's events, and its version. Change it whenever the
 /// index built here would differ; [`recipe`] adds the versions of the rest.
-const SERVE_RECIPE: &str = "mlprof serve trace v1: host planes, Kineto ProfilerStep steps section";
+const SERVE_RECIPE: &str =
+    "mlprof serve trace v2: host planes, Kineto ProfilerStep steps section, XProf-derived GPU line sections";
 
 /// The cache key's variant: [`SERVE_RECIPE`], this mlprof's version (a new release may
 /// read profiles differently, moving model events) and mlprof-timeline's
@@ -130,6 +132,7 @@ fn build(session: &Session, host_name: &str, key: &CacheKey, path: PathBuf) -> R
     let failed = |e: &dyn std::fmt::Display| ApiError::internal(format!("{}: trace index: {e}", host.source_path));
     let mut builder = TimelineBuilder::new();
     add_profiler_steps(&mut builder, host).map_err(|e| failed(&e))?;
+    add_derived_lines(&mut builder, host).map_err(|e| failed(&e))?;
     builder.add_host(host).map_err(|e| failed(&e))?;
     let built = builder.finish().map_err(|e| failed(&e))?;
     if built.write(&path, key).is_err() {

@@ -8,6 +8,7 @@
 //! server answers `meta`, `view` and `search` from the cache file without reading the
 //! profile again.
 
+mod derived;
 mod event;
 mod host_index;
 mod meta;
