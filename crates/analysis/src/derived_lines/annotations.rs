@@ -41,14 +41,41 @@ pub(super) struct PlaneContext<'a> {
     stats: StatSlots<7>,
 }
 
-/// The stats of one kernel that matter here.
+/// The stats of one kernel that matter here (strings borrowed from the plane).
 struct Kernel<'e> {
-    /// `hlo_op` split at `::`, outermost first; empty when the kernel is not an XLA op.
-    hlo_ops: Vec<&'e str>,
+    /// The whole `hlo_op` stat (`outer::inner`); empty when not an XLA op.
+    hlo_op: &'e str,
     hlo_module: &'e str,
     program_id: Option<i64>,
     tf_op: &'e str,
     scope_range_id: Option<i64>,
+}
+
+/// An XLA kernel's module, program and op annotation: kernels that share it derive the
+/// same names.
+type XlaKey<'e> = (&'e str, Option<i64>, &'e str);
+
+/// The name ids (in one stream's lines) an XLA kernel annotation stands for, resolved
+/// once per distinct annotation.
+#[derive(Debug, Default)]
+struct XlaNames {
+    /// On the module line: `module(program_id)`, when the kernel names a module.
+    module: Option<u32>,
+    /// On the XLA op line, one per `::` level, outermost first.
+    ops: Vec<u32>,
+    /// The instruction's framework op, when the program and instruction are known.
+    framework: Option<FrameworkNames>,
+    /// On the source line, when the instruction names a source file.
+    source: Option<u32>,
+}
+
+/// The name ids a framework op stands for on one stream's lines.
+#[derive(Clone, Debug, Default)]
+struct FrameworkNames {
+    /// On the name-scope line, outermost first (none unless a TensorFlow or JAX op).
+    scopes: Vec<u32>,
+    /// On the framework-op line.
+    op: u32,
 }
 
 impl<'a> PlaneContext<'a> {
@@ -73,30 +100,38 @@ impl<'a> PlaneContext<'a> {
             .collect();
         order.sort_unstable();
         let mut lines = StreamLines::default();
+        let mut xla_names: HashMap<XlaKey<'a>, XlaNames> = HashMap::new();
+        let mut framework_names: HashMap<&'a str, FrameworkNames> = HashMap::new();
         for (_, _, index) in order {
             let Some(event) = line.event(index) else { continue };
             let Some(kernel) = self.kernel(&event) else { continue };
             let at = (self.plane_index as u32, line_index as u32, index as u32);
             let group = self.groups.group_of(self.plane_index, line_index, index);
             let span = Span::new(event.start_ps(), event.duration_ps());
-            self.add_kernel(&mut lines, &kernel, group, span, at);
+            let kernel_lines = KernelLines { group, span, at };
+            if !kernel.hlo_op.is_empty() || !kernel.hlo_module.is_empty() {
+                let key = (kernel.hlo_module, kernel.program_id, kernel.hlo_op);
+                let names = xla_names.entry(key).or_insert_with(|| self.xla_names(&mut lines, &kernel));
+                let scopes = self.scope_chain(kernel.scope_range_id);
+                lines.add_xla_kernel(names, &scopes, kernel_lines);
+            }
+            if kernel.hlo_op.is_empty() && !kernel.tf_op.is_empty() {
+                let names = framework_names.entry(kernel.tf_op).or_insert_with(|| lines.framework_names(kernel.tf_op));
+                lines.add_framework_op(names, kernel_lines);
+            }
         }
         lines.finish(line.id)
     }
 
     /// The kernel's stats, or `None` when the event is not a kernel or CUDA graph launch.
-    fn kernel<'e>(&self, event: &Event<'e>) -> Option<Kernel<'e>>
-    where
-        'a: 'e,
-    {
+    fn kernel(&self, event: &Event<'a>) -> Option<Kernel<'a>> {
         let row = self.stats.row(self.plane, event);
         let text = |i: usize| row.str(i, self.plane, event).unwrap_or("");
         if text(KERNEL_DETAILS).is_empty() && row.get(CUDA_GRAPH_EXEC).is_none() {
             return None;
         }
-        let hlo_op = text(HLO_OP);
         Some(Kernel {
-            hlo_ops: if hlo_op.is_empty() { Vec::new() } else { hlo_op.split(ANNOTATION_SEPARATOR).collect() },
+            hlo_op: text(HLO_OP),
             hlo_module: text(HLO_MODULE),
             program_id: row.int(PROGRAM_ID),
             tf_op: text(TF_OP),
@@ -104,57 +139,42 @@ impl<'a> PlaneContext<'a> {
         })
     }
 
-    fn add_kernel(&self, lines: &mut StreamLines, kernel: &Kernel<'_>, group: Option<i64>, span: Span, at: EventAt) {
-        let is_xla = !kernel.hlo_ops.is_empty();
-        let scopes = if is_xla || !kernel.hlo_module.is_empty() { self.scope_chain(kernel) } else { Vec::new() };
+    /// The names `kernel`'s XLA annotation stands for, interned in `lines`: the module
+    /// `module(program_id)`, the ops keyed by program (else module) as
+    /// `program_id/op`, and the framework op and source line of the innermost op's
+    /// instruction in the program's HLO.
+    fn xla_names(&self, lines: &mut StreamLines, kernel: &Kernel<'_>) -> XlaNames {
+        let mut names = XlaNames::default();
         if !kernel.hlo_module.is_empty() {
             let key = match kernel.program_id {
                 Some(id) => format!("{}({})", kernel.hlo_module, id as u64),
                 None => kernel.hlo_module.to_string(),
             };
-            let name = lines.modules.name(&key, || key.clone());
-            let mark = Mark { name, group, scope: scopes.last().copied() };
-            if lines.modules.expand_or_add(mark, span, at) {
-                lines.module_restarted();
-            }
+            names.module = Some(lines.modules.name(&key, || key.clone()));
         }
-        if is_xla {
-            let prefix = match kernel.program_id {
-                Some(id) => (id as u64).to_string(),
-                None => kernel.hlo_module.to_string(),
-            };
-            // Scope ranges name the levels only when there is one per level, root first.
-            let per_level = scopes.len() == kernel.hlo_ops.len();
-            let marks: Vec<Mark> = kernel
-                .hlo_ops
-                .iter()
-                .enumerate()
-                .map(|(level, &op)| Mark {
-                    name: lines.xla_ops.name(&format!("{prefix}/{op}"), || op.to_string()),
-                    group,
-                    scope: per_level.then(|| scopes[scopes.len() - 1 - level]),
-                })
-                .collect();
-            lines.xla_ops.expand_or_add_levels(&marks, span, at);
-            let instruction =
-                kernel.program_id.zip(kernel.hlo_ops.last()).and_then(|(p, op)| self.modules.instruction(p, op));
-            if let Some(instruction) = instruction {
-                let framework_op = format!("{}:{}", instruction.op_name, instruction.op_type);
-                lines.add_framework_op(&framework_op, group, span, at);
-                if let Some(source) = source_info(instruction) {
-                    let name = lines.source.name(&source, || source.clone());
-                    lines.source.expand_or_add(Mark { name, group, scope: None }, span, at);
-                }
-            }
-        } else if !kernel.tf_op.is_empty() {
-            lines.add_framework_op(kernel.tf_op, group, span, at);
+        if kernel.hlo_op.is_empty() {
+            return names;
         }
+        let prefix = match kernel.program_id {
+            Some(id) => (id as u64).to_string(),
+            None => kernel.hlo_module.to_string(),
+        };
+        let ops: Vec<&str> = kernel.hlo_op.split(ANNOTATION_SEPARATOR).collect();
+        names.ops = ops.iter().map(|&op| lines.xla_ops.name(&format!("{prefix}/{op}"), || op.to_string())).collect();
+        let instruction =
+            kernel.program_id.zip(ops.last()).and_then(|(program, op)| self.modules.instruction(program, op));
+        if let Some(instruction) = instruction {
+            // XProf's `TraceMeOp`: `op_name:op_type`, `:` when the metadata has neither.
+            names.framework = Some(lines.framework_names(&format!("{}:{}", instruction.op_name, instruction.op_type)));
+            names.source = source_info(instruction).map(|source| lines.source.name(&source, || source.clone()));
+        }
+        names
     }
 
     /// The kernel's scope range and its ancestors', innermost first (empty without a
     /// scope range); stops before an ancestor seen already.
-    fn scope_chain(&self, kernel: &Kernel<'_>) -> Vec<i64> {
-        let Some(first) = kernel.scope_range_id else { return Vec::new() };
+    fn scope_chain(&self, scope_range_id: Option<i64>) -> Vec<i64> {
+        let Some(first) = scope_range_id else { return Vec::new() };
         let mut chain = vec![first];
         let mut seen = HashSet::new();
         let mut at = first;
@@ -188,6 +208,20 @@ fn framework_op_shown(op: &TfOp<'_>) -> String {
     }
 }
 
+/// Where one kernel goes on the derived lines: its step group, span and position.
+#[derive(Clone, Copy)]
+struct KernelLines {
+    group: Option<i64>,
+    span: Span,
+    at: EventAt,
+}
+
+impl KernelLines {
+    fn mark(&self, name: u32, scope: Option<i64>) -> Mark {
+        Mark { name, group: self.group, scope }
+    }
+}
+
 /// The five lines of one stream.
 #[derive(Default)]
 struct StreamLines {
@@ -196,42 +230,75 @@ struct StreamLines {
     modules: LineBuilder,
     xla_ops: LineBuilder,
     source: LineBuilder,
-    /// Reused for the name-scope marks of each kernel.
-    scope_marks: Vec<Mark>,
+    /// Reused for the marks of each kernel's levels.
+    marks: Vec<Mark>,
 }
 
 impl StreamLines {
-    /// A new module event closes what lies under it: name scopes (and so framework
-    /// ops) and XLA ops.
-    fn module_restarted(&mut self) {
-        self.name_scopes.close_from(0);
-        self.framework_ops.close_from(0);
-        self.xla_ops.close_from(0);
-    }
-
-    /// A framework op `full_name` (`scope/op:Type`) on the name-scope and framework-op
-    /// lines (XProf's `ProcessTfOpEvent`).
-    fn add_framework_op(&mut self, full_name: &str, group: Option<i64>, span: Span, at: EventAt) {
+    /// The names framework op `full_name` (`scope/op:Type`) stands for, interned
+    /// (XProf's `ProcessTfOpEvent` naming): scopes for TensorFlow and JAX ops, the op
+    /// keyed by its full name and shown by [`framework_op_shown`], else by its full name.
+    fn framework_names(&mut self, full_name: &str) -> FrameworkNames {
         let op = parse_tf_op(full_name);
-        if matches!(op.category, OpCategory::TensorFlow | OpCategory::Jax) {
-            let mut marks = std::mem::take(&mut self.scope_marks);
-            marks.clear();
-            if let Some((scopes, _op)) = op.name.rsplit_once('/') {
-                for scope in scopes.split('/') {
-                    let name = self.name_scopes.name(scope, || scope.to_string());
-                    marks.push(Mark { name, group, scope: None });
-                }
-            }
-            if self.name_scopes.expand_or_add_levels(&marks, span, at) {
-                self.framework_ops.close_from(0);
-            }
-            self.scope_marks = marks;
+        let mut scopes = Vec::new();
+        if matches!(op.category, OpCategory::TensorFlow | OpCategory::Jax)
+            && let Some((path, _op)) = op.name.rsplit_once('/')
+        {
+            scopes = path.split('/').map(|scope| self.name_scopes.name(scope, || scope.to_string())).collect();
         }
-        let name = self.framework_ops.name(full_name, || {
+        let op = self.framework_ops.name(full_name, || {
             let shown = framework_op_shown(&op);
             if shown.is_empty() { full_name.to_string() } else { shown }
         });
-        self.framework_ops.expand_or_add(Mark { name, group, scope: None }, span, at);
+        FrameworkNames { scopes, op }
+    }
+
+    /// An XLA kernel: its module (a new module event closes the name scopes, framework
+    /// ops and XLA ops under the old one), its ops, and its instruction's framework op
+    /// and source line. `scopes` is its scope range chain, innermost first; it names
+    /// the module by its root and the op levels only when there is one per level.
+    fn add_xla_kernel(&mut self, names: &XlaNames, scopes: &[i64], kernel: KernelLines) {
+        if let Some(module) = names.module
+            && self.modules.expand_or_add(kernel.mark(module, scopes.last().copied()), kernel.span, kernel.at)
+        {
+            self.name_scopes.close_from(0);
+            self.framework_ops.close_from(0);
+            self.xla_ops.close_from(0);
+        }
+        if names.ops.is_empty() {
+            return;
+        }
+        let per_level = scopes.len() == names.ops.len();
+        let mut marks = std::mem::take(&mut self.marks);
+        marks.clear();
+        marks.extend(
+            names
+                .ops
+                .iter()
+                .enumerate()
+                .map(|(level, &op)| kernel.mark(op, per_level.then(|| scopes[scopes.len() - 1 - level]))),
+        );
+        self.xla_ops.expand_or_add_levels(&marks, kernel.span, kernel.at);
+        self.marks = marks;
+        if let Some(framework) = &names.framework {
+            self.add_framework_op(framework, kernel);
+        }
+        if let Some(source) = names.source {
+            self.source.expand_or_add(kernel.mark(source, None), kernel.span, kernel.at);
+        }
+    }
+
+    /// A framework op on the name-scope and framework-op lines; a new outermost scope
+    /// closes the open framework op.
+    fn add_framework_op(&mut self, names: &FrameworkNames, kernel: KernelLines) {
+        let mut marks = std::mem::take(&mut self.marks);
+        marks.clear();
+        marks.extend(names.scopes.iter().map(|&scope| kernel.mark(scope, None)));
+        if self.name_scopes.expand_or_add_levels(&marks, kernel.span, kernel.at) {
+            self.framework_ops.close_from(0);
+        }
+        self.marks = marks;
+        self.framework_ops.expand_or_add(kernel.mark(names.op, None), kernel.span, kernel.at);
     }
 
     /// The lines with events, named after stream `stream_id`, in XProf's order.

@@ -193,6 +193,17 @@ fn framework_ops_of_non_xla_kernels_come_from_tf_op_with_nested_scopes() {
 }
 
 #[test]
+fn a_module_without_an_xla_op_keeps_the_kernels_tf_op() {
+    let kernel = [("kernel_details", V::S("k")), ("hlo_module", V::S("cluster_1")), ("tf_op", V::S("m/MatMul:MatMul"))];
+    let (host, groups) = host(&[(0, "Stream #0", &[(0, 5, None, &kernel), (5, 5, None, &kernel)])]);
+    let shape = shape(&derive(&host, &groups));
+    let names: Vec<&str> = shape.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["Framework Name Scope - from #0", "Framework Ops - from #0", "XLA Modules - from #0"]);
+    assert_eq!(shape[1].1, events(&[(0, "MatMul", 0, 10)]));
+    assert_eq!(shape[2].1, events(&[(0, "cluster_1", 0, 10)]), "no program id, no (id) suffix");
+}
+
+#[test]
 fn steps_cover_every_stream_and_streams_are_ordered_as_xprof_does() {
     let kernel = [("kernel_details", V::S("k")), ("tf_op", V::S("m/MatMul:MatMul"))];
     let copy = [("memcpy_details", V::S("size:8"))];
