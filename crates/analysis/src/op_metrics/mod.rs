@@ -29,6 +29,7 @@ use std::collections::HashMap;
 use mlprof_model::Host;
 use serde::Serialize;
 
+use crate::derived_lines::is_derived_line_id;
 use crate::grouping::HostGroups;
 
 pub use device::{device_op_metrics_db, tf_metrics_db_from_device};
@@ -201,14 +202,6 @@ pub fn combine_dbs<'a>(dbs: impl IntoIterator<Item = &'a OpMetricsDb>, update_nu
         builder.combine(db, update_num_cores);
     }
     builder.finish()
-}
-
-/// XProf's `IsDerivedThreadId`: line ids (truncated to 32 bits, as XProf does) in the
-/// range reserved for derived timelines (steps, TF ops, HLO ops, …).
-fn is_derived_line_id(id: i64) -> bool {
-    const DERIVED_MIN: i32 = 0xdead_beef_u32 as i32;
-    const DERIVED_MAX: i32 = DERIVED_MIN + 49 + 240;
-    (DERIVED_MIN..=DERIVED_MAX).contains(&(id as i32))
 }
 
 /// One run of a host op as the host op metrics database counts it: the op's total and
