@@ -1,15 +1,19 @@
 //! Fuzzes every XProf tool on XSpace input: any bytes that decode as an XSpace must
 //! give each tool's result (as `mlprof analyze --tool all` computes it, in both
-//! breakdowns and in XProf-compatible mode), never a panic.
+//! breakdowns and in XProf-compatible mode) and the trace viewer's derived GPU lines,
+//! never a panic.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use mlprof_analysis::derived_lines;
+use mlprof_analysis::grouping::group_host;
 use mlprof_analysis::steps::Breakdown;
 use mlprof_analysis::tools::{Analysis, TOOL_NAMES, ToolOptions};
 use mlprof_formats::xspace::read_xspace;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(host) = read_xspace(data, "fuzz.xplane.pb", "fuzz") else { return };
+    let _ = derived_lines::derive(&host, &group_host(&host));
     for (breakdown, xprof_compatible) in [(Breakdown::Classic, false), (Breakdown::Xprof, true)] {
         let analysis = Analysis::new(vec![&host], ToolOptions { breakdown, xprof_compatible });
         for result in analysis.run_all(&TOOL_NAMES).into_iter().flatten() {
