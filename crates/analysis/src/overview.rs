@@ -47,7 +47,8 @@ pub struct RunEnvironment {
     /// The distinct machines those hosts ran on (the XSpace `hostnames`; the host
     /// name where a profile has none). Several tasks can share one machine.
     pub machines: Vec<String>,
-    /// `CPU` or the GPU model (`Nvidia GPU`, or the `gpu_device_name` plane stat).
+    /// `CPU`, or the GPU model: XProf's name from the compute capability (`Nvidia GPU
+    /// (Hopper)`) on XSpace, the `gpu_device_name` plane stat on Kineto traces.
     pub device_type: String,
     /// Number of device cores (GPU planes); 0 on CPU-only profiles.
     pub device_core_count: usize,
