@@ -352,7 +352,7 @@ fn collect_plane(plane: &Plane, modules: &HloModules, groups: &mut HashMap<Group
     if details_key.is_none() {
         return;
     }
-    for line in plane.lines.iter().filter(|line| line.id < DERIVED_LINE_ID_MIN) {
+    for line in plane.lines.iter().filter(|line| !crate::derived_lines::is_derived_line_id(line.id)) {
         for event in line.iter() {
             let duration_ps = event.duration_ps();
             if duration_ps <= 0 {
