@@ -360,14 +360,29 @@ impl Overview {
                 self.device_compute_16bit_percent, self.device_compute_32bit_percent
             ))
             .with_table(averages);
-        let mut ops = Table::new(["Self time (%)", "Cumulative (%)", "Type", "Operation"]);
+        // GPU device ops also show their FLOP rate and TensorCore use, as XProf's table.
+        let gpu_columns = self.top_ops_on_device && self.run_environment.device_type.contains("GPU");
+        let mut columns = vec!["Self time (%)", "Cumulative (%)", "Type", "Operation"];
+        if gpu_columns {
+            columns.extend(["GFLOP/s", "TensorCore eligible", "Uses TensorCore"]);
+        }
+        let mut ops = Table::new(columns);
+        let yes_no = |flag: bool| Cell::text(if flag { "yes" } else { "no" });
         for op in &self.top_ops {
-            ops.push(vec![
+            let mut row = vec![
                 Cell::num(100.0 * op.self_time_fraction, 1),
                 Cell::num(100.0 * op.cumulative_time_fraction, 1),
                 Cell::text(&op.category),
                 Cell::text(&op.name),
-            ]);
+            ];
+            if gpu_columns {
+                row.extend([
+                    Cell::num(op.flop_rate, 2),
+                    yes_no(op.is_op_tensorcore_eligible),
+                    yes_no(op.is_op_using_tensorcore),
+                ]);
+            }
+            ops.push(row);
         }
         let title =
             if self.top_ops_on_device { "Top 10 device ops" } else { "Top 10 host ops (no device in this profile)" };

@@ -141,3 +141,16 @@ fn xla_gpu_steps_match_xprof_but_for_modern_memcpy_names() {
     assert_eq!(names(&ours), names(&want));
     assert_eq!(names(&want).len(), 8);
 }
+
+#[test]
+fn xla_gpu_overview_report_shows_flop_rates_and_tensor_cores() {
+    let session = load(GPU_CASE);
+    let analysis = Analysis::new(session.hosts.iter().collect(), ToolOptions::default());
+    let report = analysis.run("overview_page").expect("known tool").report();
+    let section = report.sections.iter().find(|s| s.title == "Top 10 device ops").expect("device ops");
+    let table = section.table.as_ref().expect("table");
+    assert_eq!(table.columns[4..], ["GFLOP/s", "TensorCore eligible", "Uses TensorCore"]);
+    let first: Vec<String> = table.rows[0].iter().map(|cell| cell.display()).collect();
+    // The forward matmul: 2·M·N·K FLOPs over its kernel time, as XProf computes it.
+    assert_eq!(first[3..], ["jit(train_step)/jvp()/dot_general", "171.84", "yes", "yes"]);
+}
