@@ -120,18 +120,24 @@ pub fn analyze(hosts: &[(&Host, &HostGroups)]) -> FrameworkOpStats {
     let device_dbs: Vec<OpMetricsDb> =
         hosts.iter().map(|(host, groups)| op_metrics::device_op_metrics_db(host, groups)).collect();
     let hosts: Vec<&Host> = hosts.iter().map(|(host, _)| *host).collect();
-    from_dbs(&hosts, &op_metrics::combine_dbs(&host_dbs, false), &device_dbs)
+    let kernels = kernel_stats::analyze(&hosts);
+    from_dbs(&hosts, &op_metrics::combine_dbs(&host_dbs, false), &device_dbs, &kernels)
 }
 
-/// [`analyze`] from op databases computed already: the hosts' combined host database
-/// (`combine_dbs(.., false)` of [`op_metrics::host_op_metrics_db`]) and each host's
-/// [`op_metrics::device_op_metrics_db`], in host order.
-pub fn from_dbs(hosts: &[&Host], host_db: &OpMetricsDb, device_dbs: &[OpMetricsDb]) -> FrameworkOpStats {
+/// [`analyze`] from results computed already: the hosts' combined host database
+/// (`combine_dbs(.., false)` of [`op_metrics::host_op_metrics_db`]), each host's
+/// [`op_metrics::device_op_metrics_db`], in host order, and their
+/// [`kernel_stats::analyze`] (for the TensorCore utilisation of GPU ops).
+pub fn from_dbs(
+    hosts: &[&Host],
+    host_db: &OpMetricsDb,
+    device_dbs: &[OpMetricsDb],
+    kernels: &KernelStats,
+) -> FrameworkOpStats {
     let device_db = op_metrics::combine_dbs(device_dbs, true);
     let device_tf_db = op_metrics::tf_metrics_db_from_device(&device_db, true);
     let device_type = device_type(hosts.iter().copied());
-    let kernels = if device_type == "GPU" { kernel_stats::analyze(hosts) } else { KernelStats::default() };
-    let tensor_core = kernels.by_op();
+    let tensor_core = if device_type == "GPU" { kernels.by_op() } else { HashMap::new() };
     // XProf's roofline peaks come from the first GPU plane.
     let peaks = hosts
         .iter()

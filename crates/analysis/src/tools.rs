@@ -110,7 +110,7 @@ impl ToolResult {
 }
 
 /// The hosts of one analysis with their groups, computed once, and the step
-/// databases and host op metrics the tools share, computed on first use.
+/// databases, op metrics and kernel statistics the tools share, computed on first use.
 pub struct Analysis<'h> {
     hosts: Vec<&'h Host>,
     groups: Vec<HostGroups>,
@@ -118,6 +118,7 @@ pub struct Analysis<'h> {
     host_steps: OnceLock<Vec<HostSteps>>,
     host_ops: OnceLock<OpMetricsDb>,
     device_ops: OnceLock<Vec<OpMetricsDb>>,
+    kernel_stats: OnceLock<kernel_stats::KernelStats>,
 }
 
 impl<'h> Analysis<'h> {
@@ -133,6 +134,7 @@ impl<'h> Analysis<'h> {
             host_steps: OnceLock::new(),
             host_ops: OnceLock::new(),
             device_ops: OnceLock::new(),
+            kernel_stats: OnceLock::new(),
         }
     }
 
@@ -212,6 +214,12 @@ impl<'h> Analysis<'h> {
         self.device_ops.get_or_init(|| self.per_host(op_metrics::device_op_metrics_db))
     }
 
+    /// The kernel statistics of all hosts (the kernel_stats tool; the TensorCore columns
+    /// of the overview and framework op stats).
+    fn kernel_stats(&self) -> &kernel_stats::KernelStats {
+        self.kernel_stats.get_or_init(|| kernel_stats::analyze(&self.hosts))
+    }
+
     fn input_pipeline(&self) -> input_pipeline::InputPipelineAnalysis {
         let mut result = input_pipeline::analyze(&self.combined_steps(true), self.host_ops(), self.step_source());
         input_pipeline::add_dataloader_analysis(&mut result, &self.hosts);
@@ -228,8 +236,9 @@ impl<'h> Analysis<'h> {
                 &self.hosts,
                 self.host_ops(),
                 self.device_ops(),
+                self.kernel_stats(),
             ))),
-            "kernel_stats" => ToolResult::KernelStats(Box::new(kernel_stats::analyze(&self.hosts))),
+            "kernel_stats" => ToolResult::KernelStats(Box::new(self.kernel_stats().clone())),
             "memory_profile" => ToolResult::MemoryProfile(
                 pairs
                     .iter()
@@ -257,13 +266,8 @@ impl<'h> Analysis<'h> {
         let device_dbs: Vec<OpMetricsDb> =
             self.device_ops().iter().map(|db| op_metrics::tf_metrics_db_from_device(db, false)).collect();
         let device_tf_ops = op_metrics::combine_dbs(&device_dbs, false);
-        let run_environment = self.run_environment();
-        let kernels = if run_environment.device_core_count > 0 {
-            kernel_stats::analyze(&self.hosts)
-        } else {
-            kernel_stats::KernelStats::default()
-        };
-        overview::analyze(steps, host_ops, &device_tf_ops, &kernels.by_op(), precision, run_environment)
+        let kernels_by_op = self.kernel_stats().by_op();
+        overview::analyze(steps, host_ops, &device_tf_ops, &kernels_by_op, precision, self.run_environment())
     }
 
     /// Per host, the machine it ran on: the XSpace's first hostname, as XProf takes
