@@ -15,6 +15,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::grouping::{HostGroups, StepSource, group_host, group_host_as_xprof};
+use crate::hlo::HloModules;
 use crate::op_metrics::{self, OpMetricsDb};
 use crate::report::Report;
 use crate::steps::{Breakdown, CombinedSteps, HostSteps, StepOptions, combine_hosts, host_steps};
@@ -119,6 +120,7 @@ pub struct Analysis<'h> {
     host_ops: OnceLock<OpMetricsDb>,
     device_ops: OnceLock<Vec<OpMetricsDb>>,
     kernel_stats: OnceLock<kernel_stats::KernelStats>,
+    programs: OnceLock<Vec<HloModules>>,
 }
 
 impl<'h> Analysis<'h> {
@@ -135,6 +137,7 @@ impl<'h> Analysis<'h> {
             host_ops: OnceLock::new(),
             device_ops: OnceLock::new(),
             kernel_stats: OnceLock::new(),
+            programs: OnceLock::new(),
         }
     }
 
@@ -211,13 +214,25 @@ impl<'h> Analysis<'h> {
 
     /// Each host's device op metrics, in host order.
     fn device_ops(&self) -> &[OpMetricsDb] {
-        self.device_ops.get_or_init(|| self.per_host(op_metrics::device_op_metrics_db))
+        // Sequential, as `per_host`: this runs inside a `OnceLock` initialiser.
+        self.device_ops.get_or_init(|| {
+            let hosts = self.hosts.iter().zip(&self.groups).zip(self.programs());
+            hosts
+                .map(|((host, groups), programs)| op_metrics::device_op_metrics_db_with(host, groups, programs))
+                .collect()
+        })
+    }
+
+    /// Each host's compiled XLA programs, decoded once for the device op metrics and
+    /// the kernel statistics (none for hosts without XLA GPU kernels).
+    fn programs(&self) -> &[HloModules] {
+        self.programs.get_or_init(|| self.hosts.iter().map(|host| HloModules::for_gpu_kernels(host)).collect())
     }
 
     /// The kernel statistics of all hosts (the kernel_stats tool; the TensorCore columns
     /// of the overview and framework op stats).
     fn kernel_stats(&self) -> &kernel_stats::KernelStats {
-        self.kernel_stats.get_or_init(|| kernel_stats::analyze(&self.hosts))
+        self.kernel_stats.get_or_init(|| kernel_stats::analyze_with(&self.hosts, self.programs()))
     }
 
     fn input_pipeline(&self) -> input_pipeline::InputPipelineAnalysis {

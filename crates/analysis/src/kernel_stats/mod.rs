@@ -434,8 +434,17 @@ fn add_launch(groups: &mut HashMap<GroupKey, GroupTimes>, key: GroupKey, duratio
 /// Kernel statistics over the GPU planes of `hosts`: each host's launches grouped and
 /// cut to its top [`MAX_KERNELS`], then all hosts' groups sorted together and cut again.
 pub fn analyze(hosts: &[&Host]) -> KernelStats {
+    let modules: Vec<HloModules> = hosts.iter().map(|host| HloModules::for_gpu_kernels(host)).collect();
+    analyze_with(hosts, &modules)
+}
+
+/// [`analyze`] with each host's programs decoded already
+/// ([`HloModules::for_gpu_kernels`], in host order).
+pub(crate) fn analyze_with(hosts: &[&Host], modules: &[HloModules]) -> KernelStats {
     let mut stats = KernelStats::default();
-    for host in hosts {
+    let no_programs = HloModules::default();
+    for (index, host) in hosts.iter().enumerate() {
+        let modules = modules.get(index).unwrap_or(&no_programs);
         if host.planes.iter().any(|plane| plane.name.starts_with(TPU_PLANE_PREFIX)) {
             continue;
         }
@@ -443,12 +452,9 @@ pub fn analyze(hosts: &[&Host]) -> KernelStats {
         if crate::kineto::is_kineto(host) {
             stats.gpu_planes += kineto::collect_host(host, &mut groups);
         } else {
-            let gpu_planes = || host.planes.iter().filter(|plane| plane.name.starts_with(GPU_PLANE_PREFIX));
-            let has_xla = gpu_planes().any(|plane| plane.find_stat_key("hlo_op").is_some());
-            let modules = if has_xla { HloModules::of_host(host) } else { HloModules::default() };
-            for plane in gpu_planes() {
+            for plane in host.planes.iter().filter(|plane| plane.name.starts_with(GPU_PLANE_PREFIX)) {
                 stats.gpu_planes += 1;
-                collect_plane(plane, &modules, &mut groups);
+                collect_plane(plane, modules, &mut groups);
             }
         }
         let mut reports: Vec<KernelReport> =

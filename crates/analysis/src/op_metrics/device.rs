@@ -22,18 +22,22 @@ use crate::xstats::{self, StatSlots};
 /// supported). Kineto hosts: kernels, copies and memsets keyed `<ATen op>/<kernel>`
 /// (see `op_metrics::kineto_device`).
 pub fn device_op_metrics_db(host: &Host, groups: &HostGroups) -> OpMetricsDb {
+    device_op_metrics_db_with(host, groups, &HloModules::for_gpu_kernels(host))
+}
+
+/// [`device_op_metrics_db`] with the host's programs decoded already
+/// ([`HloModules::for_gpu_kernels`]).
+pub(crate) fn device_op_metrics_db_with(host: &Host, groups: &HostGroups, modules: &HloModules) -> OpMetricsDb {
     if crate::kineto::is_kineto(host) {
         return super::kineto_device::device_op_metrics_db(host);
     }
     if host.planes.iter().any(|plane| plane.name.starts_with(names::TPU_PLANE_PREFIX)) {
         return OpMetricsDb::default();
     }
-    let gpu_planes = || host.planes.iter().enumerate().filter(|(_, p)| p.name.starts_with(names::GPU_PLANE_PREFIX));
-    let has_xla = gpu_planes().any(|(_, plane)| plane.find_stat_key("hlo_op").is_some());
-    let modules = if has_xla { HloModules::of_host(host) } else { HloModules::default() };
+    let gpu_planes = host.planes.iter().enumerate().filter(|(_, p)| p.name.starts_with(names::GPU_PLANE_PREFIX));
     let mut combined = DbBuilder::default();
-    for (plane_index, plane) in gpu_planes() {
-        let mut db = plane_db(plane, plane_index, groups, &modules);
+    for (plane_index, plane) in gpu_planes {
+        let mut db = plane_db(plane, plane_index, groups, modules);
         let (mut first_ps, mut last_ps) = (i64::MAX, 0i64);
         for line in plane.lines.iter().filter(|line| !is_derived_line_id(line.id)) {
             for event in line.iter() {

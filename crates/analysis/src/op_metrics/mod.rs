@@ -32,6 +32,7 @@ use serde::Serialize;
 use crate::derived_lines::is_derived_line_id;
 use crate::grouping::HostGroups;
 
+pub(crate) use device::device_op_metrics_db_with;
 pub use device::{device_op_metrics_db, tf_metrics_db_from_device};
 pub use host::host_op_metrics_db;
 pub use kineto_ops::KinetoOpIndex;
