@@ -116,15 +116,16 @@ fn plane_kernels<'p>(plane: &'p Plane, plane_index: usize, groups: &HostGroups, 
         }
         for event in line.iter() {
             let stats = slots.row(plane, &event);
+            // Only asked of kernels (other events are skipped).
             let is_eager =
-                stats.int(2).is_some_and(|v| v != 0) || groups.is_eager(plane_index, line_index, event.index());
+                || stats.int(2).is_some_and(|v| v != 0) || groups.is_eager(plane_index, line_index, event.index());
             if let Some(hlo_op) = stats.str(1, plane, &event) {
                 visit(GpuKernel::Xla(XlaKernel {
                     line: line_index,
                     program_id: stats.int(3),
                     hlo_op,
                     group: groups.group_of(plane_index, line_index, event.index()),
-                    is_eager,
+                    is_eager: is_eager(),
                     duration_ps: event.duration_ps(),
                     flops: stats.int(4).map_or(0, |v| v as u64),
                     bytes_accessed: stats.int(5).map_or(0, |v| v as u64),
@@ -145,7 +146,7 @@ fn plane_kernels<'p>(plane: &'p Plane, plane_index: usize, groups: &HostGroups, 
                 kernel: xstats::event_name(plane, &event),
                 start_ps: event.start_ps(),
                 duration_ps: event.duration_ps(),
-                is_eager,
+                is_eager: is_eager(),
                 launched_by: None,
             }));
         }
