@@ -50,8 +50,9 @@ impl GpuPeaks {
     pub fn of_plane(plane: &Plane) -> GpuPeaks {
         let stat = |name| plane.plane_stat(name).and_then(xstats::as_int).unwrap_or(0).max(0) as f64;
         let (cores, clock_ghz) = (stat("core_count"), stat("clock_rate") / 1e6);
-        let per_sm_cycle = tensor_core_flops_per_sm_cycle(compute_capability(plane));
-        let bank_bytes_per_cycle = if compute_capability(plane).0 <= 2 { 32.0 * 4.0 / 2.0 } else { 32.0 * 8.0 };
+        let capability = compute_capability(plane);
+        let per_sm_cycle = tensor_core_flops_per_sm_cycle(capability);
+        let bank_bytes_per_cycle = if capability.0 <= 2 { 32.0 * 4.0 / 2.0 } else { 32.0 * 8.0 };
         GpuPeaks {
             flops_gflops: cores * clock_ghz * per_sm_cycle,
             hbm_gbps: stat("memory_bandwidth") / 1e9,

@@ -224,6 +224,12 @@ const ELEMENTWISE_OPCODES: [&str; 52] = [
 /// The deepest Python stack mlprof follows (guards against cyclic frame ids).
 const MAX_STACK_DEPTH: usize = 256;
 
+/// The HLO instruction an `hlo_op` stat names: the innermost of its `::`-joined
+/// annotations (`fusion.3` of `while.1::fusion.3`), as XProf's `GpuEventStats` takes it.
+pub(crate) fn innermost_hlo_op(hlo_op: &str) -> &str {
+    hlo_op.rsplit("::").next().unwrap_or(hlo_op)
+}
+
 impl HloModules {
     /// The programs the GPU kernels of `host` need: every program, decoded, when a GPU
     /// plane has XLA kernels (an `hlo_op` stat), else none (no decoding).

@@ -392,9 +392,9 @@ fn collect_plane(plane: &Plane, modules: &HloModules, groups: &mut HashMap<Group
                     einsum_tensor_core_eligible(equation) || op_tensor_core_eligible(op_name) || uses_tensor_core;
                 (op_name.to_string(), eligible)
             };
-            let instruction = hlo_op.zip(program_id).and_then(|(hlo_op, program)| {
-                modules.instruction(program, hlo_op.rsplit("::").next().unwrap_or(hlo_op))
-            });
+            let instruction = hlo_op
+                .zip(program_id)
+                .and_then(|(hlo_op, program)| modules.instruction(program, crate::hlo::innermost_hlo_op(hlo_op)));
             if let Some(instruction) = instruction {
                 // XProf 2.24.2 shows the instruction's framework op name without its type.
                 op_name.clone_from(&instruction.op_name);

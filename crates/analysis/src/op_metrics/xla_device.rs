@@ -47,7 +47,7 @@ pub(super) struct XlaKernel<'a> {
 impl XlaKernel<'_> {
     /// The instruction name: the innermost of the `::`-joined annotations.
     fn instruction_name(&self) -> &str {
-        self.hlo_op.rsplit("::").next().unwrap_or(self.hlo_op)
+        crate::hlo::innermost_hlo_op(self.hlo_op)
     }
 }
 
