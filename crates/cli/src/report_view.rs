@@ -52,10 +52,15 @@ fn render_table(table: &Table, out: &mut String) {
             if i > 0 {
                 text.push_str("  ");
             }
+            // Padded by hand: `format!`'s width is limited to 65,535, and a cell (a long
+            // kernel or scope name) can be wider.
+            let padding = " ".repeat(width.saturating_sub(value.chars().count()));
             if numeric.get(i).copied().unwrap_or(false) {
-                let _ = write!(text, "{value:>width$}");
+                text.push_str(&padding);
+                text.push_str(value);
             } else {
-                let _ = write!(text, "{value:<width$}");
+                text.push_str(value);
+                text.push_str(&padding);
             }
         }
         let _ = writeln!(out, "{}", text.trim_end());
@@ -101,5 +106,17 @@ mod tests {
         let report = Report { tool: "t".into(), sections: vec![Section::new("S").note("n").with_table(table).main()] };
         let text = render_text(&report);
         assert!(text.contains("Op   Time (us)\n---  ---------\nc         20.0\na,b        1.5"), "{text}");
+    }
+
+    #[test]
+    fn cells_wider_than_the_formatter_allows_are_rendered_whole() {
+        let long = "k".repeat(70_000);
+        let mut table = Table::new(["Kernel", "Time (us)"]);
+        table.push(vec![Cell::text(&long), Cell::num(2.0, 1)]);
+        table.push(vec![Cell::text("short"), Cell::num(123_456.0, 1)]);
+        let report = Report { tool: "t".into(), sections: vec![Section::new("S").with_table(table).main()] };
+        let text = render_text(&report);
+        assert!(text.contains(&format!("{long}        2.0\n")), "long row");
+        assert!(text.contains(&format!("short{}   123456.0\n", " ".repeat(70_000 - 5))), "short row");
     }
 }

@@ -5,9 +5,9 @@
 //! reader releases the input's pages as it goes, and comparing with a borrowed key
 //! would fault them back in). A trace repeats the same few hundred strings millions of
 //! times, so a small direct-mapped cache, indexed by the length and three bytes of a
-//! string, answers most lookups with one comparison and no hashing; behind it, long
-//! strings (C++ kernel names run to hundreds of bytes) are hashed on their length and
-//! both ends only. Equality always compares strings whole.
+//! string, answers most lookups with one comparison and no hashing; behind it, a hash
+//! map keyed by the whole string (`FxMap`, which hashes every byte, so a million names
+//! that differ only in a few bytes stay near-linear to intern).
 
 pub(crate) use mlprof_model::fxhash::FxMap;
 
