@@ -54,7 +54,7 @@ impl Slot {
     /// The range, when it was not changing while read.
     fn range(&self) -> Option<(usize, usize)> {
         let before = self.sequence.load(Ordering::Acquire);
-        if before % 2 == 1 {
+        if !before.is_multiple_of(2) {
             return None;
         }
         let (start, end) = (self.start.load(Ordering::Acquire), self.end.load(Ordering::Acquire));
@@ -258,7 +258,7 @@ impl GuardedMap {
     pub fn release(&self, offset: usize, len: usize) {
         let page = PAGE_BYTES.load(Ordering::Acquire);
         let Some(end) = offset.checked_add(len) else { return };
-        if self.slot.is_none() || len == 0 || offset % page != 0 || end > self.len {
+        if self.slot.is_none() || len == 0 || !offset.is_multiple_of(page) || end > self.len {
             return;
         }
         // SAFETY: the range lies inside this read-only map; MADV_DONTNEED on a shared
