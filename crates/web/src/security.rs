@@ -17,7 +17,7 @@
 //! `Sec-Fetch-Site: cross-site`; `/api/*` refuses them (403) whatever the address
 //! bound, so no other site's page can read the profiles through the user's browser.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
 use axum::Json;
@@ -66,31 +66,54 @@ impl AllowedHosts {
     pub fn allows(&self, host_header: Option<&str>) -> bool {
         let Some(value) = host_header else { return true };
         let (AllowedHosts::Local(configured) | AllowedHosts::Exposed(configured)) = self;
-        let name = host_name(value).to_ascii_lowercase();
-        let unbracketed = name.trim_start_matches('[').trim_end_matches(']');
-        let address = unbracketed.parse::<IpAddr>().ok();
-        let address_allowed = match self {
-            AllowedHosts::Local(_) => address.is_some_and(|ip| ip.is_loopback()),
-            AllowedHosts::Exposed(_) => address.is_some(),
-        };
-        name == "localhost"
-            || name.ends_with(".localhost")
-            || address_allowed
-            || name == *configured
-            || unbracketed == configured.trim_start_matches('[').trim_end_matches(']')
+        match parse_host(value) {
+            Some(HostPart::Address(ip)) => {
+                let any_address = matches!(self, AllowedHosts::Exposed(_));
+                any_address || ip.is_loopback() || configured_address(configured) == Some(ip)
+            }
+            Some(HostPart::Name(name)) => name == "localhost" || name.ends_with(".localhost") || name == *configured,
+            None => false,
+        }
     }
 }
 
-/// The host part of a `Host` header value: without the port, brackets kept on IPv6.
-fn host_name(value: &str) -> &str {
+/// The host of a `Host` header value, its port left out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum HostPart {
+    /// An IPv4 address, or an IPv6 address written in brackets.
+    Address(IpAddr),
+    /// Anything else, lowercase.
+    Name(String),
+}
+
+/// The host of a `Host` header value (`host`, `host:port`, `[IPv6]` or `[IPv6]:port`),
+/// or `None` when it is malformed: brackets around anything but an IPv6 address, or
+/// anything but `:port` after the closing bracket (`[::1].evil.example` is not `::1`).
+fn parse_host(value: &str) -> Option<HostPart> {
     let value = value.trim();
-    if value.starts_with('[') {
-        return value.find(']').map_or(value, |end| &value[..=end]);
+    let is_port = |port: &str| port.bytes().all(|b| b.is_ascii_digit());
+    if let Some(rest) = value.strip_prefix('[') {
+        let (inside, after) = rest.split_once(']')?;
+        if !(after.is_empty() || after.strip_prefix(':').is_some_and(is_port)) {
+            return None;
+        }
+        return inside.parse::<Ipv6Addr>().ok().map(|ip| HostPart::Address(IpAddr::V6(ip)));
     }
-    match value.rsplit_once(':') {
-        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
-        _ => value,
-    }
+    let name = match value.rsplit_once(':') {
+        Some((name, port)) if is_port(port) => name,
+        Some(_) => return None,
+        None => value,
+    };
+    Some(match name.parse::<Ipv4Addr>() {
+        Ok(ip) => HostPart::Address(IpAddr::V4(ip)),
+        Err(_) => HostPart::Name(name.to_ascii_lowercase()),
+    })
+}
+
+/// The `--host` value as an IP address (brackets allowed around IPv6), if it is one.
+fn configured_address(configured: &str) -> Option<IpAddr> {
+    let unbracketed = configured.strip_prefix('[').and_then(|rest| rest.strip_suffix(']')).unwrap_or(configured);
+    unbracketed.parse().ok()
 }
 
 /// Refuses requests whose `Host` the server does not answer to, and API requests a
@@ -166,6 +189,36 @@ mod tests {
         let named = AllowedHosts::for_listener("10.0.0.5:6006".parse().expect("address"), "Profiler.Lab");
         assert!(named.allows(Some("profiler.lab:6006")));
         assert!(!named.allows(Some("other.lab:6006")));
+    }
+
+    #[test]
+    fn only_real_bracketed_ipv6_literals_count_as_addresses() {
+        let local = AllowedHosts::for_listener("127.0.0.1:6006".parse().expect("address"), "127.0.0.1");
+        let exposed = AllowedHosts::for_listener("0.0.0.0:6006".parse().expect("address"), "0.0.0.0");
+        for ok in [Some("[::1]"), Some("[::1]:6006"), Some("[::1]:"), Some(" [0:0:0:0:0:0:0:1]:80 ")] {
+            assert!(local.allows(ok), "{ok:?}");
+            assert!(exposed.allows(ok), "{ok:?}");
+        }
+        assert!(exposed.allows(Some("[fe80::1]")) && !local.allows(Some("[fe80::1]")));
+        for refused in [
+            "[::1].evil.example",
+            "[::1].evil.example:6006",
+            "[::1]evil",
+            "[::1]:80.evil.example",
+            "[::1]:80:80",
+            "[::1",
+            "[127.0.0.1]",
+            "[localhost]",
+            "[evil.example]",
+            "[fe80::1]@evil.example",
+            "::1",
+            "localhost:port",
+        ] {
+            assert!(!local.allows(Some(refused)), "{refused:?}");
+            assert!(!exposed.allows(Some(refused)), "{refused:?}");
+        }
+        let named_v6 = AllowedHosts::for_listener("[::1]:6006".parse().expect("address"), "::1");
+        assert!(named_v6.allows(Some("[::1]:6006")) && !named_v6.allows(Some("[::1].evil.example")));
     }
 
     #[test]
