@@ -273,10 +273,26 @@ fn write_stdout(text: &str) -> Result<(), Failure> {
     }
 }
 
+/// How many skipped parts of a log directory are named one per line; the rest are counted.
+const SKIPPED_SHOWN: usize = 10;
+
+/// Warns on stderr about what discovery left out (unreadable directories, links out of
+/// the directory), one line each up to [`SKIPPED_SHOWN`], then a count.
+fn report_skipped(skipped: &[mlprof_formats::discover::Skipped]) {
+    for part in skipped.iter().take(SKIPPED_SHOWN) {
+        eprintln!("mlprof: skipped {}: {}", part.path.display(), part.reason);
+    }
+    if skipped.len() > SKIPPED_SHOWN {
+        eprintln!("mlprof: skipped {} more part(s) of the directory", skipped.len() - SKIPPED_SHOWN);
+    }
+}
+
 /// Loads everything behind `path`, reporting the ingest rate with `-v`.
 fn load(path: &std::path::Path, verbose: bool) -> Result<Vec<mlprof_model::Session>, Failure> {
     let started = Instant::now();
-    let sessions = mlprof_formats::discover::load(path)?;
+    let found = mlprof_formats::discover::discover_reporting(path)?;
+    report_skipped(&found.skipped);
+    let sessions = found.sessions.iter().map(mlprof_formats::discover::load_session).collect::<Result<Vec<_>, _>>()?;
     if verbose {
         let secs = started.elapsed().as_secs_f64();
         let bytes: u64 = sessions.iter().flat_map(|s| &s.hosts).map(|h| h.source_bytes).sum();

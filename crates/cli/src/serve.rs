@@ -70,6 +70,9 @@ async fn serve(args: ServeArgs, verbose: bool) -> Result<(), Failure> {
             catalog.root().display()
         );
     }
+    for skipped in catalog.skipped() {
+        eprintln!("mlprof serve: skipped {}: {}", skipped.path.display(), skipped.reason);
+    }
     if verbose {
         eprintln!("serving {} run(s); caches in {}", catalog.runs().len(), server.state().cache_dir().display());
     }

@@ -13,6 +13,11 @@
 //!
 //! Sessions are returned sorted by name (XProf session names are timestamps, so the
 //! last is the newest); hosts by rank, then name.
+//!
+//! The walk below a log directory never fails as a whole for one bad part: a directory
+//! or file it cannot read, and a symbolic link that leads out of the directory it was
+//! given (into `/proc`, say), are skipped and listed in [`Discovery::skipped`] with the
+//! reason, for the caller to report. It never walks out of that directory.
 
 use std::path::{Path, PathBuf};
 
@@ -20,7 +25,7 @@ use mlprof_model::{Host, Session, SourceFormat};
 use rayon::prelude::*;
 
 use crate::error::{FormatError, Result};
-use crate::input::{GZIP_MAGIC, gunzip_prefix, load_file};
+use crate::input::{GZIP_MAGIC, LoadOptions, describe_file_type, gunzip_prefix, load_file_with, open_regular};
 
 /// A profile file found by [`discover`], not yet read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,35 +52,79 @@ pub struct SessionFiles {
 const XSPACE_SUFFIXES: &[&str] = &[".xplane.pb", ".xplane.pb.gz"];
 const TRACE_SUFFIXES: &[&str] = &[".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json"];
 
-/// Finds the sessions and host files behind `path`.
+/// Something below a log directory that discovery left out, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Skipped {
+    /// The directory, file or link.
+    pub path: PathBuf,
+    /// Why it was left out (an OS error, or "leads outside …").
+    pub reason: String,
+}
+
+/// What [`discover_reporting`] found: the sessions, and what it had to leave out.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Discovery {
+    /// The sessions, sorted by name.
+    pub sessions: Vec<SessionFiles>,
+    /// Parts of the tree that could not be read or lead outside it.
+    pub skipped: Vec<Skipped>,
+}
+
+/// Finds the sessions and host files behind `path` (what was skipped is dropped; see
+/// [`discover_reporting`]).
 pub fn discover(path: &Path) -> Result<Vec<SessionFiles>> {
+    discover_reporting(path).map(|found| found.sessions)
+}
+
+/// Finds the sessions and host files behind `path`, and what below it had to be
+/// skipped. An error only when `path` itself cannot be read or holds no profile.
+pub fn discover_reporting(path: &Path) -> Result<Discovery> {
     let shown = path.display().to_string();
     let meta = std::fs::metadata(path).map_err(|e| FormatError::io(&shown, e))?;
     if meta.is_file() {
         let file = classify_file(path)?;
         let name = file.host_name.clone();
-        return Ok(vec![SessionFiles { name, path: path.to_path_buf(), hosts: vec![file] }]);
+        let session = SessionFiles { name, path: path.to_path_buf(), hosts: vec![file] };
+        return Ok(Discovery { sessions: vec![session], skipped: Vec::new() });
     }
-    let xspaces = xspace_files(path)?;
+    if !meta.is_dir() {
+        return Err(FormatError::unrecognized(
+            shown,
+            format!("not a profile file or directory ({})", describe_file_type(meta.file_type())),
+        ));
+    }
+    let root = path.canonicalize().map_err(|e| FormatError::io(&shown, e))?;
+    let mut walk = Walk { root, visited: std::collections::HashSet::new(), skipped: Vec::new() };
+    // The directory itself must be readable: that error is the answer.
+    sorted_entries(path)?;
+    let xspaces = walk.xspace_files(path);
     if !xspaces.is_empty() {
-        return Ok(vec![SessionFiles { name: dir_name(path), path: path.to_path_buf(), hosts: xspaces }]);
+        let session = SessionFiles { name: dir_name(path), path: path.to_path_buf(), hosts: xspaces };
+        return Ok(Discovery { sessions: vec![session], skipped: walk.skipped });
     }
     let mut sessions = Vec::new();
-    let mut visited = std::collections::HashSet::new();
-    find_profile_sessions(path, path, &mut visited, &mut sessions)?;
+    walk.find_profile_sessions(path, path, &mut sessions);
     if !sessions.is_empty() {
         sessions.sort_by(|a, b| a.name.cmp(&b.name));
-        return Ok(sessions);
+        return Ok(Discovery { sessions, skipped: walk.skipped });
     }
-    let traces = trace_files(path)?;
+    let traces = walk.trace_files(path);
     if !traces.is_empty() {
-        return Ok(vec![SessionFiles { name: dir_name(path), path: path.to_path_buf(), hosts: traces }]);
+        let session = SessionFiles { name: dir_name(path), path: path.to_path_buf(), hosts: traces };
+        return Ok(Discovery { sessions: vec![session], skipped: walk.skipped });
     }
-    Err(FormatError::unrecognized(
-        shown,
-        "no profile found: expected <host>.xplane.pb files, plugins/profile/<session>/ directories below it, \
-         or Kineto trace .json/.json.gz files",
-    ))
+    let mut message = "no profile found: expected <host>.xplane.pb files, plugins/profile/<session>/ directories \
+                       below it, or Kineto trace .json/.json.gz files"
+        .to_string();
+    if let Some(first) = walk.skipped.first() {
+        message.push_str(&format!(
+            " ({} part(s) skipped, first {}: {})",
+            walk.skipped.len(),
+            first.path.display(),
+            first.reason
+        ));
+    }
+    Err(FormatError::unrecognized(shown, message))
 }
 
 /// Discovers and reads everything behind `path`, hosts in parallel.
@@ -85,22 +134,43 @@ pub fn load(path: &Path) -> Result<Vec<Session>> {
 
 /// Reads every host file of one discovered session, in parallel.
 pub fn load_session(files: &SessionFiles) -> Result<Session> {
-    let mut hosts: Vec<Host> = files.hosts.par_iter().map(read_host_file).collect::<Result<_>>()?;
+    load_session_within(files, None)
+}
+
+/// Reads every host file of one discovered session, in parallel; with `within` (a
+/// canonical directory), each opened file must lie inside it (see
+/// [`LoadOptions::within`]).
+pub fn load_session_within(files: &SessionFiles, within: Option<&Path>) -> Result<Session> {
+    let read = |file: &HostFile| {
+        let mut options = LoadOptions::for_format(file.format);
+        options.within = within.map(Path::to_path_buf);
+        read_host_file_with(file, &options)
+    };
+    let mut hosts: Vec<Host> = files.hosts.par_iter().map(read).collect::<Result<_>>()?;
     hosts.sort_by(|a, b| (a.rank.unwrap_or(i64::MAX), &a.name).cmp(&(b.rank.unwrap_or(i64::MAX), &b.name)));
     Ok(Session { name: files.name.clone(), path: files.path.display().to_string(), hosts })
 }
 
 /// Reads one host file in the format discovery found.
 pub fn read_host_file(file: &HostFile) -> Result<Host> {
+    read_host_file_with(file, &LoadOptions::for_format(file.format))
+}
+
+/// Reads one host file in the format discovery found, opened with `options`. A file
+/// truncated or rewritten while it was read is a [`FormatError::Changed`], whatever
+/// the decoder made of it.
+pub fn read_host_file_with(file: &HostFile, options: &LoadOptions) -> Result<Host> {
     let shown = file.path.display().to_string();
-    let loaded = load_file(&file.path)?;
-    let mut host = match file.format {
-        SourceFormat::Xspace => crate::xspace::read_xspace(&loaded.bytes, &shown, &file.host_name)?,
+    let loaded = load_file_with(&file.path, options)?;
+    let decoded = match file.format {
+        SourceFormat::Xspace => crate::xspace::read_xspace(&loaded.bytes, &shown, &file.host_name),
         SourceFormat::Kineto => {
             let release = |range| loaded.bytes.release(range);
-            crate::kineto::read_kineto_releasing(&loaded.bytes, &release, &shown, &file.host_name)?
+            crate::kineto::read_kineto_releasing(&loaded.bytes, &release, &shown, &file.host_name)
         }
     };
+    loaded.unchanged()?;
+    let mut host = decoded?;
     host.source_bytes = loaded.stored_bytes;
     Ok(host)
 }
@@ -150,9 +220,7 @@ fn head_bytes(path: &Path, limit: usize) -> Result<Vec<u8>> {
     use std::io::Read;
     let shown = path.display().to_string();
     let mut raw = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(limit as u64).read_to_end(&mut raw))
-        .map_err(|e| FormatError::io(&shown, e))?;
+    open_regular(path)?.take(limit as u64).read_to_end(&mut raw).map_err(|e| FormatError::io(&shown, e))?;
     Ok(if raw.starts_with(&GZIP_MAGIC) { gunzip_prefix(&raw, limit) } else { raw })
 }
 
@@ -175,33 +243,6 @@ fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(entries)
 }
 
-fn xspace_files(dir: &Path) -> Result<Vec<HostFile>> {
-    Ok(sorted_entries(dir)?
-        .into_iter()
-        .filter(|p| p.is_file())
-        .filter_map(|p| {
-            let name = p.file_name()?.to_string_lossy().into_owned();
-            let host = strip_any(&name, XSPACE_SUFFIXES)?;
-            Some(HostFile { path: p, format: SourceFormat::Xspace, host_name: host })
-        })
-        .collect())
-}
-
-fn trace_files(dir: &Path) -> Result<Vec<HostFile>> {
-    let mut found = Vec::new();
-    for p in sorted_entries(dir)? {
-        if !p.is_file() {
-            continue;
-        }
-        let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let Some(host) = strip_any(&name, TRACE_SUFFIXES) else { continue };
-        if looks_like_trace(&p)? {
-            found.push(HostFile { path: p, format: SourceFormat::Kineto, host_name: host });
-        }
-    }
-    Ok(found)
-}
-
 /// True when the start of a JSON file looks like a Chrome trace (has `traceEvents` or
 /// is an array of objects with `ph`).
 fn looks_like_trace(path: &Path) -> Result<bool> {
@@ -210,41 +251,110 @@ fn looks_like_trace(path: &Path) -> Result<bool> {
     Ok(contains(b"\"traceEvents\"") || (head.trim_ascii_start().starts_with(b"[") && contains(b"\"ph\"")))
 }
 
-/// Collects `plugins/profile/<session>/` directories below `dir` (any depth). Symbolic
-/// links are followed, each directory once (`visited` holds canonical paths), so a link
-/// cycle cannot recurse forever.
-fn find_profile_sessions(
-    root: &Path,
-    dir: &Path,
-    visited: &mut std::collections::HashSet<PathBuf>,
-    out: &mut Vec<SessionFiles>,
-) -> Result<()> {
-    if !visited.insert(dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf())) {
-        return Ok(());
+/// The state of one walk below a log directory.
+struct Walk {
+    /// The canonical directory the walk may not leave.
+    root: PathBuf,
+    /// Canonical directories already walked (link cycles end).
+    visited: std::collections::HashSet<PathBuf>,
+    skipped: Vec<Skipped>,
+}
+
+impl Walk {
+    fn skip(&mut self, path: &Path, reason: impl Into<String>) {
+        self.skipped.push(Skipped { path: path.to_path_buf(), reason: reason.into() });
     }
-    for entry in sorted_entries(dir)? {
-        if !entry.is_dir() || entry.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')) {
-            continue;
-        }
-        if entry.file_name().is_some_and(|n| n == "plugins") && entry.join("profile").is_dir() {
-            let run = dir.strip_prefix(root).unwrap_or(Path::new("")).to_string_lossy().into_owned();
-            for session in sorted_entries(&entry.join("profile"))? {
-                if !session.is_dir() {
-                    continue;
-                }
-                let hosts = xspace_files(&session)?;
-                if hosts.is_empty() {
-                    continue;
-                }
-                let session_name = session.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                let name = if run.is_empty() { session_name } else { format!("{run}/{session_name}") };
-                out.push(SessionFiles { name, path: session, hosts });
+
+    /// The entries of `dir`, or none (and `dir` skipped) when it cannot be read.
+    fn entries(&mut self, dir: &Path) -> Vec<PathBuf> {
+        sorted_entries(dir).unwrap_or_else(|e| {
+            self.skip(dir, e.to_string());
+            Vec::new()
+        })
+    }
+
+    /// Whether the walk may enter directory `dir`: not seen before, and inside the
+    /// root once links are resolved (a link that leads out is skipped).
+    fn may_enter(&mut self, dir: &Path) -> bool {
+        let canonical = match dir.canonicalize() {
+            Ok(canonical) => canonical,
+            Err(e) => {
+                self.skip(dir, e.to_string());
+                return false;
             }
-        } else {
-            find_profile_sessions(root, &entry, visited, out)?;
+        };
+        if !canonical.starts_with(&self.root) {
+            let reason = format!("a symbolic link to {}, outside {}", canonical.display(), self.root.display());
+            self.skip(dir, reason);
+            return false;
+        }
+        self.visited.insert(canonical)
+    }
+
+    fn xspace_files(&mut self, dir: &Path) -> Vec<HostFile> {
+        self.entries(dir)
+            .into_iter()
+            .filter(|p| p.is_file())
+            .filter_map(|p| {
+                let name = p.file_name()?.to_string_lossy().into_owned();
+                let host = strip_any(&name, XSPACE_SUFFIXES)?;
+                Some(HostFile { path: p, format: SourceFormat::Xspace, host_name: host })
+            })
+            .collect()
+    }
+
+    fn trace_files(&mut self, dir: &Path) -> Vec<HostFile> {
+        let mut found = Vec::new();
+        for p in self.entries(dir) {
+            if !p.is_file() {
+                continue;
+            }
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let Some(host) = strip_any(&name, TRACE_SUFFIXES) else { continue };
+            match looks_like_trace(&p) {
+                Ok(true) => found.push(HostFile { path: p, format: SourceFormat::Kineto, host_name: host }),
+                Ok(false) => {}
+                Err(e) => self.skip(&p, e.to_string()),
+            }
+        }
+        found
+    }
+
+    /// Collects `plugins/profile/<session>/` directories below `dir` (any depth). Links
+    /// are followed while they stay inside the root, each directory once, so a link
+    /// cycle cannot recurse forever.
+    fn find_profile_sessions(&mut self, root: &Path, dir: &Path, out: &mut Vec<SessionFiles>) {
+        if !self.may_enter(dir) {
+            return;
+        }
+        for entry in self.entries(dir) {
+            if !entry.is_dir() || entry.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')) {
+                continue;
+            }
+            let profile = entry.join("profile");
+            if entry.file_name().is_some_and(|n| n == "plugins") && profile.is_dir() {
+                if !self.may_enter(&profile) {
+                    continue;
+                }
+                let run = dir.strip_prefix(root).unwrap_or(Path::new("")).to_string_lossy().into_owned();
+                for session in self.entries(&profile) {
+                    if !session.is_dir() || !self.may_enter(&session) {
+                        continue;
+                    }
+                    let hosts = self.xspace_files(&session);
+                    if hosts.is_empty() {
+                        continue;
+                    }
+                    let session_name =
+                        session.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                    let name = if run.is_empty() { session_name } else { format!("{run}/{session_name}") };
+                    out.push(SessionFiles { name, path: session, hosts });
+                }
+            } else {
+                self.find_profile_sessions(root, &entry, out);
+            }
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]

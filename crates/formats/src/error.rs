@@ -61,6 +61,23 @@ pub enum FormatError {
         /// What was found and what was expected.
         message: String,
     },
+    /// The file was truncated or rewritten while it was read: what was read cannot be
+    /// trusted (reading it again once it is complete works).
+    #[error("{path}: {change}; read it again once it is complete")]
+    Changed {
+        /// The file.
+        path: String,
+        /// What happened to it.
+        change: mlprof_mapped::Change,
+    },
+    /// Inflating a gzip file would hold more bytes in memory than allowed.
+    #[error("{path}: {message}")]
+    TooLarge {
+        /// The file.
+        path: String,
+        /// The limit and why it is there.
+        message: String,
+    },
     /// The file is not a profile mlprof reads (empty, wrong format, no events …).
     #[error("{path}: {message}")]
     Unrecognized {

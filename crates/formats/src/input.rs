@@ -2,24 +2,35 @@
 //! inflated into one buffer when gzipped (detected by the gzip magic, not the name).
 //!
 //! Decoders work on a `&[u8]` of the whole file; that is what lets the XSpace decoder
-//! be zero-copy and the JSON reader borrow strings instead of allocating them.
+//! be zero-copy and the JSON reader borrow strings instead of allocating them. The map
+//! is a [`GuardedMap`]: a file truncated while it is read (training still writing its
+//! log directory) gives zeros instead of a `SIGBUS`, so whoever decodes the bytes calls
+//! [`LoadedFile::unchanged`] afterwards and reports the change rather than what it made
+//! of the zeros. Only regular files are opened, without blocking (a FIFO named like a
+//! trace is refused, not waited on), and a gzip file is inflated only up to a limit
+//! ([`LoadOptions::inflate_limit_bytes`]), so a small "gzip bomb" cannot exhaust memory.
 
 use std::fs::File;
 use std::io::Read;
 use std::ops::{Deref, Range};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use flate2::bufread::MultiGzDecoder;
+use mlprof_mapped::GuardedMap;
 
 use crate::error::{FormatError, Result};
 
 /// The first two bytes of every gzip member.
 pub const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
+/// The largest protobuf message (2 GiB), hence the largest valid XSpace: protobuf's
+/// own parsers refuse anything longer.
+pub const XSPACE_LIMIT_BYTES: u64 = 2 << 30;
+
 /// The bytes of a profile file.
 pub enum FileBytes {
     /// A plain file, memory-mapped.
-    Mapped(memmap2::Mmap),
+    Mapped(GuardedMap),
     /// A decompressed (or small, read) file.
     Owned(Vec<u8>),
 }
@@ -45,30 +56,60 @@ impl FileBytes {
     /// mapped file from counting in full towards the process's resident memory. Does
     /// nothing for an owned buffer. `range` is widened down to a multiple of 64 KiB at
     /// its start and narrowed down to one at its end (except at the end of the file).
-    ///
-    /// Reading those bytes again is still correct, only slower: see the safety note.
+    /// Reading those bytes again is still correct, only slower.
     pub fn release(&self, range: Range<usize>) {
         let FileBytes::Mapped(map) = self else {
             return;
         };
         let start = range.start - range.start % RELEASE_ALIGN_BYTES;
         let end = if range.end >= map.len() { map.len() } else { range.end - range.end % RELEASE_ALIGN_BYTES };
-        if start >= end {
-            return;
+        if start < end {
+            map.release(start, end - start);
         }
-        // SAFETY: `map` is a read-only (PROT_READ) mapping of a file, never written
-        // through. MADV_DONTNEED only removes its pages from this process's page
-        // tables; the next access to them faults the same bytes back in from the page
-        // cache or the file. So every `&[u8]` into the map (including the strings the
-        // readers borrow from it) keeps seeing the same content, as Rust requires,
-        // under the assumption `load_file` already makes that no other process
-        // modifies the file meanwhile. The range lies inside the map (checked above).
-        // The advice is only a hint: an error leaves the pages resident, which is fine.
-        #[cfg(unix)]
-        let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start) };
-        #[cfg(not(unix))]
-        let _ = (map, start, end);
     }
+}
+
+/// How a profile file is opened and inflated.
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    /// The most bytes a gzip file may inflate to; see [`LoadOptions::for_format`].
+    pub inflate_limit_bytes: u64,
+    /// When set, the file must lie inside this directory (a canonical path), checked
+    /// on the opened file itself, so a link swapped in after discovery is refused.
+    pub within: Option<PathBuf>,
+}
+
+impl Default for LoadOptions {
+    /// Inflating up to half of the memory available now (a JSON trace's model needs
+    /// about as much again), and no confinement.
+    fn default() -> LoadOptions {
+        LoadOptions { inflate_limit_bytes: memory_inflate_limit_bytes(), within: None }
+    }
+}
+
+impl LoadOptions {
+    /// The default options for a file of `format`: an XSpace may not inflate past
+    /// [`XSPACE_LIMIT_BYTES`], whatever the memory.
+    pub fn for_format(format: mlprof_model::SourceFormat) -> LoadOptions {
+        let mut options = LoadOptions::default();
+        if format == mlprof_model::SourceFormat::Xspace {
+            options.inflate_limit_bytes = options.inflate_limit_bytes.min(XSPACE_LIMIT_BYTES);
+        }
+        options
+    }
+}
+
+/// Half of `MemAvailable` (from `/proc/meminfo`), at least 1 GiB; 16 GiB where that is
+/// not known.
+fn memory_inflate_limit_bytes() -> u64 {
+    const FLOOR_BYTES: u64 = 1 << 30;
+    const UNKNOWN_BYTES: u64 = 16 << 30;
+    let available_kib = std::fs::read_to_string("/proc/meminfo").ok().and_then(|text| {
+        text.lines()
+            .find_map(|line| line.strip_prefix("MemAvailable:"))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+    });
+    available_kib.map_or(UNKNOWN_BYTES, |kib| (kib.saturating_mul(1024) / 2).max(FLOOR_BYTES))
 }
 
 /// A profile file in memory, with its on-disk size.
@@ -79,35 +120,149 @@ pub struct LoadedFile {
     pub stored_bytes: u64,
     /// True when the file was gzip-compressed.
     pub gzipped: bool,
+    /// The file as named, for errors.
+    shown: String,
 }
 
-/// Reads `path` fully: maps plain files, inflates gzip (multi-member) ones.
+impl LoadedFile {
+    /// Ok when the file still holds what was read from it; call after decoding
+    /// [`LoadedFile::bytes`], and prefer this error to the decoder's: a file truncated
+    /// while mapped reads as zeros, which decode to nonsense or to a misleading error.
+    pub fn unchanged(&self) -> Result<()> {
+        match &self.bytes {
+            FileBytes::Mapped(map) => match map.changed() {
+                Some(change) => Err(FormatError::Changed { path: self.shown.clone(), change }),
+                None => Ok(()),
+            },
+            FileBytes::Owned(_) => Ok(()),
+        }
+    }
+}
+
+/// Reads `path` fully with [`LoadOptions::default`]: maps plain files, inflates gzip
+/// (multi-member) ones.
 pub fn load_file(path: &Path) -> Result<LoadedFile> {
+    load_file_with(path, &LoadOptions::default())
+}
+
+/// Reads `path` fully: maps plain files, inflates gzip (multi-member) ones up to
+/// `options.inflate_limit_bytes`; refuses anything but a regular file, and a file
+/// outside `options.within`.
+pub fn load_file_with(path: &Path, options: &LoadOptions) -> Result<LoadedFile> {
     let shown = path.display().to_string();
-    let file = File::open(path).map_err(|e| FormatError::io(&shown, e))?;
+    let file = open_regular(path)?;
+    if let Some(root) = &options.within {
+        check_within(&file, path, root)?;
+    }
     let stored_bytes = file.metadata().map_err(|e| FormatError::io(&shown, e))?.len();
     if stored_bytes == 0 {
         return Err(FormatError::unrecognized(&shown, "file is empty (0 bytes)"));
     }
-    // SAFETY: the map is read-only; a profile changed by another process while we read
-    // it can yield garbage, which the decoders reject like any other corrupt input.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| FormatError::io(&shown, e))?;
-    if map.starts_with(&GZIP_MAGIC) {
-        let bytes = gunzip(&map, &shown)?;
-        if bytes.is_empty() {
-            return Err(FormatError::unrecognized(&shown, "gzip data decompresses to 0 bytes"));
-        }
-        return Ok(LoadedFile { bytes: FileBytes::Owned(bytes), stored_bytes, gzipped: true });
+    let map = map_file(file, &shown)?;
+    let loaded = LoadedFile { bytes: map, stored_bytes, gzipped: false, shown };
+    if !loaded.bytes.starts_with(&GZIP_MAGIC) {
+        return Ok(loaded);
     }
-    Ok(LoadedFile { bytes: FileBytes::Mapped(map), stored_bytes, gzipped: false })
+    let inflated = gunzip_limited(&loaded.bytes, &loaded.shown, options.inflate_limit_bytes);
+    loaded.unchanged()?;
+    let bytes = inflated?;
+    if bytes.is_empty() {
+        return Err(FormatError::unrecognized(&loaded.shown, "gzip data decompresses to 0 bytes"));
+    }
+    Ok(LoadedFile { bytes: FileBytes::Owned(bytes), gzipped: true, ..loaded })
 }
 
-/// Inflates a complete (possibly multi-member) gzip stream.
+/// Opens `path` for reading if it is a regular file, without blocking on a FIFO or a
+/// device (`O_NONBLOCK`, then the opened file's type is checked).
+pub fn open_regular(path: &Path) -> Result<File> {
+    let shown = path.display().to_string();
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path).map_err(|e| FormatError::io(&shown, e))?;
+    let kind = file.metadata().map_err(|e| FormatError::io(&shown, e))?.file_type();
+    if kind.is_file() {
+        return Ok(file);
+    }
+    Err(FormatError::unrecognized(shown, format!("not a regular file ({})", describe_file_type(kind))))
+}
+
+/// What kind of file system object a non-regular file is, in words.
+pub fn describe_file_type(kind: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "a named pipe";
+        }
+        if kind.is_char_device() {
+            return "a character device";
+        }
+        if kind.is_block_device() {
+            return "a block device";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    if kind.is_dir() { "a directory" } else { "not a file" }
+}
+
+/// Refuses `file` (opened from `path`) unless the file actually opened lies inside
+/// the canonical directory `root`: on Linux by the opened descriptor's own path, so a
+/// link or directory swapped in between discovery and opening is caught.
+fn check_within(file: &File, path: &Path, root: &Path) -> Result<()> {
+    #[cfg(target_os = "linux")]
+    let opened = {
+        use std::os::fd::AsRawFd;
+        std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).or_else(|_| path.canonicalize())
+    };
+    #[cfg(not(target_os = "linux"))]
+    let opened = {
+        let _ = file;
+        path.canonicalize()
+    };
+    let shown = path.display().to_string();
+    let opened = opened.map_err(|e| FormatError::io(&shown, e))?;
+    if opened.starts_with(root) {
+        return Ok(());
+    }
+    Err(FormatError::unrecognized(
+        shown,
+        format!("refused: it now leads to {}, outside {}", opened.display(), root.display()),
+    ))
+}
+
+/// Maps `file`; reads it into memory instead when no more maps can be guarded.
+fn map_file(mut file: File, shown: &str) -> Result<FileBytes> {
+    match GuardedMap::map(file.try_clone().map_err(|e| FormatError::io(shown, e))?) {
+        Ok(map) => Ok(FileBytes::Mapped(map)),
+        Err(e) if e.kind() == std::io::ErrorKind::OutOfMemory => {
+            let mut bytes = Vec::new();
+            file.read_to_end(&mut bytes).map_err(|e| FormatError::io(shown, e))?;
+            Ok(FileBytes::Owned(bytes))
+        }
+        Err(e) => Err(FormatError::io(shown, e)),
+    }
+}
+
+/// Inflates a complete (possibly multi-member) gzip stream, however large.
 pub fn gunzip(compressed: &[u8], shown_path: &str) -> Result<Vec<u8>> {
+    gunzip_limited(compressed, shown_path, u64::MAX)
+}
+
+/// Inflates a complete (possibly multi-member) gzip stream of at most `limit_bytes`.
+pub fn gunzip_limited(compressed: &[u8], shown_path: &str, limit_bytes: u64) -> Result<Vec<u8>> {
     let mut reader = CountingSlice { data: compressed, pos: 0 };
-    let mut out = Vec::with_capacity(compressed.len().saturating_mul(4).min(1 << 30));
-    let result = MultiGzDecoder::new(&mut reader).read_to_end(&mut out);
+    let initial =
+        compressed.len().saturating_mul(4).min(1 << 30).min(usize::try_from(limit_bytes).unwrap_or(usize::MAX));
+    let mut out = Vec::with_capacity(initial);
+    let result = MultiGzDecoder::new(&mut reader).take(limit_bytes.saturating_add(1)).read_to_end(&mut out);
     match result {
+        Ok(_) if out.len() as u64 > limit_bytes => {
+            Err(FormatError::TooLarge { path: shown_path.to_string(), message: too_large_message(limit_bytes) })
+        }
         Ok(_) => Ok(out),
         Err(e) => Err(FormatError::Gzip {
             path: shown_path.to_string(),
@@ -118,6 +273,20 @@ pub fn gunzip(compressed: &[u8], shown_path: &str) -> Result<Vec<u8>> {
                 e.to_string()
             },
         }),
+    }
+}
+
+/// Why inflating stopped at `limit_bytes`.
+fn too_large_message(limit_bytes: u64) -> String {
+    let gib = limit_bytes as f64 / f64::from(1u32 << 30);
+    if limit_bytes == XSPACE_LIMIT_BYTES {
+        "the gzip data inflates to more than 2 GiB, the protobuf message limit: no valid XSpace is that large"
+            .to_string()
+    } else {
+        format!(
+            "the gzip data inflates to more than {gib:.1} GiB, half of the memory available now: decompress it to \
+             disk first (gunzip -k) so that it can be mapped instead of held in memory"
+        )
     }
 }
 
@@ -173,6 +342,53 @@ mod tests {
         let mut both = gzip(b"hello ");
         both.extend(gzip(b"world"));
         assert_eq!(gunzip(&both, "x").unwrap(), b"hello world");
+    }
+
+    #[test]
+    fn inflating_stops_at_the_limit_and_says_why() {
+        let bomb = gzip(&vec![0u8; 1 << 20]);
+        let err = gunzip_limited(&bomb, "z.json.gz", 1000).unwrap_err().to_string();
+        assert!(err.starts_with("z.json.gz: the gzip data inflates to more than 0.0 GiB"), "{err}");
+        assert_eq!(gunzip_limited(&bomb, "z", 1 << 20).unwrap().len(), 1 << 20);
+        let err = gunzip_limited(&gzip(b"x"), "s.xplane.pb.gz", 0).unwrap_err().to_string();
+        assert!(err.contains("inflates to more than"), "{err}");
+    }
+
+    #[test]
+    fn an_xspace_may_not_inflate_past_the_protobuf_limit() {
+        let options = LoadOptions::for_format(mlprof_model::SourceFormat::Xspace);
+        assert!(options.inflate_limit_bytes <= XSPACE_LIMIT_BYTES);
+        assert!(too_large_message(XSPACE_LIMIT_BYTES).contains("2 GiB, the protobuf message limit"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_named_pipe_is_refused_without_waiting_for_a_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("trace.json");
+        let path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid C string and mode.
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+        let err = load_file(&fifo).err().expect("refused").to_string();
+        assert!(err.ends_with("trace.json: not a regular file (a named pipe)"), "{err}");
+        let err = load_file(Path::new("/dev/zero")).err().expect("refused").to_string();
+        assert_eq!(err, "/dev/zero: not a regular file (a character device)");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_file_swapped_for_a_link_out_of_the_root_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let inside = root.path().join("rank0.json");
+        std::fs::write(&inside, b"{}").unwrap();
+        std::fs::write(outside.path().join("secret.json"), b"{}").unwrap();
+        let options = LoadOptions { within: Some(root.path().canonicalize().unwrap()), ..LoadOptions::default() };
+        assert!(load_file_with(&inside, &options).is_ok());
+        std::fs::remove_file(&inside).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret.json"), &inside).unwrap();
+        let err = load_file_with(&inside, &options).err().expect("refused").to_string();
+        assert!(err.contains("refused: it now leads to") && err.contains("secret.json, outside"), "{err}");
     }
 
     #[test]

@@ -40,7 +40,7 @@ use crate::format::{LEVEL_FIELDS, Layout, Part, RUN_FIELDS, SECTION_FIELDS, Summ
 
 /// Where the index's bytes live.
 enum Storage {
-    Mapped(memmap2::Mmap),
+    Mapped(mlprof_mapped::GuardedMap),
     Owned(Vec<u8>),
 }
 
@@ -169,12 +169,14 @@ impl TimelineIndex {
     /// caller rebuilds it.
     pub fn open(path: &Path, expected: &CacheKey) -> Result<TimelineIndex, CacheError> {
         let file = std::fs::File::open(path).map_err(|source| CacheError::Io { path: path.to_path_buf(), source })?;
-        // SAFETY: the mapping is read-only and private to this process's view of a
-        // cache file that mlprof only ever replaces by rename (never rewrites in
-        // place), so its bytes do not change under us; every read is bounds-checked.
-        let map = unsafe { memmap2::Mmap::map(&file) }
+        // Guarded: another process truncating the file while it is mapped makes reads
+        // return zeros instead of raising SIGBUS; `changed` then says so.
+        let map = mlprof_mapped::GuardedMap::map(file)
             .map_err(|source| CacheError::Io { path: path.to_path_buf(), source })?;
         let index = TimelineIndex::new(Storage::Mapped(map), path)?;
+        if let Some(change) = index.changed() {
+            return Err(CacheError::Corrupt { path: path.to_path_buf(), what: change.to_string() });
+        }
         if &index.key != expected {
             return Err(CacheError::Stale {
                 path: path.to_path_buf(),
@@ -208,6 +210,16 @@ impl TimelineIndex {
             runs: tables.runs,
             levels: tables.levels,
         })
+    }
+
+    /// Whether the index file was truncated or rewritten since it was opened: answers
+    /// read from it since then may hold zeros or other bytes and must not be used (an
+    /// index in memory never changes). Ask after answering a query, before sending it.
+    pub fn changed(&self) -> Option<mlprof_mapped::Change> {
+        match &self.storage {
+            Storage::Mapped(map) => map.changed(),
+            Storage::Owned(_) => None,
+        }
     }
 
     fn bytes(&self) -> &[u8] {

@@ -6,13 +6,16 @@
 //! follows symbolic links (a TensorBoard log directory often links runs in), so every
 //! host file is canonicalised and kept only when it lies inside the canonical root;
 //! the others are listed in [`Catalog::refused`] and never read. A kept file is then
-//! read by that canonical path, so a link retargeted after discovery cannot lead
-//! outside the root. A rescan applies the same checks.
+//! read by that canonical path, and opened confined to the canonical root (the opened
+//! file's own path is checked), so a link retargeted or swapped in after discovery
+//! cannot lead outside the root. Directories discovery could not read, or links that
+//! lead out of the root, are skipped and listed in [`Catalog::skipped`]: one bad
+//! directory never hides the others. A rescan applies the same checks.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use mlprof_formats::discover::{SessionFiles, discover};
+use mlprof_formats::discover::{SessionFiles, Skipped, discover_reporting};
 use mlprof_model::SourceFormat;
 
 use crate::error::ServeError;
@@ -39,8 +42,11 @@ impl Run {
 #[derive(Clone, Debug)]
 pub struct Catalog {
     root: PathBuf,
+    /// The root with links resolved: every file served lies inside it.
+    canonical_root: PathBuf,
     runs: Vec<Arc<Run>>,
     refused: Vec<PathBuf>,
+    skipped: Vec<Skipped>,
 }
 
 impl Catalog {
@@ -64,20 +70,22 @@ impl Catalog {
     pub fn rediscover(root: &Path) -> Catalog {
         Catalog::scan(root).unwrap_or_else(|_| Catalog {
             root: root.to_path_buf(),
+            canonical_root: root.canonicalize().unwrap_or_else(|_| root.to_path_buf()),
             runs: Vec::new(),
             refused: Vec::new(),
+            skipped: Vec::new(),
         })
     }
 
     /// The runs behind `root` whose host files lie inside it, and the refused files.
     fn scan(root: &Path) -> Result<Catalog, ServeError> {
-        let sessions = discover(root)?;
+        let found = discover_reporting(root)?;
         let shown = root.display().to_string();
         let canonical_root =
             root.canonicalize().map_err(|e| ServeError::Discover(mlprof_formats::FormatError::io(&shown, e)))?;
         let mut refused = Vec::new();
         let mut runs = Vec::new();
-        for mut session in sessions {
+        for mut session in found.sessions {
             session.hosts.retain_mut(|file| match file.path.canonicalize() {
                 Ok(canonical) if canonical.starts_with(&canonical_root) => {
                     file.path = canonical;
@@ -92,12 +100,28 @@ impl Catalog {
             runs.push(Run { name: session.name.clone(), format, files: session });
         }
         sort_newest_first(&mut runs);
-        Ok(Catalog { root: root.to_path_buf(), runs: runs.into_iter().map(Arc::new).collect(), refused })
+        Ok(Catalog {
+            root: root.to_path_buf(),
+            canonical_root,
+            runs: runs.into_iter().map(Arc::new).collect(),
+            refused,
+            skipped: found.skipped,
+        })
     }
 
     /// The path the server was given, as given.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The root with links resolved; files are read only from inside it.
+    pub fn canonical_root(&self) -> &Path {
+        &self.canonical_root
+    }
+
+    /// Parts of the root discovery could not read, or links leading out of it.
+    pub fn skipped(&self) -> &[Skipped] {
+        &self.skipped
     }
 
     /// The runs, newest first.

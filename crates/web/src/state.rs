@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use mlprof_formats::discover::{HostFile, load_session};
+use mlprof_formats::discover::{HostFile, load_session_within};
 use mlprof_model::Session;
 
 use crate::blocking::heavy;
@@ -161,11 +161,12 @@ impl AppState {
         let state = Arc::clone(self);
         let name = entry.name.clone();
         let files = entry.files.clone();
+        let root = self.catalog().canonical_root().to_path_buf();
         self.sessions
             .get_or_compute(&entry.name, move || async move {
                 let shown = format!("{}: reading the profile", files.path.display());
                 let (session, tools) = heavy(shown, move || {
-                    load_session(&files).map(|session| {
+                    load_session_within(&files, Some(&root)).map(|session| {
                         let tools = tools_with_data(&session);
                         (Arc::new(session), tools)
                     })

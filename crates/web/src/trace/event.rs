@@ -16,7 +16,7 @@ use axum::extract::State;
 use mlprof_timeline::{FlowDirection, ModelRef, SectionKind, TimelineIndex, event_args};
 use serde::{Deserialize, Serialize};
 
-use super::host_index::{discard_host_index, host_index};
+use super::host_index::{discard_host_index, host_index, still_intact};
 use super::query::{number, run_and_host};
 use crate::error::ApiError;
 use crate::params::ApiQuery;
@@ -98,7 +98,7 @@ pub(crate) async fn event(
             })
         })
         .collect();
-    Ok(Json(EventAnswer {
+    let answer = EventAnswer {
         id,
         name: index.name(event.name).to_string(),
         track: event.track,
@@ -108,7 +108,9 @@ pub(crate) async fn event(
         depth: event.depth,
         args: args.into_iter().collect(),
         flows,
-    }))
+    };
+    still_intact(&state, &run, &host, &index).await?;
+    Ok(Json(answer))
 }
 
 /// Whether `track` belongs to a derived section (its events may cover several model

@@ -8,7 +8,11 @@
 //! cache file name comes from the run and host; its key holds the profile file's path,
 //! size and modification time and [`recipe`], so a changed profile or a new way of
 //! building is rebuilt, never misread. When the cache cannot
-//! be written, the index is kept in memory for this server's life.
+//! be written, the index is kept in memory for this server's life. An index file
+//! truncated or rewritten by another process while it is open reads as zeros rather
+//! than killing the server (`mlprof_mapped`); every endpoint asks [`still_intact`]
+//! after answering, and a changed index is dropped and answered with 409, so the next
+//! request rebuilds it.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -51,7 +55,19 @@ impl Default for TraceIndexes {
 
 /// The index of `host` of `run` (both checked against the catalog by the caller),
 /// opened or built to the end even if every request waiting for it goes away.
+/// An open index whose file changed since (see [`still_intact`]) is dropped and opened
+/// or built again.
 pub(crate) async fn host_index(state: &Arc<AppState>, run: &str, host: &str) -> Result<Arc<TimelineIndex>, ApiError> {
+    let index = open_index(state, run, host).await?;
+    if index.changed().is_none() {
+        return Ok(index);
+    }
+    discard_host_index(state, run, host).await?;
+    open_index(state, run, host).await
+}
+
+/// The index of `host` of `run` from the open indexes, opened or built if not there.
+async fn open_index(state: &Arc<AppState>, run: &str, host: &str) -> Result<Arc<TimelineIndex>, ApiError> {
     let indexes = state.extension::<TraceIndexes>();
     let owned = (Arc::clone(state), run.to_string(), host.to_string());
     indexes
@@ -61,6 +77,23 @@ pub(crate) async fn host_index(state: &Arc<AppState>, run: &str, host: &str) -> 
             open_or_build(&state, &run, &host).await
         })
         .await
+}
+
+/// Ok when `index` (of `host` of `run`) still holds what it was opened with, so an
+/// answer just read from it can be sent; otherwise the index file was truncated or
+/// rewritten under the server: the index is dropped, memory and disk, and the answer
+/// is a 409 asking to try again (the next request rebuilds it).
+pub(crate) async fn still_intact(
+    state: &Arc<AppState>,
+    run: &str,
+    host: &str,
+    index: &TimelineIndex,
+) -> Result<(), ApiError> {
+    let Some(change) = index.changed() else { return Ok(()) };
+    discard_host_index(state, run, host).await?;
+    Err(ApiError::conflict(format!(
+        "the trace index of host {host} of run {run}: {change}; it will be rebuilt, ask again"
+    )))
 }
 
 /// The key of `host` of `run` among the open indexes.

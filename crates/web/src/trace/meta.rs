@@ -8,7 +8,7 @@ use axum::extract::State;
 use mlprof_timeline::SectionKind;
 use serde::{Deserialize, Serialize};
 
-use super::host_index::host_index;
+use super::host_index::{host_index, still_intact};
 use super::query::run_and_host;
 use crate::error::ApiError;
 use crate::params::ApiQuery;
@@ -66,5 +66,6 @@ pub(crate) async fn meta(
                 .collect(),
         })
         .collect();
+    still_intact(&state, &run, &host, &index).await?;
     Ok(Json(MetaAnswer { host: host.to_string(), start_ps, end_ps, events: index.event_count(), sections }))
 }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use mlprof_timeline::SearchPage;
 
-use super::host_index::host_index;
+use super::host_index::{host_index, still_intact};
 use super::query::{number, number_or, run_and_host};
 use crate::blocking::on_blocking_thread;
 use crate::error::ApiError;
@@ -97,7 +97,9 @@ pub(crate) async fn search(
     }
     let page = query.page()?;
     let index = host_index(&state, &run, &host).await?;
+    let reader = Arc::clone(&index);
     let answer = on_blocking_thread("trace search", move || {
+        let index = reader;
         let found = index.search_page(&text, page, limit);
         let results = found
             .results
@@ -113,5 +115,6 @@ pub(crate) async fn search(
         SearchAnswer { total: found.total, offset: found.offset, results }
     })
     .await?;
+    still_intact(&state, &run, &host, &index).await?;
     Ok(Json(answer))
 }

@@ -10,7 +10,7 @@ use axum::response::Response;
 use mlprof_timeline::{NameId, TimelineIndex, View, Viewport};
 use serde::{Deserialize, Serialize};
 
-use super::host_index::host_index;
+use super::host_index::{host_index, still_intact};
 use super::query::{number, run_and_host};
 use crate::blocking::on_blocking_thread;
 use crate::error::ApiError;
@@ -70,11 +70,13 @@ pub(crate) async fn view(
     }
     let index = host_index(&state, &run, &host).await?;
     let tracks = parse_tracks(query.tracks.as_deref(), &index)?;
+    let reader = Arc::clone(&index);
     let view = on_blocking_thread("trace view", move || {
-        let view = index.view(&Viewport { start_ps, end_ps, width_px, tracks: tracks.as_deref() });
-        answer(&index, start_ps, end_ps, view)
+        let view = reader.view(&Viewport { start_ps, end_ps, width_px, tracks: tracks.as_deref() });
+        answer(&reader, start_ps, end_ps, view)
     })
     .await?;
+    still_intact(&state, &run, &host, &index).await?;
     Ok(crate::streamed::json(view))
 }
 
