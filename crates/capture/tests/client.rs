@@ -71,7 +71,8 @@ impl Progress for Recorder {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_xspace_answer_is_written_byte_identical() {
     // Larger than tonic's 4 MiB default limit, which the client must lift.
-    let bytes = support::noise(5 << 20, 7);
+    let bytes = support::padded_xspace(5 << 20);
+    assert_eq!(bytes.len(), 5 << 20);
     let (addr, fake) = serve(vec![xspace(bytes.clone())]).await;
     let logdir = tempfile::tempdir().unwrap();
     let recorder = Arc::new(Recorder::default());
@@ -111,15 +112,27 @@ async fn an_xspace_answer_is_written_byte_identical() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_data_from_old_servers_is_written_per_tool() {
     let gz: &[u8] = &[0x1f, 0x8b, 8, 0, 9, 9];
-    let (addr, _) = serve(vec![tool_data(&[("xplane.pb", b"xs"), ("trace.json.gz", gz)])]).await;
+    let (addr, _) = serve(vec![tool_data(&[("xplane.pb", &support::tiny_xspace()), ("trace.json.gz", gz)])]).await;
     let logdir = tempfile::tempdir().unwrap();
     let outcome = capture_one(target(addr), &options(logdir.path())).await;
     let captured = outcome.result.unwrap();
-    assert!(matches!(captured, Captured::Written { bytes: 8, tool_data: true, .. }), "{captured:?}");
+    assert!(matches!(captured, Captured::Written { bytes: 9, tool_data: true, .. }), "{captured:?}");
     let session = logdir.path().join("plugins/profile").join(SESSION);
     let stem = format!("127.0.0.1_{}", addr.port());
-    assert_eq!(std::fs::read(session.join(format!("{stem}.xplane.pb"))).unwrap(), b"xs");
+    assert_eq!(std::fs::read(session.join(format!("{stem}.xplane.pb"))).unwrap(), support::tiny_xspace());
     assert_eq!(std::fs::read(session.join(format!("{stem}.trace.json.gz"))).unwrap(), gz, "stored as sent");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_for_an_xspace_is_an_error_and_writes_nothing() {
+    let (addr, fake) = serve(vec![xspace(support::noise(4096, 7))]).await;
+    let logdir = tempfile::tempdir().unwrap();
+    let outcome = capture_one(target(addr), &options(logdir.path())).await;
+    assert!(matches!(outcome.result, Err(CaptureError::InvalidXspace { bytes: 4096, .. })), "{outcome}");
+    assert_eq!((outcome.attempts, fake.requests().len()), (1, 1), "not retried");
+    let line = outcome.to_string();
+    assert!(line.contains(": the server sent an invalid XSpace (4096 bytes: byte offset "), "{line}");
+    assert!(files_below(logdir.path()).is_empty(), "no file, no session directory");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -155,7 +168,7 @@ async fn unavailable_twice_then_success_is_retried() {
     let replies = vec![
         Reply::Fail(Code::Unavailable, "profiler busy"),
         Reply::Fail(Code::Unknown, "Stream removed"),
-        xspace(b"third time".to_vec()),
+        xspace(support::tiny_xspace()),
     ];
     let (addr, fake) = serve(replies).await;
     let logdir = tempfile::tempdir().unwrap();
@@ -193,7 +206,7 @@ async fn retries_are_bounded_and_other_statuses_are_not_retried() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_workers_one_failing_give_one_profile_and_one_error() {
-    let (good, _) = serve(vec![xspace(b"ok".to_vec())]).await;
+    let (good, _) = serve(vec![xspace(support::tiny_xspace())]).await;
     let refused = support::refused_port();
     let logdir = tempfile::tempdir().unwrap();
     let targets = [target(good), target(format!("127.0.0.1:{refused}"))];
@@ -208,8 +221,8 @@ async fn two_workers_one_failing_give_one_profile_and_one_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workers_share_one_session_and_one_start_time() {
-    let (a, fake_a) = serve(vec![xspace(b"a".to_vec())]).await;
-    let (b, fake_b) = serve(vec![xspace(b"b".to_vec())]).await;
+    let (a, fake_a) = serve(vec![xspace(support::tiny_xspace())]).await;
+    let (b, fake_b) = serve(vec![xspace(support::tiny_xspace())]).await;
     let logdir = tempfile::tempdir().unwrap();
     let mut options = options(logdir.path());
     options.delay = Duration::from_millis(300);
@@ -266,7 +279,7 @@ async fn garbage_on_the_port_is_a_protocol_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_options_contact_no_worker() {
-    let (addr, fake) = serve(vec![xspace(b"x".to_vec())]).await;
+    let (addr, fake) = serve(vec![xspace(support::tiny_xspace())]).await;
     let logdir = tempfile::tempdir().unwrap();
     let mut options = options(logdir.path());
     options.device_tracer_level = 2;

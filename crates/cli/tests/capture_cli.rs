@@ -142,7 +142,7 @@ fn analyze_shows_the_overview_and_for_several_workers_the_pod_viewer() {
 #[test]
 fn watch_captures_into_new_sessions_until_ctrl_c() {
     let rt = runtime();
-    let (addr, fake) = rt.block_on(serve(vec![xspace(b"tick".to_vec())]));
+    let (addr, fake) = rt.block_on(serve(vec![xspace(support::tiny_xspace())]));
     let logdir = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_mlprof"))
         .args(["capture", "--watch", &addr.to_string(), "--every", "200ms", "--duration", "10ms", "--logdir"])

@@ -5,7 +5,10 @@
 //! there is something to do, because the CLI prints exactly that, one line per worker.
 //! Transport failures are classified by walking the error's source chain
 //! ([`CaptureError::from_transport`]), not by matching message text, except for the one
-//! status the reference client itself matches by text (UNKNOWN "Stream removed").
+//! status the reference client itself matches by text (UNKNOWN "Stream removed"). Text
+//! that came from the network (a status message, a transport detail) is kept raw in the
+//! variant and escaped by [`display_safe`] when shown, so a hostile server cannot send
+//! terminal escape sequences to the user's screen.
 
 use std::error::Error as StdError;
 use std::path::PathBuf;
@@ -13,6 +16,8 @@ use std::time::Duration;
 
 use mlprof_formats::FormatError;
 use tonic::Code;
+
+use crate::untrusted::display_safe;
 
 /// Why capturing from one worker failed.
 #[derive(Debug, thiserror::Error)]
@@ -24,7 +29,7 @@ pub enum CaptureError {
     )]
     ConnectionRefused,
     /// The connection could not be made for another reason (unknown host, no route …).
-    #[error("cannot connect: {detail}")]
+    #[error("cannot connect: {}", display_safe(detail))]
     Connect {
         /// The operating system's or resolver's words.
         detail: String,
@@ -36,13 +41,16 @@ pub enum CaptureError {
         after: Duration,
     },
     /// Something answered, but not as an HTTP/2 gRPC server.
-    #[error("protocol error: the port did not answer as an HTTP/2 gRPC server ({detail}); is it the profiler's port?")]
+    #[error(
+        "protocol error: the port did not answer as an HTTP/2 gRPC server ({}); is it the profiler's port?",
+        display_safe(detail)
+    )]
     Protocol {
         /// What the HTTP/2 layer saw.
         detail: String,
     },
     /// The server answered with a gRPC error status.
-    #[error("the server answered {}: {message}", code_name(*code))]
+    #[error("the server answered {}: {}", code_name(*code), display_safe(message))]
     Status {
         /// The gRPC status code.
         code: Code,
@@ -55,17 +63,24 @@ pub enum CaptureError {
          captured? Try a longer duration or a delay"
     )]
     EmptyTrace,
-    /// A `tool_data` entry whose name would leave the session directory.
-    #[error("the server sent tool data named {name:?}, which is not a plain file name; nothing was written")]
-    UnsafeToolName {
-        /// The name the server sent.
-        name: String,
+    /// The server's XSpace (or its `xplane.pb` tool data) is empty or does not decode as
+    /// an XSpace; nothing was written.
+    #[error(
+        "the server sent an invalid XSpace ({}: {}); nothing was written",
+        size_of_answer(*bytes),
+        display_safe(reason)
+    )]
+    InvalidXspace {
+        /// Its size, in bytes.
+        bytes: u64,
+        /// What the decoder found (byte offset and problem).
+        reason: String,
     },
     /// Writing the profile failed (the error names the file).
     #[error("{0}")]
     Write(#[from] FormatError),
     /// The worker's task ended abnormally (a bug, reported rather than propagated).
-    #[error("internal error: {detail}")]
+    #[error("internal error: {}", display_safe(detail))]
     Internal {
         /// What happened.
         detail: String,
@@ -114,6 +129,15 @@ impl CaptureError {
             }
             _ => CaptureError::Protocol { detail },
         }
+    }
+}
+
+/// `"empty"`, `"1 byte"` or `"12 bytes"`, for [`CaptureError::InvalidXspace`].
+fn size_of_answer(bytes: u64) -> String {
+    match bytes {
+        0 => "empty".to_string(),
+        1 => "1 byte".to_string(),
+        n => format!("{n} bytes"),
     }
 }
 
@@ -215,6 +239,23 @@ mod tests {
             matches!(&error, CaptureError::Status { code: Code::Unimplemented, message } if message == "no Profile here")
         );
         assert_eq!(error.to_string(), "the server answered UNIMPLEMENTED: no Profile here");
+    }
+
+    #[test]
+    fn network_text_is_shown_escaped_and_kept_raw() {
+        let hostile = "\u{1b}[2J\u{1b}[31mFAKE: credentials accepted\r\n\u{202e}";
+        let error = CaptureError::Status { code: Code::Internal, message: hostile.to_string() };
+        let shown = error.to_string();
+        assert_eq!(shown, "the server answered INTERNAL: \\x1b[2J\\x1b[31mFAKE: credentials accepted\\r\\n\\u{202e}");
+        assert!(matches!(error, CaptureError::Status { message, .. } if message == hostile));
+        for error in [
+            CaptureError::Protocol { detail: "\u{1b}c".into() },
+            CaptureError::Connect { detail: "\u{9b}2J".into() },
+            CaptureError::Internal { detail: "\r".into() },
+            CaptureError::InvalidXspace { bytes: 3, reason: "\u{1b}]0;x\u{7}".into() },
+        ] {
+            assert!(!error.to_string().chars().any(char::is_control), "{error:?}");
+        }
     }
 
     #[test]

@@ -2,21 +2,29 @@
 //! `<logdir>/plugins/profile/<session>/<host_port>.xplane.pb`.
 //!
 //! Three kinds of server answer, oldest last handled first: an `xspace` (servers that honour
-//! `emit_xspace`) is written byte for byte without decoding; `tool_data` entries (servers
-//! that convert on their side) are each written as `<host_port>.<name>`, as TensorFlow's
-//! `SaveProfile` does; an answer with neither means the server wrote the XSpace to
-//! `<repository_root>/<session>/<host_port>.xplane.pb` on its own disk, which this machine
-//! may or may not see. Every file is written atomically, and a failure removes the files
+//! `emit_xspace`) is written byte for byte; `tool_data` entries (servers that convert on
+//! their side) are each written as `<host_port>.<name>`, as TensorFlow's `SaveProfile`
+//! does, the name sanitised ([`file_name_safe`]); an answer with neither means the server
+//! wrote the XSpace to `<repository_root>/<session>/<host_port>.xplane.pb` on its own disk,
+//! which this machine may or may not see.
+//!
+//! The one design decision to know: the server is not trusted. An XSpace (or an
+//! `xplane.pb` tool entry) is decoded with the project's reader before anything is
+//! written, and one that is empty or does not decode is an error
+//! ([`CaptureError::InvalidXspace`]) that writes nothing, so no garbage is ever reported
+//! as a profile. Every file is written atomically, and a failure removes the files
 //! already written for that answer, so no partial profile is left behind.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use mlprof_formats::FormatError;
 use mlprof_formats::output::write_bytes_atomically;
 
 use super::error::CaptureError;
 use crate::address::Target;
 use crate::proto::ProfileResponse;
+use crate::untrusted::file_name_safe;
 
 /// Where a worker's profile ended up.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -94,22 +102,27 @@ pub(crate) fn save(response: ProfileResponse, target: &Target, session_dir: &Pat
     let stem = target.file_stem();
     let xplane = session_dir.join(format!("{stem}.xplane.pb"));
     if let Some(xspace) = response.xspace {
+        check_xspace(&xspace)?;
         write_bytes_atomically(&xplane, &xspace)?;
         return Ok(Captured::Written { files: vec![xplane], bytes: xspace.len() as u64, tool_data: false });
     }
     if !response.tool_data.is_empty() {
-        if let Some(bad) = response.tool_data.iter().find(|t| !is_plain_name(&t.name)) {
-            return Err(CaptureError::UnsafeToolName { name: bad.name.clone() });
+        let named: Vec<(String, &[u8])> =
+            response.tool_data.iter().map(|t| (file_name_safe(&t.name), t.data.as_slice())).collect();
+        for (name, data) in &named {
+            if name == "xplane.pb" {
+                check_xspace(data)?;
+            }
         }
-        let mut files = Vec::with_capacity(response.tool_data.len());
+        let mut files = Vec::with_capacity(named.len());
         let mut bytes = 0;
-        for tool in &response.tool_data {
-            let path = session_dir.join(format!("{stem}.{}", tool.name));
-            if let Err(e) = write_bytes_atomically(&path, &tool.data) {
+        for (name, data) in named {
+            let path = session_dir.join(format!("{stem}.{name}"));
+            if let Err(e) = write_bytes_atomically(&path, data) {
                 remove_written(&files, session_dir);
                 return Err(e.into());
             }
-            bytes += tool.data.len() as u64;
+            bytes += data.len() as u64;
             if !files.contains(&path) {
                 files.push(path);
             }
@@ -123,10 +136,19 @@ pub(crate) fn save(response: ProfileResponse, target: &Target, session_dir: &Pat
     }
 }
 
-/// Whether a server-sent tool name is safe to append to a file name: not empty, and no
-/// path separator or NUL that could reach outside the session directory.
-fn is_plain_name(name: &str) -> bool {
-    !name.is_empty() && !name.contains(['/', '\\', '\0'])
+/// Decodes `bytes` as an XSpace (and drops the result): an empty answer, or one that is
+/// not an XSpace, is [`CaptureError::InvalidXspace`].
+fn check_xspace(bytes: &[u8]) -> Result<(), CaptureError> {
+    let invalid = |reason: String| CaptureError::InvalidXspace { bytes: bytes.len() as u64, reason };
+    if bytes.is_empty() {
+        return Err(invalid("no data".to_string()));
+    }
+    match mlprof_formats::xspace::read_xspace(bytes, "", "") {
+        Ok(_) => Ok(()),
+        Err(FormatError::Protobuf { offset, message, .. }) => Err(invalid(format!("byte offset {offset}: {message}"))),
+        Err(FormatError::Unrecognized { message, .. }) => Err(invalid(message)),
+        Err(other) => Err(invalid(other.to_string())),
+    }
 }
 
 /// Best-effort cleanup after a failed save: the files, then the directory if now empty.
@@ -139,7 +161,7 @@ fn remove_written(files: &[PathBuf], session_dir: &Path) {
 
 #[cfg(test)]
 mod tests {
-    use super::{Captured, is_plain_name, save};
+    use super::{Captured, save};
     use crate::address::Target;
     use crate::client::error::CaptureError;
     use crate::proto::{ProfileResponse, ProfileToolData};
@@ -152,15 +174,35 @@ mod tests {
         ProfileToolData { name: name.to_string(), data: data.to_vec() }
     }
 
+    /// The smallest XSpace the reader accepts: one `hostnames` entry (field 4, "h").
+    const TINY_XSPACE: [u8; 3] = [0x22, 1, b'h'];
+
     #[test]
     fn xspace_is_written_as_host_port_xplane_pb() {
         let dir = tempfile::tempdir().unwrap();
         let session = dir.path().join("plugins/profile/s1");
-        let response = ProfileResponse { xspace: Some(vec![1, 2, 3]), ..Default::default() };
+        let response = ProfileResponse { xspace: Some(TINY_XSPACE.to_vec()), ..Default::default() };
         let captured = save(response, &target(), &session).unwrap();
         let path = session.join("worker-0_6009.xplane.pb");
         assert_eq!(captured, Captured::Written { files: vec![path.clone()], bytes: 3, tool_data: false });
-        assert_eq!(std::fs::read(path).unwrap(), [1, 2, 3]);
+        assert_eq!(std::fs::read(path).unwrap(), TINY_XSPACE);
+    }
+
+    #[test]
+    fn an_xspace_that_does_not_decode_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = dir.path().join("s");
+        for garbage in [vec![], vec![0xff; 7], b"ok".to_vec(), vec![0x28, 1]] {
+            let response = ProfileResponse { xspace: Some(garbage.clone()), ..Default::default() };
+            let error = save(response, &target(), &session).unwrap_err();
+            assert!(matches!(error, CaptureError::InvalidXspace { .. }), "{garbage:?}: {error}");
+            let line = error.to_string();
+            assert!(line.contains("invalid XSpace (") && line.ends_with("; nothing was written"), "{line}");
+            assert!(!session.exists(), "{garbage:?}");
+        }
+        let xplane_tool = ProfileResponse { tool_data: vec![tool("xplane.pb", b"junk")], ..Default::default() };
+        assert!(matches!(save(xplane_tool, &target(), &session), Err(CaptureError::InvalidXspace { .. })));
+        assert!(!session.exists());
     }
 
     #[test]
@@ -168,26 +210,28 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let gz = [0x1f, 0x8b, 8, 0];
         let response = ProfileResponse {
-            tool_data: vec![tool("xplane.pb", b"x"), tool("trace.json.gz", &gz)],
+            tool_data: vec![tool("xplane.pb", &TINY_XSPACE), tool("trace.json.gz", &gz)],
             ..Default::default()
         };
         let captured = save(response, &target(), dir.path()).unwrap();
         assert_eq!(captured.local_files().len(), 2);
-        assert_eq!(std::fs::read(dir.path().join("worker-0_6009.xplane.pb")).unwrap(), b"x");
+        assert_eq!(std::fs::read(dir.path().join("worker-0_6009.xplane.pb")).unwrap(), TINY_XSPACE);
         assert_eq!(std::fs::read(dir.path().join("worker-0_6009.trace.json.gz")).unwrap(), gz);
     }
 
     #[test]
-    fn unsafe_tool_names_write_nothing() {
+    fn hostile_tool_names_are_sanitised_into_the_session_directory() {
         let dir = tempfile::tempdir().unwrap();
         let session = dir.path().join("s");
         let response = ProfileResponse {
-            tool_data: vec![tool("xplane.pb", b"x"), tool("/../../evil", b"y")],
+            tool_data: vec![tool("/../../evil", b"y"), tool("a\u{1b}[2J\rb.pb", b"z"), tool("..", b"w")],
             ..Default::default()
         };
-        assert!(matches!(save(response, &target(), &session), Err(CaptureError::UnsafeToolName { .. })));
-        assert!(!session.exists());
-        assert!(is_plain_name("overview_page.pb") && !is_plain_name("") && !is_plain_name("a\\b"));
+        let captured = save(response, &target(), &session).unwrap();
+        let names: Vec<String> =
+            captured.local_files().iter().map(|p| p.strip_prefix(&session).unwrap().display().to_string()).collect();
+        assert_eq!(names, ["worker-0_6009._.__.__evil", "worker-0_6009.a__2J_b.pb", "worker-0_6009._."]);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "nothing beside the session directory");
     }
 
     #[test]

@@ -53,6 +53,31 @@ pub fn empty_trace() -> Reply {
     Reply::Answer(ProfileResponse { empty_trace: true, ..Default::default() })
 }
 
+/// The smallest XSpace the client accepts: one `hostnames` entry (field 4) naming "h".
+pub fn tiny_xspace() -> Vec<u8> {
+    vec![0x22, 1, b'h']
+}
+
+/// A valid XSpace of exactly `len` bytes (at least 3): one `hostnames` entry (field 4)
+/// padded with `h`, for answers larger than some limit.
+pub fn padded_xspace(len: usize) -> Vec<u8> {
+    let mut text_len = len.saturating_sub(2).max(1);
+    loop {
+        let mut bytes = vec![0x22];
+        let mut n = text_len;
+        while n >= 0x80 {
+            bytes.push((n as u8 & 0x7f) | 0x80);
+            n >>= 7;
+        }
+        bytes.push(n as u8);
+        if bytes.len() + text_len <= len.max(3) || text_len == 1 {
+            bytes.resize(bytes.len() + text_len, b'h');
+            return bytes;
+        }
+        text_len -= 1;
+    }
+}
+
 /// `len` bytes that look like nothing in particular (xorshift), reproducibly.
 pub fn noise(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed | 1;
