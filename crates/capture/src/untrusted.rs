@@ -38,6 +38,16 @@ pub fn display_safe(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// [`display_safe`] for text of several lines (a rendered report): line feeds stay line
+/// feeds, everything else that [`display_safe`] escapes is escaped.
+pub fn display_safe_lines(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(|c| c != '\n' && needs_escape(c)) {
+        return Cow::Borrowed(text);
+    }
+    let lines: Vec<Cow<'_, str>> = text.split('\n').map(display_safe).collect();
+    Cow::Owned(lines.join("\n"))
+}
+
 /// Whether `c` must not reach a terminal as it is.
 fn needs_escape(c: char) -> bool {
     c.is_control() // C0, DEL and C1
@@ -76,7 +86,7 @@ pub fn file_name_safe(name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{MAX_FILE_NAME_BYTES, display_safe, file_name_safe};
+    use super::{MAX_FILE_NAME_BYTES, display_safe, display_safe_lines, file_name_safe};
     use std::borrow::Cow;
 
     #[test]
@@ -92,6 +102,13 @@ mod tests {
         for escaped in ["\u{1b}]0;title\u{7}", "\u{202d}", "\r"] {
             assert!(!display_safe(escaped).chars().any(|c| c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c)));
         }
+    }
+
+    #[test]
+    fn reports_keep_their_lines() {
+        assert!(matches!(display_safe_lines("a\nb\n"), Cow::Borrowed(_)));
+        assert_eq!(display_safe_lines("op \u{1b}[2J\nnext\r\n"), "op \\x1b[2J\nnext\\r\n");
+        assert_eq!(display_safe(&display_safe("\u{1b}\\x1b")), "\\x1b\\x1b", "escaping twice changes nothing");
     }
 
     #[test]

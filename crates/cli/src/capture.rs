@@ -6,7 +6,9 @@
 //! capture itself is `mlprof_capture::client::capture`, and `--analyze` renders the new
 //! session with the same code as `mlprof analyze`. Each worker ends in one line on stderr
 //! (what was written, or why nothing was); the exit code is non-zero only when nothing at
-//! all reached this machine.
+//! all reached this machine. Everything printed passes through
+//! `mlprof_capture::untrusted` (the servers' words, and the analysis of what they sent),
+//! so no escape sequence from the network reaches the terminal.
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
@@ -20,6 +22,7 @@ use mlprof_analysis::steps::Breakdown;
 use mlprof_capture::address::Target;
 use mlprof_capture::client::save::megabytes;
 use mlprof_capture::client::{CaptureOptions, Progress, SessionIds, WorkerOutcome, WorkerState, capture};
+use mlprof_capture::untrusted::{display_safe, display_safe_lines};
 use mlprof_model::duration::parse_duration_ps_or;
 use mlprof_model::time::human_duration;
 
@@ -112,7 +115,9 @@ pub fn run(args: CaptureArgs, verbose: bool) -> Result<(), Failure> {
                 if args.analyze {
                     match print_analysis(&session_dir, verbose) {
                         // Watching goes on: the next session may analyse fine.
-                        Err(failure) if args.watch => eprintln!("mlprof: analyze: {}", failure.message),
+                        Err(failure) if args.watch => {
+                            eprintln!("mlprof: analyze: {}", failure.message)
+                        }
                         result => result?,
                     }
                 }
@@ -168,6 +173,12 @@ async fn capture_round(
 /// Prints the overview of the session in `session_dir`, and the pod viewer when it has
 /// several hosts, exactly as `mlprof analyze` renders them.
 fn print_analysis(session_dir: &Path, verbose: bool) -> Result<(), Failure> {
+    // Error messages may quote the server's data (host or plane names).
+    let escaped = |f: Failure| Failure { code: f.code, message: display_safe(&f.message).into_owned() };
+    render_analysis(session_dir, verbose).map_err(escaped)
+}
+
+fn render_analysis(session_dir: &Path, verbose: bool) -> Result<(), Failure> {
     let sessions = crate::load(session_dir, verbose)?;
     let hosts = sessions.first().map_or(0, |s| s.hosts.len());
     let tools: &[&str] = if hosts > 1 { &["overview_page", "pod_viewer"] } else { &["overview_page"] };
@@ -184,7 +195,8 @@ fn print_analysis(session_dir: &Path, verbose: bool) -> Result<(), Failure> {
             gap_threshold: None,
             tfprof: &crate::tfprof::TfprofArgs::default(),
         };
-        crate::write_stdout(&analyze::analyze(&sessions, &request)?)?;
+        // Names in the report (ops, planes, hosts) come from the server's XSpace.
+        crate::write_stdout(&display_safe_lines(&analyze::analyze(&sessions, &request)?))?;
     }
     Ok(())
 }
@@ -237,20 +249,22 @@ impl Progress for WorkerDisplay {
             WorkerState::Writing => "writing".to_string(),
             WorkerState::Retrying { attempt, reason } => format!("attempt {attempt} failed: {reason}; retrying"),
         };
-        bar.set_message(message);
+        bar.set_message(display_safe(&message).into_owned());
     }
 
     fn finished(&self, outcome: &WorkerOutcome) {
+        // Already escaped where it came from the network; escaping again changes nothing.
+        let line = display_safe(&outcome.to_string()).into_owned();
         match self {
             WorkerDisplay::Live { multi, bars, .. } => {
                 if let Some(bar) = bars.get(&outcome.target.host_port()) {
                     bar.finish_and_clear();
                 }
-                if multi.println(outcome.to_string()).is_err() {
-                    eprintln!("{outcome}");
+                if multi.println(&line).is_err() {
+                    eprintln!("{line}");
                 }
             }
-            WorkerDisplay::Plain => eprintln!("{outcome}"),
+            WorkerDisplay::Plain => eprintln!("{line}"),
         }
     }
 }
