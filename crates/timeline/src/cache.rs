@@ -208,6 +208,27 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
+    fn an_open_index_truncated_under_it_reads_zeros_and_says_so() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(key("v1").file_name("run-host"));
+        let index = Synthetic { names: 50, streams: 1, threads: 2, ..Synthetic::realistic(200_000, 3) };
+        let mut builder = TimelineBuilder::new();
+        index.add_to(&mut builder).expect("generate");
+        builder.finish().expect("finish").write(&path, &key("v1")).expect("write");
+        let opened = TimelineIndex::open(&path, &key("v1")).expect("open");
+        assert_eq!(opened.changed(), None);
+        std::fs::OpenOptions::new().write(true).open(&path).and_then(|f| f.set_len(4096)).expect("truncated");
+        // Every event and a whole-span view: reads past the new end used to be SIGBUS.
+        for id in 0..opened.event_count() as u32 {
+            let _ = opened.event(id);
+        }
+        let (start_ps, end_ps) = opened.span_ps();
+        let _ = opened.view(&crate::Viewport { start_ps, end_ps, width_px: 2000, tracks: None });
+        assert_eq!(opened.changed(), Some(mlprof_mapped::Change::Truncated));
+        assert!(matches!(TimelineIndex::open(&path, &key("v1")), Err(CacheError::Truncated { .. })));
+    }
+
+    #[test]
     fn keys_of_one_file_under_other_names_are_equal_and_canonical() {
         let dir = tempfile::tempdir().expect("tempdir");
         let real = dir.path().join("real");
