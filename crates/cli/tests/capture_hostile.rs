@@ -14,25 +14,10 @@ use support::{Reply, serve, tool_data, xspace};
 use tonic::Code;
 
 mod common;
+mod tree;
 
 use common::mlprof;
-
-/// Every path below `dir` (directories too).
-fn entries_below(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path.clone());
-            }
-            out.push(path);
-        }
-    }
-    out.sort();
-    out
-}
+use tree::{entries_below, files_below};
 
 /// A runtime for the fake servers, alive for the test.
 fn runtime() -> tokio::runtime::Runtime {
@@ -106,7 +91,7 @@ fn garbage_for_an_xspace_fails_and_leaves_nothing() {
         assert!(stderr.contains("; nothing was written"), "{what}: {stderr}");
         assert!(!stderr.contains("wrote "), "{what}: {stderr}");
         assert!(stderr.ends_with("mlprof: error: nothing was captured on this machine\n"), "{what}: {stderr}");
-        let left: Vec<_> = entries_below(root.path()).into_iter().filter(|p| p.is_file()).collect();
+        let left = files_below(root.path());
         assert!(left.is_empty(), "{what}: {left:?}");
     }
 }
