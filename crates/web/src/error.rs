@@ -96,6 +96,16 @@ pub enum ServeError {
         /// The operating system's reason.
         source: std::io::Error,
     },
+    /// The address is one other machines can reach, and binding it was not allowed
+    /// ([`crate::Config::allow_remote`]): the server has no authentication.
+    #[error(
+        "not listening on {address}: other machines can reach it, and the server has no authentication, so \
+         anyone who can reach it could read the profiles"
+    )]
+    RemoteNotAllowed {
+        /// `host:port` as asked (with the address it resolved to, for a name).
+        address: String,
+    },
     /// Serving failed after the start.
     #[error("serving: {0}")]
     Serve(std::io::Error),

@@ -10,6 +10,7 @@ mod api;
 mod assets;
 pub mod blocking;
 pub mod catalog;
+pub mod connections;
 pub mod error;
 pub mod once_cache;
 pub mod params;
@@ -26,6 +27,7 @@ pub mod tool_output;
 pub mod tool_request;
 pub mod trace;
 
+pub use connections::{DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS, Limits};
 pub use error::{ApiError, ServeError};
 pub use router::router;
 pub use security::{AllowedHosts, CONTENT_SECURITY_POLICY};

@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::catalog::Catalog;
+use crate::connections::{self, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS, Limits};
 use crate::error::ServeError;
 use crate::rescan::DEFAULT_RESCAN_INTERVAL;
 use crate::router::router;
@@ -39,6 +39,16 @@ pub struct Config {
     /// The shortest time between two discoveries of the runs (`/api/runs` rediscovers
     /// them when the last one is older; zero: every time).
     pub rescan_interval: Duration,
+    /// How long a connection may take to send complete request headers, counted from
+    /// its opening or the end of its previous answer (default
+    /// [`DEFAULT_HEADER_READ_TIMEOUT`], 10 s); the time a request then takes is not limited.
+    pub header_read_timeout: Duration,
+    /// How many connections are open at once, at most (default
+    /// [`DEFAULT_MAX_CONNECTIONS`], 512); beyond it the one idle the longest is closed.
+    pub max_connections: usize,
+    /// Whether an address other machines can reach (not loopback) may be bound; without
+    /// it, [`Server::bind`] refuses one with [`ServeError::RemoteNotAllowed`].
+    pub allow_remote: bool,
 }
 
 impl Config {
@@ -51,6 +61,9 @@ impl Config {
             cache_dir: None,
             loaded_runs: DEFAULT_LOADED_RUNS,
             rescan_interval: DEFAULT_RESCAN_INTERVAL,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            allow_remote: false,
         }
     }
 }
@@ -74,11 +87,17 @@ pub struct Server {
     address: SocketAddr,
     allowed_hosts: AllowedHosts,
     state: Arc<AppState>,
+    limits: Limits,
 }
 
 impl Server {
-    /// Discovers the runs under `config.path` and binds `config.host:config.port`.
+    /// Discovers the runs under `config.path` and binds `config.host:config.port`;
+    /// refuses an address other machines can reach unless `config.allow_remote`.
     pub async fn bind(config: Config) -> Result<Server, ServeError> {
+        let address_text = format_address(&config.host, config.port);
+        if !config.allow_remote {
+            refuse_remote(&config.host, config.port, &address_text).await?;
+        }
         let path = config.path.clone();
         let catalog = tokio::task::spawn_blocking(move || Catalog::discover(&path))
             .await
@@ -87,18 +106,27 @@ impl Server {
         let state = Arc::new(
             AppState::new(catalog, cache_dir, config.loaded_runs).with_rescan_interval(config.rescan_interval),
         );
-        let address_text = format_address(&config.host, config.port);
         let listener = TcpListener::bind((config.host.as_str(), config.port))
             .await
             .map_err(|source| ServeError::Bind { address: address_text.clone(), source })?;
         let address = listener.local_addr().map_err(|source| ServeError::Bind { address: address_text, source })?;
+        if !config.allow_remote && !address.ip().is_loopback() {
+            return Err(ServeError::RemoteNotAllowed { address: address.to_string() });
+        }
         let allowed_hosts = AllowedHosts::for_listener(address, &config.host);
-        Ok(Server { listener, address, allowed_hosts, state })
+        let limits =
+            Limits { header_read_timeout: config.header_read_timeout, max_connections: config.max_connections };
+        Ok(Server { listener, address, allowed_hosts, state, limits })
     }
 
     /// The address actually bound (the real port when 0 was asked for).
     pub fn local_addr(&self) -> SocketAddr {
         self.address
+    }
+
+    /// Whether other machines can reach the address bound (it is not a loopback address).
+    pub fn is_remote(&self) -> bool {
+        !self.address.ip().is_loopback()
     }
 
     /// The page's URL: `http://ADDRESS:PORT/`.
@@ -111,21 +139,11 @@ impl Server {
         &self.state
     }
 
-    /// Serves until `shutdown` completes, then lets open requests finish.
-    ///
-    /// Connections get `TCP_NODELAY`: answers are streamed in several writes (headers,
-    /// body chunks, the last chunk), and with Nagle's algorithm a later write waits for
-    /// the client's delayed ACK of the earlier one — about 40 ms per request on a
-    /// keep-alive connection, which is what browsers use.
+    /// Serves until `shutdown` completes, then closes the idle connections and lets
+    /// open requests finish. Connections are bounded as [`crate::connections`] says.
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), ServeError> {
-        // Failing to set it only costs latency, so the connection is served anyway.
-        let listener = self.listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        axum::serve(listener, router(self.state, self.allowed_hosts))
-            .with_graceful_shutdown(shutdown)
-            .await
-            .map_err(ServeError::Serve)
+        connections::serve(self.listener, router(self.state, self.allowed_hosts), self.limits, shutdown).await;
+        Ok(())
     }
 
     /// Serves in a background task of the current tokio runtime until the returned
@@ -138,6 +156,21 @@ impl Server {
             let _ = stopped.await;
         }));
         RunningServer { url, state, stop: Some(stop), task }
+    }
+}
+
+/// Fails with [`ServeError::RemoteNotAllowed`] if `host` is or names an address other
+/// machines can reach (any address but a loopback one, `0.0.0.0` and `::` included), so
+/// that nothing is discovered or bound for it. A name that does not resolve is left to
+/// the bind to report.
+async fn refuse_remote(host: &str, port: u16, address_text: &str) -> Result<(), ServeError> {
+    let Ok(mut addresses) = tokio::net::lookup_host((host, port)).await else { return Ok(()) };
+    match addresses.find(|address| !address.ip().is_loopback()) {
+        Some(address) if address.ip().to_string() == host => {
+            Err(ServeError::RemoteNotAllowed { address: address_text.to_string() })
+        }
+        Some(address) => Err(ServeError::RemoteNotAllowed { address: format!("{address_text} ({address})") }),
+        None => Ok(()),
     }
 }
 
