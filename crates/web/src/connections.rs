@@ -66,7 +66,8 @@ impl Default for Limits {
 }
 
 /// Serves `app` on the connections `listener` accepts until `shutdown` completes, then
-/// closes the idle connections, lets the open requests finish and returns.
+/// closes the connections waiting for a request, lets the requests being received or
+/// answered finish and returns.
 pub(crate) async fn serve(listener: TcpListener, app: Router, limits: Limits, shutdown: impl Future<Output = ()>) {
     let max_connections = limits.max_connections.clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
     let slots = Arc::new(Semaphore::new(max_connections));
@@ -161,11 +162,11 @@ async fn serve_connection(
                     break;
                 }
             }
+            // hyper closes a connection at once if it has received nothing since its last
+            // answer, and otherwise after the answer to the request being received (whose
+            // headers still have to arrive within the timeout).
             _ = stopped.changed(), if !stopping => {
                 stopping = true;
-                if connection.tracker.is_idle() {
-                    break;
-                }
                 served.as_mut().graceful_shutdown();
             }
         }

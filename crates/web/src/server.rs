@@ -139,8 +139,9 @@ impl Server {
         &self.state
     }
 
-    /// Serves until `shutdown` completes, then closes the idle connections and lets
-    /// open requests finish. Connections are bounded as [`crate::connections`] says.
+    /// Serves until `shutdown` completes, then lets open requests finish (a request
+    /// still being received gets until the header-read timeout to arrive). Connections
+    /// are bounded as [`crate::connections`] says.
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), ServeError> {
         connections::serve(self.listener, router(self.state, self.allowed_hosts), self.limits, shutdown).await;
         Ok(())
