@@ -3,6 +3,12 @@
 //! The first line on stdout is always `mlprof serve: http://HOST:PORT/` with the port
 //! actually bound (so `--port 0` works); scripts and the browser tests read it.
 //!
+//! Exposure: only a loopback address is bound unless `--allow-remote` is given, since the
+//! UI has no authentication; with it, a warning says so on stderr. Connections are
+//! bounded as `mlprof_web::connections` says (a header-read timeout, a connection cap),
+//! and the soft limit on open files is raised to the hard one at start, so that open
+//! connections do not starve the profiles of file descriptors.
+//!
 //! Stopping: the first Ctrl-C stops accepting connections and lets open requests
 //! finish; a second one exits at once with code 130. Work still running on blocking
 //! threads then (a trace index being built) gets [`BLOCKING_WORK_GRACE`] before the
@@ -12,7 +18,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mlprof_web::{Config, ServeError, Server};
+use mlprof_web::{Config, DEFAULT_MAX_CONNECTIONS, ServeError, Server};
 
 use crate::Failure;
 
@@ -25,9 +31,14 @@ pub struct ServeArgs {
     /// The port to listen on (0 picks a free one).
     #[arg(long, default_value_t = 6006)]
     port: u16,
-    /// The address to listen on; the default only accepts connections from this machine.
+    /// The address to listen on; the default only accepts connections from this machine
+    /// (one other machines can reach needs --allow-remote).
     #[arg(long, default_value = "127.0.0.1")]
     host: String,
+    /// Allow an address other machines can reach (e.g. `--host 0.0.0.0`): anyone who can
+    /// reach it can read the profiles, with no authentication.
+    #[arg(long)]
+    allow_remote: bool,
     /// Where the trace viewer keeps its indexes (default: $XDG_CACHE_HOME/mlprof or
     /// ~/.cache/mlprof).
     #[arg(long)]
@@ -53,8 +64,27 @@ pub fn run(args: ServeArgs, verbose: bool) -> Result<(), Failure> {
 
 /// Binds, prints the URL and serves until Ctrl-C.
 async fn serve(args: ServeArgs, verbose: bool) -> Result<(), Failure> {
-    let config = Config { host: args.host, port: args.port, cache_dir: args.cache_dir, ..Config::new(args.path) };
+    let open_files = raise_open_file_limit(verbose);
+    // Each connection is an open file: half of them at most, the rest for the profiles.
+    let max_connections = open_files
+        .and_then(|limit| usize::try_from(limit / 2).ok())
+        .map_or(DEFAULT_MAX_CONNECTIONS, |half| half.clamp(1, DEFAULT_MAX_CONNECTIONS));
+    let config = Config {
+        host: args.host,
+        port: args.port,
+        cache_dir: args.cache_dir,
+        allow_remote: args.allow_remote,
+        max_connections,
+        ..Config::new(args.path)
+    };
     let server = Server::bind(config).await.map_err(failure)?;
+    if server.is_remote() {
+        eprintln!(
+            "mlprof serve: warning: listening on {}, which other machines can reach: anyone who can reach it can \
+             read the profiles (there is no authentication)",
+            server.local_addr()
+        );
+    }
     // Watched before the URL is printed, so a Ctrl-C right after it stops cleanly.
     let presses = CtrlC::watch();
     let mut stdout = std::io::stdout().lock();
@@ -122,5 +152,49 @@ impl CtrlC {
 }
 
 fn failure(error: ServeError) -> Failure {
-    Failure::input(error.to_string())
+    match error {
+        ServeError::RemoteNotAllowed { .. } => {
+            Failure::input(format!("{error}; add --allow-remote to listen there anyway"))
+        }
+        error => Failure::input(error.to_string()),
+    }
 }
+
+/// Raises the soft limit on open files to the hard limit and returns the soft limit in
+/// force then (`None` where it cannot be read); says so on stderr with `-v`.
+#[cfg(unix)]
+fn raise_open_file_limit(verbose: bool) -> Option<libc::rlim_t> {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes one `rlimit` into the valid, exclusive pointer it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return None;
+    }
+    if limit.rlim_cur >= limit.rlim_max {
+        return Some(limit.rlim_cur);
+    }
+    let before = limit.rlim_cur;
+    // macOS refuses a soft limit above OPEN_MAX (10,240) even when the hard one is
+    // unlimited; that one is the next best.
+    let candidates = [limit.rlim_max, limit.rlim_max.min(MACOS_OPEN_MAX)];
+    for candidate in candidates.into_iter().filter(|&candidate| candidate > before) {
+        let raised = libc::rlimit { rlim_cur: candidate, rlim_max: limit.rlim_max };
+        // SAFETY: setrlimit only reads the valid pointer it is given.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            if verbose {
+                eprintln!("mlprof serve: open-file limit raised from {before} to {candidate}");
+            }
+            return Some(candidate);
+        }
+    }
+    Some(before)
+}
+
+/// Elsewhere the limit is left as it is, and not known.
+#[cfg(not(unix))]
+fn raise_open_file_limit(_verbose: bool) -> Option<u64> {
+    None
+}
+
+/// macOS's OPEN_MAX: the highest soft limit on open files it accepts.
+#[cfg(unix)]
+const MACOS_OPEN_MAX: libc::rlim_t = 10_240;
