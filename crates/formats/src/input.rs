@@ -69,10 +69,20 @@ impl FileBytes {
     }
 }
 
+/// How many times its compressed size a gzip profile may inflate to (above
+/// [`RATIO_FLOOR_BYTES`]): real traces compress 10–25×, deflate's ceiling is about
+/// 1,000× — reached by the zeros or blanks of a "gzip bomb".
+pub const MAX_INFLATE_RATIO: u64 = 200;
+
+/// Up to this size a gzip profile may inflate whatever its ratio (64 MiB).
+pub const RATIO_FLOOR_BYTES: u64 = 64 << 20;
+
 /// How a profile file is opened and inflated.
 #[derive(Clone, Debug)]
 pub struct LoadOptions {
-    /// The most bytes a gzip file may inflate to; see [`LoadOptions::for_format`].
+    /// The most bytes a gzip file may inflate to, whatever its size; see
+    /// [`LoadOptions::for_format`]. Inflating also stops at [`MAX_INFLATE_RATIO`] times
+    /// the compressed size.
     pub inflate_limit_bytes: u64,
     /// When set, the file must lie inside this directory (a canonical path), checked
     /// on the opened file itself, so a link swapped in after discovery is refused.
@@ -80,8 +90,8 @@ pub struct LoadOptions {
 }
 
 impl Default for LoadOptions {
-    /// Inflating up to half of the memory available now (a JSON trace's model needs
-    /// about as much again), and no confinement.
+    /// Inflating up to a third of the memory available now (a JSON trace's model needs
+    /// about as much again, or more), and no confinement.
     fn default() -> LoadOptions {
         LoadOptions { inflate_limit_bytes: memory_inflate_limit_bytes(), within: None }
     }
@@ -99,17 +109,17 @@ impl LoadOptions {
     }
 }
 
-/// Half of `MemAvailable` (from `/proc/meminfo`), at least 1 GiB; 16 GiB where that is
-/// not known.
+/// A third of `MemAvailable` (from `/proc/meminfo`), at least 1 GiB; 8 GiB where that
+/// is not known.
 fn memory_inflate_limit_bytes() -> u64 {
     const FLOOR_BYTES: u64 = 1 << 30;
-    const UNKNOWN_BYTES: u64 = 16 << 30;
+    const UNKNOWN_BYTES: u64 = 8 << 30;
     let available_kib = std::fs::read_to_string("/proc/meminfo").ok().and_then(|text| {
         text.lines()
             .find_map(|line| line.strip_prefix("MemAvailable:"))
             .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
     });
-    available_kib.map_or(UNKNOWN_BYTES, |kib| (kib.saturating_mul(1024) / 2).max(FLOOR_BYTES))
+    available_kib.map_or(UNKNOWN_BYTES, |kib| (kib.saturating_mul(1024) / 3).max(FLOOR_BYTES))
 }
 
 /// A profile file in memory, with its on-disk size.
@@ -163,7 +173,15 @@ pub fn load_file_with(path: &Path, options: &LoadOptions) -> Result<LoadedFile> 
     if !loaded.bytes.starts_with(&GZIP_MAGIC) {
         return Ok(loaded);
     }
-    let inflated = gunzip_limited(&loaded.bytes, &loaded.shown, options.inflate_limit_bytes);
+    let by_ratio = (stored_bytes.saturating_mul(MAX_INFLATE_RATIO)).max(RATIO_FLOOR_BYTES);
+    let limit = if by_ratio < options.inflate_limit_bytes {
+        InflateLimit::Ratio(by_ratio)
+    } else if options.inflate_limit_bytes == XSPACE_LIMIT_BYTES {
+        InflateLimit::Protobuf
+    } else {
+        InflateLimit::Memory(options.inflate_limit_bytes)
+    };
+    let inflated = inflate_within(&loaded.bytes, &loaded.shown, limit);
     loaded.unchanged()?;
     let bytes = inflated?;
     if bytes.is_empty() {
@@ -249,11 +267,33 @@ fn map_file(mut file: File, shown: &str) -> Result<FileBytes> {
 
 /// Inflates a complete (possibly multi-member) gzip stream, however large.
 pub fn gunzip(compressed: &[u8], shown_path: &str) -> Result<Vec<u8>> {
-    gunzip_limited(compressed, shown_path, u64::MAX)
+    inflate_within(compressed, shown_path, InflateLimit::Memory(u64::MAX))
 }
 
-/// Inflates a complete (possibly multi-member) gzip stream of at most `limit_bytes`.
-pub fn gunzip_limited(compressed: &[u8], shown_path: &str, limit_bytes: u64) -> Result<Vec<u8>> {
+/// How far a gzip stream may inflate, and why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InflateLimit {
+    /// [`MAX_INFLATE_RATIO`] times the compressed size (bytes).
+    Ratio(u64),
+    /// [`XSPACE_LIMIT_BYTES`]: no XSpace is larger.
+    Protobuf,
+    /// A share of the memory available (bytes).
+    Memory(u64),
+}
+
+impl InflateLimit {
+    /// The limit in bytes.
+    pub fn bytes(self) -> u64 {
+        match self {
+            InflateLimit::Ratio(bytes) | InflateLimit::Memory(bytes) => bytes,
+            InflateLimit::Protobuf => XSPACE_LIMIT_BYTES,
+        }
+    }
+}
+
+/// Inflates a complete (possibly multi-member) gzip stream of at most `limit` bytes.
+pub fn inflate_within(compressed: &[u8], shown_path: &str, limit: InflateLimit) -> Result<Vec<u8>> {
+    let limit_bytes = limit.bytes();
     let mut reader = CountingSlice { data: compressed, pos: 0 };
     let initial =
         compressed.len().saturating_mul(4).min(1 << 30).min(usize::try_from(limit_bytes).unwrap_or(usize::MAX));
@@ -261,7 +301,7 @@ pub fn gunzip_limited(compressed: &[u8], shown_path: &str, limit_bytes: u64) -> 
     let result = MultiGzDecoder::new(&mut reader).take(limit_bytes.saturating_add(1)).read_to_end(&mut out);
     match result {
         Ok(_) if out.len() as u64 > limit_bytes => {
-            Err(FormatError::TooLarge { path: shown_path.to_string(), message: too_large_message(limit_bytes) })
+            Err(FormatError::TooLarge { path: shown_path.to_string(), message: too_large_message(limit) })
         }
         Ok(_) => Ok(out),
         Err(e) => Err(FormatError::Gzip {
@@ -276,17 +316,30 @@ pub fn gunzip_limited(compressed: &[u8], shown_path: &str, limit_bytes: u64) -> 
     }
 }
 
-/// Why inflating stopped at `limit_bytes`.
-fn too_large_message(limit_bytes: u64) -> String {
-    let gib = limit_bytes as f64 / f64::from(1u32 << 30);
-    if limit_bytes == XSPACE_LIMIT_BYTES {
-        "the gzip data inflates to more than 2 GiB, the protobuf message limit: no valid XSpace is that large"
-            .to_string()
-    } else {
-        format!(
-            "the gzip data inflates to more than {gib:.1} GiB, half of the memory available now: decompress it to \
-             disk first (gunzip -k) so that it can be mapped instead of held in memory"
-        )
+/// Why inflating stopped at `limit`.
+fn too_large_message(limit: InflateLimit) -> String {
+    let shown = |bytes: u64| {
+        if bytes >= 1 << 30 {
+            format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30))
+        } else {
+            format!("{} MiB", bytes >> 20)
+        }
+    };
+    let advice = "decompress it to disk first (gunzip -k) so that it can be mapped instead of held in memory";
+    match limit {
+        InflateLimit::Ratio(bytes) => format!(
+            "the gzip data inflates to more than {} ({MAX_INFLATE_RATIO}x its compressed size; profiles compress \
+             10-25x): refused as a likely gzip bomb; if it is a real profile, {advice}",
+            shown(bytes)
+        ),
+        InflateLimit::Protobuf => {
+            "the gzip data inflates to more than 2 GiB, the protobuf message limit: no valid XSpace is that large"
+                .to_string()
+        }
+        InflateLimit::Memory(bytes) => format!(
+            "the gzip data inflates to more than {}, a third of the memory available now: {advice}",
+            shown(bytes)
+        ),
     }
 }
 
@@ -347,18 +400,32 @@ mod tests {
     #[test]
     fn inflating_stops_at_the_limit_and_says_why() {
         let bomb = gzip(&vec![0u8; 1 << 20]);
-        let err = gunzip_limited(&bomb, "z.json.gz", 1000).unwrap_err().to_string();
-        assert!(err.starts_with("z.json.gz: the gzip data inflates to more than 0.0 GiB"), "{err}");
-        assert_eq!(gunzip_limited(&bomb, "z", 1 << 20).unwrap().len(), 1 << 20);
-        let err = gunzip_limited(&gzip(b"x"), "s.xplane.pb.gz", 0).unwrap_err().to_string();
-        assert!(err.contains("inflates to more than"), "{err}");
+        let err = inflate_within(&bomb, "z.json.gz", InflateLimit::Memory(1000)).unwrap_err().to_string();
+        assert!(
+            err.starts_with("z.json.gz: the gzip data inflates to more than 0 MiB, a third of the memory"),
+            "{err}"
+        );
+        assert_eq!(inflate_within(&bomb, "z", InflateLimit::Memory(1 << 20)).unwrap().len(), 1 << 20);
+        let err = inflate_within(&bomb, "r.json.gz", InflateLimit::Ratio(4 << 10)).unwrap_err().to_string();
+        assert!(err.contains("(200x its compressed size; profiles compress 10-25x): refused as a likely gzip bomb"));
+        assert_eq!(inflate_within(&gzip(b"xy"), "s.xplane.pb.gz", InflateLimit::Protobuf).unwrap().len(), 2);
+        assert!(too_large_message(InflateLimit::Protobuf).contains("2 GiB, the protobuf message limit"));
+    }
+
+    #[test]
+    fn a_gzip_bomb_is_refused_at_200_times_its_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let bomb = dir.path().join("bomb.json.gz");
+        // 80 MiB of blanks inflate from about 80 KB: past the 64 MiB floor.
+        std::fs::write(&bomb, gzip(&vec![b' '; 80 << 20])).unwrap();
+        let err = load_file(&bomb).err().expect("refused").to_string();
+        assert!(err.contains("bomb.json.gz: the gzip data inflates to more than 64 MiB (200x"), "{err}");
     }
 
     #[test]
     fn an_xspace_may_not_inflate_past_the_protobuf_limit() {
         let options = LoadOptions::for_format(mlprof_model::SourceFormat::Xspace);
         assert!(options.inflate_limit_bytes <= XSPACE_LIMIT_BYTES);
-        assert!(too_large_message(XSPACE_LIMIT_BYTES).contains("2 GiB, the protobuf message limit"));
     }
 
     #[cfg(unix)]

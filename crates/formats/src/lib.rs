@@ -14,6 +14,7 @@ pub mod discover;
 pub mod error;
 pub mod input;
 pub mod kineto;
+pub mod limits;
 pub mod output;
 pub mod xspace;
 

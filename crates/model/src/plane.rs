@@ -4,7 +4,7 @@
 //! `stat_metadata`; events and stats refer to them by dense `u32` index. The original
 //! XSpace ids are kept beside each entry so a written XSpace keeps them.
 
-use std::collections::HashMap;
+use crate::fxhash::FxMap;
 use std::ops::Range;
 
 use crate::line::{Event, Line};
@@ -130,8 +130,10 @@ fn slice<'a>(store: &'a StatStore, range: &Range<u32>) -> &'a [Stat] {
 #[derive(Debug, Default)]
 pub struct PlaneBuilder {
     plane: Plane,
-    event_index: HashMap<(String, u32), u32>,
-    stat_index: HashMap<String, u32>,
+    /// Per event name, its `(variant, index)` pairs (a name has one or a few
+    /// variants), so a lookup by `&str` allocates nothing.
+    event_index: FxMap<Box<str>, Vec<(u32, u32)>>,
+    stat_index: FxMap<Box<str>, u32>,
 }
 
 impl PlaneBuilder {
@@ -151,7 +153,7 @@ impl PlaneBuilder {
             name: name.to_string(),
             description: String::new(),
         });
-        self.stat_index.insert(name.to_string(), k);
+        self.stat_index.insert(name.into(), k);
         k
     }
 
@@ -164,7 +166,8 @@ impl PlaneBuilder {
         variant: u32,
         init: impl FnOnce(&mut PlaneBuilder) -> Vec<(u32, StatValue)>,
     ) -> u32 {
-        if let Some(&idx) = self.event_index.get(&(name.to_string(), variant)) {
+        let known = self.event_index.get(name).and_then(|variants| variants.iter().find(|(v, _)| *v == variant));
+        if let Some(&(_, idx)) = known {
             return idx;
         }
         let idx = self.plane.event_metadata.len() as u32;
@@ -180,7 +183,7 @@ impl PlaneBuilder {
             stats: start..end,
             ..EventMetadata::default()
         });
-        self.event_index.insert((name.to_string(), variant), idx);
+        self.event_index.entry(name.into()).or_default().push((variant, idx));
         idx
     }
 

@@ -310,7 +310,8 @@ fn large_answers_are_streamed_and_compressed_when_the_client_accepts_it() {
 }
 
 /// A TensorBoard log directory that links a session in from elsewhere: discovery
-/// follows the link, the server refuses it.
+/// does not walk out of the root (a directory link) and the server refuses a file
+/// link that leads out.
 #[cfg(unix)]
 #[test]
 fn profiles_reached_through_links_out_of_the_root_are_refused() {
@@ -332,7 +333,11 @@ fn profiles_reached_through_links_out_of_the_root_are_refused() {
         .filter_map(|r| r["name"].as_str().map(str::to_string))
         .collect();
     assert_eq!(names, ["2026_01_01_00_00_00"]);
-    assert_eq!(fixture.server.state().catalog().refused().len(), 2);
+    // The file link is refused; the directory link is not even walked into.
+    assert_eq!(fixture.server.state().catalog().refused().len(), 1);
+    let skipped = fixture.server.state().catalog().skipped().to_vec();
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert!(skipped[0].path.ends_with("2026_02_02_00_00_00") && skipped[0].reason.contains("outside"), "{skipped:?}");
     let (status, _) = fixture.error("/api/tool?run=2026_02_02_00_00_00&tool=overview_page");
     assert_eq!(status, 404);
 
@@ -341,7 +346,7 @@ fn profiles_reached_through_links_out_of_the_root_are_refused() {
     symlink(&outside, only_outside.path().join("plugins/profile/2026_02_02_00_00_00")).expect("directory link");
     let cache = tempfile::tempdir().expect("temp dir");
     let error = TestServer::start(only_outside.path(), cache.path()).err().expect("nothing to serve");
-    assert!(error.to_string().contains("lies outside it"), "{error}");
+    assert!(error.to_string().contains("no profile found") && error.to_string().contains(", outside "), "{error}");
 }
 
 /// DNS rebinding: another site's name pointed at 127.0.0.1 must not read the profiles.
@@ -434,7 +439,7 @@ fn a_live_log_directory_is_discovered_again() {
     std::os::unix::fs::symlink(outside.path(), profile.join("2026_03_03_00_00_00")).expect("directory link");
     std::fs::remove_dir_all(profile.join("2026_02_02_00_00_00")).expect("removed");
     wait_for_runs(&fixture, &["2026_01_01_00_00_00"]);
-    assert_eq!(fixture.server.state().catalog().refused().len(), 1, "the link out of the root is refused");
+    assert_eq!(fixture.server.state().catalog().skipped().len(), 1, "the link out of the root is skipped");
     let (status, _) = fixture.error("/api/tool?run=2026_02_02_00_00_00&tool=overview_page");
     assert_eq!(status, 404, "a removed run is gone");
 

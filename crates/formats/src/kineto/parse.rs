@@ -4,6 +4,7 @@
 //! stat-key interner for the whole file. ([`super::fast`] fills the same [`Fields`]
 //! without serde for the events it reads.)
 
+use crate::limits::MAX_LINES;
 use std::borrow::Cow;
 use std::fmt;
 
@@ -318,10 +319,18 @@ impl Reader {
 
     fn new_track(&mut self, pid: &Id<'_>, tid: &Id<'_>) -> Result<u32, String> {
         let pid_index = self.pid_index(pid)?;
-        let idx = u32::try_from(self.tracks.len()).map_err(|_| too_many("threads"))?;
+        let idx = self.next_track_index()?;
         let line = Line { chrome_track: Some((pid.to_track_id(), tid.to_track_id())), ..Line::default() };
         self.tracks.push(Track { line, pid_index });
         Ok(idx)
+    }
+
+    /// The index the next new track gets, or the error past [`MAX_LINES`] tracks.
+    fn next_track_index(&self) -> Result<u32, String> {
+        if self.tracks.len() >= MAX_LINES {
+            return Err(crate::limits::too_many("(pid, tid) tracks", MAX_LINES));
+        }
+        u32::try_from(self.tracks.len()).map_err(|_| too_many("threads"))
     }
 
     fn pid_index(&mut self, pid: &Id<'_>) -> Result<u32, String> {
@@ -533,7 +542,7 @@ impl Reader {
                     append_line(&mut own.line, &line, &meta_map, &key_map, shift_ps)?;
                 }
                 None => {
-                    let index = u32::try_from(self.tracks.len()).map_err(|_| too_many("threads"))?;
+                    let index = self.next_track_index()?;
                     for m in &mut line.events.metadata {
                         *m = mapped(&meta_map, *m)?;
                     }

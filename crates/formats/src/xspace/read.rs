@@ -9,12 +9,15 @@
 //! C++ readers effectively do, so nothing is dropped.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use mlprof_model::{EventMetadata, Host, Line, Plane, SourceFormat, StatMetadata, StatStore, StatValue, names};
 use rayon::prelude::*;
 
 use super::wire::{Field, WireError, WireReader};
 use crate::error::{FormatError, Result};
+use crate::limits::{MAX_LINES, MAX_PLANES, too_many};
 
 /// Decodes a whole XSpace file content into a host called `host_name`.
 pub fn read_xspace(bytes: &[u8], path: &str, host_name: &str) -> Result<Host> {
@@ -25,6 +28,10 @@ pub fn read_xspace(bytes: &[u8], path: &str, host_name: &str) -> Result<Host> {
     let mut reader = WireReader::new(bytes, 0, "XSpace");
     while let Some(field) = reader.next_field().map_err(to_error)? {
         match field.number {
+            1 if plane_slices.len() == MAX_PLANES => {
+                let message = too_many("planes", MAX_PLANES);
+                return Err(FormatError::Protobuf { path: path.to_string(), offset: field.offset, message });
+            }
             1 => plane_slices.push(field.as_bytes().map_err(to_error)?),
             2 => host.errors.push(field.as_string().map_err(to_error)?),
             3 => host.warnings.push(field.as_string().map_err(to_error)?),
@@ -40,8 +47,9 @@ pub fn read_xspace(bytes: &[u8], path: &str, host_name: &str) -> Result<Host> {
     }
     // All planes are decoded before the first error in file order is picked, so the
     // error reported does not depend on which thread finished first.
+    let lines_left = AtomicUsize::new(MAX_LINES);
     let planes: Vec<std::result::Result<Plane, WireError>> =
-        plane_slices.par_iter().map(|(data, offset)| decode_plane(data, *offset)).collect();
+        plane_slices.par_iter().map(|(data, offset)| decode_plane(data, *offset, &lines_left)).collect();
     host.planes = planes.into_iter().collect::<std::result::Result<_, _>>().map_err(to_error)?;
     if let Some(env) = host.plane(names::TASK_ENVIRONMENT_PLANE) {
         let (start, stop) = (int_stat(env, names::PROFILE_START_TIME), int_stat(env, names::PROFILE_STOP_TIME));
@@ -106,10 +114,18 @@ struct Unresolved {
     stats: Vec<(u32, i64, bool)>,
 }
 
+impl Unresolved {
+    fn is_empty(&self) -> bool {
+        self.events.is_empty() && self.stats.is_empty()
+    }
+}
+
 /// Marks a metadata column slot or stat key still to be resolved.
 const PENDING: u32 = u32::MAX;
 
-fn decode_plane(data: &[u8], base: u64) -> std::result::Result<Plane, WireError> {
+/// Decodes one plane; `lines_left` counts down the lines the whole file may still hold
+/// ([`MAX_LINES`]), shared by the planes decoded in parallel.
+fn decode_plane(data: &[u8], base: u64, lines_left: &AtomicUsize) -> std::result::Result<Plane, WireError> {
     let mut plane = Plane::default();
     let mut lines = Vec::new();
     let mut event_entries = Vec::new();
@@ -120,7 +136,11 @@ fn decode_plane(data: &[u8], base: u64) -> std::result::Result<Plane, WireError>
         match f.number {
             1 => plane.id = f.as_i64()?,
             2 => plane.name = f.as_string()?,
-            3 => lines.push(f.as_bytes()?),
+            3 => {
+                take_line(lines_left)
+                    .ok_or_else(|| WireError { offset: f.offset, message: too_many("lines", MAX_LINES) })?;
+                lines.push(f.as_bytes()?);
+            }
             4 => event_entries.push(f.as_bytes()?),
             5 => stat_entries.push(f.as_bytes()?),
             6 => plane_stat_slices.push(f.as_bytes()?),
@@ -177,25 +197,46 @@ fn decode_plane(data: &[u8], base: u64) -> std::result::Result<Plane, WireError>
     plane.stats = first..plane.metadata_stats.len() as u32;
     let event_ids = IdMap::build(plane.event_metadata.iter().map(|m| m.id));
 
-    let parallel = lines.len() > 1 && data.len() > 1 << 20;
-    let decoded: Vec<(Line, Unresolved)> = if parallel {
-        // The first error in file order, whichever thread found it first (as for planes).
-        let results: Vec<std::result::Result<(Line, Unresolved), WireError>> =
-            lines.par_iter().map(|(d, at)| decode_line(d, *at, &event_ids, &stat_ids)).collect();
-        results.into_iter().collect::<Result<_, _>>()?
-    } else {
-        lines.iter().map(|(d, at)| decode_line(d, *at, &event_ids, &stat_ids)).collect::<Result<_, _>>()?
+    // Lines are decoded straight into the plane's vector (no second buffer of lines),
+    // with only the lines that refer to undefined ids carrying their pending list.
+    let first_error: Mutex<Option<(usize, WireError)>> = Mutex::new(None);
+    let decode = |(index, (d, at)): (usize, &(&[u8], u64))| match decode_line(d, *at, &event_ids, &stat_ids) {
+        Ok((line, pending)) => (line, (!pending.is_empty()).then(|| Box::new(pending))),
+        Err(error) => {
+            // The first error in file order, whichever thread found it first (as for planes).
+            let mut first = first_error.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if first.as_ref().is_none_or(|(earlier, _)| index < *earlier) {
+                *first = Some((index, error));
+            }
+            (Line::default(), None)
+        }
     };
+    let parallel = lines.len() > 1 && data.len() > 1 << 20;
+    let (decoded, pending): (Vec<Line>, Vec<Option<Box<Unresolved>>>) = if parallel {
+        lines.par_iter().enumerate().map(decode).unzip()
+    } else {
+        lines.iter().enumerate().map(decode).unzip()
+    };
+    drop(lines);
+    if let Some((_, error)) = first_error.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner) {
+        return Err(error);
+    }
+    plane.lines = decoded;
 
     let mut resolver = Resolver::default();
     resolver.fix_stats(&mut plane.stat_metadata, &mut plane.metadata_stats, &pending_meta);
-    for (mut line, pending) in decoded {
+    for (line, pending) in plane.lines.iter_mut().zip(&pending) {
+        let Some(pending) = pending else { continue };
         let stats_end = plane.metadata_stats.len() as u32;
-        resolver.fix_events(&mut plane.event_metadata, stats_end, &mut line, &pending);
-        resolver.fix_stats(&mut plane.stat_metadata, &mut line.stats, &pending);
-        plane.lines.push(line);
+        resolver.fix_events(&mut plane.event_metadata, stats_end, line, pending);
+        resolver.fix_stats(&mut plane.stat_metadata, &mut line.stats, pending);
     }
     Ok(plane)
+}
+
+/// Takes one line from the file's allowance; `None` when it is used up.
+fn take_line(lines_left: &AtomicUsize) -> Option<usize> {
+    lines_left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| left.checked_sub(1)).ok()
 }
 
 /// Creates placeholder metadata for ids that nothing defined, once per id.
