@@ -54,6 +54,7 @@ fn write_hta_csv(result: &GpuAnalysis, output: Option<&Path>) -> Result<String, 
     std::fs::create_dir_all(dir)
         .map_err(|e| Failure::input(format!("cannot create output directory {}: {e}", dir.display())))?;
     let mut written = String::new();
+    crate::convert::remove_partials_on_signal();
     for file in gpu::hta_csv::files(result) {
         let path = dir.join(&file.name);
         write_atomically(&path, |out| out.write_all(file.content.as_bytes()))?;

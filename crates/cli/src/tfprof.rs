@@ -185,6 +185,7 @@ pub fn run(
     let result = tfprof::analyze(&pairs, &options)
         .map_err(|e| if e.nothing_usable { Failure::nothing(e.to_string()) } else { Failure::input(e.to_string()) })?;
     if let Some(path) = &timeline_path {
+        crate::convert::remove_partials_on_signal();
         write_atomically(path, |out| out.write_all(chrome_trace(&result.timeline).as_bytes()))?;
         eprintln!("mlprof: wrote {} ops to {}", result.timeline.events.len(), path.display());
     }
