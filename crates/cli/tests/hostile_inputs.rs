@@ -10,7 +10,7 @@ use std::time::Duration;
 
 mod common;
 
-use common::{data, mlprof};
+use common::{copy_dir, data, mlprof};
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -68,20 +68,6 @@ fn a_profile_truncated_while_it_is_read_is_an_error_not_a_signal() {
     }
 }
 
-/// Copies the directory tree `from` into `to`.
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("dir");
-    for entry in std::fs::read_dir(from).expect("readable") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copied");
-        }
-    }
-}
-
 /// A log directory holding one real run (`run_a`), in a temporary directory others can
 /// read (the unreadable-directory test runs the binary as another user when root).
 fn log_dir_with_one_run() -> (tempfile::TempDir, PathBuf) {
@@ -89,7 +75,7 @@ fn log_dir_with_one_run() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let root = dir.path().join("logs");
-    copy_tree(&data("xspace/tf_keras_pipelined/logdir"), &root.join("run_a"));
+    copy_dir(&data("xspace/tf_keras_pipelined/logdir"), &root.join("run_a"));
     (dir, root)
 }
 

@@ -16,8 +16,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
+use common::copy_dir;
 use served::serve;
 
+mod common;
 mod served;
 
 /// One browser at a time: the specs time page loads, and CI machines are small.
@@ -80,20 +82,6 @@ fn run_node(label: &str, profile: &Path, specs: &[&str], env: &[(&str, &Path)]) 
 fn run_specs(label: &str, fixture: &str) {
     if peers_present(label) {
         run_node(label, &repo_root().join("tests/data").join(fixture), &[], &[]);
-    }
-}
-
-/// Copies the directory `from` into `to` (created), files and subdirectories.
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create the copy's directory");
-    for entry in std::fs::read_dir(from).expect("read the directory") {
-        let entry = entry.expect("a directory entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("a file type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).expect("copy a file");
-        }
     }
 }
 

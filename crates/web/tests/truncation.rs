@@ -36,16 +36,19 @@ fn truncate(path: &Path, len: u64) {
     std::fs::OpenOptions::new().write(true).open(path).and_then(|f| f.set_len(len)).expect("truncated");
 }
 
-fn root_of(served: &Served) -> &Path {
-    served.trace.parent().expect("root")
+/// A server on the served trace's directory, and the name of its one run.
+fn start(served: &Served) -> (TestServer, String) {
+    let root = served.trace.parent().expect("root");
+    let server = TestServer::start(root, &served.cache).expect("server starts");
+    let runs: Value = server.get("/api/runs", &[]).expect("answered").json().expect("JSON");
+    let run = runs["runs"][0]["name"].as_str().expect("a run").to_string();
+    (server, run)
 }
 
 #[test]
 fn a_profile_truncated_before_it_is_loaded_fails_once_and_loads_when_whole_again() {
     let served = served_trace();
-    let server = TestServer::start(root_of(&served), &served.cache).expect("server starts");
-    let runs: Value = server.get("/api/runs", &[]).expect("answered").json().expect("JSON");
-    let run = runs["runs"][0]["name"].as_str().expect("a run").to_string();
+    let (server, run) = start(&served);
     truncate(&served.trace, served.pristine.len() as u64 / 2);
     let target = format!("/api/tool?run={run}&host=rank-0&tool=overview_page");
     let failed = server.get(&target, &[]).expect("answered");
@@ -60,9 +63,7 @@ fn a_profile_truncated_before_it_is_loaded_fails_once_and_loads_when_whole_again
 #[test]
 fn a_trace_index_truncated_in_the_cache_is_dropped_and_rebuilt() {
     let served = served_trace();
-    let server = TestServer::start(root_of(&served), &served.cache).expect("server starts");
-    let runs: Value = server.get("/api/runs", &[]).expect("answered").json().expect("JSON");
-    let run = runs["runs"][0]["name"].as_str().expect("a run").to_string();
+    let (server, run) = start(&served);
     let meta_target = format!("/api/trace/meta?run={run}&host=rank-0");
     let meta: Value = server.get(&meta_target, &[]).expect("answered").json().expect("JSON");
     let (start, end) = (meta["start_ps"].as_i64().expect("start"), meta["end_ps"].as_i64().expect("end"));
