@@ -25,7 +25,7 @@ fn empty_lines(lines: usize) -> Vec<u8> {
 #[test]
 fn more_empty_planes_than_the_limit_are_refused_at_the_limit() {
     let file = [0x0a, 0x00].repeat(MAX_PLANES + 1);
-    let err = read_xspace(&file, "planes.xplane.pb", "h").err().expect("refused").to_string();
+    let err = read_xspace(&file, "planes.xplane.pb", "h").expect_err("refused").to_string();
     let at = MAX_PLANES * 2;
     assert_eq!(
         err,
@@ -40,7 +40,7 @@ fn more_empty_planes_than_the_limit_are_refused_at_the_limit() {
 
 #[test]
 fn more_empty_lines_than_the_limit_are_refused_at_the_limit() {
-    let err = read_xspace(&empty_lines(MAX_LINES + 1), "lines.xplane.pb", "h").err().expect("refused").to_string();
+    let err = read_xspace(&empty_lines(MAX_LINES + 1), "lines.xplane.pb", "h").expect_err("refused").to_string();
     assert!(err.contains(&format!("more than {MAX_LINES} lines in one profile")), "{err}");
     let host = read_xspace(&empty_lines(MAX_LINES), "ok.xplane.pb", "h").expect("at the limit");
     assert_eq!(host.planes[0].lines.len(), MAX_LINES);
@@ -49,6 +49,6 @@ fn more_empty_lines_than_the_limit_are_refused_at_the_limit() {
 #[test]
 fn the_line_limit_counts_the_lines_of_all_planes() {
     let half = empty_lines(MAX_LINES / 2 + 1);
-    let err = read_xspace(&[half.clone(), half].concat(), "two.xplane.pb", "h").err().expect("refused").to_string();
+    let err = read_xspace(&[half.clone(), half].concat(), "two.xplane.pb", "h").expect_err("refused").to_string();
     assert!(err.contains("lines in one profile"), "{err}");
 }
