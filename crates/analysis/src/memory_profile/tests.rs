@@ -1,3 +1,6 @@
+//! Tests of the XSpace memory profile on hand-built planes: the peak, the timeline and
+//! the allocations live at the peak, as XProf computes them.
+
 use mlprof_model::{Host, Line, PlaneBuilder, SourceFormat, StatValue};
 
 use super::compute::{data_type_name, sample_timeline};

@@ -1,3 +1,6 @@
+//! Tests of the Kineto reader against small traces written inline: the model each JSON
+//! shape maps to, and the errors for malformed input.
+
 use mlprof_model::{Host, Plane, StatValue, TrackId};
 
 use super::read_kineto;

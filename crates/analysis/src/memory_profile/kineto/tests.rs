@@ -1,3 +1,5 @@
+//! Tests of the PyTorch memory profile against real and hand-written `[memory]` events.
+
 use mlprof_formats::kineto::read_kineto;
 use mlprof_model::Host;
 
