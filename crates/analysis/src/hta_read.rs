@@ -35,8 +35,7 @@ pub(crate) fn kept_categories(plane: &Plane) -> Vec<Option<(&str, Option<&str>)>
         .collect()
 }
 
-/// Picoseconds per microsecond.
-pub(crate) const PS_PER_US: i64 = 1_000_000;
+pub(crate) use mlprof_model::time::PS_PER_US;
 
 /// Whether HTA's `ts` column is floating point: some event (or metadata record) starts
 /// at a fraction of a microsecond, or a metadata record has no `ts` (a NaN).

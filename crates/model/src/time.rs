@@ -6,6 +6,8 @@ pub const PS_PER_NS: i64 = 1_000;
 pub const PS_PER_US: i64 = 1_000_000;
 /// Picoseconds in one millisecond.
 pub const PS_PER_MS: i64 = 1_000_000_000;
+/// [`PS_PER_MS`] as a float, to turn picoseconds into fractional milliseconds.
+pub const PS_PER_MS_F64: f64 = PS_PER_MS as f64;
 
 /// Writes `ps` picoseconds as a decimal number of microseconds with up to six fractional
 /// digits and no trailing zeros (`1500000` → `1.5`, `-1` → `-0.000001`). Exact: no float

@@ -13,8 +13,7 @@ use std::collections::HashMap;
 
 use super::{DerivedEvent, DerivedTrack, EventAt};
 
-/// Picoseconds per nanosecond: the unit of XProf's shortening.
-const PS_PER_NS: i64 = 1_000;
+use mlprof_model::time::PS_PER_NS;
 
 /// A source event's span, `[begin_ps, end_ps)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

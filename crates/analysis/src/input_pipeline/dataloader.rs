@@ -21,7 +21,7 @@ use crate::kineto::{self, Category, CopyDirection};
 use crate::profiler_steps;
 use crate::xstats;
 
-const PS_PER_MS: f64 = 1e9;
+use mlprof_model::time::PS_PER_MS_F64;
 
 /// Where time inside the DataLoader's `__next__` went.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -167,7 +167,7 @@ pub fn analyze(hosts: &[&Host]) -> Option<DataLoaderAnalysis> {
                     result.multiprocess |= kineto::is_multiprocess_dataloader(name);
                     let (begin, end) = (event.start_ps(), event.end_ps());
                     result.calls += 1;
-                    calls_ms.push((end - begin) as f64 / PS_PER_MS);
+                    calls_ms.push((end - begin) as f64 / PS_PER_MS_F64);
                     total_wait_ps += end - begin;
                     if let Some(step) = profiler_steps::step_at(&steps, begin) {
                         per_step[step].0 += 1;
@@ -198,9 +198,9 @@ pub fn analyze(hosts: &[&Host]) -> Option<DataLoaderAnalysis> {
             result.steps.push(DataLoaderStep {
                 host: host.name.clone(),
                 step_name: step.name.clone(),
-                step_time_ms: (step.end_ps - step.begin_ps) as f64 / PS_PER_MS,
+                step_time_ms: (step.end_ps - step.begin_ps) as f64 / PS_PER_MS_F64,
                 calls,
-                wait_ms: wait_ps as f64 / PS_PER_MS,
+                wait_ms: wait_ps as f64 / PS_PER_MS_F64,
             });
         }
         for plane in host.planes.iter().filter(|p| p.name.starts_with(names::GPU_PLANE_PREFIX)) {
@@ -234,19 +234,19 @@ pub fn analyze(hosts: &[&Host]) -> Option<DataLoaderAnalysis> {
     result.call_ms = Summary::of(&calls_ms);
     calls_ms.sort_by(f64::total_cmp);
     result.median_call_ms = calls_ms.get(calls_ms.len() / 2).copied().unwrap_or(0.0);
-    let total_ms = total_wait_ps as f64 / PS_PER_MS;
+    let total_ms = total_wait_ps as f64 / PS_PER_MS_F64;
     result.stages = stage_ps
         .into_iter()
         .filter(|(_, ps)| *ps > 0)
         .map(|(stage, ps)| {
-            let time_ms = ps as f64 / PS_PER_MS;
+            let time_ms = ps as f64 / PS_PER_MS_F64;
             StageTime { stage, time_ms, percent: if total_ms > 0.0 { 100.0 * time_ms / total_ms } else { 0.0 } }
         })
         .collect();
     result.stages.sort_by(|a, b| b.time_ms.total_cmp(&a.time_ms).then(a.stage.cmp(&b.stage)));
     let steps = step_count as f64;
     result.pageable_h2d_copies_per_step = pageable as f64 / steps;
-    result.pageable_h2d_ms_per_step = pageable_ps as f64 / PS_PER_MS / steps;
+    result.pageable_h2d_ms_per_step = pageable_ps as f64 / PS_PER_MS_F64 / steps;
     result.pinned_h2d_copies_per_step = pinned as f64 / steps;
     Some(result)
 }

@@ -19,7 +19,7 @@ use crate::op_metrics::{OpMetrics, OpMetricsDb};
 use crate::report::{Cell, Report, Section, Table};
 use crate::steps::{CombinedSteps, EventType};
 
-const PS_PER_MS: f64 = 1e9;
+use mlprof_model::time::PS_PER_MS_F64;
 
 /// Mean, standard deviation (sample), minimum and maximum of a series (ms or %).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -202,18 +202,18 @@ pub fn analyze(steps: &CombinedSteps, host_ops: &OpMetricsDb, step_source: Strin
     let step_times: Vec<f64> = steps
         .steps
         .iter()
-        .map(|per_host| per_host.iter().map(|(_, s)| s.duration_ps as f64 / PS_PER_MS).fold(0.0, f64::max))
+        .map(|per_host| per_host.iter().map(|(_, s)| s.duration_ps as f64 / PS_PER_MS_F64).fold(0.0, f64::max))
         .collect();
     result.step_time_ms = Summary::of(&step_times);
     for per_host in &steps.steps {
         let Some((_, info)) = per_host.first() else { continue };
-        let ms = |kind: EventType| info.ps(kind) as f64 / PS_PER_MS;
+        let ms = |kind: EventType| info.ps(kind) as f64 / PS_PER_MS_F64;
         let host_wait_input_ms = ms(EventType::HostWaitInput);
         let host_to_device_ms = ms(EventType::HostToDevice) + ms(EventType::DeviceWaitHost);
         result.steps.push(StepBreakdown {
             step_num: info.step_num,
             step_name: info.step_name.clone(),
-            step_time_ms: info.duration_ps as f64 / PS_PER_MS,
+            step_time_ms: info.duration_ps as f64 / PS_PER_MS_F64,
             device_compute_ms: ms(EventType::DeviceCompute16) + ms(EventType::DeviceCompute32),
             device_to_device_ms: ms(EventType::DeviceToDevice) + ms(EventType::DeviceWaitDevice),
             device_collectives_ms: ms(EventType::DeviceCollectives),
@@ -451,9 +451,9 @@ fn host_analysis(host_ops: &OpMetricsDb, result: &mut InputPipelineAnalysis) {
         result.input_ops.push(InputOp {
             op_name: op.name.clone(),
             count: op.occurrences,
-            time_ms: op.time_ps as f64 / PS_PER_MS,
+            time_ms: op.time_ps as f64 / PS_PER_MS_F64,
             time_percent: share(op.time_ps),
-            self_time_ms: op.self_time_ps as f64 / PS_PER_MS,
+            self_time_ms: op.self_time_ps as f64 / PS_PER_MS_F64,
             self_time_percent: share(op.self_time_ps),
             category: category.label().to_string(),
         });

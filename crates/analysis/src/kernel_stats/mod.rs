@@ -40,8 +40,7 @@ pub const MAX_KERNELS: usize = 1000;
 /// not streams (XProf's `kThreadIdDerivedMin`).
 pub const DERIVED_LINE_ID_MIN: i64 = 0xdead_beef;
 
-/// Picoseconds per nanosecond.
-const PS_PER_NS: i64 = 1000;
+use mlprof_model::time::PS_PER_NS;
 
 /// Substrings of kernel names that mark TensorCore kernels (`volta_h884gemm…`,
 /// `turing_fp16_s1688cudnn…`, `sm80_xmma_gemm…`), as XProf lists them.

@@ -8,7 +8,7 @@ use super::{
 };
 use crate::report::{Cell, Report, Section, Table};
 
-pub(super) const PS_PER_MS: f64 = 1e9;
+pub(super) use mlprof_model::time::PS_PER_MS_F64;
 pub(super) const BYTES_PER_MIB: f64 = 1024.0 * 1024.0;
 
 impl MemoryProfile {
@@ -52,7 +52,7 @@ impl MemoryProfile {
                  are merged into one row.",
                 allocator.memory_id,
                 allocator.peak_step_id,
-                allocator.summary.peak_stats_time_ps as f64 / PS_PER_MS
+                allocator.summary.peak_stats_time_ps as f64 / PS_PER_MS_F64
             ));
         }
         sections.push(breakdown);
@@ -92,7 +92,7 @@ fn summary_sentence(a: &AllocatorProfile) -> String {
          lifetime peak {:.2} MiB; {} allocations, {} deallocations.",
         a.memory_id,
         s.peak_stats.peak_bytes_in_use as f64 / BYTES_PER_MIB,
-        s.peak_stats_time_ps as f64 / PS_PER_MS,
+        s.peak_stats_time_ps as f64 / PS_PER_MS_F64,
         a.peak_step_id,
         s.memory_capacity_bytes as f64 / BYTES_PER_MIB,
         s.peak_bytes_usage_lifetime as f64 / BYTES_PER_MIB,
@@ -125,7 +125,7 @@ fn summary_table(allocators: &[AllocatorProfile]) -> Table {
             Cell::Int(s.memory_capacity_bytes),
             Cell::Int(s.peak_bytes_usage_lifetime),
             Cell::Int(s.peak_stats.peak_bytes_in_use),
-            Cell::num(s.peak_stats_time_ps as f64 / PS_PER_MS, 3),
+            Cell::num(s.peak_stats_time_ps as f64 / PS_PER_MS_F64, 3),
             Cell::Int(a.peak_step_id),
             Cell::Int(s.peak_stats.stack_reserved_bytes),
             Cell::Int(s.peak_stats.heap_allocated_bytes),
@@ -151,7 +151,7 @@ fn timeline_table(a: &AllocatorProfile) -> Table {
     ]);
     for s in &a.timeline {
         table.push(vec![
-            Cell::num(s.time_ps as f64 / PS_PER_MS, 6),
+            Cell::num(s.time_ps as f64 / PS_PER_MS_F64, 6),
             Cell::text(s.activity.kind.xprof_name().to_ascii_lowercase()),
             Cell::text(&s.activity.tf_op_name),
             Cell::Int(s.activity.step_id),

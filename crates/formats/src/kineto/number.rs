@@ -4,8 +4,7 @@
 //! `f64` cannot hold exactly; [`parse_micros`] reads the decimal text into whole
 //! microseconds plus picoseconds without any floating point.
 
-/// Picoseconds in one microsecond.
-pub(crate) const PS_PER_US: i64 = 1_000_000;
+pub(crate) use mlprof_model::time::PS_PER_US;
 
 /// A time in whole microseconds (rounded towards negative infinity) plus the remaining
 /// picoseconds, `0 <= frac_ps < 1_000_000`.

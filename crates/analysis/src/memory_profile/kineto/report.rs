@@ -2,7 +2,7 @@
 //! (what PyTorch users watch with `torch.cuda.memory_allocated` / `memory_reserved`)
 //! rather than XProf's stack / heap / free wording.
 
-use super::super::output::{BYTES_PER_MIB, PS_PER_MS};
+use super::super::output::{BYTES_PER_MIB, PS_PER_MS_F64};
 use super::super::{ActivityKind, AllocatorProfile, MemoryProfile};
 use crate::report::{Cell, Report, Section, Table};
 
@@ -42,7 +42,7 @@ pub(in crate::memory_profile) fn report(profile: &MemoryProfile) -> Report {
             "{}: blocks live at the peak ({:.3} ms), largest first, with the op running when each was allocated \
              and that op's input types and shapes; identical blocks are merged into one row.",
             allocator.memory_id,
-            allocator.summary.peak_stats_time_ps as f64 / PS_PER_MS
+            allocator.summary.peak_stats_time_ps as f64 / PS_PER_MS_F64
         ));
     }
     sections.push(breakdown);
@@ -59,7 +59,7 @@ fn summary_sentence(a: &AllocatorProfile) -> String {
         "{}: peak allocated {:.2} MiB at {:.3} ms (step {}); {} allocations, {} frees.",
         a.memory_id,
         mib(s.peak_stats.heap_allocated_bytes),
-        s.peak_stats_time_ps as f64 / PS_PER_MS,
+        s.peak_stats_time_ps as f64 / PS_PER_MS_F64,
         a.peak_step_id,
         a.total_allocations,
         a.total_deallocations
@@ -71,7 +71,7 @@ fn summary_sentence(a: &AllocatorProfile) -> String {
             mib(p.reserved_at_peak_bytes),
             s.peak_stats.fragmentation * 100.0,
             mib(p.peak_reserved_bytes),
-            p.peak_reserved_time_ps as f64 / PS_PER_MS
+            p.peak_reserved_time_ps as f64 / PS_PER_MS_F64
         ));
     } else {
         text.push_str(" Nothing reserved (no caching allocator).");
@@ -110,7 +110,7 @@ fn summary_table(allocators: &[AllocatorProfile]) -> Table {
             Cell::Int(a.total_allocations as i64),
             Cell::Int(a.total_deallocations as i64),
             Cell::Int(s.peak_stats.heap_allocated_bytes),
-            Cell::num(s.peak_stats_time_ps as f64 / PS_PER_MS, 3),
+            Cell::num(s.peak_stats_time_ps as f64 / PS_PER_MS_F64, 3),
             Cell::Int(a.peak_step_id),
             Cell::Int(p.reserved_at_peak_bytes),
             Cell::num(s.peak_stats.fragmentation * 100.0, 2),
@@ -136,7 +136,7 @@ fn timeline_table(a: &AllocatorProfile) -> Table {
             ActivityKind::Deallocation => "free",
         };
         let mut row = vec![
-            Cell::num(s.time_ps as f64 / PS_PER_MS, 6),
+            Cell::num(s.time_ps as f64 / PS_PER_MS_F64, 6),
             Cell::text(activity),
             Cell::text(&s.activity.tf_op_name),
             Cell::Int(s.activity.step_id),
