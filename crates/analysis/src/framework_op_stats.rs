@@ -142,7 +142,7 @@ pub fn from_dbs(
     let peaks = hosts
         .iter()
         .flat_map(|host| &host.planes)
-        .find(|plane| plane.name.starts_with(GPU_PLANE_PREFIX))
+        .find(|plane| plane.is_gpu())
         .map(GpuPeaks::of_plane)
         .unwrap_or_default();
     FrameworkOpStats {

@@ -5,7 +5,7 @@
 //! and whether events use them — one pass over the metadata and at most one over a
 //! plane's events — never at an analysis, so listing a loaded run costs little.
 
-use mlprof_model::names::{GPU_PLANE_PREFIX, HOST_PLANE};
+use mlprof_model::names::HOST_PLANE;
 use mlprof_model::{Host, Plane, Session, SourceFormat};
 
 use crate::kineto::MEMORY_EVENT;
@@ -31,8 +31,7 @@ pub fn candidate_tools(format: SourceFormat) -> Vec<&'static str> {
 /// The tools with data in `session` (see crates/web/API.md for the rule).
 pub fn tools_with_data(session: &Session) -> Vec<&'static str> {
     let hosts = &session.hosts;
-    let gpu_events =
-        |host: &Host| host.planes.iter().any(|p| p.name.starts_with(GPU_PLANE_PREFIX) && p.event_count() > 0);
+    let gpu_events = |host: &Host| host.planes.iter().any(|p| p.is_gpu() && p.event_count() > 0);
     let host_plane_uses = |host: &Host, wanted: &dyn Fn(&str) -> bool| {
         host.plane(HOST_PLANE).is_some_and(|plane| plane_uses(plane, wanted))
     };

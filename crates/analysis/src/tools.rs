@@ -299,7 +299,7 @@ impl<'h> Analysis<'h> {
             .hosts
             .iter()
             .flat_map(|h| h.planes.iter())
-            .filter(|p| p.name.starts_with(names::GPU_PLANE_PREFIX))
+            .filter(|p| p.is_gpu())
             .filter(|p| !kineto_host || p.lines.iter().any(|line| !line.is_empty()))
             .collect();
         fn device_name(plane: &mlprof_model::Plane) -> Option<&str> {

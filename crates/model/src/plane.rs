@@ -58,6 +58,12 @@ pub struct Plane {
 }
 
 impl Plane {
+    /// Whether this is a GPU plane (`/device:GPU:N`, [`crate::names::GPU_PLANE_PREFIX`]).
+    #[inline]
+    pub fn is_gpu(&self) -> bool {
+        self.name.starts_with(crate::names::GPU_PLANE_PREFIX)
+    }
+
     /// Creates an empty plane.
     pub fn new(id: i64, name: impl Into<String>) -> Plane {
         Plane { id, name: name.into(), ..Plane::default() }

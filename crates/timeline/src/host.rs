@@ -20,9 +20,7 @@
 //!   PyTorch's forward → backward links in Chrome traces (`cat` `fwdbwd` flow events,
 //!   `s` → `f` by id, each end bound to a slice of its thread, see [`crate::fwdbwd`]).
 
-use mlprof_model::names::{
-    CORRELATION_ID, DEVICE_PLANE_PREFIX, GPU_PLANE_PREFIX, INTERNAL_STATS, STEP_NAME, STEPS_LINE,
-};
+use mlprof_model::names::{CORRELATION_ID, DEVICE_PLANE_PREFIX, INTERNAL_STATS, STEP_NAME, STEPS_LINE};
 use mlprof_model::{Event, Host, Line, Plane, StatValue};
 
 use crate::builder::{EventRef, NameId, SectionKind, TimelineBuilder, TrackHandle};
@@ -108,7 +106,7 @@ fn plane_order(host: &Host) -> Vec<(usize, SectionKind)> {
     devices.sort_by_key(|&(i, _)| {
         let plane = &host.planes[i];
         let ordinal = mlprof_model::names::device_ordinal(&plane.name).unwrap_or(plane.id);
-        (!plane.name.starts_with(GPU_PLANE_PREFIX), ordinal, plane.name.clone())
+        (!plane.is_gpu(), ordinal, plane.name.clone())
     });
     devices.extend(others);
     devices

@@ -150,7 +150,7 @@ fn framework(hosts: &[&Host]) -> Framework {
 }
 
 fn has_gpu_events(host: &Host) -> bool {
-    host.planes.iter().any(|p| p.name.starts_with(names::GPU_PLANE_PREFIX) && p.event_count() > 0)
+    host.planes.iter().any(|p| p.is_gpu() && p.event_count() > 0)
 }
 
 /// The `memory_size` stat of every GPU plane that has one.

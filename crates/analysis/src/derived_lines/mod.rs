@@ -150,7 +150,7 @@ pub fn planes_to_derive(host: &Host) -> Vec<usize> {
     (0..host.planes.len())
         .filter(|&p| {
             let plane = &host.planes[p];
-            plane.name.starts_with(names::GPU_PLANE_PREFIX) && plane.event_count() > 0 && !has_derived_lines(plane)
+            plane.is_gpu() && plane.event_count() > 0 && !has_derived_lines(plane)
         })
         .collect()
 }

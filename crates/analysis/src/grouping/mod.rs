@@ -216,7 +216,7 @@ fn group(host: &Host, step_num_fallback: bool) -> HostGroups {
         }
     }
     for (plane_index, plane) in host.planes.iter().enumerate() {
-        if plane.name.starts_with(names::GPU_PLANE_PREFIX) {
+        if plane.is_gpu() {
             inherit_groups(plane, &mut planes[plane_index]);
         }
     }

@@ -234,10 +234,7 @@ impl HloModules {
     /// The programs the GPU kernels of `host` need: every program, decoded, when a GPU
     /// plane has XLA kernels (an `hlo_op` stat), else none (no decoding).
     pub(crate) fn for_gpu_kernels(host: &Host) -> HloModules {
-        let has_xla = host
-            .planes
-            .iter()
-            .any(|plane| plane.name.starts_with(names::GPU_PLANE_PREFIX) && plane.find_stat_key("hlo_op").is_some());
+        let has_xla = host.planes.iter().any(|plane| plane.is_gpu() && plane.find_stat_key("hlo_op").is_some());
         if has_xla { HloModules::of_host(host) } else { HloModules::default() }
     }
 

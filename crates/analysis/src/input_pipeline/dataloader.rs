@@ -203,7 +203,7 @@ pub fn analyze(hosts: &[&Host]) -> Option<DataLoaderAnalysis> {
                 wait_ms: wait_ps as f64 / PS_PER_MS_F64,
             });
         }
-        for plane in host.planes.iter().filter(|p| p.name.starts_with(names::GPU_PLANE_PREFIX)) {
+        for plane in host.planes.iter().filter(|p| p.is_gpu()) {
             let categories = kineto::categories(plane);
             for line in &plane.lines {
                 for event in line.iter() {

@@ -16,7 +16,6 @@
 
 use std::collections::HashMap;
 
-use mlprof_model::names::GPU_PLANE_PREFIX;
 use mlprof_model::{Event, Host, StatValue};
 
 use super::{GroupKey, GroupTimes, add_launch, kernel_uses_tensor_core};
@@ -94,7 +93,7 @@ pub fn aten_op_tensor_core_eligible(op_name: &str) -> bool {
 pub(super) fn collect_host(host: &Host, groups: &mut HashMap<GroupKey, GroupTimes>) -> usize {
     let index = KinetoOpIndex::new(host);
     let mut planes = 0;
-    for plane in host.planes.iter().filter(|plane| plane.name.starts_with(GPU_PLANE_PREFIX)) {
+    for plane in host.planes.iter().filter(|plane| plane.is_gpu()) {
         planes += 1;
         let categories = kineto::categories(plane);
         let keys = StatKeys::new(plane, STAT_NAMES);

@@ -23,7 +23,7 @@ mod kineto;
 
 use std::collections::HashMap;
 
-use mlprof_model::names::{GPU_PLANE_PREFIX, TPU_PLANE_PREFIX};
+use mlprof_model::names::TPU_PLANE_PREFIX;
 use mlprof_model::{Host, Plane};
 use serde::Serialize;
 use serde_json::Value;
@@ -451,7 +451,7 @@ pub(crate) fn analyze_with(hosts: &[&Host], modules: &[HloModules]) -> KernelSta
         if crate::kineto::is_kineto(host) {
             stats.gpu_planes += kineto::collect_host(host, &mut groups);
         } else {
-            for plane in host.planes.iter().filter(|plane| plane.name.starts_with(GPU_PLANE_PREFIX)) {
+            for plane in host.planes.iter().filter(|plane| plane.is_gpu()) {
                 stats.gpu_planes += 1;
                 collect_plane(plane, modules, &mut groups);
             }

@@ -34,7 +34,7 @@ pub(crate) fn device_op_metrics_db_with(host: &Host, groups: &HostGroups, module
     if host.planes.iter().any(|plane| plane.name.starts_with(names::TPU_PLANE_PREFIX)) {
         return OpMetricsDb::default();
     }
-    let gpu_planes = host.planes.iter().enumerate().filter(|(_, p)| p.name.starts_with(names::GPU_PLANE_PREFIX));
+    let gpu_planes = host.planes.iter().enumerate().filter(|(_, p)| p.is_gpu());
     let mut combined = DbBuilder::default();
     for (plane_index, plane) in gpu_planes {
         let mut db = plane_db(plane, plane_index, groups, modules);
@@ -83,7 +83,7 @@ pub(super) fn xspace_device_op_runs(host: &Host, groups: &HostGroups, mut visit:
         return;
     }
     for (plane_index, plane) in host.planes.iter().enumerate() {
-        if plane.name.starts_with(names::GPU_PLANE_PREFIX) {
+        if plane.is_gpu() {
             plane_kernels(plane, plane_index, groups, |kernel| {
                 if let GpuKernel::Tf(run) = kernel {
                     visit(&run);

@@ -11,7 +11,7 @@
 //! to last end, absolute times) minus their summed durations, at least 0; annotations
 //! projected on streams (`gpu_user_annotation`) and `cuda_sync` records are not ops.
 
-use mlprof_model::{Host, Plane, names};
+use mlprof_model::{Host, Plane};
 
 use super::{DbBuilder, DeviceOpRun, KinetoOpIndex, OpMetricsDb, ps};
 use crate::kineto::{self, Category};
@@ -31,7 +31,7 @@ pub(super) fn device_op_metrics_db(host: &Host) -> OpMetricsDb {
     let index = KinetoOpIndex::new(host);
     let mut combined = DbBuilder::default();
     for (plane_index, plane) in host.planes.iter().enumerate() {
-        if !plane.name.starts_with(names::GPU_PLANE_PREFIX) {
+        if !plane.is_gpu() {
             continue;
         }
         let mut builder = DbBuilder::default();
@@ -63,7 +63,7 @@ pub(super) fn device_op_metrics_db(host: &Host) -> OpMetricsDb {
 pub(super) fn kineto_device_op_runs(host: &Host, mut visit: impl FnMut(&DeviceOpRun<'_>)) {
     let index = KinetoOpIndex::new(host);
     for (plane_index, plane) in host.planes.iter().enumerate() {
-        if plane.name.starts_with(names::GPU_PLANE_PREFIX) {
+        if plane.is_gpu() {
             plane_runs(&index, plane, plane_index, &mut visit);
         }
     }

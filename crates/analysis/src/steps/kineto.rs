@@ -40,7 +40,7 @@ pub fn host_steps(host: &Host, source: StepSource) -> HostSteps {
     for plane in &host.planes {
         if plane.name == names::HOST_PLANE {
             host_spans(plane, has_device, &mut spans);
-        } else if plane.name.starts_with(names::GPU_PLANE_PREFIX) {
+        } else if plane.is_gpu() {
             device_spans(plane, &half_ops, &steps, &mut spans, &mut transfers);
         }
     }

@@ -356,7 +356,7 @@ fn push_marker(result: &mut StepEvents, group: i64, begin_ps: i64, end_ps: i64) 
 
 /// Whether `host` has device planes XProf analyses (GPU).
 pub fn gpu_planes(host: &Host) -> impl Iterator<Item = (usize, &Plane)> {
-    host.planes.iter().enumerate().filter(|(_, plane)| plane.name.starts_with(names::GPU_PLANE_PREFIX))
+    host.planes.iter().enumerate().filter(|(_, plane)| plane.is_gpu())
 }
 
 #[cfg(test)]

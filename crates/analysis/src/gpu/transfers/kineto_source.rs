@@ -41,8 +41,7 @@ pub fn view(host: &Host) -> ProfileView<'_> {
             }
         }
     }
-    let devices =
-        host.planes.iter().filter(|p| p.name.starts_with(names::GPU_PLANE_PREFIX)).filter_map(device).collect();
+    let devices = host.planes.iter().filter(|p| p.is_gpu()).filter_map(device).collect();
     // Distinct step numbers (a step seen on two threads counts once).
     let steps = profiler_steps::find(host).len() as u64;
     ProfileView::new(threads, devices, steps, "ProfilerStep#N annotations")

@@ -54,7 +54,7 @@ pub fn view(host: &Host) -> ProfileView<'_> {
             }
         }
     }
-    let gpu_planes: Vec<&Plane> = host.planes.iter().filter(|p| p.name.starts_with(names::GPU_PLANE_PREFIX)).collect();
+    let gpu_planes: Vec<&Plane> = host.planes.iter().filter(|p| p.is_gpu()).collect();
     let steps = gpu_planes
         .iter()
         .find_map(|plane| plane.lines.iter().find(|line| line.name == names::STEPS_LINE))
