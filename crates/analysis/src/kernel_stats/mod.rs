@@ -36,10 +36,6 @@ use crate::xstats::{self, StatKeys};
 /// The most kernel groups XProf keeps (per host, then over all hosts).
 pub const MAX_KERNELS: usize = 1000;
 
-/// Lines with an id at or above this are derived timelines (`Steps`, `XLA Ops`, …),
-/// not streams (XProf's `kThreadIdDerivedMin`).
-pub const DERIVED_LINE_ID_MIN: i64 = 0xdead_beef;
-
 use mlprof_model::time::PS_PER_NS;
 
 /// Substrings of kernel names that mark TensorCore kernels (`volta_h884gemm…`,

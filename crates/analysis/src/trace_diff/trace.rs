@@ -16,9 +16,9 @@ use std::collections::HashMap;
 use mlprof_model::names::{DEVICE_PLANE_PREFIX, HOST_PLANE};
 use mlprof_model::{Host, Plane, SourceFormat, StatStore, StatValue};
 
+use crate::derived_lines::is_derived_line_id;
 use crate::gpu::trace::Symbols;
 use crate::hta_read::{SYNC_OPS_ON_GPU, kept_categories, needs_rounding, round_to_us, stream_number};
-use crate::kernel_stats::DERIVED_LINE_ID_MIN;
 use crate::xstats::{StatKeys, as_int};
 
 /// Picoseconds per microsecond.
@@ -151,7 +151,7 @@ fn read_rows(host: &Host, names: &mut Symbols) -> Vec<Row> {
         let kept = if chrome { chrome_kept(plane, names) } else { xspace_kept(plane, names) };
         let keys = StatKeys::new(plane, ["stream", "correlation_id", "@dur"]);
         for line in &plane.lines {
-            if !chrome && on_device && line.id >= DERIVED_LINE_ID_MIN {
+            if !chrome && on_device && is_derived_line_id(line.id) {
                 continue;
             }
             for event in line.iter() {
