@@ -62,22 +62,26 @@ impl Report {
 }
 
 /// Appends one CSV record, quoting values that hold a comma, quote or line break.
-fn write_csv_row<'a>(out: &mut String, values: impl Iterator<Item = &'a str>) {
-    let mut first = true;
-    for value in values {
-        if !first {
+pub fn write_csv_row<'a>(out: &mut String, values: impl IntoIterator<Item = &'a str>) {
+    for (i, value) in values.into_iter().enumerate() {
+        if i > 0 {
             out.push(',');
         }
-        first = false;
-        if value.contains([',', '"', '\n', '\r']) {
-            out.push('"');
-            out.push_str(&value.replace('"', "\"\""));
-            out.push('"');
-        } else {
-            out.push_str(value);
-        }
+        push_csv_field(out, value);
     }
     out.push('\n');
+}
+
+/// Appends one CSV field (RFC 4180): quoted, with quotes doubled, when it holds a
+/// comma, a quote or a line break; as it is otherwise. The one CSV escaper of mlprof.
+pub fn push_csv_field(out: &mut String, value: &str) {
+    if value.contains([',', '"', '\n', '\r']) {
+        out.push('"');
+        out.push_str(&value.replace('"', "\"\""));
+        out.push('"');
+    } else {
+        out.push_str(value);
+    }
 }
 
 /// One titled part of a report.
@@ -287,6 +291,19 @@ mod tests {
         table.push(vec![Cell::text("a,b"), Cell::num(1.5, 1)]);
         table.push(vec![Cell::text("c\"d"), Cell::num(20.04, 1)]);
         Report { tool: "t".into(), sections: vec![Section::new("S").note("n").with_table(table).main()] }
+    }
+
+    #[test]
+    fn csv_fields_are_quoted_only_when_they_must_be() {
+        let field = |value: &str| {
+            let mut out = String::new();
+            push_csv_field(&mut out, value);
+            out
+        };
+        assert_eq!(field("plain text"), "plain text");
+        assert_eq!(field("a,\"b\""), "\"a,\"\"b\"\"\"");
+        assert_eq!(field("line\nbreak"), "\"line\nbreak\"");
+        assert_eq!(field("carriage\rreturn"), "\"carriage\rreturn\"");
     }
 
     #[test]

@@ -132,7 +132,7 @@ fn hta_csv(comparison: &TraceComparison) -> String {
     );
     for op in &comparison.ops {
         let fields = [
-            quote(&op.name),
+            op.name.clone(),
             op.control_counts.to_string(),
             op.control_total_duration_us.to_string(),
             op.test_counts.to_string(),
@@ -141,19 +141,9 @@ fn hta_csv(comparison: &TraceComparison) -> String {
             op.diff_duration_us.to_string(),
             op.counts_change_category.symbol().to_string(),
         ];
-        out.push_str(&fields.join(","));
-        out.push('\n');
+        mlprof_analysis::report::write_csv_row(&mut out, fields.iter().map(String::as_str));
     }
     out
-}
-
-/// A CSV field, quoted when it holds a comma, a quote or a line break (RFC 4180).
-fn quote(value: &str) -> String {
-    if value.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", value.replace('"', "\"\""))
-    } else {
-        value.to_string()
-    }
 }
 
 #[cfg(test)]
@@ -167,6 +157,5 @@ mod tests {
         assert!(matches!(parse_iterations(Some("whole")), Ok(IterationChoice::WholeTrace)));
         assert!(matches!(parse_iterations(Some("3, 4")), Ok(IterationChoice::Iterations(v)) if v == [3, 4]));
         assert!(parse_iterations(Some("x")).is_err());
-        assert_eq!(quote("a,\"b\""), "\"a,\"\"b\"\"\"");
     }
 }

@@ -7,7 +7,6 @@
 //! `rank,stream|name,count,mean,std,min,25%,50%,75%,max`. Numbers are written as
 //! Python writes floats (`596037.0`, `4.8e-05`); missing values are empty.
 
-use std::fmt::Write as _;
 
 use super::GpuAnalysis;
 use super::describe::Describe;
@@ -194,17 +193,7 @@ impl Csv {
     }
 
     fn row(&mut self, cells: &[String]) {
-        for (i, cell) in cells.iter().enumerate() {
-            if i > 0 {
-                self.text.push(',');
-            }
-            if cell.contains([',', '"', '\n']) {
-                let _ = write!(self.text, "\"{}\"", cell.replace('"', "\"\""));
-            } else {
-                self.text.push_str(cell);
-            }
-        }
-        self.text.push('\n');
+        crate::report::write_csv_row(&mut self.text, cells.iter().map(String::as_str));
     }
 
     fn file(self, name: &str) -> CsvFile {
