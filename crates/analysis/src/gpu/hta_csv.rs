@@ -7,7 +7,6 @@
 //! `rank,stream|name,count,mean,std,min,25%,50%,75%,max`. Numbers are written as
 //! Python writes floats (`596037.0`, `4.8e-05`); missing values are empty.
 
-
 use super::GpuAnalysis;
 use super::describe::Describe;
 
