@@ -278,13 +278,19 @@ fn assemble(mut r: Reader, path: &str, host_name: &str) -> std::result::Result<H
         devices.entry(*id).or_insert_with(|| (labels.get(id).copied().unwrap_or(DeviceKind::Gpu), Vec::new()));
     }
 
-    let mut tracks: Vec<Option<Line>> = r.tracks.drain(..).map(|t| Some(t.line)).collect();
+    // Lines are taken out of the tracks one by one (no second vector of lines), and
+    // each plane's line vector is sized exactly: with a million threads, `Line`s are
+    // most of the memory.
+    let mut tracks = std::mem::take(&mut r.tracks);
+    tracks.shrink_to_fit();
+    let mut take_line = |i: usize| tracks.get_mut(i).map(|track| std::mem::take(&mut track.line));
     let mut planes = Vec::new();
     let mut compactor = Compactor::new(&r);
     if !host_tracks.is_empty() {
         let mut builder = PlaneBuilder::new(0, HOST_PLANE);
+        builder.reserve_lines(host_tracks.len());
         for i in host_tracks {
-            let Some(mut line) = tracks.get_mut(i).and_then(Option::take) else {
+            let Some(mut line) = take_line(i) else {
                 continue;
             };
             let (id, name) = match &line.chrome_track {
@@ -313,8 +319,9 @@ fn assemble(mut r: Reader, path: &str, host_name: &str) -> std::result::Result<H
             set_device_stats(&mut builder, props)?;
         }
         compactor.reset();
+        builder.reserve_lines(members.len());
         for i in members {
-            let Some(mut line) = tracks.get_mut(i).and_then(Option::take) else {
+            let Some(mut line) = take_line(i) else {
                 continue;
             };
             let id = match &line.chrome_track {
