@@ -252,11 +252,12 @@ fn check_within(file: &File, path: &Path, root: &Path) -> Result<()> {
     ))
 }
 
-/// Maps `file`; reads it into memory instead when no more maps can be guarded.
+/// Maps `file`; reads it into memory instead when it cannot be guarded (too many maps
+/// live, or no `SIGBUS` handler).
 fn map_file(mut file: File, shown: &str) -> Result<FileBytes> {
     match GuardedMap::map(file.try_clone().map_err(|e| FormatError::io(shown, e))?) {
         Ok(map) => Ok(FileBytes::Mapped(map)),
-        Err(e) if e.kind() == std::io::ErrorKind::OutOfMemory => {
+        Err(e) if mlprof_mapped::must_read_instead(&e) => {
             let mut bytes = Vec::new();
             file.read_to_end(&mut bytes).map_err(|e| FormatError::io(shown, e))?;
             Ok(FileBytes::Owned(bytes))

@@ -166,6 +166,12 @@ fn forward(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut c_void
     }
 }
 
+/// Whether a [`GuardedMap::map`] error means "no guard to be had, read the file into
+/// memory instead" rather than a problem with the file.
+pub fn must_read_instead(error: &io::Error) -> bool {
+    matches!(error.kind(), io::ErrorKind::OutOfMemory | io::ErrorKind::Unsupported)
+}
+
 /// What identifies a file's content cheaply: size and modification time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Stamp {
@@ -207,8 +213,9 @@ unsafe impl Sync for GuardedMap {}
 
 impl GuardedMap {
     /// Maps the whole of `file` read-only. Fails when the file cannot be mapped, when
-    /// the guard cannot be installed, or when [`MAX_GUARDED_MAPS`] are already live
-    /// ([`io::ErrorKind::OutOfMemory`]).
+    /// the guard cannot be installed ([`io::ErrorKind::Unsupported`]), or when
+    /// [`MAX_GUARDED_MAPS`] are already live ([`io::ErrorKind::OutOfMemory`]); see
+    /// [`must_read_instead`].
     pub fn map(file: File) -> io::Result<GuardedMap> {
         let stamp = stamp(&file)?;
         let len = usize::try_from(stamp.bytes)
@@ -217,7 +224,10 @@ impl GuardedMap {
             return Ok(GuardedMap { address: std::ptr::NonNull::dangling().as_ptr(), len, slot: None, file, stamp });
         }
         if !install_handler() {
-            return Err(io::Error::other("cannot install the SIGBUS handler that guards mapped files"));
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "cannot install the SIGBUS handler that guards mapped files",
+            ));
         }
         let slot = TABLE
             .iter()

@@ -20,12 +20,12 @@
 #[cfg(unix)]
 mod guard;
 #[cfg(unix)]
-pub use guard::GuardedMap;
+pub use guard::{GuardedMap, MAX_GUARDED_MAPS, must_read_instead};
 
 #[cfg(not(unix))]
 mod unguarded;
 #[cfg(not(unix))]
-pub use unguarded::GuardedMap;
+pub use unguarded::{GuardedMap, must_read_instead};
 
 /// Why [`GuardedMap::changed`] says a file cannot be trusted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,6 +7,11 @@ use std::ops::Deref;
 
 use crate::Change;
 
+/// Never: reading is all this fallback does.
+pub fn must_read_instead(_error: &io::Error) -> bool {
+    false
+}
+
 /// A file's bytes, read when "mapped".
 #[derive(Debug)]
 pub struct GuardedMap {

@@ -171,9 +171,17 @@ impl TimelineIndex {
         let file = std::fs::File::open(path).map_err(|source| CacheError::Io { path: path.to_path_buf(), source })?;
         // Guarded: another process truncating the file while it is mapped makes reads
         // return zeros instead of raising SIGBUS; `changed` then says so.
-        let map = mlprof_mapped::GuardedMap::map(file)
-            .map_err(|source| CacheError::Io { path: path.to_path_buf(), source })?;
-        let index = TimelineIndex::new(Storage::Mapped(map), path)?;
+        let io_error = |source| CacheError::Io { path: path.to_path_buf(), source };
+        let storage = match mlprof_mapped::GuardedMap::map(file.try_clone().map_err(io_error)?) {
+            Ok(map) => Storage::Mapped(map),
+            Err(error) if mlprof_mapped::must_read_instead(&error) => {
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut &file, &mut bytes).map_err(io_error)?;
+                Storage::Owned(bytes)
+            }
+            Err(error) => return Err(io_error(error)),
+        };
+        let index = TimelineIndex::new(storage, path)?;
         if let Some(change) = index.changed() {
             return Err(CacheError::Corrupt { path: path.to_path_buf(), what: change.to_string() });
         }
