@@ -16,7 +16,7 @@ use std::ops::{Deref, Range};
 use std::path::{Path, PathBuf};
 
 use flate2::bufread::MultiGzDecoder;
-use mlprof_mapped::GuardedMap;
+use mlprof_mapped::{Contents, GuardedMap};
 
 use crate::error::{FormatError, Result};
 
@@ -254,15 +254,10 @@ fn check_within(file: &File, path: &Path, root: &Path) -> Result<()> {
 
 /// Maps `file`; reads it into memory instead when it cannot be guarded (too many maps
 /// live, or no `SIGBUS` handler).
-fn map_file(mut file: File, shown: &str) -> Result<FileBytes> {
-    match GuardedMap::map(file.try_clone().map_err(|e| FormatError::io(shown, e))?) {
-        Ok(map) => Ok(FileBytes::Mapped(map)),
-        Err(e) if mlprof_mapped::must_read_instead(&e) => {
-            let mut bytes = Vec::new();
-            file.read_to_end(&mut bytes).map_err(|e| FormatError::io(shown, e))?;
-            Ok(FileBytes::Owned(bytes))
-        }
-        Err(e) => Err(FormatError::io(shown, e)),
+fn map_file(file: File, shown: &str) -> Result<FileBytes> {
+    match mlprof_mapped::map_or_read(file).map_err(|e| FormatError::io(shown, e))? {
+        Contents::Mapped(map) => Ok(FileBytes::Mapped(map)),
+        Contents::Read(bytes) => Ok(FileBytes::Owned(bytes)),
     }
 }
 

@@ -168,7 +168,7 @@ fn forward(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut c_void
 
 /// Whether a [`GuardedMap::map`] error means "no guard to be had, read the file into
 /// memory instead" rather than a problem with the file.
-pub fn must_read_instead(error: &io::Error) -> bool {
+pub(crate) fn must_read_instead(error: &io::Error) -> bool {
     matches!(error.kind(), io::ErrorKind::OutOfMemory | io::ErrorKind::Unsupported)
 }
 
@@ -214,8 +214,8 @@ unsafe impl Sync for GuardedMap {}
 impl GuardedMap {
     /// Maps the whole of `file` read-only. Fails when the file cannot be mapped, when
     /// the guard cannot be installed ([`io::ErrorKind::Unsupported`]), or when
-    /// [`MAX_GUARDED_MAPS`] are already live ([`io::ErrorKind::OutOfMemory`]); see
-    /// [`must_read_instead`].
+    /// [`MAX_GUARDED_MAPS`] are already live ([`io::ErrorKind::OutOfMemory`]);
+    /// [`crate::map_or_read`] reads the file instead in the last two cases.
     pub fn map(file: File) -> io::Result<GuardedMap> {
         let stamp = stamp(&file)?;
         let len = usize::try_from(stamp.bytes)

@@ -20,12 +20,38 @@
 #[cfg(unix)]
 mod guard;
 #[cfg(unix)]
-pub use guard::{GuardedMap, MAX_GUARDED_MAPS, must_read_instead};
+use guard::must_read_instead;
+#[cfg(unix)]
+pub use guard::{GuardedMap, MAX_GUARDED_MAPS};
 
 #[cfg(not(unix))]
 mod unguarded;
 #[cfg(not(unix))]
-pub use unguarded::{GuardedMap, must_read_instead};
+pub use unguarded::GuardedMap;
+#[cfg(not(unix))]
+use unguarded::must_read_instead;
+
+/// A file's bytes: guarded-mapped, or read into memory where no guard can be had.
+pub enum Contents {
+    /// Mapped; ask [`GuardedMap::changed`] after reading.
+    Mapped(GuardedMap),
+    /// Read whole (too many maps live, or no `SIGBUS` handler): cannot change.
+    Read(Vec<u8>),
+}
+
+/// Maps `file` with a guard, or reads it whole when no guard can be had; an error only
+/// when the file can be neither mapped nor read.
+pub fn map_or_read(file: std::fs::File) -> std::io::Result<Contents> {
+    match GuardedMap::map(file.try_clone()?) {
+        Ok(map) => Ok(Contents::Mapped(map)),
+        Err(error) if must_read_instead(&error) => {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut &file, &mut bytes)?;
+            Ok(Contents::Read(bytes))
+        }
+        Err(error) => Err(error),
+    }
+}
 
 /// Why [`GuardedMap::changed`] says a file cannot be trusted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use std::ops::Deref;
 use crate::Change;
 
 /// Never: reading is all this fallback does.
-pub fn must_read_instead(_error: &io::Error) -> bool {
+pub(crate) fn must_read_instead(_error: &io::Error) -> bool {
     false
 }
 

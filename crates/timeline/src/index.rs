@@ -168,18 +168,13 @@ impl TimelineIndex {
     /// format version and built for `expected`; otherwise the error says why, and the
     /// caller rebuilds it.
     pub fn open(path: &Path, expected: &CacheKey) -> Result<TimelineIndex, CacheError> {
-        let file = std::fs::File::open(path).map_err(|source| CacheError::Io { path: path.to_path_buf(), source })?;
+        let io_error = |source| CacheError::Io { path: path.to_path_buf(), source };
+        let file = std::fs::File::open(path).map_err(io_error)?;
         // Guarded: another process truncating the file while it is mapped makes reads
         // return zeros instead of raising SIGBUS; `changed` then says so.
-        let io_error = |source| CacheError::Io { path: path.to_path_buf(), source };
-        let storage = match mlprof_mapped::GuardedMap::map(file.try_clone().map_err(io_error)?) {
-            Ok(map) => Storage::Mapped(map),
-            Err(error) if mlprof_mapped::must_read_instead(&error) => {
-                let mut bytes = Vec::new();
-                std::io::Read::read_to_end(&mut &file, &mut bytes).map_err(io_error)?;
-                Storage::Owned(bytes)
-            }
-            Err(error) => return Err(io_error(error)),
+        let storage = match mlprof_mapped::map_or_read(file).map_err(io_error)? {
+            mlprof_mapped::Contents::Mapped(map) => Storage::Mapped(map),
+            mlprof_mapped::Contents::Read(bytes) => Storage::Owned(bytes),
         };
         let index = TimelineIndex::new(storage, path)?;
         if let Some(change) = index.changed() {
