@@ -114,19 +114,17 @@ pub fn find(stats: &[Stat], key: Option<u32>) -> Option<StatValue> {
     stats.iter().find(|stat| stat.key == key).map(|stat| stat.value)
 }
 
-/// The value of stat `key` on `event`, falling back to its metadata's stats.
+/// The value of stat `key` on `event`, falling back to its metadata's stats
+/// ([`Event::stat`]).
+#[inline]
 pub fn event_stat(plane: &Plane, event: &Event<'_>, key: Option<u32>) -> Option<StatValue> {
-    let key = key?;
-    if let Some(value) = find(event.stats(), Some(key)) {
-        return Some(value);
-    }
-    let metadata = plane.metadata_of(event)?;
-    find(plane.metadata_stats_of(metadata), Some(key))
+    event.stat(plane, key?)
 }
 
 /// The stats of `event`'s metadata (empty when it has none).
+#[inline]
 pub fn metadata_stats<'p>(plane: &'p Plane, event: &Event<'_>) -> &'p [Stat] {
-    plane.metadata_of(event).map(|metadata| plane.metadata_stats_of(metadata)).unwrap_or(&[])
+    plane.event_metadata_stats(event)
 }
 
 /// An integer value (`int64` or `uint64`; a `uint64` above `i64::MAX` wraps, as
@@ -150,24 +148,17 @@ pub fn as_f64(value: StatValue) -> Option<f64> {
 }
 
 /// A string value (`str_value` in `store`, or a `ref_value` naming a stat-metadata
-/// entry of `plane`). Other kinds give `None`.
+/// entry of `plane`; [`Plane::str_value`]). Other kinds give `None`.
+#[inline]
 pub fn as_str<'a>(plane: &'a Plane, store: &'a StatStore, value: StatValue) -> Option<&'a str> {
-    match value {
-        StatValue::Str(text) => Some(store.text(text)),
-        StatValue::Ref(index) => plane.stat_metadata.get(index as usize).map(|m| m.name.as_str()),
-        _ => None,
-    }
+    plane.str_value(store, value)
 }
 
-/// The string value of stat `key` on `event` (event stats first, then metadata stats).
+/// The string value of stat `key` on `event` (event stats first, then metadata stats;
+/// [`Event::stat_str`]).
+#[inline]
 pub fn event_str<'a>(plane: &'a Plane, event: &Event<'a>, key: Option<u32>) -> Option<&'a str> {
-    let key = key?;
-    if let Some(stat) = event.stats().iter().find(|stat| stat.key == key) {
-        return as_str(plane, event.store(), stat.value);
-    }
-    let metadata = plane.metadata_of(event)?;
-    let stat = plane.metadata_stats_of(metadata).iter().find(|stat| stat.key == key)?;
-    as_str(plane, &plane.metadata_stats, stat.value)
+    event.stat_str(plane, key?)
 }
 
 /// The integer value of stat `key` on `event` (event stats first, then metadata stats).

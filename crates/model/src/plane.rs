@@ -86,13 +86,40 @@ impl Plane {
     }
 
     /// The stats of an event-metadata entry.
+    #[inline]
     pub fn metadata_stats_of(&self, metadata: &EventMetadata) -> &[Stat] {
         slice(&self.metadata_stats, &metadata.stats)
     }
 
     /// The metadata of an event of this plane.
+    #[inline]
     pub fn metadata_of(&self, event: &Event<'_>) -> Option<&EventMetadata> {
         self.event_metadata.get(event.metadata_index() as usize)
+    }
+
+    /// The stats of an event's metadata (empty when the event has no metadata).
+    #[inline]
+    pub fn event_metadata_stats(&self, event: &Event<'_>) -> &[Stat] {
+        self.metadata_of(event).map_or(&[], |metadata| self.metadata_stats_of(metadata))
+    }
+
+    /// The value of stat `key` among an event-metadata entry's stats (the first, should
+    /// the key repeat); its text lives in [`Plane::metadata_stats`].
+    #[inline]
+    pub fn metadata_stat(&self, metadata: &EventMetadata, key: u32) -> Option<StatValue> {
+        self.metadata_stats_of(metadata).iter().find(|stat| stat.key == key).map(|stat| stat.value)
+    }
+
+    /// A stat value as text: a `Str` read from `store` (the store the stat came from),
+    /// or a `Ref` naming one of this plane's stat-metadata entries (XProf's
+    /// `StrOrRefValue`). Other kinds give `None`.
+    #[inline]
+    pub fn str_value<'p>(&'p self, store: &'p StatStore, value: StatValue) -> Option<&'p str> {
+        match value {
+            StatValue::Str(text) => Some(store.text(text)),
+            StatValue::Ref(index) => self.stat_metadata.get(index as usize).map(|m| m.name.as_str()),
+            _ => None,
+        }
     }
 
     /// The name of a stat key ("" for an out-of-range key).
@@ -126,6 +153,7 @@ impl Plane {
     }
 }
 
+#[inline]
 fn slice<'a>(store: &'a StatStore, range: &Range<u32>) -> &'a [Stat] {
     store.stats().get(range.start as usize..range.end as usize).unwrap_or(&[])
 }
@@ -233,6 +261,37 @@ impl PlaneBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Event 0 has its own `shape`; its metadata has a `shape` (overridden) and a
+    /// `kind` (inherited, whose text lives in the metadata store).
+    #[test]
+    fn an_event_stat_overrides_its_metadata_stat_and_reads_from_its_store() {
+        let mut b = PlaneBuilder::new(1, "/host:CPU");
+        let [shape, kind, count] = ["shape", "kind", "count"].map(|n| b.stat_key(n));
+        let op = b.event_metadata("op", 0, |b| {
+            vec![(shape, b.metadata_str("[9]").unwrap()), (kind, b.metadata_str("conv").unwrap())]
+        });
+        let mut line = Line::new(1, "t");
+        line.stats.push_str(shape, "[1,2]").unwrap();
+        line.stats.push(count, StatValue::Int(4));
+        line.push_event(op, 0, 10);
+        line.stats.push(kind, StatValue::Ref(count));
+        line.push_event(op, 20, 10);
+        b.push_line(line);
+        let plane = b.finish();
+        let events: Vec<_> = plane.lines[0].iter().collect();
+        assert_eq!(events[0].stat_str(&plane, shape), Some("[1,2]"));
+        assert_eq!(events[0].stat_str(&plane, kind), Some("conv"));
+        assert_eq!(events[0].stat(&plane, count), Some(StatValue::Int(4)));
+        assert_eq!(events[0].stat_str(&plane, count), None);
+        assert_eq!(events[0].own_stat(kind), None);
+        assert_eq!(events[1].stat_str(&plane, shape), Some("[9]"));
+        assert_eq!(events[1].stat_str(&plane, kind), Some("count"));
+        assert_eq!(events[1].stat(&plane, count), None);
+        let listed: Vec<_> =
+            events[0].stats_with_metadata(&plane).map(|(stat, store)| plane.format_value(store, stat.value)).collect();
+        assert_eq!(listed, ["[9]", "conv", "[1,2]", "4"]);
+    }
 
     #[test]
     fn builder_interns_names_and_keys_once() {

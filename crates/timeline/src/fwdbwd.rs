@@ -42,11 +42,9 @@ impl Role {
 pub(crate) fn metadata_roles(plane: &Plane) -> Vec<Role> {
     let Some(ph_key) = plane.find_stat_key("ph") else { return vec![Role::Slice; plane.event_metadata.len()] };
     let cat_key = plane.find_stat_key("cat");
-    let text_of = |metadata, key: Option<u32>| {
-        plane.metadata_stats_of(metadata).iter().find(|s| Some(s.key) == key).and_then(|s| match s.value {
-            StatValue::Str(t) => Some(plane.metadata_stats.text(t)),
-            _ => None,
-        })
+    let text_of = |metadata, key: Option<u32>| match plane.metadata_stat(metadata, key?)? {
+        StatValue::Str(t) => Some(plane.metadata_stats.text(t)),
+        _ => None,
     };
     plane
         .event_metadata

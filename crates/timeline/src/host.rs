@@ -298,14 +298,9 @@ impl TimelineBuilder {
     }
 }
 
+/// The event's own `step_name` (XProf's trace viewer reads it off the event only).
 fn step_name<'p>(plane: &'p Plane, event: &Event<'p>, key: Option<u32>) -> Option<&'p str> {
-    let key = key?;
-    let stat = event.stats().iter().find(|s| s.key == key)?;
-    match stat.value {
-        StatValue::Str(text) => Some(event.store().text(text)),
-        StatValue::Ref(k) => Some(plane.stat_name(k)),
-        _ => None,
-    }
+    plane.str_value(event.store(), event.own_stat(key?)?)
 }
 
 fn collect_flow_ends(ends: &mut FlowEnds, keys: &PlaneKeys, event: &Event<'_>, on_device: bool, at: EventRef) {
@@ -356,16 +351,14 @@ pub fn event_args(host: &Host, at: ModelRef) -> Option<Vec<(String, String)>> {
             None => args.push((name.to_string(), value)),
         }
     };
-    if let Some(metadata) = plane.metadata_of(&event) {
-        if !metadata.display_name.is_empty() && metadata.display_name != metadata.name {
-            put("long_name", metadata.name.clone());
-        }
-        for stat in plane.metadata_stats_of(metadata) {
-            put(plane.stat_name(stat.key), plane.format_value(&plane.metadata_stats, stat.value));
-        }
+    if let Some(metadata) = plane.metadata_of(&event)
+        && !metadata.display_name.is_empty()
+        && metadata.display_name != metadata.name
+    {
+        put("long_name", metadata.name.clone());
     }
-    for stat in event.stats() {
-        put(plane.stat_name(stat.key), plane.format_value(event.store(), stat.value));
+    for (stat, store) in event.stats_with_metadata(plane) {
+        put(plane.stat_name(stat.key), plane.format_value(store, stat.value));
     }
     Some(args)
 }

@@ -238,14 +238,14 @@ mod tests {
         let stat = |line: &Line, event: usize, key: &str| {
             let k = plane.find_stat_key(key).unwrap();
             let e = line.event(event).unwrap();
-            e.stats().iter().find(|s| s.key == k).map(|s| plane.format_value(e.store(), s.value))
+            e.stat_and_store(plane, k).map(|(value, store)| plane.format_value(store, value))
         };
         assert_eq!(stat(main, 0, "step_num").as_deref(), Some("4"));
         assert_eq!(stat(main, 0, "_r").as_deref(), Some("1"));
         let loader = &plane.lines[1];
         let value = |key: &str| {
             let k = plane.find_stat_key(key).unwrap();
-            loader.event(0).unwrap().stats().iter().find(|s| s.key == k).unwrap().value
+            loader.event(0).unwrap().stat(plane, k).unwrap()
         };
         assert_eq!(value("bytes"), StatValue::Uint(1 << 40));
         assert_eq!(value("loss"), StatValue::Double(0.25));

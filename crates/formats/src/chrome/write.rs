@@ -176,12 +176,7 @@ impl EventKinds {
         let cat_key = plane.find_stat_key(CAT_STAT);
         let ph_key = plane.find_stat_key(PH_STAT);
         let text_of = |meta, key: Option<u32>| {
-            let key = key?;
-            plane
-                .metadata_stats_of(meta)
-                .iter()
-                .find(|s| s.key == key)
-                .map(|s| plane.format_value(&plane.metadata_stats, s.value))
+            plane.metadata_stat(meta, key?).map(|value| plane.format_value(&plane.metadata_stats, value))
         };
         let mut ph = Vec::new();
         let mut cat = Vec::new();
@@ -409,11 +404,11 @@ fn write_xspace_line(
     is_device: bool,
 ) -> io::Result<()> {
     for event in line.iter() {
-        let meta = plane.event_metadata.get(event.metadata_index() as usize);
+        let meta = plane.metadata_of(&event);
         let long_name = meta.map_or("", |m| m.name.as_str());
-        let step_name = ctx.step_name.and_then(|k| event.stats().iter().find(|s| s.key == k));
+        let step_name = ctx.step_name.and_then(|key| event.own_stat(key));
         let shown = match (step_name, meta) {
-            (Some(s), _) => plane.format_value(&line.stats, s.value),
+            (Some(value), _) => plane.format_value(&line.stats, value),
             (None, Some(m)) if !m.display_name.is_empty() => m.display_name.clone(),
             _ => long_name.to_string(),
         };
@@ -443,13 +438,8 @@ fn write_xspace_line(
             arg(em, "num_occurrences");
             em.buf.push_str(&n.to_string());
         }
-        let metadata_stats = meta.map_or(&[][..], |m| plane.metadata_stats_of(m));
-        let sources = metadata_stats
-            .iter()
-            .map(|s| (s, &plane.metadata_stats))
-            .chain(event.stats().iter().map(|s| (s, &line.stats)));
         let mut correlation = None;
-        for (stat, store) in sources {
+        for (stat, store) in event.stats_with_metadata(plane) {
             if ctx.internal.get(stat.key as usize).copied().unwrap_or(false) {
                 continue;
             }
