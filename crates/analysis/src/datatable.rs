@@ -20,6 +20,15 @@ impl DataTable {
         DataTable::default()
     }
 
+    /// A table with these columns declared, each as `(id, label, gviz type)`.
+    pub fn with_columns(columns: &[(&str, &str, &str)]) -> DataTable {
+        let mut table = DataTable::new();
+        for (id, label, kind) in columns {
+            table.column(id, label, kind);
+        }
+        table
+    }
+
     /// Declares a column: id, label and gviz type (`string`, `number`, `boolean`).
     pub fn column(&mut self, id: &str, label: &str, kind: &str) -> &mut DataTable {
         self.cols.push(json!({"id": id, "label": label, "type": kind}));

@@ -177,6 +177,18 @@ fn format_percent(value: f64) -> String {
     if value >= 0.0 { format!("{value:.1}%") } else { "unknown".into() }
 }
 
+/// XProf's `inference_latency` table: its columns only (training profiles have no
+/// latency percentiles).
+fn inference_latency_table() -> DataTable {
+    DataTable::with_columns(&[
+        ("percentile", "percentile", "string"),
+        ("hostTimeMs", "Host time (in ms)", "number"),
+        ("deviceTimeMs", "Device time (in ms)", "number"),
+        ("communicationTimeMs", "Host-device communication time (in ms)", "number"),
+        ("totalTimeMs", "Total latency (in ms)", "number"),
+    ])
+}
+
 impl Overview {
     fn hardware_name(&self) -> &str {
         &self.steps.hardware_type
@@ -185,6 +197,19 @@ impl Overview {
     /// XProf's `overview_page` JSON: `[analysis, steptime, run_environment,
     /// recommendation, inference_latency, {}, diagnostics]`.
     pub fn to_xprof_json(&self) -> Value {
+        json!([
+            self.analysis_table().to_json(),
+            self.steps.step_time_table(),
+            self.run_environment_table().to_json(),
+            self.recommendation_table().to_json(),
+            inference_latency_table().to_json(),
+            {},
+            self.steps.diagnostics_table()
+        ])
+    }
+
+    /// XProf's `analysis` table: the top ops and the summary percentages.
+    fn analysis_table(&self) -> DataTable {
         // XProf renders GPU profiles with its generic table (TensorCore columns,
         // precision), everything else with the TPU-style table (duty cycle, roofline).
         let on_gpu = self.run_environment.device_type.contains("GPU");
@@ -240,7 +265,11 @@ impl Overview {
         analysis.property("device_op_time_eager_percent", format_percent(self.device_op_time_eager_percent));
         analysis.property("remark_text", "");
         analysis.property("remark_color", "");
+        analysis
+    }
 
+    /// XProf's `run_environment` table: hosts, tasks and devices.
+    fn run_environment_table(&self) -> DataTable {
         let env = &self.run_environment;
         let mut run_env = DataTable::new();
         for id in ["host_id", "command_line", "start_time", "bns_address"] {
@@ -257,7 +286,11 @@ impl Overview {
         run_env.property("device_type", env.device_type.clone());
         run_env.property("device_core_count", env.device_core_count.to_string());
         run_env.property("is_training", env.is_training.to_string());
+        run_env
+    }
 
+    /// XProf's `recommendation` table: the next-step tips and the bottleneck statements.
+    fn recommendation_table(&self) -> DataTable {
         let b = &self.steps.bottleneck;
         let mut recommendation = DataTable::new();
         for id in ["tip_type", "link", "description"] {
@@ -291,30 +324,28 @@ impl Overview {
             _ => "",
         };
         recommendation.property("non_bottleneck_tip_types", non_bottleneck);
-
-        let mut latency = DataTable::new();
-        for (id, label, kind) in [
-            ("percentile", "percentile", "string"),
-            ("hostTimeMs", "Host time (in ms)", "number"),
-            ("deviceTimeMs", "Device time (in ms)", "number"),
-            ("communicationTimeMs", "Host-device communication time (in ms)", "number"),
-            ("totalTimeMs", "Total latency (in ms)", "number"),
-        ] {
-            latency.column(id, label, kind);
-        }
-        json!([
-            analysis.to_json(),
-            self.steps.step_time_table(),
-            run_env.to_json(),
-            recommendation.to_json(),
-            latency.to_json(),
-            {},
-            self.steps.diagnostics_table()
-        ])
+        recommendation
     }
 
     /// The overview laid out for people.
     pub fn report(&self) -> Report {
+        let s = &self.steps;
+        let next = Section::new("Recommendation for next step").note(strip_html(&s.summary_next_step));
+        Report {
+            tool: "overview_page".into(),
+            sections: vec![
+                self.summary_section(),
+                step_section(s),
+                self.top_ops_section(),
+                self.run_environment_section(),
+                next,
+            ],
+        }
+    }
+
+    /// The performance summary: step time, bottleneck statements, warnings, device
+    /// compute precision and the average time per step-time category.
+    fn summary_section(&self) -> Section {
         let s = &self.steps;
         let mut summary = Section::new("Performance summary")
             .note(format!(
@@ -335,6 +366,17 @@ impl Overview {
         for warning in &s.warnings {
             summary = summary.note(warning.clone());
         }
+        summary
+            .note(format!(
+                "Device compute precision: {:.1}% 16-bit, {:.1}% 32-bit.",
+                self.device_compute_16bit_percent, self.device_compute_32bit_percent
+            ))
+            .with_table(self.category_averages_table())
+    }
+
+    /// Average and standard deviation of each step-time category (ms).
+    fn category_averages_table(&self) -> Table {
+        let s = &self.steps;
         let mut averages = Table::new(["Category", "Average (ms)", "Standard deviation (ms)"]);
         for (id, label) in [
             ("compileTimeMs", "Compilation"),
@@ -354,12 +396,11 @@ impl Overview {
                 Cell::num(summary.standard_deviation, 3),
             ]);
         }
-        let summary = summary
-            .note(format!(
-                "Device compute precision: {:.1}% 16-bit, {:.1}% 32-bit.",
-                self.device_compute_16bit_percent, self.device_compute_32bit_percent
-            ))
-            .with_table(averages);
+        averages
+    }
+
+    /// The top 10 ops (device ops, or host ops on CPU-only profiles).
+    fn top_ops_section(&self) -> Section {
         // GPU device ops also show their FLOP rate and TensorCore use, as XProf's table.
         let gpu_columns = self.top_ops_on_device && self.run_environment.device_type.contains("GPU");
         let mut columns = vec!["Self time (%)", "Cumulative (%)", "Type", "Operation"];
@@ -386,18 +427,18 @@ impl Overview {
         }
         let title =
             if self.top_ops_on_device { "Top 10 device ops" } else { "Top 10 host ops (no device in this profile)" };
+        Section::new(title).with_table(ops)
+    }
+
+    /// Hosts, device type and device cores.
+    fn run_environment_section(&self) -> Section {
         let env = &self.run_environment;
-        let env_section = Section::new("Run environment").note(format!(
+        Section::new("Run environment").note(format!(
             "{} host(s): {}; device type {}; {} device core(s).",
             env.hosts.len(),
             env.hosts.join(", "),
             env.device_type,
             env.device_core_count
-        ));
-        let next = Section::new("Recommendation for next step").note(strip_html(&s.summary_next_step));
-        Report {
-            tool: "overview_page".into(),
-            sections: vec![summary, step_section(s), Section::new(title).with_table(ops), env_section, next],
-        }
+        ))
     }
 }
