@@ -13,12 +13,12 @@
 
 use std::collections::BTreeMap;
 
-use mlprof_model::{Host, names};
+use mlprof_model::{Event, Host, Plane, names};
 use serde::Serialize;
 
 use super::Summary;
 use crate::kineto::{self, Category, CopyDirection};
-use crate::profiler_steps;
+use crate::profiler_steps::{self, ProfilerStep};
 use crate::xstats;
 
 use mlprof_model::time::PS_PER_MS_F64;
@@ -134,68 +134,16 @@ pub struct DataLoaderAnalysis {
 /// The DataLoader analysis of the Kineto hosts among `hosts`; `None` when none is a
 /// Kineto host with `ProfilerStep#N` steps.
 pub fn analyze(hosts: &[&Host]) -> Option<DataLoaderAnalysis> {
-    let mut result = DataLoaderAnalysis::default();
-    let mut calls_ms: Vec<f64> = Vec::new();
-    let mut stage_ps: BTreeMap<Stage, i64> = BTreeMap::new();
-    let mut total_wait_ps = 0i64;
-    let mut step_count = 0usize;
-    let (mut pageable, mut pageable_ps, mut pinned) = (0u64, 0i64, 0u64);
+    let mut gathered = Gathered::default();
     for host in hosts.iter().filter(|h| kineto::is_kineto(h)) {
         let steps = profiler_steps::find(host);
         if steps.is_empty() {
             continue;
         }
-        step_count += steps.len();
-        let mut per_step: Vec<(u64, i64)> = vec![(0, 0); steps.len()];
-        if let Some(plane) = host.plane(names::HOST_PLANE) {
-            let categories = kineto::categories(plane);
-            for line in &plane.lines {
-                // Lines keep the file's order: sort by start (outer events first).
-                let mut events: Vec<_> = line.iter().collect();
-                events.sort_by_key(|e| (e.start_ps(), std::cmp::Reverse(e.end_ps())));
-                for (i, event) in events.iter().enumerate() {
-                    let name = xstats::event_name(plane, event);
-                    if kineto::category_of(&categories, event) != Category::UserAnnotation
-                        || !kineto::is_dataloader_next(name)
-                    {
-                        continue;
-                    }
-                    let iterator = name.rsplit('#').next().unwrap_or(name).trim_end_matches(".__next__");
-                    if !result.iterators.iter().any(|known| known == iterator) {
-                        result.iterators.push(iterator.to_string());
-                    }
-                    result.multiprocess |= kineto::is_multiprocess_dataloader(name);
-                    let (begin, end) = (event.start_ps(), event.end_ps());
-                    result.calls += 1;
-                    calls_ms.push((end - begin) as f64 / PS_PER_MS_F64);
-                    total_wait_ps += end - begin;
-                    if let Some(step) = profiler_steps::step_at(&steps, begin) {
-                        per_step[step].0 += 1;
-                        per_step[step].1 += end - begin;
-                    }
-                    let mut covered = 0;
-                    // Outermost event of each stage among those nested in this call.
-                    let mut stage_end: BTreeMap<Stage, i64> = BTreeMap::new();
-                    for nested in events[i + 1..].iter().take_while(|e| e.start_ps() < end) {
-                        let Some(stage) =
-                            Stage::of(kineto::category_of(&categories, nested), xstats::event_name(plane, nested))
-                        else {
-                            continue;
-                        };
-                        if stage_end.get(&stage).is_some_and(|&open| nested.start_ps() < open) {
-                            continue;
-                        }
-                        let nested_end = nested.end_ps().min(end);
-                        stage_end.insert(stage, nested_end);
-                        *stage_ps.entry(stage).or_default() += nested_end - nested.start_ps();
-                        covered += nested_end - nested.start_ps();
-                    }
-                    *stage_ps.entry(Stage::Other).or_default() += (end - begin - covered).max(0);
-                }
-            }
-        }
+        gathered.step_count += steps.len();
+        let per_step = gathered.add_next_calls(host, &steps);
         for (step, (calls, wait_ps)) in steps.iter().zip(per_step) {
-            result.steps.push(DataLoaderStep {
+            gathered.result.steps.push(DataLoaderStep {
                 host: host.name.clone(),
                 step_name: step.name.clone(),
                 step_time_ms: (step.end_ps - step.begin_ps) as f64 / PS_PER_MS_F64,
@@ -203,12 +151,104 @@ pub fn analyze(hosts: &[&Host]) -> Option<DataLoaderAnalysis> {
                 wait_ms: wait_ps as f64 / PS_PER_MS_F64,
             });
         }
+        gathered.add_h2d_copies(host, &steps);
+    }
+    if gathered.step_count == 0 {
+        return None;
+    }
+    Some(gathered.finish())
+}
+
+/// What the walk over the hosts collects before the statistics are taken.
+#[derive(Default)]
+struct Gathered {
+    /// The analysis so far: iterators, multiprocess, calls and steps filled.
+    result: DataLoaderAnalysis,
+    /// Every `__next__` call's time (ms).
+    calls_ms: Vec<f64>,
+    /// Time per stage over all calls (ps).
+    stage_ps: BTreeMap<Stage, i64>,
+    /// Time in all `__next__` calls (ps).
+    total_wait_ps: i64,
+    /// Steps over all hosts.
+    step_count: usize,
+    /// Host-to-device copies from pageable memory within steps.
+    pageable: u64,
+    /// Their time (ps).
+    pageable_ps: i64,
+    /// Host-to-device copies from pinned memory within steps.
+    pinned: u64,
+}
+
+impl Gathered {
+    /// Adds the `__next__` calls on `host`'s threads; returns the calls and their time
+    /// (ps) per step of `steps`.
+    fn add_next_calls(&mut self, host: &Host, steps: &[ProfilerStep]) -> Vec<(u64, i64)> {
+        let mut per_step: Vec<(u64, i64)> = vec![(0, 0); steps.len()];
+        let Some(plane) = host.plane(names::HOST_PLANE) else { return per_step };
+        let categories = kineto::categories(plane);
+        for line in &plane.lines {
+            // Lines keep the file's order: sort by start (outer events first).
+            let mut events: Vec<_> = line.iter().collect();
+            events.sort_by_key(|e| (e.start_ps(), std::cmp::Reverse(e.end_ps())));
+            for (i, event) in events.iter().enumerate() {
+                let name = xstats::event_name(plane, event);
+                if kineto::category_of(&categories, event) != Category::UserAnnotation
+                    || !kineto::is_dataloader_next(name)
+                {
+                    continue;
+                }
+                let iterator = name.rsplit('#').next().unwrap_or(name).trim_end_matches(".__next__");
+                if !self.result.iterators.iter().any(|known| known == iterator) {
+                    self.result.iterators.push(iterator.to_string());
+                }
+                self.result.multiprocess |= kineto::is_multiprocess_dataloader(name);
+                let (begin, end) = (event.start_ps(), event.end_ps());
+                self.result.calls += 1;
+                self.calls_ms.push((end - begin) as f64 / PS_PER_MS_F64);
+                self.total_wait_ps += end - begin;
+                if let Some(step) = profiler_steps::step_at(steps, begin) {
+                    per_step[step].0 += 1;
+                    per_step[step].1 += end - begin;
+                }
+                self.add_stages(plane, &categories, event, &events[i + 1..]);
+            }
+        }
+        per_step
+    }
+
+    /// Splits the time of the `__next__` call `call` into stages, from the outermost
+    /// event of each stage among those nested in it (`later`: the events that start
+    /// after it on its thread, by start); what no stage covers is [`Stage::Other`].
+    fn add_stages(&mut self, plane: &Plane, categories: &[Category], call: &Event<'_>, later: &[Event<'_>]) {
+        let (begin, end) = (call.start_ps(), call.end_ps());
+        let mut covered = 0;
+        let mut stage_end: BTreeMap<Stage, i64> = BTreeMap::new();
+        for nested in later.iter().take_while(|e| e.start_ps() < end) {
+            let Some(stage) = Stage::of(kineto::category_of(categories, nested), xstats::event_name(plane, nested))
+            else {
+                continue;
+            };
+            if stage_end.get(&stage).is_some_and(|&open| nested.start_ps() < open) {
+                continue;
+            }
+            let nested_end = nested.end_ps().min(end);
+            stage_end.insert(stage, nested_end);
+            *self.stage_ps.entry(stage).or_default() += nested_end - nested.start_ps();
+            covered += nested_end - nested.start_ps();
+        }
+        *self.stage_ps.entry(Stage::Other).or_default() += (end - begin - covered).max(0);
+    }
+
+    /// Counts the host-to-device copies within `steps` on `host`'s GPUs, from pageable
+    /// and from pinned memory.
+    fn add_h2d_copies(&mut self, host: &Host, steps: &[ProfilerStep]) {
         for plane in host.planes.iter().filter(|p| p.is_gpu()) {
             let categories = kineto::categories(plane);
             for line in &plane.lines {
                 for event in line.iter() {
                     if kineto::category_of(&categories, &event) != Category::GpuMemcpy
-                        || profiler_steps::step_at(&steps, event.start_ps()).is_none()
+                        || profiler_steps::step_at(steps, event.start_ps()).is_none()
                     {
                         continue;
                     }
@@ -217,38 +257,42 @@ pub fn analyze(hosts: &[&Host]) -> Option<DataLoaderAnalysis> {
                         continue;
                     }
                     if copy.is_pageable() {
-                        pageable += 1;
-                        pageable_ps += event.duration_ps();
+                        self.pageable += 1;
+                        self.pageable_ps += event.duration_ps();
                     } else if copy.source == kineto::MemoryKind::Pinned {
-                        pinned += 1;
+                        self.pinned += 1;
                     }
                 }
             }
         }
     }
-    if step_count == 0 {
-        return None;
+
+    /// The analysis: statistics of the waits and calls, stage shares and copies per
+    /// step (`step_count` > 0).
+    fn finish(mut self) -> DataLoaderAnalysis {
+        let mut result = self.result;
+        let waits: Vec<f64> = result.steps.iter().map(|s| s.wait_ms).collect();
+        result.wait_per_step_ms = Summary::of(&waits);
+        result.call_ms = Summary::of(&self.calls_ms);
+        self.calls_ms.sort_by(f64::total_cmp);
+        result.median_call_ms = self.calls_ms.get(self.calls_ms.len() / 2).copied().unwrap_or(0.0);
+        let total_ms = self.total_wait_ps as f64 / PS_PER_MS_F64;
+        result.stages = self
+            .stage_ps
+            .into_iter()
+            .filter(|(_, ps)| *ps > 0)
+            .map(|(stage, ps)| {
+                let time_ms = ps as f64 / PS_PER_MS_F64;
+                StageTime { stage, time_ms, percent: if total_ms > 0.0 { 100.0 * time_ms / total_ms } else { 0.0 } }
+            })
+            .collect();
+        result.stages.sort_by(|a, b| b.time_ms.total_cmp(&a.time_ms).then(a.stage.cmp(&b.stage)));
+        let steps = self.step_count as f64;
+        result.pageable_h2d_copies_per_step = self.pageable as f64 / steps;
+        result.pageable_h2d_ms_per_step = self.pageable_ps as f64 / PS_PER_MS_F64 / steps;
+        result.pinned_h2d_copies_per_step = self.pinned as f64 / steps;
+        result
     }
-    let waits: Vec<f64> = result.steps.iter().map(|s| s.wait_ms).collect();
-    result.wait_per_step_ms = Summary::of(&waits);
-    result.call_ms = Summary::of(&calls_ms);
-    calls_ms.sort_by(f64::total_cmp);
-    result.median_call_ms = calls_ms.get(calls_ms.len() / 2).copied().unwrap_or(0.0);
-    let total_ms = total_wait_ps as f64 / PS_PER_MS_F64;
-    result.stages = stage_ps
-        .into_iter()
-        .filter(|(_, ps)| *ps > 0)
-        .map(|(stage, ps)| {
-            let time_ms = ps as f64 / PS_PER_MS_F64;
-            StageTime { stage, time_ms, percent: if total_ms > 0.0 { 100.0 * time_ms / total_ms } else { 0.0 } }
-        })
-        .collect();
-    result.stages.sort_by(|a, b| b.time_ms.total_cmp(&a.time_ms).then(a.stage.cmp(&b.stage)));
-    let steps = step_count as f64;
-    result.pageable_h2d_copies_per_step = pageable as f64 / steps;
-    result.pageable_h2d_ms_per_step = pageable_ps as f64 / PS_PER_MS_F64 / steps;
-    result.pinned_h2d_copies_per_step = pinned as f64 / steps;
-    Some(result)
 }
 
 impl DataLoaderAnalysis {
