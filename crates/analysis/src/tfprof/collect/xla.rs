@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use mlprof_model::{Plane, names};
+use mlprof_model::{Event, Line, Plane, names};
 
 use super::super::nesting::nest;
 use super::super::profile::{OpRecord, OpSource, Profile, ROOT_PATH};
@@ -42,11 +42,9 @@ pub(super) fn collect(profile: &mut Profile, context: &HostContext<'_>) {
     if !host.planes.iter().any(|plane| plane.find_stat_key(STATS[0]).is_some()) {
         return;
     }
-    let modules = HloModules::of_host(host);
-    let mut cache: HashMap<(Option<usize>, String, String), Named> = HashMap::new();
-    let mut used: BTreeSet<(usize, u32, u32)> = BTreeSet::new();
-    let mut unnamed = 0usize;
-    for (plane_index, plane) in host.planes.iter().enumerate() {
+    let mut xla =
+        Collector { modules: HloModules::of_host(host), cache: HashMap::new(), used: BTreeSet::new(), unnamed: 0 };
+    for (index, plane) in host.planes.iter().enumerate() {
         let is_host = plane.name == names::HOST_PLANE;
         if !is_host && !plane.name.starts_with(names::DEVICE_PLANE_PREFIX) {
             continue;
@@ -55,85 +53,144 @@ pub(super) fn collect(profile: &mut Profile, context: &HostContext<'_>) {
         if keys.key(0).is_none() {
             continue;
         }
-        let device = context.device(profile, plane_index);
-        for (line_index, line) in plane.lines.iter().enumerate() {
-            let ops: Vec<usize> =
-                line.iter().filter(|event| is_xla_op(plane, &keys, event, is_host)).map(|e| e.index()).collect();
-            if ops.is_empty() {
-                continue;
-            }
-            let spans: Vec<(i64, i64)> =
-                ops.iter().map(|&i| line.event(i).map_or((0, 0), |e| (e.start_ps(), e.duration_ps().max(0)))).collect();
-            let mut children_ps = vec![0i64; ops.len()];
-            if is_host {
-                let nesting = nest(&spans);
-                for (at, parent) in nesting.parent.iter().enumerate() {
-                    if let Some(parent) = parent {
-                        children_ps[*parent] = children_ps[*parent].saturating_add(spans[at].1);
-                    }
-                }
-            }
-            let track = context.track(profile, plane_index, line_index);
-            for (at, &event_index) in ops.iter().enumerate() {
-                let Some(event) = line.event(event_index) else { continue };
-                let hlo_op = xstats::event_str(plane, &event, keys.key(0)).unwrap_or("");
-                let module_name = xstats::event_str(plane, &event, keys.key(1));
-                let program = xstats::event_int(plane, &event, keys.key(2));
-                let module_index = modules.find(program, module_name);
-                let module = module_index.and_then(|m| modules.module(m));
-                let module_label = module.map_or_else(|| module_name.unwrap_or("").to_string(), |m| m.name.clone());
-                let instruction = module.and_then(|m| m.instruction(hlo_op));
-                if instruction.is_none() {
-                    unnamed += 1;
-                }
-                let key = (module_index, module_label.clone(), hlo_op.to_string());
-                let named = match cache.get(&key) {
-                    Some(named) => *named,
-                    None => {
-                        let named = name_op(profile, module, instruction, &module_label, hlo_op);
-                        cache.insert(key, named);
-                        named
-                    }
-                };
-                if let Some(m) = module_index {
-                    used.insert((m, device, track));
-                }
-                profile.kinds.insert(OpSource::Xla);
-                let (start_ps, duration_ps) = spans[at];
-                let own_ps = duration_ps.saturating_sub(children_ps[at]);
-                profile.records.push(OpRecord {
-                    node: named.node,
-                    op_type: named.op_type,
-                    scope: named.scope,
-                    code: named.code,
-                    device,
-                    track,
-                    start_ps,
-                    duration_ps,
-                    step: context.steps.step(context.groups, plane_index, line_index, event_index),
-                    runs: 1,
-                    cpu_ps: if is_host { own_ps } else { 0 },
-                    accelerator_ps: if is_host { 0 } else { duration_ps },
-                    output_bytes: named.output_bytes,
-                    float_ops: flops_of(plane, keys.key(4), &event),
-                    input_shapes: named.input_shapes,
-                    ..OpRecord::default()
-                });
-            }
+        let device = context.device(profile, index);
+        let plane = XlaPlane { index, plane, keys, is_host, device };
+        for (line_index, line) in plane.plane.lines.iter().enumerate() {
+            xla.collect_line(profile, context, &plane, line_index, line);
         }
     }
-    add_parameters(profile, &modules, &used);
-    if unnamed > 0 {
-        let why = if modules.is_empty() { "the profile holds no HLO programs" } else { "their HLO programs lack them" };
+    add_parameters(profile, &xla.modules, &xla.used);
+    if xla.unnamed > 0 {
+        let why =
+            if xla.modules.is_empty() { "the profile holds no HLO programs" } else { "their HLO programs lack them" };
         profile.notes.push(format!(
-            "{unnamed} XLA op events could not be named ({why}): they are shown as `<module>/<instruction>`."
+            "{} XLA op events could not be named ({why}): they are shown as `<module>/<instruction>`.",
+            xla.unnamed
         ));
     }
 }
 
+/// A plane that holds XLA ops: the host plane or a device plane with `hlo_op` stats.
+struct XlaPlane<'a> {
+    /// Its index in the host.
+    index: usize,
+    /// The plane.
+    plane: &'a Plane,
+    /// Its keys of [`STATS`].
+    keys: StatKeys<5>,
+    /// Whether it is the host plane (ops nest and count self time) or a device plane.
+    is_host: bool,
+    /// The plane's device string.
+    device: u32,
+}
+
+/// The state of collecting one host's XLA ops.
+struct Collector {
+    /// The host's HLO programs.
+    modules: HloModules,
+    /// What each `(module, module label, hlo_op)` contributes, computed once.
+    cache: HashMap<(Option<usize>, String, String), Named>,
+    /// The programs that ran, with the device and track of (one of) their ops.
+    used: BTreeSet<(usize, u32, u32)>,
+    /// Op events whose instruction the programs lack.
+    unnamed: usize,
+}
+
+impl Collector {
+    /// Adds one record per XLA op of `line`.
+    fn collect_line(
+        &mut self,
+        profile: &mut Profile,
+        context: &HostContext<'_>,
+        plane: &XlaPlane<'_>,
+        line_index: usize,
+        line: &Line,
+    ) {
+        let ops: Vec<usize> = line
+            .iter()
+            .filter(|event| is_xla_op(plane.plane, &plane.keys, event, plane.is_host))
+            .map(|e| e.index())
+            .collect();
+        if ops.is_empty() {
+            return;
+        }
+        let spans: Vec<(i64, i64)> =
+            ops.iter().map(|&i| line.event(i).map_or((0, 0), |e| (e.start_ps(), e.duration_ps().max(0)))).collect();
+        let children_ps = if plane.is_host { children_ps(&spans) } else { vec![0i64; ops.len()] };
+        let track = context.track(profile, plane.index, line_index);
+        for (at, &event_index) in ops.iter().enumerate() {
+            let Some(event) = line.event(event_index) else { continue };
+            let named = self.name(profile, plane, &event, track);
+            profile.kinds.insert(OpSource::Xla);
+            let (start_ps, duration_ps) = spans[at];
+            let own_ps = duration_ps.saturating_sub(children_ps[at]);
+            profile.records.push(OpRecord {
+                node: named.node,
+                op_type: named.op_type,
+                scope: named.scope,
+                code: named.code,
+                device: plane.device,
+                track,
+                start_ps,
+                duration_ps,
+                step: context.steps.step(context.groups, plane.index, line_index, event_index),
+                runs: 1,
+                cpu_ps: if plane.is_host { own_ps } else { 0 },
+                accelerator_ps: if plane.is_host { 0 } else { duration_ps },
+                output_bytes: named.output_bytes,
+                float_ops: flops_of(plane.plane, plane.keys.key(4), &event),
+                input_shapes: named.input_shapes,
+                ..OpRecord::default()
+            });
+        }
+    }
+
+    /// What the XLA op `event` on `track` contributes to its record: its instruction
+    /// found in the host's programs (counted as unnamed when missing), named once per
+    /// instruction; marks its program as used.
+    fn name(&mut self, profile: &mut Profile, plane: &XlaPlane<'_>, event: &Event<'_>, track: u32) -> Named {
+        let hlo_op = xstats::event_str(plane.plane, event, plane.keys.key(0)).unwrap_or("");
+        let module_name = xstats::event_str(plane.plane, event, plane.keys.key(1));
+        let program = xstats::event_int(plane.plane, event, plane.keys.key(2));
+        let module_index = self.modules.find(program, module_name);
+        let module = module_index.and_then(|m| self.modules.module(m));
+        let module_label = module.map_or_else(|| module_name.unwrap_or("").to_string(), |m| m.name.clone());
+        let instruction = module.and_then(|m| m.instruction(hlo_op));
+        if instruction.is_none() {
+            self.unnamed += 1;
+        }
+        let key = (module_index, module_label.clone(), hlo_op.to_string());
+        let named = match self.cache.get(&key) {
+            Some(named) => *named,
+            None => {
+                let named = name_op(profile, module, instruction, &module_label, hlo_op);
+                self.cache.insert(key, named);
+                named
+            }
+        };
+        if let Some(m) = module_index {
+            self.used.insert((m, plane.device, track));
+        }
+        named
+    }
+}
+
+/// The time (ps) of each span's direct children, host-thread spans `(start,
+/// duration)` nested by start time.
+fn children_ps(spans: &[(i64, i64)]) -> Vec<i64> {
+    let mut children_ps = vec![0i64; spans.len()];
+    let nesting = nest(spans);
+    for (at, parent) in nesting.parent.iter().enumerate() {
+        if let Some(parent) = parent {
+            children_ps[*parent] = children_ps[*parent].saturating_add(spans[at].1);
+        }
+    }
+    children_ps
+}
+
 /// Whether `event` is an XLA op tfprof reads here: it has an `hlo_op` stat and is not
 /// already a TensorFlow op of the host database (a `name:Type` event or one with `tf_op`).
-fn is_xla_op(plane: &Plane, keys: &StatKeys<5>, event: &mlprof_model::Event<'_>, is_host: bool) -> bool {
+fn is_xla_op(plane: &Plane, keys: &StatKeys<5>, event: &Event<'_>, is_host: bool) -> bool {
     if xstats::event_str(plane, event, keys.key(0)).is_none_or(str::is_empty) {
         return false;
     }
