@@ -82,6 +82,15 @@ impl TfDataAnalysis {
     /// The legacy converter's JSON: `[iterator graph, pipeline statistics, bottleneck
     /// analysis]`, the last with properties `is_input_bound` and `summary_message`.
     pub fn to_xprof_json(&self) -> Value {
+        Value::Array(vec![
+            self.iterator_graph_json(),
+            self.statistics_table().to_json(),
+            self.bottleneck_table().to_json(),
+        ])
+    }
+
+    /// The iterator graph table: every iterator of every call, with its tooltip.
+    fn iterator_graph_json(&self) -> Value {
         let mut graph = DataTable::new();
         graph
             .column("host", "Host", "string")
@@ -124,7 +133,11 @@ impl TfDataAnalysis {
         }
         let mut graph = graph.to_json();
         graph["rows"] = Value::Array(graph_rows);
+        graph
+    }
 
+    /// The pipeline statistics table: latencies and calls per pipeline.
+    fn statistics_table(&self) -> DataTable {
         let mut summary = DataTable::new();
         summary
             .column("host", "Host", "string")
@@ -147,7 +160,12 @@ impl TfDataAnalysis {
                 ]);
             }
         }
+        summary
+    }
 
+    /// The bottleneck analysis table, with the `is_input_bound` and `summary_message`
+    /// properties.
+    fn bottleneck_table(&self) -> DataTable {
         let mut bottleneck = DataTable::new();
         bottleneck
             .column("host", "Host", "string")
@@ -172,19 +190,23 @@ impl TfDataAnalysis {
         }
         bottleneck.property("is_input_bound", if self.is_input_bound { "true" } else { "false" });
         bottleneck.property("summary_message", self.summary.clone());
-        Value::Array(vec![graph, summary.to_json(), bottleneck.to_json()])
+        bottleneck
     }
 
     /// The analysis for people: verdict, bottlenecks (main table), pipeline statistics,
     /// and the iterator tree of each pipeline's slowest call with its critical path.
     pub fn report(&self) -> Report {
-        let mut sections = Vec::new();
         let mut verdict = Section::new("tf.data summary").note(self.summary.clone());
         if self.is_input_bound {
             verdict = verdict.note("Input bound: yes (a tf.data call took longer than 50 us).");
         }
-        sections.push(verdict);
+        let sections =
+            vec![verdict, self.bottlenecks_section(), self.pipelines_section(), self.iterator_graph_section()];
+        Report { tool: "tf_data_bottleneck_analysis".to_string(), sections }
+    }
 
+    /// The bottleneck of each pipeline's slowest call (the main table).
+    fn bottlenecks_section(&self) -> Section {
         let mut table = Table::new([
             "Host",
             "Input pipeline",
@@ -205,16 +227,17 @@ impl TfDataAnalysis {
                 Cell::text(html_to_text(&b.suggestion_html)),
             ]);
         }
-        sections.push(
-            Section::new("Bottlenecks")
-                .note(
-                    "The slowest call of each host input pipeline, slowest pipeline first; the bottleneck is the \
-                       iterator on the call's critical path with the largest self time.",
-                )
-                .with_table(table)
-                .main(),
-        );
+        Section::new("Bottlenecks")
+            .note(
+                "The slowest call of each host input pipeline, slowest pipeline first; the bottleneck is the \
+                   iterator on the call's critical path with the largest self time.",
+            )
+            .with_table(table)
+            .main()
+    }
 
+    /// Latencies and calls of every pipeline.
+    fn pipelines_section(&self) -> Section {
         let mut table = Table::new([
             "Host",
             "Input pipeline",
@@ -239,8 +262,11 @@ impl TfDataAnalysis {
                 ]);
             }
         }
-        sections.push(Section::new("Input pipelines").with_table(table));
+        Section::new("Input pipelines").with_table(table)
+    }
 
+    /// The iterator tree of each pipeline's slowest call.
+    fn iterator_graph_section(&self) -> Section {
         let mut table = Table::new([
             "Host",
             "Input pipeline",
@@ -257,15 +283,12 @@ impl TfDataAnalysis {
                 iterator_tree(&mut table, host, p, &metadata);
             }
         }
-        sections.push(
-            Section::new("Iterator graph")
-                .note(
-                    "The iterators of each pipeline's slowest call as a tree (children indented under their \
-                       parent iterator); the critical path is marked blocking, its largest self time bottleneck.",
-                )
-                .with_table(table),
-        );
-        Report { tool: "tf_data_bottleneck_analysis".to_string(), sections }
+        Section::new("Iterator graph")
+            .note(
+                "The iterators of each pipeline's slowest call as a tree (children indented under their \
+                   parent iterator); the critical path is marked blocking, its largest self time bottleneck.",
+            )
+            .with_table(table)
     }
 }
 
