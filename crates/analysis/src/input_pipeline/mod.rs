@@ -303,7 +303,17 @@ fn bottleneck(steps: &[StepBreakdown], tf_data_used: bool) -> Bottleneck {
         compute_percent: compute,
         ..Bottleneck::default()
     };
-    let mut all_other_reported = false;
+    let all_other_reported = classify_input(&mut b, input, all_other);
+    classify_collectives(&mut b, collectives);
+    classify_kernel_launch(&mut b, kernel_launch, tf_data_used);
+    classify_all_other(&mut b, all_other, all_other_reported);
+    b
+}
+
+/// Sets the input-bound classification and statement from the input and "all others"
+/// percentages of the step time; returns whether the statement already reports the
+/// "all others" time.
+fn classify_input(b: &mut Bottleneck, input: f64, all_other: f64) -> bool {
     if input >= 20.0 {
         b.input_classification = "host".into();
         b.input_statement = format!(
@@ -322,7 +332,7 @@ fn bottleneck(steps: &[StepBreakdown], tf_data_used: bool) -> Bottleneck {
             "Your program is POTENTIALLY input-bound because {}% of the total step time sampled is spent on 'All Others' time (which could be due to I/O or Python execution or both).",
             one_digit(all_other)
         );
-        all_other_reported = true;
+        return true;
     } else {
         b.input_classification = "device".into();
         b.input_statement = format!(
@@ -330,15 +340,22 @@ fn bottleneck(steps: &[StepBreakdown], tf_data_used: bool) -> Bottleneck {
             one_digit(input)
         );
     }
-    let level = |value: f64, moderate: f64, high: f64| {
-        if value >= high {
-            "high"
-        } else if value >= moderate {
-            "moderate"
-        } else {
-            "no"
-        }
-    };
+    false
+}
+
+/// `high`, `moderate` or `no`, as `value` reaches `high`, `moderate` or neither.
+fn level(value: f64, moderate: f64, high: f64) -> &'static str {
+    if value >= high {
+        "high"
+    } else if value >= moderate {
+        "moderate"
+    } else {
+        "no"
+    }
+}
+
+/// Sets the device-collectives classification and statement.
+fn classify_collectives(b: &mut Bottleneck, collectives: f64) {
     b.device_collectives_classification = level(collectives, 3.0, 15.0).into();
     if b.device_collectives_classification != "no" {
         b.device_collectives_statement = format!(
@@ -346,6 +363,11 @@ fn bottleneck(steps: &[StepBreakdown], tf_data_used: bool) -> Bottleneck {
             one_digit(collectives)
         );
     }
+}
+
+/// Sets the kernel-launch classification and statement (with the tf.data hint when
+/// tf.data is in use).
+fn classify_kernel_launch(b: &mut Bottleneck, kernel_launch: f64, tf_data_used: bool) {
     b.kernel_launch_classification = level(kernel_launch, 3.0, 15.0).into();
     if b.kernel_launch_classification != "no" {
         b.kernel_launch_statement =
@@ -354,6 +376,11 @@ fn bottleneck(steps: &[StepBreakdown], tf_data_used: bool) -> Bottleneck {
             b.kernel_launch_statement.push_str(" It could be due to CPU contention with tf.data. In this case, you may try to set the environment variable TF_GPU_THREAD_MODE=gpu_private.");
         }
     }
+}
+
+/// Sets the "all others" classification and statement, unless the input statement
+/// already reported that time.
+fn classify_all_other(b: &mut Bottleneck, all_other: f64, all_other_reported: bool) {
     b.all_other_classification = if all_other_reported { "no" } else { level(all_other, 3.0, 15.0) }.into();
     if b.all_other_classification != "no" {
         b.all_other_statement = format!(
@@ -361,7 +388,6 @@ fn bottleneck(steps: &[StepBreakdown], tf_data_used: bool) -> Bottleneck {
             one_digit(all_other)
         );
     }
-    b
 }
 
 fn tf_data_in_use(breakdown: &InputTimeBreakdown) -> bool {
