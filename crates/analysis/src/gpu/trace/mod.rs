@@ -291,7 +291,76 @@ impl Pass {
     /// only holds kept CPU rows already), and the trace duration.
     fn finish(self, events: &HostEvents<'_>, filtered: bool, cpu_rows: CpuRows) -> (Vec<Row>, i64) {
         let Pass { gpu, mut side, cpu_span, uncorrelated_cpu_kept, .. } = self;
-        // Correlations of GPU-side rows: the only ones a CPU row is read for.
+        let links = Links::new(events, &gpu, &mut side);
+        // How often HTA's inner merge with the kept CPU rows keeps each GPU op.
+        let in_rows = |found: &Found| found.stream || cpu_rows == CpuRows::Correlated;
+        let mut total = side.iter().filter(|found| in_rows(found)).count();
+        let copies = |correlation: i64, launches: usize| match (filtered, correlation) {
+            (false, _) => 1,
+            // A sync op without a correlation would pair with every CPU row; keep it once.
+            (true, -1) => usize::from(uncorrelated_cpu_kept),
+            (true, _) => launches,
+        };
+        let mut finger = 0;
+        for found in &gpu {
+            total += copies(found.correlation, links.launch_of(found.correlation, &mut finger).0);
+        }
+
+        let mut rows = Vec::with_capacity(total);
+        for found in &gpu {
+            let (count, start) = links.launch_of(found.correlation, &mut finger);
+            let copies = copies(found.correlation, count);
+            if copies == 0 {
+                continue;
+            }
+            if let Some(mut row) = events.read(found.at) {
+                row.linked_cpu_ts_ps = (count > 0).then_some(start);
+                rows.extend(std::iter::repeat_n(row, copies));
+            }
+        }
+        drop(gpu);
+        let duration_ps = duration_ps(events, &rows, cpu_span);
+        let mut finger = 0;
+        for side in side.into_iter().filter(in_rows) {
+            if let Some(mut row) = events.read(side.at) {
+                row.launches_gpu_op = links.launches_gpu_op(row.correlation, &mut finger);
+                rows.push(row);
+            }
+        }
+        (rows, duration_ps)
+    }
+}
+
+/// Latest row start minus earliest row start over the GPU ops' `rows` and the kept
+/// CPU rows' `cpu_span` (first and last start, unrounded); 0 when there is no row.
+fn duration_ps(events: &HostEvents<'_>, rows: &[Row], cpu_span: Option<(i64, i64)>) -> i64 {
+    let gpu_span = rows.iter().map(|row| row.ts_ps);
+    // The rounding never decreases: the first and last CPU starts stay first and last.
+    let cpu_span = cpu_span.map(|(first, last)| (events.rounded_start(first), events.rounded_start(last)));
+    let first = gpu_span.clone().min().into_iter().chain(cpu_span.map(|(first, _)| first)).min();
+    let last = gpu_span.max().into_iter().chain(cpu_span.map(|(_, last)| last)).max();
+    match (first, last) {
+        (Some(first), Some(last)) => last - first,
+        _ => 0,
+    }
+}
+
+/// The links between one rank's CPU rows and GPU-side rows, by correlation.
+struct Links {
+    /// Correlations of GPU-side rows: the only ones a CPU row is read for.
+    gpu_side: Correlations,
+    /// Per GPU-side correlation: how many kept CPU rows have it, and the latest one's
+    /// start.
+    launches: Vec<(usize, i64)>,
+    /// Per GPU-side correlation: whether a GPU op shares it (HTA's
+    /// `index_correlation`, computed before any filtering).
+    launched: Vec<bool>,
+}
+
+impl Links {
+    /// The links of the GPU ops `gpu` and the CPU rows `side`, from which it drops the
+    /// rows without a stream whose correlation no GPU-side row has.
+    fn new(events: &HostEvents<'_>, gpu: &[Found], side: &mut Vec<Found>) -> Links {
         let gpu_side = Correlations::new(
             gpu.iter()
                 .map(|found| found.correlation)
@@ -303,8 +372,6 @@ impl Pass {
         });
         side.shrink_to_fit();
 
-        // Per GPU-side correlation: how many kept CPU rows have it, and the latest
-        // one's start.
         let mut launches: Vec<(usize, i64)> = vec![(0, i64::MIN); gpu_side.len()];
         let mut finger = 0;
         for found in side.iter().filter(|found| found.correlation != -1) {
@@ -316,19 +383,9 @@ impl Pass {
                 *start = (*start).max(row.ts_ps);
             }
         }
-        let mut finger = 0;
-        let mut launch_of = |correlation: i64| {
-            let slot = if correlation == -1 { None } else { gpu_side.slot(correlation, &mut finger) };
-            slot.and_then(|slot| launches.get(slot)).copied().unwrap_or((0, i64::MIN))
-        };
-        // HTA's `index_correlation` (a GPU op shares the correlation), computed before
-        // any filtering; and how often HTA's inner merge with the kept CPU rows keeps
-        // each GPU op.
         let mut launched = vec![false; gpu_side.len()];
         let mut finger = 0;
-        let in_rows = |found: &Found| found.stream || cpu_rows == CpuRows::Correlated;
-        let mut total = side.iter().filter(|found| in_rows(found)).count();
-        for found in &gpu {
+        for found in gpu {
             if found.correlation != -1
                 && let Some(flag) =
                     gpu_side.slot(found.correlation, &mut finger).and_then(|slot| launched.get_mut(slot))
@@ -336,46 +393,19 @@ impl Pass {
                 *flag = true;
             }
         }
-        let copies = |correlation: i64, launches: usize| match (filtered, correlation) {
-            (false, _) => 1,
-            // A sync op without a correlation would pair with every CPU row; keep it once.
-            (true, -1) => usize::from(uncorrelated_cpu_kept),
-            (true, _) => launches,
-        };
-        for found in &gpu {
-            total += copies(found.correlation, launch_of(found.correlation).0);
-        }
+        Links { gpu_side, launches, launched }
+    }
 
-        let mut rows = Vec::with_capacity(total);
-        for found in &gpu {
-            let (count, start) = launch_of(found.correlation);
-            let copies = copies(found.correlation, count);
-            if copies == 0 {
-                continue;
-            }
-            if let Some(mut row) = events.read(found.at) {
-                row.linked_cpu_ts_ps = (count > 0).then_some(start);
-                rows.extend(std::iter::repeat_n(row, copies));
-            }
-        }
-        drop(gpu);
-        let gpu_span = rows.iter().map(|row| row.ts_ps);
-        // The rounding never decreases: the first and last CPU starts stay first and last.
-        let cpu_span = cpu_span.map(|(first, last)| (events.rounded_start(first), events.rounded_start(last)));
-        let first = gpu_span.clone().min().into_iter().chain(cpu_span.map(|(first, _)| first)).min();
-        let last = gpu_span.max().into_iter().chain(cpu_span.map(|(_, last)| last)).max();
-        let duration_ps = match (first, last) {
-            (Some(first), Some(last)) => last - first,
-            _ => 0,
-        };
-        let mut finger = 0;
-        for side in side.into_iter().filter(in_rows) {
-            if let Some(mut row) = events.read(side.at) {
-                let slot = if row.correlation == -1 { None } else { gpu_side.slot(row.correlation, &mut finger) };
-                row.launches_gpu_op = slot.and_then(|slot| launched.get(slot)).copied().unwrap_or(false);
-                rows.push(row);
-            }
-        }
-        (rows, duration_ps)
+    /// How many kept CPU rows have `correlation` and the latest one's start
+    /// (`(0, i64::MIN)` for none), searching from `finger`.
+    fn launch_of(&self, correlation: i64, finger: &mut usize) -> (usize, i64) {
+        let slot = if correlation == -1 { None } else { self.gpu_side.slot(correlation, finger) };
+        slot.and_then(|slot| self.launches.get(slot)).copied().unwrap_or((0, i64::MIN))
+    }
+
+    /// Whether a GPU op shares `correlation`, searching from `finger`.
+    fn launches_gpu_op(&self, correlation: i64, finger: &mut usize) -> bool {
+        let slot = if correlation == -1 { None } else { self.gpu_side.slot(correlation, finger) };
+        slot.and_then(|slot| self.launched.get(slot)).copied().unwrap_or(false)
     }
 }
