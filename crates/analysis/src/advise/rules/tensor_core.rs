@@ -49,15 +49,7 @@ pub fn check(results: &ToolResults) -> Outcome {
     let flagged: Vec<(usize, &KernelReport, Problem)> =
         kernels.iter().enumerate().filter_map(|(i, k)| problem(k).map(|p| (i, k, p))).collect();
     if flagged.is_empty() {
-        let eligible = kernels.iter().filter(|k| k.is_op_tensor_core_eligible).count();
-        let text = if eligible == 0 {
-            "no kernel group belongs to a TensorCore-eligible op; no NCHW kernels".to_string()
-        } else {
-            format!("all {eligible} kernel groups of TensorCore-eligible ops use TensorCores; no NCHW kernels")
-        };
-        return Outcome::Clear(
-            Evidence::new("kernel_stats", text).cite("count(kernels[].is_op_tensor_core_eligible)", eligible as f64),
-        );
+        return Outcome::Clear(clear_evidence(kernels));
     }
     let sum_ns = |kind: Problem| -> u64 {
         flagged.iter().filter(|(_, _, p)| *p == kind).map(|(_, k, _)| k.total_duration_ns).sum()
@@ -70,6 +62,42 @@ pub fn check(results: &ToolResults) -> Outcome {
         Some(ps) => Severity::by_share(results.step_share_percent(ps as f64 / 1e9), 5.0, 20.0),
         None => Severity::Low,
     };
+    let listed = flagged_evidence(&flagged, conversion_ns, other_ns);
+    let (layout_groups, math_groups) = (
+        flagged.iter().filter(|(_, k, _)| is_layout(k)).count(),
+        flagged.iter().filter(|(_, k, _)| misses_tensor_cores(k)).count(),
+    );
+    let mut finding = Finding::new(NAME, severity, title(layout_groups, math_groups))
+        .time_lost(
+            per_step_ps,
+            "per step: the layout conversions plus half of the non-TensorCore and NCHW kernel time (kernel_stats ÷ \
+             steps)",
+        )
+        .total(lost_ps.round() as i64)
+        .evidence(listed);
+    if layout_groups > 0 {
+        finding = finding.fixes([layout_fix(results.framework)]);
+    }
+    if math_groups > 0 {
+        finding = finding.fixes([math_fix(results.framework), MULTIPLES_OF_8]);
+    }
+    Outcome::Found(vec![finding])
+}
+
+/// The evidence that no kernel group is flagged: how many belong to eligible ops.
+fn clear_evidence(kernels: &[KernelReport]) -> Evidence {
+    let eligible = kernels.iter().filter(|k| k.is_op_tensor_core_eligible).count();
+    let text = if eligible == 0 {
+        "no kernel group belongs to a TensorCore-eligible op; no NCHW kernels".to_string()
+    } else {
+        format!("all {eligible} kernel groups of TensorCore-eligible ops use TensorCores; no NCHW kernels")
+    };
+    Evidence::new("kernel_stats", text).cite("count(kernels[].is_op_tensor_core_eligible)", eligible as f64)
+}
+
+/// The evidence of the flagged kernel groups (`(index, kernel, problem)`): their time
+/// by problem (`conversion_ns`, `other_ns`) and the first [`LISTED_KERNELS`] of them.
+fn flagged_evidence(flagged: &[(usize, &KernelReport, Problem)], conversion_ns: u64, other_ns: u64) -> Evidence {
     let mut listed = Evidence::new("kernel_stats", String::new());
     let mut lines = Vec::new();
     for (index, kernel, kind) in flagged.iter().take(LISTED_KERNELS) {
@@ -97,32 +125,19 @@ pub fn check(results: &ToolResults) -> Outcome {
         other_ns as f64 / 1e3,
         lines.join("; ")
     );
+    listed
+}
+
+/// The finding's title from the numbers of layout and non-TensorCore kernel groups.
+fn title(layout_groups: usize, math_groups: usize) -> String {
     let mut title = Vec::new();
-    let (layout_groups, math_groups) = (
-        flagged.iter().filter(|(_, k, _)| is_layout(k)).count(),
-        flagged.iter().filter(|(_, k, _)| misses_tensor_cores(k)).count(),
-    );
     if math_groups > 0 {
         title.push(format!("{math_groups} kernel groups of TensorCore-eligible ops ran without TensorCores"));
     }
     if layout_groups > 0 {
         title.push(format!("{layout_groups} kernel groups work on NCHW data or convert layouts"));
     }
-    let mut finding = Finding::new(NAME, severity, format!("TensorCores unused: {}", title.join("; ")))
-        .time_lost(
-            per_step_ps,
-            "per step: the layout conversions plus half of the non-TensorCore and NCHW kernel time (kernel_stats ÷ \
-             steps)",
-        )
-        .total(lost_ps.round() as i64)
-        .evidence(listed);
-    if layout_groups > 0 {
-        finding = finding.fixes([layout_fix(results.framework)]);
-    }
-    if math_groups > 0 {
-        finding = finding.fixes([math_fix(results.framework), MULTIPLES_OF_8]);
-    }
-    Outcome::Found(vec![finding])
+    format!("TensorCores unused: {}", title.join("; "))
 }
 
 /// Whether a kernel converts layouts or works on NCHW data.
