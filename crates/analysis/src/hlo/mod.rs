@@ -4,20 +4,19 @@
 //! output shape, operands and the Python stack that created it.
 //!
 //! The one design decision to know: only what tfprof's views and the XLA device op
-//! metrics need is decoded, field by field from the wire format (`xla/service/hlo.proto`, `xla/xla_data.proto`), and
-//! anything missing or malformed just leaves that fact unknown. XLA op events name
+//! metrics need is decoded, field by field from the wire format (`xla/service/hlo.proto`, `xla/xla_data.proto`), by
+//! the lenient reader of `mlprof_formats::wire` (`lenient_fields`), and anything
+//! missing or malformed just leaves that fact unknown. XLA op events name
 //! their instruction (`hlo_op`) and program (`program_id`, else `hlo_module`).
 
 use std::collections::HashMap;
 
+use mlprof_formats::wire::{WireValue, lenient_fields, push_ints};
 use mlprof_model::{Host, StatValue, names};
 
 mod cost;
-mod wire;
 
 pub(crate) use cost::HloCost;
-
-use wire::{Value, fields, push_ints};
 
 /// The programs of one host, found by program id or module name.
 #[derive(Debug, Default)]
@@ -344,12 +343,12 @@ impl HloModule {
 
 /// `HloProto.hlo_module` (field 1) decoded; `None` when there is none.
 fn decode_hlo_proto(proto: &[u8]) -> Option<HloModule> {
-    let module = fields(proto).find(|(field, _)| *field == 1)?.1.bytes()?;
+    let module = lenient_fields(proto).find(|(field, _)| *field == 1)?.1.bytes()?;
     let mut result = HloModule::default();
     let mut entry_name = "";
     let mut entry_id = None;
     let mut computations: Vec<Computation<'_>> = Vec::new();
-    for (field, value) in fields(module) {
+    for (field, value) in lenient_fields(module) {
         match field {
             1 => result.name = value.text().to_string(),
             2 => entry_name = value.text(),
@@ -392,7 +391,7 @@ struct Computation<'a> {
 
 fn decode_computation(message: &[u8]) -> Computation<'_> {
     let mut computation = Computation { name: "", id: None, instructions: Vec::new() };
-    for (field, value) in fields(message) {
+    for (field, value) in lenient_fields(message) {
         match field {
             1 => computation.name = value.text(),
             2 => computation.instructions.push(decode_instruction(value.bytes().unwrap_or(&[]))),
@@ -408,7 +407,7 @@ fn decode_instruction(message: &[u8]) -> (HloInstruction, i64, Vec<i64>) {
     let mut instruction = HloInstruction::default();
     let (mut id, mut operands) = (0, Vec::new());
     let (mut custom_call_target, mut backend_config) = ("", "");
-    for (field, value) in fields(message) {
+    for (field, value) in lenient_fields(message) {
         match field {
             1 => instruction.name = value.text().to_string(),
             2 => instruction.opcode = value.text().to_string(),
@@ -423,7 +422,7 @@ fn decode_instruction(message: &[u8]) -> (HloInstruction, i64, Vec<i64>) {
             16 => instruction.conv_kernel_dims = Some(decode_conv_kernel_dims(value.bytes().unwrap_or(&[]))),
             28 => custom_call_target = value.text(),
             30 => {
-                for (f, v) in fields(value.bytes().unwrap_or(&[])) {
+                for (f, v) in lenient_fields(value.bytes().unwrap_or(&[])) {
                     if f == 1 {
                         push_ints(v, &mut instruction.lhs_contracting_dims);
                     }
@@ -463,7 +462,7 @@ fn gemm_lhs_contracting_dims(backend_config: &str) -> Vec<i64> {
 /// dimensions.
 fn decode_conv_kernel_dims(message: &[u8]) -> (i64, Vec<i64>) {
     let (mut input_feature, mut spatial) = (0, Vec::new());
-    for (field, value) in fields(message) {
+    for (field, value) in lenient_fields(message) {
         match field {
             3 => input_feature = value.int().unwrap_or(0),
             6 => push_ints(value, &mut spatial),
@@ -475,7 +474,7 @@ fn decode_conv_kernel_dims(message: &[u8]) -> (i64, Vec<i64>) {
 
 fn decode_metadata(message: &[u8], instruction: &mut HloInstruction) {
     let (mut file, mut line) = ("", None);
-    for (field, value) in fields(message) {
+    for (field, value) in lenient_fields(message) {
         match field {
             1 => instruction.op_type = value.text().to_string(),
             2 => instruction.op_name = value.text().to_string(),
@@ -506,7 +505,7 @@ const MAX_TUPLE_DEPTH: usize = 8;
 fn decode_shape(message: &[u8], depth: usize) -> Shape {
     let (mut element_type, mut dims, mut tuple_bytes, mut is_tuple) = (0, Vec::new(), Some(0i64), false);
     let mut first_tuple_dims = None;
-    for (field, value) in fields(message) {
+    for (field, value) in lenient_fields(message) {
         match field {
             2 => element_type = value.int().unwrap_or(0),
             3 => push_ints(value, &mut dims),
@@ -556,18 +555,18 @@ fn element_bits(element_type: i64) -> Option<i64> {
 
 fn decode_stack_frames(message: &[u8]) -> StackFrames {
     let mut frames = StackFrames::default();
-    for (field, value) in fields(message) {
+    for (field, value) in lenient_fields(message) {
         let sub = value.bytes().unwrap_or(&[]);
         match field {
             1 => frames.files.push(value.text().to_string()),
             2 => frames.functions.push(value.text().to_string()),
             3 => {
                 let (mut file, mut function, mut line) = (0, 0, 0);
-                for (f, v) in fields(sub) {
+                for (f, v) in lenient_fields(sub) {
                     match (f, v) {
-                        (1, Value::Varint(x)) => file = x as i64,
-                        (2, Value::Varint(x)) => function = x as i64,
-                        (3, Value::Varint(x)) => line = x as i64,
+                        (1, WireValue::Varint(x)) => file = x as i64,
+                        (2, WireValue::Varint(x)) => function = x as i64,
+                        (3, WireValue::Varint(x)) => line = x as i64,
                         _ => {}
                     }
                 }
@@ -575,10 +574,10 @@ fn decode_stack_frames(message: &[u8]) -> StackFrames {
             }
             4 => {
                 let (mut location, mut parent) = (0, 0);
-                for (f, v) in fields(sub) {
+                for (f, v) in lenient_fields(sub) {
                     match (f, v) {
-                        (1, Value::Varint(x)) => location = x as i64,
-                        (2, Value::Varint(x)) => parent = x as i64,
+                        (1, WireValue::Varint(x)) => location = x as i64,
+                        (2, WireValue::Varint(x)) => parent = x as i64,
                         _ => {}
                     }
                 }
@@ -594,8 +593,23 @@ fn decode_stack_frames(message: &[u8]) -> StackFrames {
 pub(crate) mod tests {
     use mlprof_model::{EventMetadata, Plane, StatMetadata};
 
-    use super::wire::tests::{bytes_field, int_field};
+    use mlprof_formats::wire::WireWriter;
+
     use super::*;
+
+    /// Test encoder: a varint field.
+    fn int_field(out: &mut Vec<u8>, field: u32, v: i64) {
+        let mut w = WireWriter { buf: std::mem::take(out) };
+        w.int64_always(field, v);
+        *out = w.buf;
+    }
+
+    /// Test encoder: a length-delimited field.
+    fn bytes_field(out: &mut Vec<u8>, field: u32, data: &[u8]) {
+        let mut w = WireWriter { buf: std::mem::take(out) };
+        w.bytes_always(field, data);
+        *out = w.buf;
+    }
 
     /// A serialized `HloProto` of module `name`: an entry computation `main` with a
     /// parameter `p` (f32[2,3], op name `x`), and `dot.1` (f32[2,2], op name

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use mlprof_model::{EventMetadata, Host, Line, Plane, SourceFormat, StatMetadata, StatStore, StatValue, names};
 use rayon::prelude::*;
 
-use super::wire::{Field, WireError, WireReader};
+use crate::wire::{Field, WireError, WireReader};
 use crate::error::{FormatError, Result};
 use crate::limits::{MAX_LINES, MAX_PLANES, too_many};
 
@@ -542,7 +542,7 @@ fn arena_full(offset: u64) -> WireError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::xspace::wire::WireWriter;
+    use crate::wire::WireWriter;
 
     /// An XSpace with a ref_value stat, an aggregated (num_occurrences) event, event
     /// metadata stats and references to ids nothing defines, written field by field.

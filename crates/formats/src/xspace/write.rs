@@ -8,7 +8,7 @@
 
 use mlprof_model::{Host, Line, Plane, Stat, StatStore, StatValue, names};
 
-use super::wire::WireWriter;
+use crate::wire::WireWriter;
 
 /// Serialises `host` as XSpace protobuf bytes.
 pub fn encode_xspace(host: &Host) -> Vec<u8> {

@@ -1,8 +1,12 @@
-//! A minimal, zero-copy protobuf wire-format decoder and encoder.
+//! A minimal, zero-copy protobuf wire-format decoder and encoder: mlprof's one
+//! protobuf reader, for XSpace itself (`xspace::read`) and for the XLA programs an
+//! XSpace carries (`HloProto`, decoded by `mlprof-analysis`).
 //!
 //! Decoding walks a byte slice field by field; length-delimited fields are returned as
 //! sub-slices of the input (never copied) together with their absolute byte offset in
-//! the file, so every error can say exactly where the data went wrong.
+//! the file, so every error can say exactly where the data went wrong. Readers that
+//! would rather lose the rest of a damaged message than fail ([`lenient_fields`], used
+//! for HLO protos) stop at the first error instead.
 
 /// A malformed-wire-data error at an absolute byte offset.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -306,6 +310,80 @@ impl<'a> Field<'a> {
     }
 }
 
+impl<'a> WireValue<'a> {
+    /// The payload of a length-delimited field.
+    #[inline]
+    pub fn bytes(self) -> Option<&'a [u8]> {
+        match self {
+            WireValue::Bytes(bytes, _) => Some(bytes),
+            _ => None,
+        }
+    }
+
+    /// A length-delimited field as UTF-8 text ("" when it is not length-delimited or
+    /// not valid UTF-8).
+    #[inline]
+    pub fn text(self) -> &'a str {
+        self.bytes().and_then(|b| std::str::from_utf8(b).ok()).unwrap_or("")
+    }
+
+    /// A varint field as a signed integer (protobuf `int64`/`int32` two's complement).
+    #[inline]
+    pub fn int(self) -> Option<i64> {
+        match self {
+            WireValue::Varint(v) => Some(v as i64),
+            _ => None,
+        }
+    }
+}
+
+/// Iterates over the `(field number, value)` pairs of one message and ends, without an
+/// error, at the first malformed field ([`lenient_fields`]).
+pub struct LenientFields<'a> {
+    reader: WireReader<'a>,
+}
+
+/// The fields of `message`, read leniently: a truncated or malformed field ends the
+/// iteration, so a damaged message costs what follows the damage, never the reader's
+/// caller. Field offsets count from the start of `message`.
+pub fn lenient_fields(message: &[u8]) -> LenientFields<'_> {
+    LenientFields { reader: WireReader::new(message, 0, "message") }
+}
+
+impl<'a> Iterator for LenientFields<'a> {
+    type Item = (u32, WireValue<'a>);
+
+    fn next(&mut self) -> Option<(u32, WireValue<'a>)> {
+        match self.reader.next_field() {
+            Ok(Some(field)) => Some((field.number, field.value)),
+            Ok(None) => None,
+            Err(_) => {
+                self.reader.pos = self.reader.data.len();
+                None
+            }
+        }
+    }
+}
+
+/// Appends the integers of a repeated `int64` field, whether packed (one
+/// length-delimited value) or not (one varint per element): call it on each
+/// occurrence of the field. A malformed packed payload ends at its last whole varint.
+pub fn push_ints(value: WireValue<'_>, out: &mut Vec<i64>) {
+    match value {
+        WireValue::Varint(v) => out.push(v as i64),
+        WireValue::Bytes(packed, at) => {
+            let mut reader = WireReader::new(packed, at, "packed field");
+            while reader.peek_byte().is_some() {
+                match reader.varint() {
+                    Ok(v) => out.push(v as i64),
+                    Err(_) => break,
+                }
+            }
+        }
+        WireValue::Fixed64(_) | WireValue::Fixed32(_) => {}
+    }
+}
+
 /// Appends protobuf wire data to a byte vector.
 #[derive(Default)]
 pub struct WireWriter {
@@ -474,6 +552,48 @@ mod tests {
         let err = r.message_field(4, "Inner").err().expect("the length runs past the end");
         assert_eq!(err.offset, 51);
         assert!(err.message.starts_with("in Outer: field 4 declares 14 bytes but only 4 remain"), "{}", err.message);
+    }
+
+    /// Test encoder: a varint.
+    fn varint(out: &mut Vec<u8>, v: u64) {
+        let mut w = WireWriter { buf: std::mem::take(out) };
+        w.varint(v);
+        *out = w.buf;
+    }
+
+    #[test]
+    fn lenient_fields_read_each_wire_type_and_packed_ints() {
+        let mut w = WireWriter::default();
+        w.int64_always(1, -3);
+        w.bytes_always(2, b"dot.1");
+        let mut packed = Vec::new();
+        varint(&mut packed, 300);
+        varint(&mut packed, 7);
+        w.bytes_always(36, &packed);
+        let mut message = w.buf;
+        message.extend_from_slice(&[(3 << 3) | 5, 1, 0, 0, 0]);
+        message.extend_from_slice(&[(4 << 3) | 1, 2, 0, 0, 0, 0, 0, 0, 0]);
+        let parsed: Vec<_> = lenient_fields(&message).collect();
+        assert_eq!(parsed[0], (1, WireValue::Varint(-3i64 as u64)));
+        assert_eq!(parsed[0].1.int(), Some(-3));
+        assert_eq!(parsed[1].1.text(), "dot.1");
+        let mut ints = Vec::new();
+        push_ints(parsed[2].1, &mut ints);
+        push_ints(WireValue::Varint(9), &mut ints);
+        assert_eq!(ints, [300, 7, 9]);
+        assert_eq!(parsed[3], (3, WireValue::Fixed32(1)));
+        assert_eq!(parsed[4], (4, WireValue::Fixed64(2)));
+    }
+
+    #[test]
+    fn malformed_messages_end_the_lenient_iteration() {
+        // A length beyond the end, an unfinished varint, an unknown wire type.
+        assert_eq!(lenient_fields(&[(1 << 3) | 2, 10, 1]).count(), 0);
+        assert_eq!(lenient_fields(&[8, 0x80]).count(), 0);
+        assert_eq!(lenient_fields(&[8, 1, (2 << 3) | 3]).count(), 1);
+        let mut ints = Vec::new();
+        push_ints(WireValue::Bytes(&[0x80], 0), &mut ints);
+        assert!(ints.is_empty());
     }
 
     /// The one-byte-tag readers return exactly what `next_field` returns.
