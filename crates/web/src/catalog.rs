@@ -10,15 +10,16 @@
 //! file's own path is checked), so a link retargeted or swapped in after discovery
 //! cannot lead outside the root. Directories discovery could not read, or links that
 //! lead out of the root, are skipped and listed in [`Catalog::skipped`]: one bad
-//! directory never hides the others. A rescan applies the same checks.
+//! directory never hides the others. A rescan applies the same checks. [`RunLookup`]
+//! is how request parsing finds runs and hosts without knowing the server's state.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use mlprof_formats::discover::{SessionFiles, Skipped, discover_reporting};
+use mlprof_formats::discover::{HostFile, SessionFiles, Skipped, discover_reporting};
 use mlprof_model::SourceFormat;
 
-use crate::error::ServeError;
+use crate::error::{ApiError, ServeError};
 
 /// One run (a profile session) the server may serve.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -134,6 +135,23 @@ impl Catalog {
         self.runs.iter().find(|run| run.name == name)
     }
 
+    /// The run called `name`, or a 404 naming the known runs.
+    pub fn find_run(&self, name: &str) -> Result<Arc<Run>, ApiError> {
+        self.run(name).cloned().ok_or_else(|| {
+            let known: Vec<&str> = self.runs.iter().map(|r| r.name.as_str()).collect();
+            ApiError::not_found(format!("no run named {name:?}; runs: {}", known.join(", ")))
+        })
+    }
+
+    /// The file of host `host` of run `run`, or a 404 naming the known runs or hosts.
+    pub fn find_host_file(&self, run: &str, host: &str) -> Result<HostFile, ApiError> {
+        let entry = self.find_run(run)?;
+        entry.files.hosts.iter().find(|file| file.host_name == host).cloned().ok_or_else(|| {
+            let known: Vec<&str> = entry.host_names().collect();
+            ApiError::not_found(format!("no host named {host:?} in run {run}; hosts: {}", known.join(", ")))
+        })
+    }
+
     /// The names of this catalog's runs that `newer` no longer has, or has with other
     /// files: what a server must forget when `newer` replaces this catalog.
     pub fn gone_or_changed(&self, newer: &Catalog) -> Vec<String> {
@@ -147,6 +165,28 @@ impl Catalog {
     /// Host files discovery found but the server refuses: they lie outside the root.
     pub fn refused(&self) -> &[PathBuf] {
         &self.refused
+    }
+}
+
+/// Where request parameters are checked against the runs served now: the run and host
+/// names a request gives, 404 otherwise (the server's state implements it, so request
+/// parsing depends on this module, not on the state).
+pub trait RunLookup {
+    /// The run called `name` (404 naming the known runs otherwise).
+    fn run(&self, name: &str) -> Result<Arc<Run>, ApiError>;
+
+    /// The file of host `host` of run `run` (404 otherwise).
+    fn host_file(&self, run: &str, host: &str) -> Result<HostFile, ApiError>;
+}
+
+/// A shared lookup looks up as the one it shares (handlers hold the state in an `Arc`).
+impl<T: RunLookup + ?Sized> RunLookup for Arc<T> {
+    fn run(&self, name: &str) -> Result<Arc<Run>, ApiError> {
+        (**self).run(name)
+    }
+
+    fn host_file(&self, run: &str, host: &str) -> Result<HostFile, ApiError> {
+        (**self).host_file(run, host)
     }
 }
 

@@ -25,6 +25,7 @@ mod streamed;
 pub mod testing;
 pub mod tool_output;
 pub mod tool_request;
+pub mod tool_result;
 pub mod trace;
 
 pub use connections::{DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS, Limits};

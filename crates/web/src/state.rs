@@ -1,29 +1,32 @@
 //! What every request handler shares: the catalog of runs, the loaded sessions, the
-//! cached tool results and the cache directory.
+//! cached tool results and trace indexes, and the cache directory.
 //!
 //! The one design decision to know: handlers get runs and sessions only through
 //! [`AppState::run`] and [`AppState::session`], which look names up in the catalog —
 //! discovered at start and again by [`AppState::rediscover_if_due`] (see
-//! [`crate::rescan`]); nothing here turns a request parameter into a path. A new
-//! catalog replaces the old one whole; the loaded sessions, tool lists and tool results
-//! of runs it no longer has, or has with other files, are forgotten, those of the
-//! unchanged runs kept.
+//! [`crate::rescan`]); nothing here turns a request parameter into a path. Each cache
+//! is a field of its own, a [`OnceCache`] with a typed key that names its run
+//! ([`RunKey`]): a new catalog replaces the old one whole, and the sessions, tool
+//! lists, tool results and trace indexes of runs it no longer has, or has with other
+//! files, are forgotten, those of the unchanged runs kept. This module sits below the
+//! handlers: it holds what they compute, never calls them.
 
-use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use mlprof_analysis::tool_availability::tools_with_data;
 use mlprof_formats::discover::{HostFile, load_session_within};
 use mlprof_model::Session;
+use mlprof_timeline::TimelineIndex;
 
 use crate::blocking::heavy;
-use crate::catalog::{Catalog, Run};
-use crate::once_cache::OnceCache;
+use crate::catalog::{Catalog, Run, RunLookup};
+use crate::once_cache::{OnceCache, RunKey};
 use crate::rescan::{DEFAULT_RESCAN_INTERVAL, Due, EndOnDrop, Rescan};
-use crate::tool_output::ToolOutput;
-use mlprof_analysis::tool_availability::tools_with_data;
+use crate::tool_request::ToolRequest;
+use crate::tool_result::ToolOutput;
 
 pub use crate::error::ApiError;
 
@@ -33,6 +36,38 @@ pub const DEFAULT_LOADED_RUNS: usize = 3;
 /// How many tool results stay cached at once.
 const CACHED_RESULTS: usize = 32;
 
+/// How many hosts' trace indexes stay open at once (they are memory-mapped, so cheap).
+const OPEN_TRACE_INDEXES: usize = 8;
+
+/// One host of one run: the key of its trace index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostKey {
+    /// The run (a name of the catalog).
+    pub run: String,
+    /// The host (a host of the run).
+    pub host: String,
+}
+
+impl HostKey {
+    /// The key of `host` of `run`.
+    pub fn new(run: &str, host: &str) -> HostKey {
+        HostKey { run: run.to_string(), host: host.to_string() }
+    }
+}
+
+impl RunKey for HostKey {
+    fn run(&self) -> &str {
+        &self.run
+    }
+}
+
+/// A tool's result belongs to the run it was asked of.
+impl RunKey for ToolRequest {
+    fn run(&self) -> &str {
+        &self.run
+    }
+}
+
 /// The state shared by every request.
 pub struct AppState {
     /// The path the server was given, as given.
@@ -40,13 +75,14 @@ pub struct AppState {
     catalog: Mutex<Arc<Catalog>>,
     rescan: Rescan,
     cache_dir: PathBuf,
-    sessions: OnceCache<Arc<Session>>,
+    /// The loaded sessions, by run name.
+    sessions: OnceCache<String, Arc<Session>>,
     /// The tools with data of every run read so far (kept when the session is dropped).
     tools: Mutex<HashMap<String, Vec<&'static str>>>,
-    results: OnceCache<Arc<ToolOutput>>,
-    /// One shared value per type, for modules with their own state (the trace viewer's
-    /// indexes); see [`AppState::extension`].
-    extensions: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    /// The tool results, by the request that asked for them.
+    results: OnceCache<ToolRequest, Arc<ToolOutput>>,
+    /// The trace viewer's open indexes, by run and host.
+    trace_indexes: OnceCache<HostKey, Arc<TimelineIndex>>,
 }
 
 impl AppState {
@@ -63,7 +99,7 @@ impl AppState {
             sessions: OnceCache::new(loaded_runs),
             tools: Mutex::new(HashMap::new()),
             results: OnceCache::new(CACHED_RESULTS),
-            extensions: Mutex::new(HashMap::new()),
+            trace_indexes: OnceCache::new(OPEN_TRACE_INDEXES),
         }
     }
 
@@ -120,10 +156,11 @@ impl AppState {
         }
         let mut tools = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
         for run in &forgotten {
-            self.sessions.invalidate(run);
+            self.sessions.forget_run(run);
             tools.remove(run);
-            self.results.invalidate_where(|key| crate::tool_request::is_key_of_run(key, run));
-            crate::trace::forget_run_indexes(self, run);
+            self.results.forget_run(run);
+            // Their cache files stay, and are only used again if they still match.
+            self.trace_indexes.forget_run(run);
         }
     }
 
@@ -134,21 +171,13 @@ impl AppState {
 
     /// The run called `name` (404 naming the known runs otherwise).
     pub fn run(&self, name: &str) -> Result<Arc<Run>, ApiError> {
-        let catalog = self.catalog();
-        catalog.run(name).cloned().ok_or_else(|| {
-            let known: Vec<&str> = catalog.runs().iter().map(|r| r.name.as_str()).collect();
-            ApiError::not_found(format!("no run named {name:?}; runs: {}", known.join(", ")))
-        })
+        self.catalog().find_run(name)
     }
 
     /// The file of host `host` of run `run` (404 otherwise): what the trace viewer's
     /// disk cache is keyed by.
     pub fn host_file(&self, run: &str, host: &str) -> Result<HostFile, ApiError> {
-        let entry = self.run(run)?;
-        entry.files.hosts.iter().find(|file| file.host_name == host).cloned().ok_or_else(|| {
-            let known: Vec<&str> = entry.host_names().collect();
-            ApiError::not_found(format!("no host named {host:?} in run {run}; hosts: {}", known.join(", ")))
-        })
+        self.catalog().find_host_file(run, host)
     }
 
     /// The loaded session of run `run`, read on a blocking thread the first time it is
@@ -184,27 +213,16 @@ impl AppState {
         self.tools.lock().unwrap_or_else(PoisonError::into_inner).get(run).cloned()
     }
 
-    /// The one shared `T` of this server, created with `T::default()` on first use: the
-    /// place for a module's own state (e.g. the trace viewer's loaded indexes) without
-    /// a field here.
-    pub fn extension<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
-        let mut extensions = self.extensions.lock().unwrap_or_else(PoisonError::into_inner);
-        let value = extensions.entry(TypeId::of::<T>()).or_insert_with(|| Arc::new(T::default()));
-        match Arc::clone(value).downcast::<T>() {
-            Ok(typed) => typed,
-            // Entries are keyed by their own type id, so this cannot differ; a fresh
-            // value keeps the server going if it ever did.
-            Err(_) => {
-                let fresh = Arc::new(T::default());
-                *value = fresh.clone();
-                fresh
-            }
-        }
+    /// The cached tool results, keyed by the request that asked for them (computed by
+    /// [`crate::tool_output`]).
+    pub(crate) fn results(&self) -> &OnceCache<ToolRequest, Arc<ToolOutput>> {
+        &self.results
     }
 
-    /// The cached tool results, keyed by [`crate::tool_request::ToolRequest::cache_key`].
-    pub(crate) fn results(&self) -> &OnceCache<Arc<ToolOutput>> {
-        &self.results
+    /// The trace viewer's open indexes, keyed by run and host (opened or built by
+    /// [`crate::trace`]).
+    pub(crate) fn trace_indexes(&self) -> &OnceCache<HostKey, Arc<TimelineIndex>> {
+        &self.trace_indexes
     }
 
     /// The names of the runs in memory (or being read), least recently used first.
@@ -213,18 +231,63 @@ impl AppState {
     }
 }
 
+/// Request parsing finds runs and hosts in the catalog served now.
+impl RunLookup for AppState {
+    fn run(&self, name: &str) -> Result<Arc<Run>, ApiError> {
+        AppState::run(self, name)
+    }
+
+    fn host_file(&self, run: &str, host: &str) -> Result<HostFile, ApiError> {
+        AppState::host_file(self, run, host)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use crate::tool_request::ToolQuery;
+    use mlprof_analysis::report::Report;
+    use mlprof_timeline::TimelineBuilder;
 
-    #[test]
-    fn each_extension_type_has_one_shared_value() {
-        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/xspace/jax_profile/logdir");
-        let catalog = Catalog::discover(&root).expect("fixture");
-        let state = AppState::new(catalog, std::env::temp_dir(), 1);
-        state.extension::<AtomicUsize>().fetch_add(2, Ordering::SeqCst);
-        assert_eq!(state.extension::<AtomicUsize>().load(Ordering::SeqCst), 2);
-        assert!(state.extension::<Mutex<Vec<u8>>>().lock().expect("unpoisoned").is_empty());
+    /// A log directory with one session per name, each with host `vm`.
+    fn log_dir(sessions: &[&str]) -> tempfile::TempDir {
+        let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/data/xspace/jax_profile/logdir/plugins/profile/2026_11_21_19_24_59/vm.xplane.pb");
+        let root = tempfile::tempdir().expect("temp dir");
+        for session in sessions {
+            add_host(root.path(), session, "vm", &fixture);
+        }
+        root
+    }
+
+    fn add_host(root: &Path, session: &str, host: &str, fixture: &Path) {
+        let dir = root.join("plugins/profile").join(session);
+        std::fs::create_dir_all(&dir).expect("session dir");
+        std::fs::copy(fixture, dir.join(format!("{host}.xplane.pb"))).expect("copied");
+    }
+
+    #[tokio::test]
+    async fn a_changed_run_is_forgotten_by_every_cache_and_the_others_kept() {
+        let (changed, kept) = ("2026_01_01_00_00_00", "2026_02_02_00_00_00");
+        let root = log_dir(&[changed, kept]);
+        let state = AppState::new(Catalog::discover(root.path()).expect("runs"), std::env::temp_dir(), 2);
+        let output = Arc::new(ToolOutput { hosts: Vec::new(), report: Report::default(), result: Default::default() });
+        let index = Arc::new(TimelineBuilder::new().finish().expect("empty").into_index().expect("in memory"));
+        for run in [changed, kept] {
+            let query = ToolQuery { run: Some(run.into()), tool: Some("overview_page".into()), ..ToolQuery::default() };
+            let request = ToolRequest::parse(&query, &state).expect("a served tool");
+            let output = Arc::clone(&output);
+            state.results().get_or_compute(&request, || async move { Ok(output) }).await.expect("cached");
+            let index = Arc::clone(&index);
+            let key = HostKey::new(run, "vm");
+            state.trace_indexes().get_or_compute(&key, || async move { Ok(index) }).await.expect("cached");
+        }
+
+        let fixture = root.path().join("plugins/profile").join(changed).join("vm.xplane.pb");
+        add_host(root.path(), changed, "vm2", &fixture);
+        state.replace_catalog(Catalog::rediscover(root.path()));
+        let result_runs: Vec<String> = state.results().keys().into_iter().map(|key| key.run).collect();
+        assert_eq!(result_runs, [kept]);
+        assert_eq!(state.trace_indexes().keys(), [HostKey::new(kept, "vm")]);
     }
 }

@@ -1,14 +1,14 @@
 //! Computing one tool's result for a checked request, as `mlprof analyze` does, on a
-//! blocking thread, cached per (run, host, tool, options).
+//! blocking thread, cached per request (run, host, tool, options).
 //!
-//! The one design decision to know: the cache keeps the render-ready report and the
-//! result as a JSON value — never references into the session — so a cached result
-//! outlives its session being dropped from memory.
+//! The one design decision to know: the cache is the state's, keyed by the checked
+//! [`ToolRequest`] itself, and keeps a [`ToolOutput`] — the report and the result as a
+//! JSON value, never references into the session — so a cached result outlives its
+//! session being dropped from memory.
 
 use std::sync::Arc;
 
 use mlprof_analysis::gpu;
-use mlprof_analysis::report::Report;
 use mlprof_analysis::tools::{Analysis, ToolOptions};
 use mlprof_model::Session;
 use serde::Serialize;
@@ -20,16 +20,7 @@ use crate::select;
 use crate::state::AppState;
 use crate::tool_request::{Tool, ToolRequest};
 
-/// One tool's result: what `/api/tool` answers and `/api/csv` exports.
-#[derive(Clone, Debug, Serialize)]
-pub struct ToolOutput {
-    /// The hosts analysed, by rank then name.
-    pub hosts: Vec<String>,
-    /// The render-ready report (the CLI's tables).
-    pub report: Report,
-    /// The typed result as `mlprof analyze --format json` writes it.
-    pub result: Value,
-}
+pub use crate::tool_result::ToolOutput;
 
 /// The result of `request`, from the cache or computed on a blocking thread (to its
 /// end, even if every request waiting for it goes away).
@@ -37,7 +28,7 @@ pub async fn tool_output(state: &Arc<AppState>, request: &ToolRequest) -> Result
     let owned = (Arc::clone(state), request.clone());
     state
         .results()
-        .get_or_compute(&request.cache_key(), move || async move {
+        .get_or_compute(request, move || async move {
             let (state, request) = owned;
             let session = state.session(&request.run).await?;
             let what = format!("{} failed", request.tool.name());

@@ -7,9 +7,9 @@ use mlprof_analysis::tools::TOOL_NAMES;
 use mlprof_model::duration::parse_duration_ps;
 use serde::Deserialize;
 
+use crate::catalog::RunLookup;
 use crate::error::ApiError;
 use crate::params::required;
-use crate::state::AppState;
 use mlprof_analysis::tool_availability::all_tools;
 
 /// The query string of `/api/tool` and `/api/csv`, as sent.
@@ -54,16 +54,6 @@ impl Tool {
             Tool::Transfers(_) => "transfers",
         }
     }
-
-    /// The options that change the result, as text (part of the cache key).
-    fn options_key(&self) -> String {
-        match self {
-            Tool::Xprof { breakdown: Breakdown::Classic, .. } => "classic".into(),
-            Tool::Xprof { breakdown: Breakdown::Xprof, .. } => "xprof".into(),
-            Tool::Gpu => String::new(),
-            Tool::Transfers(options) => options.gap_threshold_ps.to_string(),
-        }
-    }
 }
 
 /// A checked request for one tool's result.
@@ -80,7 +70,7 @@ pub struct ToolRequest {
 impl ToolRequest {
     /// Checks `query` against the catalog: 400 for a missing or malformed parameter,
     /// 404 for an unknown run, host or tool.
-    pub fn parse(query: &ToolQuery, state: &AppState) -> Result<ToolRequest, ApiError> {
+    pub fn parse(query: &ToolQuery, state: &impl RunLookup) -> Result<ToolRequest, ApiError> {
         let run = state.run(required(&query.run, "run")?)?;
         let host = match query.host.as_deref() {
             None | Some("all") | Some("") => None,
@@ -89,17 +79,6 @@ impl ToolRequest {
         let tool = parse_tool(required(&query.tool, "tool")?, query)?;
         Ok(ToolRequest { run: run.name.clone(), host, tool })
     }
-
-    /// The key of this request's result in the cache: run, host, tool and options.
-    pub fn cache_key(&self) -> String {
-        let host = self.host.as_deref().unwrap_or("all");
-        format!("{}\0{host}\0{}\0{}", self.run, self.tool.name(), self.tool.options_key())
-    }
-}
-
-/// Whether `key` (a [`ToolRequest::cache_key`]) is the key of a result of run `run`.
-pub(crate) fn is_key_of_run(key: &str, run: &str) -> bool {
-    key.strip_prefix(run).is_some_and(|rest| rest.starts_with('\0'))
 }
 
 fn parse_tool(name: &str, query: &ToolQuery) -> Result<Tool, ApiError> {

@@ -1,9 +1,10 @@
 //! One level-of-detail index per (run, host): opened from the disk cache when a valid
 //! one is there, else built from the loaded session and written to the cache.
 //!
-//! Indexes live in a bounded [`OnceCache`] kept as an [`AppState::extension`], so
-//! concurrent requests for one host wait for a single open or build, which runs to its
-//! end even when they go away, and a failed one is retried by the next request.
+//! Indexes live in the state's bounded cache ([`AppState::trace_indexes`], keyed by
+//! [`HostKey`]), so concurrent requests for one host wait for a single open or build,
+//! which runs to its end even when they go away, and a failed one is retried by the
+//! next request; the state forgets a run's indexes when its files change.
 //! Opening (checksum pass) and building are [`crate::blocking::heavy`] jobs. The
 //! cache file name comes from the run and host; its key holds the profile file's path,
 //! size and modification time and [`recipe`], so a changed profile or a new way of
@@ -24,8 +25,7 @@ use super::derived::add_derived_lines;
 use super::steps::add_profiler_steps;
 use crate::blocking::{heavy, on_blocking_thread};
 use crate::error::ApiError;
-use crate::once_cache::OnceCache;
-use crate::state::AppState;
+use crate::state::{AppState, HostKey};
 
 /// What this server adds to a host's events, and its version. Change it whenever the
 /// index built here would differ; [`recipe`] adds the versions of the rest.
@@ -37,20 +37,6 @@ const SERVE_RECIPE: &str =
 /// [`MAPPING_VERSION`].
 pub(crate) fn recipe() -> String {
     format!("{SERVE_RECIPE}; mlprof {}; timeline mapping v{MAPPING_VERSION}", env!("CARGO_PKG_VERSION"))
-}
-
-/// How many hosts' indexes stay open at once (they are memory-mapped, so cheap).
-const OPEN_INDEXES: usize = 8;
-
-/// The open indexes of this server, keyed by run and host.
-pub(crate) struct TraceIndexes {
-    open: OnceCache<Arc<TimelineIndex>>,
-}
-
-impl Default for TraceIndexes {
-    fn default() -> Self {
-        TraceIndexes { open: OnceCache::new(OPEN_INDEXES) }
-    }
 }
 
 /// The index of `host` of `run` (both checked against the catalog by the caller),
@@ -68,11 +54,10 @@ pub(crate) async fn host_index(state: &Arc<AppState>, run: &str, host: &str) -> 
 
 /// The index of `host` of `run` from the open indexes, opened or built if not there.
 async fn open_index(state: &Arc<AppState>, run: &str, host: &str) -> Result<Arc<TimelineIndex>, ApiError> {
-    let indexes = state.extension::<TraceIndexes>();
     let owned = (Arc::clone(state), run.to_string(), host.to_string());
-    indexes
-        .open
-        .get_or_compute(&index_key(run, host), move || async move {
+    state
+        .trace_indexes()
+        .get_or_compute(&HostKey::new(run, host), move || async move {
             let (state, run, host) = owned;
             open_or_build(&state, &run, &host).await
         })
@@ -96,18 +81,6 @@ pub(crate) async fn still_intact(
     )))
 }
 
-/// The key of `host` of `run` among the open indexes.
-fn index_key(run: &str, host: &str) -> String {
-    format!("{run}\n{host}")
-}
-
-/// Closes the open indexes of run `run` (its files changed or it is gone); their cache
-/// files stay, and are only used again if they still match the profile.
-pub(crate) fn forget_run_indexes(state: &AppState, run: &str) {
-    let prefix = index_key(run, "");
-    state.extension::<TraceIndexes>().open.invalidate_where(|key| key.starts_with(&prefix));
-}
-
 /// Forgets the index of `host` of `run` — the open one and its cache file — because
 /// it disagrees with the profile, so the next request builds it again. An open or
 /// build still running is left alone (it reads the profile as it is now).
@@ -115,7 +88,7 @@ pub(crate) async fn discard_host_index(state: &Arc<AppState>, run: &str, host: &
     let (key, path) = cache_file(state, run, host).await?;
     let removed = on_blocking_thread("removing a stale trace index", move || std::fs::remove_file(&path)).await?;
     // The file first: a request opening the index after this builds a fresh one.
-    state.extension::<TraceIndexes>().open.invalidate(&index_key(run, host));
+    state.trace_indexes().invalidate(&HostKey::new(run, host));
     match removed {
         Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
             Err(ApiError::internal(format!("{}: removing the stale trace index: {error}", key.source_path)))

@@ -24,8 +24,6 @@ use axum::routing::get;
 
 use crate::state::AppState;
 
-pub(crate) use host_index::forget_run_indexes;
-
 /// The `/api/trace` routes (paths relative to that prefix, e.g. `/meta`).
 pub fn routes() -> Router<Arc<AppState>> {
     Router::new()
