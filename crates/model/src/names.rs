@@ -1,5 +1,8 @@
 //! Well-known plane, line and stat names, spelled exactly as XProf spells them
-//! (`xla/tsl/profiler/utils/xplane_schema.cc`), so profiles and tools agree.
+//! (`xla/tsl/profiler/utils/xplane_schema.cc`), so profiles and tools agree; Chrome
+//! trace phases and Kineto categories in [`chrome`].
+
+pub mod chrome;
 
 /// Host threads (TraceMe, CUPTI API callbacks, Python tracer), one line per thread.
 pub const HOST_PLANE: &str = "/host:CPU";

@@ -7,12 +7,12 @@
 //! the latest start of its id at or before it; ends without a partner or without a
 //! slice to bind to give no flow.
 
+use mlprof_model::names::chrome::{
+    BINDING_ENCLOSING, CAT_FWDBWD, CAT_STAT, PH_FLOW_END, PH_FLOW_START, PH_FLOW_STEP, PH_STAT,
+};
 use mlprof_model::{Event, Plane, StatValue};
 
 use crate::builder::EventRef;
-
-/// The Chrome `cat` of forward → backward flow events.
-pub(crate) const FWDBWD_CATEGORY: &str = "fwdbwd";
 
 /// What an event metadata entry of a plane is to the timeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,8 +40,8 @@ impl Role {
 /// The role of each event metadata entry of `plane`, by its `ph` and `cat` metadata
 /// stats (the Kineto reader's).
 pub(crate) fn metadata_roles(plane: &Plane) -> Vec<Role> {
-    let Some(ph_key) = plane.find_stat_key("ph") else { return vec![Role::Slice; plane.event_metadata.len()] };
-    let cat_key = plane.find_stat_key("cat");
+    let Some(ph_key) = plane.find_stat_key(PH_STAT) else { return vec![Role::Slice; plane.event_metadata.len()] };
+    let cat_key = plane.find_stat_key(CAT_STAT);
     let text_of = |metadata, key: Option<u32>| match plane.metadata_stat(metadata, key?)? {
         StatValue::Str(t) => Some(plane.metadata_stats.text(t)),
         _ => None,
@@ -50,12 +50,12 @@ pub(crate) fn metadata_roles(plane: &Plane) -> Vec<Role> {
         .event_metadata
         .iter()
         .map(|m| {
-            let fwdbwd = text_of(m, cat_key) == Some(FWDBWD_CATEGORY);
+            let fwdbwd = text_of(m, cat_key) == Some(CAT_FWDBWD);
             match text_of(m, Some(ph_key)) {
                 None => Role::Slice,
-                Some("s") if fwdbwd => Role::FlowStart,
-                Some("f") if fwdbwd => Role::FlowFinish,
-                Some("s" | "t" | "f") => Role::Marker,
+                Some(PH_FLOW_START) if fwdbwd => Role::FlowStart,
+                Some(PH_FLOW_END) if fwdbwd => Role::FlowFinish,
+                Some(PH_FLOW_START | PH_FLOW_STEP | PH_FLOW_END) => Role::Marker,
                 Some(_) => Role::Other,
             }
         })
@@ -114,7 +114,8 @@ impl LineEnds {
                     _ => None,
                 };
             } else if Some(stat.key) == keys.binding {
-                binding_enclosing = matches!(stat.value, StatValue::Str(t) if event.store().text(t) == "e");
+                binding_enclosing =
+                    matches!(stat.value, StatValue::Str(t) if event.store().text(t) == BINDING_ENCLOSING);
             }
         }
         if let Some(id) = id {

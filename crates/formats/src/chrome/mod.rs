@@ -16,10 +16,7 @@ pub mod write;
 
 pub use write::write_chrome_trace;
 
-/// Event-metadata stat holding a Chrome event's `cat`.
-pub const CAT_STAT: &str = "cat";
-/// Event-metadata stat holding a Chrome event's `ph` (absent for `X`).
-pub const PH_STAT: &str = "ph";
+pub use mlprof_model::names::chrome::{CAT_STAT, PH_STAT};
 /// Prefix of stats that hold an event's non-`args` fields.
 pub const FIELD_PREFIX: &str = "@";
 /// Kineto arg name → the model's (XProf's) stat name.

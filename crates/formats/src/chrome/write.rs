@@ -15,6 +15,7 @@
 use std::collections::HashSet;
 use std::io::{self, Write};
 
+use mlprof_model::names::chrome::{BINDING_ENCLOSING, CAT_FLOW, PH_COMPLETE, PH_FLOW_END, PH_FLOW_START, PH_METADATA};
 use mlprof_model::{ChromeTraceInfo, Host, Line, Plane, StatStore, StatValue, TrackId, names};
 
 use super::json_text::{push_double, push_json_str, push_us};
@@ -70,6 +71,14 @@ impl Emitter<'_> {
         Ok(())
     }
 
+    /// Starts a new event object of phase `ph` (writes its `"ph"` field, first).
+    fn begin_event(&mut self, ph: &str) -> io::Result<()> {
+        self.begin()?;
+        self.buf.push_str("\"ph\":");
+        push_json_str(&mut self.buf, ph);
+        Ok(())
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         self.out.write_all(self.buf.as_bytes())?;
         self.buf.clear();
@@ -114,8 +123,8 @@ fn write_chrome_host(
     prefix: Option<&str>,
 ) -> io::Result<()> {
     for m in &info.metadata_events {
-        em.begin()?;
-        em.buf.push_str("\"ph\":\"M\",\"name\":");
+        em.begin_event(PH_METADATA)?;
+        em.buf.push_str(",\"name\":");
         push_json_str(&mut em.buf, &m.name);
         em.buf.push_str(",\"pid\":");
         push_track(&mut em.buf, &chrome_pid(&m.pid, index, prefix));
@@ -181,7 +190,7 @@ impl EventKinds {
         let mut ph = Vec::new();
         let mut cat = Vec::new();
         for meta in &plane.event_metadata {
-            ph.push(text_of(meta, ph_key).unwrap_or_else(|| "X".to_string()));
+            ph.push(text_of(meta, ph_key).unwrap_or_else(|| PH_COMPLETE.to_string()));
             cat.push(text_of(meta, cat_key));
         }
         let keys = plane
@@ -206,10 +215,8 @@ fn write_chrome_line(
 ) -> io::Result<()> {
     for event in line.iter() {
         let meta = event.metadata_index() as usize;
-        let ph = kinds.ph.get(meta).map_or("X", String::as_str);
-        em.begin()?;
-        em.buf.push_str("\"ph\":");
-        push_json_str(&mut em.buf, ph);
+        let ph = kinds.ph.get(meta).map_or(PH_COMPLETE, String::as_str);
+        em.begin_event(ph)?;
         if let Some(Some(cat)) = kinds.cat.get(meta) {
             em.buf.push_str(",\"cat\":");
             push_json_str(&mut em.buf, cat);
@@ -219,7 +226,7 @@ fn write_chrome_line(
         em.buf.push_str(track);
         em.buf.push_str(",\"ts\":");
         push_us(&mut em.buf, origin_us, event.start_ps());
-        if ph == "X" {
+        if ph == PH_COMPLETE {
             em.buf.push_str(",\"dur\":");
             push_us(&mut em.buf, 0, event.duration_ps());
         }
@@ -325,8 +332,8 @@ fn write_metadata(
     arg: &str,
     value: &str,
 ) -> io::Result<()> {
-    em.begin()?;
-    em.buf.push_str("\"ph\":\"M\",\"name\":");
+    em.begin_event(PH_METADATA)?;
+    em.buf.push_str(",\"name\":");
     push_json_str(&mut em.buf, name);
     em.buf.push_str(&format!(",\"pid\":{pid}"));
     if let Some(tid) = tid {
@@ -412,8 +419,8 @@ fn write_xspace_line(
             (None, Some(m)) if !m.display_name.is_empty() => m.display_name.clone(),
             _ => long_name.to_string(),
         };
-        em.begin()?;
-        em.buf.push_str("\"ph\":\"X\",\"name\":");
+        em.begin_event(PH_COMPLETE)?;
+        em.buf.push_str(",\"name\":");
         push_json_str(&mut em.buf, &shown);
         em.buf.push_str(track);
         em.buf.push_str(",\"ts\":");
@@ -451,12 +458,16 @@ fn write_xspace_line(
         }
         em.buf.push_str("}}");
         if let Some(id) = correlation {
-            em.begin()?;
-            em.buf.push_str(if is_device {
-                "\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"flow\",\"name\":\"flow\""
-            } else {
-                "\"ph\":\"s\",\"cat\":\"flow\",\"name\":\"flow\""
-            });
+            // Host → device: the launch starts the arrow, the kernel or copy ends it.
+            em.begin_event(if is_device { PH_FLOW_END } else { PH_FLOW_START })?;
+            if is_device {
+                em.buf.push_str(",\"bp\":");
+                push_json_str(&mut em.buf, BINDING_ENCLOSING);
+            }
+            em.buf.push_str(",\"cat\":");
+            push_json_str(&mut em.buf, CAT_FLOW);
+            em.buf.push_str(",\"name\":");
+            push_json_str(&mut em.buf, CAT_FLOW);
             em.buf.push_str(track);
             em.buf.push_str(&format!(",\"id\":{id},\"ts\":"));
             push_us(&mut em.buf, 0, event.start_ps());
