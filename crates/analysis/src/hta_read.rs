@@ -5,6 +5,7 @@
 //! then rounds each event's start up and end down to whole microseconds, in floating
 //! point.
 
+use mlprof_model::names::chrome;
 use mlprof_model::{Host, Plane, StatStore, StatValue};
 
 use crate::xstats::{as_int, as_str};
@@ -17,8 +18,8 @@ pub(crate) const SYNC_OPS_ON_GPU: [&str; 2] = ["Event Sync", "Context Sync"];
 /// category other than `Trace` (`ph` is `None` for complete `X` events, whose `ph`
 /// the model does not store), `None` for events HTA drops.
 pub(crate) fn kept_categories(plane: &Plane) -> Vec<Option<(&str, Option<&str>)>> {
-    let cat_key = plane.find_stat_key("cat");
-    let ph_key = plane.find_stat_key("ph");
+    let cat_key = plane.find_stat_key(chrome::CAT_STAT);
+    let ph_key = plane.find_stat_key(chrome::PH_STAT);
     plane
         .event_metadata
         .iter()
@@ -30,7 +31,7 @@ pub(crate) fn kept_categories(plane: &Plane) -> Vec<Option<(&str, Option<&str>)>
                 as_str(plane, &plane.metadata_stats, stat.value)
             };
             let cat = text_of(cat_key)?;
-            (cat != "Trace").then(|| (cat, text_of(ph_key)))
+            (cat != chrome::CAT_TRACE).then(|| (cat, text_of(ph_key)))
         })
         .collect()
 }

@@ -22,6 +22,7 @@
 //! Kernels join their launch by `correlation` (the reader's `correlation_id` stat) and
 //! their CPU op by `External id`.
 
+use mlprof_model::names::chrome;
 use mlprof_model::{Event, Host, Plane, SourceFormat};
 
 use crate::xstats;
@@ -170,17 +171,17 @@ impl Category {
     /// The category named `cat`.
     pub fn from_cat(cat: &str) -> Category {
         match cat {
-            "cpu_op" | "Operator" => Category::CpuOp,
-            "user_annotation" => Category::UserAnnotation,
-            "python_function" => Category::PythonFunction,
-            "cuda_runtime" | "Runtime" => Category::CudaRuntime,
-            "cuda_driver" => Category::CudaDriver,
-            "kernel" | "Kernel" => Category::Kernel,
-            "gpu_memcpy" | "Memcpy" => Category::GpuMemcpy,
-            "gpu_memset" | "Memset" => Category::GpuMemset,
-            "cuda_sync" => Category::CudaSync,
-            "gpu_user_annotation" => Category::GpuUserAnnotation,
-            "cpu_instant_event" => Category::CpuInstant,
+            chrome::CAT_CPU_OP | chrome::CAT_OPERATOR => Category::CpuOp,
+            chrome::CAT_USER_ANNOTATION => Category::UserAnnotation,
+            chrome::CAT_PYTHON_FUNCTION => Category::PythonFunction,
+            chrome::CAT_CUDA_RUNTIME | chrome::CAT_RUNTIME => Category::CudaRuntime,
+            chrome::CAT_CUDA_DRIVER => Category::CudaDriver,
+            chrome::CAT_KERNEL | chrome::CAT_KERNEL_LEGACY => Category::Kernel,
+            chrome::CAT_GPU_MEMCPY | chrome::CAT_MEMCPY_LEGACY => Category::GpuMemcpy,
+            chrome::CAT_GPU_MEMSET | chrome::CAT_MEMSET_LEGACY => Category::GpuMemset,
+            chrome::CAT_CUDA_SYNC => Category::CudaSync,
+            chrome::CAT_GPU_USER_ANNOTATION => Category::GpuUserAnnotation,
+            chrome::CAT_CPU_INSTANT_EVENT => Category::CpuInstant,
             _ => Category::Other,
         }
     }
@@ -189,7 +190,7 @@ impl Category {
 /// The [`Category`] of every event metadata of `plane` (indexed like
 /// `plane.event_metadata`), from its `cat` metadata stat.
 pub fn categories(plane: &Plane) -> Vec<Category> {
-    let key = plane.find_stat_key("cat");
+    let key = plane.find_stat_key(chrome::CAT_STAT);
     plane
         .event_metadata
         .iter()

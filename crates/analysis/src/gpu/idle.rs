@@ -13,6 +13,7 @@
 //! overlapping ops give negative gaps (as in HTA). The first op on a stream has no
 //! gap but is counted in `other`.
 
+use mlprof_model::names::chrome;
 use serde::Serialize;
 
 use super::describe::{Describe, describe};
@@ -23,8 +24,15 @@ use super::{Context, round_to, us};
 pub const CONSECUTIVE_KERNEL_DELAY_US: i64 = 30;
 
 /// Categories HTA counts as kernels for this analysis.
-const KERNEL_CATEGORIES: [&str; 7] =
-    ["kernel", "Kernel", "gpu_memset", "Memset", "gpu_memcpy", "Memcpy", "mtia_ccp_events"];
+const KERNEL_CATEGORIES: [&str; 7] = [
+    chrome::CAT_KERNEL,
+    chrome::CAT_KERNEL_LEGACY,
+    chrome::CAT_GPU_MEMSET,
+    chrome::CAT_MEMSET_LEGACY,
+    chrome::CAT_GPU_MEMCPY,
+    chrome::CAT_MEMCPY_LEGACY,
+    chrome::CAT_MTIA_CCP_EVENTS,
+];
 
 /// Why a stream was idle before an op.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]

@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use mlprof_model::names::{DEVICE_PLANE_PREFIX, HOST_PLANE};
+use mlprof_model::names::{DEVICE_PLANE_PREFIX, HOST_PLANE, chrome};
 use mlprof_model::{Host, Plane, SourceFormat, StatStore, StatValue};
 
 use crate::derived_lines::is_derived_line_id;
@@ -199,7 +199,7 @@ fn chrome_kept(plane: &Plane, names: &mut Symbols) -> Vec<Option<Kept>> {
             let (_, ph) = kept?;
             let name = names.intern(&metadata.name);
             Some(match ph {
-                None | Some("X") => Kept::Complete(name),
+                None | Some(chrome::PH_COMPLETE) => Kept::Complete(name),
                 Some(_) => Kept::IfDur(name),
             })
         })

@@ -7,6 +7,7 @@
 //! limit or folded into a span, which [`HostEvents::starts_before`] and the
 //! monotonicity of the rounding answer without it.
 
+use mlprof_model::names::chrome;
 use mlprof_model::{Host, Line, Plane, Stat, names};
 
 use super::{Row, Symbols};
@@ -175,7 +176,7 @@ fn metadata_kinds(plane: &Plane, symbols: &mut Symbols) -> Vec<Option<(u32, u32)
         .zip(&plane.event_metadata)
         .map(|(kept, metadata)| {
             let (cat, ph) = kept?;
-            ph.is_none_or(|ph| ph == "X").then(|| (symbols.intern(&metadata.name), symbols.intern(cat)))
+            ph.is_none_or(|ph| ph == chrome::PH_COMPLETE).then(|| (symbols.intern(&metadata.name), symbols.intern(cat)))
         })
         .collect()
 }
