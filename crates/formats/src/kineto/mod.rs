@@ -57,8 +57,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::ops::Range;
 
+use mlprof_model::names::chrome::{CAT_STAT, PH_COMPLETE, PH_STAT};
 use mlprof_model::names::{DEVICE_PLANE_PREFIX, GPU_PLANE_PREFIX, HOST_PLANE};
-use mlprof_model::{ChromeTraceInfo, Host, Line, Plane, PlaneBuilder, SourceFormat, StatValue, TrackId};
+use mlprof_model::{
+    ChromeMetadataEvent, ChromeTraceInfo, Host, Line, Plane, PlaneBuilder, SourceFormat, StatValue, TrackId,
+};
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
@@ -182,8 +185,47 @@ enum DeviceKind {
 
 /// Turns the collected tracks into planes and the host.
 fn assemble(mut r: Reader, path: &str, host_name: &str) -> std::result::Result<Host, String> {
-    // Time origin: the smallest whole µs of a model event; offsets so far are relative
-    // to the first one seen. The span check of the pass guarantees no overflow here.
+    let origin = settle_time_origin(&mut r);
+    let top = TopLevelFacts::of(&r);
+    let records = MetadataRecords::of(&r.meta_events);
+    let (host_tracks, devices) = group_tracks(&r, &records.labels, &top.device_properties);
+
+    // Lines are taken out of the tracks one by one (no second vector of lines), and
+    // each plane's line vector is sized exactly: with a million threads, `Line`s are
+    // most of the memory.
+    let mut tracks = std::mem::take(&mut r.tracks);
+    tracks.shrink_to_fit();
+    let mut planes = Vec::new();
+    let mut compactor = Compactor::new(&r);
+    if !host_tracks.is_empty() {
+        planes.push(host_plane(&mut tracks, host_tracks, &records.thread_names, &mut compactor)?);
+    }
+    for (pid, (kind, members)) in devices {
+        let properties = top.device_properties.iter().find(|(id, _)| *id == pid).map(|(_, props)| props.as_slice());
+        planes.push(device_plane(&mut tracks, pid, kind, members, properties, &mut compactor)?);
+    }
+    drop(records);
+    let (start_ns, stop_ns) = profile_span_ns(&planes, origin, top.base_ns);
+
+    let mut host = Host::new(host_name, path, SourceFormat::Kineto);
+    host.rank = top.rank;
+    host.planes = planes;
+    host.profile_start_ns = start_ns;
+    host.profile_stop_ns = stop_ns;
+    host.chrome = Some(ChromeTraceInfo {
+        top_level: std::mem::take(&mut r.top_level),
+        metadata_events: std::mem::take(&mut r.meta_events),
+        origin_us: origin,
+        bare_array: r.bare_array,
+    });
+    Ok(host)
+}
+
+/// Sets the time origin, the smallest whole µs of a model event (else of a metadata
+/// record), and returns it: offsets so far are relative to the first event seen, and
+/// are shifted to it; events without `ts` get offset 0; metadata records get their
+/// time. The span check of the pass guarantees no overflow here.
+fn settle_time_origin(r: &mut Reader) -> i64 {
     let origin = match r.provisional_origin {
         Some(provisional) => {
             let origin = r.min_whole;
@@ -209,44 +251,81 @@ fn assemble(mut r: Reader, path: &str, host_name: &str) -> std::result::Result<H
     for (event, ts) in r.meta_events.iter_mut().zip(&r.meta_ts) {
         event.ts_ps = ts.and_then(|ts| ts.whole.checked_sub(origin)?.checked_mul(PS_PER_US)?.checked_add(ts.frac_ps));
     }
+    origin
+}
 
-    // Top-level facts.
-    let top = |key: &str| r.top_level.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
-    let rank = top("distributedInfo").and_then(|raw| {
-        let info: DistributedInfo<'_> = serde_json::from_str(raw).ok()?;
-        match classify(info.rank?.get()) {
+/// What the trace's top-level keys say about the host.
+struct TopLevelFacts {
+    /// `distributedInfo.rank`.
+    rank: Option<i64>,
+    /// `baseTimeNanoseconds`: the epoch time of `ts` 0, in nanoseconds.
+    base_ns: Option<i64>,
+    /// `deviceProperties`: per device id, its properties as `(name, value)`.
+    device_properties: Vec<(i64, Vec<(String, String)>)>,
+}
+
+impl TopLevelFacts {
+    fn of(r: &Reader) -> TopLevelFacts {
+        let top = |key: &str| r.top_level.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
+        let rank = top("distributedInfo").and_then(|raw| {
+            let info: DistributedInfo<'_> = serde_json::from_str(raw).ok()?;
+            match classify(info.rank?.get()) {
+                Scalar::Int(v) => Some(v),
+                _ => None,
+            }
+        });
+        let base_ns = top("baseTimeNanoseconds").and_then(|raw| match classify(raw) {
             Scalar::Int(v) => Some(v),
             _ => None,
-        }
-    });
-    let base_ns = top("baseTimeNanoseconds").and_then(|raw| match classify(raw) {
-        Scalar::Int(v) => Some(v),
-        _ => None,
-    });
-    let device_properties: Vec<(i64, Vec<(String, String)>)> =
-        top("deviceProperties").map(parse_device_properties).unwrap_or_default();
-
-    // Labels and thread names from the metadata records.
-    let mut labels: HashMap<i64, DeviceKind> = HashMap::new();
-    let mut thread_names: HashMap<(&TrackId, &TrackId), String> = HashMap::new();
-    for event in &r.meta_events {
-        match event.name.as_str() {
-            "process_labels" => {
-                if let (TrackId::Int(pid), Some(kind)) = (&event.pid, label_kind(&event.args_json)) {
-                    labels.insert(*pid, kind);
-                }
-            }
-            "thread_name" => {
-                let args = serde_json::from_str::<NameArgs<'_>>(&event.args_json);
-                if let (Some(tid), Ok(NameArgs { name: Some(name) })) = (&event.tid, args) {
-                    thread_names.insert((&event.pid, tid), name.into_owned());
-                }
-            }
-            _ => {}
-        }
+        });
+        let device_properties = top("deviceProperties").map(parse_device_properties).unwrap_or_default();
+        TopLevelFacts { rank, base_ns, device_properties }
     }
+}
 
-    // Which pids are devices.
+/// Device labels and thread names from the `M` (metadata) records.
+struct MetadataRecords<'r> {
+    /// Per integer pid, the device kind its `process_labels` record names.
+    labels: HashMap<i64, DeviceKind>,
+    /// Per `(pid, tid)`, the name its `thread_name` record gives.
+    thread_names: HashMap<(&'r TrackId, &'r TrackId), String>,
+}
+
+impl<'r> MetadataRecords<'r> {
+    fn of(meta_events: &'r [ChromeMetadataEvent]) -> MetadataRecords<'r> {
+        let mut labels = HashMap::new();
+        let mut thread_names = HashMap::new();
+        for event in meta_events {
+            match event.name.as_str() {
+                "process_labels" => {
+                    if let (TrackId::Int(pid), Some(kind)) = (&event.pid, label_kind(&event.args_json)) {
+                        labels.insert(*pid, kind);
+                    }
+                }
+                "thread_name" => {
+                    let args = serde_json::from_str::<NameArgs<'_>>(&event.args_json);
+                    if let (Some(tid), Ok(NameArgs { name: Some(name) })) = (&event.tid, args) {
+                        thread_names.insert((&event.pid, tid), name.into_owned());
+                    }
+                }
+                _ => {}
+            }
+        }
+        MetadataRecords { labels, thread_names }
+    }
+}
+
+/// Per device pid, its kind and the indices of its tracks.
+type DeviceTracks = BTreeMap<i64, (DeviceKind, Vec<usize>)>;
+
+/// Groups the tracks: host tracks in first-seen order, device tracks by pid. A pid is
+/// a device when its events are GPU or MTIA activity, else when its `process_labels`
+/// say so; every device with properties gets a plane, with tracks or not.
+fn group_tracks(
+    r: &Reader,
+    labels: &HashMap<i64, DeviceKind>,
+    device_properties: &[(i64, Vec<(String, String)>)],
+) -> (Vec<usize>, DeviceTracks) {
     let pid_kind: Vec<Option<(i64, DeviceKind)>> = r
         .pids
         .iter()
@@ -264,85 +343,103 @@ fn assemble(mut r: Reader, path: &str, host_name: &str) -> std::result::Result<H
             Some((pid, kind))
         })
         .collect();
-
-    // Group tracks: host lines in first-seen order, device lines by pid.
     let mut host_tracks = Vec::new();
-    let mut devices: BTreeMap<i64, (DeviceKind, Vec<usize>)> = BTreeMap::new();
+    let mut devices = DeviceTracks::new();
     for (i, track) in r.tracks.iter().enumerate() {
         match pid_kind.get(track.pid_index as usize).copied().flatten() {
             Some((pid, kind)) => devices.entry(pid).or_insert((kind, Vec::new())).1.push(i),
             None => host_tracks.push(i),
         }
     }
-    for (id, _) in &device_properties {
+    for (id, _) in device_properties {
         devices.entry(*id).or_insert_with(|| (labels.get(id).copied().unwrap_or(DeviceKind::Gpu), Vec::new()));
     }
+    (host_tracks, devices)
+}
 
-    // Lines are taken out of the tracks one by one (no second vector of lines), and
-    // each plane's line vector is sized exactly: with a million threads, `Line`s are
-    // most of the memory.
-    let mut tracks = std::mem::take(&mut r.tracks);
-    tracks.shrink_to_fit();
-    let mut take_line = |i: usize| tracks.get_mut(i).map(|track| std::mem::take(&mut track.line));
-    let mut planes = Vec::new();
-    let mut compactor = Compactor::new(&r);
-    if !host_tracks.is_empty() {
-        let mut builder = PlaneBuilder::new(0, HOST_PLANE);
-        builder.reserve_lines(host_tracks.len());
-        for i in host_tracks {
-            let Some(mut line) = take_line(i) else {
-                continue;
-            };
-            let (id, name) = match &line.chrome_track {
-                Some((pid, tid)) => match tid {
-                    TrackId::Int(t) => {
-                        (*t, thread_names.get(&(pid, tid)).cloned().unwrap_or_else(|| format!("thread {t}")))
-                    }
-                    TrackId::Str(s) => (fnv63(s), thread_names.get(&(pid, tid)).cloned().unwrap_or_else(|| s.clone())),
-                },
-                None => (0, String::new()),
-            };
-            line.id = id;
-            line.display_id = id;
-            line.name = name;
-            compactor.add_line(&mut builder, line)?;
-        }
-        planes.push(builder.finish());
-    }
-    for (pid, (kind, members)) in devices {
-        let name = match kind {
-            DeviceKind::Gpu => format!("{GPU_PLANE_PREFIX}{pid}"),
-            DeviceKind::Mtia => format!("{DEVICE_PLANE_PREFIX}MTIA:{pid}"),
+/// Takes track `i`'s line out of `tracks`.
+fn take_line(tracks: &mut [parse::Track], i: usize) -> Option<Line> {
+    tracks.get_mut(i).map(|track| std::mem::take(&mut track.line))
+}
+
+/// The `/host:CPU` plane of the host tracks: a line per thread, named by its
+/// `thread_name` record, else `thread N` (a string tid names itself).
+fn host_plane(
+    tracks: &mut [parse::Track],
+    members: Vec<usize>,
+    thread_names: &HashMap<(&TrackId, &TrackId), String>,
+    compactor: &mut Compactor<'_>,
+) -> std::result::Result<Plane, String> {
+    let mut builder = PlaneBuilder::new(0, HOST_PLANE);
+    builder.reserve_lines(members.len());
+    for i in members {
+        let Some(mut line) = take_line(tracks, i) else {
+            continue;
         };
-        let mut builder = PlaneBuilder::new(pid, name);
-        if let Some((_, props)) = device_properties.iter().find(|(id, _)| *id == pid) {
-            set_device_stats(&mut builder, props)?;
-        }
-        compactor.reset();
-        builder.reserve_lines(members.len());
-        for i in members {
-            let Some(mut line) = take_line(i) else {
-                continue;
-            };
-            let id = match &line.chrome_track {
-                Some((_, TrackId::Int(t))) => *t,
-                Some((_, TrackId::Str(s))) => fnv63(s),
-                None => 0,
-            };
-            line.id = id;
-            line.display_id = id;
-            line.name = match &line.chrome_track {
-                Some((_, TrackId::Str(s))) => format!("Stream #{s}"),
-                _ => format!("Stream #{id}"),
-            };
-            compactor.add_line(&mut builder, line)?;
-        }
-        planes.push(builder.finish());
+        let (id, name) = match &line.chrome_track {
+            Some((pid, tid)) => match tid {
+                TrackId::Int(t) => {
+                    (*t, thread_names.get(&(pid, tid)).cloned().unwrap_or_else(|| format!("thread {t}")))
+                }
+                TrackId::Str(s) => (fnv63(s), thread_names.get(&(pid, tid)).cloned().unwrap_or_else(|| s.clone())),
+            },
+            None => (0, String::new()),
+        };
+        line.id = id;
+        line.display_id = id;
+        line.name = name;
+        compactor.add_line(&mut builder, line)?;
     }
+    Ok(builder.finish())
+}
 
+/// The plane of device `pid` (`/device:GPU:N`, `/device:MTIA:N`): its properties as
+/// plane stats, and a `Stream #tid` line per track.
+fn device_plane(
+    tracks: &mut [parse::Track],
+    pid: i64,
+    kind: DeviceKind,
+    members: Vec<usize>,
+    properties: Option<&[(String, String)]>,
+    compactor: &mut Compactor<'_>,
+) -> std::result::Result<Plane, String> {
+    let name = match kind {
+        DeviceKind::Gpu => format!("{GPU_PLANE_PREFIX}{pid}"),
+        DeviceKind::Mtia => format!("{DEVICE_PLANE_PREFIX}MTIA:{pid}"),
+    };
+    let mut builder = PlaneBuilder::new(pid, name);
+    if let Some(props) = properties {
+        set_device_stats(&mut builder, props)?;
+    }
+    compactor.reset();
+    builder.reserve_lines(members.len());
+    for i in members {
+        let Some(mut line) = take_line(tracks, i) else {
+            continue;
+        };
+        let id = match &line.chrome_track {
+            Some((_, TrackId::Int(t))) => *t,
+            Some((_, TrackId::Str(s))) => fnv63(s),
+            None => 0,
+        };
+        line.id = id;
+        line.display_id = id;
+        line.name = match &line.chrome_track {
+            Some((_, TrackId::Str(s))) => format!("Stream #{s}"),
+            _ => format!("Stream #{id}"),
+        };
+        compactor.add_line(&mut builder, line)?;
+    }
+    Ok(builder.finish())
+}
+
+/// The profile's start and stop in epoch nanoseconds: the origin (whole µs) on
+/// `baseTimeNanoseconds`, or taken as epoch time when it is plainly one (after 2001);
+/// the stop is the start plus the latest event end.
+fn profile_span_ns(planes: &[Plane], origin: i64, base_ns: Option<i64>) -> (Option<i64>, Option<i64>) {
     let max_end = planes
         .iter()
-        .flat_map(|p: &Plane| p.lines.iter())
+        .flat_map(|p| p.lines.iter())
         .flat_map(|l| l.events.offset_ps.iter().zip(&l.events.duration_ps))
         .map(|(o, d)| o.saturating_add((*d).max(0)))
         .max();
@@ -355,19 +452,7 @@ fn assemble(mut r: Reader, path: &str, host_name: &str) -> std::result::Result<H
         (Some(start), Some(end)) => start.checked_add(end.div_euclid(1000)),
         _ => None,
     };
-
-    let mut host = Host::new(host_name, path, SourceFormat::Kineto);
-    host.rank = rank;
-    host.planes = planes;
-    host.profile_start_ns = start_ns;
-    host.profile_stop_ns = stop_ns;
-    host.chrome = Some(ChromeTraceInfo {
-        top_level: std::mem::take(&mut r.top_level),
-        metadata_events: std::mem::take(&mut r.meta_events),
-        origin_us: origin,
-        bare_array: r.bare_array,
-    });
-    Ok(host)
+    (start_ns, stop_ns)
 }
 
 /// Moves lines into a plane, mapping file-global metadata indices and stat keys to the
@@ -404,14 +489,14 @@ impl<'r> Compactor<'r> {
                 *slot = builder.event_metadata(r.names.get(name_id), variant, |b| {
                     let mut stats = Vec::new();
                     if cat_id != NO_CAT {
-                        let key = b.stat_key("cat");
+                        let key = b.stat_key(CAT_STAT);
                         match b.metadata_str(r.cats.get(cat_id)) {
                             Ok(v) => stats.push((key, v)),
                             Err(_) => arena_full = true,
                         }
                     }
-                    if ph != "X" {
-                        let key = b.stat_key("ph");
+                    if ph != PH_COMPLETE {
+                        let key = b.stat_key(PH_STAT);
                         match b.metadata_str(ph) {
                             Ok(v) => stats.push((key, v)),
                             Err(_) => arena_full = true,

@@ -8,6 +8,10 @@ use crate::limits::MAX_LINES;
 use std::borrow::Cow;
 use std::fmt;
 
+use mlprof_model::names::chrome::{
+    CAT_CUDA_SYNC, CAT_GPU_MEMCPY, CAT_GPU_MEMSET, CAT_GPU_USER_ANNOTATION, CAT_KERNEL, CAT_KERNEL_LEGACY,
+    CAT_MTIA_CCP_EVENTS, PH_COMPLETE, PH_METADATA,
+};
 use mlprof_model::{ChromeMetadataEvent, Line, StatStore, StatValue, TrackId};
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -38,8 +42,10 @@ pub(crate) enum CatClass {
 
 fn cat_class(cat: &str) -> CatClass {
     match cat {
-        "kernel" | "Kernel" | "gpu_memcpy" | "gpu_memset" | "gpu_user_annotation" | "cuda_sync" => CatClass::Gpu,
-        "mtia_ccp_events" => CatClass::Mtia,
+        CAT_KERNEL | CAT_KERNEL_LEGACY | CAT_GPU_MEMCPY | CAT_GPU_MEMSET | CAT_GPU_USER_ANNOTATION | CAT_CUDA_SYNC => {
+            CatClass::Gpu
+        }
+        CAT_MTIA_CCP_EVENTS => CatClass::Mtia,
         _ => CatClass::Host,
     }
 }
@@ -212,7 +218,7 @@ impl Reader {
     /// Handles one complete event.
     pub(crate) fn finish_event(&mut self, f: &Fields<'_>) -> Result<(), String> {
         let ph = f.ph.as_deref().unwrap_or("");
-        if ph == "M" {
+        if ph == PH_METADATA {
             self.meta_events.push(ChromeMetadataEvent {
                 name: f.name.as_deref().unwrap_or_default().to_string(),
                 pid: f.pid.as_ref().map_or(TrackId::Int(0), Id::to_track_id),
@@ -238,7 +244,7 @@ impl Reader {
                 0
             }
         };
-        let is_complete = ph == "X";
+        let is_complete = ph == PH_COMPLETE;
         let duration = match (&f.dur, is_complete) {
             (Some((dur, _)), true) => dur.to_ps().ok_or("\"dur\": duration too large for 64-bit picoseconds")?,
             _ => 0,
@@ -461,9 +467,30 @@ impl Reader {
             meta_ts,
             ..
         } = later;
+        let shift_ps = self.merge_time(provisional_origin, min_whole, max_whole)?;
+        let meta_map = self.merge_event_metadata(names, cats, phs, catph_list, meta_list)?;
+        let key_map = remap(&mut self.keys, keys, "stat keys")?;
+        let pid_map = self.merge_pids(pids)?;
+        let maps = IdMaps { meta: meta_map, key: key_map, pid: pid_map, shift_ps };
+        let (track_map, base_len) = self.merge_tracks(tracks, &maps)?;
+        self.last_track = None;
+        for (track, index) in missing_ts {
+            let (Some(&own), Some(&base)) = (track_map.get(track as usize), base_len.get(track as usize)) else {
+                continue;
+            };
+            let index = u32::try_from(base + index as usize).map_err(|_| too_many("events on one thread"))?;
+            self.missing_ts.push((own, index));
+        }
+        self.meta_events.extend(meta_events);
+        self.meta_ts.extend(meta_ts);
+        self.top_level.extend(top_level);
+        Ok(())
+    }
 
-        // Time: one origin for both parts, checked like the per-event span check.
-        let shift_ps = match (self.provisional_origin, provisional_origin) {
+    /// Time for [`Reader::append`]: one origin for both parts, checked like the
+    /// per-event span check. Returns what to add to the later part's offsets.
+    fn merge_time(&mut self, later_origin: Option<i64>, min_whole: i64, max_whole: i64) -> Result<i64, String> {
+        Ok(match (self.provisional_origin, later_origin) {
             (Some(origin), Some(later_origin)) => {
                 let (min, max) = (self.min_whole.min(min_whole), self.max_whole.max(max_whole));
                 if max.checked_sub(min).is_none_or(|span| span > MAX_SPAN_US) {
@@ -480,15 +507,19 @@ impl Reader {
                 0
             }
             (_, None) => 0,
-        };
+        })
+    }
 
-        // Interned strings and the tables built on them, in `later`'s first-seen order.
-        let remap = |into: &mut Interner, from: Interner, what: &str| {
-            from.into_strings()
-                .into_iter()
-                .map(|s| into.intern(&s).map_err(|_| too_many(what)))
-                .collect::<Result<Vec<u32>, String>>()
-        };
+    /// Interns the later part's names, categories and phases and the metadata built on
+    /// them, in its first-seen order; returns its metadata indices mapped to `self`'s.
+    fn merge_event_metadata(
+        &mut self,
+        names: Interner,
+        cats: Interner,
+        phs: Interner,
+        catph_list: Vec<(u32, u32)>,
+        meta_list: Vec<(u32, u32)>,
+    ) -> Result<Vec<u32>, String> {
         let name_map = remap(&mut self.names, names, "event names")?;
         let cat_map = remap(&mut self.cats, cats, "categories")?;
         while self.cat_classes.len() < self.cats.len() {
@@ -496,7 +527,6 @@ impl Reader {
             self.cat_classes.push(cat_class(self.cats.get(id)));
         }
         let ph_map = remap(&mut self.phs, phs, "phases")?;
-        let key_map = remap(&mut self.keys, keys, "stat keys")?;
         let mut variant_map = Vec::with_capacity(catph_list.len());
         for (cat, ph) in catph_list {
             let cat = if cat == NO_CAT { NO_CAT } else { mapped(&cat_map, cat)? };
@@ -506,8 +536,12 @@ impl Reader {
         for (name, variant) in meta_list {
             meta_map.push(self.meta_index(mapped(&name_map, name)?, mapped(&variant_map, variant)?)?);
         }
+        Ok(meta_map)
+    }
 
-        // Pids, then tracks: new ones after `self`'s, known ones get the events appended.
+    /// Adds the later part's pids after `self`'s (known ones keep their index and
+    /// learn its device categories); returns its pid indices mapped to `self`'s.
+    fn merge_pids(&mut self, pids: Vec<PidInfo>) -> Result<Vec<u32>, String> {
         let mut pid_map = Vec::with_capacity(pids.len());
         for info in pids {
             let id = match &info.id {
@@ -521,10 +555,17 @@ impl Reader {
             }
             pid_map.push(index);
         }
+        Ok(pid_map)
+    }
+
+    /// Adds the later part's tracks: new ones after `self`'s, known ones get the events
+    /// appended. Returns, per later track, its index in `self` and how many events that
+    /// track had before.
+    fn merge_tracks(&mut self, tracks: Vec<Track>, maps: &IdMaps) -> Result<(Vec<u32>, Vec<usize>), String> {
         let mut track_map = Vec::with_capacity(tracks.len());
         let mut base_len = Vec::with_capacity(tracks.len());
         for Track { mut line, pid_index } in tracks {
-            let pid_index = mapped(&pid_map, pid_index)?;
+            let pid_index = mapped(&maps.pid, pid_index)?;
             let Some((pid, tid)) = line.chrome_track.clone() else {
                 return Err("internal error: a track without its (pid, tid)".to_string());
             };
@@ -539,17 +580,17 @@ impl Reader {
                 Some((index, own)) => {
                     base_len.push(own.line.len());
                     track_map.push(index);
-                    append_line(&mut own.line, &line, &meta_map, &key_map, shift_ps)?;
+                    append_line(&mut own.line, &line, &maps.meta, &maps.key, maps.shift_ps)?;
                 }
                 None => {
                     let index = self.next_track_index()?;
                     for m in &mut line.events.metadata {
-                        *m = mapped(&meta_map, *m)?;
+                        *m = mapped(&maps.meta, *m)?;
                     }
                     for offset in &mut line.events.offset_ps {
-                        *offset = offset.checked_add(shift_ps).ok_or("timestamp out of range")?;
+                        *offset = offset.checked_add(maps.shift_ps).ok_or("timestamp out of range")?;
                     }
-                    line.stats.remap_keys(&key_map);
+                    line.stats.remap_keys(&maps.key);
                     match (&pid, &tid) {
                         (TrackId::Int(p), TrackId::Int(t)) => self.int_tracks.insert((*p, *t), index),
                         _ => {
@@ -563,18 +604,7 @@ impl Reader {
                 }
             }
         }
-        self.last_track = None;
-        for (track, index) in missing_ts {
-            let (Some(&own), Some(&base)) = (track_map.get(track as usize), base_len.get(track as usize)) else {
-                continue;
-            };
-            let index = u32::try_from(base + index as usize).map_err(|_| too_many("events on one thread"))?;
-            self.missing_ts.push((own, index));
-        }
-        self.meta_events.extend(meta_events);
-        self.meta_ts.extend(meta_ts);
-        self.top_level.extend(top_level);
-        Ok(())
+        Ok((track_map, base_len))
     }
 
     /// The track-map key of a thread id that is not paired with an integer pid.
@@ -587,6 +617,25 @@ impl Reader {
 }
 
 /// `map[id]`, an error for an id outside the map (which a consistent reader never has).
+/// How the ids and times of a later part of the events map onto the earlier part's
+/// ([`Reader::append`]).
+struct IdMaps {
+    /// Later file-global metadata index → earlier.
+    meta: Vec<u32>,
+    /// Later stat key → earlier.
+    key: Vec<u32>,
+    /// Later pid index → earlier.
+    pid: Vec<u32>,
+    /// Picoseconds to add to the later part's offsets.
+    shift_ps: i64,
+}
+
+/// Interns `from`'s strings into `into`, in `from`'s order; returns `from`'s ids
+/// mapped to `into`'s. `what` names the strings for the too-many error.
+fn remap(into: &mut Interner, from: Interner, what: &str) -> Result<Vec<u32>, String> {
+    from.into_strings().into_iter().map(|s| into.intern(&s).map_err(|_| too_many(what))).collect()
+}
+
 fn mapped(map: &[u32], id: u32) -> Result<u32, String> {
     map.get(id as usize).copied().ok_or_else(|| "internal error: unmapped id".to_string())
 }
