@@ -26,7 +26,7 @@ pub mod steps;
 pub mod tf_data;
 pub mod tf_op;
 pub mod tfprof;
+pub mod tool;
 pub mod tool_availability;
-pub mod tools;
 pub mod trace_diff;
 pub mod xstats;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use mlprof_analysis::grouping::StepSource;
 use mlprof_analysis::input_pipeline::InputPipelineAnalysis;
-use mlprof_analysis::tools::{Analysis, ToolOptions, ToolResult};
+use mlprof_analysis::tool::{Analysis, Options, ToolId, ToolResult};
 use mlprof_model::Session;
 use serde::Deserialize;
 
@@ -37,8 +37,8 @@ fn load(path: &str) -> Vec<Session> {
 
 fn input_pipeline(session: &Session) -> InputPipelineAnalysis {
     let hosts = session.hosts.iter().collect();
-    match Analysis::new(hosts, ToolOptions::default()).run("input_pipeline_analyzer") {
-        Some(ToolResult::InputPipeline(result)) => *result,
+    match Analysis::new(hosts, Options::default()).run(ToolId::InputPipelineAnalyzer) {
+        Ok(ToolResult::InputPipeline(result)) => *result,
         _ => panic!("input_pipeline_analyzer runs"),
     }
 }
@@ -142,8 +142,8 @@ fn ranks_are_aligned_by_step_number_and_the_straggler_is_named() {
     let sessions = load("tests/data/kineto/hta/trace_filter");
     let hosts: Vec<_> = sessions[0].hosts.iter().collect();
     assert_eq!(hosts.len(), 2);
-    let analysis = Analysis::new(hosts, ToolOptions::default());
-    let Some(ToolResult::PodViewer(viewer)) = analysis.run("pod_viewer") else { panic!("pod viewer runs") };
+    let analysis = Analysis::new(hosts, Options::default());
+    let Ok(ToolResult::PodViewer(viewer)) = analysis.run(ToolId::PodViewer) else { panic!("pod viewer runs") };
     assert_eq!(viewer.steps.len(), 2);
     let duration = |rank: usize, step: i64| {
         let key = format!("tests/data/kineto/hta/trace_filter/sampled_rank-{rank}.json.gz");
@@ -177,7 +177,7 @@ fn traces_without_profiler_steps_say_how_to_get_them() {
 fn the_overview_names_the_gpu_the_job_used_and_points_to_the_transfers_tool() {
     let sessions = load("tests/data/kineto/hta/nccl_parser_config");
     let hosts = sessions[0].hosts.iter().collect();
-    let Some(ToolResult::Overview(overview)) = Analysis::new(hosts, ToolOptions::default()).run("overview_page") else {
+    let Ok(ToolResult::Overview(overview)) = Analysis::new(hosts, Options::default()).run(ToolId::OverviewPage) else {
         panic!("overview runs")
     };
     // deviceProperties lists the machine's 8 GPUs; the rank ran on one.

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use mlprof_analysis::tools::{Analysis, ToolOptions};
+use mlprof_analysis::tool::{Analysis, Options, ToolId};
 use serde_json::Value;
 
 mod json_same;
@@ -36,8 +36,9 @@ fn reference(case: &str, tool: &str) -> Value {
 fn xprof_json(case: &str, tool: &str) -> Value {
     let session = load(case);
     let hosts: Vec<_> = session.hosts.iter().collect();
-    let analysis = Analysis::new(hosts, ToolOptions { xprof_compatible: true, ..ToolOptions::default() });
-    analysis.run(tool).expect("known tool").to_xprof_json()
+    let analysis = Analysis::new(hosts, Options::xprof_compatible());
+    let tool = ToolId::from_name(tool).expect("known tool");
+    analysis.run(tool).expect("the tool runs").to_xprof_json().expect("an XProf tool")
 }
 
 #[test]
@@ -64,9 +65,9 @@ fn pod_viewer_matches_xprof() {
 #[test]
 fn finds_the_keras3_steps_xprof_misses_and_says_how() {
     let session = load("tf_keras_pipelined");
-    let analysis = Analysis::new(session.hosts.iter().collect(), ToolOptions::default());
-    let result = analysis.run("input_pipeline_analyzer").expect("known tool");
-    let mlprof_analysis::tools::ToolResult::InputPipeline(analysis) = result else { panic!("wrong result kind") };
+    let analysis = Analysis::new(session.hosts.iter().collect(), Options::default());
+    let result = analysis.run(ToolId::InputPipelineAnalyzer).expect("the tool runs");
+    let mlprof_analysis::tool::ToolResult::InputPipeline(analysis) = result else { panic!("wrong result kind") };
     // 8 profiled batches, first and last dropped as XProf drops incomplete steps.
     assert_eq!(analysis.steps.len(), 6);
     assert!(analysis.step_source.contains("8 steps from events named \"Profiled batch\" with step_num"));
@@ -145,8 +146,8 @@ fn xla_gpu_steps_match_xprof_but_for_modern_memcpy_names() {
 #[test]
 fn xla_gpu_overview_report_shows_flop_rates_and_tensor_cores() {
     let session = load(GPU_CASE);
-    let analysis = Analysis::new(session.hosts.iter().collect(), ToolOptions::default());
-    let report = analysis.run("overview_page").expect("known tool").report();
+    let analysis = Analysis::new(session.hosts.iter().collect(), Options::default());
+    let report = analysis.run(ToolId::OverviewPage).expect("the tool runs").report();
     let section = report.sections.iter().find(|s| s.title == "Top 10 device ops").expect("device ops");
     let table = section.table.as_ref().expect("table");
     assert_eq!(table.columns[4..], ["GFLOP/s", "TensorCore eligible", "Uses TensorCore"]);

@@ -18,7 +18,6 @@ use std::time::Duration;
 
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
-use mlprof_analysis::steps::Breakdown;
 use mlprof_capture::address::Target;
 use mlprof_capture::client::save::megabytes;
 use mlprof_capture::client::{CaptureOptions, Progress, SessionIds, WorkerOutcome, WorkerState, capture};
@@ -183,18 +182,7 @@ fn render_analysis(session_dir: &Path, verbose: bool) -> Result<(), Failure> {
     let hosts = sessions.first().map_or(0, |s| s.hosts.len());
     let tools: &[&str] = if hosts > 1 { &["overview_page", "pod_viewer"] } else { &["overview_page"] };
     for tool in tools {
-        let request = analyze::Request {
-            tool,
-            session: None,
-            host: None,
-            format: AnalyzeFormat::Table,
-            breakdown: Breakdown::Classic,
-            sort: None,
-            analyses: None,
-            output: None,
-            gap_threshold: None,
-            tfprof: &crate::tfprof::TfprofArgs::default(),
-        };
+        let request = analyze::Request::new(tool, AnalyzeFormat::Table);
         // Names in the report (ops, planes, hosts) come from the server's XSpace.
         crate::write_stdout(&display_safe_lines(&analyze::analyze(&sessions, &request)?))?;
     }

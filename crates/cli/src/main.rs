@@ -11,19 +11,17 @@ mod analyze;
 mod capture;
 mod convert;
 mod diff;
-mod gpu;
 mod info_view;
 mod report_view;
 mod select;
 mod serve;
 mod tfprof;
-mod transfers;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use mlprof_formats::FormatError;
 
 /// mlprof: where did the time of your ML job go?
@@ -49,14 +47,13 @@ enum Command {
         #[arg(long, value_enum, default_value_t = InfoFormat::Table)]
         format: InfoFormat,
     },
-    /// Run the TF-Profiler tools (overview_page, input_pipeline_analyzer, framework_op_stats,
-    /// kernel_stats, memory_profile, pod_viewer, tf_data_bottleneck_analysis), HTA's GPU
-    /// analyses (gpu), the transfer and synchronisation diagnosis (transfers) or tfprof's
-    /// scope/op/code/graph views (tfprof) on a profile.
+    /// Run a tool on a profile: the TF-Profiler tools, HTA's GPU analyses (gpu), the
+    /// transfer and synchronisation diagnosis (transfers), tfprof's views (tfprof) and
+    /// more; `--help` lists them all with what each answers.
     Analyze {
         /// The input (any path `info` accepts).
         path: PathBuf,
-        /// Tool name (one of the above, `gpu`, `transfers`, `tfprof`), or `all` for the TF-Profiler tools.
+        /// Tool name, or `all` for the TF-Profiler tools (the list is in `--help`).
         #[arg(long, default_value = "overview_page")]
         tool: String,
         /// Host to analyse, or `all` (default: all hosts together, as XProf combines them).
@@ -68,10 +65,10 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = AnalyzeFormat::Table)]
         format: AnalyzeFormat,
-        /// Step-time breakdown on GPU profiles: `classic` includes host time (Input,
-        /// Kernel launch, Host compute), `xprof` is current XProf's device-only view.
-        #[arg(long, value_enum, default_value_t = BreakdownArg::Classic)]
-        breakdown: BreakdownArg,
+        /// Step-time breakdown on GPU profiles: `classic` (the default) includes host time
+        /// (Input, Kernel launch, Host compute), `xprof` is current XProf's device-only view.
+        #[arg(long, value_enum)]
+        breakdown: Option<BreakdownArg>,
         /// Sort the main table (table and csv formats): COLUMN, COLUMN:asc or COLUMN:desc.
         #[arg(long)]
         sort: Option<String>,
@@ -189,7 +186,8 @@ impl From<FormatError> for Failure {
 
 fn main() -> ExitCode {
     allocator::use_one_arena();
-    let cli = Cli::parse();
+    let matches = with_tool_list(Cli::command()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
@@ -197,6 +195,20 @@ fn main() -> ExitCode {
             ExitCode::from(f.code)
         }
     }
+}
+
+/// `command` with `analyze --tool`'s long help listing every tool with what it answers,
+/// from the tools' specs.
+fn with_tool_list(command: clap::Command) -> clap::Command {
+    use mlprof_analysis::tool::ToolId;
+    use mlprof_analysis::tool::spec::Output;
+    let tools: Vec<_> = ToolId::ALL.into_iter().map(ToolId::spec).filter(|spec| spec.has(Output::Report)).collect();
+    let width = tools.iter().map(|spec| spec.name.len()).max().unwrap_or(0);
+    let mut help = String::from("Tool name, or `all` for the TF-Profiler tools:\n");
+    for spec in tools {
+        help.push_str(&format!("\n  {:width$}  {}", spec.name, spec.summary));
+    }
+    command.mut_subcommand("analyze", |analyze| analyze.mut_arg("tool", |tool| tool.long_help(help)))
 }
 
 fn run(cli: Cli) -> Result<(), Failure> {
@@ -226,21 +238,26 @@ fn run(cli: Cli) -> Result<(), Failure> {
         } => {
             let sessions = load(&path, verbose)?;
             let started = Instant::now();
-            let breakdown = match breakdown {
-                BreakdownArg::Classic => mlprof_analysis::steps::Breakdown::Classic,
-                BreakdownArg::Xprof => mlprof_analysis::steps::Breakdown::Xprof,
-            };
+            let breakdown = breakdown.map(|breakdown| match breakdown {
+                BreakdownArg::Classic => "classic",
+                BreakdownArg::Xprof => "xprof",
+            });
+            let mut options: Vec<(&'static str, String)> = [
+                ("breakdown", breakdown.map(str::to_string)),
+                ("analyses", analyses),
+                ("gap_threshold", gap_threshold),
+            ]
+            .into_iter()
+            .filter_map(|(key, text)| text.map(|text| (key, text)))
+            .collect();
+            options.extend(tfprof.given());
             let request = analyze::Request {
-                tool: &tool,
                 session: session.as_deref(),
                 host: host.as_deref(),
-                format,
-                breakdown,
                 sort: sort.as_deref(),
-                analyses: analyses.as_deref(),
                 output: output.as_deref(),
-                gap_threshold: gap_threshold.as_deref(),
-                tfprof: &tfprof,
+                options,
+                ..analyze::Request::new(&tool, format)
             };
             let text = analyze::analyze(&sessions, &request)?;
             if verbose {

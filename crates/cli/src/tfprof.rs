@@ -1,17 +1,15 @@
-//! `mlprof analyze --tool tfprof`: tfprof's scope, op, code and graph views with its
-//! options (`-` or `_` in their names), rendered as an indented table, CSV or JSON,
-//! and `--output timeline:FILE` for the displayed ops as a Chrome trace.
+//! `mlprof analyze --tool tfprof`'s command line: tfprof's options as flags (`-` or `_`
+//! in their names), and `--output timeline:FILE` for the displayed ops as a Chrome
+//! trace.
 
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
-use mlprof_analysis::grouping::{HostGroups, group_host};
-use mlprof_analysis::tfprof::{self, Regexes, StepSelection, TfprofOptions, Timeline, View};
+use mlprof_analysis::tfprof::Timeline;
 use mlprof_formats::chrome::json_text::{push_json_str, push_us};
 use mlprof_formats::output::write_atomically;
-use mlprof_model::Host;
 
-use crate::{AnalyzeFormat, Failure, report_view};
+use crate::Failure;
 
 /// tfprof's options (all for `--tool tfprof`).
 #[derive(Args, Clone, Debug, Default)]
@@ -88,115 +86,54 @@ pub enum ViewArg {
 }
 
 impl TfprofArgs {
-    /// Whether any tfprof option was given.
-    pub fn any_given(&self) -> bool {
+    /// The options given, by tfprof's option names, as typed (the tool reads them).
+    pub fn given(&self) -> Vec<(&'static str, String)> {
         let a = self;
-        a.view.is_some()
-            || a.select.is_some()
-            || a.order_by.is_some()
-            || a.max_depth.is_some()
-            || a.min_micros.is_some()
-            || a.min_bytes.is_some()
-            || a.min_occurrence.is_some()
-            || a.min_float_ops.is_some()
-            || a.min_params.is_some()
-            || a.show_name_regexes.is_some()
-            || a.hide_name_regexes.is_some()
-            || a.start_name_regexes.is_some()
-            || a.trim_name_regexes.is_some()
-            || a.account_type_regexes.is_some()
-            || a.account_displayed_op_only.is_some()
-            || a.step.is_some()
-    }
-
-    /// The analysis options (tfprof's defaults for what is not given).
-    pub fn options(&self) -> Result<TfprofOptions, Failure> {
-        let bad = |e: tfprof::TfprofError| Failure::input(e.to_string());
-        let mut options = TfprofOptions::default();
-        if let Some(view) = self.view {
-            options.view = match view {
-                ViewArg::Scope => View::Scope,
-                ViewArg::Op => View::Op,
-                ViewArg::Code => View::Code,
-                ViewArg::Graph => View::Graph,
-            };
-        }
-        if let Some(list) = &self.select {
-            options.select = tfprof::parse_select(list).map_err(bad)?;
-        }
-        if let Some(order) = &self.order_by {
-            options.order_by = tfprof::parse_order_by(order).map_err(bad)?;
-        }
-        if let Some(depth) = self.max_depth {
-            options.max_depth = depth;
-        }
-        if let Some(micros) = self.min_micros {
-            if !micros.is_finite() || micros < 0.0 {
-                return Err(Failure::input(format!("--min-micros: {micros} is not a number of microseconds ≥ 0")));
-            }
-            options.min_micros_ps = (micros * 1e6).round().min(i64::MAX as f64) as i64;
-        }
-        options.min_bytes = self.min_bytes.unwrap_or(options.min_bytes);
-        options.min_occurrence = self.min_occurrence.unwrap_or(options.min_occurrence);
-        options.min_float_ops = self.min_float_ops.unwrap_or(options.min_float_ops);
-        options.min_params = self.min_params.unwrap_or(options.min_params);
-        let regexes = |name: &str, value: &Option<String>, default: Regexes| match value {
-            Some(list) => Regexes::parse(name, list).map_err(bad),
-            None => Ok(default),
-        };
-        options.show_name_regexes = regexes("show-name-regexes", &self.show_name_regexes, Regexes::everything())?;
-        options.hide_name_regexes = regexes("hide-name-regexes", &self.hide_name_regexes, Regexes::nothing())?;
-        options.start_name_regexes = regexes("start-name-regexes", &self.start_name_regexes, Regexes::everything())?;
-        options.trim_name_regexes = regexes("trim-name-regexes", &self.trim_name_regexes, Regexes::nothing())?;
-        options.account_type_regexes =
-            regexes("account-type-regexes", &self.account_type_regexes, Regexes::everything())?;
-        options.account_displayed_op_only = self.account_displayed_op_only.unwrap_or(false);
-        options.step = match self.step {
-            None => StepSelection::Whole,
-            Some(-1) => StepSelection::Average,
-            Some(step) if step < 0 => {
-                return Err(Failure::input(format!("--step {step}: a step number, or -1 for the average over steps")));
-            }
-            Some(step) => StepSelection::Step(step),
-        };
-        Ok(options)
+        let texts: [(&'static str, Option<String>); 16] = [
+            ("view", a.view.map(|view| view.name().to_string())),
+            ("select", a.select.clone()),
+            ("order_by", a.order_by.clone()),
+            ("max_depth", a.max_depth.map(|v| v.to_string())),
+            ("min_micros", a.min_micros.map(|v| v.to_string())),
+            ("min_bytes", a.min_bytes.map(|v| v.to_string())),
+            ("min_occurrence", a.min_occurrence.map(|v| v.to_string())),
+            ("min_float_ops", a.min_float_ops.map(|v| v.to_string())),
+            ("min_params", a.min_params.map(|v| v.to_string())),
+            ("show_name_regexes", a.show_name_regexes.clone()),
+            ("hide_name_regexes", a.hide_name_regexes.clone()),
+            ("start_name_regexes", a.start_name_regexes.clone()),
+            ("trim_name_regexes", a.trim_name_regexes.clone()),
+            ("account_type_regexes", a.account_type_regexes.clone()),
+            ("account_displayed_op_only", a.account_displayed_op_only.map(|v| v.to_string())),
+            ("step", a.step.map(|v| v.to_string())),
+        ];
+        texts.into_iter().filter_map(|(key, text)| text.map(|text| (key, text))).collect()
     }
 }
 
-/// Runs the view on `hosts` and renders it; `output` (`timeline:FILE`) also writes the
-/// displayed ops as a Chrome trace.
-pub fn run(
-    hosts: &[&Host],
-    args: &TfprofArgs,
-    format: AnalyzeFormat,
-    output: Option<&Path>,
-    sort: Option<&str>,
-) -> Result<String, Failure> {
-    if sort.is_some() {
-        return Err(Failure::input("--sort does not apply to --tool tfprof (its rows are a tree); use --order-by"));
+impl ViewArg {
+    /// The view's name as tfprof spells it.
+    fn name(self) -> &'static str {
+        match self {
+            ViewArg::Scope => "scope",
+            ViewArg::Op => "op",
+            ViewArg::Code => "code",
+            ViewArg::Graph => "graph",
+        }
     }
-    if matches!(format, AnalyzeFormat::XprofJson | AnalyzeFormat::HtaCsv) {
-        return Err(Failure::input("--tool tfprof writes --format table, json or csv"));
-    }
-    let timeline_path = output.map(timeline_path).transpose()?;
-    let options = args.options()?;
-    let groups: Vec<HostGroups> = hosts.iter().map(|host| group_host(host)).collect();
-    let pairs: Vec<(&Host, &HostGroups)> = hosts.iter().copied().zip(&groups).collect();
-    let result = tfprof::analyze(&pairs, &options)
-        .map_err(|e| if e.nothing_usable { Failure::nothing(e.to_string()) } else { Failure::input(e.to_string()) })?;
-    if let Some(path) = &timeline_path {
-        crate::convert::remove_partials_on_signal();
-        write_atomically(path, |out| out.write_all(chrome_trace(&result.timeline).as_bytes()))?;
-        eprintln!("mlprof: wrote {} ops to {}", result.timeline.events.len(), path.display());
-    }
-    match format {
-        AnalyzeFormat::Json => report_view::render_json(&result),
-        _ => report_view::render_sorted(result.report(), matches!(format, AnalyzeFormat::Csv), None, "tfprof"),
-    }
+}
+
+/// Writes the displayed ops of a tfprof result to `path` as a Chrome trace and says so
+/// on stderr.
+pub fn write_timeline(path: &Path, timeline: &Timeline) -> Result<(), Failure> {
+    crate::convert::remove_partials_on_signal();
+    write_atomically(path, |out| out.write_all(chrome_trace(timeline).as_bytes()))?;
+    eprintln!("mlprof: wrote {} ops to {}", timeline.events.len(), path.display());
+    Ok(())
 }
 
 /// The file of `--output timeline:FILE` (or tfprof's `timeline:outfile=FILE`).
-fn timeline_path(output: &Path) -> Result<PathBuf, Failure> {
+pub fn timeline_path(output: &Path) -> Result<PathBuf, Failure> {
     let text = output.to_string_lossy();
     let file = text.strip_prefix("timeline:").map(|rest| rest.strip_prefix("outfile=").unwrap_or(rest));
     match file {

@@ -13,7 +13,8 @@ pub fn parse_duration_ps_or(text: &str, bare_unit: &str) -> Result<i64, String> 
     let trimmed = text.trim();
     let split = trimmed.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(trimmed.len());
     let (number, unit) = trimmed.split_at(split);
-    let value: f64 = number.parse().map_err(|_| format!("invalid duration {text:?}; expected e.g. 50us, 1ms or 2s"))?;
+    let value: f64 =
+        number.parse().map_err(|_| format!("invalid duration: {text:?} is not a duration such as 50us, 1ms or 2s"))?;
     let unit = match unit.trim() {
         "" => bare_unit,
         unit => unit,

@@ -20,6 +20,8 @@ pub fn router(state: Arc<AppState>, allowed_hosts: AllowedHosts) -> Router {
     let api = Router::new()
         .route("/runs", get(api::runs::runs))
         .route("/run", get(api::runs::run))
+        .route("/tools", get(api::tools::tools))
+        .route("/options", get(api::tools::options))
         .route("/tool", get(api::tool::tool))
         .route("/csv", get(api::tool::csv))
         .nest("/trace", trace::routes());

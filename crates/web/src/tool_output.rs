@@ -8,17 +8,14 @@
 
 use std::sync::Arc;
 
-use mlprof_analysis::gpu;
-use mlprof_analysis::tools::{Analysis, ToolOptions};
+use mlprof_analysis::tool::{Analysis, Options, ToolId};
 use mlprof_model::Session;
-use serde::Serialize;
-use serde_json::Value;
 
 use crate::blocking::on_blocking_thread;
 use crate::error::ApiError;
 use crate::select;
 use crate::state::AppState;
-use crate::tool_request::{Tool, ToolRequest};
+use crate::tool_request::ToolRequest;
 
 pub use crate::tool_result::ToolOutput;
 
@@ -32,35 +29,19 @@ pub async fn tool_output(state: &Arc<AppState>, request: &ToolRequest) -> Result
             let (state, request) = owned;
             let session = state.session(&request.run).await?;
             let what = format!("{} failed", request.tool.name());
-            on_blocking_thread(what, move || compute(&session, request.host.as_deref(), request.tool))
+            on_blocking_thread(what, move || compute(&session, request.host.as_deref(), request.tool, request.options))
                 .await?
                 .map(Arc::new)
         })
         .await
 }
 
-/// Runs `tool` on the hosts `host` selects (all for `None`).
-pub fn compute(session: &Session, host: Option<&str>, tool: Tool) -> Result<ToolOutput, ApiError> {
+/// Runs `tool` with `options` on the hosts `host` selects (all for `None`).
+pub fn compute(session: &Session, host: Option<&str>, tool: ToolId, options: Options) -> Result<ToolOutput, ApiError> {
     let hosts = select::hosts(session, host)?;
     let names = hosts.iter().map(|h| h.name.clone()).collect();
-    let (report, result) = match tool {
-        Tool::Xprof { name, breakdown } => {
-            let analysis = Analysis::new(hosts, ToolOptions { breakdown, xprof_compatible: false });
-            let result = analysis.run(name).ok_or_else(|| ApiError::not_found(format!("no tool named {name:?}")))?;
-            (result.report(), to_json(&result)?)
-        }
-        Tool::Gpu => {
-            let result = gpu::analyze(&hosts, &[]);
-            (result.report(), to_json(&result)?)
-        }
-        Tool::Transfers(options) => {
-            let result = gpu::transfers::analyze(&hosts, options);
-            (result.report(), to_json(&result)?)
-        }
-    };
-    Ok(ToolOutput { hosts: names, report, result })
-}
-
-fn to_json(value: &impl Serialize) -> Result<Value, ApiError> {
-    serde_json::to_value(value).map_err(|e| ApiError::internal(format!("rendering the result as JSON: {e}")))
+    let result = Analysis::new(hosts, options).run(tool).map_err(|e| ApiError::bad_request(e.message))?;
+    let json =
+        serde_json::to_value(&result).map_err(|e| ApiError::internal(format!("rendering the result as JSON: {e}")))?;
+    Ok(ToolOutput { hosts: names, report: result.report(), result: json })
 }

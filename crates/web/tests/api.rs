@@ -8,8 +8,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use mlprof_analysis::report::Report;
-use mlprof_analysis::steps::Breakdown;
-use mlprof_analysis::tools::{Analysis, ToolOptions};
+use mlprof_analysis::tool::{Analysis, BREAKDOWN, Options, ToolId};
 use mlprof_model::{Host, Session};
 use mlprof_web::testing::{HttpResponse, TestServer};
 use serde_json::{Value, json};
@@ -82,8 +81,8 @@ fn expected(session: &Session, tool: &str) -> (Report, Value) {
             (result.report(), as_read(&result))
         }
         _ => {
-            let options = ToolOptions { breakdown: Breakdown::Classic, xprof_compatible: false };
-            let result = Analysis::new(hosts, options).run(tool).expect("a known tool");
+            let tool = ToolId::from_name(tool).expect("a known tool");
+            let result = Analysis::new(hosts, Options::default()).run(tool).expect("the tool runs");
             (result.report(), as_read(&result))
         }
     }
@@ -179,8 +178,9 @@ fn options_change_the_result_as_the_cli_options_do() {
     assert!(answer["result"] == want, "gap_threshold=1ms differs from the analysis");
     assert_eq!(answer["result"]["gap_threshold_ps"], json!(1_000_000_000));
 
-    let xprof = ToolOptions { breakdown: Breakdown::Xprof, xprof_compatible: false };
-    let want = as_read(&Analysis::new(hosts, xprof).run("overview_page").expect("known tool"));
+    let mut xprof = Options::default();
+    xprof.set(&BREAKDOWN, "xprof", "breakdown").expect("a breakdown");
+    let want = as_read(&Analysis::new(hosts, xprof).run(ToolId::OverviewPage).expect("the tool runs"));
     let answer = fixture.json("/api/tool?run=timeline_analysis&tool=overview_page&breakdown=xprof");
     assert!(answer["result"] == want, "breakdown=xprof differs from the analysis");
 
@@ -226,6 +226,40 @@ fn bad_requests_answer_the_documented_status_and_one_line() {
         assert_eq!(got_status, status, "{target}: {got_message}");
         assert!(got_message.starts_with(message), "{target}: {got_message:?} should start with {message:?}");
     }
+}
+
+#[test]
+fn the_tools_and_their_options_are_described_and_checked_by_the_server() {
+    let fixture = serve(&data(TF_LOGDIR));
+    let tools = fixture.json("/api/tools");
+    let tools = tools["tools"].as_array().expect("a tool list");
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    let served: Vec<&str> = ToolId::ALL.into_iter().filter(|t| t.spec().served).map(ToolId::name).collect();
+    assert_eq!(names, served, "every served tool, in the selector's order");
+    assert!(!names.contains(&"tfprof"), "a CLI-only tool is not offered");
+    let transfers = tools.iter().find(|t| t["name"] == "transfers").expect("transfers is served");
+    assert_eq!(transfers["label"], "Transfers and synchronisation");
+    assert_eq!(transfers["options"][0]["key"], "gap_threshold");
+    assert_eq!(transfers["options"][0]["default"], "100us");
+    assert_eq!(transfers["options"][0]["kind"]["type"], "duration");
+    let overview = tools.iter().find(|t| t["name"] == "overview_page").expect("the overview is served");
+    assert_eq!(overview["options"][0]["kind"]["choices"][1]["value"], "xprof");
+    assert_eq!(overview["options"][0]["sources"], json!(["xspace"]));
+    let trace = tools.iter().find(|t| t["name"] == "trace_viewer").expect("the trace viewer is served");
+    assert_eq!(trace["outputs"], json!(["page"]));
+
+    // Checked as /api/tool checks them, the problem in a 200 answer.
+    let good = fixture.json("/api/options?tool=transfers&gap_threshold=1ms");
+    assert_eq!((good["problem"].clone(), good["options"].clone()), (Value::Null, json!({"gap_threshold": "1ms"})));
+    let bad = fixture.json("/api/options?tool=transfers&gap_threshold=soon");
+    let problem = bad["problem"].as_str().expect("a problem");
+    assert!(problem.starts_with("gap_threshold: ") && problem.contains("\"soon\" is not a duration"), "{problem}");
+    let (status, message) = fixture.error("/api/tool?run=2026_11_21_19_24_08&tool=transfers&gap_threshold=soon");
+    assert_eq!((status, message.as_str()), (400, problem), "/api/tool refuses it with the same sentence");
+    let elsewhere = fixture.json("/api/options?tool=overview_page&gap_threshold=1ms");
+    assert_eq!(elsewhere["problem"], "gap_threshold is for tool=transfers");
+    assert_eq!(fixture.error("/api/options?tool=nope").0, 404);
+    assert_eq!(fixture.error("/api/options").0, 400);
 }
 
 #[test]

@@ -10,8 +10,8 @@ import { forgetRun, getFreshJson, getJson } from './lib/api.js';
 import { currentParams, goTo, mergeParams } from './lib/url_state.js';
 import { mergeRuns } from './lib/runs.js';
 import { pollWhileVisible } from './lib/poll.js';
-import { loadPage, toolLabel, usesToolApi } from './pages/registry.js';
-import { OPTION_KEYS, optionsBar, toolOptions } from './components/tool_options.js';
+import { loadPage, optionKeys, setToolSpecs, toolLabel, toolSpec, usesToolApi } from './pages/registry.js';
+import { optionsBar, optionsProblem, toolOptions } from './components/tool_options.js';
 import { hideTooltip } from './charts/common.js';
 
 const ALL_HOSTS = 'all';
@@ -88,7 +88,7 @@ function fillSelectors({ run, host, tool }) {
 function navigate(changes) {
   const params = currentParams();
   const next = new URLSearchParams();
-  for (const key of ['run', 'host', 'tool', ...OPTION_KEYS]) {
+  for (const key of ['run', 'host', 'tool', ...optionKeys()]) {
     const value = key in changes ? changes[key] : params.get(key);
     if (value) next.set(key, value);
   }
@@ -138,7 +138,15 @@ async function render() {
   document.title = `${toolLabel(tool)} · ${run.name} · mlprof`;
 
   const page = elements.page;
-  const options = toolOptions(tool, run.format, params);
+  const spec = toolSpec(tool);
+  const options = toolOptions(spec, run.format, params);
+  let problem = null;
+  try {
+    problem = await optionsProblem(tool, options);
+  } catch (error) {
+    problem = error.message;
+  }
+  if (token !== generation) return;
   const request = { run: run.name, host, tool, ...options };
   const ctx = {
     run: run.name,
@@ -155,10 +163,12 @@ async function render() {
   };
   const body = h('div', { class: 'page-body' });
   const bar = optionsBar({
-    tool,
+    spec,
     format: run.format,
     params,
     apply: applyOptions,
+    busy: setBusy,
+    problem,
   });
   clear(page).append(
     h('header', { class: 'page-header' },
@@ -166,8 +176,8 @@ async function render() {
       h('p', { class: 'page-context' }, `${run.name} · ${host === ALL_HOSTS ? `all hosts (${run.hosts.join(', ')})` : host}`),
       bar && bar.element),
     body);
-  if (bar && bar.problem) {
-    body.replaceChildren(errorCard(new Error(bar.problem)));
+  if (problem) {
+    body.replaceChildren(errorCard(new Error(problem)));
     setBusy(false);
     return;
   }
@@ -246,7 +256,8 @@ async function start() {
   window.addEventListener('popstate', render);
   elements.reload.title = RELOAD_TITLE;
   try {
-    const answer = await getFreshJson('/api/runs');
+    const [answer, tools] = await Promise.all([getFreshJson('/api/runs'), getJson('/api/tools')]);
+    setToolSpecs(tools.tools || []);
     runs = answer.runs || [];
     elements.root.textContent = answer.root || '';
     elements.root.title = answer.root || '';

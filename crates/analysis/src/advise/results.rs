@@ -1,5 +1,5 @@
 //! The tool results the rules read, computed once per profile: the XProf tools through
-//! [`crate::tools::Analysis`] (grouping shared, classic step-time breakdown), HTA's GPU
+//! [`crate::tool::Analysis`] (grouping shared, classic step-time breakdown), HTA's GPU
 //! analyses on PyTorch GPU traces, the transfers diagnosis, and the two facts about
 //! the profile that no tool reports (which framework wrote it, the device memory
 //! sizes recorded with the devices).
@@ -18,7 +18,7 @@ use crate::input_pipeline::StepBreakdown;
 use crate::kernel_stats::KernelStats;
 use crate::overview::Overview;
 use crate::tf_data::TfDataAnalysis;
-use crate::tools::{Analysis, HostMemoryProfile, ToolOptions, ToolResult};
+use crate::tool::{Analysis, HostMemoryProfile, Options, ToolId, ToolResult};
 use crate::{gpu, kineto, xstats};
 
 /// The framework that wrote the profile: it decides how fixes are worded.
@@ -108,12 +108,17 @@ impl ToolResults {
 
 /// The XProf tools the rules read (the overview carries the input-pipeline analysis;
 /// the pod viewer adds nothing for one job).
-const XPROF_TOOLS: [&str; 5] =
-    ["overview_page", "framework_op_stats", "kernel_stats", "memory_profile", "tf_data_bottleneck_analysis"];
+const XPROF_TOOLS: [ToolId; 5] = [
+    ToolId::OverviewPage,
+    ToolId::FrameworkOpStats,
+    ToolId::KernelStats,
+    ToolId::MemoryProfile,
+    ToolId::TfDataBottleneckAnalysis,
+];
 
 /// Runs every tool the rules read on `hosts` (analysed together, as `mlprof analyze`).
 pub fn collect(hosts: &[&Host]) -> ToolResults {
-    let analysis = Analysis::new(hosts.to_vec(), ToolOptions::default());
+    let analysis = Analysis::new(hosts.to_vec(), Options::default());
     let mut results = ToolResults {
         framework: framework(hosts),
         host_count: hosts.len(),
@@ -123,12 +128,12 @@ pub fn collect(hosts: &[&Host]) -> ToolResults {
     };
     for result in analysis.run_all(&XPROF_TOOLS) {
         match result {
-            Some(ToolResult::Overview(overview)) => results.overview = *overview,
-            Some(ToolResult::FrameworkOpStats(stats)) => results.framework_op_stats = Some(*stats),
-            Some(ToolResult::KernelStats(stats)) => results.kernel_stats = *stats,
-            Some(ToolResult::MemoryProfile(memory)) => results.memory = memory,
-            Some(ToolResult::TfData(tf_data)) => results.tf_data = *tf_data,
-            Some(ToolResult::InputPipeline(_) | ToolResult::PodViewer(_)) | None => {}
+            Ok(ToolResult::Overview(overview)) => results.overview = *overview,
+            Ok(ToolResult::FrameworkOpStats(stats)) => results.framework_op_stats = Some(*stats),
+            Ok(ToolResult::KernelStats(stats)) => results.kernel_stats = *stats,
+            Ok(ToolResult::MemoryProfile(memory)) => results.memory = memory,
+            Ok(ToolResult::TfData(tf_data)) => results.tf_data = *tf_data,
+            Ok(_) | Err(_) => {}
         }
     }
     let gpu_traces: Vec<&Host> = hosts.iter().copied().filter(|h| kineto::is_kineto(h) && has_gpu_events(h)).collect();

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use crate::datatable::DataTable;
 use crate::op_metrics::{OpMetrics, OpMetricsDb};
 use crate::report::{Cell, Report, Section, Table};
-use crate::steps::{CombinedSteps, EventType};
+use crate::steps::{CombinedSteps, EventType, StepInfo};
 
 use mlprof_model::time::PS_PER_MS_F64;
 
@@ -88,6 +88,31 @@ pub struct StepBreakdown {
     pub compile_ms: f64,
     /// All others (ms).
     pub other_ms: f64,
+}
+
+impl StepBreakdown {
+    /// One step's time by XProf's categories.
+    pub fn of(info: &StepInfo) -> StepBreakdown {
+        let ms = |kind: EventType| info.ps(kind) as f64 / PS_PER_MS_F64;
+        let host_wait_input_ms = ms(EventType::HostWaitInput);
+        let host_to_device_ms = ms(EventType::HostToDevice) + ms(EventType::DeviceWaitHost);
+        StepBreakdown {
+            step_num: info.step_num,
+            step_name: info.step_name.clone(),
+            step_time_ms: info.duration_ps as f64 / PS_PER_MS_F64,
+            device_compute_ms: ms(EventType::DeviceCompute16) + ms(EventType::DeviceCompute32),
+            device_to_device_ms: ms(EventType::DeviceToDevice) + ms(EventType::DeviceWaitDevice),
+            device_collectives_ms: ms(EventType::DeviceCollectives),
+            host_compute_ms: ms(EventType::HostCompute),
+            kernel_launch_ms: ms(EventType::HostPrepare),
+            input_ms: host_wait_input_ms + host_to_device_ms,
+            host_wait_input_ms,
+            host_to_device_ms,
+            output_ms: ms(EventType::DeviceToHost),
+            compile_ms: ms(EventType::HostCompile),
+            other_ms: ms(EventType::UnknownTime),
+        }
+    }
 }
 
 /// The bottleneck conclusion with XProf's classifications and statements.
@@ -207,25 +232,7 @@ pub fn analyze(steps: &CombinedSteps, host_ops: &OpMetricsDb, step_source: Strin
     result.step_time_ms = Summary::of(&step_times);
     for per_host in &steps.steps {
         let Some((_, info)) = per_host.first() else { continue };
-        let ms = |kind: EventType| info.ps(kind) as f64 / PS_PER_MS_F64;
-        let host_wait_input_ms = ms(EventType::HostWaitInput);
-        let host_to_device_ms = ms(EventType::HostToDevice) + ms(EventType::DeviceWaitHost);
-        result.steps.push(StepBreakdown {
-            step_num: info.step_num,
-            step_name: info.step_name.clone(),
-            step_time_ms: info.duration_ps as f64 / PS_PER_MS_F64,
-            device_compute_ms: ms(EventType::DeviceCompute16) + ms(EventType::DeviceCompute32),
-            device_to_device_ms: ms(EventType::DeviceToDevice) + ms(EventType::DeviceWaitDevice),
-            device_collectives_ms: ms(EventType::DeviceCollectives),
-            host_compute_ms: ms(EventType::HostCompute),
-            kernel_launch_ms: ms(EventType::HostPrepare),
-            input_ms: host_wait_input_ms + host_to_device_ms,
-            host_wait_input_ms,
-            host_to_device_ms,
-            output_ms: ms(EventType::DeviceToHost),
-            compile_ms: ms(EventType::HostCompile),
-            other_ms: ms(EventType::UnknownTime),
-        });
+        result.steps.push(StepBreakdown::of(info));
     }
     let series = |f: fn(&StepBreakdown) -> f64| Summary::of(&result.steps.iter().map(f).collect::<Vec<_>>());
     result.category_ms = vec![

@@ -1,5 +1,6 @@
-//! The JSON API's handlers outside the trace viewer (see API.md): the runs, one tool's
-//! result, and its main table as CSV.
+//! The JSON API's handlers outside the trace viewer (see API.md): the runs, the tools
+//! and their options, one tool's result, and its main table as CSV.
 
 pub mod runs;
 pub mod tool;
+pub mod tools;

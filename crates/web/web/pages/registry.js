@@ -1,32 +1,58 @@
-// The tool pages by tool name, with the names the selector shows. A tool without
-// its own page is rendered by the generic report page.
+// The tools as the server describes them (`/api/tools`: name, label, options,
+// outputs), and the pages that draw a tool's answer their own way. A tool without a
+// page of its own is drawn by the generic report page, so a tool the server adds
+// appears in the selector and works without a change here.
 
+/** The pages that draw a tool's answer their own way, by tool name. */
 const PAGES = {
-  overview_page: { label: 'Overview', load: () => import('./overview_page.js') },
-  input_pipeline_analyzer: { label: 'Input pipeline analyzer', load: () => import('./input_pipeline.js') },
-  framework_op_stats: { label: 'Framework op stats', load: () => import('./framework_op_stats.js') },
-  kernel_stats: { label: 'Kernel stats', load: () => import('./kernel_stats.js') },
-  memory_profile: { label: 'Memory profile', load: () => import('./memory_profile.js') },
-  pod_viewer: { label: 'Pod viewer', load: () => import('./pod_viewer.js') },
-  tf_data_bottleneck_analysis: { label: 'tf.data bottleneck analysis', load: () => import('./tf_data.js') },
-  gpu: { label: 'GPU analyses (HTA)', load: () => import('./gpu.js') },
-  transfers: { label: 'Transfers and synchronisation', load: () => import('./transfers.js') },
-  trace_viewer: { label: 'Trace viewer', load: () => import('./trace_viewer.js') },
+  overview_page: () => import('./overview_page.js'),
+  input_pipeline_analyzer: () => import('./input_pipeline.js'),
+  framework_op_stats: () => import('./framework_op_stats.js'),
+  kernel_stats: () => import('./kernel_stats.js'),
+  memory_profile: () => import('./memory_profile.js'),
+  pod_viewer: () => import('./pod_viewer.js'),
+  tf_data_bottleneck_analysis: () => import('./tf_data.js'),
+  gpu: () => import('./gpu.js'),
+  transfers: () => import('./transfers.js'),
+  trace_viewer: () => import('./trace_viewer.js'),
 };
 
-const GENERIC = { load: () => import('./generic.js') };
+const GENERIC = () => import('./generic.js');
+
+/** The tool specs by name (set once from `/api/tools`). */
+const specs = new Map();
+
+/** Keeps the server's tool specs (`/api/tools`'s `tools`). */
+export function setToolSpecs(tools) {
+  specs.clear();
+  for (const spec of tools) specs.set(spec.name, spec);
+}
+
+/** The spec of `tool` (`{name, label, summary, options, outputs}`), or `null` for a tool the server did not describe. */
+export function toolSpec(tool) {
+  return specs.get(tool) || null;
+}
 
 /** The name the tool selector shows for `tool`. */
 export function toolLabel(tool) {
-  return PAGES[tool] ? PAGES[tool].label : tool;
+  const spec = toolSpec(tool);
+  return spec ? spec.label : tool;
 }
 
-/** Loads the page module of `tool`: `{render(root, answer, ctx)}` (or `{mount(root, ctx)}` for the trace viewer). */
+/** Loads the page module of `tool`: `{render(root, answer, ctx)}` (or `{mount(root, ctx)}` for a page that reads its own data). */
 export function loadPage(tool) {
-  return (PAGES[tool] || GENERIC).load();
+  return (PAGES[tool] || GENERIC)();
 }
 
-/** Whether `tool` draws from `/api/tool` (every tool but the trace viewer, which asks for its own data). */
+/** Whether `tool` draws from `/api/tool` (every tool with a report; not a page that asks for its own data). */
 export function usesToolApi(tool) {
-  return tool !== 'trace_viewer';
+  const spec = toolSpec(tool);
+  return !spec || spec.outputs.includes('report');
+}
+
+/** The query keys of every tool's options; they stay when the run, host or tool changes. */
+export function optionKeys() {
+  const keys = new Set();
+  for (const spec of specs.values()) for (const option of spec.options) keys.add(option.key);
+  return [...keys];
 }

@@ -221,7 +221,7 @@ mod tests {
     use super::*;
     use crate::advise::DeviceMemory;
     use crate::memory_profile::{MemoryProfile, PytorchAllocator};
-    use crate::tools::HostMemoryProfile;
+    use crate::tool::HostMemoryProfile;
 
     fn allocator(id: &str, peak: i64, capacity: i64, fragmentation: f64) -> AllocatorProfile {
         let mut allocator = AllocatorProfile { memory_id: id.into(), ..AllocatorProfile::default() };

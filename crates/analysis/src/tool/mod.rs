@@ -1,0 +1,363 @@
+//! The tools, in one place: [`ToolId`] names every tool, [`ToolId::spec`] describes it
+//! (options, outputs, when a profile has data for it), [`Analysis::run`] runs it on an
+//! analysis's hosts with typed [`Options`], and [`ToolResult`] is what every tool
+//! returns. The CLI and the web API only turn their inputs into `(ToolId, Options)`
+//! and render a `ToolResult`.
+//!
+//! Adding a tool: write its module (a function from an [`Analysis`] or from hosts to a
+//! result with a `report()`), then add it here — a `ToolId` variant, its spec, its
+//! `ToolResult` variant and one arm in each `match` below. The CLI, the API, the page
+//! selector and the generic report page pick it up from the spec.
+
+mod options;
+mod shared;
+pub mod spec;
+
+use serde::Serialize;
+use serde_json::Value;
+
+pub use options::{ANALYSES_OPTION, BREAKDOWN, GAP_THRESHOLD, Options, TFPROF_OPTIONS};
+pub use shared::Analysis;
+use spec::{Availability, Output, ToolSpec};
+
+use crate::gpu::hta_csv::{self, CsvFile};
+use crate::gpu::transfers::{self, Transfers};
+use crate::gpu::{self, GpuAnalysis};
+use crate::report::Report;
+use crate::tfprof::{self, TfprofResult};
+use crate::{framework_op_stats, input_pipeline, kernel_stats, memory_profile, overview, pod_viewer, tf_data};
+
+/// Every tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ToolId {
+    /// XProf's overview page.
+    OverviewPage,
+    /// XProf's input-pipeline analyzer.
+    InputPipelineAnalyzer,
+    /// XProf's framework op stats.
+    FrameworkOpStats,
+    /// XProf's kernel stats.
+    KernelStats,
+    /// XProf's memory profile.
+    MemoryProfile,
+    /// XProf's pod viewer.
+    PodViewer,
+    /// XProf's tf.data bottleneck analysis.
+    TfDataBottleneckAnalysis,
+    /// HTA's GPU analyses.
+    Gpu,
+    /// The transfer and synchronisation diagnosis.
+    Transfers,
+    /// tfprof's scope, op, code and graph views.
+    Tfprof,
+    /// The trace viewer (a page of its own).
+    TraceViewer,
+}
+
+/// The outputs of XProf's tools.
+const XPROF_OUTPUTS: &[Output] = &[Output::Report, Output::Json, Output::XprofJson];
+/// The outputs of a tool with a report and a typed result.
+const REPORT_OUTPUTS: &[Output] = &[Output::Report, Output::Json];
+
+/// An XProf tool's spec.
+const fn xprof_tool(name: &'static str, label: &'static str, summary: &'static str) -> ToolSpec {
+    ToolSpec {
+        name,
+        label,
+        summary,
+        xprof: true,
+        options: &[],
+        outputs: XPROF_OUTPUTS,
+        unsortable: None,
+        availability: Availability::Always,
+        served: true,
+    }
+}
+
+impl ToolId {
+    /// Every tool, in the order pages list them: XProf's, then mlprof's.
+    pub const ALL: [ToolId; 11] = [
+        ToolId::OverviewPage,
+        ToolId::InputPipelineAnalyzer,
+        ToolId::FrameworkOpStats,
+        ToolId::KernelStats,
+        ToolId::MemoryProfile,
+        ToolId::PodViewer,
+        ToolId::TfDataBottleneckAnalysis,
+        ToolId::Gpu,
+        ToolId::Transfers,
+        ToolId::TraceViewer,
+        ToolId::Tfprof,
+    ];
+
+    /// The tool's description.
+    pub fn spec(self) -> ToolSpec {
+        const STEP_TOOL_OPTIONS: &[spec::OptionSpec] = &[BREAKDOWN];
+        match self {
+            ToolId::OverviewPage => ToolSpec {
+                options: STEP_TOOL_OPTIONS,
+                ..xprof_tool("overview_page", "Overview", "Step time, its breakdown, the top ops and what to do next.")
+            },
+            ToolId::InputPipelineAnalyzer => ToolSpec {
+                options: STEP_TOOL_OPTIONS,
+                ..xprof_tool(
+                    "input_pipeline_analyzer",
+                    "Input pipeline analyzer",
+                    "Whether the job is input-bound, per step, and which input ops cost most.",
+                )
+            },
+            ToolId::FrameworkOpStats => {
+                xprof_tool("framework_op_stats", "Framework op stats", "Time per framework op, on host and device.")
+            }
+            ToolId::KernelStats => ToolSpec {
+                availability: Availability::GpuEvents,
+                ..xprof_tool("kernel_stats", "Kernel stats", "Time per GPU kernel, with occupancy and TensorCore use.")
+            },
+            ToolId::MemoryProfile => ToolSpec {
+                availability: Availability::HostEvents(|name| {
+                    matches!(name, "MemoryAllocation" | "MemoryDeallocation" | crate::kineto::MEMORY_EVENT)
+                }),
+                ..xprof_tool(
+                    "memory_profile",
+                    "Memory profile",
+                    "Memory use over time up to the peak, and what was live at it.",
+                )
+            },
+            ToolId::PodViewer => ToolSpec {
+                options: STEP_TOOL_OPTIONS,
+                ..xprof_tool("pod_viewer", "Pod viewer", "Each host's step time and breakdown, side by side.")
+            },
+            ToolId::TfDataBottleneckAnalysis => ToolSpec {
+                availability: Availability::HostEvents(|name| name.starts_with("Iterator::")),
+                ..xprof_tool(
+                    "tf_data_bottleneck_analysis",
+                    "tf.data bottleneck analysis",
+                    "The slowest tf.data pipeline and its bottleneck stage.",
+                )
+            },
+            ToolId::Gpu => ToolSpec {
+                name: "gpu",
+                label: "GPU analyses (HTA)",
+                summary: "HTA's GPU analyses: temporal and idle-time breakdowns, kernels, overlap, launches, queues, memory bandwidth.",
+                xprof: false,
+                options: &[options::ANALYSES_OPTION],
+                outputs: &[Output::Report, Output::Json, Output::HtaCsv],
+                unsortable: None,
+                availability: Availability::KinetoGpuEvents,
+                served: true,
+            },
+            ToolId::Transfers => ToolSpec {
+                name: "transfers",
+                label: "Transfers and synchronisation",
+                summary: "Copies and synchronisations ranked by time lost, with GPU gaps explained by the launching thread.",
+                xprof: false,
+                options: &[GAP_THRESHOLD],
+                outputs: REPORT_OUTPUTS,
+                unsortable: None,
+                availability: Availability::GpuEvents,
+                served: true,
+            },
+            ToolId::Tfprof => ToolSpec {
+                name: "tfprof",
+                label: "tfprof views",
+                summary: "tfprof's scope, op, code and graph views.",
+                xprof: false,
+                options: &TFPROF_OPTIONS,
+                outputs: REPORT_OUTPUTS,
+                unsortable: Some("(its rows are a tree); use --order-by"),
+                availability: Availability::Never,
+                served: false,
+            },
+            ToolId::TraceViewer => ToolSpec {
+                name: "trace_viewer",
+                label: "Trace viewer",
+                summary: "Every event on a timeline.",
+                xprof: false,
+                options: &[],
+                outputs: &[Output::Page],
+                unsortable: None,
+                availability: Availability::Always,
+                served: true,
+            },
+        }
+    }
+
+    /// The tool's name (`overview_page`).
+    pub fn name(self) -> &'static str {
+        self.spec().name
+    }
+
+    /// The tool called `name`.
+    pub fn from_name(name: &str) -> Option<ToolId> {
+        ToolId::ALL.into_iter().find(|tool| tool.name() == name)
+    }
+
+    /// XProf's tools (what `--tool all` runs), in order.
+    pub fn xprof_tools() -> impl Iterator<Item = ToolId> {
+        ToolId::ALL.into_iter().filter(|tool| tool.spec().xprof)
+    }
+}
+
+/// One tool's result.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum ToolResult {
+    /// `overview_page`.
+    Overview(Box<overview::Overview>),
+    /// `input_pipeline_analyzer`.
+    InputPipeline(Box<input_pipeline::InputPipelineAnalysis>),
+    /// `framework_op_stats`.
+    FrameworkOpStats(Box<framework_op_stats::FrameworkOpStats>),
+    /// `kernel_stats`.
+    KernelStats(Box<kernel_stats::KernelStats>),
+    /// `memory_profile`, per host.
+    MemoryProfile(Vec<HostMemoryProfile>),
+    /// `pod_viewer`.
+    PodViewer(Box<pod_viewer::PodViewer>),
+    /// `tf_data_bottleneck_analysis`.
+    TfData(Box<tf_data::TfDataAnalysis>),
+    /// `gpu`.
+    Gpu(Box<GpuAnalysis>),
+    /// `transfers`.
+    Transfers(Box<Transfers>),
+    /// `tfprof`.
+    Tfprof(Box<TfprofResult>),
+}
+
+/// The memory profile of one host.
+#[derive(Clone, Debug, Serialize)]
+pub struct HostMemoryProfile {
+    /// Host name.
+    pub host: String,
+    /// The profile.
+    pub profile: memory_profile::MemoryProfile,
+}
+
+/// Why a tool gave no result, in one sentence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolError {
+    /// What went wrong.
+    pub message: String,
+    /// The profile was read but holds nothing the tool can use (rather than a request
+    /// it cannot answer).
+    pub nothing_usable: bool,
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl Analysis<'_> {
+    /// Runs `tool` on this analysis's hosts with its options.
+    pub fn run(&self, tool: ToolId) -> Result<ToolResult, ToolError> {
+        let hosts = self.hosts();
+        let options = self.options();
+        if !matches!(tool, ToolId::Gpu | ToolId::Transfers | ToolId::TraceViewer) {
+            // Grouped here, not first inside another shared result's initialiser,
+            // where grouping hosts in parallel could deadlock (see `Analysis::per_host`).
+            self.groups();
+        }
+        Ok(match tool {
+            ToolId::OverviewPage => ToolResult::Overview(Box::new(self.overview())),
+            ToolId::InputPipelineAnalyzer => ToolResult::InputPipeline(Box::new(self.input_pipeline())),
+            ToolId::FrameworkOpStats => ToolResult::FrameworkOpStats(Box::new(framework_op_stats::from_dbs(
+                hosts,
+                self.host_ops(),
+                self.device_ops(),
+                self.kernel_stats(),
+            ))),
+            ToolId::KernelStats => ToolResult::KernelStats(Box::new(self.kernel_stats().clone())),
+            ToolId::MemoryProfile => ToolResult::MemoryProfile(
+                hosts
+                    .iter()
+                    .zip(self.groups())
+                    .map(|(host, groups)| HostMemoryProfile {
+                        host: host.name.clone(),
+                        profile: memory_profile::analyze(host, groups),
+                    })
+                    .collect(),
+            ),
+            ToolId::PodViewer => ToolResult::PodViewer(Box::new(pod_viewer::analyze(
+                &self.combined_steps(false),
+                &self.machines(),
+                &self.run_environment().device_type,
+            ))),
+            ToolId::TfDataBottleneckAnalysis => ToolResult::TfData(Box::new(tf_data::analyze(hosts))),
+            ToolId::Gpu => ToolResult::Gpu(Box::new(gpu::analyze(hosts, &options.gpu_analyses))),
+            ToolId::Transfers => ToolResult::Transfers(Box::new(transfers::analyze(hosts, options.transfers))),
+            ToolId::Tfprof => {
+                let pairs: Vec<_> = hosts.iter().copied().zip(self.groups()).collect();
+                let result = tfprof::analyze(&pairs, &options.tfprof)
+                    .map_err(|e| ToolError { nothing_usable: e.nothing_usable, message: e.to_string() })?;
+                ToolResult::Tfprof(Box::new(result))
+            }
+            ToolId::TraceViewer => {
+                return Err(ToolError {
+                    message:
+                        "trace_viewer has no report; the trace viewer reads /api/trace/meta, view, event and search"
+                            .into(),
+                    nothing_usable: false,
+                });
+            }
+        })
+    }
+}
+
+impl ToolResult {
+    /// The result laid out for people.
+    pub fn report(&self) -> Report {
+        match self {
+            ToolResult::Overview(r) => r.report(),
+            ToolResult::InputPipeline(r) => r.report(),
+            ToolResult::FrameworkOpStats(r) => r.report(),
+            ToolResult::KernelStats(r) => r.report(),
+            ToolResult::MemoryProfile(hosts) => memory_report(hosts),
+            ToolResult::PodViewer(r) => r.report(),
+            ToolResult::TfData(r) => r.report(),
+            ToolResult::Gpu(r) => r.report(),
+            ToolResult::Transfers(r) => r.report(),
+            ToolResult::Tfprof(r) => r.report(),
+        }
+    }
+
+    /// The result as XProf's tool endpoint renders it (memory profile: first host);
+    /// `None` for a tool XProf does not have.
+    pub fn to_xprof_json(&self) -> Option<Value> {
+        Some(match self {
+            ToolResult::Overview(r) => r.to_xprof_json(),
+            ToolResult::InputPipeline(r) => r.to_xprof_json(),
+            ToolResult::FrameworkOpStats(r) => r.to_xprof_json(),
+            ToolResult::KernelStats(r) => r.to_xprof_json(),
+            ToolResult::MemoryProfile(hosts) => hosts.first().map_or(Value::Null, |h| h.profile.to_xprof_json()),
+            ToolResult::PodViewer(r) => r.to_xprof_json(),
+            ToolResult::TfData(r) => r.to_xprof_json(),
+            ToolResult::Gpu(_) | ToolResult::Transfers(_) | ToolResult::Tfprof(_) => return None,
+        })
+    }
+
+    /// The result as HTA writes it, one CSV per analysis; `None` for a tool HTA does
+    /// not have.
+    pub fn hta_csv_files(&self) -> Option<Vec<CsvFile>> {
+        match self {
+            ToolResult::Gpu(r) => Some(hta_csv::files(r)),
+            _ => None,
+        }
+    }
+}
+
+/// The memory profiles of several hosts as one report, sections titled by host when
+/// there is more than one.
+fn memory_report(hosts: &[HostMemoryProfile]) -> Report {
+    let mut report = Report { tool: "memory_profile".into(), sections: Vec::new() };
+    for host in hosts {
+        for mut section in host.profile.report().sections {
+            if hosts.len() > 1 {
+                section.title = format!("{} — {}", host.host, section.title);
+            }
+            report.sections.push(section);
+        }
+    }
+    report
+}
