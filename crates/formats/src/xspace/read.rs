@@ -15,9 +15,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use mlprof_model::{EventMetadata, Host, Line, Plane, SourceFormat, StatMetadata, StatStore, StatValue, names};
 use rayon::prelude::*;
 
-use crate::wire::{Field, WireError, WireReader};
 use crate::error::{FormatError, Result};
 use crate::limits::{MAX_LINES, MAX_PLANES, too_many};
+use crate::wire::{Field, WireError, WireReader};
 
 /// Decodes a whole XSpace file content into a host called `host_name`.
 pub fn read_xspace(bytes: &[u8], path: &str, host_name: &str) -> Result<Host> {
@@ -127,83 +127,141 @@ const PENDING: u32 = u32::MAX;
 /// ([`MAX_LINES`]), shared by the planes decoded in parallel.
 fn decode_plane(data: &[u8], base: u64, lines_left: &AtomicUsize) -> std::result::Result<Plane, WireError> {
     let mut plane = Plane::default();
-    let mut lines = Vec::new();
-    let mut event_entries = Vec::new();
-    let mut stat_entries = Vec::new();
-    let mut plane_stat_slices = Vec::new();
-    let mut reader = WireReader::new(data, base, "XPlane");
-    while let Some(f) = reader.next_field()? {
-        match f.number {
-            1 => plane.id = f.as_i64()?,
-            2 => plane.name = f.as_string()?,
-            3 => {
-                take_line(lines_left)
-                    .ok_or_else(|| WireError { offset: f.offset, message: too_many("lines", MAX_LINES) })?;
-                lines.push(f.as_bytes()?);
-            }
-            4 => event_entries.push(f.as_bytes()?),
-            5 => stat_entries.push(f.as_bytes()?),
-            6 => plane_stat_slices.push(f.as_bytes()?),
-            _ => {}
-        }
-    }
-
-    for (entry, at) in &stat_entries {
-        let (key, value) = map_entry(entry, *at, "XPlane.stat_metadata entry")?;
-        let mut meta = StatMetadata { id: key, ..StatMetadata::default() };
-        if let Some((value, at)) = value {
-            let mut r = WireReader::new(value, at, "XStatMetadata");
-            while let Some(f) = r.next_field()? {
-                match f.number {
-                    2 => meta.name = f.as_string()?,
-                    3 => meta.description = f.as_string()?,
-                    _ => {}
-                }
-            }
-        }
-        plane.stat_metadata.push(meta);
+    let fields = PlaneFields::read(data, base, lines_left, &mut plane)?;
+    for (entry, at) in &fields.stat_metadata {
+        plane.stat_metadata.push(decode_stat_metadata(entry, *at)?);
     }
     let stat_ids = IdMap::build(plane.stat_metadata.iter().map(|m| m.id));
 
     let mut pending_meta = Unresolved::default();
-    for (entry, at) in &event_entries {
-        let (key, value) = map_entry(entry, *at, "XPlane.event_metadata entry")?;
-        let mut meta = EventMetadata { id: key, ..EventMetadata::default() };
-        let first = plane.metadata_stats.len() as u32;
-        if let Some((value, at)) = value {
-            let mut r = WireReader::new(value, at, "XEventMetadata");
-            while let Some(f) = r.next_field()? {
-                match f.number {
-                    2 => meta.name = f.as_string()?,
-                    3 => meta.metadata = f.as_bytes()?.0.to_vec(),
-                    4 => meta.display_name = f.as_string()?,
-                    5 => {
-                        let (s, at) = f.as_bytes()?;
-                        let stat = WireReader::new(s, at, "XStat");
-                        decode_stat(stat, &stat_ids, &mut plane.metadata_stats, &mut pending_meta)?;
-                    }
-                    6 => meta.child_ids.push(f.as_i64()?),
-                    _ => {}
-                }
-            }
-        }
-        meta.stats = first..plane.metadata_stats.len() as u32;
+    for (entry, at) in &fields.event_metadata {
+        let meta = decode_event_metadata(entry, *at, &stat_ids, &mut plane.metadata_stats, &mut pending_meta)?;
         plane.event_metadata.push(meta);
     }
     let first = plane.metadata_stats.len() as u32;
-    for (s, at) in &plane_stat_slices {
+    for (s, at) in &fields.stats {
         decode_stat(WireReader::new(s, *at, "XStat"), &stat_ids, &mut plane.metadata_stats, &mut pending_meta)?;
     }
     plane.stats = first..plane.metadata_stats.len() as u32;
     let event_ids = IdMap::build(plane.event_metadata.iter().map(|m| m.id));
 
-    // Lines are decoded straight into the plane's vector (no second buffer of lines),
-    // with only the lines that refer to undefined ids carrying their pending list.
+    let parallel = fields.lines.len() > 1 && data.len() > 1 << 20;
+    let (lines, pending) = decode_lines(fields.lines, parallel, &event_ids, &stat_ids)?;
+    plane.lines = lines;
+    resolve_pending(&mut plane, &pending_meta, &pending);
+    Ok(plane)
+}
+
+/// The fields of an `XPlane` that are read after its scalar ones: each entry's bytes
+/// and absolute offset.
+struct PlaneFields<'a> {
+    /// `lines` (`XLine`s).
+    lines: Vec<(&'a [u8], u64)>,
+    /// `event_metadata` map entries.
+    event_metadata: Vec<(&'a [u8], u64)>,
+    /// `stat_metadata` map entries.
+    stat_metadata: Vec<(&'a [u8], u64)>,
+    /// The plane's own `stats` (`XStat`s).
+    stats: Vec<(&'a [u8], u64)>,
+}
+
+impl<'a> PlaneFields<'a> {
+    /// Reads the plane's id and name into `plane` and collects its other fields; each
+    /// line takes one from the file's allowance `lines_left`.
+    fn read(
+        data: &'a [u8],
+        base: u64,
+        lines_left: &AtomicUsize,
+        plane: &mut Plane,
+    ) -> std::result::Result<PlaneFields<'a>, WireError> {
+        let mut fields =
+            PlaneFields { lines: Vec::new(), event_metadata: Vec::new(), stat_metadata: Vec::new(), stats: Vec::new() };
+        let mut reader = WireReader::new(data, base, "XPlane");
+        while let Some(f) = reader.next_field()? {
+            match f.number {
+                1 => plane.id = f.as_i64()?,
+                2 => plane.name = f.as_string()?,
+                3 => {
+                    take_line(lines_left)
+                        .ok_or_else(|| WireError { offset: f.offset, message: too_many("lines", MAX_LINES) })?;
+                    fields.lines.push(f.as_bytes()?);
+                }
+                4 => fields.event_metadata.push(f.as_bytes()?),
+                5 => fields.stat_metadata.push(f.as_bytes()?),
+                6 => fields.stats.push(f.as_bytes()?),
+                _ => {}
+            }
+        }
+        Ok(fields)
+    }
+}
+
+/// One `stat_metadata` map entry (at absolute offset `at`) as its [`StatMetadata`].
+fn decode_stat_metadata(entry: &[u8], at: u64) -> std::result::Result<StatMetadata, WireError> {
+    let (key, value) = map_entry(entry, at, "XPlane.stat_metadata entry")?;
+    let mut meta = StatMetadata { id: key, ..StatMetadata::default() };
+    if let Some((value, at)) = value {
+        let mut r = WireReader::new(value, at, "XStatMetadata");
+        while let Some(f) = r.next_field()? {
+            match f.number {
+                2 => meta.name = f.as_string()?,
+                3 => meta.description = f.as_string()?,
+                _ => {}
+            }
+        }
+    }
+    Ok(meta)
+}
+
+/// One `event_metadata` map entry (at absolute offset `at`) as its [`EventMetadata`],
+/// its stats appended to `store` (stat ids not yet defined go to `pending`).
+fn decode_event_metadata(
+    entry: &[u8],
+    at: u64,
+    stat_ids: &IdMap,
+    store: &mut StatStore,
+    pending: &mut Unresolved,
+) -> std::result::Result<EventMetadata, WireError> {
+    let (key, value) = map_entry(entry, at, "XPlane.event_metadata entry")?;
+    let mut meta = EventMetadata { id: key, ..EventMetadata::default() };
+    let first = store.len() as u32;
+    if let Some((value, at)) = value {
+        let mut r = WireReader::new(value, at, "XEventMetadata");
+        while let Some(f) = r.next_field()? {
+            match f.number {
+                2 => meta.name = f.as_string()?,
+                3 => meta.metadata = f.as_bytes()?.0.to_vec(),
+                4 => meta.display_name = f.as_string()?,
+                5 => {
+                    let (s, at) = f.as_bytes()?;
+                    decode_stat(WireReader::new(s, at, "XStat"), stat_ids, store, pending)?;
+                }
+                6 => meta.child_ids.push(f.as_i64()?),
+                _ => {}
+            }
+        }
+    }
+    meta.stats = first..store.len() as u32;
+    Ok(meta)
+}
+
+/// The ids a decoded line refers to but its plane does not define (`None` for most).
+type LinePending = Option<Box<Unresolved>>;
+
+/// Decodes a plane's lines, on several threads when `parallel`, straight into one
+/// vector (no second buffer of lines), with only the lines that refer to undefined ids
+/// carrying their pending list. With errors in several lines, the first in file order
+/// is reported, whichever thread found it first (as for planes).
+fn decode_lines(
+    lines: Vec<(&[u8], u64)>,
+    parallel: bool,
+    event_ids: &IdMap,
+    stat_ids: &IdMap,
+) -> std::result::Result<(Vec<Line>, Vec<LinePending>), WireError> {
     let first_error: Mutex<Option<(usize, WireError)>> = Mutex::new(None);
-    let decode = |(index, (d, at)): (usize, &(&[u8], u64))| match decode_line(d, *at, &event_ids, &stat_ids) {
+    let decode = |(index, (d, at)): (usize, &(&[u8], u64))| match decode_line(d, *at, event_ids, stat_ids) {
         Ok((line, pending)) => (line, (!pending.is_empty()).then(|| Box::new(pending))),
         Err(error) => {
-            // The first error in file order, whichever thread found it first (as for planes).
             let mut first = first_error.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             if first.as_ref().is_none_or(|(earlier, _)| index < *earlier) {
                 *first = Some((index, error));
@@ -211,8 +269,7 @@ fn decode_plane(data: &[u8], base: u64, lines_left: &AtomicUsize) -> std::result
             (Line::default(), None)
         }
     };
-    let parallel = lines.len() > 1 && data.len() > 1 << 20;
-    let (decoded, pending): (Vec<Line>, Vec<Option<Box<Unresolved>>>) = if parallel {
+    let (decoded, pending): (Vec<Line>, Vec<LinePending>) = if parallel {
         lines.par_iter().enumerate().map(decode).unzip()
     } else {
         lines.iter().enumerate().map(decode).unzip()
@@ -221,17 +278,20 @@ fn decode_plane(data: &[u8], base: u64, lines_left: &AtomicUsize) -> std::result
     if let Some((_, error)) = first_error.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner) {
         return Err(error);
     }
-    plane.lines = decoded;
+    Ok((decoded, pending))
+}
 
+/// Gives the ids that nothing defined placeholder metadata: those of the event
+/// metadata's stats, then those of each line's events and stats.
+fn resolve_pending(plane: &mut Plane, pending_meta: &Unresolved, pending: &[LinePending]) {
     let mut resolver = Resolver::default();
-    resolver.fix_stats(&mut plane.stat_metadata, &mut plane.metadata_stats, &pending_meta);
-    for (line, pending) in plane.lines.iter_mut().zip(&pending) {
+    resolver.fix_stats(&mut plane.stat_metadata, &mut plane.metadata_stats, pending_meta);
+    for (line, pending) in plane.lines.iter_mut().zip(pending) {
         let Some(pending) = pending else { continue };
         let stats_end = plane.metadata_stats.len() as u32;
         resolver.fix_events(&mut plane.event_metadata, stats_end, line, pending);
         resolver.fix_stats(&mut plane.stat_metadata, &mut line.stats, pending);
     }
-    Ok(plane)
 }
 
 /// Takes one line from the file's allowance; `None` when it is used up.
