@@ -22,6 +22,7 @@ pub mod overview;
 pub mod pod_viewer;
 pub mod profiler_steps;
 pub mod report;
+pub mod step_table;
 pub mod steps;
 pub mod tf_data;
 pub mod tf_op;

@@ -24,6 +24,7 @@ use crate::gpu::hta_csv::{self, CsvFile};
 use crate::gpu::transfers::{self, Transfers};
 use crate::gpu::{self, GpuAnalysis};
 use crate::report::Report;
+use crate::step_table::{self, StepTable};
 use crate::tfprof::{self, TfprofResult};
 use crate::{framework_op_stats, input_pipeline, kernel_stats, memory_profile, overview, pod_viewer, tf_data};
 
@@ -52,6 +53,8 @@ pub enum ToolId {
     Tfprof,
     /// The trace viewer (a page of its own).
     TraceViewer,
+    /// Every step with its time and breakdown.
+    Steps,
 }
 
 /// The outputs of XProf's tools.
@@ -76,7 +79,7 @@ const fn xprof_tool(name: &'static str, label: &'static str, summary: &'static s
 
 impl ToolId {
     /// Every tool, in the order pages list them: XProf's, then mlprof's.
-    pub const ALL: [ToolId; 11] = [
+    pub const ALL: [ToolId; 12] = [
         ToolId::OverviewPage,
         ToolId::InputPipelineAnalyzer,
         ToolId::FrameworkOpStats,
@@ -86,6 +89,7 @@ impl ToolId {
         ToolId::TfDataBottleneckAnalysis,
         ToolId::Gpu,
         ToolId::Transfers,
+        ToolId::Steps,
         ToolId::TraceViewer,
         ToolId::Tfprof,
     ];
@@ -168,6 +172,17 @@ impl ToolId {
                 availability: Availability::Never,
                 served: false,
             },
+            ToolId::Steps => ToolSpec {
+                name: "steps",
+                label: "Steps",
+                summary: "Every step with its start, time and breakdown, and whether the overview counts it.",
+                xprof: false,
+                options: STEP_TOOL_OPTIONS,
+                outputs: REPORT_OUTPUTS,
+                unsortable: None,
+                availability: Availability::Always,
+                served: true,
+            },
             ToolId::TraceViewer => ToolSpec {
                 name: "trace_viewer",
                 label: "Trace viewer",
@@ -222,6 +237,8 @@ pub enum ToolResult {
     Transfers(Box<Transfers>),
     /// `tfprof`.
     Tfprof(Box<TfprofResult>),
+    /// `steps`.
+    Steps(Box<StepTable>),
 }
 
 /// The memory profile of one host.
@@ -293,6 +310,7 @@ impl Analysis<'_> {
                     .map_err(|e| ToolError { nothing_usable: e.nothing_usable, message: e.to_string() })?;
                 ToolResult::Tfprof(Box::new(result))
             }
+            ToolId::Steps => ToolResult::Steps(Box::new(step_table::analyze(self.host_steps(), self.step_source()))),
             ToolId::TraceViewer => {
                 return Err(ToolError {
                     message:
@@ -319,6 +337,7 @@ impl ToolResult {
             ToolResult::Gpu(r) => r.report(),
             ToolResult::Transfers(r) => r.report(),
             ToolResult::Tfprof(r) => r.report(),
+            ToolResult::Steps(r) => r.report(),
         }
     }
 
@@ -333,7 +352,9 @@ impl ToolResult {
             ToolResult::MemoryProfile(hosts) => hosts.first().map_or(Value::Null, |h| h.profile.to_xprof_json()),
             ToolResult::PodViewer(r) => r.to_xprof_json(),
             ToolResult::TfData(r) => r.to_xprof_json(),
-            ToolResult::Gpu(_) | ToolResult::Transfers(_) | ToolResult::Tfprof(_) => return None,
+            ToolResult::Gpu(_) | ToolResult::Transfers(_) | ToolResult::Tfprof(_) | ToolResult::Steps(_) => {
+                return None;
+            }
         })
     }
 
