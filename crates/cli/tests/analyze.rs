@@ -101,3 +101,46 @@ fn bad_requests_exit_2_with_one_line() {
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn the_steps_tool_lists_every_step_and_the_overview_counts_the_ones_it_marks() {
+    for case in ["xspace/tf_keras2_input_bound/logdir", "kineto/hta/timeline_analysis"] {
+        let dir = data(case);
+        let dir = dir.to_str().expect("UTF-8 path");
+        let steps: Value =
+            serde_json::from_str(&ok_stdout(mlprof(&["analyze", dir, "--tool", "steps", "--format", "json"])))
+                .expect("json output");
+        let pipeline: Value = serde_json::from_str(&ok_stdout(mlprof(&[
+            "analyze",
+            dir,
+            "--tool",
+            "input_pipeline_analyzer",
+            "--format",
+            "json",
+        ])))
+        .expect("json output");
+        let rows: Vec<&Value> = steps["hosts"]
+            .as_array()
+            .expect("hosts")
+            .iter()
+            .flat_map(|host| host["steps"].as_array().expect("steps"))
+            .collect();
+        assert!(!rows.is_empty(), "{case}: steps found");
+        let counted: Vec<(&Value, &Value)> = rows
+            .iter()
+            .filter(|row| row["in_overview"] == true)
+            .map(|row| (&row["step_num"], &row["step_time_ms"]))
+            .collect();
+        let overview = pipeline["tools"]["input_pipeline_analyzer"]["steps"].as_array().expect("the overview's steps");
+        if steps["hosts"].as_array().map(Vec::len) == Some(1) {
+            let shown: Vec<(&Value, &Value)> = overview.iter().map(|s| (&s["step_num"], &s["step_time_ms"])).collect();
+            assert_eq!(counted, shown, "{case}: the steps marked in_overview are the overview's");
+        }
+        assert!(rows.len() >= overview.len(), "{case}: none left out");
+        let csv = ok_stdout(mlprof(&["analyze", dir, "--tool", "steps", "--format", "csv"]));
+        assert!(csv.starts_with("Host,Step,Name,Start (ms),Step time (ms),Device compute (ms)"), "{case}: {csv}");
+        assert_eq!(csv.lines().count(), rows.len() + 1, "{case}: one CSV row per step");
+        let table = ok_stdout(mlprof(&["analyze", dir, "--tool", "steps"]));
+        assert!(table.contains("== steps ==") && table.contains("In overview"), "{case}: {table}");
+    }
+}
