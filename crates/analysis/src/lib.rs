@@ -20,7 +20,6 @@ pub mod memory_profile;
 pub mod op_metrics;
 pub mod overview;
 pub mod pod_viewer;
-pub mod profiler_steps;
 pub mod report;
 pub mod step_table;
 pub mod steps;

@@ -232,7 +232,7 @@ fn kineto_trace_has_a_steps_section_and_launch_to_kernel_flows() {
     let fixture = serve(&data(KINETO_RANKS), cache.path());
     let host = model_host(KINETO_RANKS);
     let meta = fixture.json("meta", "");
-    let steps = mlprof_analysis::profiler_steps::find(&host);
+    let steps = mlprof_analysis::grouping::profiler_steps::find(&host);
     assert!(!steps.is_empty());
     // The Steps section adds one event per ProfilerStep#N on top of the model's events.
     assert_eq!(meta["events"].as_u64(), Some(timed_events(&host) + steps.len() as u64));

@@ -28,7 +28,7 @@
 //! keep two runs of one module or op apart when both are known. As in XProf, a closed
 //! stack of nested events with identical spans is shortened by 1 ns per level.
 //!
-//! Only XSpace hosts are derived (PyTorch steps come from [`crate::profiler_steps`]),
+//! Only XSpace hosts are derived (PyTorch steps come from [`crate::grouping::profiler_steps`]),
 //! and a plane that already carries derived lines (a profile XProf wrote back) keeps
 //! its own. Where mlprof differs from XProf: every stream gets its lines (XProf stops
 //! after 16 streams, the room in its line-id range), and aggregated events

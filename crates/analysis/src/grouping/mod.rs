@@ -17,6 +17,7 @@
 //! the model stays immutable and shared across analyses.
 
 mod forest;
+pub mod profiler_steps;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -55,7 +56,7 @@ pub enum StepSource {
     /// XProf skips grouping when TF loop ops (`WhileOp-EvalCond`, …) are present.
     SkippedLoopOps,
     /// PyTorch's `ProfilerStep#N` annotations (Kineto traces), see
-    /// [`crate::profiler_steps`].
+    /// [`profiler_steps`].
     ProfilerSteps {
         /// Number of steps.
         groups: usize,
@@ -152,7 +153,7 @@ pub fn group_host_as_xprof(host: &Host) -> HostGroups {
 
 fn group(host: &Host, step_num_fallback: bool) -> HostGroups {
     if crate::kineto::is_kineto(host)
-        && let Some(groups) = crate::profiler_steps::group(host)
+        && let Some(groups) = profiler_steps::group(host)
     {
         return groups;
     }

@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use super::Summary;
 use crate::kineto::{self, Category, CopyDirection};
-use crate::profiler_steps::{self, ProfilerStep};
+use crate::grouping::profiler_steps::{self, ProfilerStep};
 use crate::xstats;
 
 use mlprof_model::time::PS_PER_MS_F64;

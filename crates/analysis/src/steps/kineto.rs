@@ -26,7 +26,7 @@ use super::step_events::{Transfers, gpu_planes};
 use super::{HostSteps, StepInfo};
 use crate::grouping::StepSource;
 use crate::kineto::{self, Category, CopyDirection};
-use crate::profiler_steps::{self, ProfilerStep};
+use crate::grouping::profiler_steps::{self, ProfilerStep};
 use crate::xstats;
 
 /// The steps of a Kineto host with `ProfilerStep#N` annotations; `source` says how

@@ -4,7 +4,7 @@
 //! they are). Each step event points at its annotation in the model, so its details
 //! are the annotation's args.
 
-use mlprof_analysis::profiler_steps;
+use mlprof_analysis::grouping::profiler_steps;
 use mlprof_model::{Host, SourceFormat};
 use mlprof_timeline::{BuildError, ModelRef, SectionKind, TimelineBuilder};
 

@@ -11,7 +11,7 @@ use mlprof_model::{Event, Host, Plane, StatValue};
 use serde_json::Value;
 
 use crate::kineto::{Category, MEMORY_EVENT, categories, category_of};
-use crate::profiler_steps::{self, ProfilerStep};
+use crate::grouping::profiler_steps::{self, ProfilerStep};
 use crate::xstats::{self, StatKeys};
 
 /// One `[memory]` event with what it says and where it happened.

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use mlprof_model::{Host, names};
 
-use crate::grouping::{HostGroups, StepSource};
+use super::{HostGroups, StepSource};
 use crate::kineto::{self, PROFILER_STEP_PREFIX};
 use crate::xstats;
 
