@@ -5,9 +5,12 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
+use std::io::{self, Write};
+
 use mlprof_analysis::tfprof::Timeline;
-use mlprof_formats::chrome::json_text::{push_json_str, push_us};
+use mlprof_formats::chrome::TraceWriter;
 use mlprof_formats::output::write_atomically;
+use mlprof_model::names::chrome::{PH_COMPLETE, PH_METADATA};
 
 use crate::Failure;
 
@@ -127,7 +130,7 @@ impl ViewArg {
 /// on stderr.
 pub fn write_timeline(path: &Path, timeline: &Timeline) -> Result<(), Failure> {
     crate::convert::remove_partials_on_signal();
-    write_atomically(path, |out| out.write_all(chrome_trace(timeline).as_bytes()))?;
+    write_atomically(path, |out| chrome_trace(timeline, out))?;
     eprintln!("mlprof: wrote {} ops to {}", timeline.events.len(), path.display());
     Ok(())
 }
@@ -142,48 +145,39 @@ pub fn timeline_path(output: &Path) -> Result<PathBuf, Failure> {
     }
 }
 
-/// The timeline as a Chrome trace: one process per plane, one thread per line, an
-/// `X` event per op run with its op type as category and its view node in `args`.
-fn chrome_trace(timeline: &Timeline) -> String {
-    let mut out = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
-    let mut first = true;
-    let mut begin = |out: &mut String| {
-        out.push_str(if first { "\n{" } else { ",\n{" });
-        first = false;
-    };
+/// Writes the timeline as a Chrome trace: one process per plane, one thread per line,
+/// an `X` event per op run with its op type as category and its view node in `args`.
+fn chrome_trace(timeline: &Timeline, out: &mut dyn Write) -> io::Result<()> {
+    let mut trace = TraceWriter::start(out, "\"displayTimeUnit\":\"ns\",");
     let mut named_pids = std::collections::HashSet::new();
     for track in &timeline.tracks {
         if named_pids.insert(track.pid) {
-            begin(&mut out);
-            out.push_str(&format!("\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":", track.pid));
-            push_json_str(&mut out, &track.process);
-            out.push_str("}}");
+            trace.begin_event(PH_METADATA)?;
+            trace.str_field("name", "process_name");
+            trace.int_field("pid", track.pid);
+            trace.str_object_field("args", &[("name", &track.process)]);
+            trace.end_event();
         }
-        begin(&mut out);
-        out.push_str(&format!(
-            "\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":",
-            track.pid, track.tid
-        ));
-        push_json_str(&mut out, &track.thread);
-        out.push_str("}}");
+        trace.begin_event(PH_METADATA)?;
+        trace.str_field("name", "thread_name");
+        trace.int_field("pid", track.pid);
+        trace.int_field("tid", track.tid);
+        trace.str_object_field("args", &[("name", &track.thread)]);
+        trace.end_event();
     }
     for event in &timeline.events {
         let Some(track) = timeline.tracks.get(event.track) else { continue };
-        begin(&mut out);
-        out.push_str("\"ph\":\"X\",\"name\":");
-        push_json_str(&mut out, &event.name);
-        out.push_str(",\"cat\":");
-        push_json_str(&mut out, &event.category);
-        out.push_str(&format!(",\"pid\":{},\"tid\":{},\"ts\":", track.pid, track.tid));
-        push_us(&mut out, 0, event.start_ps);
-        out.push_str(",\"dur\":");
-        push_us(&mut out, 0, event.duration_ps);
-        out.push_str(",\"args\":{\"node\":");
-        push_json_str(&mut out, &event.node);
-        out.push_str("}}");
+        trace.begin_event(PH_COMPLETE)?;
+        trace.str_field("name", &event.name);
+        trace.str_field("cat", &event.category);
+        trace.int_field("pid", track.pid);
+        trace.int_field("tid", track.tid);
+        trace.us_field("ts", event.start_ps);
+        trace.us_field("dur", event.duration_ps);
+        trace.str_object_field("args", &[("node", &event.node)]);
+        trace.end_event();
     }
-    out.push_str("\n]}\n");
-    out
+    trace.finish()
 }
 
 #[cfg(test)]
@@ -207,7 +201,9 @@ mod tests {
                 duration_ps: 2_000_000,
             }],
         };
-        let trace: serde_json::Value = serde_json::from_str(&chrome_trace(&timeline)).expect("valid JSON");
+        let mut written = Vec::new();
+        chrome_trace(&timeline, &mut written).expect("written to memory");
+        let trace: serde_json::Value = serde_json::from_slice(&written).expect("valid JSON");
         let events = trace["traceEvents"].as_array().expect("events");
         assert_eq!(events.len(), 3);
         assert_eq!(events[2]["name"], "a\"b");

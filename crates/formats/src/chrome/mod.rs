@@ -11,9 +11,11 @@
 //! - Kineto's `correlation`, `device` and `context` args are stored under XProf's names
 //!   ([`ARG_RENAMES`]) and written back under Kineto's.
 
+pub mod emitter;
 pub mod json_text;
 pub mod write;
 
+pub use emitter::TraceWriter;
 pub use write::write_chrome_trace;
 
 pub use mlprof_model::names::chrome::{CAT_STAT, PH_STAT};

@@ -18,29 +18,29 @@ use std::io::{self, Write};
 use mlprof_model::names::chrome::{BINDING_ENCLOSING, CAT_FLOW, PH_COMPLETE, PH_FLOW_END, PH_FLOW_START, PH_METADATA};
 use mlprof_model::{ChromeTraceInfo, Host, Line, Plane, StatStore, StatValue, TrackId, names};
 
+use super::emitter::TraceWriter;
 use super::json_text::{push_double, push_json_str, push_us};
 use super::{CAT_STAT, FIELD_PREFIX, PH_STAT, arg_name_for_stat};
 
 /// Writes `hosts` as one Chrome trace (`{"traceEvents": [...]}`) to `out`.
 pub fn write_chrome_trace(hosts: &[&Host], out: &mut dyn Write) -> io::Result<()> {
-    let mut em = Emitter { out, buf: String::with_capacity(1 << 20), first: true };
-    em.buf.push('{');
     let single_chrome = match hosts {
         [host] => host.chrome.as_ref().filter(|c| !c.bare_array),
         _ => None,
     };
+    let mut top_level = String::new();
     match single_chrome {
         Some(info) => {
             for (key, raw) in &info.top_level {
-                push_json_str(&mut em.buf, key);
-                em.buf.push(':');
-                em.buf.push_str(raw);
-                em.buf.push(',');
+                push_json_str(&mut top_level, key);
+                top_level.push(':');
+                top_level.push_str(raw);
+                top_level.push(',');
             }
         }
-        None => em.buf.push_str("\"displayTimeUnit\":\"ns\",\"metadata\":{\"highres-ticks\":true},"),
+        None => top_level.push_str("\"displayTimeUnit\":\"ns\",\"metadata\":{\"highres-ticks\":true},"),
     }
-    em.buf.push_str("\"traceEvents\":[");
+    let mut em = TraceWriter::start(out, &top_level);
     let multi = hosts.len() > 1;
     for (index, host) in hosts.iter().enumerate() {
         let prefix = multi.then_some(host.name.as_str());
@@ -49,41 +49,7 @@ pub fn write_chrome_trace(hosts: &[&Host], out: &mut dyn Write) -> io::Result<()
             None => write_xspace_host(&mut em, host, index, prefix)?,
         }
     }
-    em.buf.push_str("\n]}\n");
-    em.flush()
-}
-
-/// Buffers event text and handles the commas between events.
-struct Emitter<'w> {
-    out: &'w mut dyn Write,
-    buf: String,
-    first: bool,
-}
-
-impl Emitter<'_> {
-    /// Starts a new event object (writes the separating comma and `{`).
-    fn begin(&mut self) -> io::Result<()> {
-        if self.buf.len() > (1 << 20) - 4096 {
-            self.flush()?;
-        }
-        self.buf.push_str(if self.first { "\n{" } else { ",\n{" });
-        self.first = false;
-        Ok(())
-    }
-
-    /// Starts a new event object of phase `ph` (writes its `"ph"` field, first).
-    fn begin_event(&mut self, ph: &str) -> io::Result<()> {
-        self.begin()?;
-        self.buf.push_str("\"ph\":");
-        push_json_str(&mut self.buf, ph);
-        Ok(())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.out.write_all(self.buf.as_bytes())?;
-        self.buf.clear();
-        Ok(())
-    }
+    em.finish()
 }
 
 fn push_track(out: &mut String, id: &TrackId) {
@@ -116,7 +82,7 @@ fn push_value(out: &mut String, plane: &Plane, store: &StatStore, value: StatVal
 }
 
 fn write_chrome_host(
-    em: &mut Emitter<'_>,
+    em: &mut TraceWriter<'_>,
     host: &Host,
     info: &ChromeTraceInfo,
     index: usize,
@@ -206,7 +172,7 @@ impl EventKinds {
 }
 
 fn write_chrome_line(
-    em: &mut Emitter<'_>,
+    em: &mut TraceWriter<'_>,
     plane: &Plane,
     line: &Line,
     kinds: &EventKinds,
@@ -292,7 +258,7 @@ fn xprof_tids(plane: &Plane) -> Vec<i64> {
     (1..=plane.lines.len() as i64).collect()
 }
 
-fn write_xspace_host(em: &mut Emitter<'_>, host: &Host, index: usize, prefix: Option<&str>) -> io::Result<()> {
+fn write_xspace_host(em: &mut TraceWriter<'_>, host: &Host, index: usize, prefix: Option<&str>) -> io::Result<()> {
     let flows = CorrelationFlows::of(host);
     let mut next_custom = 501;
     for plane in &host.planes {
@@ -325,7 +291,7 @@ fn write_xspace_host(em: &mut Emitter<'_>, host: &Host, index: usize, prefix: Op
 
 /// Writes one `M` record whose args hold one value (`sort_index` values are numbers).
 fn write_metadata(
-    em: &mut Emitter<'_>,
+    em: &mut TraceWriter<'_>,
     name: &str,
     pid: i64,
     tid: Option<i64>,
@@ -402,7 +368,7 @@ fn int_value(value: StatValue) -> Option<i64> {
 }
 
 fn write_xspace_line(
-    em: &mut Emitter<'_>,
+    em: &mut TraceWriter<'_>,
     plane: &Plane,
     line: &Line,
     ctx: &XspaceContext,
@@ -429,7 +395,7 @@ fn write_xspace_line(
         push_us(&mut em.buf, 0, event.duration_ps());
         em.buf.push_str(",\"args\":{");
         let mut first = true;
-        let mut arg = |em: &mut Emitter<'_>, name: &str| {
+        let mut arg = |em: &mut TraceWriter<'_>, name: &str| {
             if !first {
                 em.buf.push(',');
             }
