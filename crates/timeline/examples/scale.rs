@@ -10,13 +10,15 @@
 //! EVENTS defaults to 100 000 000, QUERIES to 1000. The index is written under
 //! `$MLPROF_BENCH_DIR` (default `/var/tmp/mlprof-bench`) and removed at the end.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use mlprof_timeline::synthetic::Synthetic;
 use mlprof_timeline::{CacheKey, TimelineBuilder, TimelineIndex, Viewport};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
     let events: u64 = args.next().map(|a| a.parse()).transpose()?.unwrap_or(100_000_000);
     let queries: usize = args.next().map(|a| a.parse()).transpose()?.unwrap_or(1000);
@@ -30,6 +32,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
 
     println!("timeline index at scale: {events} generated events, {queries} viewport queries");
+    let build = build_and_write(events, &path, &key)?;
+    let index = reopen(&path, &key, events)?;
+    print_summary(&index, events, &build);
+
+    let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
+    time_viewports(&index, queries, &mut rng);
+    time_searches(&index);
+    time_lookups(&index, queries, &mut rng);
+    println!("memory at the end: {}", memory());
+    drop(index);
+    std::fs::remove_file(&path)?;
+    Ok(())
+}
+
+/// How long building and writing the index took, and the file's size.
+struct Build {
+    laid_out: Duration,
+    written: Duration,
+    file_bytes: u64,
+}
+
+/// Generates `events` events, builds their index and writes it to `path`.
+fn build_and_write(events: u64, path: &Path, key: &CacheKey) -> Result<Build> {
     let t = Instant::now();
     let mut builder = TimelineBuilder::new();
     Synthetic::realistic(events, 42).add_to(&mut builder)?;
@@ -42,25 +67,33 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     row("build index (finish)", laid_out, events, &memory());
 
     let t = Instant::now();
-    built.write(&path, &key)?;
+    built.write(path, key)?;
     let written = t.elapsed();
-    let file_bytes = std::fs::metadata(&path)?.len();
+    let file_bytes = std::fs::metadata(path)?.len();
     row("write file", written, events, &memory());
-    drop(built);
+    Ok(Build { laid_out, written, file_bytes })
+}
 
+/// Opens the written index (of `events` generated events), then opens it again ten
+/// times with the file in the page cache: the cost of validation alone.
+fn reopen(path: &Path, key: &CacheKey, events: u64) -> Result<TimelineIndex> {
     let t = Instant::now();
-    let index = TimelineIndex::open(&path, &key)?;
+    let index = TimelineIndex::open(path, key)?;
     let opened = t.elapsed();
     row("reopen (mmap + checksum + tables)", opened, events, &memory());
-    // Opening again with the file in the page cache: the cost of validation alone.
     let mut reopens = Vec::new();
     for _ in 0..10 {
         let t = Instant::now();
-        std::hint::black_box(TimelineIndex::open(&path, &key)?);
+        std::hint::black_box(TimelineIndex::open(path, key)?);
         reopens.push(t.elapsed());
     }
     percentiles("reopen again (page cache warm)", &mut reopens);
+    Ok(index)
+}
+
+fn print_summary(index: &TimelineIndex, events: u64, build: &Build) {
     let (first, last) = index.span_ps();
+    let file_bytes = build.file_bytes;
     println!(
         "index: {} events, {} tracks, {} names, {} flows, span {:.3} s, file {:.1} MB ({:.1} bytes/event)",
         index.event_count(),
@@ -73,25 +106,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!(
         "build rate: {:.2} M events/s (finish only), {:.2} M events/s (finish + write)",
-        events as f64 / laid_out.as_secs_f64() / 1e6,
-        events as f64 / (laid_out + written).as_secs_f64() / 1e6
+        events as f64 / build.laid_out.as_secs_f64() / 1e6,
+        events as f64 / (build.laid_out + build.written).as_secs_f64() / 1e6
     );
+}
 
-    // Random viewports at random zooms: from the whole trace down to 1/2^40 of it.
-    let mut rng = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+/// A xorshift generator: the same random queries on every run.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// Random viewports at random zooms (from the whole trace down to 1/2^40 of it), then
+/// the whole trace at 2000 px.
+fn time_viewports(index: &TimelineIndex, queries: usize, rng: &mut XorShift) {
+    let (first, last) = index.span_ps();
     let mut latencies = Vec::with_capacity(queries);
     let (mut items, mut max_items) = (0usize, 0usize);
     for _ in 0..queries {
-        let zoom = 1i64 << (next() % 41);
+        let zoom = 1i64 << (rng.next() % 41);
         let len = ((last - first) / zoom).max(1000);
-        let start = first + (next() % ((last - first - len).max(1) as u64)) as i64;
-        let width_px = 1000 + (next() % 1500) as u32;
+        let start = first + (rng.next() % ((last - first - len).max(1) as u64)) as i64;
+        let width_px = 1000 + (rng.next() % 1500) as u32;
         let t = Instant::now();
         let view = index.view(&Viewport { start_ps: start, end_ps: start + len, width_px, tracks: None });
         latencies.push(t.elapsed());
@@ -109,24 +151,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::hint::black_box(view);
     }
     percentiles("viewport (whole trace, 2000 px)", &mut whole);
+}
 
+fn time_searches(index: &TimelineIndex) {
     for query in ["matmul", "relu_3", "NCCL::", "dataloader_next_16", "no such event"] {
         let t = Instant::now();
         let found = index.search(query, 100);
         println!("search {query:>22}: {:>9.3} ms, {} matches", ms(t.elapsed()), found.total);
     }
+}
+
+/// Random event lookups with their flows.
+fn time_lookups(index: &TimelineIndex, queries: usize, rng: &mut XorShift) {
     let mut lookups = Vec::new();
     for _ in 0..queries {
-        let id = (next() % index.event_count().max(1)) as u32;
+        let id = (rng.next() % index.event_count().max(1)) as u32;
         let t = Instant::now();
         std::hint::black_box((index.event(id), index.flows_of(id)));
         lookups.push(t.elapsed());
     }
     percentiles("event lookup + flows", &mut lookups);
-    println!("memory at the end: {}", memory());
-    drop(index);
-    std::fs::remove_file(&path)?;
-    Ok(())
 }
 
 fn ms(d: Duration) -> f64 {

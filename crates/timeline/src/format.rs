@@ -249,71 +249,12 @@ pub(crate) fn write_index<W: Write + Seek>(built: &BuiltIndex, key: &CacheKey, o
     let mut out = Hashing { inner: out, sum: Checksum::default(), written: 0 };
     out.inner.write_all(&[0u8; HEADER_LEN])?;
     out.written = HEADER_LEN as u64;
-    let summary = Summary::of(built);
+    let tables = SmallTables::of(built);
     let mut directory: Vec<(Part, u64, u64)> = Vec::with_capacity(PART_COUNT);
     let mut buf = Vec::new();
-    let mut strings = Vec::new();
-    let mut string = |text: &str| {
-        let at = strings.len() as u64;
-        strings.extend_from_slice(text.as_bytes());
-        [at, text.len() as u64]
-    };
-    let sections: Vec<u64> = built
-        .sections
-        .iter()
-        .flat_map(|s| {
-            let [at, len] = string(&s.name);
-            [at, len, s.kind.code(), s.first_track, s.track_count]
-        })
-        .collect();
-    let tracks: Vec<u64> = built
-        .tracks
-        .iter()
-        .flat_map(|t| {
-            let [at, len] = string(&t.name);
-            [at, len, t.section, t.first_run, t.run_count, t.first_event, t.event_count]
-        })
-        .collect();
-    let runs: Vec<u64> =
-        built.runs.iter().flat_map(|r| [r.first_event, r.event_count, r.first_level, r.level_count]).collect();
-    let levels: Vec<u64> =
-        built.levels.iter().flat_map(|l| [l.width_ps as u64, l.first_group, l.group_count]).collect();
-    let mut name_offsets = Vec::with_capacity(built.names.len() + 1);
-    let mut name_bytes = Vec::new();
-    name_offsets.push(0u64);
-    for name in &built.names {
-        name_bytes.extend_from_slice(name.as_bytes());
-        name_offsets.push(name_bytes.len() as u64);
-    }
-    let column = |pairs: &[(u32, u32)], first: bool| -> Vec<u32> {
-        pairs.iter().map(|&(a, b)| if first { a } else { b }).collect()
-    };
     for part in ALL_PARTS {
         let at = out.written;
-        match part {
-            Part::Key => out.put(&key.encode())?,
-            Part::Summary => put_column(&mut out, &summary.fields(), &mut buf)?,
-            Part::NameOffsets => put_column(&mut out, &name_offsets, &mut buf)?,
-            Part::NameBytes => out.put(&name_bytes)?,
-            Part::Strings => out.put(&strings)?,
-            Part::Sections => put_column(&mut out, &sections, &mut buf)?,
-            Part::Tracks => put_column(&mut out, &tracks, &mut buf)?,
-            Part::Runs => put_column(&mut out, &runs, &mut buf)?,
-            Part::Levels => put_column(&mut out, &levels, &mut buf)?,
-            Part::GroupFirst => put_column(&mut out, &built.group_first, &mut buf)?,
-            Part::GroupCount => put_column(&mut out, &built.group_count, &mut buf)?,
-            Part::GroupLongest => put_column(&mut out, &built.group_longest, &mut buf)?,
-            Part::Start => put_column(&mut out, &built.start_ps, &mut buf)?,
-            Part::Duration => put_column(&mut out, &built.dur_ps, &mut buf)?,
-            Part::Name => put_column(&mut out, &built.name, &mut buf)?,
-            Part::Source => put_column(&mut out, &built.source, &mut buf)?,
-            Part::PostingOffsets => put_column(&mut out, &built.posting_offsets, &mut buf)?,
-            Part::Postings => put_column(&mut out, &built.postings, &mut buf)?,
-            Part::FlowFromSource => put_column(&mut out, &column(&built.flows_by_from, true), &mut buf)?,
-            Part::FlowFromTarget => put_column(&mut out, &column(&built.flows_by_from, false), &mut buf)?,
-            Part::FlowToTarget => put_column(&mut out, &column(&built.flows_by_to, true), &mut buf)?,
-            Part::FlowToSource => put_column(&mut out, &column(&built.flows_by_to, false), &mut buf)?,
-        }
+        write_part(&mut out, part, built, key, &tables, &mut buf)?;
         directory.push((part, at, out.written - at));
         out.pad_to_8()?;
     }
@@ -335,6 +276,98 @@ pub(crate) fn write_index<W: Write + Seek>(built: &BuiltIndex, key: &CacheKey, o
     inner.seek(SeekFrom::Start(0))?;
     inner.write_all(&header)?;
     inner.flush()
+}
+
+/// The parts of an index file that are encoded from the built index before writing:
+/// the summary, the records of the small tables, and the names.
+struct SmallTables {
+    summary: Summary,
+    /// Section and track names, which the records point into.
+    strings: Vec<u8>,
+    sections: Vec<u64>,
+    tracks: Vec<u64>,
+    runs: Vec<u64>,
+    levels: Vec<u64>,
+    /// Start of each event name in `name_bytes`, plus the end.
+    name_offsets: Vec<u64>,
+    name_bytes: Vec<u8>,
+}
+
+impl SmallTables {
+    fn of(built: &BuiltIndex) -> SmallTables {
+        let mut strings = Vec::new();
+        let mut string = |text: &str| {
+            let at = strings.len() as u64;
+            strings.extend_from_slice(text.as_bytes());
+            [at, text.len() as u64]
+        };
+        let sections: Vec<u64> = built
+            .sections
+            .iter()
+            .flat_map(|s| {
+                let [at, len] = string(&s.name);
+                [at, len, s.kind.code(), s.first_track, s.track_count]
+            })
+            .collect();
+        let tracks: Vec<u64> = built
+            .tracks
+            .iter()
+            .flat_map(|t| {
+                let [at, len] = string(&t.name);
+                [at, len, t.section, t.first_run, t.run_count, t.first_event, t.event_count]
+            })
+            .collect();
+        let runs: Vec<u64> =
+            built.runs.iter().flat_map(|r| [r.first_event, r.event_count, r.first_level, r.level_count]).collect();
+        let levels: Vec<u64> =
+            built.levels.iter().flat_map(|l| [l.width_ps as u64, l.first_group, l.group_count]).collect();
+        let mut name_offsets = Vec::with_capacity(built.names.len() + 1);
+        let mut name_bytes = Vec::new();
+        name_offsets.push(0u64);
+        for name in &built.names {
+            name_bytes.extend_from_slice(name.as_bytes());
+            name_offsets.push(name_bytes.len() as u64);
+        }
+        SmallTables { summary: Summary::of(built), strings, sections, tracks, runs, levels, name_offsets, name_bytes }
+    }
+}
+
+/// Writes the content of `part` (without padding).
+fn write_part<W: Write>(
+    out: &mut Hashing<W>,
+    part: Part,
+    built: &BuiltIndex,
+    key: &CacheKey,
+    tables: &SmallTables,
+    buf: &mut Vec<u8>,
+) -> io::Result<()> {
+    let column = |pairs: &[(u32, u32)], first: bool| -> Vec<u32> {
+        pairs.iter().map(|&(a, b)| if first { a } else { b }).collect()
+    };
+    match part {
+        Part::Key => out.put(&key.encode()),
+        Part::Summary => put_column(out, &tables.summary.fields(), buf),
+        Part::NameOffsets => put_column(out, &tables.name_offsets, buf),
+        Part::NameBytes => out.put(&tables.name_bytes),
+        Part::Strings => out.put(&tables.strings),
+        Part::Sections => put_column(out, &tables.sections, buf),
+        Part::Tracks => put_column(out, &tables.tracks, buf),
+        Part::Runs => put_column(out, &tables.runs, buf),
+        Part::Levels => put_column(out, &tables.levels, buf),
+        Part::GroupFirst => put_column(out, &built.group_first, buf),
+        Part::GroupCount => put_column(out, &built.group_count, buf),
+        Part::GroupLongest => put_column(out, &built.group_longest, buf),
+        Part::Start => put_column(out, &built.start_ps, buf),
+        Part::Duration => put_column(out, &built.dur_ps, buf),
+        Part::Name => put_column(out, &built.name, buf),
+        Part::Source => put_column(out, &built.source, buf),
+        Part::PostingOffsets => put_column(out, &built.posting_offsets, buf),
+        Part::Postings => put_column(out, &built.postings, buf),
+        Part::FlowFromSource => put_column(out, &column(&built.flows_by_from, true), buf),
+        Part::FlowFromTarget => put_column(out, &column(&built.flows_by_from, false), buf),
+        Part::FlowToTarget => put_column(out, &column(&built.flows_by_to, true), buf),
+        Part::FlowToSource => put_column(out, &column(&built.flows_by_to, false), buf),
+    }
 }
 
 /// The header with a zero checksum.

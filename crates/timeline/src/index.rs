@@ -377,131 +377,197 @@ fn to_usize(v: u64, what: &str) -> Result<usize, String> {
 }
 
 impl Tables {
+    /// Decodes the small tables and checks that they agree with each other, with the
+    /// summary and with the columns they index.
     fn decode(bytes: &[u8], layout: &Layout) -> Result<Tables, String> {
         let s: &Summary = &layout.summary;
         to_usize(s.events, "event count")?;
         if s.events > crate::builder::MAX_EVENTS {
             return Err("too many events".into());
         }
-        let strings_len = layout.part(bytes, Part::Strings).len();
-        let text = |at: u64, len: u64, what: &str| -> Result<Range<usize>, String> {
-            let at = to_usize(at, what)?;
-            let end = at.checked_add(to_usize(len, what)?).filter(|&e| e <= strings_len);
-            let range = at..end.ok_or_else(|| format!("{what} name out of range"))?;
-            let name = layout.part(bytes, Part::Strings).get(range.clone()).unwrap_or(&[]);
-            std::str::from_utf8(name).map_err(|_| format!("{what} name is not UTF-8"))?;
-            Ok(range)
-        };
-
-        let mut sections = Vec::new();
-        let mut next_track = 0u64;
-        for [name_at, name_len, kind, first_track, track_count] in
-            records::<SECTION_FIELDS>(layout.part(bytes, Part::Sections))
-        {
-            let kind = SectionKind::from_code(kind).ok_or("section kind")?;
-            if first_track != next_track {
-                return Err("sections do not cover the tracks in order".into());
-            }
-            next_track = first_track.checked_add(track_count).ok_or("track count")?;
-            let tracks = u32::try_from(first_track).map_err(|_| "track id")?
-                ..u32::try_from(next_track).map_err(|_| "track id")?;
-            sections.push(Section { name: text(name_at, name_len, "section")?, kind, tracks });
-        }
-        if next_track != s.tracks {
-            return Err("sections do not cover every track".into());
-        }
-
-        let run_records: Vec<[u64; RUN_FIELDS]> = records::<RUN_FIELDS>(layout.part(bytes, Part::Runs)).collect();
+        let strings = Strings(layout.part(bytes, Part::Strings));
+        let sections = decode_sections(layout.part(bytes, Part::Sections), &strings, s.tracks)?;
         let level_records: Vec<[u64; LEVEL_FIELDS]> =
             records::<LEVEL_FIELDS>(layout.part(bytes, Part::Levels)).collect();
-        let mut tracks = Vec::new();
-        let mut runs = Vec::with_capacity(run_records.len());
-        let (mut next_run, mut next_event, mut next_level, mut next_group) = (0u64, 0u64, 0u64, 0u64);
-        for (id, [name_at, name_len, section, first_run, run_count, first_event, event_count]) in
-            records::<TRACK_FIELDS>(layout.part(bytes, Part::Tracks)).enumerate()
-        {
-            let in_section =
-                sections.get(to_usize(section, "section")?).is_some_and(|s| s.tracks.contains(&(id as u32)));
-            if !in_section || first_run != next_run || first_event != next_event {
-                return Err(format!("track {id} is out of order"));
-            }
-            next_run = first_run.checked_add(run_count).ok_or("run count")?;
-            next_event = first_event.checked_add(event_count).ok_or("event count")?;
-            let run_range = to_usize(first_run, "run")?..to_usize(next_run, "run")?;
-            let mut run_event = first_event;
-            for (depth, run) in run_records.get(run_range.clone()).ok_or("track runs out of range")?.iter().enumerate()
-            {
-                let [run_first, run_count, first_level, level_count] = *run;
-                if run_first != run_event || run_count == 0 || first_level != next_level {
-                    return Err(format!("run {depth} of track {id} is out of order"));
-                }
-                run_event = run_first.checked_add(run_count).ok_or("run size")?;
-                next_level = first_level.checked_add(level_count).ok_or("level count")?;
-                let level_range = to_usize(first_level, "level")?..to_usize(next_level, "level")?;
-                let mut last_width = 0i64;
-                for level in level_records.get(level_range.clone()).ok_or("run levels out of range")? {
-                    let [width, first_group, group_count] = *level;
-                    let width = width as i64;
-                    if width <= last_width || first_group != next_group {
-                        return Err(format!("levels of track {id} are out of order"));
-                    }
-                    last_width = width;
-                    next_group = first_group.checked_add(group_count).ok_or("group count")?;
-                }
-                runs.push(Run {
-                    track: id as u32,
-                    depth: depth as u32,
-                    events: to_usize(run_first, "event")?..to_usize(run_event, "event")?,
-                    levels: level_range,
-                });
-            }
-            if run_event != next_event {
-                return Err(format!("runs of track {id} do not cover its events"));
-            }
-            tracks.push(Track {
-                name: text(name_at, name_len, "track")?,
-                section: section as u32,
-                runs: run_range,
-                events: first_event..next_event,
-            });
-        }
-        if next_run != s.runs || next_event != s.events || next_level != s.levels || next_group != s.groups {
+        let (tracks, runs, next) = decode_tracks(bytes, layout, &sections, &level_records, &strings)?;
+        if next.run != s.runs || next.event != s.events || next.level != s.levels || next.group != s.groups {
             return Err("tables do not add up to the summary".into());
         }
-        let levels = level_records
-            .iter()
-            .map(|&[width, first_group, group_count]| {
-                Ok(Level {
-                    width_ps: width as i64,
-                    groups: to_usize(first_group, "group")?
-                        ..to_usize(first_group.checked_add(group_count).ok_or("group count")?, "group")?,
-                })
-            })
-            .collect::<Result<Vec<_>, String>>()?;
-
-        check_offsets(layout.part(bytes, Part::NameOffsets), layout.part(bytes, Part::NameBytes).len() as u64, "name")?;
-        let name_offsets = Col::<u64>::new(layout.part(bytes, Part::NameOffsets));
-        let name_bytes = layout.part(bytes, Part::NameBytes);
-        for i in 0..name_offsets.len().saturating_sub(1) {
-            let range = name_offsets.at(i) as usize..name_offsets.at(i + 1) as usize;
-            let name = name_bytes.get(range).ok_or("name out of range")?;
-            std::str::from_utf8(name).map_err(|_| format!("name {i} is not UTF-8"))?;
-        }
+        let levels = decode_levels(&level_records)?;
+        check_names(bytes, layout)?;
         check_groups(bytes, layout, &runs, &levels)?;
-        if !all_below(layout.part(bytes, Part::Name), s.names) {
-            return Err("an event names a missing name".into());
-        }
-        check_offsets(layout.part(bytes, Part::PostingOffsets), s.events, "posting")?;
-        if !all_below(layout.part(bytes, Part::Postings), s.events) {
-            return Err("a posting names a missing event".into());
-        }
-        for part in [Part::FlowFromSource, Part::FlowFromTarget, Part::FlowToTarget, Part::FlowToSource] {
-            if !all_below(layout.part(bytes, part), s.events) {
-                return Err("a flow names a missing event".into());
-            }
-        }
+        check_references(bytes, layout, s)?;
         Ok(Tables { sections, tracks, runs, levels })
     }
+}
+
+/// The strings part: section and track names.
+struct Strings<'a>(&'a [u8]);
+
+impl Strings<'_> {
+    /// The range of the name at `at` of `len` bytes, checked to be inside the part and
+    /// UTF-8; `what` names its owner for errors.
+    fn range(&self, at: u64, len: u64, what: &str) -> Result<Range<usize>, String> {
+        let at = to_usize(at, what)?;
+        let end = at.checked_add(to_usize(len, what)?).filter(|&e| e <= self.0.len());
+        let range = at..end.ok_or_else(|| format!("{what} name out of range"))?;
+        let name = self.0.get(range.clone()).unwrap_or(&[]);
+        std::str::from_utf8(name).map_err(|_| format!("{what} name is not UTF-8"))?;
+        Ok(range)
+    }
+}
+
+/// The sections, which must cover the `track_count` tracks in order.
+fn decode_sections(part: &[u8], strings: &Strings<'_>, track_count: u64) -> Result<Vec<Section>, String> {
+    let mut sections = Vec::new();
+    let mut next_track = 0u64;
+    for [name_at, name_len, kind, first_track, track_count] in records::<SECTION_FIELDS>(part) {
+        let kind = SectionKind::from_code(kind).ok_or("section kind")?;
+        if first_track != next_track {
+            return Err("sections do not cover the tracks in order".into());
+        }
+        next_track = first_track.checked_add(track_count).ok_or("track count")?;
+        let tracks =
+            u32::try_from(first_track).map_err(|_| "track id")?..u32::try_from(next_track).map_err(|_| "track id")?;
+        sections.push(Section { name: strings.range(name_at, name_len, "section")?, kind, tracks });
+    }
+    if next_track != track_count {
+        return Err("sections do not cover every track".into());
+    }
+    Ok(sections)
+}
+
+/// The next run, event, level and group a table entry must start at: each table
+/// covers the next one's entries in order, without gaps.
+#[derive(Clone, Copy, Default)]
+struct Next {
+    run: u64,
+    event: u64,
+    level: u64,
+    group: u64,
+}
+
+/// The tracks and their runs (one per depth), each in its section, covering the runs,
+/// events, levels and groups in order; returns them with where the coverage ended.
+fn decode_tracks(
+    bytes: &[u8],
+    layout: &Layout,
+    sections: &[Section],
+    level_records: &[[u64; LEVEL_FIELDS]],
+    strings: &Strings<'_>,
+) -> Result<(Vec<Track>, Vec<Run>, Next), String> {
+    let run_records: Vec<[u64; RUN_FIELDS]> = records::<RUN_FIELDS>(layout.part(bytes, Part::Runs)).collect();
+    let mut tracks = Vec::new();
+    let mut runs = Vec::with_capacity(run_records.len());
+    let mut next = Next::default();
+    for (id, [name_at, name_len, section, first_run, run_count, first_event, event_count]) in
+        records::<TRACK_FIELDS>(layout.part(bytes, Part::Tracks)).enumerate()
+    {
+        let in_section = sections.get(to_usize(section, "section")?).is_some_and(|s| s.tracks.contains(&(id as u32)));
+        if !in_section || first_run != next.run || first_event != next.event {
+            return Err(format!("track {id} is out of order"));
+        }
+        next.run = first_run.checked_add(run_count).ok_or("run count")?;
+        next.event = first_event.checked_add(event_count).ok_or("event count")?;
+        let run_range = to_usize(first_run, "run")?..to_usize(next.run, "run")?;
+        let track_runs = run_records.get(run_range.clone()).ok_or("track runs out of range")?;
+        let run_event = decode_runs(id, first_event, track_runs, level_records, &mut next, &mut runs)?;
+        if run_event != next.event {
+            return Err(format!("runs of track {id} do not cover its events"));
+        }
+        tracks.push(Track {
+            name: strings.range(name_at, name_len, "track")?,
+            section: section as u32,
+            runs: run_range,
+            events: first_event..next.event,
+        });
+    }
+    Ok((tracks, runs, next))
+}
+
+/// The runs of track `id` (depth 0, 1, …), whose events start at `first_event`: each
+/// non-empty, covering the track's events and the next levels in order, with levels
+/// of growing width covering the next groups in order. Returns the event after the
+/// last run.
+fn decode_runs(
+    id: usize,
+    first_event: u64,
+    track_runs: &[[u64; RUN_FIELDS]],
+    level_records: &[[u64; LEVEL_FIELDS]],
+    next: &mut Next,
+    runs: &mut Vec<Run>,
+) -> Result<u64, String> {
+    let mut run_event = first_event;
+    for (depth, &[run_first, run_count, first_level, level_count]) in track_runs.iter().enumerate() {
+        if run_first != run_event || run_count == 0 || first_level != next.level {
+            return Err(format!("run {depth} of track {id} is out of order"));
+        }
+        run_event = run_first.checked_add(run_count).ok_or("run size")?;
+        next.level = first_level.checked_add(level_count).ok_or("level count")?;
+        let level_range = to_usize(first_level, "level")?..to_usize(next.level, "level")?;
+        let mut last_width = 0i64;
+        for &[width, first_group, group_count] in
+            level_records.get(level_range.clone()).ok_or("run levels out of range")?
+        {
+            let width = width as i64;
+            if width <= last_width || first_group != next.group {
+                return Err(format!("levels of track {id} are out of order"));
+            }
+            last_width = width;
+            next.group = first_group.checked_add(group_count).ok_or("group count")?;
+        }
+        runs.push(Run {
+            track: id as u32,
+            depth: depth as u32,
+            events: to_usize(run_first, "event")?..to_usize(run_event, "event")?,
+            levels: level_range,
+        });
+    }
+    Ok(run_event)
+}
+
+/// The levels, with their group ranges.
+fn decode_levels(level_records: &[[u64; LEVEL_FIELDS]]) -> Result<Vec<Level>, String> {
+    level_records
+        .iter()
+        .map(|&[width, first_group, group_count]| {
+            Ok(Level {
+                width_ps: width as i64,
+                groups: to_usize(first_group, "group")?
+                    ..to_usize(first_group.checked_add(group_count).ok_or("group count")?, "group")?,
+            })
+        })
+        .collect()
+}
+
+/// The event names: offsets in order within the name bytes, each name UTF-8.
+fn check_names(bytes: &[u8], layout: &Layout) -> Result<(), String> {
+    check_offsets(layout.part(bytes, Part::NameOffsets), layout.part(bytes, Part::NameBytes).len() as u64, "name")?;
+    let name_offsets = Col::<u64>::new(layout.part(bytes, Part::NameOffsets));
+    let name_bytes = layout.part(bytes, Part::NameBytes);
+    for i in 0..name_offsets.len().saturating_sub(1) {
+        let range = name_offsets.at(i) as usize..name_offsets.at(i + 1) as usize;
+        let name = name_bytes.get(range).ok_or("name out of range")?;
+        std::str::from_utf8(name).map_err(|_| format!("name {i} is not UTF-8"))?;
+    }
+    Ok(())
+}
+
+/// Every name, posting and flow end an event column refers to exists.
+fn check_references(bytes: &[u8], layout: &Layout, s: &Summary) -> Result<(), String> {
+    if !all_below(layout.part(bytes, Part::Name), s.names) {
+        return Err("an event names a missing name".into());
+    }
+    check_offsets(layout.part(bytes, Part::PostingOffsets), s.events, "posting")?;
+    if !all_below(layout.part(bytes, Part::Postings), s.events) {
+        return Err("a posting names a missing event".into());
+    }
+    for part in [Part::FlowFromSource, Part::FlowFromTarget, Part::FlowToTarget, Part::FlowToSource] {
+        if !all_below(layout.part(bytes, part), s.events) {
+            return Err("a flow names a missing event".into());
+        }
+    }
+    Ok(())
 }
 
 /// Every group of every level of every run has events, lies inside its run, starts

@@ -16,8 +16,9 @@
 use serde::Serialize;
 
 use crate::builder::NameId;
+use crate::column::Col;
 use crate::format::Part;
-use crate::index::{Run, TimelineIndex};
+use crate::index::{Level, Run, TimelineIndex};
 use crate::levels::level_for;
 
 /// A window to draw.
@@ -205,95 +206,28 @@ impl TimelineIndex {
         self.track(track).map(|_| &self.runs[first..end])
     }
 
+    /// Collects what to draw of one run in `[start_ps, end_ps]` into `out`.
     fn view_run(&self, run: &Run, start_ps: i64, end_ps: i64, resolution_ps: i64, width: usize, out: &mut TrackView) {
         if end_ps < start_ps {
             return;
         }
-        let starts = self.col::<i64>(Part::Start);
-        let durs = self.col::<i64>(Part::Duration);
-        let names = self.col::<u32>(Part::Name);
-        let end_of = |i: usize| starts.at(i).saturating_add(durs.at(i));
+        let events = EventCols::of(self);
         // Events of a run do not overlap: ends are sorted like starts.
-        let lo = partition(run.events.clone(), &|i| end_of(i) < start_ps);
-        let hi = partition(lo..run.events.end, &|i| starts.at(i) <= end_ps);
+        let lo = partition(run.events.clone(), &|i| events.end_of(i) < start_ps);
+        let hi = partition(lo..run.events.end, &|i| events.starts.at(i) <= end_ps);
         if lo >= hi {
             return;
         }
         let mut collect = Collector { resolution_ps, depth: run.depth, out, open: None };
-        let raw = |collect: &mut Collector<'_>, i: usize| {
-            let (start, dur, name) = (starts.at(i), durs.at(i), NameId(names.at(i)));
-            if dur > resolution_ps {
-                collect.individual(i as u32, start, dur, name);
-            } else {
-                collect.short(start, start.saturating_add(dur), 1, dur, name, Some(i as u32));
-            }
-        };
         let level = if hi - lo <= EVENTS_PER_PIXEL_SCANNED * width {
             None
         } else {
             let levels = self.levels.get(run.levels.clone()).unwrap_or(&[]);
             level_for(levels.iter().map(|l| l.width_ps), resolution_ps).and_then(|k| levels.get(k))
         };
-        let Some(level) = level else {
-            for i in lo..hi {
-                raw(&mut collect, i);
-            }
-            collect.flush();
-            return;
-        };
-        let first = self.col::<u32>(Part::GroupFirst);
-        let count = self.col::<u32>(Part::GroupCount);
-        let longest = self.col::<u32>(Part::GroupLongest);
-        let group_end = |g: usize| first.at(g) as usize + count.at(g) as usize;
-        let mut g = partition(level.groups.clone(), &|g| group_end(g) <= lo);
-        let mut i = lo;
-        while i < hi {
-            let next_group = if g < level.groups.end { (first.at(g) as usize).max(lo) } else { hi };
-            if next_group > i {
-                let stop = next_group.min(hi);
-                for j in i..stop {
-                    raw(&mut collect, j);
-                }
-                i = stop;
-                continue;
-            }
-            // Event i is in group g: all of its events but the last are shorter than the
-            // level's buckets, hence than a pixel.
-            let last = group_end(g).saturating_sub(1);
-            let stop = (last + 1).min(hi);
-            let inner_end = if stop > last { last } else { stop };
-            if first.at(g) as usize == i && stop > last {
-                let l = longest.at(g) as usize;
-                collect.short(
-                    starts.at(i),
-                    end_of(last.saturating_sub(1)),
-                    last.saturating_sub(i) as u64,
-                    durs.at(l),
-                    NameId(names.at(l)),
-                    None,
-                );
-            } else if inner_end.saturating_sub(i) <= EDGE_SCAN {
-                for j in i..inner_end {
-                    raw(&mut collect, j);
-                }
-            } else {
-                let l = longest.at(g) as usize;
-                let l = if (i..inner_end).contains(&l) { l } else { i };
-                let (n, longest_ps) = (inner_end.saturating_sub(i) as u64, durs.at(l));
-                collect.short(
-                    starts.at(i),
-                    end_of(inner_end.saturating_sub(1)),
-                    n,
-                    longest_ps,
-                    NameId(names.at(l)),
-                    None,
-                );
-            }
-            if stop > last {
-                raw(&mut collect, last);
-            }
-            i = stop;
-            g += 1;
+        match level {
+            None => events.collect_each(&mut collect, lo..hi),
+            Some(level) => events.collect_grouped(&GroupCols::of(self), level, lo..hi, &mut collect),
         }
         collect.flush();
     }
@@ -357,6 +291,142 @@ fn gallop(from: usize, len: usize, pred: impl Fn(usize) -> bool) -> usize {
         step *= 2;
     }
     lo
+}
+
+/// The event columns a viewport query reads.
+struct EventCols<'a> {
+    starts: Col<'a, i64>,
+    durs: Col<'a, i64>,
+    names: Col<'a, u32>,
+}
+
+impl<'a> EventCols<'a> {
+    fn of(index: &'a TimelineIndex) -> EventCols<'a> {
+        EventCols { starts: index.col(Part::Start), durs: index.col(Part::Duration), names: index.col(Part::Name) }
+    }
+
+    /// The end of event `i`, ps.
+    #[inline(always)]
+    fn end_of(&self, i: usize) -> i64 {
+        self.starts.at(i).saturating_add(self.durs.at(i))
+    }
+
+    /// Event `i` as it is: on its own when longer than a pixel, else merged with the
+    /// short events around it.
+    #[inline(always)]
+    fn collect_one(&self, collect: &mut Collector<'_>, i: usize) {
+        let (start, dur, name) = (self.starts.at(i), self.durs.at(i), NameId(self.names.at(i)));
+        if dur > collect.resolution_ps {
+            collect.individual(i as u32, start, dur, name);
+        } else {
+            collect.short(start, start.saturating_add(dur), 1, dur, name, Some(i as u32));
+        }
+    }
+
+    /// Events `range`, each as it is ([`EventCols::collect_one`]).
+    #[inline(always)]
+    fn collect_each(&self, collect: &mut Collector<'_>, range: std::ops::Range<usize>) {
+        for i in range {
+            self.collect_one(collect, i);
+        }
+    }
+
+    /// Events `range` with `level`'s groups standing in for the events they hold:
+    /// events outside groups are taken as they are, whole groups as one merged item.
+    fn collect_grouped(
+        &self,
+        groups: &GroupCols<'_>,
+        level: &Level,
+        range: std::ops::Range<usize>,
+        collect: &mut Collector<'_>,
+    ) {
+        let (lo, hi) = (range.start, range.end);
+        let mut g = partition(level.groups.clone(), &|g| groups.end(g) <= lo);
+        let mut i = lo;
+        while i < hi {
+            let next_group = if g < level.groups.end { (groups.first.at(g) as usize).max(lo) } else { hi };
+            if next_group > i {
+                let stop = next_group.min(hi);
+                self.collect_each(collect, i..stop);
+                i = stop;
+                continue;
+            }
+            i = self.collect_group(groups, g, i, hi, collect);
+            g += 1;
+        }
+    }
+
+    /// The events of group `g` from `i` (inside it) to the group's end or `hi`, and
+    /// returns where they stop. All of a group's events but the last are shorter than
+    /// the level's buckets, hence than a pixel: a whole group is one merged item plus its
+    /// last event; a group cut by the window's edge is scanned event by event when small
+    /// ([`EDGE_SCAN`]), else merged.
+    #[inline]
+    fn collect_group(
+        &self,
+        groups: &GroupCols<'_>,
+        g: usize,
+        i: usize,
+        hi: usize,
+        collect: &mut Collector<'_>,
+    ) -> usize {
+        let last = groups.end(g).saturating_sub(1);
+        let stop = (last + 1).min(hi);
+        let inner_end = if stop > last { last } else { stop };
+        if groups.first.at(g) as usize == i && stop > last {
+            let l = groups.longest.at(g) as usize;
+            collect.short(
+                self.starts.at(i),
+                self.end_of(last.saturating_sub(1)),
+                last.saturating_sub(i) as u64,
+                self.durs.at(l),
+                NameId(self.names.at(l)),
+                None,
+            );
+        } else if inner_end.saturating_sub(i) <= EDGE_SCAN {
+            self.collect_each(collect, i..inner_end);
+        } else {
+            let l = groups.longest.at(g) as usize;
+            let l = if (i..inner_end).contains(&l) { l } else { i };
+            let (n, longest_ps) = (inner_end.saturating_sub(i) as u64, self.durs.at(l));
+            collect.short(
+                self.starts.at(i),
+                self.end_of(inner_end.saturating_sub(1)),
+                n,
+                longest_ps,
+                NameId(self.names.at(l)),
+                None,
+            );
+        }
+        if stop > last {
+            self.collect_one(collect, last);
+        }
+        stop
+    }
+}
+
+/// The group columns of the level index: per group its first event, its event count
+/// and its longest event.
+struct GroupCols<'a> {
+    first: Col<'a, u32>,
+    count: Col<'a, u32>,
+    longest: Col<'a, u32>,
+}
+
+impl<'a> GroupCols<'a> {
+    fn of(index: &'a TimelineIndex) -> GroupCols<'a> {
+        GroupCols {
+            first: index.col(Part::GroupFirst),
+            count: index.col(Part::GroupCount),
+            longest: index.col(Part::GroupLongest),
+        }
+    }
+
+    /// The event after group `g`'s last.
+    #[inline]
+    fn end(&self, g: usize) -> usize {
+        self.first.at(g) as usize + self.count.at(g) as usize
+    }
 }
 
 /// The first index in `range` where `pred` turns false (it must be true on a prefix).
