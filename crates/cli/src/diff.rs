@@ -6,9 +6,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::{Args, ValueEnum};
-use mlprof_analysis::trace_diff::{
-    self, DeviceType, IterationChoice, RankChoice, SideOptions, TraceComparison, TraceDiffOptions,
-};
+use mlprof_analysis::trace_diff::{self, DeviceType, IterationChoice, RankChoice, SideOptions, TraceDiffOptions};
 use mlprof_model::Host;
 
 use crate::{Failure, report_view, select};
@@ -94,7 +92,7 @@ pub fn run(args: DiffArgs, verbose: bool) -> Result<(), Failure> {
             let json = serde_json::to_string_pretty(&comparison).map_err(|e| Failure::input(e.to_string()))?;
             format!("{json}\n")
         }
-        DiffFormat::Csv => hta_csv(&comparison),
+        DiffFormat::Csv => comparison.to_hta_csv(),
     };
     crate::write_stdout(&text)
 }
@@ -118,32 +116,6 @@ fn parse_iterations(text: Option<&str>) -> Result<IterationChoice, Failure> {
             .map(IterationChoice::Iterations)
             .map_err(|_| Failure::input(format!("--iteration {text:?}: expected N, N,M,…, all or whole"))),
     }
-}
-
-/// HTA's `compare_traces` DataFrame as `to_csv` writes it (without the index name
-/// change: the first column is `name`, or `short_name` with short names).
-fn hta_csv(comparison: &TraceComparison) -> String {
-    let mut out = String::new();
-    let first = if comparison.use_short_name { "short_name" } else { "name" };
-    out.push_str(first);
-    out.push_str(
-        ",control_counts,control_total_duration,test_counts,test_total_duration,diff_counts,diff_duration,\
-         counts_change_categories\n",
-    );
-    for op in &comparison.ops {
-        let fields = [
-            op.name.clone(),
-            op.control_counts.to_string(),
-            op.control_total_duration_us.to_string(),
-            op.test_counts.to_string(),
-            op.test_total_duration_us.to_string(),
-            op.diff_counts.to_string(),
-            op.diff_duration_us.to_string(),
-            op.counts_change_category.symbol().to_string(),
-        ];
-        mlprof_analysis::report::write_csv_row(&mut out, fields.iter().map(String::as_str));
-    }
-    out
 }
 
 #[cfg(test)]

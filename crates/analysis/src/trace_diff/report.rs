@@ -1,8 +1,8 @@
 //! The trace diff laid out for people: what each side used, how many names were added,
 //! removed, got slower or faster, the biggest time changes, and the table sorted by
-//! absolute change in total duration.
+//! absolute change in total duration; and as HTA's `compare_traces` CSV.
 
-use crate::report::{Cell, Report, Section, Table, clip};
+use crate::report::{Cell, Report, Section, Table, clip, write_csv_row};
 
 use super::{DeviceType, OpDiff, SideSummary, TraceComparison};
 
@@ -165,6 +165,34 @@ fn micros_cell(us: f64) -> Cell {
 /// `+12` / `-3.5`: a signed µs amount as a person reads it.
 fn signed_micros(us: f64) -> String {
     if us.fract() == 0.0 { format!("{:+}", us as i64) } else { format!("{us:+.3}") }
+}
+
+impl TraceComparison {
+    /// HTA's `compare_traces` DataFrame as `to_csv` writes it: the same columns and
+    /// row order; the first column is `name`, or `short_name` with short names.
+    pub fn to_hta_csv(&self) -> String {
+        let mut out = String::new();
+        let first = if self.use_short_name { "short_name" } else { "name" };
+        out.push_str(first);
+        out.push_str(
+            ",control_counts,control_total_duration,test_counts,test_total_duration,diff_counts,diff_duration,\
+             counts_change_categories\n",
+        );
+        for op in &self.ops {
+            let fields = [
+                op.name.clone(),
+                op.control_counts.to_string(),
+                op.control_total_duration_us.to_string(),
+                op.test_counts.to_string(),
+                op.test_total_duration_us.to_string(),
+                op.diff_counts.to_string(),
+                op.diff_duration_us.to_string(),
+                op.counts_change_category.symbol().to_string(),
+            ];
+            write_csv_row(&mut out, fields.iter().map(String::as_str));
+        }
+        out
+    }
 }
 
 #[cfg(test)]
