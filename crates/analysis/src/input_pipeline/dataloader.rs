@@ -17,8 +17,8 @@ use mlprof_model::{Event, Host, Plane, names};
 use serde::Serialize;
 
 use super::Summary;
-use crate::kineto::{self, Category, CopyDirection};
 use crate::grouping::profiler_steps::{self, ProfilerStep};
+use crate::kineto::{self, Category, CopyDirection};
 use crate::xstats;
 
 use mlprof_model::time::PS_PER_MS_F64;
