@@ -89,6 +89,59 @@ fn the_model_and_the_analyses_do_no_io() {
     assert!(found.is_empty(), "I/O in the model or the analyses: {found:#?}");
 }
 
+/// What naming the source format looks like in analysis code.
+const FORMAT_MARKERS: &[&str] = &["is_kineto", "SourceFormat::"];
+
+/// The analysis files that may name the source format: the adapters (the Kineto
+/// vocabulary; the transfers tool's choice of its per-format view), what a format can
+/// have (`tool_availability`), and — until issue 18's format-neutral host
+/// facts replace their branches — the tools that still read both formats themselves.
+/// This list may only shrink.
+const FORMAT_AWARE: &[&str] = &[
+    // Adapters and format facts, by design.
+    "kineto.rs",
+    "gpu/transfers/mod.rs",
+    "tool_availability.rs",
+    // Tools still branching on the format (to move behind host facts).
+    "advise/results.rs",
+    "grouping/mod.rs",
+    "input_pipeline/dataloader.rs",
+    "kernel_stats/mod.rs",
+    "op_metrics/device.rs",
+    "op_metrics/host.rs",
+    "tfprof/collect/memory.rs",
+    "tfprof/collect/mod.rs",
+    "tfprof/render.rs",
+    "tool/shared.rs",
+    "trace_diff/trace.rs",
+];
+
+#[test]
+fn no_new_analysis_code_names_the_source_format() {
+    let root = repo().join("crates/analysis/src");
+    let mut found = Vec::new();
+    let mut listed_but_clean = Vec::new();
+    for path in rust_files(&root) {
+        if path.file_name().is_some_and(|n| n == "tests.rs") {
+            continue;
+        }
+        let relative = path.strip_prefix(&root).unwrap_or(&path).display().to_string();
+        let text = std::fs::read_to_string(&path).expect("readable");
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        let names_format = code
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("//"))
+            .any(|line| FORMAT_MARKERS.iter().any(|marker| line.contains(marker)));
+        match (names_format, FORMAT_AWARE.contains(&relative.as_str())) {
+            (true, false) => found.push(relative),
+            (false, true) => listed_but_clean.push(relative),
+            _ => {}
+        }
+    }
+    assert!(found.is_empty(), "analysis code naming the source format outside the adapters: {found:#?}");
+    assert!(listed_but_clean.is_empty(), "no longer name the format; remove from FORMAT_AWARE: {listed_but_clean:#?}");
+}
+
 /// The crates whose top-level modules import one another without a cycle, checked by
 /// [`no_crate_imports_its_modules_in_a_cycle`]. Not yet listed, each with a cycle:
 /// `model` (`host` → `plane` → `line` → `host`) and `timeline` (`cache` ↔ `format`).
