@@ -105,12 +105,13 @@ fn runs_are_listed_and_a_read_run_lists_exactly_its_tools() {
         runs["runs"],
         json!([{"name": "2026_11_21_19_24_08", "format": "xspace", "hosts": ["vm"],
                 "tools": ["overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats",
-                          "memory_profile", "pod_viewer", "tf_data_bottleneck_analysis", "transfers", "trace_viewer"],
+                          "memory_profile", "pod_viewer", "tf_data_bottleneck_analysis", "transfers", "steps",
+                          "trace_viewer"],
                 "tools_exact": false}])
     );
     let exact = json!({"name": "2026_11_21_19_24_08", "format": "xspace", "hosts": ["vm"],
         "tools": ["overview_page", "input_pipeline_analyzer", "framework_op_stats", "memory_profile", "pod_viewer",
-                  "tf_data_bottleneck_analysis", "trace_viewer"],
+                  "tf_data_bottleneck_analysis", "steps", "trace_viewer"],
         "tools_exact": true});
     assert_eq!(fixture.json("/api/run?run=2026_11_21_19_24_08"), exact);
     assert_eq!(fixture.json("/api/runs")["runs"][0], exact);
@@ -135,7 +136,7 @@ fn runs_are_newest_first_across_tensorboard_runs() {
 /// in-process analysis, and the CSV equals the report's main table as the CLI writes it.
 #[test]
 fn tool_results_and_csv_equal_the_analysis() {
-    for (fixture_path, expected_tools) in [(TF_LOGDIR, 6), (JAX_LOGDIR, 4), (KINETO_RANKS, 7)] {
+    for (fixture_path, expected_tools) in [(TF_LOGDIR, 7), (JAX_LOGDIR, 5), (KINETO_RANKS, 8)] {
         let fixture = serve(&data(fixture_path));
         let session = load_session(&data(fixture_path));
         let run = fixture.only_run();
