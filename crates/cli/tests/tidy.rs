@@ -143,9 +143,8 @@ fn no_new_analysis_code_names_the_source_format() {
 }
 
 /// The crates whose top-level modules import one another without a cycle, checked by
-/// [`no_crate_imports_its_modules_in_a_cycle`]. Not yet listed, each with a cycle:
-/// `model` (`host` → `plane` → `line` → `host`) and `timeline` (`cache` ↔ `format`).
-const ACYCLIC_CRATES: &[&str] = &["analysis", "capture", "cli", "formats", "mapped", "web"];
+/// [`no_crate_imports_its_modules_in_a_cycle`]: all of them.
+const ACYCLIC_CRATES: &[&str] = &["analysis", "capture", "cli", "formats", "mapped", "model", "timeline", "web"];
 
 /// A reference from one top-level module to another: where it is written.
 struct Edge {

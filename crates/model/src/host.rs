@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::line::TrackId;
 use crate::plane::Plane;
 
 /// Which file format a host was read from.
@@ -12,16 +13,6 @@ pub enum SourceFormat {
     Xspace,
     /// PyTorch profiler / Kineto Chrome-trace JSON (optionally gzipped).
     Kineto,
-}
-
-/// A Chrome-trace process or thread id: an integer, or a string (Kineto writes
-/// `"pid": "Spans"` for its own pseudo-tracks).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum TrackId {
-    /// An integer id.
-    Int(i64),
-    /// A string id.
-    Str(String),
 }
 
 /// A Chrome-trace `"ph": "M"` metadata record (`process_name`, `thread_name`,

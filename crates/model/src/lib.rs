@@ -22,7 +22,7 @@ mod plane;
 mod stats;
 pub mod time;
 
-pub use host::{ChromeMetadataEvent, ChromeTraceInfo, Host, Session, SourceFormat, TrackId};
-pub use line::{Event, EventColumns, Line};
+pub use host::{ChromeMetadataEvent, ChromeTraceInfo, Host, Session, SourceFormat};
+pub use line::{Event, EventColumns, Line, TrackId};
 pub use plane::{EventMetadata, Plane, PlaneBuilder, StatMetadata};
 pub use stats::{ArenaFull, Stat, StatStore, StatValue, TextRef};

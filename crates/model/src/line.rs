@@ -6,9 +6,17 @@
 //! the stats per line (not per plane) lets readers decode lines independently, in
 //! parallel, with no shared mutable state.
 
-use crate::host::TrackId;
-use crate::plane::Plane;
 use crate::stats::{Stat, StatStore, StatValue};
+
+/// A Chrome-trace process or thread id: an integer, or a string (Kineto writes
+/// `"pid": "Spans"` for its own pseudo-tracks).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TrackId {
+    /// An integer id.
+    Int(i64),
+    /// A string id.
+    Str(String),
+}
 
 /// The event columns of one line. All vectors have one entry per event, except
 /// `stat_start`, which has one more (the end of the last event's stats).
@@ -207,42 +215,6 @@ impl<'a> Event<'a> {
     #[inline]
     pub fn own_stat(&self, key: u32) -> Option<StatValue> {
         self.stats().iter().find(|stat| stat.key == key).map(|stat| stat.value)
-    }
-
-    /// The value of stat `key` of this event of `plane`: its own, else its metadata's.
-    /// This is XProf's `XEventVisitor::GetStat` rule, which every reader of one stat
-    /// follows.
-    #[inline]
-    pub fn stat(&self, plane: &'a Plane, key: u32) -> Option<StatValue> {
-        self.stat_and_store(plane, key).map(|(value, _)| value)
-    }
-
-    /// [`Event::stat`] with the store that holds the value's text: the line's for the
-    /// event's own stats, the plane's metadata store for its metadata's.
-    #[inline]
-    pub fn stat_and_store(&self, plane: &'a Plane, key: u32) -> Option<(StatValue, &'a StatStore)> {
-        if let Some(value) = self.own_stat(key) {
-            return Some((value, self.store()));
-        }
-        let metadata = plane.metadata_of(self)?;
-        plane.metadata_stat(metadata, key).map(|value| (value, &plane.metadata_stats))
-    }
-
-    /// The text of stat `key` ([`Event::stat`]'s rule, read as [`Plane::str_value`]);
-    /// `None` when the value found is not text.
-    #[inline]
-    pub fn stat_str(&self, plane: &'a Plane, key: u32) -> Option<&'a str> {
-        let (value, store) = self.stat_and_store(plane, key)?;
-        plane.str_value(store, value)
-    }
-
-    /// Every stat of this event of `plane` with the store of its text: its metadata's
-    /// stats, then its own. Where a key occurs in both, the later (the event's own)
-    /// is the one [`Event::stat`] reads; the order is the one trace viewers list args in.
-    pub fn stats_with_metadata(&self, plane: &'a Plane) -> impl Iterator<Item = (Stat, &'a StatStore)> + 'a {
-        let store = self.store();
-        let metadata = plane.event_metadata_stats(self).iter().map(move |&stat| (stat, &plane.metadata_stats));
-        metadata.chain(self.stats().iter().map(move |&stat| (stat, store)))
     }
 }
 

@@ -258,6 +258,45 @@ impl PlaneBuilder {
     }
 }
 
+/// The stat rules that need the event's plane (its metadata and their stats).
+impl<'a> Event<'a> {
+    /// The value of stat `key` of this event of `plane`: its own, else its metadata's.
+    /// This is XProf's `XEventVisitor::GetStat` rule, which every reader of one stat
+    /// follows.
+    #[inline]
+    pub fn stat(&self, plane: &'a Plane, key: u32) -> Option<StatValue> {
+        self.stat_and_store(plane, key).map(|(value, _)| value)
+    }
+
+    /// [`Event::stat`] with the store that holds the value's text: the line's for the
+    /// event's own stats, the plane's metadata store for its metadata's.
+    #[inline]
+    pub fn stat_and_store(&self, plane: &'a Plane, key: u32) -> Option<(StatValue, &'a StatStore)> {
+        if let Some(value) = self.own_stat(key) {
+            return Some((value, self.store()));
+        }
+        let metadata = plane.metadata_of(self)?;
+        plane.metadata_stat(metadata, key).map(|value| (value, &plane.metadata_stats))
+    }
+
+    /// The text of stat `key` ([`Event::stat`]'s rule, read as [`Plane::str_value`]);
+    /// `None` when the value found is not text.
+    #[inline]
+    pub fn stat_str(&self, plane: &'a Plane, key: u32) -> Option<&'a str> {
+        let (value, store) = self.stat_and_store(plane, key)?;
+        plane.str_value(store, value)
+    }
+
+    /// Every stat of this event of `plane` with the store of its text: its metadata's
+    /// stats, then its own. Where a key occurs in both, the later (the event's own)
+    /// is the one [`Event::stat`] reads; the order is the one trace viewers list args in.
+    pub fn stats_with_metadata(&self, plane: &'a Plane) -> impl Iterator<Item = (Stat, &'a StatStore)> + 'a {
+        let store = self.store();
+        let metadata = plane.event_metadata_stats(self).iter().map(move |&stat| (stat, &plane.metadata_stats));
+        metadata.chain(self.stats().iter().map(move |&stat| (stat, store)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

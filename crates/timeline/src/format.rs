@@ -20,10 +20,10 @@ use std::ops::Range;
 use std::path::Path;
 
 use crate::builder::BuiltIndex;
-use crate::cache::CacheKey;
 use crate::checksum::{Checksum, checksum};
 use crate::column::{Col, Le, encode_all};
 use crate::error::CacheError;
+use crate::key::CacheKey;
 
 /// The first eight bytes of every index file.
 pub(crate) const MAGIC: [u8; 8] = *b"MLPTLIDX";

@@ -33,10 +33,10 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::builder::{BuiltIndex, NameId, SectionKind};
-use crate::cache::CacheKey;
 use crate::column::{Col, Le};
 use crate::error::CacheError;
 use crate::format::{LEVEL_FIELDS, Layout, Part, RUN_FIELDS, SECTION_FIELDS, Summary, TRACK_FIELDS, parse_layout};
+use crate::key::CacheKey;
 
 /// Where the index's bytes live.
 enum Storage {

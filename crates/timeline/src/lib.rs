@@ -28,6 +28,7 @@ mod format;
 mod fwdbwd;
 mod host;
 mod index;
+mod key;
 mod levels;
 mod search;
 pub mod synthetic;
@@ -44,10 +45,10 @@ pub mod fuzzing {
 }
 
 pub use builder::{BuiltIndex, EventRef, MAX_EVENTS, NameId, SectionHandle, SectionKind, TimelineBuilder, TrackHandle};
-pub use cache::CacheKey;
 pub use error::{BuildError, CacheError};
 pub use format::FORMAT_VERSION;
 pub use host::{DERIVED_LINES, MAPPING_VERSION, ModelRef, event_args};
 pub use index::{EventInfo, FlowDirection, FlowLink, SectionInfo, TimelineIndex, TrackInfo};
+pub use key::CacheKey;
 pub use search::{SearchPage, SearchResults};
 pub use view::{MergedRun, TrackView, View, Viewport, VisibleEvent, VisibleFlow};
