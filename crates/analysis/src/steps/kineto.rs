@@ -25,8 +25,8 @@ use super::event_span::{EVENT_TYPE_COUNT, EventType, TypedSpan, overlap_ps, to_n
 use super::step_events::{Transfers, gpu_planes};
 use super::{HostSteps, StepInfo};
 use crate::grouping::StepSource;
-use crate::kineto::{self, Category, CopyDirection};
 use crate::grouping::profiler_steps::{self, ProfilerStep};
+use crate::kineto::{self, Category, CopyDirection};
 use crate::xstats;
 
 /// The steps of a Kineto host with `ProfilerStep#N` annotations; `source` says how

@@ -5,8 +5,8 @@
 use mlprof_model::{Host, Plane, names};
 
 use super::view::{Call, Device, GpuKind, GpuOp, HostEvent, HostKind, ProfileView, Thread};
-use crate::kineto::{self, Category};
 use crate::grouping::profiler_steps;
+use crate::kineto::{self, Category};
 use crate::xstats::{self, StatKeys};
 
 /// The view of a Kineto host.

@@ -10,8 +10,8 @@
 use mlprof_model::{Event, Host, Plane, StatValue};
 use serde_json::Value;
 
-use crate::kineto::{Category, MEMORY_EVENT, categories, category_of};
 use crate::grouping::profiler_steps::{self, ProfilerStep};
+use crate::kineto::{Category, MEMORY_EVENT, categories, category_of};
 use crate::xstats::{self, StatKeys};
 
 /// One `[memory]` event with what it says and where it happened.
