@@ -113,7 +113,7 @@ fn options(tools: &[ToolId], request: &Request<'_>) -> Result<Options, Failure> 
     };
     for (key, text) in &request.options {
         let flag = format!("--{}", key.replace('_', "-"));
-        let Some(spec) = tools.iter().find_map(|tool| tool.spec().option(key)) else {
+        let Some(spec) = tools.iter().find_map(|tool| tool.accepted_option(key)) else {
             return Err(Failure::input(misplaced_option(key, &flag)));
         };
         options.set(spec, text, &flag).map_err(Failure::input)?;

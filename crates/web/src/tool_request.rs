@@ -77,7 +77,7 @@ pub fn parse_tool(name: &str) -> Result<ToolId, ApiError> {
 pub fn parse_options(tool: ToolId, params: &BTreeMap<String, String>) -> Result<Options, ApiError> {
     let mut options = Options::default();
     for (key, text) in params {
-        match tool.spec().option(key) {
+        match tool.accepted_option(key) {
             Some(option) => options.set(option, text, key).map_err(ApiError::bad_request)?,
             None => {
                 let takers: Vec<&str> =
@@ -112,5 +112,8 @@ mod tests {
         let bad = parse_options(ToolId::OverviewPage, &params(&[("breakdown", "fast")]));
         assert!(matches!(bad, Err(ApiError::BadRequest(_))));
         assert!(parse_options(ToolId::OverviewPage, &params(&[("_", "1")])).is_ok(), "no tool's option: ignored");
+        let xprof = params(&[("breakdown", "xprof")]);
+        assert!(parse_options(ToolId::FrameworkOpStats, &xprof).is_ok(), "XProf's tools run as one analysis");
+        assert!(matches!(parse_options(ToolId::Gpu, &xprof), Err(ApiError::BadRequest(_))), "not an XProf tool");
     }
 }

@@ -207,6 +207,20 @@ impl ToolId {
         ToolId::ALL.into_iter().find(|tool| tool.name() == name)
     }
 
+    /// The option called `key` if this tool takes it: one of its own, or, for one of
+    /// XProf's tools, an option of any of them (they run as one analysis, as `--tool
+    /// all` does, so `--breakdown` is accepted by `framework_op_stats` and changes
+    /// nothing there).
+    pub fn accepted_option(self, key: &str) -> Option<&'static spec::OptionSpec> {
+        let spec = self.spec();
+        spec.option(key).or_else(|| {
+            if !spec.xprof {
+                return None;
+            }
+            ToolId::xprof_tools().find_map(|tool| tool.spec().option(key))
+        })
+    }
+
     /// XProf's tools (what `--tool all` runs), in order.
     pub fn xprof_tools() -> impl Iterator<Item = ToolId> {
         ToolId::ALL.into_iter().filter(|tool| tool.spec().xprof)
