@@ -24,11 +24,9 @@ pub(crate) fn kept_categories(plane: &Plane) -> Vec<Option<(&str, Option<&str>)>
         .event_metadata
         .iter()
         .map(|metadata| {
-            let stats = plane.metadata_stats_of(metadata);
             let text_of = |key: Option<u32>| {
-                let key = key?;
-                let stat = stats.iter().find(|stat| stat.key == key)?;
-                as_str(plane, &plane.metadata_stats, stat.value)
+                let value = plane.metadata_stat(metadata, key?)?;
+                as_str(plane, &plane.metadata_stats, value)
             };
             let cat = text_of(cat_key)?;
             (cat != chrome::CAT_TRACE).then(|| (cat, text_of(ph_key)))

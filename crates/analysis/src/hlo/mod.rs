@@ -246,8 +246,7 @@ impl HloModules {
             return result;
         };
         for metadata in &plane.event_metadata {
-            let stats = plane.metadata_stats_of(metadata);
-            let proto = stats.iter().find(|s| s.key == proto_key).and_then(|s| match s.value {
+            let proto = plane.metadata_stat(metadata, proto_key).and_then(|value| match value {
                 StatValue::Bytes(r) | StatValue::Str(r) => Some(plane.metadata_stats.bytes(r)),
                 _ => None,
             });
@@ -256,8 +255,8 @@ impl HloModules {
             // XProf's `ParseHloProtosFromXSpace`: the `program_id` stat, else the
             // metadata's own id.
             let program = program_key
-                .and_then(|key| stats.iter().find(|s| s.key == key))
-                .and_then(|s| crate::xstats::as_int(s.value))
+                .and_then(|key| plane.metadata_stat(metadata, key))
+                .and_then(crate::xstats::as_int)
                 .unwrap_or(metadata.id);
             result.by_program.entry(program).or_insert(index);
             result.by_name.entry(module.name.clone()).or_insert(index);

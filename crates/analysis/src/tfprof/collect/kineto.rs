@@ -195,11 +195,7 @@ fn input_dims_text<'p>(
     event: &mlprof_model::Event<'p>,
     key: Option<u32>,
 ) -> Option<&'p str> {
-    let key = key?;
-    let (value, store) = match xstats::find(event.stats(), Some(key)) {
-        Some(value) => (value, event.store()),
-        None => (xstats::find(xstats::metadata_stats(plane, event), Some(key))?, &plane.metadata_stats),
-    };
+    let (value, store) = event.stat_and_store(plane, key?)?;
     match value {
         StatValue::Json(text) | StatValue::Str(text) => Some(store.text(text)),
         _ => None,
