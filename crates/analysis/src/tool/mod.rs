@@ -77,6 +77,11 @@ const fn xprof_tool(name: &'static str, label: &'static str, summary: &'static s
     }
 }
 
+/// One of mlprof's own tools' spec: a report and JSON, every profile, served.
+const fn mlprof_tool(name: &'static str, label: &'static str, summary: &'static str) -> ToolSpec {
+    ToolSpec { xprof: false, outputs: REPORT_OUTPUTS, ..xprof_tool(name, label, summary) }
+}
+
 impl ToolId {
     /// Every tool, in the order pages list them: XProf's, then mlprof's.
     pub const ALL: [ToolId; 12] = [
@@ -140,59 +145,42 @@ impl ToolId {
                 )
             },
             ToolId::Gpu => ToolSpec {
-                name: "gpu",
-                label: "GPU analyses (HTA)",
-                summary: "HTA's GPU analyses: temporal and idle-time breakdowns, kernels, overlap, launches, queues, memory bandwidth.",
-                xprof: false,
                 options: &[options::ANALYSES_OPTION],
                 outputs: &[Output::Report, Output::Json, Output::HtaCsv],
-                unsortable: None,
                 availability: Availability::KinetoGpuEvents,
-                served: true,
+                ..mlprof_tool(
+                    "gpu",
+                    "GPU analyses (HTA)",
+                    "HTA's GPU analyses: temporal and idle-time breakdowns, kernels, overlap, launches, queues, memory bandwidth.",
+                )
             },
             ToolId::Transfers => ToolSpec {
-                name: "transfers",
-                label: "Transfers and synchronisation",
-                summary: "Copies and synchronisations ranked by time lost, with GPU gaps explained by the launching thread.",
-                xprof: false,
                 options: &[GAP_THRESHOLD],
-                outputs: REPORT_OUTPUTS,
-                unsortable: None,
                 availability: Availability::GpuEvents,
-                served: true,
+                ..mlprof_tool(
+                    "transfers",
+                    "Transfers and synchronisation",
+                    "Copies and synchronisations ranked by time lost, with GPU gaps explained by the launching thread.",
+                )
             },
             ToolId::Tfprof => ToolSpec {
-                name: "tfprof",
-                label: "tfprof views",
-                summary: "tfprof's scope, op, code and graph views.",
-                xprof: false,
                 options: &TFPROF_OPTIONS,
-                outputs: REPORT_OUTPUTS,
                 unsortable: Some("(its rows are a tree); use --order-by"),
                 availability: Availability::Never,
                 served: false,
+                ..mlprof_tool("tfprof", "tfprof views", "tfprof's scope, op, code and graph views.")
             },
             ToolId::Steps => ToolSpec {
-                name: "steps",
-                label: "Steps",
-                summary: "Every step with its start, time and breakdown, and whether the overview counts it.",
-                xprof: false,
                 options: STEP_TOOL_OPTIONS,
-                outputs: REPORT_OUTPUTS,
-                unsortable: None,
-                availability: Availability::Always,
-                served: true,
+                ..mlprof_tool(
+                    "steps",
+                    "Steps",
+                    "Every step with its start, time and breakdown, and whether the overview counts it.",
+                )
             },
             ToolId::TraceViewer => ToolSpec {
-                name: "trace_viewer",
-                label: "Trace viewer",
-                summary: "Every event on a timeline.",
-                xprof: false,
-                options: &[],
                 outputs: &[Output::Page],
-                unsortable: None,
-                availability: Availability::Always,
-                served: true,
+                ..mlprof_tool("trace_viewer", "Trace viewer", "Every event on a timeline.")
             },
         }
     }
