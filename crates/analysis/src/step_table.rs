@@ -47,15 +47,15 @@ pub fn analyze(host_steps: &[HostSteps], step_source: String) -> StepTable {
 }
 
 fn host_rows(host: &HostSteps) -> HostStepRows {
-    let mut counted = host.clone();
-    counted.drop_incomplete_steps();
+    let counted = host.complete_steps();
     let steps = host
         .steps
         .iter()
-        .map(|info| StepRow {
+        .enumerate()
+        .map(|(index, info)| StepRow {
             breakdown: StepBreakdown::of(info),
             begin_ms: info.begin_ps as f64 / PS_PER_MS_F64,
-            in_overview: counted.steps.iter().any(|kept| kept.step_num == info.step_num),
+            in_overview: counted.contains(&index),
         })
         .collect();
     HostStepRows { host: host.host.clone(), steps }

@@ -146,13 +146,19 @@ pub fn host_steps(host: &Host, groups: &HostGroups, options: StepOptions) -> Hos
 }
 
 impl HostSteps {
-    /// Drops the first and last step when there are more than 5 (XProf's
+    /// The indices of the steps XProf's overview and input-pipeline pages keep: all
+    /// but the first and last when there are more than 5 (XProf's
     /// `maybe_drop_incomplete_steps`).
+    pub fn complete_steps(&self) -> std::ops::Range<usize> {
+        let count = self.steps.len();
+        if count > 5 { 1..count - 1 } else { 0..count }
+    }
+
+    /// Keeps only [`HostSteps::complete_steps`].
     pub fn drop_incomplete_steps(&mut self) {
-        if self.steps.len() > 5 {
-            self.steps.pop();
-            self.steps.remove(0);
-        }
+        let kept = self.complete_steps();
+        self.steps.truncate(kept.end);
+        self.steps.drain(..kept.start);
     }
 }
 
