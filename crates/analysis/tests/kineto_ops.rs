@@ -16,11 +16,14 @@ use mlprof_model::Host;
 use serde_json::Value;
 
 /// `(reference name, trace path under tests/data/kineto)`.
-const CASES: [(&str, &str); 4] = [
+const CASES: [(&str, &str); 5] = [
     ("nccl_parser_config", "hta/nccl_parser_config/nccl_data.json.gz"),
     ("timeline_analysis", "hta/timeline_analysis/sampled_rank-0.json.gz"),
     ("simple_add", "hta/critical_path/simple_add/benchmark_result_493459_1694039959_trace.json.gz"),
     ("torch_profile", "torch_profile/logdir/worker0.1795289102612280864.pt.trace.json"),
+    // A real H200 capture (PyTorch 2.11, CUDA 13): cpu_op / cuda_runtime / cuda_driver,
+    // kernels, memcpy and memset on one stream, nanosecond timestamps.
+    ("torch_gpu_h200", "torch_gpu_h200/logdir/worker0.1795659490496341430.pt.trace.json.gz"),
 ];
 
 fn data_dir() -> PathBuf {

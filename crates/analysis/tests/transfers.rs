@@ -1,4 +1,5 @@
-//! The `transfers` tool on real Kineto traces (HTA's test data), against the numbers
+//! The `transfers` tool on real Kineto traces (HTA's test data and a real H200 PyTorch
+//! capture, `kineto/torch_gpu_h200`), against the numbers
 //! an independent Python reading of the raw JSON computes
 //! (`scripts/transfers_reference.py` → `tests/data/kineto/transfers_ref/*.json`), and on
 //! hand-built XSpace hosts (no real XSpace GPU profile is available: no GPU here).
@@ -15,8 +16,9 @@ fn data(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(rel)
 }
 
-/// The cases: reference file stem → trace directory under `kineto/hta/`.
-const CASES: [(&str, &str); 7] = [
+/// The cases: reference file stem → trace directory under `kineto/hta/` (or, for our
+/// own captures, `kineto/<dir>/logdir`).
+const CASES: [(&str, &str); 8] = [
     ("critical_path_simple_add", "critical_path/simple_add"),
     ("critical_path_cuda_event_sync", "critical_path/cuda_event_sync"),
     ("critical_path_cuda_event_sync_multi_stream", "critical_path/cuda_event_sync_multi_stream"),
@@ -24,10 +26,13 @@ const CASES: [(&str, &str); 7] = [
     ("timeline_analysis", "timeline_analysis"),
     ("ns_resolution_trace", "ns_resolution_trace"),
     ("amd_trace", "amd_trace"),
+    ("torch_gpu_h200", "torch_gpu_h200"),
 ];
 
 fn analyze_case(dir: &str) -> Transfers {
-    let sessions = mlprof_formats::discover::load(&data(&format!("kineto/hta/{dir}"))).expect("trace loads");
+    let hta = data(&format!("kineto/hta/{dir}"));
+    let path = if hta.is_dir() { hta } else { data(&format!("kineto/{dir}/logdir")) };
+    let sessions = mlprof_formats::discover::load(&path).expect("trace loads");
     let hosts: Vec<&Host> = sessions.iter().flat_map(|s| &s.hosts).collect();
     transfers::analyze(&hosts, TransfersOptions::default())
 }

@@ -40,6 +40,7 @@ const KINETO_WITH_REFERENCE: &[(&str, &str)] = &[
     ("kineto/hta/timeline_analysis/sampled_rank-0.json.gz", "timeline_analysis"),
     ("kineto/hta/nccl_parser_config/nccl_data.json.gz", "nccl_parser_config"),
     ("kineto/hta/critical_path/simple_add/benchmark_result_493459_1694039959_trace.json.gz", "simple_add"),
+    ("kineto/torch_gpu_h200/logdir", "torch_gpu_h200"),
 ];
 
 fn all_fixtures() -> Vec<PathBuf> {
