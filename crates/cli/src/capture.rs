@@ -76,7 +76,7 @@ pub struct CaptureArgs {
 const DEFAULT_EVERY: Duration = Duration::from_secs(60);
 
 /// Parses a duration argument; a bare number is milliseconds.
-fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let ps = parse_duration_ps_or(text, "ms")?;
     Ok(Duration::from_nanos(u64::try_from(ps / 1000).unwrap_or(0)))
 }

@@ -1,9 +1,9 @@
 //! The `mlprof` command: `info`, `analyze`, `convert`, `diff` and `advise` over any profile path mlprof
-//! reads, `serve` (the web UI over them), and `capture` from running jobs over
-//! TensorFlow's profiler gRPC API.
+//! reads, `serve` (the web UI over them), `capture` from running jobs over
+//! TensorFlow's profiler gRPC API, and `run` to launch a job and collect its traces.
 //!
 //! Exit codes: 0 ok, 1 the input was read but holds nothing usable, 2 bad input or
-//! usage. Every error is printed as one line on stderr.
+//! usage; `run` exits with its job's code. Every error is printed as one line on stderr.
 
 mod advise;
 mod allocator;
@@ -13,6 +13,7 @@ mod convert;
 mod diff;
 mod info_view;
 mod report_view;
+mod run;
 mod select;
 mod serve;
 mod tfprof;
@@ -113,6 +114,10 @@ enum Command {
     /// (tf.profiler.experimental.server.start(port), jax.profiler.start_server(port)) into
     /// a TensorBoard log directory: LOGDIR/plugins/profile/<session>/<host_port>.xplane.pb.
     Capture(capture::CaptureArgs),
+    /// Run a job with no change to its code and collect its framework's own traces:
+    /// PyTorch through Kineto's on-demand mode, JAX and TensorFlow through their profiler
+    /// servers (started by a Python start-up hook); the job's exit code is mlprof's.
+    Run(run::RunArgs),
     /// Serve the web UI (the tools' pages and a trace viewer) for the profiles under a
     /// path, fully offline; prints `mlprof serve: http://HOST:PORT/` and serves until Ctrl-C.
     Serve(serve::ServeArgs),
@@ -162,11 +167,16 @@ pub enum ConvertTarget {
 
 /// A failure with the exit code it maps to.
 pub struct Failure {
-    code: u8,
-    message: String,
+    pub(crate) code: u8,
+    pub(crate) message: String,
 }
 
 impl Failure {
+    /// The job `mlprof run` ran ended with exit code `code` (non-zero); nothing to print.
+    pub fn quiet(code: u8) -> Failure {
+        Failure { code, message: String::new() }
+    }
+
     /// Bad input or usage (exit code 2).
     pub fn input(message: impl Into<String>) -> Failure {
         Failure { code: 2, message: message.into() }
@@ -191,7 +201,9 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            eprintln!("mlprof: error: {}", f.message);
+            if !f.message.is_empty() {
+                eprintln!("mlprof: error: {}", f.message);
+            }
             ExitCode::from(f.code)
         }
     }
@@ -277,6 +289,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Diff(args) => diff::run(args, verbose),
         Command::Advise(args) => advise::run(args, verbose),
         Command::Capture(args) => capture::run(args, verbose),
+        Command::Run(args) => run::run(args, verbose),
         Command::Serve(args) => serve::run(args, verbose),
     }
 }

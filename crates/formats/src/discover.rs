@@ -7,7 +7,8 @@
 //! - a TensorBoard log directory: every `plugins/profile/<session>/` below it, at any
 //!   depth, is a session named `<run>/<session>` (`<run>` = the path from the log
 //!   directory to `plugins`, omitted at the root), as TensorBoard's profile plugin names
-//!   runs;
+//!   runs; its hosts are the `<host>.xplane.pb` files and PyTorch's
+//!   `<worker>.pt.trace.json[.gz]` traces (as `mlprof run` writes them) in it;
 //! - a directory of Kineto traces, one per rank (files that do not look like a trace,
 //!   such as PyTorch's `memory_timeline.raw.json.gz`, are skipped).
 //!
@@ -51,6 +52,7 @@ pub struct SessionFiles {
 
 const XSPACE_SUFFIXES: &[&str] = &[".xplane.pb", ".xplane.pb.gz"];
 const TRACE_SUFFIXES: &[&str] = &[".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json"];
+const PYTORCH_TRACE_SUFFIXES: &[&str] = &[".pt.trace.json.gz", ".pt.trace.json"];
 
 /// Something below a log directory that discovery left out, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -304,13 +306,23 @@ impl Walk {
     }
 
     fn trace_files(&mut self, dir: &Path) -> Vec<HostFile> {
+        self.traces_named(dir, TRACE_SUFFIXES)
+    }
+
+    /// PyTorch's traces in a session directory (`mlprof run` puts them there); JAX's own
+    /// `<host>.trace.json.gz` beside its XSpace is an export of it, not another host.
+    fn pytorch_trace_files(&mut self, dir: &Path) -> Vec<HostFile> {
+        self.traces_named(dir, PYTORCH_TRACE_SUFFIXES)
+    }
+
+    fn traces_named(&mut self, dir: &Path, suffixes: &[&str]) -> Vec<HostFile> {
         let mut found = Vec::new();
         for p in self.entries(dir) {
             if !p.is_file() {
                 continue;
             }
             let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let Some(host) = strip_any(&name, TRACE_SUFFIXES) else { continue };
+            let Some(host) = strip_any(&name, suffixes) else { continue };
             match looks_like_trace(&p) {
                 Ok(true) => found.push(HostFile { path: p, format: SourceFormat::Kineto, host_name: host }),
                 Ok(false) => {}
@@ -341,7 +353,8 @@ impl Walk {
                     if !session.is_dir() || !self.may_enter(&session) {
                         continue;
                     }
-                    let hosts = self.xspace_files(&session);
+                    let mut hosts = self.xspace_files(&session);
+                    hosts.extend(self.pytorch_trace_files(&session));
                     if hosts.is_empty() {
                         continue;
                     }

@@ -36,6 +36,7 @@ mod xspace;
 
 pub use annotation::{ArgValue, ToArg, TraceGuard, step, trace, trace_scope};
 pub use error::ServerError;
+pub use platform::hostname;
 pub use profiler::{Profiler, ProfilerOptions};
 pub use recorder::{DEFAULT_MAX_EVENTS, MAX_EVENTS_LIMIT, MAX_SESSIONS, is_recording, now_ns};
 pub use serve::{DEFAULT_MAX_SESSIONS, DEFAULT_PORT, ServerBuilder, ServerHandle, serve};

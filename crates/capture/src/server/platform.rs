@@ -21,7 +21,7 @@ pub(crate) fn current_tid() -> i64 {
 }
 
 /// The machine's host name (`gethostname`), or `localhost` when it cannot be read.
-pub(crate) fn hostname() -> String {
+pub fn hostname() -> String {
     #[cfg(unix)]
     {
         let mut buf = [0u8; 256];

@@ -1,0 +1,99 @@
+//! `mlprof run [OPTIONS] -- CMD ARGS…`: launch a job with no change to its code and
+//! collect its framework's own traces (PyTorch through Kineto's on-demand mode, JAX and
+//! TensorFlow through their profiler servers) into a TensorBoard log directory.
+//!
+//! This module parses the arguments, prints mlprof's lines on stderr (each starting
+//! `mlprof:`, so they stand out among the job's) and returns the job's exit code as
+//! mlprof's; the work is `mlprof_run::run_job`.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use mlprof_capture::untrusted::display_safe;
+use mlprof_run::{RunOptions, launch, run_job};
+
+use crate::Failure;
+use crate::capture::parse_duration;
+
+/// Arguments of `mlprof run`.
+#[derive(Args)]
+pub struct RunArgs {
+    /// TensorBoard log directory: traces go to DIR/plugins/profile/<session>/ (PyTorch as
+    /// <host>_<pid>.pt.trace.json, JAX/TensorFlow as <host_port>.xplane.pb).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    logdir: PathBuf,
+    /// How long each trace records: a number with a unit (1500ms, 2s, 1m) or plain
+    /// milliseconds.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    duration: Duration,
+    /// PyTorch: trace this many optimizer steps instead of --duration (JAX and TensorFlow
+    /// servers trace by time).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    steps: Option<u32>,
+    /// From launch until the first trace may start (a framework starts tracing at its
+    /// next chance after that: Kineto polls every few seconds).
+    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = parse_duration)]
+    delay: Duration,
+    /// Trace again every this long (from the start of one trace to the next), until the
+    /// job exits; each trace is a new session.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    every: Option<Duration>,
+    /// The job: a program and its arguments, after `--`.
+    #[arg(required = true, last = true, value_name = "CMD")]
+    command: Vec<OsString>,
+}
+
+/// Runs `mlprof run`: the job's exit code becomes mlprof's.
+pub fn run(args: RunArgs, verbose: bool) -> Result<(), Failure> {
+    if args.duration.is_zero() {
+        return Err(Failure::input("--duration must be at least 1ms"));
+    }
+    if args.every.is_some_and(|every| every.is_zero()) {
+        return Err(Failure::input("--every must be longer than 0"));
+    }
+    let options = RunOptions {
+        argv: args.command,
+        logdir: args.logdir,
+        duration: args.duration,
+        steps: args.steps,
+        delay: args.delay,
+        every: args.every,
+        host: mlprof_capture::server::hostname(),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::input(format!("starting mlprof's runtime: {e}")))?;
+    // Lines may quote what the job wrote (its hook errors, trace paths).
+    let say = |line: String| eprintln!("mlprof: {}", display_safe(&line));
+    let program = options.argv.first().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+    let outcome = runtime.block_on(run_job(&options, &say)).map_err(|e| {
+        // As a shell reports a command it cannot start: 127 not found, 126 not executable.
+        let code = match e.kind() {
+            std::io::ErrorKind::NotFound => 127,
+            std::io::ErrorKind::PermissionDenied => 126,
+            _ => 2,
+        };
+        Failure { code, message: format!("cannot run {}: {e}", display_safe(&program)) }
+    })?;
+    launch::restore_signals();
+    if verbose || outcome.status.code() != Some(0) {
+        say(format!("the job {}", launch::describe_exit(outcome.status)));
+    }
+    match outcome.sessions.as_slice() {
+        [] => {}
+        [one] => say(format!("analyze with: mlprof analyze {}", one.display())),
+        _ => say(format!(
+            "{} sessions; analyze with: mlprof analyze {}",
+            outcome.sessions.len(),
+            options.logdir.display()
+        )),
+    }
+    match launch::exit_code(outcome.status) {
+        0 => Ok(()),
+        code => Err(Failure::quiet(code)),
+    }
+}

@@ -1,0 +1,117 @@
+# mlprof run's start-up hook. Python imports this `sitecustomize` before the job's code
+# because `mlprof run` put its directory first on PYTHONPATH. It:
+#   1. chains the `sitecustomize` the job would otherwise have imported (removing this
+#      directory from sys.path first, so the job sees the sys.path it would have had);
+#   2. once `jax` or `tensorflow` has been imported by the job, starts that framework's
+#      own profiler server on the loopback port mlprof chose ($MLPROF_RUN_PORT), in the
+#      first process of the job that gets there (a claim file decides), and writes
+#      $MLPROF_RUN_DIR/server.json so that mlprof captures it over gRPC.
+# Everything is inside try/except: the hook never raises into the job, never blocks an
+# import, and writes what went wrong to $MLPROF_RUN_DIR/hook.log instead.
+import os
+import sys
+
+
+def _mlprof_install():
+    run_dir = os.environ.get("MLPROF_RUN_DIR", "")
+    here = os.path.dirname(os.path.abspath(__file__))
+
+    def log(message):
+        try:
+            with open(os.path.join(run_dir, "hook.log"), "a") as f:
+                f.write("pid %d: %s\n" % (os.getpid(), message))
+        except Exception:
+            pass
+
+    def start_server(framework, module):
+        import json
+        import threading
+
+        def start():
+            claim = os.path.join(run_dir, "server.claim")
+            try:
+                fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+                os.close(fd)
+            except FileExistsError:
+                return
+            except Exception as e:
+                log("claiming the profiler server: %r" % (e,))
+                return
+            try:
+                port = int(os.environ["MLPROF_RUN_PORT"])
+                if framework == "jax":
+                    import jax.profiler
+
+                    jax.profiler.start_server(port)
+                    version = getattr(module, "__version__", "")
+                else:
+                    import tensorflow as tf
+
+                    tf.profiler.experimental.server.start(port)
+                    version = getattr(tf, "__version__", "")
+                info = {"pid": os.getpid(), "framework": framework, "version": version, "port": port}
+                tmp = os.path.join(run_dir, "server.json.tmp")
+                with open(tmp, "w") as f:
+                    json.dump(info, f)
+                os.rename(tmp, os.path.join(run_dir, "server.json"))
+            except BaseException as e:  # SystemExit from a framework must not end the job
+                log("starting the %s profiler server: %r" % (framework, e))
+
+        # Off the importing thread: the job's import returns at once.
+        threading.Thread(target=start, name="mlprof-hook", daemon=True).start()
+
+    class Finder:
+        watched = {"jax": "jax", "tensorflow": "tensorflow"}
+
+        def find_spec(self, name, path=None, target=None):
+            framework = self.watched.get(name)
+            if framework is None:
+                return None
+            try:
+                import importlib.util
+
+                self.watched.pop(name, None)
+                if not self.watched and self in sys.meta_path:
+                    sys.meta_path.remove(self)
+                spec = importlib.util.find_spec(name)
+                if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+                    return spec
+                loader_exec = spec.loader.exec_module
+
+                def exec_module(module):
+                    loader_exec(module)
+                    try:
+                        start_server(framework, module)
+                    except Exception as e:
+                        log("after importing %s: %r" % (name, e))
+
+                spec.loader.exec_module = exec_module
+                return spec
+            except Exception as e:
+                log("watching the import of %s: %r" % (name, e))
+                return None
+
+    if run_dir and os.environ.get("MLPROF_RUN_PORT"):
+        sys.meta_path.insert(0, Finder())
+
+    # Chain the job's own sitecustomize, as if this one were not here.
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    ours = sys.modules.pop("sitecustomize", None)
+    try:
+        import importlib
+
+        importlib.import_module("sitecustomize")
+    except ModuleNotFoundError as e:
+        if e.name != "sitecustomize":
+            log("the job's sitecustomize: %r" % (e,))
+        if ours is not None:
+            sys.modules["sitecustomize"] = ours
+    except Exception as e:
+        log("the job's sitecustomize: %r" % (e,))
+
+
+try:
+    _mlprof_install()
+except Exception:
+    pass
+del _mlprof_install

@@ -1,0 +1,429 @@
+//! One `mlprof run`: prepare the private run directory, launch the job, then until it
+//! exits answer Kineto's polls, capture a framework profiler server the hook started, and
+//! move every trace into `LOGDIR/plugins/profile/<session>/`.
+//!
+//! The job comes first: nothing here can stop or slow it. If a part of mlprof cannot be
+//! set up (the socket, the hook), the job runs without it and one line says so; mlprof
+//! never kills the job, only passes on signals ([`crate::launch`]), and its exit code is
+//! the job's. Traces of one round share one session directory, named like TensorFlow's
+//! client names sessions, so `mlprof analyze LOGDIR` reads them like any capture.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mlprof_capture::address::Target;
+use mlprof_capture::client::save::megabytes;
+use mlprof_capture::client::{CaptureOptions, NoProgress, SessionIds, WorkerOutcome, capture};
+use tokio::task::JoinHandle;
+
+use crate::kineto_daemon::{KinetoDaemon, Received, TraceStarted, kineto_output_path};
+use crate::kineto_ipc::TraceWindow;
+use crate::launch::{self, JobCommand};
+use crate::python_hook::{Hook, StartedServer};
+use crate::schedule::{Rounds, Schedule};
+
+/// How often files and the hook's reports are looked at.
+const TICK: Duration = Duration::from_millis(250);
+/// The most processes of one job traced through Kineto.
+pub const MAX_TRACED_PROCESSES: usize = 16;
+/// How long past its window a Kineto trace may take to appear (Kineto warms up for a few
+/// seconds, then writes the JSON).
+const KINETO_GRACE: Duration = Duration::from_secs(120);
+/// How long a trace of `--steps` may take to appear.
+const KINETO_STEPS_DEADLINE: Duration = Duration::from_secs(600);
+/// How long after the job exits mlprof still waits for traces it asked for.
+const AFTER_EXIT_WAIT: Duration = Duration::from_secs(2);
+
+/// What to run and what to record.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// The job's program and arguments.
+    pub argv: Vec<OsString>,
+    /// The TensorBoard log directory the sessions go to.
+    pub logdir: PathBuf,
+    /// How long each trace records.
+    pub duration: Duration,
+    /// With PyTorch: trace this many optimizer steps instead of `duration`.
+    pub steps: Option<u32>,
+    /// From launch to the first trace.
+    pub delay: Duration,
+    /// Trace again every this long, until the job exits.
+    pub every: Option<Duration>,
+    /// This machine's name, for file names.
+    pub host: String,
+}
+
+/// What a run produced.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// How the job ended.
+    pub status: ExitStatus,
+    /// Session directories that received at least one trace.
+    pub sessions: Vec<PathBuf>,
+}
+
+/// Runs the job to its end, reporting each event as one line through `say`. Fails only
+/// when the job cannot be started at all.
+pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io::Result<RunOutcome> {
+    let run_dir = tempfile::Builder::new().prefix("mlprof-run-").tempdir()?;
+    let logdir = std::path::absolute(&options.logdir)?;
+    let window = match options.steps {
+        Some(steps) => TraceWindow::Iterations(steps),
+        None => TraceWindow::Duration(options.duration),
+    };
+    let mut env = Vec::new();
+    let mut daemon = start_kineto_daemon(run_dir.path(), window, &mut env, say);
+    let hook = match Hook::install(run_dir.path()) {
+        Ok(hook) => {
+            env.extend(hook.environment(std::env::var_os("PYTHONPATH")));
+            Some(hook)
+        }
+        Err(error) => {
+            say(format!("the JAX/TensorFlow start-up hook is off: {error}"));
+            None
+        }
+    };
+    let launched = Instant::now();
+    let mut child = launch::spawn(&JobCommand { argv: options.argv.clone(), env })?;
+    let mut exited = tokio::task::spawn_blocking(move || child.wait());
+    let schedule = Schedule { first: launched + options.delay, every: options.every };
+    let mut state = State {
+        rounds: Rounds::new(schedule, MAX_TRACED_PROCESSES),
+        sessions: Sessions::new(&logdir),
+        pending: Vec::new(),
+        server: ServerState::NotSeen,
+        host: options.host.clone(),
+        window,
+    };
+    let mut tick = tokio::time::interval(TICK);
+    let status = loop {
+        tokio::select! {
+            joined = &mut exited => break joined.map_err(io::Error::other)??,
+            received = serve(&mut daemon, &mut state) => {
+                if let Some(received) = received {
+                    state.received(received, say);
+                } else {
+                    say("Kineto on-demand tracing stopped: its socket failed".to_string());
+                    daemon = None;
+                }
+            }
+            _ = tick.tick() => state.tick(hook.as_ref(), options, say).await,
+        }
+    };
+    launch::job_ended();
+    state.after_exit(hook.as_ref(), daemon.as_ref(), say).await;
+    Ok(RunOutcome { status, sessions: state.sessions.with_traces() })
+}
+
+fn start_kineto_daemon(
+    run_dir: &Path,
+    window: TraceWindow,
+    env: &mut Vec<(OsString, OsString)>,
+    say: &(dyn Fn(String) + Sync),
+) -> Option<KinetoDaemon> {
+    let socket_dir = run_dir.join("kineto");
+    let bound = std::fs::create_dir(&socket_dir).and_then(|()| KinetoDaemon::bind(&socket_dir, window));
+    match bound {
+        Ok(daemon) => {
+            env.push(("KINETO_USE_DAEMON".into(), "1".into()));
+            env.push(("KINETO_IPC_SOCKET_DIR".into(), socket_dir.into_os_string()));
+            Some(daemon)
+        }
+        Err(error) => {
+            say(format!("PyTorch on-demand tracing is off: {}: {error}", socket_dir.display()));
+            None
+        }
+    }
+}
+
+/// The next datagram, or `None` when the socket failed; pending forever without a daemon.
+async fn serve(daemon: &mut Option<KinetoDaemon>, state: &mut State) -> Option<Received> {
+    let Some(daemon) = daemon else { return std::future::pending().await };
+    let State { rounds, sessions, host, .. } = state;
+    daemon.serve_one(rounds, |pid, round| sessions.dir(round).join(format!(".{host}_{pid}.kineto.json"))).await.ok()
+}
+
+/// Session directories by round, created when first needed.
+struct Sessions {
+    logdir: PathBuf,
+    ids: SessionIds,
+    by_round: HashMap<u32, PathBuf>,
+    with_traces: Vec<PathBuf>,
+}
+
+impl Sessions {
+    fn new(logdir: &Path) -> Sessions {
+        Sessions {
+            logdir: logdir.to_path_buf(),
+            ids: SessionIds::new(),
+            by_round: HashMap::new(),
+            with_traces: Vec::new(),
+        }
+    }
+
+    /// The session id of `round`.
+    fn id(&mut self, round: u32) -> String {
+        let dir = self.dir(round);
+        dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    }
+
+    /// The session directory of `round` (created; a failure shows when the trace is
+    /// missing).
+    fn dir(&mut self, round: u32) -> PathBuf {
+        let root = mlprof_formats::output::profile_root(&self.logdir);
+        let Sessions { ids, by_round, .. } = self;
+        let dir = by_round.entry(round).or_insert_with(|| root.join(ids.next_now(&root))).clone();
+        let _ = std::fs::create_dir_all(&dir);
+        dir
+    }
+
+    fn add_trace(&mut self, dir: &Path) {
+        if !self.with_traces.iter().any(|d| d == dir) {
+            self.with_traces.push(dir.to_path_buf());
+        }
+    }
+
+    fn with_traces(&self) -> Vec<PathBuf> {
+        let mut dirs = self.with_traces.clone();
+        dirs.sort();
+        dirs
+    }
+}
+
+/// A Kineto trace asked for and not yet written.
+struct PendingTrace {
+    started: TraceStarted,
+    /// Where Kineto writes it.
+    written_to: PathBuf,
+    /// Its size at the last tick, to see it has stopped growing.
+    last_size: Option<u64>,
+    deadline: Instant,
+}
+
+/// The framework profiler server started by the hook, and its captures.
+enum ServerState {
+    NotSeen,
+    Ready { server: StartedServer, next_round: u32 },
+    Capturing { server: StartedServer, round: u32, task: JoinHandle<Option<WorkerOutcome>> },
+    Done,
+}
+
+struct State {
+    rounds: Rounds,
+    sessions: Sessions,
+    pending: Vec<PendingTrace>,
+    server: ServerState,
+    host: String,
+    window: TraceWindow,
+}
+
+impl State {
+    fn received(&mut self, received: Received, say: &(dyn Fn(String) + Sync)) {
+        match received {
+            Received::Started(started) => {
+                say(format!("PyTorch process {}: tracing {} (Kineto on demand)", started.pid, self.window));
+                let budget = match self.window {
+                    TraceWindow::Duration(d) => d + KINETO_GRACE,
+                    TraceWindow::Iterations(_) => KINETO_STEPS_DEADLINE,
+                };
+                let written_to = kineto_output_path(&started.log_file, started.pid);
+                self.pending.push(PendingTrace { deadline: started.at + budget, written_to, last_size: None, started });
+            }
+            Received::Malformed(error) => say(format!("ignored a datagram on the Kineto socket: {error}")),
+            Received::Polled { .. } | Received::Registered => {}
+        }
+    }
+
+    async fn tick(&mut self, hook: Option<&Hook>, options: &RunOptions, say: &(dyn Fn(String) + Sync)) {
+        self.collect_kineto(Instant::now(), say);
+        if let Some(hook) = hook {
+            self.drive_server(hook, options, say).await;
+        }
+    }
+
+    /// Moves every finished Kineto trace into its session; gives up on late ones.
+    fn collect_kineto(&mut self, now: Instant, say: &(dyn Fn(String) + Sync)) {
+        let mut still = Vec::new();
+        for mut trace in std::mem::take(&mut self.pending) {
+            let size = std::fs::metadata(&trace.written_to).ok().map(|m| m.len());
+            let settled = size.is_some() && size == trace.last_size && ends_like_a_trace(&trace.written_to);
+            if settled {
+                self.file_kineto_trace(&trace, say);
+                self.rounds.finished(trace.started.pid);
+            } else if now >= trace.deadline {
+                say(format!(
+                    "PyTorch process {}: no trace appeared within {} s of asking",
+                    trace.started.pid,
+                    (trace.deadline - trace.started.at).as_secs()
+                ));
+                self.rounds.finished(trace.started.pid);
+            } else {
+                trace.last_size = size;
+                still.push(trace);
+            }
+        }
+        self.pending = still;
+    }
+
+    fn file_kineto_trace(&mut self, trace: &PendingTrace, say: &(dyn Fn(String) + Sync)) {
+        let dir = self.sessions.dir(trace.started.round);
+        let target = dir.join(format!("{}_{}.pt.trace.json", self.host, trace.started.pid));
+        match std::fs::rename(&trace.written_to, &target) {
+            Ok(()) => {
+                let size = std::fs::metadata(&target).map(|m| m.len()).unwrap_or(0);
+                say(format!("PyTorch process {}: wrote {} ({})", trace.started.pid, target.display(), megabytes(size)));
+                self.sessions.add_trace(&dir);
+            }
+            Err(error) => say(format!(
+                "PyTorch process {}: moving {} to {}: {error}",
+                trace.started.pid,
+                trace.written_to.display(),
+                target.display()
+            )),
+        }
+    }
+
+    /// Starts, finishes and repeats captures of the hook's profiler server.
+    async fn drive_server(&mut self, hook: &Hook, options: &RunOptions, say: &(dyn Fn(String) + Sync)) {
+        match std::mem::replace(&mut self.server, ServerState::Done) {
+            ServerState::NotSeen => match hook.started_server() {
+                Some(server) => {
+                    say(format!(
+                        "{} process {}: profiler server on 127.0.0.1:{}",
+                        server.framework_label(),
+                        server.pid,
+                        server.port
+                    ));
+                    if options.steps.is_some() {
+                        say("--steps counts PyTorch optimizer steps; this server is traced for --duration".to_string());
+                    }
+                    self.server = ServerState::Ready { server, next_round: 0 };
+                }
+                None => self.server = ServerState::NotSeen,
+            },
+            ServerState::Ready { server, next_round } => {
+                let due = self.rounds.schedule().due_round(Instant::now()).filter(|&due| due >= next_round);
+                self.server = match due {
+                    Some(round) => {
+                        let task = self.start_capture(&server, round, options);
+                        ServerState::Capturing { server, round, task }
+                    }
+                    None => ServerState::Ready { server, next_round },
+                };
+            }
+            ServerState::Capturing { server, round, task } if task.is_finished() => {
+                self.finish_capture(&server, task.await.ok().flatten(), say);
+                self.server = if self.rounds.schedule().every.is_some() {
+                    ServerState::Ready { server, next_round: round + 1 }
+                } else {
+                    ServerState::Done
+                };
+            }
+            capturing @ ServerState::Capturing { .. } => self.server = capturing,
+            ServerState::Done => {}
+        }
+    }
+
+    fn start_capture(
+        &mut self,
+        server: &StartedServer,
+        round: u32,
+        options: &RunOptions,
+    ) -> JoinHandle<Option<WorkerOutcome>> {
+        let session_id = self.sessions.id(round);
+        let mut capture_options = CaptureOptions::new(&self.sessions.logdir, session_id);
+        capture_options.duration = options.duration;
+        let target = Target::parse_list(&format!("127.0.0.1:{}", server.port)).ok().and_then(|t| t.into_iter().next());
+        tokio::spawn(async move {
+            let target = target?;
+            let outcomes = capture(&[target], &capture_options, Arc::new(NoProgress)).await.ok()?;
+            outcomes.into_iter().next()
+        })
+    }
+
+    fn finish_capture(
+        &mut self,
+        server: &StartedServer,
+        outcome: Option<WorkerOutcome>,
+        say: &(dyn Fn(String) + Sync),
+    ) {
+        let label = format!("{} process {}", server.framework_label(), server.pid);
+        match outcome {
+            Some(outcome) => {
+                if let Some(dir) = outcome.local_files().first().and_then(|f| f.parent()) {
+                    self.sessions.add_trace(dir);
+                }
+                say(format!("{label}: {outcome}"));
+            }
+            None => say(format!("{label}: the capture did not run")),
+        }
+    }
+
+    /// After the job: a last look for traces that were being written, then what is
+    /// missing and why.
+    async fn after_exit(&mut self, hook: Option<&Hook>, daemon: Option<&KinetoDaemon>, say: &(dyn Fn(String) + Sync)) {
+        let until = Instant::now() + AFTER_EXIT_WAIT;
+        while !self.pending.is_empty() && Instant::now() < until {
+            tokio::time::sleep(TICK).await;
+            self.collect_kineto(Instant::now(), say);
+        }
+        for trace in std::mem::take(&mut self.pending) {
+            say(format!("PyTorch process {}: the job ended before its trace was written", trace.started.pid));
+        }
+        if let ServerState::Capturing { server, task, .. } = std::mem::replace(&mut self.server, ServerState::Done) {
+            self.finish_capture(&server, task.await.ok().flatten(), say);
+        }
+        if let Some(hook) = hook {
+            for problem in hook.problems() {
+                say(format!("start-up hook: {problem}"));
+            }
+        }
+        let polls = daemon.map_or(0, KinetoDaemon::polls);
+        if self.sessions.with_traces.is_empty() && polls == 0 && hook.is_some_and(|h| h.started_server().is_none()) {
+            say("no framework trace: no PyTorch process asked for one and no JAX/TensorFlow profiler server \
+                 started (the job imported none of them, ended first, or its Python ignored PYTHONPATH: -E, -I)"
+                .to_string());
+        }
+        if self.rounds.refused() > 0 {
+            say(format!("only the first {MAX_TRACED_PROCESSES} PyTorch processes were traced"));
+        }
+    }
+}
+
+/// Whether the file ends the way a complete Chrome trace JSON ends (`}` after trailing
+/// whitespace), so a half-written trace is not moved.
+fn ends_like_a_trace(path: &Path) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = std::fs::File::open(path) else { return false };
+    let Ok(len) = file.seek(SeekFrom::End(0)) else { return false };
+    let from = len.saturating_sub(64);
+    if file.seek(SeekFrom::Start(from)).is_err() {
+        return false;
+    }
+    let mut tail = Vec::new();
+    if file.read_to_end(&mut tail).is_err() {
+        return false;
+    }
+    tail.iter().rev().find(|b| !b.is_ascii_whitespace()) == Some(&b'}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_complete_json_counts_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.json");
+        assert!(!ends_like_a_trace(&path));
+        std::fs::write(&path, "{\"traceEvents\": [\n  {\"ph\": \"X\"},").unwrap();
+        assert!(!ends_like_a_trace(&path));
+        std::fs::write(&path, "{\"traceEvents\": [],\n  \"traceName\": \"x\"\n}\n\n").unwrap();
+        assert!(ends_like_a_trace(&path));
+    }
+}

@@ -1,0 +1,23 @@
+//! `mlprof run -- CMD`: launch an ML job, unchanged, prepared so that its own framework's
+//! tracer can be driven from outside, and collect what it records into a TensorBoard log
+//! directory every mlprof tool reads.
+//!
+//! - PyTorch: the job starts in Kineto's on-demand mode (`KINETO_USE_DAEMON=1`) with a
+//!   socket private to the run; [`kineto_daemon`] plays dynolog's part of the protocol
+//!   ([`kineto_ipc`]) and asks each process for traces when [`schedule`] says so.
+//! - JAX and TensorFlow: a Python start-up hook ([`python_hook`]) starts the framework's
+//!   profiler server once the job imports it, and mlprof captures it over gRPC.
+//! - [`launch`] starts the job and ends with it: same streams, signals passed on, its
+//!   exit code. [`job`] ties it together.
+//!
+//! The design rule everywhere: the job comes first. Whatever fails on mlprof's side turns
+//! that part off and says so in one line; the job runs on at full speed.
+
+pub mod job;
+pub mod kineto_daemon;
+pub mod kineto_ipc;
+pub mod launch;
+pub mod python_hook;
+pub mod schedule;
+
+pub use job::{RunOptions, RunOutcome, run_job};

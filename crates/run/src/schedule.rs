@@ -1,0 +1,163 @@
+//! When each trace of a run starts: round 0 at `--delay` after launch, round `r` at
+//! `delay + r × every` with `--every`, and which processes have had which rounds.
+//!
+//! Kineto processes poll on their own clock (every few seconds), so a trace starts at
+//! the first poll at or after its round is due; a process first seen late joins the
+//! round that is due now rather than catching up on missed ones. Pure bookkeeping over
+//! `Instant`s, so the rules are unit-tested without a job.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// When rounds are due.
+#[derive(Clone, Copy, Debug)]
+pub struct Schedule {
+    /// When round 0 is due (launch + delay).
+    pub first: Instant,
+    /// Time between rounds; `None`: one round only.
+    pub every: Option<Duration>,
+}
+
+impl Schedule {
+    /// The round due at `now` (the last one whose time has come), or `None` before round 0.
+    pub fn due_round(&self, now: Instant) -> Option<u32> {
+        let since = now.checked_duration_since(self.first)?;
+        match self.every {
+            None => Some(0),
+            Some(every) if every.is_zero() => Some(0),
+            Some(every) => Some(u32::try_from(since.as_nanos() / every.as_nanos()).unwrap_or(u32::MAX)),
+        }
+    }
+
+    /// When round `round` is due.
+    pub fn due_at(&self, round: u32) -> Instant {
+        match self.every {
+            None => self.first,
+            Some(every) => self.first + every.saturating_mul(round),
+        }
+    }
+}
+
+/// What one process has had.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct ProcessRounds {
+    /// The round being traced now.
+    tracing: Option<u32>,
+    /// The first round this process may still get.
+    next: u32,
+}
+
+/// Which processes get which round; at most `max_processes` processes are traced.
+#[derive(Debug)]
+pub struct Rounds {
+    schedule: Schedule,
+    max_processes: usize,
+    processes: HashMap<i32, ProcessRounds>,
+    refused: usize,
+}
+
+impl Rounds {
+    /// No process seen yet.
+    pub fn new(schedule: Schedule, max_processes: usize) -> Rounds {
+        Rounds { schedule, max_processes, processes: HashMap::new(), refused: 0 }
+    }
+
+    /// The schedule.
+    pub fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+
+    /// A process is ready for a trace at `now`: the round to trace, or `None` when it is
+    /// tracing, not due, done (one round without `--every`) or over the process limit.
+    pub fn start(&mut self, pid: i32, now: Instant) -> Option<u32> {
+        let due = self.schedule.due_round(now)?;
+        if !self.processes.contains_key(&pid) && self.processes.len() >= self.max_processes {
+            self.refused += 1;
+            return None;
+        }
+        let process = self.processes.entry(pid).or_default();
+        if process.tracing.is_some() || due < process.next || (self.schedule.every.is_none() && process.next > 0) {
+            return None;
+        }
+        process.tracing = Some(due);
+        process.next = due.saturating_add(1);
+        Some(due)
+    }
+
+    /// The trace of `pid` is over (written, or given up on).
+    pub fn finished(&mut self, pid: i32) {
+        if let Some(process) = self.processes.get_mut(&pid) {
+            process.tracing = None;
+        }
+    }
+
+    /// The trace of `round` never started (its config could not be sent): the process may
+    /// get that round again.
+    pub fn cancel(&mut self, pid: i32, round: u32) {
+        if let Some(process) = self.processes.get_mut(&pid) {
+            process.tracing = None;
+            process.next = process.next.min(round);
+        }
+    }
+
+    /// Polls refused because `max_processes` were already traced.
+    pub fn refused(&self) -> usize {
+        self.refused
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(base: Instant, ms: u64) -> Instant {
+        base + Duration::from_millis(ms)
+    }
+
+    #[test]
+    fn one_round_starts_at_the_first_poll_after_the_delay() {
+        let t0 = Instant::now();
+        let mut rounds = Rounds::new(Schedule { first: at(t0, 1000), every: None }, 8);
+        assert_eq!(rounds.start(10, at(t0, 500)), None);
+        assert_eq!(rounds.start(10, at(t0, 1200)), Some(0));
+        assert_eq!(rounds.start(10, at(t0, 1300)), None, "tracing");
+        rounds.finished(10);
+        assert_eq!(rounds.start(10, at(t0, 9000)), None, "one round only");
+        assert_eq!(rounds.start(11, at(t0, 9000)), Some(0), "another process gets its own");
+    }
+
+    #[test]
+    fn with_every_a_late_process_joins_the_current_round() {
+        let t0 = Instant::now();
+        let schedule = Schedule { first: t0, every: Some(Duration::from_secs(10)) };
+        assert_eq!(schedule.due_at(3), at(t0, 30_000));
+        let mut rounds = Rounds::new(schedule, 8);
+        assert_eq!(rounds.start(1, at(t0, 100)), Some(0));
+        rounds.finished(1);
+        assert_eq!(rounds.start(1, at(t0, 5000)), None, "round 1 not due");
+        assert_eq!(rounds.start(1, at(t0, 10_100)), Some(1));
+        assert_eq!(rounds.start(2, at(t0, 35_000)), Some(3));
+        assert_eq!(rounds.start(1, at(t0, 35_000)), None, "still tracing round 1");
+        rounds.finished(1);
+        assert_eq!(rounds.start(1, at(t0, 35_000)), Some(3), "skips the missed round 2");
+    }
+
+    #[test]
+    fn a_cancelled_round_is_offered_again() {
+        let t0 = Instant::now();
+        let mut rounds = Rounds::new(Schedule { first: t0, every: None }, 2);
+        assert_eq!(rounds.start(1, t0), Some(0));
+        rounds.cancel(1, 0);
+        assert_eq!(rounds.start(1, t0), Some(0));
+    }
+
+    #[test]
+    fn processes_beyond_the_limit_are_refused_and_counted() {
+        let t0 = Instant::now();
+        let mut rounds = Rounds::new(Schedule { first: t0, every: None }, 2);
+        assert_eq!(rounds.start(1, t0), Some(0));
+        assert_eq!(rounds.start(2, t0), Some(0));
+        assert_eq!(rounds.start(3, t0), None);
+        assert_eq!(rounds.refused(), 1);
+    }
+}
