@@ -1,7 +1,8 @@
 //! The derived GPU lines of the XLA GPU fixture against XProf 2.24.2's trace viewer
 //! output on it (`xprof_out/trace_viewer.json.gz`): the same tracks, and per track the
 //! same events — name, start and duration — in the same order, to the picosecond. The
-//! CPU-only fixtures have no GPU plane, so nothing is derived for them.
+//! CPU-only fixtures have no GPU plane, so nothing is derived for them. Also the real JAX
+//! GPU trace (`jax_gpu_h200`, H200) against XProf's trace viewer output on it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,7 +28,12 @@ type Shown = (String, i64, i64);
 /// XProf's complete events of `pid`, per thread name, sorted by start, then longest
 /// first, then name.
 fn xprof_tracks(pid: u64) -> BTreeMap<String, Vec<Shown>> {
-    let path = case_dir("jax_gpu_xla").join("xprof_out/trace_viewer.json.gz");
+    xprof_tracks_of("jax_gpu_xla", pid)
+}
+
+/// [`xprof_tracks`] of `case`.
+fn xprof_tracks_of(case: &str, pid: u64) -> BTreeMap<String, Vec<Shown>> {
+    let path = case_dir(case).join("xprof_out/trace_viewer.json.gz");
     let bytes = std::fs::read(&path).expect("reference");
     let text = mlprof_formats::input::gunzip(&bytes, "trace_viewer.json.gz").expect("gzip");
     let trace: Value = serde_json::from_slice(&text).expect("JSON");
@@ -124,6 +130,32 @@ fn the_xla_gpu_fixture_derives_the_tracks_xprof_shows() {
         assert_eq!(events, &xprof[name], "{name}");
     }
     // mlprof's own grouping (with its step_num fallback) finds the same steps here.
+    assert_eq!(derived_lines::derive(&host, &group_host(&host)), derived);
+}
+
+/// The real JAX GPU trace (H200): XLA runs each `train_step` as one CUDA graph
+/// (command buffer), so each step derives one XLA module and one XLA op
+/// (`command_buffer_1`) and no framework op. mlprof's tracks equal XProf's to the
+/// picosecond; XProf shows two more that mlprof does not derive: "Command Buffers - from
+/// #14" (one `Command Buffer 24` per step, from the `cuda_graph_id` stat) and "Launch
+/// Stats" (per step, the host's kernel launches: count, mean and max launch time).
+#[test]
+fn the_real_jax_gpu_trace_derives_the_tracks_xprof_shows() {
+    let host = host_of("jax_gpu_h200");
+    let xprof = xprof_tracks_of("jax_gpu_h200", 1);
+    let derived = derived_lines::derive(&host, &group_host_as_xprof(&host));
+    assert_eq!(derived.len(), 1);
+    assert_eq!(host.planes[derived[0].plane].name, "/device:GPU:0");
+    // The time origins agree here: both start at the profile start.
+    let ours = mlprof_tracks(&derived[0], 0);
+    let counts: Vec<(&str, usize)> = ours.iter().map(|(name, events)| (name.as_str(), events.len())).collect();
+    assert_eq!(counts, [("Steps", 10), ("XLA Modules - from #14", 10), ("XLA Ops - from #14", 10)]);
+    for (name, events) in &ours {
+        assert_eq!(events, &xprof[name], "{name}");
+    }
+    let derived_by_xprof = |name: &&String| !name.starts_with("Stream #") && !ours.contains_key(*name);
+    let only_xprof: Vec<&str> = xprof.keys().filter(derived_by_xprof).map(String::as_str).collect();
+    assert_eq!(only_xprof, ["Command Buffers - from #14", "Launch Stats"]);
     assert_eq!(derived_lines::derive(&host, &group_host(&host)), derived);
 }
 

@@ -8,7 +8,16 @@ use mlprof_analysis::grouping::{HostGroups, group_host};
 use mlprof_formats::discover::load;
 use serde_json::Value;
 
-const CASES: &[&str] = &["tf_keras2_input_bound", "tf_keras_pipelined", "tf_custom_loop", "jax_profile", "jax_gpu_xla"];
+const CASES: &[&str] = &[
+    "tf_keras2_input_bound",
+    "tf_keras_pipelined",
+    "tf_custom_loop",
+    "jax_profile",
+    "jax_gpu_xla",
+    // Real JAX GPU profiles (H200): every column, the cost-model ones included, as XProf.
+    "jax_gpu_h200",
+    "jax_gpu_h200_capture",
+];
 
 /// Index of the `eager` column ("Execution mode"): it depends on grouping's eager marks.
 const EAGER_COLUMN: &str = "eager";

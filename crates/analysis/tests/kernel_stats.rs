@@ -41,6 +41,24 @@ fn fixtures_match_xprof_exactly() {
     }
 }
 
+/// Real JAX GPU profiles (H200, CUPTI 13): a `jax.profiler` trace of a training loop
+/// (its kernels run inside a CUDA graph) and an `mlprof capture` that caught XLA
+/// compiling and autotuning (`RedzoneAllocatorKernelImpl`, `DelayKernel`, candidate
+/// GEMMs, kernels with no HLO op).
+#[test]
+fn real_gpu_profiles_match_xprof_exactly() {
+    for (case, rows) in [("jax_gpu_h200", 27), ("jax_gpu_h200_capture", 86)] {
+        let sessions = load(&case_dir(case).join("logdir")).expect("fixture loads");
+        let hosts: Vec<&Host> = sessions[0].hosts.iter().collect();
+        let stats = kernel_stats::analyze(&hosts);
+        assert_eq!(stats.gpu_planes, 1, "{case}");
+        let text = std::fs::read_to_string(case_dir(case).join("xprof_out/kernel_stats.json")).expect("reference");
+        let want: Value = serde_json::from_str(&text).expect("reference is JSON");
+        assert_eq!(stats.to_xprof_json(), want, "{case}");
+        assert_eq!(stats.report().sections[0].table.as_ref().map(|t| t.rows.len()), Some(rows), "{case}");
+    }
+}
+
 /// One device event: name, offset and duration (ps), string stats.
 struct Kernel<'a> {
     name: &'a str,

@@ -74,6 +74,8 @@ fn a_tensorboard_log_directory_yields_every_session_at_any_depth() {
     assert_eq!(
         names,
         vec![
+            "jax_gpu_h200/logdir/2026_11_26_02_19_38",
+            "jax_gpu_h200_capture/logdir/2026_11_26_02_19_46",
             "jax_gpu_xla/logdir/2026_11_21_19_24_59",
             "jax_profile/logdir/2026_11_21_19_24_59",
             "tf_custom_loop/logdir/2026_11_21_19_24_15",
