@@ -60,6 +60,10 @@ pub enum StepSource {
     ProfilerSteps {
         /// Number of steps.
         groups: usize,
+        /// Without `ProfilerStep#N` markers: the optimizer-step annotation the steps were
+        /// inferred from (`Optimizer.step#SGD.step`), see [`profiler_steps`].
+        #[serde(skip_serializing_if = "Option::is_none")]
+        inferred_from: Option<String>,
     },
 }
 
@@ -78,8 +82,13 @@ impl StepSource {
             StepSource::SkippedLoopOps => {
                 "Step grouping skipped: the profile has TensorFlow loop ops (as XProf does).".to_string()
             }
-            StepSource::ProfilerSteps { groups } => format!(
+            StepSource::ProfilerSteps { groups, inferred_from: None } => format!(
                 "{groups} steps from PyTorch's ProfilerStep#N annotations (host events by time, GPU events by their launch)."
+            ),
+            StepSource::ProfilerSteps { groups, inferred_from: Some(annotation) } => format!(
+                "{groups} steps inferred from PyTorch's \"{annotation}\" annotations: no ProfilerStep#N markers, so a \
+                 step runs from the end of one optimizer step to the end of the next (host events by time, GPU events \
+                 by their launch)."
             ),
         }
     }

@@ -2,6 +2,13 @@
 //! `torch.profiler.profile.step()` records on the training thread, and the group
 //! (step) of every event derived from them.
 //!
+//! A job traced without its own profiler code (`mlprof run`, Kineto on demand, dynolog)
+//! has no `ProfilerStep#N`. Its steps are then inferred from the annotation every
+//! `torch.optim` optimizer records around `step()` (`Optimizer.step#SGD.step`): step `k`
+//! runs from the end of optimizer step `k - 1` to the end of optimizer step `k`, which is
+//! where `ProfilerStep#N` boundaries fall in a loop that calls `prof.step()` after
+//! `optimizer.step()`. With several optimizers the most frequent annotation is used.
+//!
 //! Grouping rule (the one HTA uses for its iterations): a host event belongs to the
 //! step whose `ProfilerStep#N` span contains its start, on any thread (the autograd
 //! thread's backward ops are not nested in the training thread's annotation, only
@@ -33,9 +40,61 @@ pub struct ProfilerStep {
     pub at: (u32, u32, u32),
 }
 
+/// The name prefix of the annotation `torch.optim` records around an optimizer's
+/// `step()` (`Optimizer.step#SGD.step`).
+pub const OPTIMIZER_STEP_PREFIX: &str = "Optimizer.step#";
+/// The name of steps inferred from optimizer steps (`OptimizerStep#3`).
+pub const INFERRED_STEP_PREFIX: &str = "OptimizerStep#";
+
+/// The steps of the host: its `ProfilerStep#N` annotations, or when it has none, the steps
+/// [`infer`]red from optimizer-step annotations; in time order.
+pub fn find(host: &Host) -> Vec<ProfilerStep> {
+    let marked = find_marked(host);
+    if marked.is_empty() { infer(host).map(|(steps, _)| steps).unwrap_or_default() } else { marked }
+}
+
+/// Steps between consecutive ends of the host's most frequent optimizer-step annotation
+/// on `/host:CPU`, numbered from 1, and that annotation's name; `None` with fewer than two.
+/// Inferred steps point at no annotation of their own (`at` is the optimizer step that
+/// ends them).
+pub fn infer(host: &Host) -> Option<(Vec<ProfilerStep>, String)> {
+    /// An optimizer step's end (ps) and where its event is.
+    type End = (i64, (u32, u32, u32));
+    let mut ends: HashMap<&str, Vec<End>> = HashMap::new();
+    for (plane_index, plane) in host.planes.iter().enumerate() {
+        if plane.name != names::HOST_PLANE {
+            continue;
+        }
+        for (line_index, line) in plane.lines.iter().enumerate() {
+            for event in line.iter() {
+                let Some(meta) = plane.event_metadata.get(event.metadata_index() as usize) else { continue };
+                if meta.name.starts_with(OPTIMIZER_STEP_PREFIX) {
+                    let at = (plane_index as u32, line_index as u32, event.index() as u32);
+                    ends.entry(meta.name.as_str()).or_default().push((event.end_ps(), at));
+                }
+            }
+        }
+    }
+    let (annotation, mut ends) = ends.into_iter().max_by(|a, b| a.1.len().cmp(&b.1.len()).then(b.0.cmp(a.0)))?;
+    ends.sort_unstable();
+    ends.dedup_by_key(|(end, _)| *end);
+    let steps: Vec<ProfilerStep> = ends
+        .windows(2)
+        .zip(1..)
+        .map(|(pair, number)| ProfilerStep {
+            number,
+            name: format!("{INFERRED_STEP_PREFIX}{number}"),
+            begin_ps: pair[0].0,
+            end_ps: pair[1].0,
+            at: pair[1].1,
+        })
+        .collect();
+    (!steps.is_empty()).then(|| (steps, annotation.to_string()))
+}
+
 /// The `ProfilerStep#N` annotations of the host's `/host:CPU` plane, in time order; a
 /// step number seen twice (two processes in one file) keeps its first annotation.
-pub fn find(host: &Host) -> Vec<ProfilerStep> {
+fn find_marked(host: &Host) -> Vec<ProfilerStep> {
     let mut steps: Vec<ProfilerStep> = Vec::new();
     for (plane_index, plane) in host.planes.iter().enumerate() {
         if plane.name != names::HOST_PLANE {
@@ -73,13 +132,12 @@ pub fn step_at(steps: &[ProfilerStep], ts_ps: i64) -> Option<usize> {
     (ts_ps < steps[index].end_ps).then_some(index)
 }
 
-/// The groups of a Kineto host with `ProfilerStep#N` annotations; `None` when it has
-/// none.
+/// The groups of a Kineto host with `ProfilerStep#N` annotations, or steps [`infer`]red
+/// from its optimizer steps; `None` when it has neither.
 pub fn group(host: &Host) -> Option<HostGroups> {
-    let steps = find(host);
-    if steps.is_empty() {
-        return None;
-    }
+    let marked = find_marked(host);
+    let (steps, inferred_from) =
+        if marked.is_empty() { infer(host).map(|(s, a)| (s, Some(a)))? } else { (marked, None) };
     let mut groups = HostGroups::none(host);
     let mut launch_groups: HashMap<i64, i64> = HashMap::new();
     for (plane_index, plane) in host.planes.iter().enumerate() {
@@ -113,9 +171,11 @@ pub fn group(host: &Host) -> Option<HostGroups> {
         }
     }
     groups.names = steps.iter().map(|s| s.name.clone()).collect();
-    groups.step_name_events = steps.iter().map(|s| s.at).collect();
-    groups.step_name_events.sort_unstable();
-    groups.source = StepSource::ProfilerSteps { groups: steps.len() };
+    if inferred_from.is_none() {
+        groups.step_name_events = steps.iter().map(|s| s.at).collect();
+        groups.step_name_events.sort_unstable();
+    }
+    groups.source = StepSource::ProfilerSteps { groups: steps.len(), inferred_from };
     Some(groups)
 }
 
