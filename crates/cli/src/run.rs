@@ -28,12 +28,14 @@ pub struct RunArgs {
     /// milliseconds.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     duration: Duration,
-    /// PyTorch: trace this many optimizer steps instead of --duration (JAX and TensorFlow
-    /// servers trace by time).
+    /// PyTorch: trace this many whole training steps (N + 1 optimizer steps) instead of
+    /// --duration (JAX and TensorFlow servers trace by time).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
     steps: Option<u32>,
-    /// From launch until the first trace may start (a framework starts tracing at its
-    /// next chance after that: Kineto polls every few seconds).
+    /// From launch until the first trace may start. Each process is also given 5 s from
+    /// when its framework is ready (PyTorch's first poll, the JAX/TensorFlow server up),
+    /// so the first trace does not catch the job starting; Kineto then starts at its next
+    /// poll (every few seconds).
     #[arg(long, value_name = "DURATION", default_value = "0", value_parser = parse_duration)]
     delay: Duration,
     /// Trace again every this long (from the start of one trace to the next), until the

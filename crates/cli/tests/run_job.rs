@@ -48,17 +48,22 @@ fn script(name: &str) -> String {
     peers::script(name).display().to_string()
 }
 
-#[test]
-fn a_plain_pytorch_loop_is_traced_through_kineto_on_demand() {
-    let Some(python) = peers::python("MLPROF_TORCH_PYTHON", "a_plain_pytorch_loop_is_traced_through_kineto_on_demand")
-    else {
-        return;
-    };
+/// Runs `tests/peers/torch_plain_loop.py` for `seconds` under `mlprof run OPTIONS`, into
+/// a new log directory; `None` without a PyTorch interpreter (see [`peers::python`]).
+fn run_torch_loop(test: &str, options: &[&str], seconds: &str) -> Option<(tempfile::TempDir, Output, String)> {
+    let python = peers::python("MLPROF_TORCH_PYTHON", test)?;
     let logdir = tempfile::tempdir().expect("temp dir");
-    // Kineto polls every few seconds and warms up for a few more before it records.
-    let out = run(logdir.path(), &["--duration", "500ms"], &[&python, &script("torch_plain_loop.py"), "25"]);
+    let out = run(logdir.path(), options, &[&python, &script("torch_plain_loop.py"), seconds]);
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
+    Some((logdir, out, err))
+}
+
+#[test]
+fn a_plain_pytorch_loop_is_traced_through_kineto_on_demand() {
+    // Kineto polls every few seconds and warms up for a few more before it records.
+    let test = "a_plain_pytorch_loop_is_traced_through_kineto_on_demand";
+    let Some((logdir, out, err)) = run_torch_loop(test, &["--duration", "500ms"], "25") else { return };
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("steps "), "the job's stdout is its own");
     assert!(err.contains("tracing 500 ms (Kineto on demand)"), "{err}");
     let files = session_files(logdir.path());
@@ -77,6 +82,21 @@ fn a_plain_pytorch_loop_is_traced_through_kineto_on_demand() {
 
     let ops = ok_stdout(mlprof(&["analyze", &logdir.path().display().to_string(), "--tool", "framework_op_stats"]));
     assert!(ops.contains("aten::addmm") || ops.contains("aten::linear"), "{ops}");
+
+    // No ProfilerStep#N in a job without profiler code: steps come from its optimizer.
+    let (steps, source) = peers::overview_steps(logdir.path());
+    assert!(steps.len() >= 3, "{} steps in 500 ms of a millisecond loop: {source}", steps.len());
+    assert!(steps.iter().all(|s| s.starts_with("OptimizerStep#")), "{steps:?}");
+    assert!(source.contains("inferred from PyTorch's \"Optimizer.step#SGD.step\" annotations"), "{source}");
+}
+
+#[test]
+fn a_plain_pytorch_loop_is_traced_for_a_number_of_steps() {
+    let test = "a_plain_pytorch_loop_is_traced_for_a_number_of_steps";
+    let Some((logdir, _, err)) = run_torch_loop(test, &["--steps", "3"], "20") else { return };
+    assert!(err.contains("tracing 3 steps (Kineto on demand)"), "{err}");
+    let (steps, source) = peers::overview_steps(logdir.path());
+    assert_eq!(steps, ["OptimizerStep#1", "OptimizerStep#2", "OptimizerStep#3"], "{source}\n{err}");
 }
 
 /// Runs a JAX or TensorFlow loop under `mlprof run` and checks its server was captured.

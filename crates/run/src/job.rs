@@ -36,6 +36,10 @@ pub const MAX_TRACED_PROCESSES: usize = 16;
 const KINETO_GRACE: Duration = Duration::from_secs(120);
 /// How long a trace of `--steps` may take to appear.
 const KINETO_STEPS_DEADLINE: Duration = Duration::from_secs(600);
+/// How long a PyTorch process polls, or a profiler server listens, before its first
+/// trace is asked for: earlier traces catch the job starting (see [`crate::schedule`];
+/// on an H200 a JAX job captured 3 s after launch was still compiling).
+const SETTLE: Duration = Duration::from_secs(5);
 /// How long after the job exits mlprof still waits for traces it asked for.
 const AFTER_EXIT_WAIT: Duration = Duration::from_secs(2);
 
@@ -93,7 +97,7 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
     let mut exited = tokio::task::spawn_blocking(move || child.wait());
     let schedule = Schedule { first: launched + options.delay, every: options.every };
     let mut state = State {
-        rounds: Rounds::new(schedule, MAX_TRACED_PROCESSES),
+        rounds: Rounds::new(schedule, SETTLE, MAX_TRACED_PROCESSES),
         sessions: Sessions::new(&logdir),
         pending: Vec::new(),
         server: ServerState::NotSeen,
@@ -208,7 +212,7 @@ struct PendingTrace {
 /// The framework profiler server started by the hook, and its captures.
 enum ServerState {
     NotSeen,
-    Ready { server: StartedServer, next_round: u32 },
+    Ready { server: StartedServer, next_round: u32, settled_at: Instant },
     Capturing { server: StartedServer, round: u32, task: JoinHandle<Option<WorkerOutcome>> },
     Done,
 }
@@ -302,24 +306,25 @@ impl State {
                     if options.steps.is_some() {
                         say("--steps counts PyTorch optimizer steps; this server is traced for --duration".to_string());
                     }
-                    self.server = ServerState::Ready { server, next_round: 0 };
+                    self.server = ServerState::Ready { server, next_round: 0, settled_at: Instant::now() + SETTLE };
                 }
                 None => self.server = ServerState::NotSeen,
             },
-            ServerState::Ready { server, next_round } => {
-                let due = self.rounds.schedule().due_round(Instant::now()).filter(|&due| due >= next_round);
+            ServerState::Ready { server, next_round, settled_at } => {
+                let now = Instant::now();
+                let due = self.rounds.schedule().due_round(now).filter(|&due| due >= next_round && now >= settled_at);
                 self.server = match due {
                     Some(round) => {
                         let task = self.start_capture(&server, round, options);
                         ServerState::Capturing { server, round, task }
                     }
-                    None => ServerState::Ready { server, next_round },
+                    None => ServerState::Ready { server, next_round, settled_at },
                 };
             }
             ServerState::Capturing { server, round, task } if task.is_finished() => {
                 self.finish_capture(&server, task.await.ok().flatten(), say);
                 self.server = if self.rounds.schedule().every.is_some() {
-                    ServerState::Ready { server, next_round: round + 1 }
+                    ServerState::Ready { server, next_round: round + 1, settled_at: Instant::now() }
                 } else {
                     ServerState::Done
                 };
@@ -384,7 +389,11 @@ impl State {
             }
         }
         let polls = daemon.map_or(0, KinetoDaemon::polls);
-        if self.sessions.with_traces.is_empty() && polls == 0 && hook.is_some_and(|h| h.started_server().is_none()) {
+        let served = hook.is_some_and(|h| h.started_server().is_some());
+        let asked = self.rounds.schedule().due_round(Instant::now()).is_some();
+        if self.sessions.with_traces.is_empty() && (polls > 0 || served) && !asked {
+            say("the job ended before its first trace was due (--delay)".to_string());
+        } else if self.sessions.with_traces.is_empty() && polls == 0 && !served {
             say("no framework trace: no PyTorch process asked for one and no JAX/TensorFlow profiler server \
                  started (the job imported none of them, ended first, or its Python ignored PYTHONPATH: -E, -I)"
                 .to_string());

@@ -169,7 +169,7 @@ mod tests {
         payload.extend_from_slice(&4242i32.to_le_bytes());
         payload.extend_from_slice(&1i32.to_le_bytes());
         let poll = kineto_ipc::encode("req", &payload);
-        let mut rounds = Rounds::new(Schedule { first: Instant::now(), every: None }, 4);
+        let mut rounds = Rounds::new(Schedule { first: Instant::now(), every: None }, Duration::ZERO, 4);
         let mut reply = vec![0u8; 4096];
 
         job.send_to(&poll, dir.path().join(SOCKET_NAME)).await.unwrap();

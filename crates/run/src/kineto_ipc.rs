@@ -196,8 +196,9 @@ pub fn context_reply() -> Vec<u8> {
 pub enum TraceWindow {
     /// From now, for this long (`ACTIVITIES_DURATION_MSECS`).
     Duration(Duration),
-    /// The next this many optimizer steps (`ACTIVITIES_ITERATIONS`); Kineto counts a step
-    /// at each `torch.optim` optimizer `step()`.
+    /// This many whole steps: the next N + 1 optimizer steps (`ACTIVITIES_ITERATIONS`;
+    /// Kineto counts one at each `torch.optim` optimizer `step()`), as the steps of a job
+    /// without `ProfilerStep#N` markers run from one optimizer step's end to the next.
     Iterations(u32),
 }
 
@@ -223,9 +224,11 @@ pub fn trace_config(log_file: &str, window: TraceWindow) -> String {
             config.push_str(&format!("PROFILE_START_TIME=0\nACTIVITIES_DURATION_MSECS={ms}\n"));
         }
         TraceWindow::Iterations(n) => {
-            let n = n.max(1);
+            // One optimizer step more than asked: steps are inferred between the ends of
+            // consecutive optimizer steps, so N + 1 of them hold N whole steps.
+            let iterations = n.max(1).saturating_add(1);
             config.push_str(&format!(
-                "PROFILE_START_ITERATION=0\nPROFILE_START_ITERATION_ROUNDUP=1\nACTIVITIES_ITERATIONS={n}\n"
+                "PROFILE_START_ITERATION=0\nPROFILE_START_ITERATION_ROUNDUP=1\nACTIVITIES_ITERATIONS={iterations}\n"
             ));
         }
     }
@@ -323,7 +326,7 @@ mod tests {
                 .starts_with("ACTIVITIES_LOG_FILE=/run/t.json\nPROFILE_START_TIME=0\nACTIVITIES_DURATION_MSECS=1500\n")
         );
         let by_steps = trace_config("/run/t.json", TraceWindow::Iterations(3));
-        assert!(by_steps.contains("ACTIVITIES_ITERATIONS=3\n") && by_steps.contains("PROFILE_START_ITERATION=0\n"));
+        assert!(by_steps.contains("ACTIVITIES_ITERATIONS=4\n") && by_steps.contains("PROFILE_START_ITERATION=0\n"));
         assert!(by_steps.contains("PROFILE_REPORT_INPUT_SHAPES=true\n"));
         assert_eq!(TraceWindow::Iterations(1).to_string(), "1 step");
         assert_eq!(TraceWindow::Duration(Duration::from_secs(2)).to_string(), "2000 ms");

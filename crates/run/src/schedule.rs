@@ -3,7 +3,10 @@
 //!
 //! Kineto processes poll on their own clock (every few seconds), so a trace starts at
 //! the first poll at or after its round is due; a process first seen late joins the
-//! round that is due now rather than catching up on missed ones. Pure bookkeeping over
+//! round that is due now rather than catching up on missed ones. A process is never
+//! traced in its first `settle` seconds: asked at its first poll, while the job is still
+//! starting, PyTorch 2.11 on an H200 wrote an empty 500 ms trace and ignored an
+//! iteration count (it traced 500 ms instead). Pure bookkeeping over
 //! `Instant`s, so the rules are unit-tested without a job.
 
 use std::collections::HashMap;
@@ -39,18 +42,22 @@ impl Schedule {
 }
 
 /// What one process has had.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct ProcessRounds {
+    /// When the process was first ready for a trace.
+    first_seen: Instant,
     /// The round being traced now.
     tracing: Option<u32>,
     /// The first round this process may still get.
     next: u32,
 }
 
-/// Which processes get which round; at most `max_processes` processes are traced.
+/// Which processes get which round; at most `max_processes` processes are traced, each
+/// no sooner than `settle` after it was first ready.
 #[derive(Debug)]
 pub struct Rounds {
     schedule: Schedule,
+    settle: Duration,
     max_processes: usize,
     processes: HashMap<i32, ProcessRounds>,
     refused: usize,
@@ -58,8 +65,8 @@ pub struct Rounds {
 
 impl Rounds {
     /// No process seen yet.
-    pub fn new(schedule: Schedule, max_processes: usize) -> Rounds {
-        Rounds { schedule, max_processes, processes: HashMap::new(), refused: 0 }
+    pub fn new(schedule: Schedule, settle: Duration, max_processes: usize) -> Rounds {
+        Rounds { schedule, settle, max_processes, processes: HashMap::new(), refused: 0 }
     }
 
     /// The schedule.
@@ -68,14 +75,18 @@ impl Rounds {
     }
 
     /// A process is ready for a trace at `now`: the round to trace, or `None` when it is
-    /// tracing, not due, done (one round without `--every`) or over the process limit.
+    /// tracing, still settling, not due, done (one round without `--every`) or over the
+    /// process limit.
     pub fn start(&mut self, pid: i32, now: Instant) -> Option<u32> {
-        let due = self.schedule.due_round(now)?;
         if !self.processes.contains_key(&pid) && self.processes.len() >= self.max_processes {
             self.refused += 1;
             return None;
         }
-        let process = self.processes.entry(pid).or_default();
+        let process = self.processes.entry(pid).or_insert(ProcessRounds { first_seen: now, tracing: None, next: 0 });
+        if now < process.first_seen + self.settle {
+            return None;
+        }
+        let due = self.schedule.due_round(now)?;
         if process.tracing.is_some() || due < process.next || (self.schedule.every.is_none() && process.next > 0) {
             return None;
         }
@@ -117,7 +128,7 @@ mod tests {
     #[test]
     fn one_round_starts_at_the_first_poll_after_the_delay() {
         let t0 = Instant::now();
-        let mut rounds = Rounds::new(Schedule { first: at(t0, 1000), every: None }, 8);
+        let mut rounds = Rounds::new(Schedule { first: at(t0, 1000), every: None }, Duration::ZERO, 8);
         assert_eq!(rounds.start(10, at(t0, 500)), None);
         assert_eq!(rounds.start(10, at(t0, 1200)), Some(0));
         assert_eq!(rounds.start(10, at(t0, 1300)), None, "tracing");
@@ -131,7 +142,7 @@ mod tests {
         let t0 = Instant::now();
         let schedule = Schedule { first: t0, every: Some(Duration::from_secs(10)) };
         assert_eq!(schedule.due_at(3), at(t0, 30_000));
-        let mut rounds = Rounds::new(schedule, 8);
+        let mut rounds = Rounds::new(schedule, Duration::ZERO, 8);
         assert_eq!(rounds.start(1, at(t0, 100)), Some(0));
         rounds.finished(1);
         assert_eq!(rounds.start(1, at(t0, 5000)), None, "round 1 not due");
@@ -143,9 +154,18 @@ mod tests {
     }
 
     #[test]
+    fn a_process_settles_before_its_first_trace() {
+        let t0 = Instant::now();
+        let mut rounds = Rounds::new(Schedule { first: t0, every: None }, Duration::from_secs(5), 8);
+        assert_eq!(rounds.start(1, at(t0, 100)), None, "first poll: just started");
+        assert_eq!(rounds.start(1, at(t0, 3000)), None);
+        assert_eq!(rounds.start(1, at(t0, 5100)), Some(0));
+    }
+
+    #[test]
     fn a_cancelled_round_is_offered_again() {
         let t0 = Instant::now();
-        let mut rounds = Rounds::new(Schedule { first: t0, every: None }, 2);
+        let mut rounds = Rounds::new(Schedule { first: t0, every: None }, Duration::ZERO, 2);
         assert_eq!(rounds.start(1, t0), Some(0));
         rounds.cancel(1, 0);
         assert_eq!(rounds.start(1, t0), Some(0));
@@ -154,7 +174,7 @@ mod tests {
     #[test]
     fn processes_beyond_the_limit_are_refused_and_counted() {
         let t0 = Instant::now();
-        let mut rounds = Rounds::new(Schedule { first: t0, every: None }, 2);
+        let mut rounds = Rounds::new(Schedule { first: t0, every: None }, Duration::ZERO, 2);
         assert_eq!(rounds.start(1, t0), Some(0));
         assert_eq!(rounds.start(2, t0), Some(0));
         assert_eq!(rounds.start(3, t0), None);
