@@ -192,6 +192,14 @@ impl Sessions {
         }
     }
 
+    /// Removes the session directories that received nothing (a trace that never came).
+    fn remove_empty(&self) {
+        for dir in self.by_round.values() {
+            // Fails, as it should, on a directory that holds anything.
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+
     fn with_traces(&self) -> Vec<PathBuf> {
         let mut dirs = self.with_traces.clone();
         dirs.sort();
@@ -206,8 +214,14 @@ struct PendingTrace {
     written_to: PathBuf,
     /// Its size at the last tick, to see it has stopped growing.
     last_size: Option<u64>,
+    /// Ticks in a row its size has not changed.
+    stable_ticks: u32,
     deadline: Instant,
 }
+
+/// Ticks a trace without Kineto's closing `traceName` must stay the same size before it
+/// counts as written (1 s).
+const STABLE_TICKS: u32 = 4;
 
 /// The framework profiler server started by the hook, and its captures.
 enum ServerState {
@@ -236,7 +250,8 @@ impl State {
                     TraceWindow::Iterations(_) => KINETO_STEPS_DEADLINE,
                 };
                 let written_to = kineto_output_path(&started.log_file, started.pid);
-                self.pending.push(PendingTrace { deadline: started.at + budget, written_to, last_size: None, started });
+                let deadline = started.at + budget;
+                self.pending.push(PendingTrace { deadline, written_to, last_size: None, stable_ticks: 0, started });
             }
             Received::Malformed(error) => say(format!("ignored a datagram on the Kineto socket: {error}")),
             Received::Polled { .. } | Received::Registered => {}
@@ -255,7 +270,13 @@ impl State {
         let mut still = Vec::new();
         for mut trace in std::mem::take(&mut self.pending) {
             let size = std::fs::metadata(&trace.written_to).ok().map(|m| m.len());
-            let settled = size.is_some() && size == trace.last_size && ends_like_a_trace(&trace.written_to);
+            trace.stable_ticks = if size.is_some() && size == trace.last_size { trace.stable_ticks + 1 } else { 0 };
+            let settled = trace.stable_ticks > 0
+                && match trace_ending(&trace.written_to) {
+                    TraceEnding::Named => true,
+                    TraceEnding::Closed => trace.stable_ticks >= STABLE_TICKS,
+                    TraceEnding::Open => false,
+                };
             if settled {
                 self.file_kineto_trace(&trace, say);
                 self.rounds.finished(trace.started.pid);
@@ -401,24 +422,42 @@ impl State {
         if self.rounds.refused() > 0 {
             say(format!("only the first {MAX_TRACED_PROCESSES} PyTorch processes were traced"));
         }
+        self.sessions.remove_empty();
     }
 }
 
-/// Whether the file ends the way a complete Chrome trace JSON ends (`}` after trailing
-/// whitespace), so a half-written trace is not moved.
-fn ends_like_a_trace(path: &Path) -> bool {
+/// How a trace file ends, so a half-written one is not moved.
+#[derive(Debug, PartialEq, Eq)]
+enum TraceEnding {
+    /// Not with `}` (or unreadable): still being written.
+    Open,
+    /// With `}`, which a write could also stop at.
+    Closed,
+    /// With the `"traceName": "…"` and `}` Kineto writes last.
+    Named,
+}
+
+fn trace_ending(path: &Path) -> TraceEnding {
     use std::io::{Read, Seek, SeekFrom};
-    let Ok(mut file) = std::fs::File::open(path) else { return false };
-    let Ok(len) = file.seek(SeekFrom::End(0)) else { return false };
-    let from = len.saturating_sub(64);
-    if file.seek(SeekFrom::Start(from)).is_err() {
-        return false;
-    }
+    let Ok(mut file) = std::fs::File::open(path) else { return TraceEnding::Open };
+    let Ok(len) = file.seek(SeekFrom::End(0)) else { return TraceEnding::Open };
+    // Kineto's last line names the trace file: 4 KiB holds any path.
+    let from = len.saturating_sub(4096);
     let mut tail = Vec::new();
-    if file.read_to_end(&mut tail).is_err() {
-        return false;
+    if file.seek(SeekFrom::Start(from)).is_err() || file.read_to_end(&mut tail).is_err() {
+        return TraceEnding::Open;
     }
-    tail.iter().rev().find(|b| !b.is_ascii_whitespace()) == Some(&b'}')
+    if tail.iter().rev().find(|b| !b.is_ascii_whitespace()) != Some(&b'}') {
+        return TraceEnding::Open;
+    }
+    let last_key = tail.windows(b"\"traceName\"".len()).rposition(|w| w == b"\"traceName\"");
+    let after = last_key.map(|at| &tail[at..]);
+    // The name is the last value: one string between the key and the closing brace.
+    if after.is_some_and(|rest| rest.iter().filter(|&&b| b == b'"').count() == 4) {
+        TraceEnding::Named
+    } else {
+        TraceEnding::Closed
+    }
 }
 
 #[cfg(test)]
@@ -429,10 +468,13 @@ mod tests {
     fn only_complete_json_counts_as_written() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.json");
-        assert!(!ends_like_a_trace(&path));
+        assert_eq!(trace_ending(&path), TraceEnding::Open);
         std::fs::write(&path, "{\"traceEvents\": [\n  {\"ph\": \"X\"},").unwrap();
-        assert!(!ends_like_a_trace(&path));
-        std::fs::write(&path, "{\"traceEvents\": [],\n  \"traceName\": \"x\"\n}\n\n").unwrap();
-        assert!(ends_like_a_trace(&path));
+        assert_eq!(trace_ending(&path), TraceEnding::Open);
+        std::fs::write(&path, "{\"traceEvents\": [\n  {\"args\": {\"x\": 1}").unwrap();
+        assert_eq!(trace_ending(&path), TraceEnding::Closed, "a write may stop at any brace");
+        // How PyTorch 2.11's Kineto ends a trace.
+        std::fs::write(&path, "{\"traceEvents\": [\n  ],\n  \"traceName\": \"/tmp/w/od/t_887.json\"\n}\n").unwrap();
+        assert_eq!(trace_ending(&path), TraceEnding::Named);
     }
 }
