@@ -74,15 +74,25 @@ pub struct RunOutcome {
 /// Runs the job to its end, reporting each event as one line through `say`. Fails only
 /// when the job cannot be started at all.
 pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io::Result<RunOutcome> {
-    let run_dir = tempfile::Builder::new().prefix("mlprof-run-").tempdir()?;
-    let logdir = std::path::absolute(&options.logdir)?;
+    let logdir = std::path::absolute(&options.logdir).unwrap_or_else(|_| options.logdir.clone());
     let window = match options.steps {
         Some(steps) => TraceWindow::Iterations(steps),
         None => TraceWindow::Duration(options.duration),
     };
     let mut env = Vec::new();
-    let mut daemon = start_kineto_daemon(run_dir.path(), window, &mut env, say);
-    let hook = match Hook::install(run_dir.path()) {
+    // Without its private directory mlprof traces nothing, but the job still runs.
+    let run_dir = match tempfile::Builder::new().prefix("mlprof-run-").tempdir() {
+        Ok(dir) => Some(dir),
+        Err(error) => {
+            say(format!(
+                "tracing is off: cannot make a private directory in {}: {error}",
+                std::env::temp_dir().display()
+            ));
+            None
+        }
+    };
+    let mut daemon = run_dir.as_ref().and_then(|dir| start_kineto_daemon(dir.path(), window, &mut env, say));
+    let hook = run_dir.as_ref().and_then(|dir| match Hook::install(dir.path()) {
         Ok(hook) => {
             env.extend(hook.environment(std::env::var_os("PYTHONPATH")));
             Some(hook)
@@ -91,7 +101,7 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
             say(format!("the JAX/TensorFlow start-up hook is off: {error}"));
             None
         }
-    };
+    });
     let launched = Instant::now();
     let mut child = launch::spawn(&JobCommand { argv: options.argv.clone(), env })?;
     let mut exited = tokio::task::spawn_blocking(move || child.wait());
@@ -414,7 +424,8 @@ impl State {
         let asked = self.rounds.schedule().due_round(Instant::now()).is_some();
         if self.sessions.with_traces.is_empty() && (polls > 0 || served) && !asked {
             say("the job ended before its first trace was due (--delay)".to_string());
-        } else if self.sessions.with_traces.is_empty() && polls == 0 && !served {
+        } else if self.sessions.with_traces.is_empty() && polls == 0 && !served && (hook.is_some() || daemon.is_some())
+        {
             say("no framework trace: no PyTorch process asked for one and no JAX/TensorFlow profiler server \
                  started (the job imported none of them, ended first, or its Python ignored PYTHONPATH: -E, -I)"
                 .to_string());

@@ -123,7 +123,9 @@ impl KinetoDaemon {
             }
             Message::Other(name) => (kineto_ipc::encode(name, &[]), Received::Polled { pid: None }),
         };
-        let sent = self.socket.send_to(&reply, &reply_to).await.is_ok();
+        // Never waits (so this future can be dropped at any await without losing a sent
+        // config): a full or vanished peer socket just means the reply is not sent.
+        let sent = self.socket.try_send_to(&reply, &reply_to).is_ok();
         if let (false, Received::Started(started)) = (sent, &received) {
             // The config never reached the job (its socket is gone or full): the round
             // stays open for its next poll.
