@@ -49,8 +49,17 @@ pub const INFERRED_STEP_PREFIX: &str = "OptimizerStep#";
 /// The steps of the host: its `ProfilerStep#N` annotations, or when it has none, the steps
 /// [`infer`]red from optimizer-step annotations; in time order.
 pub fn find(host: &Host) -> Vec<ProfilerStep> {
+    find_with_source(host).0
+}
+
+/// [`find`]'s steps and, when they were inferred, the optimizer-step annotation they
+/// were inferred from.
+fn find_with_source(host: &Host) -> (Vec<ProfilerStep>, Option<String>) {
     let marked = find_marked(host);
-    if marked.is_empty() { infer(host).map(|(steps, _)| steps).unwrap_or_default() } else { marked }
+    if !marked.is_empty() {
+        return (marked, None);
+    }
+    infer(host).map_or((Vec::new(), None), |(steps, annotation)| (steps, Some(annotation)))
 }
 
 /// Steps between consecutive ends of the host's most frequent optimizer-step annotation
@@ -135,9 +144,10 @@ pub fn step_at(steps: &[ProfilerStep], ts_ps: i64) -> Option<usize> {
 /// The groups of a Kineto host with `ProfilerStep#N` annotations, or steps [`infer`]red
 /// from its optimizer steps; `None` when it has neither.
 pub fn group(host: &Host) -> Option<HostGroups> {
-    let marked = find_marked(host);
-    let (steps, inferred_from) =
-        if marked.is_empty() { infer(host).map(|(s, a)| (s, Some(a)))? } else { (marked, None) };
+    let (steps, inferred_from) = find_with_source(host);
+    if steps.is_empty() {
+        return None;
+    }
     let mut groups = HostGroups::none(host);
     let mut launch_groups: HashMap<i64, i64> = HashMap::new();
     for (plane_index, plane) in host.planes.iter().enumerate() {
