@@ -55,6 +55,8 @@ pub enum Received {
 /// The socket and the state of every process's traces.
 pub struct KinetoDaemon {
     socket: UnixDatagram,
+    /// Holds each datagram received, reused.
+    buffer: Vec<u8>,
     socket_dir: PathBuf,
     window: TraceWindow,
     polls: u64,
@@ -65,7 +67,8 @@ impl KinetoDaemon {
     /// Binds `<socket_dir>/dynolog`; `window` is what each trace records.
     pub fn bind(socket_dir: &Path, window: TraceWindow) -> io::Result<KinetoDaemon> {
         let socket = UnixDatagram::bind(socket_dir.join(SOCKET_NAME))?;
-        Ok(KinetoDaemon { socket, socket_dir: socket_dir.to_path_buf(), window, polls: 0, malformed: 0 })
+        let buffer = vec![0u8; MAX_DATAGRAM];
+        Ok(KinetoDaemon { socket, buffer, socket_dir: socket_dir.to_path_buf(), window, polls: 0, malformed: 0 })
     }
 
     /// The directory to give the job as `KINETO_IPC_SOCKET_DIR`.
@@ -91,9 +94,8 @@ impl KinetoDaemon {
         rounds: &mut Rounds,
         log_file: impl FnOnce(i32, u32) -> PathBuf,
     ) -> io::Result<Received> {
-        let mut buffer = vec![0u8; MAX_DATAGRAM];
-        let (len, from) = self.socket.recv_from(&mut buffer).await?;
-        let message = match kineto_ipc::decode(&buffer[..len]) {
+        let (len, from) = self.socket.recv_from(&mut self.buffer).await?;
+        let message = match kineto_ipc::decode(&self.buffer[..len]) {
             Ok(message) => message,
             Err(error) => {
                 self.malformed += 1;
