@@ -1,6 +1,7 @@
 //! One `mlprof run`: prepare the private run directory, launch the job, then until it
-//! exits answer Kineto's polls, capture a framework profiler server the hook started, and
-//! move every trace into `LOGDIR/plugins/profile/<session>/`.
+//! exits answer Kineto's polls, capture a framework profiler server the hook started,
+//! record the GPU activity of CUDA processes through `mlprof-inject`, and move every
+//! trace into `LOGDIR/plugins/profile/<session>/`.
 //!
 //! The job comes first: nothing here can stop or slow it. If a part of mlprof cannot be
 //! set up (the socket, the hook), the job runs without it and one line says so; mlprof
@@ -21,6 +22,7 @@ use mlprof_capture::client::save::megabytes;
 use mlprof_capture::client::{CaptureOptions, NoProgress, SessionIds, WorkerOutcome, capture};
 use tokio::task::JoinHandle;
 
+use crate::cupti_collector::{CuptiListener, CuptiProcesses, Delivery, Window};
 use crate::kineto_daemon::{KinetoDaemon, Received, TraceStarted, kineto_output_path};
 use crate::kineto_ipc::TraceWindow;
 use crate::launch::{self, JobCommand};
@@ -102,12 +104,17 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
             None
         }
     });
+    let mut cupti = run_dir.as_ref().and_then(|dir| start_cupti(dir.path(), &mut env, say));
     let launched = Instant::now();
     let mut child = launch::spawn(&JobCommand { argv: options.argv.clone(), env })?;
     let mut exited = tokio::task::spawn_blocking(move || child.wait());
     let schedule = Schedule { first: launched + options.delay, every: options.every };
     let mut state = State {
         rounds: Rounds::new(schedule, SETTLE, MAX_TRACED_PROCESSES),
+        // CUDA programs have no framework warming up: their window may start when CUDA
+        // does (with --delay 0, from the first kernel, as Nsight Systems).
+        cupti_rounds: Rounds::new(schedule, Duration::ZERO, MAX_TRACED_PROCESSES),
+        cupti: CuptiProcesses::default(),
         sessions: Sessions::new(&logdir),
         pending: Vec::new(),
         server: ServerState::NotSeen,
@@ -126,11 +133,12 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
                     daemon = None;
                 }
             }
+            delivery = next_delivery(&mut cupti) => state.cupti_delivered(delivery, say),
             _ = tick.tick() => state.tick(hook.as_ref(), options, say).await,
         }
     };
     launch::job_ended();
-    state.after_exit(hook.as_ref(), daemon.as_ref(), say).await;
+    state.after_exit(hook.as_ref(), daemon.as_ref(), cupti.as_mut(), say).await;
     Ok(RunOutcome { status, sessions: state.sessions.with_traces() })
 }
 
@@ -152,6 +160,61 @@ fn start_kineto_daemon(
             say(format!("PyTorch on-demand tracing is off: {}: {error}", socket_dir.display()));
             None
         }
+    }
+}
+
+/// Prepares `mlprof-inject`: the socket CUDA processes connect to, and the environment
+/// that makes the CUDA driver load the injection. Off (one line says why) when the
+/// library is not found.
+fn start_cupti(
+    run_dir: &Path,
+    env: &mut Vec<(OsString, OsString)>,
+    say: &(dyn Fn(String) + Sync),
+) -> Option<CuptiListener> {
+    let Some(library) = injection_library() else {
+        say(format!(
+            "GPU activity of CUDA programs is off: {INJECTION_LIBRARY} is not next to mlprof (cargo build --release \
+             builds it) and MLPROF_INJECT_LIBRARY is not set"
+        ));
+        return None;
+    };
+    let listener = match CuptiListener::bind(run_dir) {
+        Ok(listener) => listener,
+        Err(error) => {
+            say(format!("GPU activity of CUDA programs is off: {}: {error}", run_dir.display()));
+            return None;
+        }
+    };
+    // A tool the user already injects (Nsight Systems, ...) is initialised first and
+    // keeps CUPTI; mlprof-inject then steps aside.
+    if let Some(previous) = std::env::var_os("CUDA_INJECTION64_PATH").filter(|p| !p.is_empty() && *p != library) {
+        env.push(("MLPROF_INJECT_CHAIN".into(), previous));
+    }
+    env.push(("CUDA_INJECTION64_PATH".into(), library.into_os_string()));
+    env.push(("MLPROF_INJECT_SOCKET".into(), listener.path().as_os_str().to_os_string()));
+    Some(listener)
+}
+
+/// The injection library's file name.
+pub const INJECTION_LIBRARY: &str = "libmlprof_inject.so";
+
+/// `MLPROF_INJECT_LIBRARY`, else `libmlprof_inject.so` next to the running mlprof (or in
+/// its `deps/`, where cargo leaves the library of a dependency).
+pub fn injection_library() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("MLPROF_INJECT_LIBRARY").filter(|p| !p.is_empty()) {
+        let path = PathBuf::from(path);
+        return path.is_file().then(|| std::path::absolute(&path).unwrap_or(path));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    [dir.join(INJECTION_LIBRARY), dir.join("deps").join(INJECTION_LIBRARY)].into_iter().find(|p| p.is_file())
+}
+
+/// The next delivery from a CUDA process; pending forever without the injection.
+async fn next_delivery(cupti: &mut Option<CuptiListener>) -> Delivery {
+    match cupti {
+        Some(listener) => listener.next().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -243,6 +306,8 @@ enum ServerState {
 
 struct State {
     rounds: Rounds,
+    cupti_rounds: Rounds,
+    cupti: CuptiProcesses,
     sessions: Sessions,
     pending: Vec<PendingTrace>,
     server: ServerState,
@@ -270,8 +335,65 @@ impl State {
 
     async fn tick(&mut self, hook: Option<&Hook>, options: &RunOptions, say: &(dyn Fn(String) + Sync)) {
         self.collect_kineto(Instant::now(), say);
+        let (started, abandoned) = self.cupti.tick(&mut self.cupti_rounds, options.duration, &self.host).await;
+        for (pid, _) in started {
+            let steps = if options.steps.is_some() {
+                " (--steps counts PyTorch steps; CUDA programs use --duration)"
+            } else {
+                ""
+            };
+            say(format!(
+                "CUDA process {pid}: recording GPU activity for {} (CUPTI){steps}",
+                TraceWindow::Duration(options.duration)
+            ));
+        }
+        for window in abandoned {
+            self.file_cupti_window(window, say);
+        }
         if let Some(hook) = hook {
             self.drive_server(hook, options, say).await;
+        }
+    }
+
+    fn cupti_delivered(&mut self, delivery: Delivery, say: &(dyn Fn(String) + Sync)) {
+        let (lines, window) = self.cupti.deliver(delivery, &self.host);
+        for line in lines {
+            say(line);
+        }
+        if let Some(window) = window {
+            self.file_cupti_window(window, say);
+        }
+    }
+
+    /// Writes one window of GPU activity into its session.
+    fn file_cupti_window(&mut self, window: Window, say: &(dyn Fn(String) + Sync)) {
+        self.cupti_rounds.finished(window.pid as i32);
+        let dir = self.sessions.dir(window.round);
+        let target = dir.join(format!("{}_{}.xplane.pb", self.host, window.pid));
+        let bytes = mlprof_formats::xspace::encode_xspace(&window.host);
+        let c = window.counts;
+        match mlprof_formats::output::write_bytes_atomically(&target, &bytes) {
+            Ok(()) => {
+                say(format!(
+                    "CUDA process {}: wrote {} ({}; {} kernels, {:.3} ms of kernel time, {} copies, {} memsets, {} \
+                     synchronizations, {} API calls{})",
+                    window.pid,
+                    target.display(),
+                    megabytes(bytes.len() as u64),
+                    c.kernels,
+                    c.kernel_ns as f64 / 1e6,
+                    c.memcpys,
+                    c.memsets,
+                    c.synchronizations,
+                    c.api_calls,
+                    if window.cut_short { "; ended with the process" } else { "" }
+                ));
+                for warning in &window.host.warnings {
+                    say(format!("CUDA process {}: {warning}", window.pid));
+                }
+                self.sessions.add_trace(&dir);
+            }
+            Err(error) => say(format!("CUDA process {}: writing {}: {error}", window.pid, target.display())),
         }
     }
 
@@ -402,8 +524,27 @@ impl State {
 
     /// After the job: a last look for traces that were being written, then what is
     /// missing and why.
-    async fn after_exit(&mut self, hook: Option<&Hook>, daemon: Option<&KinetoDaemon>, say: &(dyn Fn(String) + Sync)) {
+    async fn after_exit(
+        &mut self,
+        hook: Option<&Hook>,
+        daemon: Option<&KinetoDaemon>,
+        mut cupti: Option<&mut CuptiListener>,
+        say: &(dyn Fn(String) + Sync),
+    ) {
         let until = Instant::now() + AFTER_EXIT_WAIT;
+        // What the exiting processes flushed at exit is already on its way.
+        if let Some(listener) = cupti.as_deref_mut() {
+            while Instant::now() < until {
+                match listener.try_next() {
+                    Some(delivery) => self.cupti_delivered(delivery, say),
+                    None if self.cupti.busy() => tokio::time::sleep(Duration::from_millis(20)).await,
+                    None => break,
+                }
+            }
+            for window in self.cupti.finish_all(&self.host) {
+                self.file_cupti_window(window, say);
+            }
+        }
         while !self.pending.is_empty() && Instant::now() < until {
             tokio::time::sleep(TICK).await;
             self.collect_kineto(Instant::now(), say);
@@ -428,6 +569,11 @@ impl State {
         {
             say("no framework trace: no PyTorch process asked for one and no JAX/TensorFlow profiler server \
                  started (the job imported none of them, ended first, or its Python ignored PYTHONPATH: -E, -I)"
+                .to_string());
+        }
+        if cupti.is_some() && self.cupti.seen == 0 && self.sessions.with_traces.is_empty() {
+            say("no GPU activity to collect: no process of the job started CUDA (no NVIDIA driver, or the job \
+                 did not use the GPU)"
                 .to_string());
         }
         if self.rounds.refused() > 0 {

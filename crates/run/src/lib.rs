@@ -13,6 +13,8 @@
 //! The design rule everywhere: the job comes first. Whatever fails on mlprof's side turns
 //! that part off and says so in one line; the job runs on at full speed.
 
+pub mod cupti_collector;
+pub mod cupti_profile;
 pub mod job;
 pub mod kineto_daemon;
 pub mod kineto_ipc;

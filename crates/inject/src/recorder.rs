@@ -1,0 +1,263 @@
+//! The injection's life in one process: load CUPTI, claim it (subscribe), register the
+//! buffer callbacks, and record the activity kinds below while the parent asks for it.
+//! Buffers are handed to [`crate::link`]'s sender thread untouched; the buffer callback
+//! itself only checks the buffer is one of ours and queues it.
+
+use std::collections::HashSet;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use mlprof_cupti::layout;
+use mlprof_cupti::wire::{FromInjection, Hello, PROTOCOL_VERSION};
+
+use crate::cupti::Cupti;
+use crate::frameworks;
+use crate::link::{Link, Outgoing};
+
+/// Bytes of one activity buffer (NVIDIA recommends 1–10 MB; Kineto uses 4 MiB).
+pub const BUFFER_BYTES: usize = 4 << 20;
+/// The most buffers alive at once (held by CUPTI or waiting to be sent): 128 MiB. When
+/// all are in use, CUPTI drops records and says how many.
+pub const MAX_BUFFERS: usize = 32;
+
+/// Activity kinds recorded while tracing. Driver API calls only with
+/// `MLPROF_INJECT_DRIVER_API=1` (they double the host records of a launch).
+const KINDS: &[(u32, &str)] = &[
+    (layout::KIND_DEVICE, "DEVICE"),
+    (layout::KIND_CONTEXT, "CONTEXT"),
+    (layout::KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL"),
+    (layout::KIND_MEMCPY, "MEMCPY"),
+    (layout::KIND_MEMCPY2, "MEMCPY2"),
+    (layout::KIND_MEMSET, "MEMSET"),
+    (layout::KIND_RUNTIME, "RUNTIME"),
+    (layout::KIND_SYNCHRONIZATION, "SYNCHRONIZATION"),
+    (layout::KIND_EXTERNAL_CORRELATION, "EXTERNAL_CORRELATION"),
+    (layout::KIND_MEMORY2, "MEMORY2"),
+    (layout::KIND_OVERHEAD, "OVERHEAD"),
+    (layout::KIND_MARKER, "MARKER"),
+];
+
+/// The injection of this process, once it is recording-capable.
+pub struct Injection {
+    /// libcupti.
+    pub cupti: Cupti,
+    /// The process that initialised it (a `fork`ed child must not act on it).
+    pub pid: u32,
+    /// Whether activities are enabled now.
+    pub recording: AtomicBool,
+    /// The buffers handed to CUPTI and not yet freed, by address.
+    outstanding: Mutex<HashSet<usize>>,
+    /// Records CUPTI dropped, not yet reported.
+    pub dropped: AtomicU64,
+    /// Kinds enabled by the last start.
+    enabled: Mutex<Vec<u32>>,
+    /// The queue to the sender thread.
+    pub link: Link,
+}
+
+static INJECTION: OnceLock<Injection> = OnceLock::new();
+
+/// The injection, in the process that started it.
+pub fn current() -> Option<&'static Injection> {
+    INJECTION.get().filter(|i| i.pid == std::process::id())
+}
+
+/// Starts the injection: connects to the parent, decides whether to record, and claims
+/// CUPTI. Any failure leaves the process untouched (and says why when it can).
+pub fn start() {
+    let Some(socket) = std::env::var_os("MLPROF_INJECT_SOCKET").filter(|s| !s.is_empty()) else { return };
+    let Ok(stream) = std::os::unix::net::UnixStream::connect(&socket) else { return };
+    let pid = std::process::id();
+    let passive = |stream: std::os::unix::net::UnixStream, reason: String| {
+        let hello = Hello {
+            protocol: PROTOCOL_VERSION,
+            pid,
+            cupti_api_version: 0,
+            cupti_timestamp_ns: 0,
+            realtime_ns: realtime_ns(),
+        };
+        crate::link::say_and_close(stream, &[FromInjection::Hello(hello), FromInjection::Passive(reason)]);
+    };
+    let beside_frameworks = std::env::var_os("MLPROF_INJECT_FRAMEWORKS").is_some_and(|v| v == "1");
+    if !beside_frameworks && let Some((framework, library)) = frameworks::framework_tracer() {
+        return passive(
+            stream,
+            format!(
+                "{framework} is loaded ({library}) and runs its own CUPTI tracer; mlprof drives that tracer instead"
+            ),
+        );
+    }
+    let cupti = match Cupti::load() {
+        Ok(cupti) => cupti,
+        Err(reason) => return passive(stream, reason),
+    };
+    let version = match cupti.version().and_then(|v| mlprof_cupti::records::check_version(v).map(|()| v)) {
+        Ok(v) => v,
+        Err(reason) => return passive(stream, format!("{}: {reason}", cupti.path)),
+    };
+    let subscribed = cupti.subscribe(on_callback);
+    if subscribed == layout::ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED {
+        return passive(
+            stream,
+            "another tool holds CUPTI (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED): the GPU activity is \
+             that tool's, not mlprof's"
+                .to_string(),
+        );
+    }
+    if let Err(reason) = cupti.check(subscribed, "cuptiSubscribe") {
+        return passive(stream, reason);
+    }
+    if let Err(reason) = cupti.register_callbacks(on_buffer_requested, on_buffer_completed) {
+        return passive(stream, reason);
+    }
+    let cupti_timestamp_ns = cupti.timestamp();
+    let hello = Hello {
+        protocol: PROTOCOL_VERSION,
+        pid,
+        cupti_api_version: version,
+        cupti_timestamp_ns,
+        realtime_ns: realtime_ns(),
+    };
+    let Some(link) = Link::open(stream, hello) else { return };
+    let injection = Injection {
+        cupti,
+        pid,
+        recording: AtomicBool::new(false),
+        outstanding: Mutex::new(HashSet::new()),
+        dropped: AtomicU64::new(0),
+        enabled: Mutex::new(Vec::new()),
+        link,
+    };
+    if INJECTION.set(injection).is_ok() {
+        crate::link::start_threads();
+        // SAFETY: registers a plain `extern "C" fn()` that catches its own panics.
+        unsafe { libc::atexit(at_exit) };
+    }
+}
+
+impl Injection {
+    /// Enables the recorded kinds; a kind this CUPTI refuses is reported, not fatal.
+    pub fn start_recording(&self) {
+        let driver = std::env::var_os("MLPROF_INJECT_DRIVER_API").is_some_and(|v| v == "1");
+        let mut enabled = lock(&self.enabled);
+        let kinds = KINDS.iter().copied().chain(driver.then_some((layout::KIND_DRIVER, "DRIVER")));
+        for (kind, name) in kinds {
+            if enabled.contains(&kind) {
+                continue;
+            }
+            match self.cupti.check(self.cupti.enable(kind), &format!("cuptiActivityEnable({name})")) {
+                Ok(()) => enabled.push(kind),
+                Err(reason) => self.link.send(FromInjection::Note(reason)),
+            }
+        }
+        self.recording.store(true, Ordering::SeqCst);
+    }
+
+    /// Disables what [`Self::start_recording`] enabled and flushes every record out.
+    pub fn stop_recording(&self) {
+        self.recording.store(false, Ordering::SeqCst);
+        for kind in std::mem::take(&mut *lock(&self.enabled)) {
+            let _ = self.cupti.disable(kind);
+        }
+        self.flush(true);
+    }
+
+    /// Hands every completed buffer to the sender (`forced`: also the ones CUPTI is
+    /// still filling).
+    pub fn flush(&self, forced: bool) {
+        let _ = self.cupti.flush_all(if forced { layout::FLAG_FLUSH_FORCED } else { 0 });
+        let dropped = self.dropped.swap(0, Ordering::SeqCst);
+        if dropped > 0 {
+            self.link.send(FromInjection::Dropped(dropped));
+        }
+    }
+
+    /// Frees a buffer CUPTI gave back (called by the sender once it is sent).
+    pub fn release(&self, address: usize) {
+        if lock(&self.outstanding).remove(&address) {
+            // SAFETY: allocated in `on_buffer_requested` with this layout, and removed
+            // from the set above so it is freed once.
+            unsafe { std::alloc::dealloc(address as *mut u8, buffer_layout()) };
+        }
+    }
+}
+
+fn buffer_layout() -> std::alloc::Layout {
+    // 4 MiB aligned to 8, as CUPTI requires: a valid layout.
+    std::alloc::Layout::from_size_align(BUFFER_BYTES, 8).unwrap_or_else(|_| std::alloc::Layout::new::<u64>())
+}
+
+/// Locks `mutex`, going on with the data when a holder panicked (the data is a set of
+/// addresses or kinds, valid after any panic).
+pub fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// `CLOCK_REALTIME`, Unix epoch nanoseconds.
+pub fn realtime_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// The subscriber's callback: mlprof subscribes to hold CUPTI (so a second tool is told
+/// so, rather than taking its buffers), not for callbacks; none is enabled.
+extern "C" fn on_callback(_user: *mut c_void, _domain: u32, _cbid: u32, _data: *const c_void) {}
+
+extern "C" fn on_buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
+    let _ = std::panic::catch_unwind(|| {
+        let mut given: *mut u8 = std::ptr::null_mut();
+        if let Some(injection) = current() {
+            let mut outstanding = lock(&injection.outstanding);
+            if outstanding.len() < MAX_BUFFERS {
+                // SAFETY: a non-zero-sized layout.
+                let p = unsafe { std::alloc::alloc(buffer_layout()) };
+                if !p.is_null() {
+                    outstanding.insert(p as usize);
+                    given = p;
+                }
+            }
+        }
+        // SAFETY: CUPTI passes valid out pointers. A null buffer of size 0 tells CUPTI
+        // to drop records (it counts them).
+        unsafe {
+            *buffer = given;
+            *size = if given.is_null() { 0 } else { BUFFER_BYTES };
+            *max_records = 0;
+        }
+    });
+}
+
+extern "C" fn on_buffer_completed(context: *mut c_void, stream_id: u32, buffer: *mut u8, _size: usize, valid: usize) {
+    let _ = std::panic::catch_unwind(|| {
+        let Some(injection) = current() else { return };
+        // Kineto saw buffers it did not allocate on the H200: never touch those.
+        if buffer.is_null() || !lock(&injection.outstanding).contains(&(buffer as usize)) {
+            return;
+        }
+        // SAFETY: the context CUPTI passed to this callback.
+        let dropped = unsafe { injection.cupti.dropped(context, stream_id) };
+        if dropped > 0 {
+            injection.dropped.fetch_add(dropped, Ordering::SeqCst);
+        }
+        if valid == 0
+            || !injection.link.queue(Outgoing::Buffer { address: buffer as usize, valid: valid.min(BUFFER_BYTES) })
+        {
+            injection.release(buffer as usize);
+        }
+    });
+}
+
+/// At exit: stop recording, flush, say goodbye, and give the sender a bounded time to
+/// drain.
+extern "C" fn at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        let Some(injection) = current() else { return };
+        if injection.recording.load(Ordering::SeqCst) {
+            injection.stop_recording();
+        }
+        injection.link.send(FromInjection::Bye);
+        injection.link.drain(std::time::Duration::from_secs(2));
+    });
+}

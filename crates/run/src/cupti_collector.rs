@@ -1,0 +1,321 @@
+//! The parent's side of `mlprof-inject`: a unix stream socket in the run's private
+//! directory that every CUDA process of the job connects to when CUDA starts in it,
+//! and the trace windows of each process: start recording when [`crate::schedule`]
+//! says its round is due, stop after `--duration`, wait for the flush, and write the
+//! window as `<session>/<host>_<pid>.xplane.pb` ([`crate::cupti_profile`]).
+//!
+//! One reader task per connection decodes frames ([`mlprof_cupti::wire`], hostile
+//! input: a bad frame ends that connection, never the run) and hands them over a
+//! bounded channel, so a job that records faster than mlprof decodes is slowed only in
+//! the injection's sender thread, where CUPTI then drops records and counts them.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use mlprof_cupti::wire::{self, FromInjection, ToInjection};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixListener;
+use tokio::net::unix::OwnedWriteHalf;
+use tokio::sync::mpsc;
+
+use crate::cupti_profile::{Counts, CuptiProfile};
+
+/// The socket's file name in the run directory.
+pub const SOCKET_NAME: &str = "cupti";
+/// Frames in flight from all connections to the run loop (each up to a 4 MiB buffer).
+const CHANNEL_FRAMES: usize = 16;
+/// How long a process may take to flush after it was asked to stop.
+const FLUSH_DEADLINE: Duration = Duration::from_secs(10);
+
+/// What a connection delivered.
+#[derive(Debug)]
+pub enum Delivery {
+    /// A process connected; its write half, for start/stop requests.
+    Connected(u64, OwnedWriteHalf),
+    /// A message.
+    Message(u64, FromInjection),
+    /// The connection ended (`None`) or sent bytes that are not the protocol.
+    Closed(u64, Option<String>),
+}
+
+/// Accepts the job's CUDA processes on `<dir>/cupti`.
+pub struct CuptiListener {
+    path: PathBuf,
+    deliveries: mpsc::Receiver<Delivery>,
+}
+
+impl CuptiListener {
+    /// Binds the socket and starts accepting.
+    pub fn bind(dir: &Path) -> io::Result<CuptiListener> {
+        let path = dir.join(SOCKET_NAME);
+        let listener = UnixListener::bind(&path)?;
+        let (sender, deliveries) = mpsc::channel(CHANNEL_FRAMES);
+        tokio::spawn(accept_loop(listener, sender));
+        Ok(CuptiListener { path, deliveries })
+    }
+
+    /// The path to give the job as `MLPROF_INJECT_SOCKET`.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The next delivery (pending forever once every sender is gone).
+    pub async fn next(&mut self) -> Delivery {
+        match self.deliveries.recv().await {
+            Some(delivery) => delivery,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// A delivery that is already waiting, without waiting.
+    pub fn try_next(&mut self) -> Option<Delivery> {
+        self.deliveries.try_recv().ok()
+    }
+}
+
+async fn accept_loop(listener: UnixListener, sender: mpsc::Sender<Delivery>) {
+    let mut next_id = 0u64;
+    while let Ok((stream, _)) = listener.accept().await {
+        next_id += 1;
+        let id = next_id;
+        let (read, write) = stream.into_split();
+        if sender.send(Delivery::Connected(id, write)).await.is_err() {
+            return;
+        }
+        tokio::spawn(read_loop(id, read, sender.clone()));
+    }
+}
+
+async fn read_loop(id: u64, mut read: tokio::net::unix::OwnedReadHalf, sender: mpsc::Sender<Delivery>) {
+    let mut pending: Vec<u8> = Vec::new();
+    let mut chunk = vec![0u8; 256 << 10];
+    let end = loop {
+        // Every whole frame already read first.
+        match wire::frame_len(&pending) {
+            Ok(Some(len)) if pending.len() >= len => {
+                let message = wire::decode_from_injection(&pending[..len]);
+                pending.drain(..len);
+                match message {
+                    Ok(message) => {
+                        if sender.send(Delivery::Message(id, message)).await.is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                    Err(error) => break Some(error.to_string()),
+                }
+            }
+            Ok(_) => {}
+            Err(error) => break Some(error.to_string()),
+        }
+        match read.read(&mut chunk).await {
+            Ok(0) => {
+                break (!pending.is_empty())
+                    .then(|| format!("the connection ended inside a frame ({} bytes)", pending.len()));
+            }
+            Ok(n) => pending.extend_from_slice(&chunk[..n]),
+            Err(error) => break Some(error.to_string()),
+        }
+    };
+    let _ = sender.send(Delivery::Closed(id, end)).await;
+}
+
+/// Where one process's recording is.
+enum Phase {
+    /// Connected, not recording.
+    Idle,
+    /// Recording round `round` since `since_ns` (wall clock), until `until`.
+    Recording { round: u32, since_ns: i64, until: Instant, profile: CuptiProfile },
+    /// Asked to stop with `token`; waiting for its flush until `deadline`.
+    Stopping { round: u32, since_ns: i64, token: u32, deadline: Instant, profile: CuptiProfile },
+}
+
+/// One connected CUDA process.
+struct Process {
+    pid: u32,
+    writer: OwnedWriteHalf,
+    hello: Option<wire::Hello>,
+    passive: bool,
+    phase: Phase,
+}
+
+/// A finished window, to be filed by the run.
+#[derive(Debug)]
+pub struct Window {
+    /// The process.
+    pub pid: u32,
+    /// Its round.
+    pub round: u32,
+    /// What was recorded, as one XSpace host.
+    pub host: mlprof_model::Host,
+    /// What it holds.
+    pub counts: Counts,
+    /// Whether it ended because the process exited or stopped answering.
+    pub cut_short: bool,
+}
+
+/// Every connected process and its windows.
+#[derive(Default)]
+pub struct CuptiProcesses {
+    processes: HashMap<u64, Process>,
+    next_token: u32,
+    /// Processes that connected at all.
+    pub seen: usize,
+}
+
+impl CuptiProcesses {
+    /// Takes one delivery; returns lines to print and a finished window, if any.
+    pub fn deliver(&mut self, delivery: Delivery, hostname: &str) -> (Vec<String>, Option<Window>) {
+        let mut say = Vec::new();
+        let mut done = None;
+        match delivery {
+            Delivery::Connected(id, writer) => {
+                self.seen += 1;
+                self.processes.insert(id, Process { pid: 0, writer, hello: None, passive: false, phase: Phase::Idle });
+            }
+            Delivery::Message(id, message) => {
+                let Some(process) = self.processes.get_mut(&id) else { return (say, None) };
+                match message {
+                    FromInjection::Hello(hello) => {
+                        process.pid = hello.pid;
+                        if hello.protocol != wire::PROTOCOL_VERSION {
+                            say.push(format!(
+                                "CUDA process {}: mlprof-inject speaks protocol {}, this mlprof {}: GPU activity off",
+                                hello.pid,
+                                hello.protocol,
+                                wire::PROTOCOL_VERSION
+                            ));
+                            process.passive = true;
+                        }
+                        process.hello = Some(hello);
+                    }
+                    FromInjection::Passive(reason) => {
+                        process.passive = true;
+                        say.push(format!("CUDA process {}: mlprof-inject stays out of CUPTI: {reason}", process.pid));
+                    }
+                    FromInjection::Note(note) => say.push(format!("CUDA process {}: {note}", process.pid)),
+                    FromInjection::Buffer(buffer) => match &mut process.phase {
+                        Phase::Recording { profile, .. } | Phase::Stopping { profile, .. } => {
+                            profile.add_buffer(&buffer)
+                        }
+                        Phase::Idle => {}
+                    },
+                    FromInjection::Dropped(n) => match &mut process.phase {
+                        Phase::Recording { profile, .. } | Phase::Stopping { profile, .. } => profile.add_dropped(n),
+                        Phase::Idle => {}
+                    },
+                    FromInjection::Flushed(token) => {
+                        if matches!(process.phase, Phase::Stopping { token: t, .. } if t == token) {
+                            done = finish(process, hostname, false);
+                        }
+                    }
+                    FromInjection::Bye => done = finish(process, hostname, true),
+                }
+            }
+            Delivery::Closed(id, error) => {
+                if let Some(mut process) = self.processes.remove(&id) {
+                    if let Some(error) = error {
+                        say.push(format!("CUDA process {}: its mlprof-inject connection failed: {error}", process.pid));
+                    }
+                    done = finish(&mut process, hostname, true);
+                }
+            }
+        }
+        (say, done)
+    }
+
+    /// Starts the windows that are due and stops the ones whose time is up; returns
+    /// `(pid, round)` of the windows started, and windows given up on.
+    pub async fn tick(
+        &mut self,
+        rounds: &mut crate::schedule::Rounds,
+        duration: Duration,
+        hostname: &str,
+    ) -> (Vec<(u32, u32)>, Vec<Window>) {
+        let now = Instant::now();
+        let mut started = Vec::new();
+        let mut abandoned = Vec::new();
+        for process in self.processes.values_mut() {
+            let Some(hello) = process.hello.clone() else { continue };
+            if process.passive {
+                continue;
+            }
+            match &process.phase {
+                Phase::Idle => {
+                    if let Some(round) = rounds.start(process.pid as i32, now) {
+                        if send(&mut process.writer, ToInjection::Start).await {
+                            let since_ns = wall_now_ns();
+                            process.phase = Phase::Recording {
+                                round,
+                                since_ns,
+                                until: now + duration,
+                                profile: CuptiProfile::new(hello),
+                            };
+                            started.push((process.pid, round));
+                        } else {
+                            rounds.cancel(process.pid as i32, round);
+                        }
+                    }
+                }
+                Phase::Recording { until, .. } if now >= *until => {
+                    self.next_token = self.next_token.wrapping_add(1);
+                    let token = self.next_token;
+                    let Phase::Recording { round, since_ns, profile, .. } =
+                        std::mem::replace(&mut process.phase, Phase::Idle)
+                    else {
+                        continue;
+                    };
+                    process.phase = Phase::Stopping { round, since_ns, token, deadline: now + FLUSH_DEADLINE, profile };
+                    if !send(&mut process.writer, ToInjection::Stop(token)).await
+                        && let Some(window) = finish(process, hostname, true)
+                    {
+                        abandoned.push(window);
+                    }
+                }
+                Phase::Stopping { deadline, .. } if now >= *deadline => {
+                    if let Some(window) = finish(process, hostname, true) {
+                        abandoned.push(window);
+                    }
+                }
+                _ => {}
+            }
+        }
+        (started, abandoned)
+    }
+
+    /// Windows still open (the job exited): each is finished with what it holds.
+    pub fn finish_all(&mut self, hostname: &str) -> Vec<Window> {
+        self.processes.values_mut().filter_map(|p| finish(p, hostname, true)).collect()
+    }
+
+    /// Whether any process is recording or flushing.
+    pub fn busy(&self) -> bool {
+        self.processes.values().any(|p| !matches!(p.phase, Phase::Idle))
+    }
+}
+
+fn finish(process: &mut Process, hostname: &str, cut_short: bool) -> Option<Window> {
+    let (round, since_ns, profile) = match std::mem::replace(&mut process.phase, Phase::Idle) {
+        Phase::Idle => return None,
+        Phase::Recording { round, since_ns, profile, .. } | Phase::Stopping { round, since_ns, profile, .. } => {
+            (round, since_ns, profile)
+        }
+    };
+    let host = profile.to_host(hostname, since_ns, wall_now_ns().max(since_ns));
+    Some(Window { pid: process.pid, round, counts: profile.counts(), host, cut_short })
+}
+
+async fn send(writer: &mut OwnedWriteHalf, message: ToInjection) -> bool {
+    let mut frame = Vec::new();
+    wire::encode_to_injection(message, &mut frame);
+    matches!(tokio::time::timeout(Duration::from_secs(1), writer.write_all(&frame)).await, Ok(Ok(())))
+}
+
+/// `CLOCK_REALTIME`, Unix epoch nanoseconds.
+fn wall_now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}

@@ -1,0 +1,791 @@
+//! The GPU activity one process recorded through `mlprof-inject` during one trace
+//! window, decoded as it arrives, and laid out as an XSpace the way XLA's CUPTI
+//! collector lays out its own (so XProf and every mlprof tool read it unchanged).
+//!
+//! - `/device:GPU:N` (id N): plane stats `device_vendor` "Nvidia", `gpu_device_name`,
+//!   `clock_rate` (kHz), `core_count`, `memory_bandwidth` (bytes/s), `memory_size`,
+//!   `compute_cap_major`/`_minor` from CUPTI's device record; one line per CUDA stream
+//!   (`Stream #7(Compute,MemcpyH2D)`); kernels named by their demangled name with
+//!   `kernel_details` ("regs:R static_shared:S dynamic_shared:D grid:x,y,z block:x,y,z
+//!   occ_pct:P"), copies `MemcpyH2D`/`MemcpyD2H`/`MemcpyD2D`/`MemcpyP2P`/`MemcpyOther`
+//!   with `memcpy_details`, memsets `Memset <kind>` with `Memset_details`, all with
+//!   `correlation_id` (uint64) and `context_id` ("$$<id>").
+//! - `/host:CPU` (id 49; XLA's `/host:CUPTI` after `PostProcessSingleHostXSpace` merged
+//!   it): one line per thread (`Host Threads/<tid>`) with the CUDA runtime (and driver)
+//!   API calls by name, each with `correlation_id`; the waits CUPTI's synchronization
+//!   records describe (`cuStreamSynchronize`, ...) and device memory allocations and
+//!   frees on the thread that asked for them; NVTX ranges on `Host Threads/<tid>/NVTX`.
+//!
+//! Where mlprof records more than XLA (runtime API, synchronization, memory
+//! operations), it adds events in XLA's vocabulary rather than new planes. Times: CUPTI
+//! timestamps are moved onto the wall clock with the offset the injection measured at
+//! start, then made relative to the window's start; events that began before the window
+//! are left out, as XLA leaves them out.
+
+use std::collections::HashMap;
+
+use mlprof_cupti::layout;
+use mlprof_cupti::records::{self, Activity, Device, Kernel};
+use mlprof_cupti::wire::{Buffer, Hello, StringKey};
+use mlprof_model::{Host, Line, PlaneBuilder, SourceFormat, StatValue, names, time::PS_PER_NS};
+
+/// XProf's id of the `/host:CPU` plane (`kHostPlaneId`).
+const HOST_PLANE_ID: i64 = 49;
+/// The most record bytes kept for one window of one process (about 4 M kernels); later
+/// buffers are counted and left out.
+pub const MAX_WINDOW_BYTES: usize = 1 << 30;
+/// XLA's line id for overhead on a device or context (`0xdeadbeef + 6` as a C `int`).
+const OVERHEAD_LINE_ID: i64 = -559_038_731;
+/// No name.
+const NO_NAME: u32 = u32::MAX;
+
+/// One window of one process's GPU activity.
+#[derive(Debug)]
+pub struct CuptiProfile {
+    hello: Hello,
+    names: Vec<String>,
+    name_ids: HashMap<String, u32>,
+    activities: Vec<(Activity, u32)>,
+    devices: HashMap<u32, (Device, u32)>,
+    /// Bytes of records taken.
+    bytes: usize,
+    /// Buffers left out past [`MAX_WINDOW_BYTES`].
+    buffers_over_cap: usize,
+    /// Records that could not be read.
+    bad_records: usize,
+    /// Buffers whose record offsets did not fit their data.
+    bad_buffers: usize,
+    /// Records CUPTI dropped.
+    dropped: u64,
+}
+
+/// What a window held, for the one line `mlprof run` prints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Kernels.
+    pub kernels: usize,
+    /// Copies.
+    pub memcpys: usize,
+    /// Memsets.
+    pub memsets: usize,
+    /// Runtime and driver API calls.
+    pub api_calls: usize,
+    /// Synchronization records.
+    pub synchronizations: usize,
+    /// Summed kernel time, nanoseconds.
+    pub kernel_ns: u64,
+}
+
+impl CuptiProfile {
+    /// An empty window of the process that sent `hello`.
+    pub fn new(hello: Hello) -> CuptiProfile {
+        CuptiProfile {
+            hello,
+            names: Vec::new(),
+            name_ids: HashMap::new(),
+            activities: Vec::new(),
+            devices: HashMap::new(),
+            bytes: 0,
+            buffers_over_cap: 0,
+            bad_records: 0,
+            bad_buffers: 0,
+            dropped: 0,
+        }
+    }
+
+    /// Decodes one buffer's records, naming them from its string table.
+    pub fn add_buffer(&mut self, buffer: &Buffer) {
+        if self.bytes + buffer.data.len() > MAX_WINDOW_BYTES {
+            self.buffers_over_cap += 1;
+            return;
+        }
+        self.bytes += buffer.data.len();
+        let Some(records) = buffer.records() else {
+            self.bad_buffers += 1;
+            return;
+        };
+        let strings: HashMap<StringKey, &[u8]> = buffer.strings.iter().map(|(k, v)| (*k, v.as_slice())).collect();
+        let text = |key: StringKey| strings.get(&key).map(|b| String::from_utf8_lossy(b).into_owned());
+        let pointer = |p: u64| if p == 0 { None } else { text(StringKey::Pointer(p)) };
+        for record in records {
+            let activity = match records::decode(record) {
+                Ok(a) => a,
+                Err(_) => {
+                    self.bad_records += 1;
+                    continue;
+                }
+            };
+            let name = match activity {
+                Activity::Kernel(k) => pointer(k.name).map(|n| demangle(&n)),
+                Activity::Api(a) => text(a.callback).map(|n| without_version(&n).to_string()),
+                Activity::Marker(m) => pointer(m.name).map(|n| match pointer(m.domain) {
+                    Some(domain) if !domain.is_empty() => format!("NVTX:{domain}:{n}"),
+                    _ => format!("NVTX:{n}"),
+                }),
+                Activity::Device(d) => pointer(d.name),
+                _ => None,
+            };
+            let name = name.map_or(NO_NAME, |n| self.intern(n));
+            if let Activity::Device(d) = activity {
+                self.devices.insert(d.id, (d, name));
+            } else {
+                self.activities.push((activity, name));
+            }
+        }
+    }
+
+    /// Records CUPTI dropped (no buffer free).
+    pub fn add_dropped(&mut self, records: u64) {
+        self.dropped = self.dropped.saturating_add(records);
+    }
+
+    /// What the window holds.
+    pub fn counts(&self) -> Counts {
+        let mut c = Counts::default();
+        for (activity, _) in &self.activities {
+            match activity {
+                Activity::Kernel(k) => {
+                    c.kernels += 1;
+                    c.kernel_ns += k.end_ns.saturating_sub(k.start_ns);
+                }
+                Activity::Memcpy(_) => c.memcpys += 1,
+                Activity::Memset(_) => c.memsets += 1,
+                Activity::Api(_) => c.api_calls += 1,
+                Activity::Synchronization(_) => c.synchronizations += 1,
+                _ => {}
+            }
+        }
+        c
+    }
+
+    /// Problems worth a warning in the profile (and a line from `mlprof run`).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.dropped > 0 {
+            out.push(format!(
+                "CUPTI dropped {} activity records: every buffer was in use (mlprof-inject holds at most 128 MiB)",
+                self.dropped
+            ));
+        }
+        if self.buffers_over_cap > 0 {
+            out.push(format!(
+                "{} CUPTI buffers were left out: this window passed {} MiB of records",
+                self.buffers_over_cap,
+                MAX_WINDOW_BYTES >> 20
+            ));
+        }
+        if self.bad_records > 0 || self.bad_buffers > 0 {
+            out.push(format!(
+                "{} CUPTI records and {} buffers could not be read (CUPTI {})",
+                self.bad_records, self.bad_buffers, self.hello.cupti_api_version
+            ));
+        }
+        out
+    }
+
+    fn intern(&mut self, name: String) -> u32 {
+        if let Some(&id) = self.name_ids.get(&name) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(name.clone());
+        self.name_ids.insert(name, id);
+        id
+    }
+
+    fn name(&self, id: u32) -> Option<&str> {
+        self.names.get(id as usize).map(String::as_str)
+    }
+
+    /// Wall-clock nanoseconds of a CUPTI timestamp.
+    fn wall_ns(&self, cupti_ns: u64) -> i64 {
+        let delta = cupti_ns as i128 - self.hello.cupti_timestamp_ns as i128;
+        (self.hello.realtime_ns as i128 + delta).clamp(i64::MIN as i128, i64::MAX as i128) as i64
+    }
+
+    /// The window as one host named `hostname`, from `start_ns` to
+    /// `stop_ns` (wall clock, Unix epoch nanoseconds).
+    pub fn to_host(&self, hostname: &str, start_ns: i64, stop_ns: i64) -> Host {
+        let mut host = Host::new(hostname, "", SourceFormat::Xspace);
+        host.hostnames.push(hostname.to_string());
+        host.profile_start_ns = Some(start_ns);
+        host.profile_stop_ns = Some(stop_ns);
+        host.warnings = self.warnings();
+        let span = |start: u64, end: u64| -> Option<(i64, i64)> {
+            let s = self.wall_ns(start);
+            let e = self.wall_ns(end.max(start));
+            (s >= start_ns).then(|| ((s - start_ns).saturating_mul(PS_PER_NS), (e - s).saturating_mul(PS_PER_NS)))
+        };
+        // Which thread made each API call, for the records that only carry its
+        // correlation id; which device each context is on.
+        let mut thread_of: HashMap<u32, u32> = HashMap::new();
+        let mut device_of_context: HashMap<u32, u32> = HashMap::new();
+        for (activity, _) in &self.activities {
+            match activity {
+                Activity::Api(a) => {
+                    thread_of.insert(a.correlation_id, a.thread_id);
+                }
+                Activity::Context { context_id, device_id, .. } => {
+                    device_of_context.insert(*context_id, *device_id);
+                }
+                _ => {}
+            }
+        }
+        let mut gpus: HashMap<u32, Gpu> = HashMap::new();
+        let mut cpu = Tracks::new(HOST_PLANE_ID, names::HOST_PLANE);
+        for &(activity, name) in &self.activities {
+            match activity {
+                Activity::Kernel(k) => {
+                    let Some((offset, duration)) = span(k.start_ns, k.end_ns) else { continue };
+                    let occupancy = self.devices.get(&k.device_id).map_or(0.0, |(d, _)| occupancy_pct(d, &k));
+                    let gpu = gpus.entry(k.device_id).or_insert_with(|| Gpu::new(k.device_id));
+                    let name = self.name(name).unwrap_or("Kernel");
+                    let details = format!(
+                        "regs:{} static_shared:{} dynamic_shared:{} grid:{},{},{} block:{},{},{} occ_pct:{}",
+                        k.registers_per_thread,
+                        k.static_shared_memory as u32,
+                        k.dynamic_shared_memory as u32,
+                        k.grid[0] as u32,
+                        k.grid[1] as u32,
+                        k.grid[2] as u32,
+                        k.block[0] as u32,
+                        k.block[1] as u32,
+                        k.block[2] as u32,
+                        six_significant(occupancy)
+                    );
+                    gpu.push(k.stream_id, StreamWork::Compute, name, offset, duration, |e| {
+                        e.correlation(k.correlation_id);
+                        e.context(k.context_id);
+                        e.double("theoretical_occupancy_pct", occupancy);
+                        e.text("kernel_details", &details);
+                    });
+                }
+                Activity::Memcpy(m) => {
+                    let Some((offset, duration)) = span(m.start_ns, m.end_ns) else { continue };
+                    let (label, work) = memcpy_name(u32::from(m.copy_kind));
+                    let device = m.peer.map_or(m.device_id, |(src, _)| src);
+                    let dest = m.peer.map_or(m.device_id, |(_, dst)| dst);
+                    let details = format!(
+                        "kind_src:{} kind_dst:{} size:{} dest:{} async:{}",
+                        memory_kind_name(u32::from(m.src_kind)),
+                        memory_kind_name(u32::from(m.dst_kind)),
+                        m.bytes,
+                        dest,
+                        u8::from(m.is_async)
+                    );
+                    let gpu = gpus.entry(device).or_insert_with(|| Gpu::new(device));
+                    gpu.push(m.stream_id, work, label, offset, duration, |e| {
+                        e.correlation(m.correlation_id);
+                        e.context(m.context_id);
+                        e.text("memcpy_details", &details);
+                    });
+                }
+                Activity::Memset(m) => {
+                    let Some((offset, duration)) = span(m.start_ns, m.end_ns.max(m.start_ns + 1)) else { continue };
+                    let details = format!(
+                        "kind:{} num_bytes:{} async:{}",
+                        memory_kind_name(u32::from(m.memory_kind)),
+                        m.bytes,
+                        u8::from(m.is_async)
+                    );
+                    let gpu = gpus.entry(m.device_id).or_insert_with(|| Gpu::new(m.device_id));
+                    gpu.push(
+                        m.stream_id,
+                        StreamWork::Memset,
+                        &format!("Memset {}", m.memory_kind),
+                        offset,
+                        duration,
+                        |e| {
+                            e.correlation(m.correlation_id);
+                            e.context(m.context_id);
+                            e.text("Memset_details", &details);
+                        },
+                    );
+                }
+                Activity::Api(a) => {
+                    let Some((offset, duration)) = span(a.start_ns, a.end_ns) else { continue };
+                    let name = self.name(name).unwrap_or("CUDA API");
+                    cpu.push(i64::from(a.thread_id), thread_line(a.thread_id), name, offset, duration, |e| {
+                        e.correlation(a.correlation_id);
+                        if a.return_value != 0 {
+                            e.uint("cuda_error", u64::from(a.return_value));
+                        }
+                    });
+                }
+                Activity::Synchronization(s) => {
+                    let Some(&tid) = thread_of.get(&s.correlation_id) else { continue };
+                    let Some((offset, duration)) = span(s.start_ns, s.end_ns) else { continue };
+                    cpu.push(i64::from(tid), thread_line(tid), synchronization_name(s.kind), offset, duration, |e| {
+                        e.correlation(s.correlation_id);
+                        e.context(s.context_id);
+                        if s.stream_id != u32::MAX {
+                            e.uint("stream_id", u64::from(s.stream_id));
+                        }
+                    });
+                }
+                Activity::Memory(m) => {
+                    let Some(&tid) = thread_of.get(&m.correlation_id) else { continue };
+                    let Some((offset, _)) = span(m.timestamp_ns, m.timestamp_ns) else { continue };
+                    let (label, stat) = if m.operation == layout::MEMORY_OP_RELEASE {
+                        ("MemoryFree", "MemFree_details")
+                    } else {
+                        ("MemoryAlloc", "memalloc_details")
+                    };
+                    let details = format!("kind:{} num_bytes:{}", memory_kind_name(m.memory_kind), m.bytes);
+                    let device = device_of_context.get(&m.context_id).copied().unwrap_or(m.device_id);
+                    cpu.push(i64::from(tid), thread_line(tid), label, offset, 0, |e| {
+                        e.uint(names::DEVICE_ID, u64::from(device));
+                        e.correlation(m.correlation_id);
+                        e.text(stat, &details);
+                        e.uint("address", m.address);
+                    });
+                }
+                Activity::Overhead(o) => {
+                    let Some((offset, duration)) = span(o.start_ns, o.end_ns) else { continue };
+                    let label = overhead_name(o.kind);
+                    if o.thread_id != 0 {
+                        cpu.push(i64::from(o.thread_id), thread_line(o.thread_id), label, offset, duration, |_| {});
+                    } else if let Some(gpu) = gpus.values_mut().next() {
+                        gpu.push_line_id(OVERHEAD_LINE_ID, StreamWork::Overhead, label, offset, duration);
+                    }
+                }
+                Activity::Marker(m) => cpu.marker(&m, self.name(name), span(m.timestamp_ns, m.timestamp_ns)),
+                Activity::ExternalCorrelation { .. } | Activity::Context { .. } | Activity::Device(_) => {}
+            }
+        }
+        let mut ordinals: Vec<u32> = gpus.keys().copied().chain(self.devices.keys().copied()).collect();
+        ordinals.sort_unstable();
+        ordinals.dedup();
+        for ordinal in ordinals {
+            let gpu = gpus.remove(&ordinal).unwrap_or_else(|| Gpu::new(ordinal));
+            host.planes.push(gpu.finish(self.devices.get(&ordinal).map(|(d, name)| (d, self.name(*name)))));
+        }
+        host.planes.push(cpu.finish());
+        host
+    }
+}
+
+/// What a stream's line carries, for its name (`Stream #7(Compute,MemcpyH2D)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum StreamWork {
+    Compute,
+    MemcpyH2D,
+    MemcpyD2H,
+    MemcpyD2D,
+    MemcpyP2P,
+    MemcpyOther,
+    Memset,
+    Overhead,
+}
+
+impl StreamWork {
+    fn label(self) -> &'static str {
+        match self {
+            StreamWork::Compute => "Compute",
+            StreamWork::MemcpyH2D => "MemcpyH2D",
+            StreamWork::MemcpyD2H => "MemcpyD2H",
+            StreamWork::MemcpyD2D => "MemcpyD2D",
+            StreamWork::MemcpyP2P => "MemcpyP2P",
+            StreamWork::MemcpyOther => "MemcpyOther",
+            StreamWork::Memset => "Memset",
+            StreamWork::Overhead => "Overhead",
+        }
+    }
+}
+
+/// Events of one line, before sorting.
+struct PendingLine {
+    name: String,
+    work: Vec<StreamWork>,
+    events: Vec<PendingEvent>,
+}
+
+/// One event before it is stored: offset and duration (ps), metadata index, stats.
+struct PendingEvent {
+    offset: i64,
+    duration: i64,
+    metadata: u32,
+    stats: Vec<(u32, Value)>,
+}
+
+/// A stat value before it is stored.
+enum Value {
+    Uint(u64),
+    Double(f64),
+    Text(String),
+}
+
+/// One event's stats, as it is built.
+struct EventStats<'a> {
+    plane: &'a mut PlaneBuilder,
+    stats: Vec<(u32, Value)>,
+}
+
+impl EventStats<'_> {
+    fn uint(&mut self, name: &str, v: u64) {
+        let key = self.plane.stat_key(name);
+        self.stats.push((key, Value::Uint(v)));
+    }
+    fn double(&mut self, name: &str, v: f64) {
+        let key = self.plane.stat_key(name);
+        self.stats.push((key, Value::Double(v)));
+    }
+    fn text(&mut self, name: &str, v: &str) {
+        let key = self.plane.stat_key(name);
+        self.stats.push((key, Value::Text(v.to_string())));
+    }
+    fn correlation(&mut self, id: u32) {
+        self.uint(names::CORRELATION_ID, u64::from(id));
+    }
+    fn context(&mut self, id: u32) {
+        self.text(names::CONTEXT_ID, &format!("$${id}"));
+    }
+}
+
+/// A plane under construction: lines by id, events in arrival order.
+struct Tracks {
+    plane: PlaneBuilder,
+    lines: HashMap<i64, PendingLine>,
+    /// NVTX ranges open per (thread, marker id): start offset and name.
+    open_ranges: HashMap<(u32, u32), (i64, u32)>,
+}
+
+impl Tracks {
+    fn new(id: i64, name: &str) -> Tracks {
+        Tracks { plane: PlaneBuilder::new(id, name), lines: HashMap::new(), open_ranges: HashMap::new() }
+    }
+
+    fn push(
+        &mut self,
+        line: i64,
+        line_name: String,
+        event: &str,
+        offset: i64,
+        duration: i64,
+        stats: impl FnOnce(&mut EventStats<'_>),
+    ) {
+        let metadata = self.plane.event_metadata(event, 0, |_| Vec::new());
+        let mut e = EventStats { plane: &mut self.plane, stats: Vec::new() };
+        stats(&mut e);
+        let stats = e.stats;
+        let pending = self.lines.entry(line).or_insert_with(|| PendingLine {
+            name: line_name,
+            work: Vec::new(),
+            events: Vec::new(),
+        });
+        pending.events.push(PendingEvent { offset, duration, metadata, stats });
+    }
+
+    /// An NVTX mark, or one end of a range (ranges are paired by marker id).
+    fn marker(&mut self, m: &records::Marker, name: Option<&str>, at: Option<(i64, i64)>) {
+        let Some((offset, _)) = at else { return };
+        let line = (1i64 << 32) + i64::from(m.thread_id);
+        let line_name = format!("Host Threads/{}/NVTX", m.thread_id);
+        if m.flags & layout::MARKER_FLAG_START != 0 {
+            let id = name.map_or(u32::MAX, |n| self.plane.event_metadata(n, 0, |_| Vec::new()));
+            self.open_ranges.insert((m.thread_id, m.id), (offset, id));
+        } else if m.flags & layout::MARKER_FLAG_END != 0 {
+            // An end's thread may differ from its start's (ranges across threads): match
+            // by id alone when the same thread has none.
+            let key = if self.open_ranges.contains_key(&(m.thread_id, m.id)) {
+                Some((m.thread_id, m.id))
+            } else {
+                self.open_ranges.keys().find(|(_, id)| *id == m.id).copied()
+            };
+            if let Some((start, metadata)) = key.and_then(|k| self.open_ranges.remove(&k))
+                && metadata != u32::MAX
+            {
+                let pending = self.lines.entry(line).or_insert_with(|| PendingLine {
+                    name: line_name,
+                    work: Vec::new(),
+                    events: Vec::new(),
+                });
+                pending.events.push(PendingEvent {
+                    offset: start,
+                    duration: (offset - start).max(0),
+                    metadata,
+                    stats: Vec::new(),
+                });
+            }
+        } else if let Some(name) = name {
+            self.push(line, line_name, name, offset, 0, |_| {});
+        }
+    }
+
+    fn finish(mut self) -> mlprof_model::Plane {
+        let mut ids: Vec<i64> = self.lines.keys().copied().collect();
+        ids.sort_unstable();
+        for id in ids {
+            let Some(pending) = self.lines.remove(&id) else { continue };
+            let mut line = Line::new(id, pending.name);
+            let mut events = pending.events;
+            events.sort_by_key(|e| (e.offset, std::cmp::Reverse(e.duration)));
+            for PendingEvent { offset, duration, metadata, stats } in events {
+                for (key, value) in stats {
+                    match value {
+                        Value::Uint(v) => line.stats.push(key, StatValue::Uint(v)),
+                        Value::Double(v) => line.stats.push(key, StatValue::Double(v)),
+                        Value::Text(t) => {
+                            let _ = line.stats.push_str(key, &t);
+                        }
+                    }
+                }
+                line.push_event(metadata, offset, duration);
+            }
+            self.plane.push_line(line);
+        }
+        self.plane.finish()
+    }
+}
+
+/// One GPU's plane under construction.
+struct Gpu {
+    tracks: Tracks,
+}
+
+impl Gpu {
+    fn new(ordinal: u32) -> Gpu {
+        Gpu { tracks: Tracks::new(i64::from(ordinal), &format!("{}{ordinal}", names::GPU_PLANE_PREFIX)) }
+    }
+
+    fn push(
+        &mut self,
+        stream: u32,
+        work: StreamWork,
+        event: &str,
+        offset: i64,
+        duration: i64,
+        stats: impl FnOnce(&mut EventStats<'_>),
+    ) {
+        let line = i64::from(stream);
+        self.tracks.push(line, String::new(), event, offset, duration, stats);
+        if let Some(pending) = self.tracks.lines.get_mut(&line)
+            && !pending.work.contains(&work)
+        {
+            pending.work.push(work);
+        }
+    }
+
+    fn push_line_id(&mut self, line: i64, work: StreamWork, event: &str, offset: i64, duration: i64) {
+        self.tracks.push(line, String::new(), event, offset, duration, |_| {});
+        if let Some(pending) = self.tracks.lines.get_mut(&line)
+            && !pending.work.contains(&work)
+        {
+            pending.work.push(work);
+        }
+    }
+
+    fn finish(mut self, device: Option<(&Device, Option<&str>)>) -> mlprof_model::Plane {
+        for (&id, pending) in self.tracks.lines.iter_mut() {
+            pending.work.sort_unstable();
+            pending.name = if pending.work.contains(&StreamWork::Overhead) {
+                "CUPTI overhead".to_string()
+            } else {
+                let kinds: Vec<&str> = pending.work.iter().map(|w| w.label()).collect();
+                format!("Stream #{id}({})", kinds.join(","))
+            };
+        }
+        let plane = &mut self.tracks.plane;
+        let mut stats = Vec::new();
+        let vendor = plane.stat_key("device_vendor");
+        if let Ok(v) = plane.metadata_str("Nvidia") {
+            stats.push((vendor, v));
+        }
+        if let Some((d, name)) = device {
+            if let Some(name) = name {
+                let key = plane.stat_key("gpu_device_name");
+                if let Ok(v) = plane.metadata_str(name) {
+                    stats.push((key, v));
+                }
+            }
+            let ints = [
+                ("clock_rate", StatValue::Int(i64::from(d.core_clock_khz))),
+                ("core_count", StatValue::Int(i64::from(d.multiprocessors))),
+                ("memory_bandwidth", StatValue::Uint(d.global_memory_bandwidth_kibps.saturating_mul(1000))),
+                ("memory_size", StatValue::Uint(d.global_memory_bytes)),
+                ("compute_cap_major", StatValue::Int(i64::from(d.compute_capability.0))),
+                ("compute_cap_minor", StatValue::Int(i64::from(d.compute_capability.1))),
+            ];
+            for (name, value) in ints {
+                let key = plane.stat_key(name);
+                stats.push((key, value));
+            }
+        }
+        plane.set_plane_stats(stats);
+        self.tracks.finish()
+    }
+}
+
+fn thread_line(tid: u32) -> String {
+    format!("Host Threads/{tid}")
+}
+
+/// XLA's event name and line kind of a copy.
+fn memcpy_name(copy_kind: u32) -> (&'static str, StreamWork) {
+    match copy_kind {
+        layout::MEMCPY_HTOD => ("MemcpyH2D", StreamWork::MemcpyH2D),
+        layout::MEMCPY_DTOH => ("MemcpyD2H", StreamWork::MemcpyD2H),
+        layout::MEMCPY_DTOD => ("MemcpyD2D", StreamWork::MemcpyD2D),
+        layout::MEMCPY_PTOP => ("MemcpyP2P", StreamWork::MemcpyP2P),
+        _ => ("MemcpyOther", StreamWork::MemcpyOther),
+    }
+}
+
+/// XLA's names of CUPTI memory kinds (`GetMemoryKindName`).
+fn memory_kind_name(kind: u32) -> &'static str {
+    match kind {
+        layout::MEMORY_KIND_ARRAY => "array",
+        layout::MEMORY_KIND_DEVICE => "device",
+        layout::MEMORY_KIND_DEVICE_STATIC => "device_static",
+        layout::MEMORY_KIND_MANAGED => "managed",
+        layout::MEMORY_KIND_MANAGED_STATIC => "managed_static",
+        layout::MEMORY_KIND_PAGEABLE => "pageable",
+        layout::MEMORY_KIND_PINNED => "pinned",
+        _ => "unknown",
+    }
+}
+
+/// XLA's names of CUPTI synchronization types.
+fn synchronization_name(kind: u32) -> &'static str {
+    match kind {
+        layout::SYNC_EVENT_SYNCHRONIZE => "cuEventSynchronize",
+        layout::SYNC_STREAM_WAIT_EVENT => "cuStreamWaitEvent",
+        layout::SYNC_STREAM_SYNCHRONIZE => "cuStreamSynchronize",
+        layout::SYNC_CONTEXT_SYNCHRONIZE => "cuCtxSynchronize",
+        _ => "Synchronization",
+    }
+}
+
+/// XLA's names of CUPTI overhead kinds.
+fn overhead_name(kind: u32) -> &'static str {
+    match kind {
+        0x1 => "COMPILER",
+        0x10000 => "BUFFER_FLUSH",
+        0x20000 => "INSTRUMENTATION",
+        0x40000 => "RESOURCE",
+        0x80000 => "RUNTIME_TRIGGERED_MODULE_LOADING",
+        0x100000 => "LAZY_FUNCTION_LOADING",
+        0x200000 => "COMMAND_BUFFER_FULL",
+        0x400000 => "ACTIVITY_BUFFER_REQUEST",
+        0x800000 => "UVM_ACTIVITY_INIT",
+        _ => "<UNKNOWN>",
+    }
+}
+
+/// `cudaLaunchKernel_v7000` → `cudaLaunchKernel`: CUPTI's callback names carry the API
+/// version they appeared in.
+fn without_version(name: &str) -> &str {
+    match name.rsplit_once("_v") {
+        Some((base, digits))
+            if !base.is_empty() && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            base
+        }
+        _ => name,
+    }
+}
+
+/// A C++ symbol as people read it (`_Z6vecAddPfS_S_i` → `vecAdd(float*, float*, float*,
+/// int)`), or the name as given when it is not a mangled C++ name.
+pub fn demangle(name: &str) -> String {
+    if !name.starts_with("_Z") {
+        return name.to_string();
+    }
+    cpp_demangle::Symbol::new(name.as_bytes())
+        .ok()
+        .and_then(|symbol| symbol.demangle(&cpp_demangle::DemangleOptions::default()).ok())
+        .unwrap_or_else(|| name.to_string())
+}
+
+/// `absl::StrCat(double)`: six significant digits, no trailing zeros.
+fn six_significant(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return "0".to_string();
+    }
+    let digits = 6 - 1 - v.abs().log10().floor() as i32;
+    let text = format!("{:.*}", digits.max(0) as usize, v);
+    if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_string() } else { text }
+}
+
+/// Theoretical occupancy of a kernel, percent: the resident blocks per multiprocessor
+/// that the warp, block, register and shared-memory limits allow, times the block's
+/// threads, over the multiprocessor's thread capacity (the rule of CUDA's occupancy
+/// calculator, with its allocation granularities: registers per warp in units of 256,
+/// shared memory in units of 128 bytes plus 1 KiB reserved per block from compute
+/// capability 8.0).
+pub fn occupancy_pct(device: &Device, kernel: &Kernel) -> f64 {
+    let threads = kernel.block.iter().map(|&b| b.max(0) as u64).product::<u64>();
+    let warp = u64::from(device.threads_per_warp.max(1));
+    let max_warps = u64::from(device.max_warps_per_multiprocessor);
+    if threads == 0 || max_warps == 0 {
+        return 0.0;
+    }
+    let warps_per_block = threads.div_ceil(warp);
+    let mut blocks = max_warps / warps_per_block;
+    blocks = blocks.min(u64::from(device.max_blocks_per_multiprocessor));
+    let regs = u64::from(kernel.registers_per_thread);
+    if regs > 0 {
+        let per_warp = (regs * warp).div_ceil(256) * 256;
+        let warps_by_registers = u64::from(device.max_registers_per_multiprocessor) / per_warp;
+        blocks = blocks.min(warps_by_registers / warps_per_block);
+    }
+    let reserved = if device.compute_capability.0 >= 8 { 1024 } else { 0 };
+    let shared =
+        (kernel.static_shared_memory.max(0) as u64 + kernel.dynamic_shared_memory.max(0) as u64).div_ceil(128) * 128;
+    if shared > 0 {
+        blocks = blocks.min(u64::from(device.max_shared_memory_per_multiprocessor) / (shared + reserved));
+    }
+    (blocks * threads) as f64 * 100.0 / (max_warps * warp) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_read_as_people_expect() {
+        assert_eq!(without_version("cudaLaunchKernel_v7000"), "cudaLaunchKernel");
+        assert_eq!(without_version("cudaMemcpy"), "cudaMemcpy");
+        assert_eq!(without_version("cu_v"), "cu_v");
+        assert_eq!(demangle("_Z6vecAddPfS_S_i"), "vecAdd(float*, float*, float*, int)");
+        assert_eq!(demangle("ampere_sgemm_128x64_nn"), "ampere_sgemm_128x64_nn");
+        assert_eq!(six_significant(100.0), "100");
+        assert_eq!(six_significant(66.666666), "66.6667");
+        assert_eq!(six_significant(0.0), "0");
+        assert_eq!(six_significant(12.5), "12.5");
+    }
+
+    fn h100() -> Device {
+        Device {
+            id: 0,
+            global_memory_bandwidth_kibps: 3_352_320_000,
+            global_memory_bytes: 80 << 30,
+            core_clock_khz: 1_980_000,
+            multiprocessors: 132,
+            compute_capability: (9, 0),
+            threads_per_warp: 32,
+            max_warps_per_multiprocessor: 64,
+            max_registers_per_multiprocessor: 65536,
+            max_shared_memory_per_multiprocessor: 233_472,
+            max_blocks_per_multiprocessor: 32,
+            name: 0,
+        }
+    }
+
+    #[test]
+    fn occupancy_follows_the_tightest_limit() {
+        let mut k = match records::decode(&records::build::kernel(0, 1, 7, 1, 0)) {
+            Ok(Activity::Kernel(k)) => k,
+            other => panic!("{other:?}"),
+        };
+        // 256 threads, 32 registers, 1 KiB static shared: 8 blocks by warps → 100 %.
+        assert_eq!(occupancy_pct(&h100(), &k), 100.0);
+        // 128 registers per thread: 64 Ki / (128 × 32) = 16 warps = 2 blocks → 25 %.
+        k.registers_per_thread = 128;
+        assert_eq!(occupancy_pct(&h100(), &k), 25.0);
+        // 100 KiB of shared memory per block: 2 blocks fit in 228 KiB → 25 %.
+        k.registers_per_thread = 32;
+        k.dynamic_shared_memory = 99 << 10;
+        assert_eq!(occupancy_pct(&h100(), &k), 25.0);
+    }
+}
