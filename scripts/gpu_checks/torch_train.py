@@ -57,6 +57,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--profile")
     p.add_argument("--profile-all", action="store_true")
+    p.add_argument("--export", help="with --profile-all: write the trace here (Chrome JSON)")
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--seconds", type=float)
     p.add_argument("--warmup", type=int, default=5)
@@ -117,6 +118,8 @@ def main():
         from torch.profiler import ProfilerActivity, profile
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             timed(a.steps)
+        if a.export:
+            prof.export_chrome_trace(a.export)
     else:
         timed(a.steps)
     after = []

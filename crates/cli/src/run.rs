@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use clap::Args;
 use mlprof_capture::untrusted::display_safe;
-use mlprof_run::{RunOptions, launch, run_job};
+use mlprof_run::{DeviceTracer, RunOptions, launch, run_job};
 
 use crate::Failure;
 use crate::capture::parse_duration;
@@ -42,6 +42,13 @@ pub struct RunArgs {
     /// job exits; each trace is a new session.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     every: Option<Duration>,
+    /// Who records the GPU work: `auto` drives PyTorch's, JAX's and TensorFlow's own
+    /// tracers in their processes and records every other CUDA process with
+    /// mlprof-inject (CUPTI); `cupti` records every CUDA process with mlprof-inject,
+    /// frameworks included, and drives no framework tracer (a torch.profiler or
+    /// jax.profiler the job itself starts then gets no GPU activity).
+    #[arg(long, value_name = "WHO", default_value = "auto", value_parser = ["auto", "cupti"])]
+    device_tracer: String,
     /// The job: a program and its arguments, after `--`.
     #[arg(required = true, last = true, value_name = "CMD")]
     command: Vec<OsString>,
@@ -63,6 +70,7 @@ pub fn run(args: RunArgs, verbose: bool) -> Result<(), Failure> {
         delay: args.delay,
         every: args.every,
         host: mlprof_capture::server::hostname(),
+        device_tracer: if args.device_tracer == "cupti" { DeviceTracer::Cupti } else { DeviceTracer::Auto },
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

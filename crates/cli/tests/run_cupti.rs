@@ -165,7 +165,7 @@ fn every_record_of_a_cuda_program_lands_in_an_xspace_xprof_and_mlprof_read() {
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("recording=1 emitted=60300"), "{err}");
-    assert!(err.contains("recording GPU activity for 2000 ms (CUPTI)"), "{err}");
+    assert!(err.contains("recording GPU activity for 2000 ms from cuInit (CUPTI)"), "{err}");
     assert!(err.contains("30000 kernels, 60.000 ms of kernel time, 300 copies"), "{err}");
     assert!(!err.contains("ended with the process"), "{err}");
 
@@ -229,11 +229,26 @@ fn garbage_records_are_counted_and_the_rest_kept() {
     script.record(build::record(layout::KIND_CONCURRENT_KERNEL, 40), None, &[]);
     script.record(build::record(layout::KIND_RUNTIME, 8), None, &[]);
     let script = script.save(dir.path());
-    let out = run_fake_job(dir.path(), &mock, &["--duration", "60s"], &script, &[]);
+    // With a delay, recording starts when mlprof asks (not at cuInit).
+    let out = run_fake_job(dir.path(), &mock, &["--delay", "300ms", "--duration", "60s"], &script, &[]);
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
+    assert!(err.contains("recording GPU activity for 60000 ms (CUPTI)"), "{err}");
     assert!(err.contains("100 kernels"), "{err}");
     assert!(err.contains("2 CUPTI records and 0 buffers could not be read"), "{err}");
+}
+
+#[test]
+fn a_program_that_ends_before_its_window_is_named() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mock = build_mock(dir.path());
+    let script = Script::training_like(10).save(dir.path());
+    let out = run_fake_job(dir.path(), &mock, &["--delay", "30s"], &script, &[("MOCK_JOB_WAIT_MS", "200")]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("ended before its trace was due (--delay)"), "{err}");
+    assert!(!err.contains("connection failed"), "{err}");
+    assert!(written_hosts(dir.path()).is_empty());
 }
 
 #[test]
@@ -244,4 +259,17 @@ fn a_job_that_never_starts_cuda_gets_one_line_saying_so() {
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("no GPU activity to collect: no process of the job started CUDA"), "{err}");
+}
+
+#[test]
+fn device_tracer_cupti_records_frameworks_with_the_injection_and_drives_no_framework_tracer() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let logdir = dir.path().join("logs");
+    let show = "echo daemon=${KINETO_USE_DAEMON:-} frameworks=${MLPROF_INJECT_FRAMEWORKS:-} hook=${MLPROF_RUN_DIR:+on}";
+    let out =
+        mlprof(&["run", "--logdir", logdir.to_str().unwrap(), "--device-tracer", "cupti", "--", "sh", "-c", show]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "daemon= frameworks=1 hook=");
+    let out = mlprof(&["run", "--logdir", logdir.to_str().unwrap(), "--", "sh", "-c", show]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "daemon=1 frameworks= hook=on");
 }

@@ -195,35 +195,6 @@ pub struct Marker {
     pub domain: u64,
 }
 
-/// A GPU's properties (`DEVICE` record).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Device {
-    /// CUDA device ordinal.
-    pub id: u32,
-    /// Global memory bandwidth, KiB/s as CUPTI reports it.
-    pub global_memory_bandwidth_kibps: u64,
-    /// Global memory, bytes.
-    pub global_memory_bytes: u64,
-    /// Core clock, kHz.
-    pub core_clock_khz: u32,
-    /// Streaming multiprocessors.
-    pub multiprocessors: u32,
-    /// Compute capability.
-    pub compute_capability: (u32, u32),
-    /// Threads per warp.
-    pub threads_per_warp: u32,
-    /// Warps per multiprocessor.
-    pub max_warps_per_multiprocessor: u32,
-    /// Registers per multiprocessor.
-    pub max_registers_per_multiprocessor: u32,
-    /// Shared memory per multiprocessor, bytes.
-    pub max_shared_memory_per_multiprocessor: u32,
-    /// Blocks per multiprocessor.
-    pub max_blocks_per_multiprocessor: u32,
-    /// Address of the device's name.
-    pub name: u64,
-}
-
 /// A decoded record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Activity {
@@ -252,8 +223,6 @@ pub enum Activity {
     Overhead(Overhead),
     /// An NVTX mark or range end.
     Marker(Marker),
-    /// A GPU's properties.
-    Device(Device),
     /// A context: which device it is on.
     Context {
         /// CUPTI context id.
@@ -298,7 +267,6 @@ pub fn string_fields(kind: u32) -> &'static [usize] {
     match kind {
         layout::KIND_KERNEL | layout::KIND_CONCURRENT_KERNEL => &[layout::kernel::NAME],
         layout::KIND_MARKER => &[layout::marker::NAME, layout::marker::DOMAIN],
-        layout::KIND_DEVICE => &[layout::device::NAME],
         _ => &[],
     }
 }
@@ -334,7 +302,6 @@ pub fn decode(record: &[u8]) -> Result<Activity, RecordError> {
         layout::KIND_MEMORY2 => layout::memory::SIZE,
         layout::KIND_OVERHEAD => layout::overhead::SIZE,
         layout::KIND_MARKER => layout::marker::SIZE,
-        layout::KIND_DEVICE => layout::device::SIZE,
         layout::KIND_CONTEXT => layout::context::SIZE,
         other => return Err(RecordError::UnknownKind(other)),
     };
@@ -480,23 +447,6 @@ pub fn decode(record: &[u8]) -> Result<Activity, RecordError> {
                 thread_id: r.u32(m::OBJECT_ID + 4),
                 name: r.u64(m::NAME),
                 domain: r.u64(m::DOMAIN),
-            })
-        }
-        layout::KIND_DEVICE => {
-            use layout::device as d;
-            Activity::Device(Device {
-                id: r.u32(d::ID),
-                global_memory_bandwidth_kibps: r.u64(d::GLOBAL_MEMORY_BANDWIDTH),
-                global_memory_bytes: r.u64(d::GLOBAL_MEMORY_SIZE),
-                core_clock_khz: r.u32(d::CORE_CLOCK_RATE),
-                multiprocessors: r.u32(d::NUM_MULTIPROCESSORS),
-                compute_capability: (r.u32(d::COMPUTE_CAPABILITY_MAJOR), r.u32(d::COMPUTE_CAPABILITY_MINOR)),
-                threads_per_warp: r.u32(d::NUM_THREADS_PER_WARP),
-                max_warps_per_multiprocessor: r.u32(d::MAX_WARPS_PER_MULTIPROCESSOR),
-                max_registers_per_multiprocessor: r.u32(d::MAX_REGISTERS_PER_MULTIPROCESSOR),
-                max_shared_memory_per_multiprocessor: r.u32(d::MAX_SHARED_MEMORY_PER_MULTIPROCESSOR),
-                max_blocks_per_multiprocessor: r.u32(d::MAX_BLOCKS_PER_MULTIPROCESSOR),
-                name: r.u64(d::NAME),
             })
         }
         layout::KIND_CONTEXT => {

@@ -24,6 +24,7 @@ const DROPPED: u8 = 4;
 const NOTE: u8 = 5;
 const FLUSHED: u8 = 6;
 const BYE: u8 = 7;
+const DEVICE: u8 = 8;
 const START: u8 = 16;
 const STOP: u8 = 17;
 const FLUSH: u8 = 18;
@@ -41,6 +42,41 @@ pub struct Hello {
     pub cupti_timestamp_ns: u64,
     /// `CLOCK_REALTIME` at the same moment, Unix epoch nanoseconds.
     pub realtime_ns: i64,
+    /// Activities were enabled before this message (`MLPROF_INJECT_RECORD_AT_START=1`):
+    /// the process's first window began at `realtime_ns`.
+    pub recording: bool,
+}
+
+/// A GPU as the CUDA driver describes it (`cuDeviceGetAttribute`), for the device plane's
+/// stats and kernel occupancy.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// CUDA device ordinal.
+    pub ordinal: u32,
+    /// `cuDeviceGetName`.
+    pub name: String,
+    /// Core clock, kHz.
+    pub clock_khz: i64,
+    /// Streaming multiprocessors.
+    pub multiprocessors: i64,
+    /// Compute capability, major.
+    pub compute_capability_major: i64,
+    /// Compute capability, minor.
+    pub compute_capability_minor: i64,
+    /// Resident threads per multiprocessor.
+    pub max_threads_per_multiprocessor: i64,
+    /// Threads per warp.
+    pub warp_size: i64,
+    /// Registers per multiprocessor.
+    pub max_registers_per_multiprocessor: i64,
+    /// Shared memory per multiprocessor, bytes.
+    pub max_shared_memory_per_multiprocessor: i64,
+    /// Resident blocks per multiprocessor.
+    pub max_blocks_per_multiprocessor: i64,
+    /// Peak memory bandwidth, bytes/s (2 × memory clock × bus width / 8, as XLA computes it).
+    pub memory_bandwidth: u64,
+    /// Global memory, bytes.
+    pub memory_size: u64,
 }
 
 /// What one string key in a [`Buffer`] names.
@@ -118,6 +154,8 @@ pub enum FromInjection {
     /// Something worth saying that does not stop recording (an activity kind this CUPTI
     /// refused, ...).
     Note(String),
+    /// A GPU's properties (sent once per device, when CUDA is up).
+    Device(DeviceInfo),
     /// Every record up to the flush request `token` has been sent.
     Flushed(u32),
     /// The process is exiting; nothing follows.
@@ -175,6 +213,27 @@ pub fn encode_from_injection(message: &FromInjection, out: &mut Vec<u8>) {
             put_u32(out, h.cupti_api_version);
             put_u64(out, h.cupti_timestamp_ns);
             put_u64(out, h.realtime_ns as u64);
+            out.push(u8::from(h.recording));
+        }
+        FromInjection::Device(d) => {
+            out.push(DEVICE);
+            put_u32(out, d.ordinal);
+            for v in [
+                d.clock_khz,
+                d.multiprocessors,
+                d.compute_capability_major,
+                d.compute_capability_minor,
+                d.max_threads_per_multiprocessor,
+                d.warp_size,
+                d.max_registers_per_multiprocessor,
+                d.max_shared_memory_per_multiprocessor,
+                d.max_blocks_per_multiprocessor,
+            ] {
+                put_u64(out, v as u64);
+            }
+            put_u64(out, d.memory_bandwidth);
+            put_u64(out, d.memory_size);
+            out.extend_from_slice(d.name.as_bytes());
         }
         FromInjection::Passive(reason) => {
             out.push(PASSIVE);
@@ -270,7 +329,30 @@ pub fn decode_from_injection(frame: &[u8]) -> Result<FromInjection, WireError> {
             cupti_api_version: r.u32("CUPTI version")?,
             cupti_timestamp_ns: r.u64("CUPTI timestamp")?,
             realtime_ns: r.u64("wall-clock time")? as i64,
+            recording: r.u8("recording flag")? != 0,
         }),
+        DEVICE => {
+            let ordinal = r.u32("device ordinal")?;
+            let mut v = [0i64; 9];
+            for slot in &mut v {
+                *slot = r.u64("device attribute")? as i64;
+            }
+            FromInjection::Device(DeviceInfo {
+                ordinal,
+                clock_khz: v[0],
+                multiprocessors: v[1],
+                compute_capability_major: v[2],
+                compute_capability_minor: v[3],
+                max_threads_per_multiprocessor: v[4],
+                warp_size: v[5],
+                max_registers_per_multiprocessor: v[6],
+                max_shared_memory_per_multiprocessor: v[7],
+                max_blocks_per_multiprocessor: v[8],
+                memory_bandwidth: r.u64("memory bandwidth")?,
+                memory_size: r.u64("memory size")?,
+                name: r.rest_text(),
+            })
+        }
         PASSIVE => FromInjection::Passive(r.rest_text()),
         BUFFER => FromInjection::Buffer(decode_buffer(&mut r)?),
         DROPPED => FromInjection::Dropped(r.u64("drop count")?),
@@ -415,6 +497,22 @@ mod tests {
             cupti_api_version: 130001,
             cupti_timestamp_ns: 1_764_000_000_000_000_123,
             realtime_ns: 1_764_000_000_000_000_100,
+            recording: true,
+        }));
+        round_trip(FromInjection::Device(DeviceInfo {
+            ordinal: 1,
+            name: "NVIDIA H200".into(),
+            clock_khz: 1_980_000,
+            multiprocessors: 132,
+            compute_capability_major: 9,
+            compute_capability_minor: 0,
+            max_threads_per_multiprocessor: 2048,
+            warp_size: 32,
+            max_registers_per_multiprocessor: 65536,
+            max_shared_memory_per_multiprocessor: 233_472,
+            max_blocks_per_multiprocessor: 32,
+            memory_bandwidth: 4_800_000_000_000,
+            memory_size: 150_754_820_096,
         }));
         round_trip(FromInjection::Passive("another CUPTI subscriber".into()));
         round_trip(FromInjection::Buffer(Buffer {

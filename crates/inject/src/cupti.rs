@@ -43,6 +43,8 @@ pub struct Cupti {
     dropped: DroppedFn,
     callback_name: CallbackNameFn,
     result_string: ResultStringFn,
+    /// `cuptiSetThreadIdType`, when this CUPTI has it.
+    set_thread_id_type: Option<KindFn>,
 }
 
 // SAFETY: a table of C function pointers into a library that stays loaded for the
@@ -91,6 +93,14 @@ impl Cupti {
     pub fn register_callbacks(&self, requested: BufferRequested, completed: BufferCompleted) -> Result<(), String> {
         // SAFETY: two callbacks that live as long as the library.
         self.check(unsafe { (self.register_callbacks)(requested, completed) }, "cuptiActivityRegisterCallbacks")
+    }
+
+    /// Makes CUPTI report the kernel's thread ids (`gettid`), as XLA asks, rather than
+    /// `pthread_self` values; false when this CUPTI cannot.
+    pub fn use_system_thread_ids(&self) -> bool {
+        // SAFETY: plain value argument.
+        self.set_thread_id_type
+            .is_some_and(|f| unsafe { f(mlprof_cupti::layout::THREAD_ID_TYPE_SYSTEM) } == mlprof_cupti::layout::SUCCESS)
     }
 
     /// `cuptiActivityEnable(kind)`.
@@ -216,6 +226,9 @@ fn resolve(handle: *mut c_void, path: String) -> Result<Cupti, String> {
             dropped: std::mem::transmute::<*mut c_void, DroppedFn>(symbol(c"cuptiActivityGetNumDroppedRecords")?),
             callback_name: std::mem::transmute::<*mut c_void, CallbackNameFn>(symbol(c"cuptiGetCallbackName")?),
             result_string: std::mem::transmute::<*mut c_void, ResultStringFn>(symbol(c"cuptiGetResultString")?),
+            set_thread_id_type: symbol(c"cuptiSetThreadIdType")
+                .ok()
+                .map(|p| std::mem::transmute::<*mut c_void, KindFn>(p)),
             path,
         })
     }

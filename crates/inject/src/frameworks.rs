@@ -13,25 +13,22 @@ const FRAMEWORK_LIBRARIES: &[(&str, &str)] = &[
     ("libtorch_cuda", "PyTorch (Kineto)"),
     ("libkineto", "PyTorch (Kineto)"),
     ("xla_cuda_plugin", "JAX (XLA's CUPTI tracer)"),
-    ("/jaxlib/", "JAX (XLA's CUPTI tracer)"),
     ("xla_extension", "JAX (XLA's CUPTI tracer)"),
+    ("/jaxlib/", "JAX (XLA's CUPTI tracer)"),
     ("libtensorflow_framework", "TensorFlow (XLA's CUPTI tracer)"),
     ("_pywrap_tensorflow_internal", "TensorFlow (XLA's CUPTI tracer)"),
     ("libcupti", "a tool that already loaded libcupti"),
 ];
 
 /// The framework whose tracer owns CUPTI in this process, with the library that shows
-/// it; `None` when no such library is loaded.
+/// it; `None` when no such library is loaded. The list's order decides which is named
+/// (a PyTorch process also holds libcupti: it is named for PyTorch).
 pub fn framework_tracer() -> Option<(&'static str, String)> {
-    let mut found = None;
-    for_each_loaded(|path| {
-        if found.is_none()
-            && let Some((_, name)) = FRAMEWORK_LIBRARIES.iter().find(|(needle, _)| path.contains(needle))
-        {
-            found = Some((*name, path.to_string()));
-        }
-    });
-    found
+    let mut loaded = Vec::new();
+    for_each_loaded(|path| loaded.push(path.to_string()));
+    FRAMEWORK_LIBRARIES
+        .iter()
+        .find_map(|(needle, name)| loaded.iter().find(|path| path.contains(needle)).map(|path| (*name, path.clone())))
 }
 
 /// The directory of the first loaded library whose file name starts with `prefix`.

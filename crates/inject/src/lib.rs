@@ -13,6 +13,7 @@
 //! - [`frameworks`]: whether a framework that runs its own CUPTI tracer (PyTorch's
 //!   Kineto, XLA's, TensorFlow's) is loaded: then this process is theirs.
 //! - [`recorder`]: CUPTI's buffer callbacks and the activity kinds recorded.
+//! - [`device`]: each GPU's properties, from the driver the process loaded.
 //! - [`link`]: the socket to the parent: a sender thread and a control thread (start,
 //!   stop, flush; periodic flushes while recording).
 //!
@@ -20,15 +21,28 @@
 //! without it the injection does nothing), `MLPROF_CUPTI_PATH` (libcupti to load),
 //! `MLPROF_INJECT_CHAIN` (an injection the user had set, initialised first),
 //! `MLPROF_INJECT_FRAMEWORKS=1` (record even beside a framework tracer, which then loses
-//! CUPTI), `MLPROF_INJECT_DRIVER_API=1` (record driver API calls too).
+//! CUPTI), `MLPROF_INJECT_DRIVER_API=1` (record driver API calls too),
+//! `MLPROF_INJECT_RECORD_AT_START=1` (the first window starts at `cuInit`),
+//! `MLPROF_INJECT_LOG=FILE` (a line per step of the injection's life, for diagnosis).
 
 pub mod cupti;
+pub mod device;
 pub mod frameworks;
 pub mod link;
 pub mod recorder;
 
 use std::ffi::{CString, OsString};
 use std::os::unix::ffi::OsStringExt;
+
+/// Appends `line` to `MLPROF_INJECT_LOG` when it is set (rare events only: start, stop,
+/// exit, failures).
+pub fn log(line: impl FnOnce() -> String) {
+    use std::io::Write;
+    let Some(path) = std::env::var_os("MLPROF_INJECT_LOG").filter(|p| !p.is_empty()) else { return };
+    if let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+        let _ = writeln!(file, "{} pid {}: {}", recorder::realtime_ns(), std::process::id(), line());
+    }
+}
 
 /// Called by the CUDA driver when it initialises (`cuInit`) in a process whose
 /// environment names this library in `CUDA_INJECTION64_PATH`. Always returns 1

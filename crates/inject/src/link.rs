@@ -229,13 +229,25 @@ unsafe fn read_c_string(address: usize) -> Vec<u8> {
     unsafe { std::slice::from_raw_parts(p as *const u8, len) }.to_vec()
 }
 
+/// How many flush periods the control thread keeps asking the driver for the GPUs'
+/// properties while CUDA is still initialising (10 s).
+const DEVICE_QUERY_TRIES: u32 = 40;
+
 fn control_loop(injection: &'static Injection, mut stream: UnixStream) {
     let _ = stream.set_read_timeout(Some(FLUSH_PERIOD));
     let mut pending = Vec::new();
     let mut chunk = [0u8; 256];
+    let mut device_tries = 0;
     loop {
         if injection.link.gone.load(Ordering::SeqCst) {
             break;
+        }
+        // The driver answers once `cuInit`, which loaded this library, has returned.
+        if device_tries < DEVICE_QUERY_TRIES {
+            device_tries += 1;
+            if injection.send_devices() {
+                device_tries = DEVICE_QUERY_TRIES;
+            }
         }
         match stream.read(&mut chunk) {
             Ok(0) => break,
@@ -274,6 +286,7 @@ fn control_loop(injection: &'static Injection, mut stream: UnixStream) {
 
 /// The parent closed the socket or failed: record nothing more, free what is queued.
 fn parent_gone(injection: &Injection) {
+    crate::log(|| "the parent is gone".to_string());
     injection.link.gone.store(true, Ordering::SeqCst);
     if injection.recording.load(Ordering::SeqCst) {
         injection.stop_recording();

@@ -24,7 +24,6 @@ pub const MAX_BUFFERS: usize = 32;
 /// Activity kinds recorded while tracing. Driver API calls only with
 /// `MLPROF_INJECT_DRIVER_API=1` (they double the host records of a launch).
 const KINDS: &[(u32, &str)] = &[
-    (layout::KIND_DEVICE, "DEVICE"),
     (layout::KIND_CONTEXT, "CONTEXT"),
     (layout::KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL"),
     (layout::KIND_MEMCPY, "MEMCPY"),
@@ -52,6 +51,8 @@ pub struct Injection {
     pub dropped: AtomicU64,
     /// Kinds enabled by the last start.
     enabled: Mutex<Vec<u32>>,
+    /// The GPUs' properties have been sent.
+    devices_sent: AtomicBool,
     /// The queue to the sender thread.
     pub link: Link,
 }
@@ -69,13 +70,16 @@ pub fn start() {
     let Some(socket) = std::env::var_os("MLPROF_INJECT_SOCKET").filter(|s| !s.is_empty()) else { return };
     let Ok(stream) = std::os::unix::net::UnixStream::connect(&socket) else { return };
     let pid = std::process::id();
+    crate::log(|| "InitializeInjection: connected".to_string());
     let passive = |stream: std::os::unix::net::UnixStream, reason: String| {
+        crate::log(|| format!("passive: {reason}"));
         let hello = Hello {
             protocol: PROTOCOL_VERSION,
             pid,
             cupti_api_version: 0,
             cupti_timestamp_ns: 0,
             realtime_ns: realtime_ns(),
+            recording: false,
         };
         crate::link::say_and_close(stream, &[FromInjection::Hello(hello), FromInjection::Passive(reason)]);
     };
@@ -111,6 +115,10 @@ pub fn start() {
     if let Err(reason) = cupti.register_callbacks(on_buffer_requested, on_buffer_completed) {
         return passive(stream, reason);
     }
+    cupti.use_system_thread_ids();
+    // Set by `mlprof run` when the first window is due at launch: record from the very
+    // first kernel, before the parent could answer.
+    let record_now = std::env::var_os("MLPROF_INJECT_RECORD_AT_START").is_some_and(|v| v == "1");
     let cupti_timestamp_ns = cupti.timestamp();
     let hello = Hello {
         protocol: PROTOCOL_VERSION,
@@ -118,6 +126,7 @@ pub fn start() {
         cupti_api_version: version,
         cupti_timestamp_ns,
         realtime_ns: realtime_ns(),
+        recording: record_now,
     };
     let Some(link) = Link::open(stream, hello) else { return };
     let injection = Injection {
@@ -127,9 +136,15 @@ pub fn start() {
         outstanding: Mutex::new(HashSet::new()),
         dropped: AtomicU64::new(0),
         enabled: Mutex::new(Vec::new()),
+        devices_sent: AtomicBool::new(false),
         link,
     };
-    if INJECTION.set(injection).is_ok() {
+    if INJECTION.set(injection).is_ok()
+        && let Some(injection) = current()
+    {
+        if record_now {
+            injection.start_recording();
+        }
         crate::link::start_threads();
         // SAFETY: registers a plain `extern "C" fn()` that catches its own panics.
         unsafe { libc::atexit(at_exit) };
@@ -152,10 +167,27 @@ impl Injection {
             }
         }
         self.recording.store(true, Ordering::SeqCst);
+        crate::log(|| format!("recording {} kinds", enabled.len()));
     }
 
-    /// Disables what [`Self::start_recording`] enabled and flushes every record out.
+    /// Sends the GPUs' properties once the driver gives them (it does once `cuInit`
+    /// has returned); true when they have been sent.
+    pub fn send_devices(&self) -> bool {
+        if self.devices_sent.load(Ordering::SeqCst) {
+            return true;
+        }
+        let Ok(Some(devices)) = std::panic::catch_unwind(crate::device::query) else { return false };
+        if !self.devices_sent.swap(true, Ordering::SeqCst) {
+            devices.into_iter().for_each(|d| self.link.send(FromInjection::Device(d)));
+        }
+        true
+    }
+
+    /// Disables what [`Self::start_recording`] enabled and flushes every record out
+    /// (after the GPUs' properties, so a window has them even in a short process).
     pub fn stop_recording(&self) {
+        crate::log(|| "stop recording".to_string());
+        self.send_devices();
         self.recording.store(false, Ordering::SeqCst);
         for kind in std::mem::take(&mut *lock(&self.enabled)) {
             let _ = self.cupti.disable(kind);
@@ -166,7 +198,10 @@ impl Injection {
     /// Hands every completed buffer to the sender (`forced`: also the ones CUPTI is
     /// still filling).
     pub fn flush(&self, forced: bool) {
-        let _ = self.cupti.flush_all(if forced { layout::FLAG_FLUSH_FORCED } else { 0 });
+        let result = self.cupti.flush_all(if forced { layout::FLAG_FLUSH_FORCED } else { 0 });
+        if forced {
+            crate::log(|| format!("forced flush: {result}"));
+        }
         let dropped = self.dropped.swap(0, Ordering::SeqCst);
         if dropped > 0 {
             self.link.send(FromInjection::Dropped(dropped));
@@ -249,15 +284,34 @@ extern "C" fn on_buffer_completed(context: *mut c_void, stream_id: u32, buffer: 
     });
 }
 
+/// How long the job's exit may wait for mlprof's last flush.
+pub const EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// At exit: stop recording, flush, say goodbye, and give the sender a bounded time to
-/// drain.
+/// drain. The work runs on its own thread and the exit waits for it at most
+/// [`EXIT_WAIT`]: a CUPTI flush that never returns must not hold the job.
 extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(|| {
-        let Some(injection) = current() else { return };
-        if injection.recording.load(Ordering::SeqCst) {
-            injection.stop_recording();
+        if current().is_none() {
+            return;
         }
-        injection.link.send(FromInjection::Bye);
-        injection.link.drain(std::time::Duration::from_secs(2));
+        let (done, finished) = std::sync::mpsc::channel();
+        let worker = std::thread::Builder::new().name("mlprof-exit".into()).spawn(move || {
+            let _ = std::panic::catch_unwind(|| {
+                crate::log(|| "exit: flushing".to_string());
+                if let Some(injection) = current() {
+                    if injection.recording.load(Ordering::SeqCst) {
+                        injection.stop_recording();
+                    }
+                    injection.link.send(FromInjection::Bye);
+                    injection.link.drain(EXIT_WAIT);
+                }
+            });
+            let _ = done.send(());
+        });
+        if worker.is_ok() {
+            let waited = finished.recv_timeout(EXIT_WAIT);
+            crate::log(|| format!("exit: {}", if waited.is_ok() { "done" } else { "gave up waiting" }));
+        }
     });
 }

@@ -139,6 +139,13 @@ struct Process {
     hello: Option<wire::Hello>,
     passive: bool,
     phase: Phase,
+    /// Its GPUs, as its driver describes them.
+    devices: Vec<wire::DeviceInfo>,
+    /// It had at least one window.
+    traced: bool,
+    /// It said goodbye (its exit flush is in): a connection error afterwards is the
+    /// process ending, not a failure.
+    said_bye: bool,
 }
 
 /// A finished window, to be filed by the run.
@@ -166,14 +173,31 @@ pub struct CuptiProcesses {
 }
 
 impl CuptiProcesses {
-    /// Takes one delivery; returns lines to print and a finished window, if any.
-    pub fn deliver(&mut self, delivery: Delivery, hostname: &str) -> (Vec<String>, Option<Window>) {
+    /// Takes one delivery; returns lines to print and a finished window, if any. A
+    /// process that started recording at `cuInit` claims its round of `rounds` here.
+    pub async fn deliver(
+        &mut self,
+        delivery: Delivery,
+        hostname: &str,
+        rounds: &mut crate::schedule::Rounds,
+        duration: Duration,
+    ) -> (Vec<String>, Option<Window>) {
         let mut say = Vec::new();
         let mut done = None;
         match delivery {
             Delivery::Connected(id, writer) => {
                 self.seen += 1;
-                self.processes.insert(id, Process { pid: 0, writer, hello: None, passive: false, phase: Phase::Idle });
+                let process = Process {
+                    pid: 0,
+                    writer,
+                    hello: None,
+                    passive: false,
+                    phase: Phase::Idle,
+                    devices: Vec::new(),
+                    traced: false,
+                    said_bye: false,
+                };
+                self.processes.insert(id, process);
             }
             Delivery::Message(id, message) => {
                 let Some(process) = self.processes.get_mut(&id) else { return (say, None) };
@@ -189,11 +213,24 @@ impl CuptiProcesses {
                             ));
                             process.passive = true;
                         }
-                        process.hello = Some(hello);
+                        let recording = hello.recording && !process.passive;
+                        process.hello = Some(hello.clone());
+                        if recording {
+                            self.next_token = self.next_token.wrapping_add(1);
+                            if let Some(line) =
+                                claim_started_window(process, hello, rounds, duration, self.next_token).await
+                            {
+                                say.push(line);
+                            }
+                        }
                     }
                     FromInjection::Passive(reason) => {
                         process.passive = true;
                         say.push(format!("CUDA process {}: mlprof-inject stays out of CUPTI: {reason}", process.pid));
+                    }
+                    FromInjection::Device(device) => {
+                        process.devices.retain(|d| d.ordinal != device.ordinal);
+                        process.devices.push(device);
                     }
                     FromInjection::Note(note) => say.push(format!("CUDA process {}: {note}", process.pid)),
                     FromInjection::Buffer(buffer) => match &mut process.phase {
@@ -211,15 +248,22 @@ impl CuptiProcesses {
                             done = finish(process, hostname, false);
                         }
                     }
-                    FromInjection::Bye => done = finish(process, hostname, true),
+                    FromInjection::Bye => {
+                        process.said_bye = true;
+                        done = finish(process, hostname, true);
+                        say.extend(never_traced(process));
+                    }
                 }
             }
             Delivery::Closed(id, error) => {
                 if let Some(mut process) = self.processes.remove(&id) {
-                    if let Some(error) = error {
+                    if let Some(error) = error.filter(|_| !process.said_bye) {
                         say.push(format!("CUDA process {}: its mlprof-inject connection failed: {error}", process.pid));
                     }
                     done = finish(&mut process, hostname, true);
+                    if !process.said_bye {
+                        say.extend(never_traced(&process));
+                    }
                 }
             }
         }
@@ -253,6 +297,7 @@ impl CuptiProcesses {
                                 until: now + duration,
                                 profile: CuptiProfile::new(hello),
                             };
+                            process.traced = true;
                             started.push((process.pid, round));
                         } else {
                             rounds.cancel(process.pid as i32, round);
@@ -290,10 +335,46 @@ impl CuptiProcesses {
         self.processes.values_mut().filter_map(|p| finish(p, hostname, true)).collect()
     }
 
-    /// Whether any process is recording or flushing.
-    pub fn busy(&self) -> bool {
-        self.processes.values().any(|p| !matches!(p.phase, Phase::Idle))
+    /// Processes still connected.
+    pub fn connected(&self) -> usize {
+        self.processes.len()
     }
+}
+
+/// A process that started recording at `cuInit`: its window is round 0 (or the round
+/// due now), begun when the process said hello; one that may not be traced (more
+/// processes than allowed) is told to stop. Returns the line to print.
+async fn claim_started_window(
+    process: &mut Process,
+    hello: wire::Hello,
+    rounds: &mut crate::schedule::Rounds,
+    duration: Duration,
+    token: u32,
+) -> Option<String> {
+    let now = Instant::now();
+    match rounds.start(process.pid as i32, now) {
+        Some(round) => {
+            let since_ns = hello.realtime_ns;
+            process.phase =
+                Phase::Recording { round, since_ns, until: now + duration, profile: CuptiProfile::new(hello) };
+            process.traced = true;
+            Some(format!(
+                "CUDA process {}: recording GPU activity for {} from cuInit (CUPTI)",
+                process.pid,
+                crate::kineto_ipc::TraceWindow::Duration(duration)
+            ))
+        }
+        None => {
+            send(&mut process.writer, ToInjection::Stop(token)).await;
+            None
+        }
+    }
+}
+
+/// The line for a process that ended before any window of it was due.
+fn never_traced(process: &Process) -> Option<String> {
+    (!process.traced && !process.passive && process.hello.is_some())
+        .then(|| format!("CUDA process {}: ended before its trace was due (--delay)", process.pid))
 }
 
 fn finish(process: &mut Process, hostname: &str, cut_short: bool) -> Option<Window> {
@@ -303,7 +384,7 @@ fn finish(process: &mut Process, hostname: &str, cut_short: bool) -> Option<Wind
             (round, since_ns, profile)
         }
     };
-    let host = profile.to_host(hostname, since_ns, wall_now_ns().max(since_ns));
+    let host = profile.to_host(hostname, since_ns, wall_now_ns().max(since_ns), &process.devices);
     Some(Window { pid: process.pid, round, counts: profile.counts(), host, cut_short })
 }
 

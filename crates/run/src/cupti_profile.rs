@@ -4,7 +4,7 @@
 //!
 //! - `/device:GPU:N` (id N): plane stats `device_vendor` "Nvidia", `gpu_device_name`,
 //!   `clock_rate` (kHz), `core_count`, `memory_bandwidth` (bytes/s), `memory_size`,
-//!   `compute_cap_major`/`_minor` from CUPTI's device record; one line per CUDA stream
+//!   `compute_cap_major`/`_minor` from the driver (the injection asks it, as XLA does); one line per CUDA stream
 //!   (`Stream #7(Compute,MemcpyH2D)`); kernels named by their demangled name with
 //!   `kernel_details` ("regs:R static_shared:S dynamic_shared:D grid:x,y,z block:x,y,z
 //!   occ_pct:P"), copies `MemcpyH2D`/`MemcpyD2H`/`MemcpyD2D`/`MemcpyP2P`/`MemcpyOther`
@@ -25,8 +25,8 @@
 use std::collections::HashMap;
 
 use mlprof_cupti::layout;
-use mlprof_cupti::records::{self, Activity, Device, Kernel};
-use mlprof_cupti::wire::{Buffer, Hello, StringKey};
+use mlprof_cupti::records::{self, Activity, Kernel};
+use mlprof_cupti::wire::{Buffer, DeviceInfo, Hello, StringKey};
 use mlprof_model::{Host, Line, PlaneBuilder, SourceFormat, StatValue, names, time::PS_PER_NS};
 
 /// XProf's id of the `/host:CPU` plane (`kHostPlaneId`).
@@ -46,7 +46,6 @@ pub struct CuptiProfile {
     names: Vec<String>,
     name_ids: HashMap<String, u32>,
     activities: Vec<(Activity, u32)>,
-    devices: HashMap<u32, (Device, u32)>,
     /// Bytes of records taken.
     bytes: usize,
     /// Buffers left out past [`MAX_WINDOW_BYTES`].
@@ -84,7 +83,6 @@ impl CuptiProfile {
             names: Vec::new(),
             name_ids: HashMap::new(),
             activities: Vec::new(),
-            devices: HashMap::new(),
             bytes: 0,
             buffers_over_cap: 0,
             bad_records: 0,
@@ -122,15 +120,10 @@ impl CuptiProfile {
                     Some(domain) if !domain.is_empty() => format!("NVTX:{domain}:{n}"),
                     _ => format!("NVTX:{n}"),
                 }),
-                Activity::Device(d) => pointer(d.name),
                 _ => None,
             };
             let name = name.map_or(NO_NAME, |n| self.intern(n));
-            if let Activity::Device(d) = activity {
-                self.devices.insert(d.id, (d, name));
-            } else {
-                self.activities.push((activity, name));
-            }
+            self.activities.push((activity, name));
         }
     }
 
@@ -203,9 +196,11 @@ impl CuptiProfile {
         (self.hello.realtime_ns as i128 + delta).clamp(i64::MIN as i128, i64::MAX as i128) as i64
     }
 
-    /// The window as one host named `hostname`, from `start_ns` to
-    /// `stop_ns` (wall clock, Unix epoch nanoseconds).
-    pub fn to_host(&self, hostname: &str, start_ns: i64, stop_ns: i64) -> Host {
+    /// The window as one host named `hostname`, from `start_ns` to `stop_ns` (wall
+    /// clock, Unix epoch nanoseconds), with the process's GPUs as `devices` describes
+    /// them.
+    pub fn to_host(&self, hostname: &str, start_ns: i64, stop_ns: i64, devices: &[DeviceInfo]) -> Host {
+        let device = |ordinal: u32| devices.iter().find(|d| d.ordinal == ordinal);
         let mut host = Host::new(hostname, "", SourceFormat::Xspace);
         host.hostnames.push(hostname.to_string());
         host.profile_start_ns = Some(start_ns);
@@ -237,7 +232,7 @@ impl CuptiProfile {
             match activity {
                 Activity::Kernel(k) => {
                     let Some((offset, duration)) = span(k.start_ns, k.end_ns) else { continue };
-                    let occupancy = self.devices.get(&k.device_id).map_or(0.0, |(d, _)| occupancy_pct(d, &k));
+                    let occupancy = device(k.device_id).map_or(0.0, |d| occupancy_pct(d, &k));
                     let gpu = gpus.entry(k.device_id).or_insert_with(|| Gpu::new(k.device_id));
                     let name = self.name(name).unwrap_or("Kernel");
                     let details = format!(
@@ -350,15 +345,16 @@ impl CuptiProfile {
                     }
                 }
                 Activity::Marker(m) => cpu.marker(&m, self.name(name), span(m.timestamp_ns, m.timestamp_ns)),
-                Activity::ExternalCorrelation { .. } | Activity::Context { .. } | Activity::Device(_) => {}
+                Activity::ExternalCorrelation { .. } | Activity::Context { .. } => {}
             }
         }
-        let mut ordinals: Vec<u32> = gpus.keys().copied().chain(self.devices.keys().copied()).collect();
+        // A plane for every GPU the process has, busy or not (as XLA writes them).
+        let mut ordinals: Vec<u32> = gpus.keys().copied().chain(devices.iter().map(|d| d.ordinal)).collect();
         ordinals.sort_unstable();
         ordinals.dedup();
         for ordinal in ordinals {
             let gpu = gpus.remove(&ordinal).unwrap_or_else(|| Gpu::new(ordinal));
-            host.planes.push(gpu.finish(self.devices.get(&ordinal).map(|(d, name)| (d, self.name(*name)))));
+            host.planes.push(gpu.finish(device(ordinal)));
         }
         host.planes.push(cpu.finish());
         host
@@ -575,7 +571,7 @@ impl Gpu {
         }
     }
 
-    fn finish(mut self, device: Option<(&Device, Option<&str>)>) -> mlprof_model::Plane {
+    fn finish(mut self, device: Option<&DeviceInfo>) -> mlprof_model::Plane {
         for (&id, pending) in self.tracks.lines.iter_mut() {
             pending.work.sort_unstable();
             pending.name = if pending.work.contains(&StreamWork::Overhead) {
@@ -591,20 +587,18 @@ impl Gpu {
         if let Ok(v) = plane.metadata_str("Nvidia") {
             stats.push((vendor, v));
         }
-        if let Some((d, name)) = device {
-            if let Some(name) = name {
-                let key = plane.stat_key("gpu_device_name");
-                if let Ok(v) = plane.metadata_str(name) {
-                    stats.push((key, v));
-                }
+        if let Some(d) = device {
+            let key = plane.stat_key("gpu_device_name");
+            if let Ok(v) = plane.metadata_str(&d.name) {
+                stats.push((key, v));
             }
             let ints = [
-                ("clock_rate", StatValue::Int(i64::from(d.core_clock_khz))),
-                ("core_count", StatValue::Int(i64::from(d.multiprocessors))),
-                ("memory_bandwidth", StatValue::Uint(d.global_memory_bandwidth_kibps.saturating_mul(1000))),
-                ("memory_size", StatValue::Uint(d.global_memory_bytes)),
-                ("compute_cap_major", StatValue::Int(i64::from(d.compute_capability.0))),
-                ("compute_cap_minor", StatValue::Int(i64::from(d.compute_capability.1))),
+                ("clock_rate", StatValue::Int(d.clock_khz)),
+                ("core_count", StatValue::Int(d.multiprocessors)),
+                ("memory_bandwidth", StatValue::Uint(d.memory_bandwidth)),
+                ("memory_size", StatValue::Uint(d.memory_size)),
+                ("compute_cap_major", StatValue::Int(d.compute_capability_major)),
+                ("compute_cap_minor", StatValue::Int(d.compute_capability_minor)),
             ];
             for (name, value) in ints {
                 let key = plane.stat_key(name);
@@ -713,27 +707,27 @@ fn six_significant(v: f64) -> String {
 /// calculator, with its allocation granularities: registers per warp in units of 256,
 /// shared memory in units of 128 bytes plus 1 KiB reserved per block from compute
 /// capability 8.0).
-pub fn occupancy_pct(device: &Device, kernel: &Kernel) -> f64 {
+pub fn occupancy_pct(device: &DeviceInfo, kernel: &Kernel) -> f64 {
     let threads = kernel.block.iter().map(|&b| b.max(0) as u64).product::<u64>();
-    let warp = u64::from(device.threads_per_warp.max(1));
-    let max_warps = u64::from(device.max_warps_per_multiprocessor);
+    let warp = device.warp_size.max(1) as u64;
+    let max_warps = device.max_threads_per_multiprocessor.max(0) as u64 / warp;
     if threads == 0 || max_warps == 0 {
         return 0.0;
     }
     let warps_per_block = threads.div_ceil(warp);
     let mut blocks = max_warps / warps_per_block;
-    blocks = blocks.min(u64::from(device.max_blocks_per_multiprocessor));
+    blocks = blocks.min(device.max_blocks_per_multiprocessor.max(0) as u64);
     let regs = u64::from(kernel.registers_per_thread);
     if regs > 0 {
         let per_warp = (regs * warp).div_ceil(256) * 256;
-        let warps_by_registers = u64::from(device.max_registers_per_multiprocessor) / per_warp;
+        let warps_by_registers = device.max_registers_per_multiprocessor.max(0) as u64 / per_warp;
         blocks = blocks.min(warps_by_registers / warps_per_block);
     }
-    let reserved = if device.compute_capability.0 >= 8 { 1024 } else { 0 };
+    let reserved = if device.compute_capability_major >= 8 { 1024 } else { 0 };
     let shared =
         (kernel.static_shared_memory.max(0) as u64 + kernel.dynamic_shared_memory.max(0) as u64).div_ceil(128) * 128;
     if shared > 0 {
-        blocks = blocks.min(u64::from(device.max_shared_memory_per_multiprocessor) / (shared + reserved));
+        blocks = blocks.min(device.max_shared_memory_per_multiprocessor.max(0) as u64 / (shared + reserved));
     }
     (blocks * threads) as f64 * 100.0 / (max_warps * warp) as f64
 }
@@ -755,20 +749,21 @@ mod tests {
         assert_eq!(six_significant(12.5), "12.5");
     }
 
-    fn h100() -> Device {
-        Device {
-            id: 0,
-            global_memory_bandwidth_kibps: 3_352_320_000,
-            global_memory_bytes: 80 << 30,
-            core_clock_khz: 1_980_000,
+    fn h100() -> DeviceInfo {
+        DeviceInfo {
+            ordinal: 0,
+            name: "NVIDIA H100".into(),
+            clock_khz: 1_980_000,
             multiprocessors: 132,
-            compute_capability: (9, 0),
-            threads_per_warp: 32,
-            max_warps_per_multiprocessor: 64,
+            compute_capability_major: 9,
+            compute_capability_minor: 0,
+            max_threads_per_multiprocessor: 2048,
+            warp_size: 32,
             max_registers_per_multiprocessor: 65536,
             max_shared_memory_per_multiprocessor: 233_472,
             max_blocks_per_multiprocessor: 32,
-            name: 0,
+            memory_bandwidth: 3_352_320_000_000,
+            memory_size: 80 << 30,
         }
     }
 

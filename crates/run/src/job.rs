@@ -62,6 +62,20 @@ pub struct RunOptions {
     pub every: Option<Duration>,
     /// This machine's name, for file names.
     pub host: String,
+    /// Who records the GPU work of framework processes.
+    pub device_tracer: DeviceTracer,
+}
+
+/// Who records a process's GPU activity.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DeviceTracer {
+    /// The framework's own tracer where there is one (Kineto on demand, the JAX and
+    /// TensorFlow profiler servers), `mlprof-inject` in every other CUDA process.
+    #[default]
+    Auto,
+    /// `mlprof-inject` in every CUDA process, frameworks included; their own tracers are
+    /// not driven (they would compete for CUPTI, which CUPTI 13.0 gives to one).
+    Cupti,
 }
 
 /// What a run produced.
@@ -93,8 +107,10 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
             None
         }
     };
-    let mut daemon = run_dir.as_ref().and_then(|dir| start_kineto_daemon(dir.path(), window, &mut env, say));
-    let hook = run_dir.as_ref().and_then(|dir| match Hook::install(dir.path()) {
+    let frameworks = options.device_tracer == DeviceTracer::Auto;
+    let mut daemon =
+        run_dir.as_ref().filter(|_| frameworks).and_then(|dir| start_kineto_daemon(dir.path(), window, &mut env, say));
+    let hook = run_dir.as_ref().filter(|_| frameworks).and_then(|dir| match Hook::install(dir.path()) {
         Ok(hook) => {
             env.extend(hook.environment(std::env::var_os("PYTHONPATH")));
             Some(hook)
@@ -104,7 +120,7 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
             None
         }
     });
-    let mut cupti = run_dir.as_ref().and_then(|dir| start_cupti(dir.path(), &mut env, say));
+    let mut cupti = run_dir.as_ref().and_then(|dir| start_cupti(dir.path(), options, &mut env, say));
     let launched = Instant::now();
     let mut child = launch::spawn(&JobCommand { argv: options.argv.clone(), env })?;
     let mut exited = tokio::task::spawn_blocking(move || child.wait());
@@ -133,12 +149,12 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
                     daemon = None;
                 }
             }
-            delivery = next_delivery(&mut cupti) => state.cupti_delivered(delivery, say),
+            delivery = next_delivery(&mut cupti) => state.cupti_delivered(delivery, options.duration, say).await,
             _ = tick.tick() => state.tick(hook.as_ref(), options, say).await,
         }
     };
     launch::job_ended();
-    state.after_exit(hook.as_ref(), daemon.as_ref(), cupti.as_mut(), say).await;
+    state.after_exit(hook.as_ref(), daemon.as_ref(), cupti.as_mut(), options.duration, say).await;
     Ok(RunOutcome { status, sessions: state.sessions.with_traces() })
 }
 
@@ -168,6 +184,7 @@ fn start_kineto_daemon(
 /// library is not found.
 fn start_cupti(
     run_dir: &Path,
+    options: &RunOptions,
     env: &mut Vec<(OsString, OsString)>,
     say: &(dyn Fn(String) + Sync),
 ) -> Option<CuptiListener> {
@@ -192,6 +209,14 @@ fn start_cupti(
     }
     env.push(("CUDA_INJECTION64_PATH".into(), library.into_os_string()));
     env.push(("MLPROF_INJECT_SOCKET".into(), listener.path().as_os_str().to_os_string()));
+    if options.device_tracer == DeviceTracer::Cupti {
+        env.push(("MLPROF_INJECT_FRAMEWORKS".into(), "1".into()));
+    }
+    if options.delay.is_zero() {
+        // The first window is due at launch: a CUDA program records from its first
+        // kernel, without waiting for mlprof's answer (short programs end first).
+        env.push(("MLPROF_INJECT_RECORD_AT_START".into(), "1".into()));
+    }
     Some(listener)
 }
 
@@ -355,8 +380,8 @@ impl State {
         }
     }
 
-    fn cupti_delivered(&mut self, delivery: Delivery, say: &(dyn Fn(String) + Sync)) {
-        let (lines, window) = self.cupti.deliver(delivery, &self.host);
+    async fn cupti_delivered(&mut self, delivery: Delivery, duration: Duration, say: &(dyn Fn(String) + Sync)) {
+        let (lines, window) = self.cupti.deliver(delivery, &self.host, &mut self.cupti_rounds, duration).await;
         for line in lines {
             say(line);
         }
@@ -529,15 +554,18 @@ impl State {
         hook: Option<&Hook>,
         daemon: Option<&KinetoDaemon>,
         mut cupti: Option<&mut CuptiListener>,
+        duration: Duration,
         say: &(dyn Fn(String) + Sync),
     ) {
         let until = Instant::now() + AFTER_EXIT_WAIT;
-        // What the exiting processes flushed at exit is already on its way.
+        // What the exiting processes flushed at exit is on its way: take it until every
+        // process has closed its connection (or the wait is over: a CUDA process the job
+        // left running).
         if let Some(listener) = cupti.as_deref_mut() {
             while Instant::now() < until {
                 match listener.try_next() {
-                    Some(delivery) => self.cupti_delivered(delivery, say),
-                    None if self.cupti.busy() => tokio::time::sleep(Duration::from_millis(20)).await,
+                    Some(delivery) => self.cupti_delivered(delivery, duration, say).await,
+                    None if self.cupti.connected() > 0 => tokio::time::sleep(Duration::from_millis(20)).await,
                     None => break,
                 }
             }

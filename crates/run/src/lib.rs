@@ -22,4 +22,4 @@ pub mod launch;
 pub mod python_hook;
 pub mod schedule;
 
-pub use job::{RunOptions, RunOutcome, run_job};
+pub use job::{DeviceTracer, RunOptions, RunOutcome, run_job};

@@ -160,8 +160,11 @@ int main(int argc, char **argv) {
     int (*emit)(const uint8_t *, size_t) = (int (*)(const uint8_t *, size_t))dlsym(mock, "mock_cupti_emit");
     int (*is_on)(uint32_t) = (int (*)(uint32_t))dlsym(mock, "mock_cupti_enabled");
     if (!init || !emit || !is_on || init() != 1) { fprintf(stderr, "fake_cuda_job: bad libraries\n"); return 2; }
-    /* Wait (at most 5 s) for mlprof to start recording concurrent kernels (kind 10). */
-    for (int i = 0; i < 500 && !is_on(10); i++) usleep(10000);
+    /* Wait (MOCK_JOB_WAIT_MS, default 5 s) for mlprof to start recording concurrent
+     * kernels (kind 10): at once when it records from cuInit, else when its window is due. */
+    const char *wait_ms = getenv("MOCK_JOB_WAIT_MS");
+    int waits = (wait_ms ? atoi(wait_ms) : 5000) / 10;
+    for (int i = 0; i < waits && !is_on(10); i++) usleep(10000);
     int recording = is_on(10);
     FILE *f = fopen(argv[1], "rb");
     if (!f) return 2;
