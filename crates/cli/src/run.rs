@@ -1,6 +1,7 @@
 //! `mlprof run [OPTIONS] -- CMD ARGS…`: launch a job with no change to its code and
 //! collect its framework's own traces (PyTorch through Kineto's on-demand mode, JAX and
-//! TensorFlow through their profiler servers) into a TensorBoard log directory.
+//! TensorFlow through their profiler servers), and the GPU activity of other CUDA
+//! programs (through `mlprof-inject`), into a TensorBoard log directory.
 //!
 //! This module parses the arguments, prints mlprof's lines on stderr (each starting
 //! `mlprof:`, so they stand out among the job's) and returns the job's exit code as
@@ -21,7 +22,8 @@ use crate::capture::parse_duration;
 #[derive(Args)]
 pub struct RunArgs {
     /// TensorBoard log directory: traces go to DIR/plugins/profile/<session>/ (PyTorch as
-    /// <host>_<pid>.pt.trace.json, JAX/TensorFlow as <host_port>.xplane.pb).
+    /// <host>_<pid>.pt.trace.json, JAX/TensorFlow as <host_port>.xplane.pb, other CUDA
+    /// programs as <host>_<pid>.xplane.pb).
     #[arg(long, value_name = "DIR", default_value = ".")]
     logdir: PathBuf,
     /// How long each trace records: a number with a unit (1500ms, 2s, 1m) or plain

@@ -7,6 +7,9 @@
 //!   ([`kineto_ipc`]) and asks each process for traces when [`schedule`] says so.
 //! - JAX and TensorFlow: a Python start-up hook ([`python_hook`]) starts the framework's
 //!   profiler server once the job imports it, and mlprof captures it over gRPC.
+//! - Any other CUDA process: the driver loads `mlprof-inject` (`CUDA_INJECTION64_PATH`),
+//!   which connects to [`cupti_collector`]'s socket; each window of CUPTI records is
+//!   decoded and laid out as an XSpace by [`cupti_profile`].
 //! - [`launch`] starts the job and ends with it: same streams, signals passed on, its
 //!   exit code. [`job`] ties it together.
 //!
