@@ -2,7 +2,8 @@
 //! `scripts/cupti_layout/generate.sh` from the headers of CUPTI 130001 (the PyPI wheel
 //! `nvidia-cuda-cupti`); do not edit. Offsets are of the record versions that CUPTI
 //! writes (`CUpti_ActivityKernel10`, `CUpti_ActivityMemcpy6`, ...), and the CUDA driver's
-//! device attribute numbers (`cuda.h`) the injection asks for.
+//! device attribute numbers (`cuda.h`) the injection asks for. The fields read sit at
+//! the same offsets in every CUPTI 13.x (`check_versions.sh`).
 
 /// `CUPTI_API_VERSION` of the headers these layouts come from.
 pub const HEADER_API_VERSION: u32 = 130001;

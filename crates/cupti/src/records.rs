@@ -7,7 +7,10 @@ use crate::layout;
 use crate::wire::StringKey;
 
 /// The CUPTI API versions whose records these layouts read: CUPTI 13.x
-/// (`cuptiGetVersion` 130000 to 139999). Older ones wrote other record versions.
+/// (`cuptiGetVersion` 130000 to 139999). `scripts/cupti_layout/check_versions.sh` found
+/// every field read here at the same offset in CUPTI 13.0.85, 13.1.115, 13.2.86, 13.3.75,
+/// 13.4.92 and 13.5.25 (newer records only append fields, so they are longer; the
+/// decoder needs at least the 13.0 length). CUPTI 12 wrote other record versions.
 pub const SUPPORTED_API_VERSIONS: std::ops::RangeInclusive<u32> = 130_000..=139_999;
 
 /// Whether records of CUPTI `api_version` can be read; the reason when not.

@@ -21,12 +21,27 @@ pub type Callback = extern "C" fn(user_data: *mut c_void, domain: u32, cbid: u32
 type GetVersionFn = unsafe extern "C" fn(*mut u32) -> CuptiResult;
 type GetTimestampFn = unsafe extern "C" fn(*mut u64) -> CuptiResult;
 type SubscribeFn = unsafe extern "C" fn(*mut *mut c_void, Callback, *mut c_void) -> CuptiResult;
+type SubscribeV2Fn =
+    unsafe extern "C" fn(*mut *mut c_void, Callback, *mut c_void, *mut SubscriberParams) -> CuptiResult;
 type RegisterCallbacksFn = unsafe extern "C" fn(BufferRequested, BufferCompleted) -> CuptiResult;
 type KindFn = unsafe extern "C" fn(u32) -> CuptiResult;
 type NextRecordFn = unsafe extern "C" fn(*mut u8, usize, *mut *mut u8) -> CuptiResult;
 type DroppedFn = unsafe extern "C" fn(*mut c_void, u32, *mut usize) -> CuptiResult;
 type CallbackNameFn = unsafe extern "C" fn(u32, u32, *mut *const c_char) -> CuptiResult;
 type ResultStringFn = unsafe extern "C" fn(CuptiResult, *mut *const c_char) -> CuptiResult;
+
+/// `CUpti_SubscriberParams` as CUPTI 13.0 defines it (the fields up to
+/// `oldSubscriberSize`; later CUPTIs read only what `struct_size` covers).
+#[repr(C)]
+pub struct SubscriberParams {
+    struct_size: usize,
+    subscriber_name: *const c_char,
+    old_subscriber_name: *mut c_char,
+    old_subscriber_size: usize,
+}
+
+/// `CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN`.
+const OLD_SUBSCRIBER_NAME_LEN: usize = 64;
 
 /// The CUPTI functions the injection calls.
 pub struct Cupti {
@@ -35,6 +50,9 @@ pub struct Cupti {
     get_version: GetVersionFn,
     get_timestamp: GetTimestampFn,
     subscribe: SubscribeFn,
+    /// `cuptiSubscribe_v2` (CUPTI 13): names mlprof as the subscriber, and names the
+    /// subscriber already there when CUPTI refuses.
+    subscribe_v2: Option<SubscribeV2Fn>,
     register_callbacks: RegisterCallbacksFn,
     enable: KindFn,
     disable: KindFn,
@@ -81,12 +99,30 @@ impl Cupti {
         t
     }
 
-    /// `cuptiSubscribe`: the raw result, so the caller can tell another subscriber
-    /// (`CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED`) from other failures.
-    pub fn subscribe(&self, callback: Callback) -> CuptiResult {
+    /// Subscribes as "mlprof" (`cuptiSubscribe_v2` where there is one): the raw result,
+    /// so the caller can tell another subscriber
+    /// (`CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED`) from other failures, and the
+    /// name CUPTI gives the subscriber already there, when it gives one.
+    pub fn subscribe(&self, callback: Callback) -> (CuptiResult, Option<String>) {
         let mut handle: *mut c_void = std::ptr::null_mut();
-        // SAFETY: a valid out pointer and a callback that lives as long as the library.
-        unsafe { (self.subscribe)(&mut handle, callback, std::ptr::null_mut()) }
+        let Some(subscribe_v2) = self.subscribe_v2 else {
+            // SAFETY: a valid out pointer and a callback that lives as long as the library.
+            return (unsafe { (self.subscribe)(&mut handle, callback, std::ptr::null_mut()) }, None);
+        };
+        let mut old_name = [0 as c_char; OLD_SUBSCRIBER_NAME_LEN];
+        let mut params = SubscriberParams {
+            struct_size: std::mem::size_of::<SubscriberParams>(),
+            subscriber_name: c"mlprof".as_ptr(),
+            old_subscriber_name: old_name.as_mut_ptr(),
+            old_subscriber_size: OLD_SUBSCRIBER_NAME_LEN,
+        };
+        // SAFETY: valid out pointers, a params struct of the size it declares whose name
+        // buffer outlives the call, and a callback that lives as long as the library.
+        let result = unsafe { subscribe_v2(&mut handle, callback, std::ptr::null_mut(), &mut params) };
+        old_name[OLD_SUBSCRIBER_NAME_LEN - 1] = 0;
+        // SAFETY: NUL-terminated (forced above).
+        let old = unsafe { CStr::from_ptr(old_name.as_ptr()) }.to_string_lossy().into_owned();
+        (result, (!old.is_empty()).then_some(old))
     }
 
     /// `cuptiActivityRegisterCallbacks`.
@@ -216,6 +252,9 @@ fn resolve(handle: *mut c_void, path: String) -> Result<Cupti, String> {
             get_version: std::mem::transmute::<*mut c_void, GetVersionFn>(symbol(c"cuptiGetVersion")?),
             get_timestamp: std::mem::transmute::<*mut c_void, GetTimestampFn>(symbol(c"cuptiGetTimestamp")?),
             subscribe: std::mem::transmute::<*mut c_void, SubscribeFn>(symbol(c"cuptiSubscribe")?),
+            subscribe_v2: symbol(c"cuptiSubscribe_v2")
+                .ok()
+                .map(|p| std::mem::transmute::<*mut c_void, SubscribeV2Fn>(p)),
             register_callbacks: std::mem::transmute::<*mut c_void, RegisterCallbacksFn>(symbol(
                 c"cuptiActivityRegisterCallbacks",
             )?),

@@ -100,13 +100,15 @@ pub fn start() {
         Ok(v) => v,
         Err(reason) => return passive(stream, format!("{}: {reason}", cupti.path)),
     };
-    let subscribed = cupti.subscribe(on_callback);
+    let (subscribed, holder) = cupti.subscribe(on_callback);
     if subscribed == layout::ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED {
+        let holder = holder.map_or_else(|| "another tool".to_string(), |name| format!("another tool ({name})"));
         return passive(
             stream,
-            "another tool holds CUPTI (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED): the GPU activity is \
-             that tool's, not mlprof's"
-                .to_string(),
+            format!(
+                "{holder} holds CUPTI (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED): the GPU activity is \
+                 that tool's, not mlprof's"
+            ),
         );
     }
     if let Err(reason) = cupti.check(subscribed, "cuptiSubscribe") {

@@ -223,8 +223,10 @@ fn start_cupti(
 /// The injection library's file name.
 pub const INJECTION_LIBRARY: &str = "libmlprof_inject.so";
 
-/// `MLPROF_INJECT_LIBRARY`, else `libmlprof_inject.so` next to the running mlprof (or in
-/// its `deps/`, where cargo leaves the library of a dependency).
+/// `MLPROF_INJECT_LIBRARY`, else `libmlprof_inject.so` next to the running mlprof or in
+/// its `deps/` (where cargo leaves the library of a dependency; building the injection
+/// alone also copies it next to mlprof, where it may then be the older): the newer of
+/// the two.
 pub fn injection_library() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("MLPROF_INJECT_LIBRARY").filter(|p| !p.is_empty()) {
         let path = PathBuf::from(path);
@@ -232,7 +234,11 @@ pub fn injection_library() -> Option<PathBuf> {
     }
     let exe = std::env::current_exe().ok()?;
     let dir = exe.parent()?;
-    [dir.join(INJECTION_LIBRARY), dir.join("deps").join(INJECTION_LIBRARY)].into_iter().find(|p| p.is_file())
+    [dir.join(INJECTION_LIBRARY), dir.join("deps").join(INJECTION_LIBRARY)]
+        .into_iter()
+        .filter_map(|p| std::fs::metadata(&p).ok().filter(|m| m.is_file()).map(|m| (m.modified().ok(), p)))
+        .max_by_key(|(modified, _)| *modified)
+        .map(|(_, p)| p)
 }
 
 /// The next delivery from a CUDA process; pending forever without the injection.

@@ -59,6 +59,15 @@ int cuptiSubscribe(void **handle, void *callback, void *user) {
     if (other && strcmp(other, "1") == 0) return ERROR_MULTIPLE_SUBSCRIBERS;
     *handle = (void *)0x1; return SUCCESS;
 }
+/* CUPTI 13's subscribe: names the subscriber already there when it refuses. */
+typedef struct { size_t struct_size; const char *name; char *old_name; size_t old_size; } subscriber_params;
+int cuptiSubscribe_v2(void **handle, void *callback, void *user, subscriber_params *params) {
+    int result = cuptiSubscribe(handle, callback, user);
+    if (result == ERROR_MULTIPLE_SUBSCRIBERS && params && params->struct_size >= sizeof(subscriber_params) && params->old_name && params->old_size > 0) {
+        snprintf(params->old_name, params->old_size, "%s", "CUPTI for Nsight Systems");
+    }
+    return result;
+}
 int cuptiActivityRegisterCallbacks(requested_fn r, completed_fn c) { requested = r; completed = c; return SUCCESS; }
 int cuptiActivityEnable(uint32_t kind) {
     if (kind >= 128) return 1;
