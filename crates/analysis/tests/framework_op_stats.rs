@@ -17,6 +17,10 @@ const CASES: &[&str] = &[
     // Real JAX GPU profiles (H200): every column, the cost-model ones included, as XProf.
     "jax_gpu_h200",
     "jax_gpu_h200_capture",
+    // Written by `mlprof run`'s CUPTI injection (H200): no XLA op (no `hlo_op` stat) and
+    // no host op, so both tables hold only XProf's IDLE rows (device and host).
+    "cuda_app_h200_inject",
+    "jax_h200_inject",
 ];
 
 /// Index of the `eager` column ("Execution mode"): it depends on grouping's eager marks.

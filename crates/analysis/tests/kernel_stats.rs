@@ -44,10 +44,16 @@ fn fixtures_match_xprof_exactly() {
 /// Real JAX GPU profiles (H200, CUPTI 13): a `jax.profiler` trace of a training loop
 /// (its kernels run inside a CUDA graph) and an `mlprof capture` that caught XLA
 /// compiling and autotuning (`RedzoneAllocatorKernelImpl`, `DelayKernel`, candidate
-/// GEMMs, kernels with no HLO op).
+/// GEMMs, kernels with no HLO op). Also two profiles written by `mlprof run`'s CUPTI
+/// injection: a plain CUDA program (`cuda_app`: 2000 `vecAdd` and 2000
+/// `scale(float*, unsigned int, float)`, 100 % theoretical occupancy from the
+/// injection's `kernel_details`) and a JAX loop (4097 kernels in 190 rows, no HLO op:
+/// the injection records no `hlo_op` stat, so the op column is empty as in XProf).
 #[test]
 fn real_gpu_profiles_match_xprof_exactly() {
-    for (case, rows) in [("jax_gpu_h200", 27), ("jax_gpu_h200_capture", 86)] {
+    for (case, rows) in
+        [("jax_gpu_h200", 27), ("jax_gpu_h200_capture", 86), ("cuda_app_h200_inject", 2), ("jax_h200_inject", 190)]
+    {
         let sessions = load(&case_dir(case).join("logdir")).expect("fixture loads");
         let hosts: Vec<&Host> = sessions[0].hosts.iter().collect();
         let stats = kernel_stats::analyze(&hosts);

@@ -196,3 +196,27 @@ fn real_gpu_profiles_match_xprof_step_ids_and_breakdown_but_for_which_twin_is_sh
         panic!("{difference}");
     }
 }
+
+/// Profiles written by `mlprof run`'s CUPTI injection (H200). Their `/host:CPU` has
+/// CUPTI's memory records (`MemoryAlloc` with `memalloc_details`, one per `cudaMalloc` /
+/// `cudaMallocHost` / `cudaHostAlloc`), not an allocator's `MemoryAllocation` /
+/// `MemoryDeallocation` events, so XProf and mlprof both show no allocator.
+#[test]
+fn cupti_injection_profiles_have_no_allocator_as_xprof() {
+    for (case, allocs) in [("cuda_app_h200_inject", 4), ("jax_h200_inject", 9)] {
+        let (profile, ours, theirs) = profile(case);
+        if let Some(difference) = diff(&ours, &theirs, case) {
+            panic!("{difference}");
+        }
+        assert!(profile.allocators.is_empty(), "{case}");
+        let host = host(case);
+        let cpu = host.plane("/host:CPU").expect("host plane");
+        let count = cpu
+            .lines
+            .iter()
+            .flat_map(|l| l.iter())
+            .filter(|e| cpu.metadata_of(e).is_some_and(|m| m.name == "MemoryAlloc"))
+            .count();
+        assert_eq!(count, allocs, "{case}");
+    }
+}

@@ -269,3 +269,26 @@ fn real_gpu_capture_without_step_markers_matches_xprof_but_for_one_eligibility_c
     let diagnostics = want.as_array().and_then(|t| t.last()).expect("diagnostics").to_string();
     assert!(diagnostics.contains("No step marker observed"), "{diagnostics}");
 }
+
+/// Profiles written by `mlprof run`'s CUPTI injection (H200): a plain CUDA program
+/// (`cuda_app`) and a JAX loop recorded with `--device-tracer cupti` instead of XLA's
+/// tracer. The injection records CUDA activity only: no host step markers
+/// (`StepTraceAnnotation`) and no `hlo_op` stats, so XProf and mlprof's XProf-compatible
+/// mode both find no steps ("No step marker observed") and no device op for the top-ops
+/// table; the run environment (an "Nvidia GPU (Hopper)", one core) comes from the
+/// injection's device plane stats. All three tools equal XProf's.
+const INJECTED_CASES: [&str; 2] = ["cuda_app_h200_inject", "jax_h200_inject"];
+
+#[test]
+fn cupti_injection_profiles_match_xprof() {
+    for case in INJECTED_CASES {
+        for tool in ["overview_page", "input_pipeline_analyzer", "pod_viewer"] {
+            assert_same(&xprof_json(case, tool), &reference(case, tool), &format!("{case} {tool}"));
+        }
+        let want = reference(case, "overview_page");
+        assert_eq!(want[0]["rows"], Value::Array(Vec::new()), "{case}: no device ops");
+        assert_eq!(want[2]["p"]["device_type"], "Nvidia GPU (Hopper)", "{case}");
+        let diagnostics = want.as_array().and_then(|t| t.last()).expect("diagnostics").to_string();
+        assert!(diagnostics.contains("No step marker observed"), "{case}: {diagnostics}");
+    }
+}

@@ -22,7 +22,15 @@ fn stderr_line(out: &Output) -> String {
     text
 }
 
-const XSPACE_CASES: &[&str] = &["tf_keras2_input_bound", "tf_keras_pipelined", "tf_custom_loop", "jax_profile"];
+const XSPACE_CASES: &[&str] = &[
+    "tf_keras2_input_bound",
+    "tf_keras_pipelined",
+    "tf_custom_loop",
+    "jax_profile",
+    // Written by `mlprof run`'s CUPTI injection on an H200.
+    "cuda_app_h200_inject",
+    "jax_h200_inject",
+];
 
 #[test]
 fn info_json_lines_carry_name_and_events_as_in_the_xspace_summaries() {
@@ -74,9 +82,11 @@ fn a_tensorboard_log_directory_yields_every_session_at_any_depth() {
     assert_eq!(
         names,
         vec![
+            "cuda_app_h200_inject/logdir/2026_11_26_04_52_27",
             "jax_gpu_h200/logdir/2026_11_26_02_19_38",
             "jax_gpu_h200_capture/logdir/2026_11_26_02_19_46",
             "jax_gpu_xla/logdir/2026_11_21_19_24_59",
+            "jax_h200_inject/logdir/2026_11_26_04_52_44",
             "jax_profile/logdir/2026_11_21_19_24_59",
             "tf_custom_loop/logdir/2026_11_21_19_24_15",
             "tf_keras2_input_bound/logdir/2026_11_21_19_24_08",

@@ -11,7 +11,16 @@ use mlprof_formats::xspace::{encode_xspace, read_xspace};
 use mlprof_model::{Host, StatValue};
 use serde_json::Value;
 
-const CASES: &[&str] = &["tf_keras2_input_bound", "tf_keras_pipelined", "tf_custom_loop", "jax_profile"];
+const CASES: &[&str] = &[
+    "tf_keras2_input_bound",
+    "tf_keras_pipelined",
+    "tf_custom_loop",
+    "jax_profile",
+    // Written by `mlprof run`'s CUPTI injection (H200): a plain CUDA program and a JAX
+    // loop. No `/host:__ScopeRangeCallStack__` plane, so every plane is checked in full.
+    "cuda_app_h200_inject",
+    "jax_h200_inject",
+];
 
 /// Real JAX 0.11.2 GPU profiles (H200): a `jax.profiler` trace and an `mlprof capture`
 /// of an unmodified job. Not in [`CASES`] for one reason: their
