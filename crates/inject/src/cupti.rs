@@ -220,6 +220,16 @@ impl Cupti {
     }
 }
 
+/// `name` in the first libcupti that loads (the same search as [`Cupti::load`]).
+pub fn open_symbol(name: &CStr) -> Option<*mut c_void> {
+    candidates().iter().find_map(|candidate| {
+        let handle = open(candidate)?;
+        // SAFETY: a live handle and a NUL-terminated name.
+        let p = unsafe { libc::dlsym(handle, name.as_ptr()) };
+        (!p.is_null()).then_some(p)
+    })
+}
+
 fn candidates() -> Vec<String> {
     let mut out = Vec::new();
     if let Some(path) = std::env::var_os("MLPROF_CUPTI_PATH").filter(|p| !p.is_empty()) {

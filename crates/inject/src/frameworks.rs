@@ -8,7 +8,8 @@
 use std::ffi::{CStr, c_int, c_void};
 
 /// Shared objects whose presence means a framework CUPTI tracer may start, with the
-/// framework's name.
+/// framework's name (the last entry: a tool that loaded CUPTI before the driver loaded
+/// this injection, such as a user's own injection).
 const FRAMEWORK_LIBRARIES: &[(&str, &str)] = &[
     ("libtorch_cuda", "PyTorch (Kineto)"),
     ("libkineto", "PyTorch (Kineto)"),
@@ -17,8 +18,11 @@ const FRAMEWORK_LIBRARIES: &[(&str, &str)] = &[
     ("/jaxlib/", "JAX (XLA's CUPTI tracer)"),
     ("libtensorflow_framework", "TensorFlow (XLA's CUPTI tracer)"),
     ("_pywrap_tensorflow_internal", "TensorFlow (XLA's CUPTI tracer)"),
-    ("libcupti", "a tool that already loaded libcupti"),
+    ("libcupti", OTHER_TOOL),
 ];
+
+/// The name [`framework_tracer`] gives a libcupti loaded by something else.
+pub const OTHER_TOOL: &str = "another tool";
 
 /// The framework whose tracer owns CUPTI in this process, with the library that shows
 /// it; `None` when no such library is loaded. The list's order decides which is named

@@ -14,6 +14,7 @@
 //!   Kineto, XLA's, TensorFlow's) is loaded: then this process is theirs.
 //! - [`recorder`]: CUPTI's buffer callbacks and the activity kinds recorded.
 //! - [`device`]: each GPU's properties, from the driver the process loaded.
+//! - [`nvtx`]: NVTX ranges, handed on to libcupti (`NVTX_INJECTION64_PATH`).
 //! - [`link`]: the socket to the parent: a sender thread and a control thread (start,
 //!   stop, flush; periodic flushes while recording).
 //!
@@ -29,6 +30,7 @@ pub mod cupti;
 pub mod device;
 pub mod frameworks;
 pub mod link;
+pub mod nvtx;
 pub mod recorder;
 
 use std::ffi::{CString, OsString};

@@ -22,7 +22,9 @@ pub const BUFFER_BYTES: usize = 4 << 20;
 pub const MAX_BUFFERS: usize = 32;
 
 /// Activity kinds recorded while tracing. Driver API calls only with
-/// `MLPROF_INJECT_DRIVER_API=1` (they double the host records of a launch).
+/// `MLPROF_INJECT_DRIVER_API=1`: recording them all costs a host record per driver call,
+/// and choosing some with `cuptiActivityEnableDriverApi` while a PyTorch job ran stopped
+/// every kernel record on the H200 (CUPTI 13.0; `scripts/gpu_checks/README.md`).
 const KINDS: &[(u32, &str)] = &[
     (layout::KIND_CONTEXT, "CONTEXT"),
     (layout::KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL"),
@@ -85,12 +87,14 @@ pub fn start() {
     };
     let beside_frameworks = std::env::var_os("MLPROF_INJECT_FRAMEWORKS").is_some_and(|v| v == "1");
     if !beside_frameworks && let Some((framework, library)) = frameworks::framework_tracer() {
-        return passive(
-            stream,
+        let reason = if framework == frameworks::OTHER_TOOL {
+            format!("another tool loaded libcupti ({library}) before CUDA started: the GPU activity is that tool's")
+        } else {
             format!(
                 "{framework} is loaded ({library}) and runs its own CUPTI tracer; mlprof drives that tracer instead"
-            ),
-        );
+            )
+        };
+        return passive(stream, reason);
     }
     let cupti = match Cupti::load() {
         Ok(cupti) => cupti,

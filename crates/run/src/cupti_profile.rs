@@ -650,18 +650,19 @@ fn synchronization_name(kind: u32) -> &'static str {
     }
 }
 
-/// XLA's names of CUPTI overhead kinds.
+/// XLA's names of CUPTI overhead kinds (`COMPILER`, `BUFFER_FLUSH`, ...; the kinds
+/// newer than XLA's list by their CUPTI names).
 fn overhead_name(kind: u32) -> &'static str {
     match kind {
-        0x1 => "COMPILER",
-        0x10000 => "BUFFER_FLUSH",
-        0x20000 => "INSTRUMENTATION",
-        0x40000 => "RESOURCE",
-        0x80000 => "RUNTIME_TRIGGERED_MODULE_LOADING",
-        0x100000 => "LAZY_FUNCTION_LOADING",
-        0x200000 => "COMMAND_BUFFER_FULL",
-        0x400000 => "ACTIVITY_BUFFER_REQUEST",
-        0x800000 => "UVM_ACTIVITY_INIT",
+        layout::OVERHEAD_DRIVER_COMPILER => "COMPILER",
+        layout::OVERHEAD_CUPTI_BUFFER_FLUSH => "BUFFER_FLUSH",
+        layout::OVERHEAD_CUPTI_INSTRUMENTATION => "INSTRUMENTATION",
+        layout::OVERHEAD_CUPTI_RESOURCE => "RESOURCE",
+        layout::OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING => "RUNTIME_TRIGGERED_MODULE_LOADING",
+        layout::OVERHEAD_LAZY_FUNCTION_LOADING => "LAZY_FUNCTION_LOADING",
+        layout::OVERHEAD_COMMAND_BUFFER_FULL => "COMMAND_BUFFER_FULL",
+        layout::OVERHEAD_ACTIVITY_BUFFER_REQUEST => "ACTIVITY_BUFFER_REQUEST",
+        layout::OVERHEAD_UVM_ACTIVITY_INIT => "UVM_ACTIVITY_INIT",
         _ => "<UNKNOWN>",
     }
 }

@@ -207,6 +207,11 @@ fn start_cupti(
     if let Some(previous) = std::env::var_os("CUDA_INJECTION64_PATH").filter(|p| !p.is_empty() && *p != library) {
         env.push(("MLPROF_INJECT_CHAIN".into(), previous));
     }
+    // NVTX ranges: the job's NVTX library hands its first call to the injection, which
+    // passes it on to libcupti. A tool the user already named keeps NVTX.
+    if std::env::var_os("NVTX_INJECTION64_PATH").is_none_or(|p| p.is_empty()) {
+        env.push(("NVTX_INJECTION64_PATH".into(), library.clone().into_os_string()));
+    }
     env.push(("CUDA_INJECTION64_PATH".into(), library.into_os_string()));
     env.push(("MLPROF_INJECT_SOCKET".into(), listener.path().as_os_str().to_os_string()));
     if options.device_tracer == DeviceTracer::Cupti {
