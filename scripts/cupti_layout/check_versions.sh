@@ -5,6 +5,8 @@
 # fields: newer records are longer, which the decoder allows). cuda.h comes from
 # CUDA_INCLUDE (a CUDA 13 runtime headers directory).
 # Usage: CUDA_INCLUDE=DIR check_versions.sh CUPTI_INCLUDE_DIR...
+# (2026-11-26: CUPTI 12.8.90 and 12.9.79 (API 26, 28) and 13.0.85 to 13.5.25 agree;
+# CUPTI 12.6 and older lack constants gen_layout.c prints, and are not read.)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT

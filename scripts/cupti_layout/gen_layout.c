@@ -10,7 +10,8 @@
 #include <cupti_activity.h>
 #include <cupti_callbacks.h>
 
-/* The record versions CUPTI writes, by CUPTI version (each CUPTI writes its newest). */
+/* The record versions CUPTI writes, by CUPTI version (each CUPTI writes its newest;
+ * CUPTI 12 numbered its API versions 18 to 28). */
 #if CUPTI_API_VERSION >= 130400
 #define KERNEL_T CUpti_ActivityKernel13
 #define MEMCPY_T CUpti_ActivityMemcpy7
@@ -23,23 +24,53 @@
 #define KERNEL_T CUpti_ActivityKernel11
 #define MEMCPY_T CUpti_ActivityMemcpy6
 #define MEMSET_T CUpti_ActivityMemset4
-#else
+#elif CUPTI_API_VERSION >= 130000
 #define KERNEL_T CUpti_ActivityKernel10
 #define MEMCPY_T CUpti_ActivityMemcpy6
+#define MEMSET_T CUpti_ActivityMemset4
+#else
+#define KERNEL_T CUpti_ActivityKernel9
+#if CUPTI_API_VERSION >= 26
+#define MEMCPY_T CUpti_ActivityMemcpy6
+#else
+#define MEMCPY_T CUpti_ActivityMemcpy5
+#endif
 #define MEMSET_T CUpti_ActivityMemset4
 #endif
 #if CUPTI_API_VERSION >= 130100
 #define CONTEXT_T CUpti_ActivityContext4
-#else
+#elif CUPTI_API_VERSION >= 24
 #define CONTEXT_T CUpti_ActivityContext3
+#elif CUPTI_API_VERSION >= 22
+#define CONTEXT_T CUpti_ActivityContext2
+#else
+#define CONTEXT_T CUpti_ActivityContext
+#endif
+#if CUPTI_API_VERSION >= 24
+#define MEMORY_T CUpti_ActivityMemory4
+#else
+#define MEMORY_T CUpti_ActivityMemory3
+#endif
+#if CUPTI_API_VERSION >= 22
+#define OVERHEAD_T CUpti_ActivityOverhead3
+#else
+#define OVERHEAD_T CUpti_ActivityOverhead
+#endif
+#if CUPTI_API_VERSION >= 26
+#define SYNC_T CUpti_ActivitySynchronization2
+#else
+#define SYNC_T CUpti_ActivitySynchronization
 #endif
 
 #define XSTR(x) STR(x)
 #define STR(x) #x
 #define STRUCT(mod, type) STRUCT_(mod, type)
-#define STRUCT_(mod, type) printf("\n/// `%s`.\npub mod %s {\n    /// `sizeof(%s)`, bytes.\n    pub const SIZE: usize = %zu;\n", #type, mod, #type, sizeof(type))
-#define FIELD(type, rust, field) printf("    /// Offset of `%s`, bytes.\n    pub const %s: usize = %zu;\n", #field, rust, offsetof(type, field))
-#define END() printf("}\n")
+/* The end of the last field read in the struct being printed: the least a record must
+ * hold to be read (older CUPTIs write shorter records of the same fields). */
+static size_t read_end;
+#define STRUCT_(mod, type) read_end = 0, printf("\n/// `%s`.\npub mod %s {\n    /// `sizeof(%s)`, bytes.\n    pub const SIZE: usize = %zu;\n", #type, mod, #type, sizeof(type))
+#define FIELD(type, rust, field) (read_end = read_end > offsetof(type, field) + sizeof(((type *)0)->field) ? read_end : offsetof(type, field) + sizeof(((type *)0)->field)), printf("    /// Offset of `%s`, bytes.\n    pub const %s: usize = %zu;\n", #field, rust, offsetof(type, field))
+#define END() printf("    /// The end of the last field read, bytes: the least a record must hold.\n    pub const READ_END: usize = %zu;\n}\n", read_end)
 #define CONST(rust, c) printf("/// `%s`.\npub const %s: u32 = %u;\n", #c, rust, (unsigned)(c))
 
 int main(void) {
@@ -192,38 +223,38 @@ int main(void) {
     FIELD(CUpti_ActivityAPI, "CORRELATION_ID", correlationId);
     FIELD(CUpti_ActivityAPI, "RETURN_VALUE", returnValue);
     END();
-    STRUCT("synchronization", CUpti_ActivitySynchronization2);
-    FIELD(CUpti_ActivitySynchronization2, "TYPE", type);
-    FIELD(CUpti_ActivitySynchronization2, "START", start);
-    FIELD(CUpti_ActivitySynchronization2, "END", end);
-    FIELD(CUpti_ActivitySynchronization2, "CORRELATION_ID", correlationId);
-    FIELD(CUpti_ActivitySynchronization2, "CONTEXT_ID", contextId);
-    FIELD(CUpti_ActivitySynchronization2, "STREAM_ID", streamId);
-    FIELD(CUpti_ActivitySynchronization2, "CUDA_EVENT_ID", cudaEventId);
+    STRUCT("synchronization", SYNC_T);
+    FIELD(SYNC_T, "TYPE", type);
+    FIELD(SYNC_T, "START", start);
+    FIELD(SYNC_T, "END", end);
+    FIELD(SYNC_T, "CORRELATION_ID", correlationId);
+    FIELD(SYNC_T, "CONTEXT_ID", contextId);
+    FIELD(SYNC_T, "STREAM_ID", streamId);
+    FIELD(SYNC_T, "CUDA_EVENT_ID", cudaEventId);
     END();
     STRUCT("external_correlation", CUpti_ActivityExternalCorrelation);
     FIELD(CUpti_ActivityExternalCorrelation, "EXTERNAL_KIND", externalKind);
     FIELD(CUpti_ActivityExternalCorrelation, "EXTERNAL_ID", externalId);
     FIELD(CUpti_ActivityExternalCorrelation, "CORRELATION_ID", correlationId);
     END();
-    STRUCT("memory", CUpti_ActivityMemory4);
-    FIELD(CUpti_ActivityMemory4, "OPERATION_TYPE", memoryOperationType);
-    FIELD(CUpti_ActivityMemory4, "MEMORY_KIND", memoryKind);
-    FIELD(CUpti_ActivityMemory4, "CORRELATION_ID", correlationId);
-    FIELD(CUpti_ActivityMemory4, "ADDRESS", address);
-    FIELD(CUpti_ActivityMemory4, "BYTES", bytes);
-    FIELD(CUpti_ActivityMemory4, "TIMESTAMP", timestamp);
-    FIELD(CUpti_ActivityMemory4, "PROCESS_ID", processId);
-    FIELD(CUpti_ActivityMemory4, "DEVICE_ID", deviceId);
-    FIELD(CUpti_ActivityMemory4, "CONTEXT_ID", contextId);
-    FIELD(CUpti_ActivityMemory4, "STREAM_ID", streamId);
+    STRUCT("memory", MEMORY_T);
+    FIELD(MEMORY_T, "OPERATION_TYPE", memoryOperationType);
+    FIELD(MEMORY_T, "MEMORY_KIND", memoryKind);
+    FIELD(MEMORY_T, "CORRELATION_ID", correlationId);
+    FIELD(MEMORY_T, "ADDRESS", address);
+    FIELD(MEMORY_T, "BYTES", bytes);
+    FIELD(MEMORY_T, "TIMESTAMP", timestamp);
+    FIELD(MEMORY_T, "PROCESS_ID", processId);
+    FIELD(MEMORY_T, "DEVICE_ID", deviceId);
+    FIELD(MEMORY_T, "CONTEXT_ID", contextId);
+    FIELD(MEMORY_T, "STREAM_ID", streamId);
     END();
-    STRUCT("overhead", CUpti_ActivityOverhead3);
-    FIELD(CUpti_ActivityOverhead3, "OVERHEAD_KIND", overheadKind);
-    FIELD(CUpti_ActivityOverhead3, "OBJECT_KIND", objectKind);
-    FIELD(CUpti_ActivityOverhead3, "OBJECT_ID", objectId);
-    FIELD(CUpti_ActivityOverhead3, "START", start);
-    FIELD(CUpti_ActivityOverhead3, "END", end);
+    STRUCT("overhead", OVERHEAD_T);
+    FIELD(OVERHEAD_T, "OVERHEAD_KIND", overheadKind);
+    FIELD(OVERHEAD_T, "OBJECT_KIND", objectKind);
+    FIELD(OVERHEAD_T, "OBJECT_ID", objectId);
+    FIELD(OVERHEAD_T, "START", start);
+    FIELD(OVERHEAD_T, "END", end);
     END();
     STRUCT("marker", CUpti_ActivityMarker2);
     FIELD(CUpti_ActivityMarker2, "FLAGS", flags);
@@ -233,21 +264,6 @@ int main(void) {
     FIELD(CUpti_ActivityMarker2, "OBJECT_ID", objectId);
     FIELD(CUpti_ActivityMarker2, "NAME", name);
     FIELD(CUpti_ActivityMarker2, "DOMAIN", domain);
-    END();
-    STRUCT("device", CUpti_ActivityDevice5);
-    FIELD(CUpti_ActivityDevice5, "GLOBAL_MEMORY_BANDWIDTH", globalMemoryBandwidth);
-    FIELD(CUpti_ActivityDevice5, "GLOBAL_MEMORY_SIZE", globalMemorySize);
-    FIELD(CUpti_ActivityDevice5, "CORE_CLOCK_RATE", coreClockRate);
-    FIELD(CUpti_ActivityDevice5, "NUM_MULTIPROCESSORS", numMultiprocessors);
-    FIELD(CUpti_ActivityDevice5, "COMPUTE_CAPABILITY_MAJOR", computeCapabilityMajor);
-    FIELD(CUpti_ActivityDevice5, "COMPUTE_CAPABILITY_MINOR", computeCapabilityMinor);
-    FIELD(CUpti_ActivityDevice5, "ID", id);
-    FIELD(CUpti_ActivityDevice5, "NUM_THREADS_PER_WARP", numThreadsPerWarp);
-    FIELD(CUpti_ActivityDevice5, "MAX_WARPS_PER_MULTIPROCESSOR", maxWarpsPerMultiprocessor);
-    FIELD(CUpti_ActivityDevice5, "MAX_REGISTERS_PER_MULTIPROCESSOR", maxRegistersPerMultiprocessor);
-    FIELD(CUpti_ActivityDevice5, "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR", maxSharedMemoryPerMultiprocessor);
-    FIELD(CUpti_ActivityDevice5, "MAX_BLOCKS_PER_MULTIPROCESSOR", maxBlocksPerMultiprocessor);
-    FIELD(CUpti_ActivityDevice5, "NAME", name);
     END();
     STRUCT("context", CONTEXT_T);
     FIELD(CONTEXT_T, "CONTEXT_ID", contextId);

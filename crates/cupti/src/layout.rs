@@ -192,6 +192,8 @@ pub mod kernel {
     pub const CORRELATION_ID: usize = 92;
     /// Offset of `name`, bytes.
     pub const NAME: usize = 104;
+    /// The end of the last field read, bytes: the least a record must hold.
+    pub const READ_END: usize = 112;
 }
 
 /// `CUpti_ActivityMemcpy6`.
@@ -220,6 +222,8 @@ pub mod memcpy {
     pub const STREAM_ID: usize = 40;
     /// Offset of `correlationId`, bytes.
     pub const CORRELATION_ID: usize = 44;
+    /// The end of the last field read, bytes: the least a record must hold.
+    pub const READ_END: usize = 48;
 }
 
 /// `CUpti_ActivityMemcpyPtoP4`.
@@ -252,6 +256,8 @@ pub mod memcpy_p2p {
     pub const DST_DEVICE_ID: usize = 52;
     /// Offset of `correlationId`, bytes.
     pub const CORRELATION_ID: usize = 60;
+    /// The end of the last field read, bytes: the least a record must hold.
+    pub const READ_END: usize = 64;
 }
 
 /// `CUpti_ActivityMemset4`.
@@ -278,6 +284,8 @@ pub mod memset {
     pub const FLAGS: usize = 48;
     /// Offset of `memoryKind`, bytes.
     pub const MEMORY_KIND: usize = 50;
+    /// The end of the last field read, bytes: the least a record must hold.
+    pub const READ_END: usize = 52;
 }
 
 /// `CUpti_ActivityAPI`.
@@ -298,6 +306,8 @@ pub mod api {
     pub const CORRELATION_ID: usize = 32;
     /// Offset of `returnValue`, bytes.
     pub const RETURN_VALUE: usize = 36;
+    /// The end of the last field read, bytes: the least a record must hold.
+    pub const READ_END: usize = 40;
 }
 
 /// `CUpti_ActivitySynchronization2`.
@@ -318,6 +328,8 @@ pub mod synchronization {
     pub const STREAM_ID: usize = 32;
     /// Offset of `cudaEventId`, bytes.
     pub const CUDA_EVENT_ID: usize = 36;
+    /// The end of the last field read, bytes: the least a record must hold.
+    pub const READ_END: usize = 40;
 }
 
 /// `CUpti_ActivityExternalCorrelation`.
@@ -330,6 +342,8 @@ pub mod external_correlation {
     pub const EXTERNAL_ID: usize = 8;
     /// Offset of `correlationId`, bytes.
     pub const CORRELATION_ID: usize = 16;
+    /// The end of the last field read, bytes: the least a record must hold.
+    pub const READ_END: usize = 20;
 }
 
 /// `CUpti_ActivityMemory4`.
@@ -356,6 +370,8 @@ pub mod memory {
     pub const CONTEXT_ID: usize = 56;
     /// Offset of `streamId`, bytes.
     pub const STREAM_ID: usize = 60;
+    /// The end of the last field read, bytes: the least a record must hold.
+    pub const READ_END: usize = 64;
 }
 
 /// `CUpti_ActivityOverhead3`.
@@ -372,6 +388,8 @@ pub mod overhead {
     pub const START: usize = 24;
     /// Offset of `end`, bytes.
     pub const END: usize = 32;
+    /// The end of the last field read, bytes: the least a record must hold.
+    pub const READ_END: usize = 40;
 }
 
 /// `CUpti_ActivityMarker2`.
@@ -392,38 +410,8 @@ pub mod marker {
     pub const NAME: usize = 40;
     /// Offset of `domain`, bytes.
     pub const DOMAIN: usize = 48;
-}
-
-/// `CUpti_ActivityDevice5`.
-pub mod device {
-    /// `sizeof(CUpti_ActivityDevice5)`, bytes.
-    pub const SIZE: usize = 184;
-    /// Offset of `globalMemoryBandwidth`, bytes.
-    pub const GLOBAL_MEMORY_BANDWIDTH: usize = 8;
-    /// Offset of `globalMemorySize`, bytes.
-    pub const GLOBAL_MEMORY_SIZE: usize = 16;
-    /// Offset of `coreClockRate`, bytes.
-    pub const CORE_CLOCK_RATE: usize = 36;
-    /// Offset of `numMultiprocessors`, bytes.
-    pub const NUM_MULTIPROCESSORS: usize = 44;
-    /// Offset of `computeCapabilityMajor`, bytes.
-    pub const COMPUTE_CAPABILITY_MAJOR: usize = 104;
-    /// Offset of `computeCapabilityMinor`, bytes.
-    pub const COMPUTE_CAPABILITY_MINOR: usize = 108;
-    /// Offset of `id`, bytes.
-    pub const ID: usize = 112;
-    /// Offset of `numThreadsPerWarp`, bytes.
-    pub const NUM_THREADS_PER_WARP: usize = 32;
-    /// Offset of `maxWarpsPerMultiprocessor`, bytes.
-    pub const MAX_WARPS_PER_MULTIPROCESSOR: usize = 52;
-    /// Offset of `maxRegistersPerMultiprocessor`, bytes.
-    pub const MAX_REGISTERS_PER_MULTIPROCESSOR: usize = 64;
-    /// Offset of `maxSharedMemoryPerMultiprocessor`, bytes.
-    pub const MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: usize = 60;
-    /// Offset of `maxBlocksPerMultiprocessor`, bytes.
-    pub const MAX_BLOCKS_PER_MULTIPROCESSOR: usize = 56;
-    /// Offset of `name`, bytes.
-    pub const NAME: usize = 136;
+    /// The end of the last field read, bytes: the least a record must hold.
+    pub const READ_END: usize = 56;
 }
 
 /// `CUpti_ActivityContext3`.
@@ -436,4 +424,6 @@ pub mod context {
     pub const DEVICE_ID: usize = 8;
     /// Offset of `nullStreamId`, bytes.
     pub const NULL_STREAM_ID: usize = 14;
+    /// The end of the last field read, bytes: the least a record must hold.
+    pub const READ_END: usize = 16;
 }

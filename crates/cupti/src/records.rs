@@ -6,22 +6,24 @@
 use crate::layout;
 use crate::wire::StringKey;
 
-/// The CUPTI API versions whose records these layouts read: CUPTI 13.x
-/// (`cuptiGetVersion` 130000 to 139999). `scripts/cupti_layout/check_versions.sh` found
-/// every field read here at the same offset in CUPTI 13.0.85, 13.1.115, 13.2.86, 13.3.75,
-/// 13.4.92 and 13.5.25 (newer records only append fields, so they are longer; the
-/// decoder needs at least the 13.0 length). CUPTI 12 wrote other record versions.
-pub const SUPPORTED_API_VERSIONS: std::ops::RangeInclusive<u32> = 130_000..=139_999;
+/// The CUPTI API versions whose records these layouts read: CUPTI 12.8 and 12.9 (API
+/// versions 26 to 28) and every CUPTI 13 (130000 to 139999).
+/// `scripts/cupti_layout/check_versions.sh` found every field read here at the same
+/// offset in CUPTI 12.8.90, 12.9.79 and 13.0.85 to 13.5.25 (CUPTI 13 appends fields, so
+/// its records are longer; a record needs only [`crate::layout`]'s `READ_END` bytes).
+/// Older CUPTIs wrote other record versions. Checked on a GPU: 13.0.
+pub fn is_supported(api_version: u32) -> bool {
+    (26..=28).contains(&api_version) || (130_000..=139_999).contains(&api_version)
+}
 
 /// Whether records of CUPTI `api_version` can be read; the reason when not.
 pub fn check_version(api_version: u32) -> Result<(), String> {
-    if SUPPORTED_API_VERSIONS.contains(&api_version) {
+    if is_supported(api_version) {
         Ok(())
     } else {
         Err(format!(
-            "CUPTI API version {api_version} is not supported (mlprof reads the records of CUPTI 13.x, API versions {}..={})",
-            SUPPORTED_API_VERSIONS.start(),
-            SUPPORTED_API_VERSIONS.end()
+            "CUPTI API version {api_version} is not supported (mlprof reads the records of CUPTI 12.8, 12.9 and 13.x: \
+             API versions 26 to 28 and 130000 to 139999)"
         ))
     }
 }
@@ -295,23 +297,23 @@ pub fn kind_of(record: &[u8]) -> Option<u32> {
 pub fn decode(record: &[u8]) -> Result<Activity, RecordError> {
     let kind = kind_of(record).ok_or(RecordError::Short { kind: 0, len: record.len(), needed: 4 })?;
     let needed = match kind {
-        layout::KIND_KERNEL | layout::KIND_CONCURRENT_KERNEL => layout::kernel::SIZE,
-        layout::KIND_MEMCPY => layout::memcpy::SIZE,
-        layout::KIND_MEMCPY2 => layout::memcpy_p2p::SIZE,
-        layout::KIND_MEMSET => layout::memset::SIZE,
-        layout::KIND_RUNTIME | layout::KIND_DRIVER => layout::api::SIZE,
-        layout::KIND_SYNCHRONIZATION => layout::synchronization::SIZE,
-        layout::KIND_EXTERNAL_CORRELATION => layout::external_correlation::SIZE,
-        layout::KIND_MEMORY2 => layout::memory::SIZE,
-        layout::KIND_OVERHEAD => layout::overhead::SIZE,
-        layout::KIND_MARKER => layout::marker::SIZE,
-        layout::KIND_CONTEXT => layout::context::SIZE,
+        layout::KIND_KERNEL | layout::KIND_CONCURRENT_KERNEL => layout::kernel::READ_END,
+        layout::KIND_MEMCPY => layout::memcpy::READ_END,
+        layout::KIND_MEMCPY2 => layout::memcpy_p2p::READ_END,
+        layout::KIND_MEMSET => layout::memset::READ_END,
+        layout::KIND_RUNTIME | layout::KIND_DRIVER => layout::api::READ_END,
+        layout::KIND_SYNCHRONIZATION => layout::synchronization::READ_END,
+        layout::KIND_EXTERNAL_CORRELATION => layout::external_correlation::READ_END,
+        layout::KIND_MEMORY2 => layout::memory::READ_END,
+        layout::KIND_OVERHEAD => layout::overhead::READ_END,
+        layout::KIND_MARKER => layout::marker::READ_END,
+        layout::KIND_CONTEXT => layout::context::READ_END,
         other => return Err(RecordError::UnknownKind(other)),
     };
     if record.len() < needed {
         return Err(RecordError::Short { kind, len: record.len(), needed });
     }
-    // Every offset below is inside `needed` bytes (the generated layout), so the reads
+    // Every field below ends within `needed` bytes (the generated layout), so the reads
     // cannot fail; `R` still checks rather than indexes.
     let r = R(record);
     Ok(match kind {
@@ -606,16 +608,22 @@ mod tests {
     #[test]
     fn short_records_and_unknown_kinds_are_errors_not_panics() {
         let record = build::kernel(1, 2, 3, 4, 5);
-        for cut in 0..record.len() {
+        for cut in 0..layout::kernel::READ_END {
             assert!(decode(&record[..cut]).is_err(), "cut at {cut}");
         }
+        // CUPTI 12.8 writes shorter kernel records (`CUpti_ActivityKernel9`, 208 bytes)
+        // holding the same fields.
+        assert!(matches!(decode(&record[..208]), Ok(Activity::Kernel(k)) if k.name == 5));
         assert_eq!(decode(&build::record(9999, 64)), Err(RecordError::UnknownKind(9999)));
     }
 
     #[test]
-    fn only_cupti_13_is_read() {
-        assert!(check_version(130001).is_ok());
-        assert!(check_version(26).unwrap_err().contains("not supported"));
-        assert!(check_version(140000).is_err());
+    fn cupti_12_8_to_13_is_read() {
+        for supported in [26, 28, 130001, 130500] {
+            assert!(check_version(supported).is_ok(), "{supported}");
+        }
+        for older_or_newer in [24, 18, 29, 140000] {
+            assert!(check_version(older_or_newer).unwrap_err().contains("not supported"), "{older_or_newer}");
+        }
     }
 }

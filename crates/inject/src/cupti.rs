@@ -2,9 +2,8 @@
 //! needed to build mlprof, and a process without CUPTI only loses its GPU activity.
 //!
 //! Which libcupti: `MLPROF_CUPTI_PATH` when set; else the one already loaded in the
-//! process or on the loader's path (`libcupti.so.13`, `libcupti.so`); else the one next
-//! to the CUDA runtime the process loaded (the PyPI wheels put `libcudart.so.13` and
-//! `libcupti.so.13` in one directory).
+//! process or on the loader's path (`libcupti.so.13`, `libcupti.so.12`, `libcupti.so`);
+//! else the one beside the CUDA runtime the process loaded, where the PyPI wheels put it.
 
 use std::ffi::{CStr, CString, c_char, c_void};
 
@@ -235,9 +234,12 @@ fn candidates() -> Vec<String> {
     if let Some(path) = std::env::var_os("MLPROF_CUPTI_PATH").filter(|p| !p.is_empty()) {
         out.push(path.to_string_lossy().into_owned());
     }
-    out.extend(["libcupti.so.13".to_string(), "libcupti.so".to_string()]);
+    out.extend(["libcupti.so.13".to_string(), "libcupti.so.12".to_string(), "libcupti.so".to_string()]);
     if let Some(dir) = crate::frameworks::loaded_library_dir("libcudart.so") {
+        // CUDA 13's wheels hold both in nvidia/cu13/lib; CUDA 12's in
+        // nvidia/cuda_runtime/lib and nvidia/cuda_cupti/lib.
         out.push(format!("{dir}/libcupti.so.13"));
+        out.push(format!("{dir}/../../cuda_cupti/lib/libcupti.so.12"));
     }
     out
 }
