@@ -190,6 +190,13 @@ fn every_record_of_a_cuda_program_lands_in_an_xspace_xprof_and_mlprof_read() {
     let text = json.to_string();
     assert!(text.contains("vecAdd(float*, float*, float*, int)"), "{text:.2000}");
     assert!(text.contains("15000"), "occurrences of each kernel: {text:.2000}");
+
+    // The profile says mlprof's injection recorded it: advice is worded for a CUDA
+    // program, not a framework.
+    let out = mlprof(&["advise", logdir.to_str().unwrap(), "--format", "json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let advice: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(advice["framework"], "cuda", "{advice:.1500}");
 }
 
 #[test]

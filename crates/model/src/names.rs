@@ -39,6 +39,12 @@ pub const DEVICE_ID: &str = "device_id";
 /// CUDA context of a device event.
 pub const CONTEXT_ID: &str = "context_id";
 
+/// `/host:metadata` stat naming the tool that recorded a profile, when mlprof wrote it.
+pub const PROFILER_STAT: &str = "profiler";
+/// [`PROFILER_STAT`] of a profile `mlprof run` recorded with its CUPTI injection: a CUDA
+/// program's activity, with no framework's events.
+pub const MLPROF_INJECT: &str = "mlprof-inject";
+
 /// Stats XProf hides from trace-viewer args (`IsInternalStat`).
 pub const INTERNAL_STATS: &[&str] = &["_pt", "_p", "_ct", "_c", "_r", "flops", "program_id", "symbol_id"];
 

@@ -12,9 +12,10 @@
 //!   `correlation_id` (uint64) and `context_id` ("$$<id>").
 //! - `/host:CPU` (id 49; XLA's `/host:CUPTI` after `PostProcessSingleHostXSpace` merged
 //!   it): one line per thread (`Host Threads/<tid>`) with the CUDA runtime (and driver)
-//!   API calls by name, each with `correlation_id`; the waits CUPTI's synchronization
-//!   records describe (`cuStreamSynchronize`, ...) and device memory allocations and
-//!   frees on the thread that asked for them; NVTX ranges on `Host Threads/<tid>/NVTX`.
+//!   API calls by name, each with `correlation_id` (a synchronizing call also with what
+//!   it waited for: `synchronization` "cuStreamSynchronize", `stream_id`, from CUPTI's
+//!   synchronization record); device memory allocations and frees on the thread that
+//!   asked for them; NVTX ranges on `Host Threads/<tid>/NVTX`.
 //!
 //! Where mlprof records more than XLA (runtime API, synchronization, memory
 //! operations), it adds events in XLA's vocabulary rather than new planes. Times: CUPTI
@@ -212,9 +213,13 @@ impl CuptiProfile {
             (s >= start_ns).then(|| ((s - start_ns).saturating_mul(PS_PER_NS), (e - s).saturating_mul(PS_PER_NS)))
         };
         // Which thread made each API call, for the records that only carry its
-        // correlation id; which device each context is on.
+        // correlation id; which device each context is on; what each synchronizing call
+        // waited for (a CUPTI synchronization record describes the wait of the API call
+        // with its correlation id: it becomes stats of that call, not a second event the
+        // tools would count twice).
         let mut thread_of: HashMap<u32, u32> = HashMap::new();
         let mut device_of_context: HashMap<u32, u32> = HashMap::new();
+        let mut wait_of: HashMap<u32, records::Synchronization> = HashMap::new();
         for (activity, _) in &self.activities {
             match activity {
                 Activity::Api(a) => {
@@ -222,6 +227,9 @@ impl CuptiProfile {
                 }
                 Activity::Context { context_id, device_id, .. } => {
                     device_of_context.insert(*context_id, *device_id);
+                }
+                Activity::Synchronization(s) => {
+                    wait_of.insert(s.correlation_id, *s);
                 }
                 _ => {}
             }
@@ -300,24 +308,23 @@ impl CuptiProfile {
                 Activity::Api(a) => {
                     let Some((offset, duration)) = span(a.start_ns, a.end_ns) else { continue };
                     let name = self.name(name).unwrap_or("CUDA API");
+                    let wait = wait_of.get(&a.correlation_id);
                     cpu.push(i64::from(a.thread_id), thread_line(a.thread_id), name, offset, duration, |e| {
                         e.correlation(a.correlation_id);
                         if a.return_value != 0 {
                             e.uint("cuda_error", u64::from(a.return_value));
                         }
-                    });
-                }
-                Activity::Synchronization(s) => {
-                    let Some(&tid) = thread_of.get(&s.correlation_id) else { continue };
-                    let Some((offset, duration)) = span(s.start_ns, s.end_ns) else { continue };
-                    cpu.push(i64::from(tid), thread_line(tid), synchronization_name(s.kind), offset, duration, |e| {
-                        e.correlation(s.correlation_id);
-                        e.context(s.context_id);
-                        if s.stream_id != u32::MAX {
-                            e.uint("stream_id", u64::from(s.stream_id));
+                        if let Some(wait) = wait {
+                            e.text("synchronization", synchronization_name(wait.kind));
+                            e.context(wait.context_id);
+                            if wait.stream_id != u32::MAX {
+                                e.uint("stream_id", u64::from(wait.stream_id));
+                            }
                         }
                     });
                 }
+                // Stats of the API call it belongs to (above).
+                Activity::Synchronization(_) => {}
                 Activity::Memory(m) => {
                     let Some(&tid) = thread_of.get(&m.correlation_id) else { continue };
                     let Some((offset, _)) = span(m.timestamp_ns, m.timestamp_ns) else { continue };
@@ -357,7 +364,27 @@ impl CuptiProfile {
             host.planes.push(gpu.finish(device(ordinal)));
         }
         host.planes.push(cpu.finish());
+        host.planes.push(self.metadata_plane());
         host
+    }
+
+    /// `/host:metadata` (as XLA's `AddGpuMetadata` writes it, for its CUDA versions):
+    /// `profiler` "mlprof-inject" says which tool recorded the profile (the tools word
+    /// their advice for a CUDA program, not a framework), `cupti_version` which CUPTI.
+    fn metadata_plane(&self) -> mlprof_model::Plane {
+        let mut plane = PlaneBuilder::new(0, names::METADATA_PLANE);
+        let mut stats = Vec::new();
+        let v = self.hello.cupti_api_version;
+        // CUPTI 13 numbers its API versions MMmmpp (130001); CUPTI 12 counted up (26 = 12.8).
+        let version = if v >= 10_000 { format!("{}.{}", v / 10_000, v / 100 % 100) } else { format!("API {v}") };
+        for (name, text) in [(names::PROFILER_STAT, names::MLPROF_INJECT), ("cupti_version", version.as_str())] {
+            let key = plane.stat_key(name);
+            if let Ok(value) = plane.metadata_str(text) {
+                stats.push((key, value));
+            }
+        }
+        plane.set_plane_stats(stats);
+        plane.finish()
     }
 }
 

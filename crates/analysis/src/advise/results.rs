@@ -32,6 +32,9 @@ pub enum Framework {
     Jax,
     /// PyTorch (Kineto trace).
     Pytorch,
+    /// A CUDA program with no framework events (XSpace that `mlprof run`'s CUPTI
+    /// injection wrote: its `/host:metadata` plane says `profiler` "mlprof-inject").
+    Cuda,
 }
 
 /// The memory size of one device, as the profile records it with the device.
@@ -143,15 +146,33 @@ pub fn collect(hosts: &[&Host]) -> ToolResults {
     results
 }
 
-/// PyTorch for Kineto traces, JAX when the metadata plane names a JAX version, else
-/// TensorFlow.
+/// PyTorch for Kineto traces, JAX when the metadata plane names a JAX version, a CUDA
+/// program when mlprof's injection wrote every host, else TensorFlow.
 fn framework(hosts: &[&Host]) -> Framework {
     if !hosts.is_empty() && hosts.iter().all(|h| kineto::is_kineto(h)) {
         return Framework::Pytorch;
     }
     let jax =
         hosts.iter().any(|h| h.plane(names::METADATA_PLANE).is_some_and(|p| p.plane_stat("jax_version").is_some()));
-    if jax { Framework::Jax } else { Framework::Tensorflow }
+    let injected = !hosts.is_empty() && hosts.iter().all(|h| recorded_by_injection(h));
+    if jax {
+        Framework::Jax
+    } else if injected {
+        Framework::Cuda
+    } else {
+        Framework::Tensorflow
+    }
+}
+
+/// Whether `mlprof run`'s CUPTI injection wrote this host.
+fn recorded_by_injection(host: &Host) -> bool {
+    host.plane(names::METADATA_PLANE).is_some_and(|plane| {
+        let Some(key) = plane.find_stat_key(names::PROFILER_STAT) else { return false };
+        plane.plane_stats().iter().any(|stat| {
+            let (k, value) = (stat.key, stat.value);
+            k == key && plane.str_value(&plane.metadata_stats, value) == Some(names::MLPROF_INJECT)
+        })
+    })
 }
 
 fn has_gpu_events(host: &Host) -> bool {

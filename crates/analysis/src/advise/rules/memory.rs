@@ -167,6 +167,7 @@ fn near_capacity(framework: Framework, host: &str, allocator: &AllocatorProfile,
         Framework::Tensorflow => "`tf.recompute_grad`",
         Framework::Jax => "`jax.checkpoint`",
         Framework::Pytorch => "`torch.utils.checkpoint`",
+        Framework::Cuda => "recomputing what is cheap to recompute",
     };
     finding.fixes([
         format!(
@@ -193,6 +194,10 @@ fn fragmented(framework: Framework, path: &str, host: &str, allocator: &Allocato
         Framework::Pytorch => {
             "Let the caching allocator grow segments instead of splitting them: \
              `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`."
+        }
+        Framework::Cuda => {
+            "Allocate from a stream-ordered pool (`cudaMallocAsync` / `cudaFreeAsync`) or reuse buffers of one size, \
+             instead of many `cudaMalloc` of varying sizes."
         }
     };
     Finding::new(

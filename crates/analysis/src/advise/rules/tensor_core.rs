@@ -167,6 +167,10 @@ fn layout_fix(framework: Framework) -> &'static str {
             "Give convolutions NHWC inputs (`dimension_numbers=('NHWC', 'HWIO', 'NHWC')`), the layout TensorCore \
              convolutions use."
         }
+        Framework::Cuda => {
+            "Describe tensors to cuDNN in NHWC (`CUDNN_TENSOR_NHWC`), the layout its TensorCore convolutions run \
+             in without transposes."
+        }
     }
 }
 
@@ -185,6 +189,10 @@ fn math_fix(framework: Framework) -> &'static str {
         Framework::Jax => {
             "Run matmuls and convolutions in bfloat16, or allow TF32 for float32 \
              (`jax.default_matmul_precision('tensorfloat32')`)."
+        }
+        Framework::Cuda => {
+            "Give cuBLAS and cuDNN 16-bit inputs, or allow TF32 for float32 (`cublasSetMathMode(handle, \
+             CUBLAS_TF32_TENSOR_OP_MATH)`, `CUDNN_TENSOR_OP_MATH`)."
         }
     }
 }

@@ -182,13 +182,14 @@ fn sync_fix(name: &str, op: Option<&str>) -> String {
                  memory with `non_blocking=True` and let stream order do the waiting."
                     .into()
             }
-            _ => "`stream.synchronize()` (or a library call doing it) drains the stream every time: remove it from \
-                  the loop, or wait on a CUDA event recorded where the result is produced."
+            _ => "`cudaStreamSynchronize` (`stream.synchronize()` in PyTorch, or a library call doing it) drains the \
+                  stream every time: remove it from the loop, or wait on a CUDA event recorded where the result is \
+                  produced."
                 .into(),
         }
     } else {
-        "`torch.cuda.synchronize()` waits for all GPU work and empties the launch queue: remove it from the training \
-         loop (time with CUDA events; synchronise only where results are read)."
+        "`cudaDeviceSynchronize` (`torch.cuda.synchronize()` in PyTorch) waits for all GPU work and empties the \
+         launch queue: remove it from the loop (time with CUDA events; synchronise only where results are read)."
             .into()
     }
 }
