@@ -425,8 +425,14 @@ impl Overview {
             }
             ops.push(row);
         }
-        let title =
-            if self.top_ops_on_device { "Top 10 device ops" } else { "Top 10 host ops (no device in this profile)" };
+        let title = if self.top_ops_on_device {
+            "Top 10 device ops"
+        } else if self.run_environment.device_core_count > 0 {
+            // A device recorded no op inside a step (no steps, or no device work in them).
+            "Top 10 host ops (no device op in the steps)"
+        } else {
+            "Top 10 host ops (no device in this profile)"
+        };
         Section::new(title).with_table(ops)
     }
 

@@ -283,3 +283,14 @@ fn device_tracer_cupti_records_frameworks_with_the_injection_and_drives_no_frame
     let out = mlprof(&["run", "--logdir", logdir.to_str().unwrap(), "--", "sh", "-c", show]);
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "daemon=1 frameworks= hook=on");
 }
+
+#[test]
+fn the_overview_of_a_real_injected_profile_does_not_say_there_is_no_device() {
+    // Recorded on an H200 by mlprof-inject (tests/data/README.md): a GPU, but no steps.
+    let logdir = common::data_str("xspace/cuda_app_h200_inject/logdir");
+    let out = mlprof(&["analyze", &logdir]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(text.contains("Top 10 host ops (no device op in the steps)"), "{text}");
+    assert!(text.contains("device type Nvidia GPU (Hopper); 1 device core(s)"), "{text}");
+}
