@@ -104,8 +104,10 @@ impl CuptiProfile {
             return;
         };
         let strings: HashMap<StringKey, &[u8]> = buffer.strings.iter().map(|(k, v)| (*k, v.as_slice())).collect();
-        let text = |key: StringKey| strings.get(&key).map(|b| String::from_utf8_lossy(b).into_owned());
-        let pointer = |p: u64| if p == 0 { None } else { text(StringKey::Pointer(p)) };
+        // Each distinct name is resolved (demangled, stripped, composed) once per buffer:
+        // a buffer holds thousands of launches of a few kernels.
+        let mut resolved: HashMap<(StringKey, u64), u32> = HashMap::new();
+        self.activities.reserve(records.len());
         for record in records {
             let activity = match records::decode(record) {
                 Ok(a) => a,
@@ -114,18 +116,43 @@ impl CuptiProfile {
                     continue;
                 }
             };
-            let name = match activity {
-                Activity::Kernel(k) => pointer(k.name).map(|n| demangle(&n)),
-                Activity::Api(a) => text(a.callback).map(|n| without_version(&n).to_string()),
-                Activity::Marker(m) => pointer(m.name).map(|n| match pointer(m.domain) {
-                    Some(domain) if !domain.is_empty() => format!("NVTX:{domain}:{n}"),
-                    _ => format!("NVTX:{n}"),
-                }),
+            let key = match activity {
+                Activity::Kernel(k) if k.name != 0 => Some((StringKey::Pointer(k.name), 0)),
+                Activity::Api(a) => Some((a.callback, 0)),
+                Activity::Marker(m) if m.name != 0 => Some((StringKey::Pointer(m.name), m.domain)),
                 _ => None,
             };
-            let name = name.map_or(NO_NAME, |n| self.intern(n));
+            let name = match key {
+                None => NO_NAME,
+                Some(key) => match resolved.get(&key) {
+                    Some(&id) => id,
+                    None => {
+                        let id = self.resolve(&activity, key, &strings);
+                        resolved.insert(key, id);
+                        id
+                    }
+                },
+            };
             self.activities.push((activity, name));
         }
+    }
+
+    /// The interned name of `activity`, whose name is `key` (and, for an NVTX mark, the
+    /// domain's address), from the buffer's `strings`.
+    fn resolve(&mut self, activity: &Activity, key: (StringKey, u64), strings: &HashMap<StringKey, &[u8]>) -> u32 {
+        let text = |key: StringKey| strings.get(&key).map(|b| String::from_utf8_lossy(b).into_owned());
+        let name = match activity {
+            Activity::Kernel(_) => text(key.0).map(|n| demangle(&n)),
+            Activity::Api(_) => text(key.0).map(|n| without_version(&n).to_string()),
+            Activity::Marker(_) => {
+                text(key.0).map(|n| match (key.1 != 0).then(|| text(StringKey::Pointer(key.1))).flatten() {
+                    Some(domain) if !domain.is_empty() => format!("NVTX:{domain}:{n}"),
+                    _ => format!("NVTX:{n}"),
+                })
+            }
+            _ => None,
+        };
+        name.map_or(NO_NAME, |n| self.intern(n))
     }
 
     /// Records CUPTI dropped (no buffer free).
