@@ -47,8 +47,9 @@ pub struct RunArgs {
     /// Who records the GPU work: `auto` drives PyTorch's, JAX's and TensorFlow's own
     /// tracers in their processes and records every other CUDA process with
     /// mlprof-inject (CUPTI); `cupti` records every CUDA process with mlprof-inject,
-    /// frameworks included, and drives no framework tracer (a torch.profiler or
-    /// jax.profiler the job itself starts then gets no GPU activity).
+    /// frameworks included, and drives no framework tracer (for jobs that start no
+    /// profiler of their own: one that does competes for CUPTI, and on an H200 the
+    /// job's torch.profiler took the GPU activity from the injection).
     #[arg(long, value_name = "WHO", default_value = "auto", value_parser = ["auto", "cupti"])]
     device_tracer: String,
     /// The job: a program and its arguments, after `--`.
