@@ -294,3 +294,49 @@ fn the_overview_of_a_real_injected_profile_does_not_say_there_is_no_device() {
     assert!(text.contains("Top 10 host ops (no device op in the steps)"), "{text}");
     assert!(text.contains("device type Nvidia GPU (Hopper); 1 device core(s)"), "{text}");
 }
+
+#[test]
+fn an_injection_chained_to_itself_initialises_once_and_the_job_runs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mock = build_mock(dir.path());
+    let script = Script::training_like(10).save(dir.path());
+    // The user's CUDA_INJECTION64_PATH reaches mlprof's own library by another spelling
+    // (as a nested `mlprof run` or a symlink would): chaining must not call itself.
+    let bin = Path::new(env!("CARGO_BIN_EXE_mlprof")).parent().expect("target directory");
+    let same = bin.join("deps/../deps/libmlprof_inject.so");
+    assert!(same.is_file(), "{}", same.display());
+    let logdir = dir.path().join("logs");
+    let out = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["run", "--logdir", logdir.to_str().unwrap(), "--"])
+        .arg(&mock.job)
+        .arg(&script)
+        .env("MLPROF_CUPTI_PATH", &mock.library)
+        .env("CUDA_INJECTION64_PATH", &same)
+        .output()
+        .expect("mlprof runs");
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("10 kernels"), "{err}");
+}
+
+#[test]
+fn a_framework_loaded_after_cuda_started_gets_cupti_back() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mock = build_mock(dir.path());
+    // Any library whose name says PyTorch's CUDA backend is loaded: a copy of the mock.
+    let torch = dir.path().join("libtorch_cuda.so");
+    std::fs::copy(&mock.library, &torch).expect("copy");
+    let script = Script::training_like(10).save(dir.path());
+    let out = run_fake_job(
+        dir.path(),
+        &mock,
+        &["--duration", "60s"],
+        &script,
+        &[("MOCK_JOB_LOAD_LATE", torch.to_str().unwrap())],
+    );
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("PyTorch (Kineto) was loaded after CUDA started"), "{err}");
+    assert!(err.contains("gave CUPTI up to its tracer"), "{err}");
+    assert!(err.contains("10 kernels"), "what it recorded before is kept: {err}");
+}

@@ -20,6 +20,7 @@ pub type Callback = extern "C" fn(user_data: *mut c_void, domain: u32, cbid: u32
 type GetVersionFn = unsafe extern "C" fn(*mut u32) -> CuptiResult;
 type GetTimestampFn = unsafe extern "C" fn(*mut u64) -> CuptiResult;
 type SubscribeFn = unsafe extern "C" fn(*mut *mut c_void, Callback, *mut c_void) -> CuptiResult;
+type UnsubscribeFn = unsafe extern "C" fn(*mut c_void) -> CuptiResult;
 type SubscribeV2Fn =
     unsafe extern "C" fn(*mut *mut c_void, Callback, *mut c_void, *mut SubscriberParams) -> CuptiResult;
 type RegisterCallbacksFn = unsafe extern "C" fn(BufferRequested, BufferCompleted) -> CuptiResult;
@@ -52,6 +53,9 @@ pub struct Cupti {
     /// `cuptiSubscribe_v2` (CUPTI 13): names mlprof as the subscriber, and names the
     /// subscriber already there when CUPTI refuses.
     subscribe_v2: Option<SubscribeV2Fn>,
+    unsubscribe: UnsubscribeFn,
+    /// The subscriber handle once subscribed (0 before).
+    subscriber: std::sync::atomic::AtomicUsize,
     register_callbacks: RegisterCallbacksFn,
     enable: KindFn,
     disable: KindFn,
@@ -106,7 +110,9 @@ impl Cupti {
         let mut handle: *mut c_void = std::ptr::null_mut();
         let Some(subscribe_v2) = self.subscribe_v2 else {
             // SAFETY: a valid out pointer and a callback that lives as long as the library.
-            return (unsafe { (self.subscribe)(&mut handle, callback, std::ptr::null_mut()) }, None);
+            let result = unsafe { (self.subscribe)(&mut handle, callback, std::ptr::null_mut()) };
+            self.keep_subscriber(result, handle);
+            return (result, None);
         };
         let mut old_name = [0 as c_char; OLD_SUBSCRIBER_NAME_LEN];
         let mut params = SubscriberParams {
@@ -118,10 +124,27 @@ impl Cupti {
         // SAFETY: valid out pointers, a params struct of the size it declares whose name
         // buffer outlives the call, and a callback that lives as long as the library.
         let result = unsafe { subscribe_v2(&mut handle, callback, std::ptr::null_mut(), &mut params) };
+        self.keep_subscriber(result, handle);
         old_name[OLD_SUBSCRIBER_NAME_LEN - 1] = 0;
         // SAFETY: NUL-terminated (forced above).
         let old = unsafe { CStr::from_ptr(old_name.as_ptr()) }.to_string_lossy().into_owned();
         (result, (!old.is_empty()).then_some(old))
+    }
+
+    fn keep_subscriber(&self, result: CuptiResult, handle: *mut c_void) {
+        if result == mlprof_cupti::layout::SUCCESS {
+            self.subscriber.store(handle as usize, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    /// Gives CUPTI up (`cuptiUnsubscribe`): a framework that starts its tracer later
+    /// finds it free. Does nothing when not subscribed.
+    pub fn unsubscribe(&self) {
+        let handle = self.subscriber.swap(0, std::sync::atomic::Ordering::SeqCst);
+        if handle != 0 {
+            // SAFETY: the handle CUPTI gave at subscription, given back once.
+            let _ = unsafe { (self.unsubscribe)(handle as *mut c_void) };
+        }
     }
 
     /// `cuptiActivityRegisterCallbacks`.
@@ -244,10 +267,17 @@ fn candidates() -> Vec<String> {
     out
 }
 
+/// Set once this library has loaded a libcupti: the library list then holds our own
+/// libcupti, which is no sign of another tool.
+pub static LOADED_BY_MLPROF: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 fn open(path: &str) -> Option<*mut c_void> {
     let c = CString::new(path).ok()?;
     // SAFETY: a NUL-terminated path.
     let handle = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    if !handle.is_null() {
+        LOADED_BY_MLPROF.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
     (!handle.is_null()).then_some(handle)
 }
 
@@ -264,6 +294,8 @@ fn resolve(handle: *mut c_void, path: String) -> Result<Cupti, String> {
             get_version: std::mem::transmute::<*mut c_void, GetVersionFn>(symbol(c"cuptiGetVersion")?),
             get_timestamp: std::mem::transmute::<*mut c_void, GetTimestampFn>(symbol(c"cuptiGetTimestamp")?),
             subscribe: std::mem::transmute::<*mut c_void, SubscribeFn>(symbol(c"cuptiSubscribe")?),
+            unsubscribe: std::mem::transmute::<*mut c_void, UnsubscribeFn>(symbol(c"cuptiUnsubscribe")?),
+            subscriber: std::sync::atomic::AtomicUsize::new(0),
             subscribe_v2: symbol(c"cuptiSubscribe_v2")
                 .ok()
                 .map(|p| std::mem::transmute::<*mut c_void, SubscribeV2Fn>(p)),

@@ -35,23 +35,39 @@ pub mod recorder;
 
 use std::ffi::{CString, OsString};
 use std::os::unix::ffi::OsStringExt;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Appends `line` to `MLPROF_INJECT_LOG` when it is set (rare events only: start, stop,
 /// exit, failures).
 pub fn log(line: impl FnOnce() -> String) {
     use std::io::Write;
-    let Some(path) = std::env::var_os("MLPROF_INJECT_LOG").filter(|p| !p.is_empty()) else { return };
+    let Some(Some(path)) = LOG_PATH.get() else { return };
     if let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
         let _ = writeln!(file, "{} pid {}: {}", recorder::realtime_ns(), std::process::id(), line());
     }
 }
+
+/// `MLPROF_INJECT_LOG`, read once at `InitializeInjection` (never from the injection's
+/// own threads: reading the environment can race with the job changing it).
+static LOG_PATH: std::sync::OnceLock<Option<OsString>> = std::sync::OnceLock::new();
+
+/// Set by the first `InitializeInjection`: a second call (a driver that calls it again,
+/// or this library reached twice through `MLPROF_INJECT_CHAIN`) does nothing.
+static INITIALIZED: AtomicBool = AtomicBool::new(false);
 
 /// Called by the CUDA driver when it initialises (`cuInit`) in a process whose
 /// environment names this library in `CUDA_INJECTION64_PATH`. Always returns 1
 /// (success): a failure here must never fail the job's `cuInit`.
 #[unsafe(no_mangle)]
 pub extern "C" fn InitializeInjection() -> i32 {
+    if INITIALIZED.swap(true, Ordering::SeqCst) {
+        return 1;
+    }
     let _ = std::panic::catch_unwind(|| {
+        let _ = LOG_PATH.set(std::env::var_os("MLPROF_INJECT_LOG").filter(|p| !p.is_empty()));
+        // Panics are caught at every entry point; their messages go to the log, never to
+        // the job's stderr. (This hook is this library's own: it has its own std.)
+        std::panic::set_hook(Box::new(|info| log(|| format!("panic (caught): {info}"))));
         chain_previous_injection();
         recorder::start();
     });
@@ -72,7 +88,10 @@ fn chain_previous_injection() {
             return;
         }
         let symbol = libc::dlsym(handle, c"InitializeInjection".as_ptr());
-        if !symbol.is_null() {
+        // The same library again (a nested `mlprof run`, a path through a symlink):
+        // calling it would call this function.
+        let own = InitializeInjection as extern "C" fn() -> i32 as *mut libc::c_void;
+        if !symbol.is_null() && symbol != own {
             let init: extern "C" fn() -> i32 = std::mem::transmute(symbol);
             init();
         }

@@ -104,6 +104,12 @@ impl Link {
         }
     }
 
+    /// Stops using the socket: what is queued is freed unsent, and the control thread
+    /// ends.
+    pub fn close(&self) {
+        self.gone.store(true, Ordering::SeqCst);
+    }
+
     fn done_one(&self) {
         self.pending.fetch_sub(1, Ordering::SeqCst);
         let _guard = lock(&self.idle.0);
@@ -122,16 +128,38 @@ pub fn say_and_close(mut stream: UnixStream, messages: &[FromInjection]) {
     let _ = stream.write_all(&bytes);
 }
 
-/// Starts the sender and control threads of the current injection.
-pub fn start_threads() {
-    let Some(injection) = recorder::current() else { return };
+/// How long a write to the parent may block before the parent counts as gone.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Starts the sender and control threads of the current injection; false when they
+/// could not both start.
+pub fn start_threads() -> bool {
+    let Some(injection) = recorder::current() else { return false };
     let receiver = lock(&injection.link.receiver).take();
     let stream = lock(&injection.link.stream).take();
-    let (Some(receiver), Some(stream)) = (receiver, stream) else { return };
-    let Ok(control) = stream.try_clone() else { return };
-    let _ =
-        std::thread::Builder::new().name("mlprof-send".into()).spawn(move || send_loop(injection, receiver, stream));
-    let _ = std::thread::Builder::new().name("mlprof-control".into()).spawn(move || control_loop(injection, control));
+    let (Some(receiver), Some(stream)) = (receiver, stream) else { return false };
+    let Ok(control) = stream.try_clone() else { return false };
+    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
+    let sender = std::thread::Builder::new().name("mlprof-send".into()).spawn(move || {
+        block_signals();
+        send_loop(injection, receiver, stream)
+    });
+    let controller = std::thread::Builder::new().name("mlprof-control".into()).spawn(move || {
+        block_signals();
+        control_loop(injection, control)
+    });
+    sender.is_ok() && controller.is_ok()
+}
+
+/// Blocks every signal on the calling (injection) thread: a job that blocks SIGTERM to
+/// take it with `sigwait` must not have it delivered to mlprof's threads instead.
+pub fn block_signals() {
+    // SAFETY: a zeroed sigset filled by sigfillset, and this thread's own mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut set);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
 }
 
 fn send_loop(injection: &'static Injection, receiver: Receiver<Outgoing>, mut stream: UnixStream) {
@@ -139,21 +167,27 @@ fn send_loop(injection: &'static Injection, receiver: Receiver<Outgoing>, mut st
     let mut names: HashMap<StringKey, Vec<u8>> = HashMap::new();
     let mut offsets = Vec::new();
     while let Ok(item) = receiver.recv() {
+        // Once the parent is gone, or after the exit flush gave up waiting, buffers are
+        // only freed: CUPTI may be tearing down.
+        let sending = !injection.link.gone.load(Ordering::SeqCst);
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             frame.clear();
-            match item {
-                Outgoing::Buffer { address, valid } => {
-                    if !injection.link.gone.load(Ordering::SeqCst) {
-                        encode_cupti_buffer(injection, address, valid, &mut offsets, &mut names, &mut frame);
-                    }
-                    injection.release(address);
+            match &item {
+                Outgoing::Buffer { address, valid } if sending => {
+                    encode_cupti_buffer(injection, *address, *valid, &mut offsets, &mut names, &mut frame);
                 }
-                Outgoing::Message(message) => encode_from_injection(&message, &mut frame),
+                Outgoing::Buffer { .. } => {}
+                Outgoing::Message(message) => encode_from_injection(message, &mut frame),
             }
-            if !frame.is_empty() && !injection.link.gone.load(Ordering::SeqCst) && stream.write_all(&frame).is_err() {
+            if sending && !frame.is_empty() && stream.write_all(&frame).is_err() {
+                // Closed, or stuck past the write timeout: a half-written frame leaves the
+                // stream unusable either way.
                 injection.link.gone.store(true, Ordering::SeqCst);
             }
         }));
+        if let Outgoing::Buffer { address, .. } = item {
+            injection.release(address);
+        }
         injection.link.done_one();
     }
 }
@@ -198,9 +232,7 @@ fn encode_cupti_buffer(
     // loaded at the same place).
     for key in &keys {
         let text = match *key {
-            // SAFETY: a `const char *` CUPTI wrote into one of its own records: a kernel,
-            // NVTX or device name, alive while the record is.
-            StringKey::Pointer(p) => unsafe { read_c_string(p as usize) },
+            StringKey::Pointer(p) => read_c_string(p as usize),
             _ if names.contains_key(key) => continue,
             StringKey::RuntimeCallback(id) => {
                 injection.cupti.callback_name(mlprof_cupti::layout::CB_DOMAIN_RUNTIME_API, id).unwrap_or_default()
@@ -217,16 +249,37 @@ fn encode_cupti_buffer(
     names.retain(|key, _| !matches!(key, StringKey::Pointer(_)));
 }
 
-/// Reads a NUL-terminated string of at most [`MAX_STRING`] bytes.
-///
-/// # Safety
-/// `address` must point to a readable NUL-terminated string.
-unsafe fn read_c_string(address: usize) -> Vec<u8> {
-    let p = address as *const libc::c_char;
-    // SAFETY: the caller's readable string; strnlen stops at the cap.
-    let len = unsafe { libc::strnlen(p, MAX_STRING) };
-    // SAFETY: `len` bytes were just scanned as readable.
-    unsafe { std::slice::from_raw_parts(p as *const u8, len) }.to_vec()
+/// Reads a NUL-terminated string of at most [`MAX_STRING`] bytes from this process's
+/// memory with `process_vm_readv`, which fails (EFAULT) rather than crashing the job on
+/// an address that is not readable (a name whose module was unloaded since CUPTI wrote
+/// the record). An unreadable string is empty.
+fn read_c_string(address: usize) -> Vec<u8> {
+    const CHUNK: usize = 256;
+    let mut out = Vec::new();
+    let mut chunk = [0u8; CHUNK];
+    while out.len() < MAX_STRING {
+        let at = address.wrapping_add(out.len());
+        // Never read across a page boundary in one call: a readable string may end
+        // just before an unmapped page.
+        let to_page_end = 4096 - at % 4096;
+        let want = CHUNK.min(to_page_end).min(MAX_STRING - out.len());
+        let local = libc::iovec { iov_base: chunk.as_mut_ptr().cast(), iov_len: want };
+        let remote = libc::iovec { iov_base: at as *mut libc::c_void, iov_len: want };
+        // SAFETY: `local` is our own buffer of `want` bytes; the kernel checks `remote`.
+        let read = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+        let Ok(read) = usize::try_from(read) else { break };
+        if read == 0 {
+            break;
+        }
+        match chunk[..read].iter().position(|&b| b == 0) {
+            Some(end) => {
+                out.extend_from_slice(&chunk[..end]);
+                return out;
+            }
+            None => out.extend_from_slice(&chunk[..read]),
+        }
+    }
+    out
 }
 
 /// How many flush periods the control thread keeps asking the driver for the GPUs'
@@ -241,6 +294,10 @@ fn control_loop(injection: &'static Injection, mut stream: UnixStream) {
     loop {
         if injection.link.gone.load(Ordering::SeqCst) {
             break;
+        }
+        // At exit the exit thread does the last flush; this thread leaves CUPTI alone.
+        if recorder::EXITING.load(Ordering::SeqCst) {
+            return;
         }
         // The driver answers once `cuInit`, which loaded this library, has returned.
         if device_tries < DEVICE_QUERY_TRIES {
@@ -264,6 +321,9 @@ fn control_loop(injection: &'static Injection, mut stream: UnixStream) {
                 Err(_) => return parent_gone(injection),
             };
             let frame: Vec<u8> = pending.drain(..len).collect();
+            if recorder::EXITING.load(Ordering::SeqCst) {
+                return;
+            }
             let _ = std::panic::catch_unwind(|| match decode_to_injection(&frame) {
                 Ok(ToInjection::Start) => injection.start_recording(),
                 Ok(ToInjection::Stop(token)) => {
@@ -280,6 +340,8 @@ fn control_loop(injection: &'static Injection, mut stream: UnixStream) {
         if injection.recording.load(Ordering::SeqCst) {
             let _ = std::panic::catch_unwind(|| injection.flush(false));
         }
+        // A framework imported after CUDA started gets CUPTI before its tracer starts.
+        let _ = std::panic::catch_unwind(|| injection.check_frameworks());
     }
     parent_gone(injection);
 }
@@ -290,5 +352,20 @@ fn parent_gone(injection: &Injection) {
     injection.link.gone.store(true, Ordering::SeqCst);
     if injection.recording.load(Ordering::SeqCst) {
         injection.stop_recording();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_are_read_without_trusting_the_address() {
+        let name = std::ffi::CString::new("_Z6vecAddPfS_S_i").unwrap();
+        assert_eq!(read_c_string(name.as_ptr() as usize), b"_Z6vecAddPfS_S_i");
+        // Unmapped addresses (a name whose module was unloaded) give an empty name, not
+        // a crash.
+        assert_eq!(read_c_string(0x10), b"");
+        assert_eq!(read_c_string(usize::MAX - 8), b"");
     }
 }

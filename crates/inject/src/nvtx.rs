@@ -27,6 +27,11 @@ fn forward(get_export_table: GetExportTable) -> i32 {
     if std::env::var_os("MLPROF_INJECT_SOCKET").is_none_or(|s| s.is_empty()) {
         return 0;
     }
+    // After `cuInit`, NVTX goes to CUPTI only where the injection records.
+    if crate::recorder::started() && crate::recorder::current().is_none() {
+        crate::log(|| "NVTX: declined (the injection stayed out of CUPTI)".to_string());
+        return 0;
+    }
     let beside_frameworks = std::env::var_os("MLPROF_INJECT_FRAMEWORKS").is_some_and(|v| v == "1");
     if !beside_frameworks && crate::frameworks::framework_tracer().is_some() {
         crate::log(|| "NVTX: declined (a framework tracer owns CUPTI)".to_string());

@@ -55,11 +55,27 @@ pub struct Injection {
     enabled: Mutex<Vec<u32>>,
     /// The GPUs' properties have been sent.
     devices_sent: AtomicBool,
+    /// A framework tracer appeared after `cuInit`: CUPTI was given up for good.
+    retired: AtomicBool,
+    /// `MLPROF_INJECT_DRIVER_API=1`, read at start.
+    driver_api: bool,
+    /// `MLPROF_INJECT_FRAMEWORKS=1`, read at start.
+    beside_frameworks: bool,
     /// The queue to the sender thread.
     pub link: Link,
 }
 
 static INJECTION: OnceLock<Injection> = OnceLock::new();
+/// `start` has run (whatever it decided).
+static STARTED: AtomicBool = AtomicBool::new(false);
+/// The process is exiting: the injection's threads touch neither CUPTI nor the driver
+/// any more (their libraries may be tearing down), and only free buffers.
+pub static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// Whether `InitializeInjection` has decided (recording-capable or passive).
+pub fn started() -> bool {
+    STARTED.load(Ordering::SeqCst)
+}
 
 /// The injection, in the process that started it.
 pub fn current() -> Option<&'static Injection> {
@@ -69,6 +85,7 @@ pub fn current() -> Option<&'static Injection> {
 /// Starts the injection: connects to the parent, decides whether to record, and claims
 /// CUPTI. Any failure leaves the process untouched (and says why when it can).
 pub fn start() {
+    STARTED.store(true, Ordering::SeqCst);
     let Some(socket) = std::env::var_os("MLPROF_INJECT_SOCKET").filter(|s| !s.is_empty()) else { return };
     let Ok(stream) = std::os::unix::net::UnixStream::connect(&socket) else { return };
     let pid = std::process::id();
@@ -119,6 +136,7 @@ pub fn start() {
         return passive(stream, reason);
     }
     if let Err(reason) = cupti.register_callbacks(on_buffer_requested, on_buffer_completed) {
+        cupti.unsubscribe();
         return passive(stream, reason);
     }
     cupti.use_system_thread_ids();
@@ -134,7 +152,11 @@ pub fn start() {
         realtime_ns: realtime_ns(),
         recording: record_now,
     };
-    let Some(link) = Link::open(stream, hello) else { return };
+    let Some(link) = Link::open(stream, hello) else {
+        cupti.unsubscribe();
+        return;
+    };
+    let driver_api = std::env::var_os("MLPROF_INJECT_DRIVER_API").is_some_and(|v| v == "1");
     let injection = Injection {
         cupti,
         pid,
@@ -143,6 +165,9 @@ pub fn start() {
         dropped: AtomicU64::new(0),
         enabled: Mutex::new(Vec::new()),
         devices_sent: AtomicBool::new(false),
+        retired: AtomicBool::new(false),
+        driver_api,
+        beside_frameworks,
         link,
     };
     if INJECTION.set(injection).is_ok()
@@ -151,7 +176,12 @@ pub fn start() {
         if record_now {
             injection.start_recording();
         }
-        crate::link::start_threads();
+        if !crate::link::start_threads() {
+            // Nothing would ever stop or receive the recording.
+            injection.link.close();
+            injection.retire("mlprof-inject could not start its threads");
+            return;
+        }
         // SAFETY: registers a plain `extern "C" fn()` that catches its own panics.
         unsafe { libc::atexit(at_exit) };
     }
@@ -160,7 +190,10 @@ pub fn start() {
 impl Injection {
     /// Enables the recorded kinds; a kind this CUPTI refuses is reported, not fatal.
     pub fn start_recording(&self) {
-        let driver = std::env::var_os("MLPROF_INJECT_DRIVER_API").is_some_and(|v| v == "1");
+        if self.retired.load(Ordering::SeqCst) || EXITING.load(Ordering::SeqCst) {
+            return;
+        }
+        let driver = self.driver_api;
         let mut enabled = lock(&self.enabled);
         let kinds = KINDS.iter().copied().chain(driver.then_some((layout::KIND_DRIVER, "DRIVER")));
         for (kind, name) in kinds {
@@ -216,10 +249,39 @@ impl Injection {
 
     /// Frees a buffer CUPTI gave back (called by the sender once it is sent).
     pub fn release(&self, address: usize) {
-        if lock(&self.outstanding).remove(&address) {
+        let ours = lock(&self.outstanding).remove(&address);
+        if ours {
             // SAFETY: allocated in `on_buffer_requested` with this layout, and removed
             // from the set above so it is freed once.
             unsafe { std::alloc::dealloc(address as *mut u8, buffer_layout()) };
+        }
+    }
+
+    /// Stops recording and gives CUPTI up for the rest of the process, saying why: a
+    /// framework tracer appeared after `cuInit` (its CUPTI client would receive our
+    /// buffers), or the injection cannot work.
+    pub fn retire(&self, reason: &str) {
+        if self.retired.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        crate::log(|| format!("retired: {reason}"));
+        if self.recording.load(Ordering::SeqCst) {
+            self.stop_recording();
+        }
+        self.cupti.unsubscribe();
+        self.link.send(FromInjection::Passive(reason.to_string()));
+    }
+
+    /// Retires when a framework tracer has been loaded since `cuInit` (unless asked to
+    /// record beside frameworks).
+    pub fn check_frameworks(&self) {
+        if self.beside_frameworks || self.retired.load(Ordering::SeqCst) {
+            return;
+        }
+        if let Some((framework, library)) = frameworks::framework_tracer() {
+            self.retire(&format!(
+                "{framework} was loaded after CUDA started ({library}); mlprof-inject gave CUPTI up to its tracer"
+            ));
         }
     }
 }
@@ -247,13 +309,21 @@ pub fn realtime_ns() -> i64 {
 extern "C" fn on_callback(_user: *mut c_void, _domain: u32, _cbid: u32, _data: *const c_void) {}
 
 extern "C" fn on_buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
+    // SAFETY: CUPTI passes valid out pointers. Set first, so a panic below still leaves
+    // CUPTI an answer (no buffer: it drops and counts the records).
+    unsafe {
+        *buffer = std::ptr::null_mut();
+        *size = 0;
+        *max_records = 0;
+    }
     let _ = std::panic::catch_unwind(|| {
         let mut given: *mut u8 = std::ptr::null_mut();
-        if let Some(injection) = current() {
+        if let Some(injection) = current().filter(|i| !i.retired.load(Ordering::SeqCst)) {
             let mut outstanding = lock(&injection.outstanding);
             if outstanding.len() < MAX_BUFFERS {
-                // SAFETY: a non-zero-sized layout.
-                let p = unsafe { std::alloc::alloc(buffer_layout()) };
+                // SAFETY: a non-zero-sized layout. Zeroed: bytes CUPTI leaves unwritten
+                // (padding) are then never stale heap.
+                let p = unsafe { std::alloc::alloc_zeroed(buffer_layout()) };
                 if !p.is_null() {
                     outstanding.insert(p as usize);
                     given = p;
@@ -301,6 +371,8 @@ extern "C" fn at_exit() {
         if current().is_none() {
             return;
         }
+        // The control thread stops touching CUPTI now; this thread does the last flush.
+        EXITING.store(true, Ordering::SeqCst);
         let (done, finished) = std::sync::mpsc::channel();
         let worker = std::thread::Builder::new().name("mlprof-exit".into()).spawn(move || {
             let _ = std::panic::catch_unwind(|| {
@@ -318,6 +390,13 @@ extern "C" fn at_exit() {
         if worker.is_ok() {
             let waited = finished.recv_timeout(EXIT_WAIT);
             crate::log(|| format!("exit: {}", if waited.is_ok() { "done" } else { "gave up waiting" }));
+            if waited.is_err()
+                && let Some(injection) = current()
+            {
+                // The sender may be stuck on the parent: it must not go on into CUPTI
+                // while the process tears down.
+                injection.link.close();
+            }
         }
     });
 }

@@ -26,6 +26,8 @@ use crate::cupti_profile::{Counts, CuptiProfile};
 pub const SOCKET_NAME: &str = "cupti";
 /// Frames in flight from all connections to the run loop (each up to a 4 MiB buffer).
 const CHANNEL_FRAMES: usize = 16;
+/// The most GPUs one process may describe (a hostile injection could send any number).
+const MAX_DEVICES: usize = 64;
 /// How long a process may take to flush after it was asked to stop.
 const FLUSH_DEADLINE: Duration = Duration::from_secs(10);
 
@@ -227,10 +229,15 @@ impl CuptiProcesses {
                     FromInjection::Passive(reason) => {
                         process.passive = true;
                         say.push(format!("CUDA process {}: mlprof-inject stays out of CUPTI: {reason}", process.pid));
+                        // It may have been recording (a framework appeared later): keep what
+                        // it had.
+                        done = finish(process, hostname, true);
                     }
                     FromInjection::Device(device) => {
                         process.devices.retain(|d| d.ordinal != device.ordinal);
-                        process.devices.push(device);
+                        if process.devices.len() < MAX_DEVICES {
+                            process.devices.push(device);
+                        }
                     }
                     FromInjection::Note(note) => say.push(format!("CUDA process {}: {note}", process.pid)),
                     FromInjection::Buffer(buffer) => match &mut process.phase {

@@ -32,9 +32,12 @@ use mlprof_model::{Host, Line, PlaneBuilder, SourceFormat, StatValue, names, tim
 
 /// XProf's id of the `/host:CPU` plane (`kHostPlaneId`).
 const HOST_PLANE_ID: i64 = 49;
-/// The most record bytes kept for one window of one process (about 4 M kernels); later
+/// The most memory one window of one process may hold, bytes: decoded records (each
+/// costs `size_of::<(Activity, u32)>()`) and their names (about 10 M records); later
 /// buffers are counted and left out.
 pub const MAX_WINDOW_BYTES: usize = 1 << 30;
+/// The longest name kept, bytes (the injection reads at most 64 KiB).
+const MAX_NAME: usize = 64 << 10;
 /// XLA's line id for overhead on a device or context (`0xdeadbeef + 6` as a C `int`).
 const OVERHEAD_LINE_ID: i64 = -559_038_731;
 /// No name.
@@ -94,15 +97,17 @@ impl CuptiProfile {
 
     /// Decodes one buffer's records, naming them from its string table.
     pub fn add_buffer(&mut self, buffer: &Buffer) {
-        if self.bytes + buffer.data.len() > MAX_WINDOW_BYTES {
-            self.buffers_over_cap += 1;
-            return;
-        }
-        self.bytes += buffer.data.len();
         let Some(records) = buffer.records() else {
             self.bad_buffers += 1;
             return;
         };
+        let strings_bytes: usize = buffer.strings.iter().map(|(_, text)| text.len().min(MAX_NAME)).sum();
+        let cost = records.len() * std::mem::size_of::<(Activity, u32)>() + strings_bytes;
+        if self.bytes + cost > MAX_WINDOW_BYTES {
+            self.buffers_over_cap += 1;
+            return;
+        }
+        self.bytes += cost;
         let strings: HashMap<StringKey, &[u8]> = buffer.strings.iter().map(|(k, v)| (*k, v.as_slice())).collect();
         // Each distinct name is resolved (demangled, stripped, composed) once per buffer:
         // a buffer holds thousands of launches of a few kernels.
@@ -140,7 +145,9 @@ impl CuptiProfile {
     /// The interned name of `activity`, whose name is `key` (and, for an NVTX mark, the
     /// domain's address), from the buffer's `strings`.
     fn resolve(&mut self, activity: &Activity, key: (StringKey, u64), strings: &HashMap<StringKey, &[u8]>) -> u32 {
-        let text = |key: StringKey| strings.get(&key).map(|b| String::from_utf8_lossy(b).into_owned());
+        let text = |key: StringKey| {
+            strings.get(&key).map(|b| String::from_utf8_lossy(&b[..b.len().min(MAX_NAME)]).into_owned())
+        };
         let name = match activity {
             Activity::Kernel(_) => text(key.0).map(|n| demangle(&n)),
             Activity::Api(_) => text(key.0).map(|n| without_version(&n).to_string()),
@@ -237,7 +244,9 @@ impl CuptiProfile {
         let span = |start: u64, end: u64| -> Option<(i64, i64)> {
             let s = self.wall_ns(start);
             let e = self.wall_ns(end.max(start));
-            (s >= start_ns).then(|| ((s - start_ns).saturating_mul(PS_PER_NS), (e - s).saturating_mul(PS_PER_NS)))
+            (s >= start_ns).then(|| {
+                (s.saturating_sub(start_ns).saturating_mul(PS_PER_NS), e.saturating_sub(s).saturating_mul(PS_PER_NS))
+            })
         };
         // Which thread made each API call, for the records that only carry its
         // correlation id; which device each context is on; what each synchronizing call
@@ -311,7 +320,9 @@ impl CuptiProfile {
                     });
                 }
                 Activity::Memset(m) => {
-                    let Some((offset, duration)) = span(m.start_ns, m.end_ns.max(m.start_ns + 1)) else { continue };
+                    let Some((offset, duration)) = span(m.start_ns, m.end_ns.max(m.start_ns.saturating_add(1))) else {
+                        continue;
+                    };
                     let details = format!(
                         "kind:{} num_bytes:{} async:{}",
                         memory_kind_name(u32::from(m.memory_kind)),
@@ -497,7 +508,8 @@ struct Tracks {
     plane: PlaneBuilder,
     lines: HashMap<i64, PendingLine>,
     /// NVTX ranges open per (thread, marker id): start offset and name.
-    open_ranges: HashMap<(u32, u32), (i64, u32)>,
+    /// By marker id: (thread, start offset, name) of each open range with that id.
+    open_ranges: HashMap<u32, Vec<(u32, i64, u32)>>,
 }
 
 impl Tracks {
@@ -533,16 +545,18 @@ impl Tracks {
         let line_name = format!("Host Threads/{}/NVTX", m.thread_id);
         if m.flags & layout::MARKER_FLAG_START != 0 {
             let id = name.map_or(u32::MAX, |n| self.plane.event_metadata(n, 0, |_| Vec::new()));
-            self.open_ranges.insert((m.thread_id, m.id), (offset, id));
+            self.open_ranges.entry(m.id).or_default().push((m.thread_id, offset, id));
         } else if m.flags & layout::MARKER_FLAG_END != 0 {
-            // An end's thread may differ from its start's (ranges across threads): match
-            // by id alone when the same thread has none.
-            let key = if self.open_ranges.contains_key(&(m.thread_id, m.id)) {
-                Some((m.thread_id, m.id))
-            } else {
-                self.open_ranges.keys().find(|(_, id)| *id == m.id).copied()
-            };
-            if let Some((start, metadata)) = key.and_then(|k| self.open_ranges.remove(&k))
+            // An end's thread may differ from its start's (ranges across threads): the
+            // same thread's range first, else any open one with the id.
+            let opened = self.open_ranges.get_mut(&m.id).and_then(|open| {
+                let at = open.iter().position(|(thread, _, _)| *thread == m.thread_id).unwrap_or(0);
+                (at < open.len()).then(|| open.swap_remove(at))
+            });
+            if self.open_ranges.get(&m.id).is_some_and(Vec::is_empty) {
+                self.open_ranges.remove(&m.id);
+            }
+            if let Some((_, start, metadata)) = opened
                 && metadata != u32::MAX
             {
                 let pending = self.lines.entry(line).or_insert_with(|| PendingLine {
@@ -552,7 +566,7 @@ impl Tracks {
                 });
                 pending.events.push(PendingEvent {
                     offset: start,
-                    duration: (offset - start).max(0),
+                    duration: offset.saturating_sub(start).max(0),
                     metadata,
                     stats: Vec::new(),
                 });
@@ -763,9 +777,10 @@ fn six_significant(v: f64) -> String {
 /// shared memory in units of 128 bytes plus 1 KiB reserved per block from compute
 /// capability 8.0).
 pub fn occupancy_pct(device: &DeviceInfo, kernel: &Kernel) -> f64 {
-    let threads = kernel.block.iter().map(|&b| b.max(0) as u64).product::<u64>();
-    let warp = device.warp_size.max(1) as u64;
-    let max_warps = device.max_threads_per_multiprocessor.max(0) as u64 / warp;
+    // Values from the driver, but checked as any input: saturating, never dividing by 0.
+    let threads = kernel.block.iter().fold(1u64, |n, &b| n.saturating_mul(b.max(0) as u64));
+    let warp = device.warp_size.clamp(1, 1024) as u64;
+    let max_warps = device.max_threads_per_multiprocessor.clamp(0, 1 << 20) as u64 / warp;
     if threads == 0 || max_warps == 0 {
         return 0.0;
     }
@@ -775,16 +790,17 @@ pub fn occupancy_pct(device: &DeviceInfo, kernel: &Kernel) -> f64 {
     let regs = u64::from(kernel.registers_per_thread);
     if regs > 0 {
         let per_warp = (regs * warp).div_ceil(256) * 256;
-        let warps_by_registers = device.max_registers_per_multiprocessor.max(0) as u64 / per_warp;
+        let warps_by_registers =
+            (device.max_registers_per_multiprocessor.max(0) as u64).checked_div(per_warp).unwrap_or(0);
         blocks = blocks.min(warps_by_registers / warps_per_block);
     }
     let reserved = if device.compute_capability_major >= 8 { 1024 } else { 0 };
     let shared =
         (kernel.static_shared_memory.max(0) as u64 + kernel.dynamic_shared_memory.max(0) as u64).div_ceil(128) * 128;
     if shared > 0 {
-        blocks = blocks.min(device.max_shared_memory_per_multiprocessor.max(0) as u64 / (shared + reserved));
+        blocks = blocks.min((device.max_shared_memory_per_multiprocessor.max(0) as u64) / (shared + reserved));
     }
-    (blocks * threads) as f64 * 100.0 / (max_warps * warp) as f64
+    blocks.saturating_mul(threads) as f64 * 100.0 / (max_warps * warp) as f64
 }
 
 #[cfg(test)]

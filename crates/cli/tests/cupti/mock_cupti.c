@@ -59,6 +59,7 @@ int cuptiSubscribe(void **handle, void *callback, void *user) {
     if (other && strcmp(other, "1") == 0) return ERROR_MULTIPLE_SUBSCRIBERS;
     *handle = (void *)0x1; return SUCCESS;
 }
+int cuptiUnsubscribe(void *handle) { (void)handle; return SUCCESS; }
 /* CUPTI 13's subscribe: names the subscriber already there when it refuses. */
 typedef struct { size_t struct_size; const char *name; char *old_name; size_t old_size; } subscriber_params;
 int cuptiSubscribe_v2(void **handle, void *callback, void *user, subscriber_params *params) {
@@ -199,6 +200,13 @@ int main(int argc, char **argv) {
         free(record);
     }
     fclose(f);
+    /* MOCK_JOB_LOAD_LATE=PATH: load a library after CUDA started (a framework imported
+     * late), then give the injection time to notice. */
+    const char *late = getenv("MOCK_JOB_LOAD_LATE");
+    if (late && *late) {
+        if (!dlopen(late, RTLD_NOW | RTLD_LOCAL)) { fprintf(stderr, "fake_cuda_job: %s\n", dlerror()); return 2; }
+        usleep(800000);
+    }
     printf("fake_cuda_job: recording=%d emitted=%zu\n", recording, emitted);
     fflush(stdout);
     return 0;
