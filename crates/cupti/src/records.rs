@@ -179,8 +179,11 @@ pub struct Overhead {
     pub start_ns: u64,
     /// End, CUPTI nanoseconds.
     pub end_ns: u64,
-    /// The thread it happened on, when `objectKind` is a thread (else 0).
-    pub thread_id: u32,
+    /// What it happened on: `CUpti_ActivityObjectKind` ([`layout::OBJECT_THREAD`], ...).
+    pub object_kind: u32,
+    /// `objectId` as three `u32`: `{processId, threadId, -}` for a process or thread,
+    /// `{deviceId, contextId, streamId}` for a device, context or stream.
+    pub object_id: [u32; 3],
 }
 
 /// One NVTX mark, or one end of an NVTX range (`MARKER` record).
@@ -439,8 +442,8 @@ pub fn decode(record: &[u8]) -> Result<Activity, RecordError> {
                 kind: r.u32(o::OVERHEAD_KIND),
                 start_ns: r.u64(o::START),
                 end_ns: r.u64(o::END),
-                // objectId.pt = { processId, threadId } when the object is a thread.
-                thread_id: r.u32(o::OBJECT_ID + 4),
+                object_kind: r.u32(o::OBJECT_KIND),
+                object_id: [r.u32(o::OBJECT_ID), r.u32(o::OBJECT_ID + 4), r.u32(o::OBJECT_ID + 8)],
             })
         }
         layout::KIND_MARKER => {

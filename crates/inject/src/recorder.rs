@@ -51,6 +51,9 @@ pub struct Injection {
     outstanding: Mutex<HashSet<usize>>,
     /// Records CUPTI dropped, not yet reported.
     pub dropped: AtomicU64,
+    /// Completed buffers freed unsent because the queue to the parent was full, not yet
+    /// reported.
+    lost_buffers: AtomicU64,
     /// Kinds enabled by the last start.
     enabled: Mutex<Vec<u32>>,
     /// The GPUs' properties have been sent.
@@ -163,6 +166,7 @@ pub fn start() {
         recording: AtomicBool::new(false),
         outstanding: Mutex::new(HashSet::new()),
         dropped: AtomicU64::new(0),
+        lost_buffers: AtomicU64::new(0),
         enabled: Mutex::new(Vec::new()),
         devices_sent: AtomicBool::new(false),
         retired: AtomicBool::new(false),
@@ -244,6 +248,12 @@ impl Injection {
         let dropped = self.dropped.swap(0, Ordering::SeqCst);
         if dropped > 0 {
             self.link.send(FromInjection::Dropped(dropped));
+        }
+        let lost = self.lost_buffers.swap(0, Ordering::SeqCst);
+        if lost > 0 {
+            self.link.send(FromInjection::Note(format!(
+                "{lost} buffers of CUPTI records were lost: mlprof did not take them fast enough"
+            )));
         }
     }
 
@@ -352,9 +362,10 @@ extern "C" fn on_buffer_completed(context: *mut c_void, stream_id: u32, buffer: 
         if dropped > 0 {
             injection.dropped.fetch_add(dropped, Ordering::SeqCst);
         }
-        if valid == 0
-            || !injection.link.queue(Outgoing::Buffer { address: buffer as usize, valid: valid.min(BUFFER_BYTES) })
-        {
+        if valid == 0 {
+            injection.release(buffer as usize);
+        } else if !injection.link.queue(Outgoing::Buffer { address: buffer as usize, valid: valid.min(BUFFER_BYTES) }) {
+            injection.lost_buffers.fetch_add(1, Ordering::SeqCst);
             injection.release(buffer as usize);
         }
     });

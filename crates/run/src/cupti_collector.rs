@@ -264,6 +264,8 @@ impl CuptiProcesses {
             }
             Delivery::Closed(id, error) => {
                 if let Some(mut process) = self.processes.remove(&id) {
+                    // A short-lived CUDA process must not keep one of the traced slots.
+                    rounds.forget(process.pid as i32);
                     if let Some(error) = error.filter(|_| !process.said_bye) {
                         say.push(format!("CUDA process {}: its mlprof-inject connection failed: {error}", process.pid));
                     }
@@ -395,10 +397,18 @@ fn finish(process: &mut Process, hostname: &str, cut_short: bool) -> Option<Wind
     Some(Window { pid: process.pid, round, counts: profile.counts(), host, cut_short })
 }
 
+/// Sends one request; false when it could not be sent within 1 s. Then the connection
+/// is shut down for writing: the injection reads the end of the stream, counts mlprof as
+/// gone and stops recording (a stop it never heard must not leave it recording, nor a
+/// half-written frame confuse it).
 async fn send(writer: &mut OwnedWriteHalf, message: ToInjection) -> bool {
     let mut frame = Vec::new();
     wire::encode_to_injection(message, &mut frame);
-    matches!(tokio::time::timeout(Duration::from_secs(1), writer.write_all(&frame)).await, Ok(Ok(())))
+    let sent = matches!(tokio::time::timeout(Duration::from_secs(1), writer.write_all(&frame)).await, Ok(Ok(())));
+    if !sent {
+        let _ = tokio::time::timeout(Duration::from_secs(1), writer.shutdown()).await;
+    }
+    sent
 }
 
 /// `CLOCK_REALTIME`, Unix epoch nanoseconds.

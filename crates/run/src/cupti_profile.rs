@@ -383,10 +383,21 @@ impl CuptiProfile {
                 Activity::Overhead(o) => {
                     let Some((offset, duration)) = span(o.start_ns, o.end_ns) else { continue };
                     let label = overhead_name(o.kind);
-                    if o.thread_id != 0 {
-                        cpu.push(i64::from(o.thread_id), thread_line(o.thread_id), label, offset, duration, |_| {});
-                    } else if let Some(gpu) = gpus.values_mut().next() {
-                        gpu.push_line_id(OVERHEAD_LINE_ID, StreamWork::Overhead, label, offset, duration);
+                    let [first, second, third] = o.object_id;
+                    // Placed by what it happened on, as XLA places it.
+                    match o.object_kind {
+                        layout::OBJECT_PROCESS | layout::OBJECT_THREAD => {
+                            cpu.push(i64::from(second), thread_line(second), label, offset, duration, |_| {});
+                        }
+                        layout::OBJECT_STREAM => {
+                            let gpu = gpus.entry(first).or_insert_with(|| Gpu::new(first));
+                            gpu.push(third, StreamWork::Overhead, label, offset, duration, |_| {});
+                        }
+                        layout::OBJECT_DEVICE | layout::OBJECT_CONTEXT => {
+                            let gpu = gpus.entry(first).or_insert_with(|| Gpu::new(first));
+                            gpu.push_line_id(OVERHEAD_LINE_ID, StreamWork::Overhead, label, offset, duration);
+                        }
+                        _ => {}
                     }
                 }
                 Activity::Marker(m) => cpu.marker(&m, self.name(name), span(m.timestamp_ns, m.timestamp_ns)),

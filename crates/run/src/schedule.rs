@@ -111,6 +111,11 @@ impl Rounds {
         }
     }
 
+    /// A process is gone: its slot among `max_processes` is free again.
+    pub fn forget(&mut self, pid: i32) {
+        self.processes.remove(&pid);
+    }
+
     /// Polls refused because `max_processes` were already traced.
     pub fn refused(&self) -> usize {
         self.refused
@@ -169,6 +174,16 @@ mod tests {
         assert_eq!(rounds.start(1, t0), Some(0));
         rounds.cancel(1, 0);
         assert_eq!(rounds.start(1, t0), Some(0));
+    }
+
+    #[test]
+    fn a_forgotten_process_frees_its_slot() {
+        let t0 = Instant::now();
+        let mut rounds = Rounds::new(Schedule { first: t0, every: None }, Duration::ZERO, 1);
+        assert_eq!(rounds.start(1, t0), Some(0));
+        assert_eq!(rounds.start(2, t0), None, "over the limit");
+        rounds.forget(1);
+        assert_eq!(rounds.start(2, t0), Some(0));
     }
 
     #[test]
