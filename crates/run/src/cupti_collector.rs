@@ -157,12 +157,24 @@ pub struct Window {
     pub pid: u32,
     /// Its round.
     pub round: u32,
-    /// What was recorded, as one XSpace host.
-    pub host: mlprof_model::Host,
+    /// What was recorded.
+    pub profile: CuptiProfile,
+    /// The process's GPUs.
+    pub devices: Vec<wire::DeviceInfo>,
+    /// The window's start and end, wall clock (Unix epoch nanoseconds).
+    pub span_ns: (i64, i64),
     /// What it holds.
     pub counts: Counts,
     /// Whether it ended because the process exited or stopped answering.
     pub cut_short: bool,
+}
+
+impl Window {
+    /// The window as one XSpace host named `hostname` (the slow part: run it off the
+    /// run loop).
+    pub fn to_host(&self, hostname: &str) -> mlprof_model::Host {
+        self.profile.to_host(hostname, self.span_ns.0, self.span_ns.1, &self.devices)
+    }
 }
 
 /// Every connected process and its windows.
@@ -180,7 +192,6 @@ impl CuptiProcesses {
     pub async fn deliver(
         &mut self,
         delivery: Delivery,
-        hostname: &str,
         rounds: &mut crate::schedule::Rounds,
         duration: Duration,
     ) -> (Vec<String>, Option<Window>) {
@@ -231,7 +242,7 @@ impl CuptiProcesses {
                         say.push(format!("CUDA process {}: mlprof-inject stays out of CUPTI: {reason}", process.pid));
                         // It may have been recording (a framework appeared later): keep what
                         // it had.
-                        done = finish(process, hostname, true);
+                        done = finish(process, true);
                     }
                     FromInjection::Device(device) => {
                         process.devices.retain(|d| d.ordinal != device.ordinal);
@@ -252,12 +263,12 @@ impl CuptiProcesses {
                     },
                     FromInjection::Flushed(token) => {
                         if matches!(process.phase, Phase::Stopping { token: t, .. } if t == token) {
-                            done = finish(process, hostname, false);
+                            done = finish(process, false);
                         }
                     }
                     FromInjection::Bye => {
                         process.said_bye = true;
-                        done = finish(process, hostname, true);
+                        done = finish(process, true);
                         say.extend(never_traced(process));
                     }
                 }
@@ -269,7 +280,7 @@ impl CuptiProcesses {
                     if let Some(error) = error.filter(|_| !process.said_bye) {
                         say.push(format!("CUDA process {}: its mlprof-inject connection failed: {error}", process.pid));
                     }
-                    done = finish(&mut process, hostname, true);
+                    done = finish(&mut process, true);
                     if !process.said_bye {
                         say.extend(never_traced(&process));
                     }
@@ -285,7 +296,6 @@ impl CuptiProcesses {
         &mut self,
         rounds: &mut crate::schedule::Rounds,
         duration: Duration,
-        hostname: &str,
     ) -> (Vec<(u32, u32)>, Vec<Window>) {
         let now = Instant::now();
         let mut started = Vec::new();
@@ -323,13 +333,13 @@ impl CuptiProcesses {
                     };
                     process.phase = Phase::Stopping { round, since_ns, token, deadline: now + FLUSH_DEADLINE, profile };
                     if !send(&mut process.writer, ToInjection::Stop(token)).await
-                        && let Some(window) = finish(process, hostname, true)
+                        && let Some(window) = finish(process, true)
                     {
                         abandoned.push(window);
                     }
                 }
                 Phase::Stopping { deadline, .. } if now >= *deadline => {
-                    if let Some(window) = finish(process, hostname, true) {
+                    if let Some(window) = finish(process, true) {
                         abandoned.push(window);
                     }
                 }
@@ -340,8 +350,8 @@ impl CuptiProcesses {
     }
 
     /// Windows still open (the job exited): each is finished with what it holds.
-    pub fn finish_all(&mut self, hostname: &str) -> Vec<Window> {
-        self.processes.values_mut().filter_map(|p| finish(p, hostname, true)).collect()
+    pub fn finish_all(&mut self) -> Vec<Window> {
+        self.processes.values_mut().filter_map(|p| finish(p, true)).collect()
     }
 
     /// Processes still connected.
@@ -386,15 +396,22 @@ fn never_traced(process: &Process) -> Option<String> {
         .then(|| format!("CUDA process {}: ended before its trace was due (--delay)", process.pid))
 }
 
-fn finish(process: &mut Process, hostname: &str, cut_short: bool) -> Option<Window> {
+fn finish(process: &mut Process, cut_short: bool) -> Option<Window> {
     let (round, since_ns, profile) = match std::mem::replace(&mut process.phase, Phase::Idle) {
         Phase::Idle => return None,
         Phase::Recording { round, since_ns, profile, .. } | Phase::Stopping { round, since_ns, profile, .. } => {
             (round, since_ns, profile)
         }
     };
-    let host = profile.to_host(hostname, since_ns, wall_now_ns().max(since_ns), &process.devices);
-    Some(Window { pid: process.pid, round, counts: profile.counts(), host, cut_short })
+    Some(Window {
+        pid: process.pid,
+        round,
+        counts: profile.counts(),
+        span_ns: (since_ns, wall_now_ns().max(since_ns)),
+        devices: process.devices.clone(),
+        profile,
+        cut_short,
+    })
 }
 
 /// Sends one request; false when it could not be sent within 1 s. Then the connection

@@ -131,6 +131,7 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
         // does (with --delay 0, from the first kernel, as Nsight Systems).
         cupti_rounds: Rounds::new(schedule, Duration::ZERO, MAX_TRACED_PROCESSES),
         cupti: CuptiProcesses::default(),
+        writing: Vec::new(),
         sessions: Sessions::new(&logdir),
         pending: Vec::new(),
         server: ServerState::NotSeen,
@@ -316,6 +317,16 @@ impl Sessions {
     }
 }
 
+/// A window of GPU activity, written.
+struct WrittenWindow {
+    /// Its session directory.
+    dir: PathBuf,
+    /// The file was written.
+    written: bool,
+    /// What to say about it.
+    lines: Vec<String>,
+}
+
 /// A Kineto trace asked for and not yet written.
 struct PendingTrace {
     started: TraceStarted,
@@ -344,6 +355,8 @@ struct State {
     rounds: Rounds,
     cupti_rounds: Rounds,
     cupti: CuptiProcesses,
+    /// Windows of GPU activity being written.
+    writing: Vec<JoinHandle<WrittenWindow>>,
     sessions: Sessions,
     pending: Vec<PendingTrace>,
     server: ServerState,
@@ -371,7 +384,7 @@ impl State {
 
     async fn tick(&mut self, hook: Option<&Hook>, options: &RunOptions, say: &(dyn Fn(String) + Sync)) {
         self.collect_kineto(Instant::now(), say);
-        let (started, abandoned) = self.cupti.tick(&mut self.cupti_rounds, options.duration, &self.host).await;
+        let (started, abandoned) = self.cupti.tick(&mut self.cupti_rounds, options.duration).await;
         for (pid, _) in started {
             let steps = if options.steps.is_some() {
                 " (--steps counts PyTorch steps; CUDA programs use --duration)"
@@ -384,52 +397,84 @@ impl State {
             ));
         }
         for window in abandoned {
-            self.file_cupti_window(window, say);
+            self.file_cupti_window(window);
         }
+        self.collect_written(say).await;
         if let Some(hook) = hook {
             self.drive_server(hook, options, say).await;
         }
     }
 
     async fn cupti_delivered(&mut self, delivery: Delivery, duration: Duration, say: &(dyn Fn(String) + Sync)) {
-        let (lines, window) = self.cupti.deliver(delivery, &self.host, &mut self.cupti_rounds, duration).await;
+        let (lines, window) = self.cupti.deliver(delivery, &mut self.cupti_rounds, duration).await;
         for line in lines {
             say(line);
         }
         if let Some(window) = window {
-            self.file_cupti_window(window, say);
+            self.file_cupti_window(window);
         }
     }
 
-    /// Writes one window of GPU activity into its session.
-    fn file_cupti_window(&mut self, window: Window, say: &(dyn Fn(String) + Sync)) {
+    /// Writes one window of GPU activity into its session, on a blocking thread: laying
+    /// out and encoding a busy window takes long enough to hold up the run loop, and the
+    /// processes exiting meanwhile.
+    fn file_cupti_window(&mut self, window: Window) {
         self.cupti_rounds.finished(window.pid as i32);
         let dir = self.sessions.dir(window.round);
         let target = dir.join(format!("{}_{}.xplane.pb", self.host, window.pid));
-        let bytes = mlprof_formats::xspace::encode_xspace(&window.host);
-        let c = window.counts;
-        match mlprof_formats::output::write_bytes_atomically(&target, &bytes) {
-            Ok(()) => {
-                say(format!(
-                    "CUDA process {}: wrote {} ({}; {} kernels, {:.3} ms of kernel time, {} copies, {} memsets, {} \
-                     synchronizations, {} API calls{})",
-                    window.pid,
-                    target.display(),
-                    megabytes(bytes.len() as u64),
-                    c.kernels,
-                    c.kernel_ns as f64 / 1e6,
-                    c.memcpys,
-                    c.memsets,
-                    c.synchronizations,
-                    c.api_calls,
-                    if window.cut_short { "; ended with the process" } else { "" }
-                ));
-                for warning in &window.host.warnings {
-                    say(format!("CUDA process {}: {warning}", window.pid));
+        let host = self.host.clone();
+        let pid = window.pid;
+        self.writing.push(tokio::task::spawn_blocking(move || {
+            let profile = window.to_host(&host);
+            let bytes = mlprof_formats::xspace::encode_xspace(&profile);
+            let c = window.counts;
+            let mut lines = Vec::new();
+            let written = match mlprof_formats::output::write_bytes_atomically(&target, &bytes) {
+                Ok(()) => {
+                    lines.push(format!(
+                        "CUDA process {pid}: wrote {} ({}; {} kernels, {:.3} ms of kernel time, {} copies, {} memsets, \
+                         {} synchronizations, {} API calls{})",
+                        target.display(),
+                        megabytes(bytes.len() as u64),
+                        c.kernels,
+                        c.kernel_ns as f64 / 1e6,
+                        c.memcpys,
+                        c.memsets,
+                        c.synchronizations,
+                        c.api_calls,
+                        if window.cut_short { "; ended with the process" } else { "" }
+                    ));
+                    lines.extend(profile.warnings.iter().map(|w| format!("CUDA process {pid}: {w}")));
+                    true
                 }
-                self.sessions.add_trace(&dir);
+                Err(error) => {
+                    lines.push(format!("CUDA process {pid}: writing {}: {error}", target.display()));
+                    false
+                }
+            };
+            WrittenWindow { dir, written, lines }
+        }));
+    }
+
+    /// Prints what a window's writer said and counts its session.
+    fn said_written(&mut self, written: WrittenWindow, say: &(dyn Fn(String) + Sync)) {
+        for line in written.lines {
+            say(line);
+        }
+        if written.written {
+            self.sessions.add_trace(&written.dir);
+        }
+    }
+
+    /// Windows whose files are written: their lines.
+    async fn collect_written(&mut self, say: &(dyn Fn(String) + Sync)) {
+        let (done, still): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.writing).into_iter().partition(|w| w.is_finished());
+        self.writing = still;
+        for writing in done {
+            if let Ok(written) = writing.await {
+                self.said_written(written, say);
             }
-            Err(error) => say(format!("CUDA process {}: writing {}: {error}", window.pid, target.display())),
         }
     }
 
@@ -580,8 +625,13 @@ impl State {
                     None => break,
                 }
             }
-            for window in self.cupti.finish_all(&self.host) {
-                self.file_cupti_window(window, say);
+            for window in self.cupti.finish_all() {
+                self.file_cupti_window(window);
+            }
+        }
+        for writing in std::mem::take(&mut self.writing) {
+            if let Ok(written) = writing.await {
+                self.said_written(written, say);
             }
         }
         while !self.pending.is_empty() && Instant::now() < until {
