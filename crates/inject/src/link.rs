@@ -23,6 +23,8 @@ use crate::recorder::{self, Injection, MAX_BUFFERS, lock};
 /// How often CUPTI is flushed while recording, so a killed process loses at most this
 /// much.
 pub const FLUSH_PERIOD: Duration = Duration::from_millis(250);
+/// The most bytes of names in one frame (the parent takes frames of up to 64 MiB).
+const MAX_FRAME_STRINGS: usize = 16 << 20;
 /// The longest string read from the job's memory, bytes (kernel names of deep templates
 /// run to a few KiB).
 const MAX_STRING: usize = 64 << 10;
@@ -128,6 +130,10 @@ pub fn say_and_close(mut stream: UnixStream, messages: &[FromInjection]) {
     let _ = stream.write_all(&bytes);
 }
 
+/// How long a window's stop waits for work launched before it to finish before the
+/// forced flush (on the control thread, never the job's).
+const STOP_SETTLE: Duration = Duration::from_millis(100);
+
 /// How long a write to the parent may block before the parent counts as gone.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -230,7 +236,13 @@ fn encode_cupti_buffer(
     // Callback names are cached for the process; pointers are read again for every
     // buffer, as an address may name another string later (a module unloaded, another
     // loaded at the same place).
+    let mut string_bytes = 0usize;
     for key in &keys {
+        // A frame holds at most MAX_FRAME_STRINGS of names (far more than real buffers
+        // need); past it names are left out and the parent shows them unnamed.
+        if string_bytes >= MAX_FRAME_STRINGS {
+            break;
+        }
         let text = match *key {
             StringKey::Pointer(p) => read_c_string(p as usize),
             _ if names.contains_key(key) => continue,
@@ -241,6 +253,7 @@ fn encode_cupti_buffer(
                 injection.cupti.callback_name(mlprof_cupti::layout::CB_DOMAIN_DRIVER_API, id).unwrap_or_default()
             }
         };
+        string_bytes += text.len();
         names.insert(*key, text);
     }
     let strings: Vec<(StringKey, &[u8])> =
@@ -327,7 +340,7 @@ fn control_loop(injection: &'static Injection, mut stream: UnixStream) {
             let _ = std::panic::catch_unwind(|| match decode_to_injection(&frame) {
                 Ok(ToInjection::Start) => injection.start_recording(),
                 Ok(ToInjection::Stop(token)) => {
-                    injection.stop_recording();
+                    injection.stop_recording_after(STOP_SETTLE);
                     injection.link.send(FromInjection::Flushed(token));
                 }
                 Ok(ToInjection::Flush(token)) => {

@@ -229,11 +229,21 @@ impl Injection {
     /// Disables what [`Self::start_recording`] enabled and flushes every record out
     /// (after the GPUs' properties, so a window has them even in a short process).
     pub fn stop_recording(&self) {
+        self.stop_recording_after(std::time::Duration::ZERO);
+    }
+
+    /// [`Self::stop_recording`], waiting `settle` between disabling the kinds and the
+    /// forced flush, so kernels launched before the stop finish and come back whole
+    /// (a forced flush hands over records of unfinished work without their end).
+    pub fn stop_recording_after(&self, settle: std::time::Duration) {
         crate::log(|| "stop recording".to_string());
         self.send_devices();
         self.recording.store(false, Ordering::SeqCst);
         for kind in std::mem::take(&mut *lock(&self.enabled)) {
             let _ = self.cupti.disable(kind);
+        }
+        if !settle.is_zero() {
+            std::thread::sleep(settle);
         }
         self.flush(true);
     }

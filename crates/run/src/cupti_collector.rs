@@ -77,16 +77,31 @@ impl CuptiListener {
     }
 }
 
+/// The most CUDA processes connected at once; later ones are closed at once (their
+/// injection reads the end of the stream and stays passive).
+const MAX_CONNECTIONS: usize = 256;
+
 async fn accept_loop(listener: UnixListener, sender: mpsc::Sender<Delivery>) {
     let mut next_id = 0u64;
+    let live = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     while let Ok((stream, _)) = listener.accept().await {
+        if live.load(std::sync::atomic::Ordering::SeqCst) >= MAX_CONNECTIONS {
+            drop(stream);
+            continue;
+        }
         next_id += 1;
         let id = next_id;
         let (read, write) = stream.into_split();
         if sender.send(Delivery::Connected(id, write)).await.is_err() {
             return;
         }
-        tokio::spawn(read_loop(id, read, sender.clone()));
+        live.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let live = live.clone();
+        let sender = sender.clone();
+        tokio::spawn(async move {
+            read_loop(id, read, sender).await;
+            live.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        });
     }
 }
 
