@@ -296,6 +296,27 @@ pub fn kind_of(record: &[u8]) -> Option<u32> {
     u32_at(record, 0)
 }
 
+/// A [`Memcpy`] read at the offsets of layout module `$m` (`memcpy` or `memcpy_p2p`).
+macro_rules! memcpy {
+    ($r:expr, $m:path, $peer:expr) => {{
+        use $m as m;
+        Memcpy {
+            copy_kind: $r.u8(m::COPY_KIND),
+            src_kind: $r.u8(m::SRC_KIND),
+            dst_kind: $r.u8(m::DST_KIND),
+            is_async: u32::from($r.u8(m::FLAGS)) & layout::FLAG_MEMCPY_ASYNC != 0,
+            bytes: $r.u64(m::BYTES),
+            start_ns: $r.u64(m::START),
+            end_ns: $r.u64(m::END),
+            device_id: $r.u32(m::DEVICE_ID),
+            context_id: $r.u32(m::CONTEXT_ID),
+            stream_id: $r.u32(m::STREAM_ID),
+            peer: $peer,
+            correlation_id: $r.u32(m::CORRELATION_ID),
+        }
+    }};
+}
+
 /// Reads one record.
 pub fn decode(record: &[u8]) -> Result<Activity, RecordError> {
     let kind = kind_of(record).ok_or(RecordError::Short { kind: 0, len: record.len(), needed: 4 })?;
@@ -337,39 +358,11 @@ pub fn decode(record: &[u8]) -> Result<Activity, RecordError> {
                 name: r.u64(k::NAME),
             })
         }
-        layout::KIND_MEMCPY => {
-            use layout::memcpy as m;
-            Activity::Memcpy(Memcpy {
-                copy_kind: r.u8(m::COPY_KIND),
-                src_kind: r.u8(m::SRC_KIND),
-                dst_kind: r.u8(m::DST_KIND),
-                is_async: u32::from(r.u8(m::FLAGS)) & layout::FLAG_MEMCPY_ASYNC != 0,
-                bytes: r.u64(m::BYTES),
-                start_ns: r.u64(m::START),
-                end_ns: r.u64(m::END),
-                device_id: r.u32(m::DEVICE_ID),
-                context_id: r.u32(m::CONTEXT_ID),
-                stream_id: r.u32(m::STREAM_ID),
-                peer: None,
-                correlation_id: r.u32(m::CORRELATION_ID),
-            })
-        }
+        // The two copy records share their fields' names (at their own offsets).
+        layout::KIND_MEMCPY => Activity::Memcpy(memcpy!(r, layout::memcpy, None)),
         layout::KIND_MEMCPY2 => {
-            use layout::memcpy_p2p as m;
-            Activity::Memcpy(Memcpy {
-                copy_kind: r.u8(m::COPY_KIND),
-                src_kind: r.u8(m::SRC_KIND),
-                dst_kind: r.u8(m::DST_KIND),
-                is_async: u32::from(r.u8(m::FLAGS)) & layout::FLAG_MEMCPY_ASYNC != 0,
-                bytes: r.u64(m::BYTES),
-                start_ns: r.u64(m::START),
-                end_ns: r.u64(m::END),
-                device_id: r.u32(m::DEVICE_ID),
-                context_id: r.u32(m::CONTEXT_ID),
-                stream_id: r.u32(m::STREAM_ID),
-                peer: Some((r.u32(m::SRC_DEVICE_ID), r.u32(m::DST_DEVICE_ID))),
-                correlation_id: r.u32(m::CORRELATION_ID),
-            })
+            use layout::memcpy_p2p as p;
+            Activity::Memcpy(memcpy!(r, p, Some((r.u32(p::SRC_DEVICE_ID), r.u32(p::DST_DEVICE_ID)))))
         }
         layout::KIND_MEMSET => {
             use layout::memset as m;

@@ -79,6 +79,14 @@ pub struct DeviceInfo {
     pub memory_size: u64,
 }
 
+/// `CLOCK_REALTIME`, Unix epoch nanoseconds: the clock of [`Hello::realtime_ns`] and of
+/// the windows the parent opens, so both sides read the same one.
+pub fn realtime_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
 /// What one string key in a [`Buffer`] names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum StringKey {

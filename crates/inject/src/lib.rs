@@ -43,7 +43,7 @@ pub fn log(line: impl FnOnce() -> String) {
     use std::io::Write;
     let Some(Some(path)) = LOG_PATH.get() else { return };
     if let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
-        let _ = writeln!(file, "{} pid {}: {}", recorder::realtime_ns(), std::process::id(), line());
+        let _ = writeln!(file, "{} pid {}: {}", mlprof_cupti::wire::realtime_ns(), std::process::id(), line());
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use mlprof_cupti::layout;
-use mlprof_cupti::wire::{FromInjection, Hello, PROTOCOL_VERSION};
+use mlprof_cupti::wire::{FromInjection, Hello, PROTOCOL_VERSION, realtime_ns};
 
 use crate::cupti::Cupti;
 use crate::frameworks;
@@ -315,13 +315,6 @@ fn buffer_layout() -> std::alloc::Layout {
 /// addresses or kinds, valid after any panic).
 pub fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// `CLOCK_REALTIME`, Unix epoch nanoseconds.
-pub fn realtime_ns() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
 /// The subscriber's callback: mlprof subscribes to hold CUPTI (so a second tool is told

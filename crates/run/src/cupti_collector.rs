@@ -324,7 +324,7 @@ impl CuptiProcesses {
                 Phase::Idle => {
                     if let Some(round) = rounds.start(process.pid as i32, now) {
                         if send(&mut process.writer, ToInjection::Start).await {
-                            let since_ns = wall_now_ns();
+                            let since_ns = wire::realtime_ns();
                             process.phase = Phase::Recording {
                                 round,
                                 since_ns,
@@ -422,7 +422,7 @@ fn finish(process: &mut Process, cut_short: bool) -> Option<Window> {
         pid: process.pid,
         round,
         counts: profile.counts(),
-        span_ns: (since_ns, wall_now_ns().max(since_ns)),
+        span_ns: (since_ns, wire::realtime_ns().max(since_ns)),
         devices: process.devices.clone(),
         profile,
         cut_short,
@@ -441,11 +441,4 @@ async fn send(writer: &mut OwnedWriteHalf, message: ToInjection) -> bool {
         let _ = tokio::time::timeout(Duration::from_secs(1), writer.shutdown()).await;
     }
     sent
-}
-
-/// `CLOCK_REALTIME`, Unix epoch nanoseconds.
-fn wall_now_ns() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }

@@ -292,7 +292,7 @@ impl CuptiProfile {
                         k.block[2] as u32,
                         six_significant(occupancy)
                     );
-                    gpu.push(k.stream_id, StreamWork::Compute, name, offset, duration, |e| {
+                    gpu.push(i64::from(k.stream_id), StreamWork::Compute, name, offset, duration, |e| {
                         e.correlation(k.correlation_id);
                         e.context(k.context_id);
                         e.double("theoretical_occupancy_pct", occupancy);
@@ -313,7 +313,7 @@ impl CuptiProfile {
                         u8::from(m.is_async)
                     );
                     let gpu = gpus.entry(device).or_insert_with(|| Gpu::new(device));
-                    gpu.push(m.stream_id, work, label, offset, duration, |e| {
+                    gpu.push(i64::from(m.stream_id), work, label, offset, duration, |e| {
                         e.correlation(m.correlation_id);
                         e.context(m.context_id);
                         e.text("memcpy_details", &details);
@@ -331,7 +331,7 @@ impl CuptiProfile {
                     );
                     let gpu = gpus.entry(m.device_id).or_insert_with(|| Gpu::new(m.device_id));
                     gpu.push(
-                        m.stream_id,
+                        i64::from(m.stream_id),
                         StreamWork::Memset,
                         &format!("Memset {}", m.memory_kind),
                         offset,
@@ -391,11 +391,11 @@ impl CuptiProfile {
                         }
                         layout::OBJECT_STREAM => {
                             let gpu = gpus.entry(first).or_insert_with(|| Gpu::new(first));
-                            gpu.push(third, StreamWork::Overhead, label, offset, duration, |_| {});
+                            gpu.push(i64::from(third), StreamWork::Overhead, label, offset, duration, |_| {});
                         }
                         layout::OBJECT_DEVICE | layout::OBJECT_CONTEXT => {
                             let gpu = gpus.entry(first).or_insert_with(|| Gpu::new(first));
-                            gpu.push_line_id(OVERHEAD_LINE_ID, StreamWork::Overhead, label, offset, duration);
+                            gpu.push(OVERHEAD_LINE_ID, StreamWork::Overhead, label, offset, duration, |_| {});
                         }
                         _ => {}
                     }
@@ -623,26 +623,18 @@ impl Gpu {
         Gpu { tracks: Tracks::new(i64::from(ordinal), &format!("{}{ordinal}", names::GPU_PLANE_PREFIX)) }
     }
 
+    /// Adds an event on line `line` (a stream id, or XLA's overhead line), noting what
+    /// kind of work the line carries for its name.
     fn push(
         &mut self,
-        stream: u32,
+        line: i64,
         work: StreamWork,
         event: &str,
         offset: i64,
         duration: i64,
         stats: impl FnOnce(&mut EventStats<'_>),
     ) {
-        let line = i64::from(stream);
         self.tracks.push(line, String::new(), event, offset, duration, stats);
-        if let Some(pending) = self.tracks.lines.get_mut(&line)
-            && !pending.work.contains(&work)
-        {
-            pending.work.push(work);
-        }
-    }
-
-    fn push_line_id(&mut self, line: i64, work: StreamWork, event: &str, offset: i64, duration: i64) {
-        self.tracks.push(line, String::new(), event, offset, duration, |_| {});
         if let Some(pending) = self.tracks.lines.get_mut(&line)
             && !pending.work.contains(&work)
         {
