@@ -1,8 +1,9 @@
 //! Well-known plane, line and stat names, spelled exactly as XProf spells them
 //! (`xla/tsl/profiler/utils/xplane_schema.cc`), so profiles and tools agree; Chrome
-//! trace phases and Kineto categories in [`chrome`].
+//! trace phases and Kineto categories in [`chrome`], what mlprof samples in [`sampled`].
 
 pub mod chrome;
+pub mod sampled;
 
 /// Host threads (TraceMe, CUPTI API callbacks, Python tracer), one line per thread.
 pub const HOST_PLANE: &str = "/host:CPU";

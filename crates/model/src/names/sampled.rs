@@ -1,0 +1,48 @@
+//! Names of what `mlprof run` and `mlprof attach` record by sampling, outside any
+//! framework: Python stacks on [`PYTHON_PLANE`], process and GPU counters on
+//! [`COUNTERS_PLANE`]. The writer (`mlprof-run`) and the readers (the `python` tool, the
+//! trace viewer) share them.
+//!
+//! On [`PYTHON_PLANE`] each line is one Python thread (its id is the OS thread id, its
+//! name `<thread name> (pid <pid>, tid <tid>)`) and
+//! each event is a run of consecutive samples in which a frame stayed on the stack:
+//! runs nest as the frames do, so a trace viewer draws the samples as a flame chart
+//! over time. An event's metadata names the frame (`function (file:line)`) and carries
+//! [`FUNCTION_STAT`], [`FILE_STAT`] and [`LINE_NUMBER_STAT`]; the event carries how many
+//! samples it covers ([`SAMPLES_STAT`]) and how many of them found the thread holding
+//! the GIL, running without it (native code) or idle.
+//!
+//! On [`COUNTERS_PLANE`] each line holds one process's or one GPU's counters, every
+//! reading an instant event named after its counter with the value in
+//! [`COUNTER_VALUE_STAT`] (the stat XProf's counter events carry).
+
+/// Plane of sampled Python stacks, one line per thread.
+pub const PYTHON_PLANE: &str = "/host:python";
+/// Plane of counters read while sampling (`/proc`, NVML).
+pub const COUNTERS_PLANE: &str = "/host:counters";
+
+/// Event-metadata stat: the function's name.
+pub const FUNCTION_STAT: &str = "function";
+/// Event-metadata stat: the function's source file, as the interpreter knows it.
+pub const FILE_STAT: &str = "file";
+/// Event-metadata stat: the line the frame was at (1-based; 0 when unknown).
+pub const LINE_NUMBER_STAT: &str = "line";
+
+/// Event stat: samples this run covers (the frame was on the stack in each).
+pub const SAMPLES_STAT: &str = "samples";
+/// Event stat: of [`SAMPLES_STAT`], those that found the thread holding the GIL.
+pub const GIL_SAMPLES_STAT: &str = "gil_samples";
+/// Event stat: of [`SAMPLES_STAT`], those that found the thread running without the GIL
+/// (in native code: a C/C++ extension, a framework's kernels).
+pub const NATIVE_SAMPLES_STAT: &str = "native_samples";
+/// Event stat: of [`SAMPLES_STAT`], those that found the thread idle (waiting, sleeping).
+pub const IDLE_SAMPLES_STAT: &str = "idle_samples";
+
+/// Plane stat of [`PYTHON_PLANE`]: the sampling interval, nanoseconds.
+pub const SAMPLE_INTERVAL_NS_STAT: &str = "sample_interval_ns";
+/// Plane stat of [`PYTHON_PLANE`]: samples that could not be read (the process was
+/// between states), over the whole window.
+pub const FAILED_SAMPLES_STAT: &str = "failed_samples";
+
+/// Stat of a counter reading: its value (XProf's `counter_value`).
+pub const COUNTER_VALUE_STAT: &str = "counter_value";

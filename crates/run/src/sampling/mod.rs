@@ -1,0 +1,341 @@
+//! Sampling a job from outside, with no code in it: the Python stacks of every thread
+//! of every Python process in the job's process tree (py-spy, [`python`]), and each
+//! process's CPU, memory and storage I/O from `/proc` ([`procfs`]), recorded into a
+//! bounded [`store`] that windows are cut from and laid out as XSpace planes
+//! ([`layout`]).
+//!
+//! One thread does it all, at the sampling rate; whatever fails (a process that is not
+//! Python, one that exits, a read that races the interpreter) costs that process or
+//! that sample, and says so once in a note, never more.
+
+pub mod layout;
+pub mod procfs;
+pub mod python;
+pub mod store;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use python::PythonProcess;
+use store::{Counter, Reading, Recorded, Source, Store};
+
+/// The default sampling rate, samples per second (py-spy's).
+pub const DEFAULT_HZ: u32 = 100;
+/// The highest sampling rate accepted, samples per second.
+pub const MAX_HZ: u32 = 1000;
+/// How often `/proc` counters are read.
+const COUNTER_INTERVAL: Duration = Duration::from_millis(100);
+/// How often the process tree is looked at for new processes.
+const TREE_INTERVAL: Duration = Duration::from_millis(250);
+/// How long a process that maps Python is given to bring its interpreter up before
+/// mlprof stops trying to read its stacks.
+const ATTACH_PATIENCE: Duration = Duration::from_secs(10);
+/// Between two tries to attach to one process.
+const ATTACH_RETRY: Duration = Duration::from_millis(100);
+
+/// What to sample.
+#[derive(Clone, Copy, Debug)]
+pub struct SamplerOptions {
+    /// Python stack samples per second per thread (0: no stacks, counters only).
+    pub hz: u32,
+}
+
+/// The sampling thread and what it recorded.
+pub struct Sampler {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+struct Shared {
+    store: Mutex<Store>,
+    notes: Mutex<Vec<String>>,
+    stop: AtomicBool,
+}
+
+impl Shared {
+    fn store(&self) -> MutexGuard<'_, Store> {
+        // A panic while holding the lock left a store that is still consistent
+        // (every change is one push or pop).
+        self.store.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn note(&self, note: String) {
+        self.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(note);
+    }
+}
+
+impl Sampler {
+    /// Starts sampling `root` and the processes it starts.
+    pub fn start(root: u32, options: SamplerOptions) -> std::io::Result<Sampler> {
+        let shared = Arc::new(Shared {
+            store: Mutex::new(Store::default()),
+            notes: Mutex::default(),
+            stop: AtomicBool::new(false),
+        });
+        let thread = std::thread::Builder::new().name("mlprof-sampler".into()).spawn({
+            let shared = shared.clone();
+            move || Sampling::new(root, options, shared).run()
+        })?;
+        Ok(Sampler { shared, thread: Some(thread) })
+    }
+
+    /// Everything recorded from `from_ns` to `to_ns` (Unix epoch nanoseconds).
+    pub fn window(&self, from_ns: i64, to_ns: i64) -> Recorded {
+        self.shared.store().window(from_ns, to_ns)
+    }
+
+    /// Forgets what was recorded before `before_ns` (no window will want it).
+    pub fn forget_before(&self, before_ns: i64) {
+        self.shared.store().forget_before(before_ns);
+    }
+
+    /// The notes since the last call: one line each.
+    pub fn take_notes(&self) -> Vec<String> {
+        std::mem::take(&mut *self.shared.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// Stops sampling and waits for the thread.
+    pub fn stop(mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// One process of the tree, as the sampler knows it.
+enum Watched {
+    /// Maps Python (or may yet: exec); attaching is tried until `give_up_at`.
+    Attaching { exe: Option<PathBuf>, next_try: Instant, give_up_at: Instant, last_error: String },
+    /// Its stacks are read.
+    Python(Box<PythonProcess>),
+    /// Not Python, or never readable: only its counters.
+    Counted { exe: Option<PathBuf> },
+}
+
+/// The last `/proc` reading of a process, for rates.
+struct LastCounters {
+    at: Instant,
+    cpu_ticks: u64,
+    io: Option<procfs::Io>,
+    thread_ticks: HashMap<u32, u64>,
+    /// Threads whose last CPU reading was above 0 (so a return to 0 is drawn).
+    busy_threads: Vec<u32>,
+}
+
+/// The sampling thread's state.
+struct Sampling {
+    root: u32,
+    options: SamplerOptions,
+    shared: Arc<Shared>,
+    watched: HashMap<u32, Watched>,
+    last: HashMap<u32, LastCounters>,
+    ticks_per_second: f64,
+    page_size: f64,
+}
+
+impl Sampling {
+    fn new(root: u32, options: SamplerOptions, shared: Arc<Shared>) -> Sampling {
+        Sampling {
+            root,
+            options,
+            shared,
+            watched: HashMap::new(),
+            last: HashMap::new(),
+            ticks_per_second: procfs::ticks_per_second() as f64,
+            page_size: procfs::page_size() as f64,
+        }
+    }
+
+    fn run(mut self) {
+        let interval = if self.options.hz == 0 {
+            COUNTER_INTERVAL
+        } else {
+            Duration::from_nanos(1_000_000_000 / u64::from(self.options.hz.min(MAX_HZ)))
+        };
+        let mut next_sample = Instant::now();
+        let mut next_tree = next_sample;
+        let mut next_counters = next_sample;
+        while !self.shared.stop.load(Ordering::Relaxed) {
+            let now = Instant::now();
+            if now >= next_tree {
+                if !self.look_at_tree(now) {
+                    break;
+                }
+                next_tree = now + TREE_INTERVAL;
+            }
+            if self.options.hz > 0 {
+                self.sample_stacks();
+            }
+            if now >= next_counters {
+                self.read_counters();
+                next_counters = now + COUNTER_INTERVAL;
+            }
+            // Evenly spaced samples; after a stall, start again from now rather than
+            // catch up in a burst.
+            next_sample += interval;
+            let now = Instant::now();
+            if next_sample < now {
+                next_sample = now + interval;
+            }
+            std::thread::sleep(next_sample - now);
+        }
+    }
+
+    /// Adds new processes of the tree and drops exited ones; false once the root and all
+    /// its descendants are gone.
+    fn look_at_tree(&mut self, now: Instant) -> bool {
+        let tree = procfs::process_tree(self.root);
+        let alive: Vec<u32> = tree.into_iter().filter(|&pid| procfs::process_stat(pid).is_some()).collect();
+        self.watched.retain(|pid, _| alive.contains(pid));
+        self.last.retain(|pid, _| alive.contains(pid));
+        for &pid in &alive {
+            let exe = procfs::executable(pid);
+            let restart = match self.watched.get(&pid) {
+                None => true,
+                // An exec: the process may now be Python.
+                Some(Watched::Counted { exe: known } | Watched::Attaching { exe: known, .. }) => *known != exe,
+                Some(Watched::Python(_)) => false,
+            };
+            if restart {
+                let watched = if self.options.hz > 0 && procfs::maps_python(pid) {
+                    Watched::Attaching {
+                        exe,
+                        next_try: now,
+                        give_up_at: now + ATTACH_PATIENCE,
+                        last_error: String::new(),
+                    }
+                } else {
+                    Watched::Counted { exe }
+                };
+                self.watched.insert(pid, watched);
+            }
+            if let Some(stat) = procfs::process_stat(pid) {
+                self.shared.store().name_process(pid, &stat.comm);
+            }
+        }
+        self.attach_waiting(now);
+        !alive.is_empty()
+    }
+
+    fn attach_waiting(&mut self, now: Instant) {
+        for (&pid, watched) in &mut self.watched {
+            let Watched::Attaching { exe, next_try, give_up_at, last_error } = watched else { continue };
+            if now < *next_try {
+                continue;
+            }
+            match PythonProcess::attach(pid) {
+                Ok(process) => {
+                    self.shared.note(format!(
+                        "pid {pid}: sampling Python {} stacks at {} Hz",
+                        process.version, self.options.hz
+                    ));
+                    *watched = Watched::Python(Box::new(process));
+                }
+                Err(error) if now >= *give_up_at => {
+                    self.shared.note(format!("pid {pid}: no Python stacks: {error}{}", ptrace_hint(&error)));
+                    *watched = Watched::Counted { exe: exe.take() };
+                }
+                Err(error) => {
+                    *last_error = error;
+                    *next_try = now + ATTACH_RETRY;
+                }
+            }
+        }
+    }
+
+    fn sample_stacks(&mut self) {
+        let at_ns = mlprof_cupti::wire::realtime_ns();
+        let mut samples = Vec::new();
+        let mut failed = 0;
+        let mut store = self.shared.store();
+        for watched in self.watched.values_mut() {
+            let Watched::Python(process) = watched else { continue };
+            match process.sample(at_ns, &mut store.frames) {
+                Ok(threads) => samples.extend(threads),
+                Err(_) => failed += 1,
+            }
+        }
+        store.failed_samples += failed;
+        for thread in samples {
+            if let Some(name) = &thread.name {
+                store.name_thread(thread.sample.pid, thread.sample.tid, name);
+            }
+            store.push_sample(thread.sample);
+        }
+    }
+
+    fn read_counters(&mut self) {
+        let at_ns = mlprof_cupti::wire::realtime_ns();
+        let now = Instant::now();
+        let mut readings = Vec::new();
+        let mut names = Vec::new();
+        for &pid in self.watched.keys() {
+            let Some(stat) = procfs::process_stat(pid) else { continue };
+            let io = procfs::process_io(pid);
+            let threads = procfs::thread_stats(pid);
+            let source = Source::Process(pid);
+            readings.push((source, Counter::ResidentMib, stat.rss_pages as f64 * self.page_size / 1_048_576.0));
+            let thread_ticks: HashMap<u32, u64> = threads.iter().map(|(&tid, s)| (tid, s.cpu_ticks)).collect();
+            let mut busy_threads = Vec::new();
+            if let Some(last) = self.last.get(&pid) {
+                let seconds = now.duration_since(last.at).as_secs_f64().max(1e-3);
+                let percent = |ticks: u64, before: u64| {
+                    ticks.saturating_sub(before) as f64 / self.ticks_per_second / seconds * 100.0
+                };
+                readings.push((source, Counter::CpuPercent, percent(stat.cpu_ticks, last.cpu_ticks)));
+                if let (Some(io), Some(before)) = (io, last.io) {
+                    let rate = |now: u64, then: u64| now.saturating_sub(then) as f64 / 1e6 / seconds;
+                    readings.push((source, Counter::ReadMbPerSecond, rate(io.read_bytes, before.read_bytes)));
+                    readings.push((source, Counter::WriteMbPerSecond, rate(io.write_bytes, before.write_bytes)));
+                }
+                for (&tid, &ticks) in &thread_ticks {
+                    let before = last.thread_ticks.get(&tid).copied().unwrap_or(ticks);
+                    let value = percent(ticks, before);
+                    // Idle threads stay off the timeline, but a thread that was busy is
+                    // drawn back down to 0.
+                    if value > 0.0 || last.busy_threads.contains(&tid) {
+                        readings.push((Source::Thread(pid, tid), Counter::CpuPercent, value));
+                    }
+                    if value > 0.0 {
+                        busy_threads.push(tid);
+                    }
+                }
+            }
+            for (&tid, thread) in &threads {
+                names.push((pid, tid, thread.comm.clone()));
+            }
+            self.last.insert(pid, LastCounters { at: now, cpu_ticks: stat.cpu_ticks, io, thread_ticks, busy_threads });
+        }
+        let mut store = self.shared.store();
+        for (pid, tid, name) in names {
+            // Python's own thread names (from samples) win over the kernel's.
+            if !store.has_thread_name(pid, tid) {
+                store.name_thread(pid, tid, &name);
+            }
+        }
+        for (source, counter, value) in readings {
+            store.push_reading(Reading { at_ns, source, counter, value });
+        }
+    }
+}
+
+/// What to do about a refused read of another process's memory.
+fn ptrace_hint(error: &str) -> &'static str {
+    if error.contains("Permission denied") || error.contains("Operation not permitted") {
+        " (reading another process's memory needs the same user with kernel.yama.ptrace_scope <= 1, or \
+         CAP_SYS_PTRACE: in a container, --cap-add SYS_PTRACE)"
+    } else {
+        ""
+    }
+}

@@ -1,0 +1,96 @@
+//! Reading one process's Python stacks with py-spy, as a library, without stopping the
+//! process (`LockingStrategy::NonBlocking`: py-spy's blocking mode ptrace-stops every
+//! thread per sample, which slows a PyTorch process with a hundred threads several
+//! times over). A sample read while the interpreter changes a frame can fail or come
+//! back partial; a failure is counted, never fatal.
+
+use std::panic::AssertUnwindSafe;
+
+use py_spy::config::{LineNo, LockingStrategy};
+use py_spy::{Config, PythonSpy, StackTrace};
+
+use super::store::{Frame, Frames, Sample, ThreadState};
+
+/// One attached Python process.
+pub struct PythonProcess {
+    spy: PythonSpy,
+    /// The interpreter's version (`3.11.7`).
+    pub version: String,
+}
+
+/// A thread's sample, and its name when py-spy knows it.
+pub struct ThreadSample {
+    /// The sample.
+    pub sample: Sample,
+    /// The Python thread's name (`MainThread`, `Thread-1 (worker)`).
+    pub name: Option<String>,
+}
+
+fn config() -> Config {
+    Config {
+        blocking: LockingStrategy::NonBlocking,
+        native: false,
+        lineno: LineNo::LastInstruction,
+        collect_thread_names: true,
+        ..Config::default()
+    }
+}
+
+impl PythonProcess {
+    /// Attaches to `pid`. Fails (with py-spy's reason) when the process is not Python,
+    /// its interpreter is not up yet, or its memory cannot be read (ptrace rights).
+    pub fn attach(pid: u32) -> Result<PythonProcess, String> {
+        let pid = py_spy::Pid::try_from(pid).map_err(|_| format!("pid {pid} is out of range"))?;
+        let spy = guarded(|| PythonSpy::new(pid, &config())).and_then(|attached| attached.map_err(|e| one_line(&e)))?;
+        let version = spy.version.to_string();
+        Ok(PythonProcess { spy, version })
+    }
+
+    /// Every Python thread's stack now, interned into `frames`.
+    pub fn sample(&mut self, at_ns: i64, frames: &mut Frames) -> Result<Vec<ThreadSample>, String> {
+        let traces = guarded(|| self.spy.get_stack_traces()).and_then(|t| t.map_err(|e| one_line(&e)))?;
+        Ok(traces.iter().map(|trace| thread_sample(trace, at_ns, frames)).collect())
+    }
+}
+
+fn thread_sample(trace: &StackTrace, at_ns: i64, frames: &mut Frames) -> ThreadSample {
+    // py-spy lists the innermost frame first; stacks are kept root first.
+    let ids: Vec<u32> = trace
+        .frames
+        .iter()
+        .rev()
+        .map(|f| {
+            frames.frame(Frame {
+                function: f.name.as_str().into(),
+                file: f.filename.as_str().into(),
+                short_file: f.short_filename.as_deref().unwrap_or(&f.filename).into(),
+                line: u32::try_from(f.line).unwrap_or(0),
+            })
+        })
+        .collect();
+    let state = if trace.owns_gil {
+        ThreadState::Gil
+    } else if trace.active {
+        ThreadState::Native
+    } else {
+        ThreadState::Idle
+    };
+    // Python 3.11+ keeps the OS thread id; before that py-spy finds it on Linux, and the
+    // Python thread id (a pthread_t) stands in when it cannot.
+    let tid = trace.os_thread_id.map_or(trace.thread_id as u32, |t| t as u32);
+    ThreadSample {
+        sample: Sample { at_ns, pid: trace.pid as u32, tid, stack: frames.stack(&ids), state },
+        name: trace.thread_name.clone(),
+    }
+}
+
+/// Runs a py-spy call, turning a panic inside it into an error: a bug there must cost
+/// one sample, not mlprof.
+fn guarded<T>(call: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(AssertUnwindSafe(call)).map_err(|_| "py-spy failed unexpectedly".to_string())
+}
+
+/// py-spy's error and its causes on one line (anyhow's `{:#}`: "outer: inner").
+fn one_line(error: &impl std::fmt::Display) -> String {
+    format!("{error:#}").replace('\n', " ")
+}
