@@ -10,6 +10,7 @@
 //! - Any other CUDA process: the driver loads `mlprof-inject` (`CUDA_INJECTION64_PATH`),
 //!   which connects to [`cupti_collector`]'s socket; each window of CUPTI records is
 //!   decoded and laid out as an XSpace by [`cupti_profile`].
+//! - [`nvml`]: NVIDIA GPU counters, read through NVML loaded at run time.
 //! - Any Python process: [`sampling`] reads every thread's Python stack at `--sample-hz`
 //!   (py-spy, from outside) and each process's CPU, memory and I/O from `/proc`.
 //! - [`launch`] starts the job and ends with it: same streams, signals passed on, its
@@ -24,6 +25,7 @@ pub mod job;
 pub mod kineto_daemon;
 pub mod kineto_ipc;
 pub mod launch;
+pub mod nvml;
 pub mod python_hook;
 pub mod sampling;
 pub mod schedule;
