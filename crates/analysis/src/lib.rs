@@ -20,6 +20,7 @@ pub mod memory_profile;
 pub mod op_metrics;
 pub mod overview;
 pub mod pod_viewer;
+pub mod python_code;
 pub mod report;
 pub mod step_table;
 pub mod steps;

@@ -41,6 +41,7 @@ pub fn tools_with_data(session: &Session) -> Vec<&'static str> {
             Availability::HostEvents(wanted) => {
                 hosts.iter().any(|h| h.plane(HOST_PLANE).is_some_and(|plane| plane_uses(plane, &wanted)))
             }
+            Availability::Plane(name) => hosts.iter().any(|h| h.plane(name).is_some()),
             Availability::Never => false,
         })
         .map(ToolId::name)

@@ -52,6 +52,12 @@ pub struct RunArgs {
     /// job's torch.profiler took the GPU activity from the injection).
     #[arg(long, value_name = "WHO", default_value = "auto", value_parser = ["auto", "cupti"])]
     device_tracer: String,
+    /// Python stack samples per second of every thread of every Python process of the
+    /// job (read from outside with py-spy, without stopping it); 0 turns stack sampling
+    /// off (CPU, memory and I/O counters from /proc are still read, 10 per second).
+    #[arg(long, value_name = "HZ", default_value_t = mlprof_run::sampling::DEFAULT_HZ,
+          value_parser = clap::value_parser!(u32).range(0..=i64::from(mlprof_run::sampling::MAX_HZ)))]
+    sample_hz: u32,
     /// The job: a program and its arguments, after `--`.
     #[arg(required = true, last = true, value_name = "CMD")]
     command: Vec<OsString>,
@@ -74,6 +80,7 @@ pub fn run(args: RunArgs, verbose: bool) -> Result<(), Failure> {
         every: args.every,
         host: mlprof_capture::server::hostname(),
         device_tracer: if args.device_tracer == "cupti" { DeviceTracer::Cupti } else { DeviceTracer::Auto },
+        sample_hz: args.sample_hz,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -1,7 +1,8 @@
 //! One `mlprof run`: prepare the private run directory, launch the job, then until it
 //! exits answer Kineto's polls, capture a framework profiler server the hook started,
-//! record the GPU activity of CUDA processes through `mlprof-inject`, and move every
-//! trace into `LOGDIR/plugins/profile/<session>/`.
+//! record the GPU activity of CUDA processes through `mlprof-inject`, sample the Python
+//! stacks and `/proc` counters of the job's processes, and move every trace into
+//! `LOGDIR/plugins/profile/<session>/`.
 //!
 //! The job comes first: nothing here can stop or slow it. If a part of mlprof cannot be
 //! set up (the socket, the hook), the job runs without it and one line says so; mlprof
@@ -27,6 +28,8 @@ use crate::kineto_daemon::{KinetoDaemon, Received, TraceStarted, kineto_output_p
 use crate::kineto_ipc::TraceWindow;
 use crate::launch::{self, JobCommand};
 use crate::python_hook::{Hook, StartedServer};
+use crate::sample_windows::{SampleWindow, SampleWindows};
+use crate::sampling::{Sampler, SamplerOptions};
 use crate::schedule::{Rounds, Schedule};
 
 /// How often files and the hook's reports are looked at.
@@ -64,6 +67,9 @@ pub struct RunOptions {
     pub host: String,
     /// Who records the GPU work of framework processes.
     pub device_tracer: DeviceTracer,
+    /// Python stack samples per second per thread (0: none; `/proc` counters are
+    /// still read).
+    pub sample_hz: u32,
 }
 
 /// Who records a process's GPU activity.
@@ -123,6 +129,13 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
     let mut cupti = run_dir.as_ref().and_then(|dir| start_cupti(dir.path(), options, &mut env, say));
     let launched = Instant::now();
     let mut child = launch::spawn(&JobCommand { argv: options.argv.clone(), env })?;
+    let sampler = match Sampler::start(child.id(), SamplerOptions { hz: options.sample_hz }) {
+        Ok(sampler) => Some(sampler),
+        Err(error) => {
+            say(format!("sampling is off: cannot start its thread: {error}"));
+            None
+        }
+    };
     let mut exited = tokio::task::spawn_blocking(move || child.wait());
     let schedule = Schedule { first: launched + options.delay, every: options.every };
     let mut state = State {
@@ -137,6 +150,9 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
         server: ServerState::NotSeen,
         host: options.host.clone(),
         window,
+        sampler,
+        sample_windows: SampleWindows::new(duration_ns(options.duration)),
+        sample_interval_ns: sample_interval_ns(options.sample_hz),
     };
     let mut tick = tokio::time::interval(TICK);
     let status = loop {
@@ -156,7 +172,7 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
     };
     launch::job_ended();
     state.after_exit(hook.as_ref(), daemon.as_ref(), cupti.as_mut(), options.duration, say).await;
-    Ok(RunOutcome { status, sessions: state.sessions.with_traces() })
+    Ok(RunOutcome { status, sessions: state.sessions.with_anything() })
 }
 
 fn start_kineto_daemon(
@@ -267,7 +283,10 @@ struct Sessions {
     logdir: PathBuf,
     ids: SessionIds,
     by_round: HashMap<u32, PathBuf>,
+    /// Sessions with a framework or GPU trace.
     with_traces: Vec<PathBuf>,
+    /// Sessions with samples (and perhaps nothing else).
+    with_samples: Vec<PathBuf>,
 }
 
 impl Sessions {
@@ -277,6 +296,7 @@ impl Sessions {
             ids: SessionIds::new(),
             by_round: HashMap::new(),
             with_traces: Vec::new(),
+            with_samples: Vec::new(),
         }
     }
 
@@ -302,6 +322,12 @@ impl Sessions {
         }
     }
 
+    fn add_samples(&mut self, dir: &Path) {
+        if !self.with_samples.iter().any(|d| d == dir) {
+            self.with_samples.push(dir.to_path_buf());
+        }
+    }
+
     /// Removes the session directories that received nothing (a trace that never came).
     fn remove_empty(&self) {
         for dir in self.by_round.values() {
@@ -310,9 +336,11 @@ impl Sessions {
         }
     }
 
-    fn with_traces(&self) -> Vec<PathBuf> {
-        let mut dirs = self.with_traces.clone();
+    /// Sessions with anything in them.
+    fn with_anything(&self) -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> = self.with_traces.iter().chain(&self.with_samples).cloned().collect();
         dirs.sort();
+        dirs.dedup();
         dirs
     }
 }
@@ -323,6 +351,8 @@ struct WrittenWindow {
     dir: PathBuf,
     /// The file was written.
     written: bool,
+    /// It holds samples, not a framework's or the GPU's trace.
+    samples: bool,
     /// What to say about it.
     lines: Vec<String>,
 }
@@ -362,6 +392,11 @@ struct State {
     server: ServerState,
     host: String,
     window: TraceWindow,
+    /// Python stacks and `/proc` counters of the job's processes.
+    sampler: Option<Sampler>,
+    /// Which samples each session gets.
+    sample_windows: SampleWindows,
+    sample_interval_ns: i64,
 }
 
 impl State {
@@ -384,6 +419,7 @@ impl State {
 
     async fn tick(&mut self, hook: Option<&Hook>, options: &RunOptions, say: &(dyn Fn(String) + Sync)) {
         self.collect_kineto(Instant::now(), say);
+        self.tick_sampling(say);
         let (started, abandoned) = self.cupti.tick(&mut self.cupti_rounds, options.duration).await;
         for (pid, _) in started {
             let steps = if options.steps.is_some() {
@@ -420,6 +456,7 @@ impl State {
     /// processes exiting meanwhile.
     fn file_cupti_window(&mut self, window: Window) {
         self.cupti_rounds.finished(window.pid as i32);
+        self.sample_windows.extend(window.round, realtime_ns());
         let dir = self.sessions.dir(window.round);
         let target = dir.join(format!("{}_{}.xplane.pb", self.host, window.pid));
         let host = self.host.clone();
@@ -452,7 +489,87 @@ impl State {
                     false
                 }
             };
-            WrittenWindow { dir, written, lines }
+            WrittenWindow { dir, written, samples: false, lines }
+        }));
+    }
+
+    /// Opens the window of a round that came due, writes the windows that ended, lets
+    /// the sampler forget what no window needs, and passes on its notes.
+    fn tick_sampling(&mut self, say: &(dyn Fn(String) + Sync)) {
+        let Some(sampler) = &self.sampler else { return };
+        for note in sampler.take_notes() {
+            say(note);
+        }
+        let now_ns = realtime_ns();
+        if let Some(round) = self.rounds.schedule().due_round(Instant::now()) {
+            self.sample_windows.open(round, now_ns);
+        }
+        let pending = &self.pending;
+        let capturing = match &self.server {
+            ServerState::Capturing { round, .. } => Some(*round),
+            _ => None,
+        };
+        let busy = |round: u32| capturing == Some(round) || pending.iter().any(|t| t.started.round == round);
+        for window in self.sample_windows.ended(now_ns, busy) {
+            self.file_sample_window(window);
+        }
+        if let Some(sampler) = &self.sampler {
+            sampler.forget_before(self.sample_windows.oldest_needed(now_ns));
+        }
+    }
+
+    /// After the job: stops sampling and writes every window still open.
+    fn finish_sampling(&mut self, say: &(dyn Fn(String) + Sync)) {
+        let Some(sampler) = self.sampler.take() else { return };
+        let now_ns = realtime_ns();
+        // A job that ends before its first round is due has no window.
+        let windows = self.sample_windows.close_all(now_ns);
+        let cut: Vec<_> = windows.iter().map(|w| (*w, sampler.window(w.begin_ns, w.end_ns))).collect();
+        for note in sampler.take_notes() {
+            say(note);
+        }
+        sampler.stop();
+        for (window, recorded) in cut {
+            self.write_sample_window(window, recorded);
+        }
+    }
+
+    /// Writes one window of samples into its session.
+    fn file_sample_window(&mut self, window: SampleWindow) {
+        let Some(sampler) = &self.sampler else { return };
+        let recorded = sampler.window(window.begin_ns, window.end_ns);
+        self.write_sample_window(window, recorded);
+    }
+
+    /// Lays out and writes a window of samples on a blocking thread (a busy window of a
+    /// many-threaded job takes a moment to lay out).
+    fn write_sample_window(&mut self, window: SampleWindow, recorded: crate::sampling::store::Recorded) {
+        if recorded.samples.is_empty() && recorded.readings.is_empty() {
+            return;
+        }
+        let dir = self.sessions.dir(window.round);
+        let target = dir.join(format!("{}_python.xplane.pb", self.host));
+        let host = self.host.clone();
+        let interval_ns = self.sample_interval_ns;
+        self.writing.push(tokio::task::spawn_blocking(move || {
+            let profile =
+                crate::sampling::layout::to_host(&recorded, &host, window.begin_ns, window.end_ns, interval_ns);
+            let bytes = mlprof_formats::xspace::encode_xspace(&profile);
+            let (written, line) = match mlprof_formats::output::write_bytes_atomically(&target, &bytes) {
+                Ok(()) => (
+                    true,
+                    format!(
+                        "sampling: wrote {} ({}; {})",
+                        target.display(),
+                        megabytes(bytes.len() as u64),
+                        recorded.summary()
+                    ),
+                ),
+                Err(error) => (false, format!("sampling: writing {}: {error}", target.display())),
+            };
+            let mut lines = vec![line];
+            lines.extend(profile.warnings.iter().map(|w| format!("sampling: {w}")));
+            WrittenWindow { dir, written, samples: true, lines }
         }));
     }
 
@@ -461,8 +578,10 @@ impl State {
         for line in written.lines {
             say(line);
         }
-        if written.written {
-            self.sessions.add_trace(&written.dir);
+        match (written.written, written.samples) {
+            (true, false) => self.sessions.add_trace(&written.dir),
+            (true, true) => self.sessions.add_samples(&written.dir),
+            (false, _) => {}
         }
     }
 
@@ -516,6 +635,7 @@ impl State {
                 let size = std::fs::metadata(&target).map(|m| m.len()).unwrap_or(0);
                 say(format!("PyTorch process {}: wrote {} ({})", trace.started.pid, target.display(), megabytes(size)));
                 self.sessions.add_trace(&dir);
+                self.sample_windows.extend(trace.started.round, realtime_ns());
             }
             Err(error) => say(format!(
                 "PyTorch process {}: moving {} to {}: {error}",
@@ -557,6 +677,7 @@ impl State {
             }
             ServerState::Capturing { server, round, task } if task.is_finished() => {
                 self.finish_capture(&server, task.await.ok().flatten(), say);
+                self.sample_windows.extend(round, realtime_ns());
                 self.server = if self.rounds.schedule().every.is_some() {
                     ServerState::Ready { server, next_round: round + 1, settled_at: Instant::now() }
                 } else {
@@ -629,6 +750,7 @@ impl State {
                 self.file_cupti_window(window);
             }
         }
+        self.finish_sampling(say);
         for writing in std::mem::take(&mut self.writing) {
             if let Ok(written) = writing.await {
                 self.said_written(written, say);
@@ -670,6 +792,20 @@ impl State {
         }
         self.sessions.remove_empty();
     }
+}
+
+/// Now, Unix epoch nanoseconds (the clock samples and GPU records are stamped with).
+fn realtime_ns() -> i64 {
+    mlprof_cupti::wire::realtime_ns()
+}
+
+fn duration_ns(duration: Duration) -> i64 {
+    i64::try_from(duration.as_nanos()).unwrap_or(i64::MAX)
+}
+
+/// The interval between samples at `hz`, ns (the counters' interval without stacks).
+fn sample_interval_ns(hz: u32) -> i64 {
+    if hz == 0 { 100_000_000 } else { 1_000_000_000 / i64::from(hz) }
 }
 
 /// How a trace file ends, so a half-written one is not moved.

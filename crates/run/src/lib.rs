@@ -27,6 +27,7 @@ pub mod kineto_ipc;
 pub mod launch;
 pub mod nvml;
 pub mod python_hook;
+pub mod sample_windows;
 pub mod sampling;
 pub mod schedule;
 

@@ -24,6 +24,7 @@ use crate::gpu::hta_csv::{self, CsvFile};
 use crate::gpu::transfers::{self, Transfers};
 use crate::gpu::{self, GpuAnalysis};
 use crate::report::Report;
+use crate::python_code::{self, PythonCode};
 use crate::step_table::{self, StepTable};
 use crate::tfprof::{self, TfprofResult};
 use crate::{framework_op_stats, input_pipeline, kernel_stats, memory_profile, overview, pod_viewer, tf_data};
@@ -55,6 +56,8 @@ pub enum ToolId {
     TraceViewer,
     /// Every step with its time and breakdown.
     Steps,
+    /// Where Python time goes, by line of code, from sampled stacks.
+    Python,
 }
 
 /// The outputs of XProf's tools.
@@ -84,7 +87,7 @@ const fn mlprof_tool(name: &'static str, label: &'static str, summary: &'static 
 
 impl ToolId {
     /// Every tool, in the order pages list them: XProf's, then mlprof's.
-    pub const ALL: [ToolId; 12] = [
+    pub const ALL: [ToolId; 13] = [
         ToolId::OverviewPage,
         ToolId::InputPipelineAnalyzer,
         ToolId::FrameworkOpStats,
@@ -95,6 +98,7 @@ impl ToolId {
         ToolId::Gpu,
         ToolId::Transfers,
         ToolId::Steps,
+        ToolId::Python,
         ToolId::TraceViewer,
         ToolId::Tfprof,
     ];
@@ -178,6 +182,14 @@ impl ToolId {
                     "Every step with its start, time and breakdown, and whether the overview counts it.",
                 )
             },
+            ToolId::Python => ToolSpec {
+                availability: Availability::Plane(mlprof_model::names::sampled::PYTHON_PLANE),
+                ..mlprof_tool(
+                    "python",
+                    "Python code",
+                    "Where Python time goes by line of code (self and total samples, per thread and step), from stacks sampled with mlprof run or attach.",
+                )
+            },
             ToolId::TraceViewer => ToolSpec {
                 outputs: &[Output::Page],
                 ..mlprof_tool("trace_viewer", "Trace viewer", "Every event on a timeline.")
@@ -241,6 +253,8 @@ pub enum ToolResult {
     Tfprof(Box<TfprofResult>),
     /// `steps`.
     Steps(Box<StepTable>),
+    /// `python`.
+    Python(Box<PythonCode>),
 }
 
 /// The memory profile of one host.
@@ -313,6 +327,10 @@ impl Analysis<'_> {
                 ToolResult::Tfprof(Box::new(result))
             }
             ToolId::Steps => ToolResult::Steps(Box::new(step_table::analyze(self.host_steps(), self.step_source()))),
+            ToolId::Python => ToolResult::Python(Box::new(
+                python_code::analyze(hosts, self.host_steps())
+                    .ok_or_else(|| ToolError { message: python_code::NO_SAMPLES.into(), nothing_usable: true })?,
+            )),
             ToolId::TraceViewer => {
                 return Err(ToolError {
                     message:
@@ -340,6 +358,7 @@ impl ToolResult {
             ToolResult::Transfers(r) => r.report(),
             ToolResult::Tfprof(r) => r.report(),
             ToolResult::Steps(r) => r.report(),
+            ToolResult::Python(r) => r.report(),
         }
     }
 
@@ -354,7 +373,11 @@ impl ToolResult {
             ToolResult::MemoryProfile(hosts) => hosts.first().map_or(Value::Null, |h| h.profile.to_xprof_json()),
             ToolResult::PodViewer(r) => r.to_xprof_json(),
             ToolResult::TfData(r) => r.to_xprof_json(),
-            ToolResult::Gpu(_) | ToolResult::Transfers(_) | ToolResult::Tfprof(_) | ToolResult::Steps(_) => {
+            ToolResult::Gpu(_)
+            | ToolResult::Transfers(_)
+            | ToolResult::Tfprof(_)
+            | ToolResult::Steps(_)
+            | ToolResult::Python(_) => {
                 return None;
             }
         })

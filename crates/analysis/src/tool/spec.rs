@@ -62,6 +62,8 @@ pub enum Availability {
     KinetoGpuEvents,
     /// Profiles whose host plane has an event named as `wanted` accepts.
     HostEvents(fn(&str) -> bool),
+    /// Profiles with a plane of this name.
+    Plane(&'static str),
     /// Never listed by `mlprof serve` (a CLI-only tool).
     Never,
 }

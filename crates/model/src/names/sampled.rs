@@ -8,7 +8,8 @@
 //! each event is a run of consecutive samples in which a frame stayed on the stack:
 //! runs nest as the frames do, so a trace viewer draws the samples as a flame chart
 //! over time. An event's metadata names the frame (`function (file:line)`) and carries
-//! [`FUNCTION_STAT`], [`FILE_STAT`] and [`LINE_NUMBER_STAT`]; the event carries how many
+//! [`FUNCTION_STAT`], [`FILE_STAT`], [`SHORT_FILE_STAT`] and
+//! [`LINE_NUMBER_STAT`]; the event carries how many
 //! samples it covers ([`SAMPLES_STAT`]) and how many of them found the thread holding
 //! the GIL, running without it (native code) or idle.
 //!
@@ -25,6 +26,9 @@ pub const COUNTERS_PLANE: &str = "/host:counters";
 pub const FUNCTION_STAT: &str = "function";
 /// Event-metadata stat: the function's source file, as the interpreter knows it.
 pub const FILE_STAT: &str = "file";
+/// Event-metadata stat: the source file as people read it (the path below
+/// `site-packages`, or the file's path).
+pub const SHORT_FILE_STAT: &str = "short_file";
 /// Event-metadata stat: the line the frame was at (1-based; 0 when unknown).
 pub const LINE_NUMBER_STAT: &str = "line";
 

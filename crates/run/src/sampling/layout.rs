@@ -146,9 +146,10 @@ impl PythonPlane<'_> {
         let metadata = self.plane.event_metadata(&frame.label(), run.frame, |plane| {
             let function = plane.stat_key(names::FUNCTION_STAT);
             let file = plane.stat_key(names::FILE_STAT);
+            let short_file = plane.stat_key(names::SHORT_FILE_STAT);
             let line = plane.stat_key(names::LINE_NUMBER_STAT);
             let mut stats = vec![(line, StatValue::Uint(u64::from(frame.line)))];
-            for (key, text) in [(function, &frame.function), (file, &frame.file)] {
+            for (key, text) in [(function, &frame.function), (file, &frame.file), (short_file, &frame.short_file)] {
                 if let Ok(value) = plane.metadata_str(text) {
                     stats.push((key, value));
                 }

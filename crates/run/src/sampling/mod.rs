@@ -1,8 +1,8 @@
 //! Sampling a job from outside, with no code in it: the Python stacks of every thread
-//! of every Python process in the job's process tree (py-spy, [`python`]), and each
-//! process's CPU, memory and storage I/O from `/proc` ([`procfs`]), recorded into a
-//! bounded [`store`] that windows are cut from and laid out as XSpace planes
-//! ([`layout`]).
+//! of every Python process in the job's process tree (py-spy, [`python`]), each
+//! process's CPU, memory and storage I/O from `/proc` ([`procfs`]), and the NVIDIA GPUs'
+//! counters where a driver is installed ([`crate::nvml`]), recorded into a bounded
+//! [`store`] that windows are cut from and laid out as XSpace planes ([`layout`]).
 //!
 //! One thread does it all, at the sampling rate; whatever fails (a process that is not
 //! Python, one that exits, a read that races the interpreter) costs that process or
@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::nvml::{GpuReading, Nvml};
 use python::PythonProcess;
 use store::{Counter, Reading, Recorded, Source, Store};
 
@@ -133,6 +134,14 @@ struct LastCounters {
     busy_threads: Vec<u32>,
 }
 
+/// NVML, once the sampling thread has tried to open it (opening can take a second per
+/// GPU, so it is never done on the job's launch path).
+enum Gpus {
+    NotTried,
+    Open(Nvml),
+    Unavailable,
+}
+
 /// The sampling thread's state.
 struct Sampling {
     root: u32,
@@ -142,6 +151,7 @@ struct Sampling {
     last: HashMap<u32, LastCounters>,
     ticks_per_second: f64,
     page_size: f64,
+    gpus: Gpus,
 }
 
 impl Sampling {
@@ -154,6 +164,7 @@ impl Sampling {
             last: HashMap::new(),
             ticks_per_second: procfs::ticks_per_second() as f64,
             page_size: procfs::page_size() as f64,
+            gpus: Gpus::NotTried,
         }
     }
 
@@ -317,6 +328,7 @@ impl Sampling {
             }
             self.last.insert(pid, LastCounters { at: now, cpu_ticks: stat.cpu_ticks, io, thread_ticks, busy_threads });
         }
+        self.read_gpus(&mut readings);
         let mut store = self.shared.store();
         for (pid, tid, name) in names {
             // Python's own thread names (from samples) win over the kernel's.
@@ -326,6 +338,49 @@ impl Sampling {
         }
         for (source, counter, value) in readings {
             store.push_reading(Reading { at_ns, source, counter, value });
+        }
+    }
+}
+
+impl Sampling {
+    /// Every GPU's counters, and the memory each process of the job holds on it.
+    fn read_gpus(&mut self, readings: &mut Vec<(Source, Counter, f64)>) {
+        if let Gpus::NotTried = self.gpus {
+            self.gpus = match Nvml::open() {
+                Ok(nvml) => {
+                    let names: Vec<String> = nvml.devices().iter().map(|d| format!("{} {}", d.index, d.name)).collect();
+                    self.shared.note(format!("GPU counters through NVML: {}", names.join(", ")));
+                    Gpus::Open(nvml)
+                }
+                Err(unavailable) => {
+                    self.shared.note(format!("no GPU counters: {unavailable}"));
+                    Gpus::Unavailable
+                }
+            };
+        }
+        let Gpus::Open(nvml) = &mut self.gpus else { return };
+        for reading in nvml.read() {
+            gpu_readings(&reading, |pid| self.watched.contains_key(&pid), readings);
+        }
+    }
+}
+
+/// One GPU reading as counters; `ours` says which pids belong to the job.
+fn gpu_readings(reading: &GpuReading, ours: impl Fn(u32) -> bool, out: &mut Vec<(Source, Counter, f64)>) {
+    const MIB: f64 = 1_048_576.0;
+    let source = Source::Gpu(reading.index);
+    let values = [
+        (Counter::GpuUtilizationPercent, reading.utilization_gpu_percent.map(f64::from)),
+        (Counter::GpuMemoryUtilizationPercent, reading.utilization_memory_percent.map(f64::from)),
+        (Counter::GpuMemoryUsedMib, reading.memory_used_bytes.map(|b| b as f64 / MIB)),
+        (Counter::SmClockMhz, reading.sm_clock_mhz.map(f64::from)),
+        (Counter::PowerWatts, reading.power_milliwatts.map(|mw| f64::from(mw) / 1000.0)),
+        (Counter::TemperatureCelsius, reading.temperature_celsius.map(f64::from)),
+    ];
+    out.extend(values.into_iter().filter_map(|(counter, value)| Some((source, counter, value?))));
+    for process in reading.processes.iter().filter(|p| ours(p.pid)) {
+        if let Some(bytes) = process.used_bytes {
+            out.push((source, Counter::ProcessGpuMemoryMib(process.pid), bytes as f64 / MIB));
         }
     }
 }
