@@ -6,9 +6,13 @@
 //! the innermost one) and total samples (the frame was anywhere on the stack, once per
 //! sample however deep the recursion). As py-spy does by default, only samples of
 //! threads that were running count (holding the GIL, or in native code without it);
-//! samples of waiting threads show in the threads table. Where the host has steps, each
-//! step gets its samples and its top lines: a run of samples is spread evenly over the
-//! time it covers, so at most one sample per run can land in a neighbouring step.
+//! samples of waiting threads show in the threads table.
+//!
+//! Steps come from the samples' own host if it has any, else from the first other host
+//! of the analysis whose steps overlap the samples in wall-clock time (`mlprof run`
+//! writes the samples beside the framework's trace of the same window): each step gets
+//! its samples and its top lines. A run of samples is spread evenly over the time it
+//! covers, so at most one sample per run can land in a neighbouring step.
 
 use std::collections::HashMap;
 
@@ -36,7 +40,7 @@ pub struct PythonCode {
     pub lines: Vec<CodeRow>,
     /// Every sampled thread.
     pub threads: Vec<ThreadRow>,
-    /// Per step, where the host has steps.
+    /// Per step, where steps were found.
     pub steps: Vec<StepRow>,
 }
 
@@ -79,7 +83,7 @@ pub struct ThreadRow {
 /// One step's samples.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct StepRow {
-    /// The host.
+    /// The host whose step this is (the samples' own, or the framework trace's beside them).
     pub host: String,
     /// The step's number.
     pub step_num: i64,
@@ -97,18 +101,20 @@ pub struct StepRow {
 pub const NO_SAMPLES: &str = "no sampled Python stacks in this profile: record them with `mlprof run -- CMD` or \
                               `mlprof attach PID`";
 
-/// The Python code of `hosts`; `steps` are the hosts' step databases, in host order.
-pub fn analyze(hosts: &[&Host], steps: &[HostSteps]) -> Option<PythonCode> {
+/// The Python code of the sampled hosts among `hosts`; `step_hosts` are the hosts
+/// whose step databases `steps` are (in the same order).
+pub fn analyze(hosts: &[&Host], step_hosts: &[&Host], steps: &[HostSteps]) -> Option<PythonCode> {
     let mut code = Collector::default();
     let mut found = false;
-    for (index, host) in hosts.iter().enumerate() {
+    for host in hosts {
         let Some(plane) = host.plane(names::PYTHON_PLANE) else { continue };
         found = true;
         if code.result.sample_interval_ms == 0.0 {
             code.result.sample_interval_ms = interval_ms(plane);
         }
-        let host_steps = steps.get(index).map_or(&[][..], |s| &s.steps[..]);
-        let spans: Vec<(i64, i64)> = host_steps.iter().map(|s| (s.begin_ps, s.begin_ps + s.duration_ps)).collect();
+        let (source, host_steps, shift_ps) = steps_for(host, plane, step_hosts, steps).unwrap_or(("", &[], 0));
+        let spans: Vec<(i64, i64)> =
+            host_steps.iter().map(|s| (s.begin_ps + shift_ps, s.begin_ps + shift_ps + s.duration_ps)).collect();
         let first_step = code.step_samples.len();
         code.step_samples.extend(spans.iter().map(|_| HashMap::new()));
         for line in &plane.lines {
@@ -116,7 +122,7 @@ pub fn analyze(hosts: &[&Host], steps: &[HostSteps]) -> Option<PythonCode> {
         }
         for (step, counts) in host_steps.iter().zip(&code.step_samples[first_step..]) {
             code.result.steps.push(StepRow {
-                host: host.name.clone(),
+                host: source.to_string(),
                 step_num: step.step_num,
                 step_name: step.step_name.clone(),
                 step_time_ms: step.duration_ps as f64 / PS_PER_MS_F64,
@@ -126,6 +132,30 @@ pub fn analyze(hosts: &[&Host], steps: &[HostSteps]) -> Option<PythonCode> {
         }
     }
     found.then(|| code.finish())
+}
+
+/// The steps the samples of `host` are counted in: the name of the host they are from,
+/// the steps, and how far (ps) to move them onto `host`'s time.
+fn steps_for<'s>(
+    host: &Host,
+    plane: &Plane,
+    step_hosts: &[&'s Host],
+    steps: &'s [HostSteps],
+) -> Option<(&'s str, &'s [crate::steps::StepInfo], i64)> {
+    let own = step_hosts.iter().position(|h| std::ptr::eq(*h, host));
+    if let Some(own) = own.and_then(|i| steps.get(i)).filter(|s| !s.steps.is_empty()) {
+        return Some((&own.host, &own.steps, 0));
+    }
+    let start_ns = host.profile_start_ns?;
+    let (first, last) = plane.span_ps()?;
+    step_hosts.iter().zip(steps).find_map(|(other, other_steps)| {
+        let shift_ps = other.profile_start_ns?.checked_sub(start_ns)?.checked_mul(mlprof_model::time::PS_PER_NS)?;
+        let overlaps = other_steps
+            .steps
+            .iter()
+            .any(|s| s.begin_ps + shift_ps < last && s.begin_ps + shift_ps + s.duration_ps > first);
+        overlaps.then_some((other_steps.host.as_str(), &other_steps.steps[..], shift_ps))
+    })
 }
 
 fn interval_ms(plane: &Plane) -> f64 {
@@ -181,7 +211,8 @@ impl Collector {
             plane.find_stat_key(names::NATIVE_SAMPLES_STAT),
             plane.find_stat_key(names::IDLE_SAMPLES_STAT),
         ];
-        let mut thread = ThreadRow { host: host.to_string(), thread: line.shown_name().to_string(), ..ThreadRow::default() };
+        let mut thread =
+            ThreadRow { host: host.to_string(), thread: line.shown_name().to_string(), ..ThreadRow::default() };
         let mut stack: Vec<Open> = Vec::new();
         for event in line.iter() {
             let (start_ps, end_ps) = (event.start_ps(), event.end_ps());
@@ -378,7 +409,8 @@ impl PythonCode {
     }
 
     fn step_section(&self) -> Section {
-        let mut columns = vec!["Host".to_string(), "Step".into(), "Name".into(), "Step time (ms)".into(), "Running samples".into()];
+        let mut columns =
+            vec!["Host".to_string(), "Step".into(), "Name".into(), "Step time (ms)".into(), "Running samples".into()];
         columns.extend((1..=TOP_PER_STEP).map(|n| format!("Top {n} (% of the step's samples)")));
         let mut table = Table::new(columns);
         for step in &self.steps {
@@ -397,7 +429,9 @@ impl PythonCode {
             }
             table.push(row);
         }
-        Section::new("Per step").note("Self samples in each step, from the host's step markers.").with_table(table)
+        Section::new("Per step")
+            .note("Running samples in each step of the host named in the first column (its steps, moved onto the samples' clock), with the lines that had the most self samples in it.")
+            .with_table(table)
     }
 }
 
@@ -450,7 +484,7 @@ mod tests {
             ("leaf", 9, 0, 30, 4, 0),
             ("wait", 3, 60, 100, 2, 2),
         ]);
-        let code = analyze(&[&h], &[]).unwrap();
+        let code = analyze(&[&h], &[], &[]).unwrap();
         assert_eq!(code.samples, 10);
         assert_eq!(code.running_samples, 8);
         assert_eq!(code.sample_interval_ms, 10.0);
@@ -478,7 +512,7 @@ mod tests {
             type_ps: Default::default(),
         };
         let steps = HostSteps { host: "h".into(), steps: vec![step(1, 0), step(2, 50)], ..HostSteps::default() };
-        let code = analyze(&[&h], &[steps]).unwrap();
+        let code = analyze(&[&h], &[&h], &[steps]).unwrap();
         assert_eq!(code.steps.len(), 2);
         for step in &code.steps {
             assert_eq!(step.running_samples, 5);
@@ -489,6 +523,35 @@ mod tests {
     #[test]
     fn no_python_plane_is_none() {
         let h = Host::new("h", "", SourceFormat::Xspace);
-        assert!(analyze(&[&h], &[]).is_none());
+        assert!(analyze(&[&h], &[], &[]).is_none());
+    }
+
+    #[test]
+    fn steps_of_another_host_are_moved_onto_the_samples_clock() {
+        // The samples start 50 ms after the framework's trace: its steps at 50..100 ms
+        // and 100..150 ms are the samples' 0..50 ms and 50..100 ms.
+        let mut samples = host(&[("main", 1, 0, 100, 10, 0), ("step_fn", 4, 0, 100, 10, 0)]);
+        samples.profile_start_ns = Some(1_000_050_000_000);
+        let mut trace = Host::new("trace", "", SourceFormat::Kineto);
+        trace.profile_start_ns = Some(1_000_000_000_000);
+        let step = |num: i64, begin_ms: i64| crate::steps::StepInfo {
+            step_num: num,
+            step_name: format!("OptimizerStep#{num}"),
+            begin_ps: begin_ms * 1_000_000_000,
+            duration_ps: 50 * 1_000_000_000,
+            type_ps: Default::default(),
+        };
+        let steps = vec![
+            HostSteps::default(),
+            HostSteps {
+                host: "trace".into(),
+                steps: vec![step(1, 0), step(2, 50), step(3, 100)],
+                ..HostSteps::default()
+            },
+        ];
+        let code = analyze(&[&samples, &trace], &[&samples, &trace], &steps).unwrap();
+        let counted: Vec<(i64, u64)> = code.steps.iter().map(|s| (s.step_num, s.running_samples)).collect();
+        assert_eq!(counted, [(1, 0), (2, 5), (3, 5)]);
+        assert!(code.steps.iter().all(|s| s.host == "trace"));
     }
 }

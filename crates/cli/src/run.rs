@@ -54,7 +54,10 @@ pub struct RunArgs {
     device_tracer: String,
     /// Python stack samples per second of every thread of every Python process of the
     /// job (read from outside with py-spy, without stopping it); 0 turns stack sampling
-    /// off (CPU, memory and I/O counters from /proc are still read, 10 per second).
+    /// off (CPU, memory and I/O counters from /proc, and GPU counters from NVML, are
+    /// still read, 10 per second). Each session's samples run from when its trace is due
+    /// until its traces are written, the next --every, or the job's end: the whole run
+    /// of a job nothing else traces.
     #[arg(long, value_name = "HZ", default_value_t = mlprof_run::sampling::DEFAULT_HZ,
           value_parser = clap::value_parser!(u32).range(0..=i64::from(mlprof_run::sampling::MAX_HZ)))]
     sample_hz: u32,

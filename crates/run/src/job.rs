@@ -151,7 +151,7 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
         host: options.host.clone(),
         window,
         sampler,
-        sample_windows: SampleWindows::new(duration_ns(options.duration)),
+        sample_windows: SampleWindows::default(),
         sample_interval_ns: sample_interval_ns(options.sample_hz),
     };
     let mut tick = tokio::time::interval(TICK);
@@ -456,7 +456,7 @@ impl State {
     /// processes exiting meanwhile.
     fn file_cupti_window(&mut self, window: Window) {
         self.cupti_rounds.finished(window.pid as i32);
-        self.sample_windows.extend(window.round, realtime_ns());
+        self.sample_windows.traced(window.round, realtime_ns());
         let dir = self.sessions.dir(window.round);
         let target = dir.join(format!("{}_{}.xplane.pb", self.host, window.pid));
         let host = self.host.clone();
@@ -502,7 +502,9 @@ impl State {
         }
         let now_ns = realtime_ns();
         if let Some(round) = self.rounds.schedule().due_round(Instant::now()) {
-            self.sample_windows.open(round, now_ns);
+            for window in self.sample_windows.open(round, now_ns) {
+                self.file_sample_window(window);
+            }
         }
         let pending = &self.pending;
         let capturing = match &self.server {
@@ -635,7 +637,7 @@ impl State {
                 let size = std::fs::metadata(&target).map(|m| m.len()).unwrap_or(0);
                 say(format!("PyTorch process {}: wrote {} ({})", trace.started.pid, target.display(), megabytes(size)));
                 self.sessions.add_trace(&dir);
-                self.sample_windows.extend(trace.started.round, realtime_ns());
+                self.sample_windows.traced(trace.started.round, realtime_ns());
             }
             Err(error) => say(format!(
                 "PyTorch process {}: moving {} to {}: {error}",
@@ -677,7 +679,7 @@ impl State {
             }
             ServerState::Capturing { server, round, task } if task.is_finished() => {
                 self.finish_capture(&server, task.await.ok().flatten(), say);
-                self.sample_windows.extend(round, realtime_ns());
+                self.sample_windows.traced(round, realtime_ns());
                 self.server = if self.rounds.schedule().every.is_some() {
                     ServerState::Ready { server, next_round: round + 1, settled_at: Instant::now() }
                 } else {
@@ -797,10 +799,6 @@ impl State {
 /// Now, Unix epoch nanoseconds (the clock samples and GPU records are stamped with).
 fn realtime_ns() -> i64 {
     mlprof_cupti::wire::realtime_ns()
-}
-
-fn duration_ns(duration: Duration) -> i64 {
-    i64::try_from(duration.as_nanos()).unwrap_or(i64::MAX)
 }
 
 /// The interval between samples at `hz`, ns (the counters' interval without stacks).

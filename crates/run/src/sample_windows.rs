@@ -1,8 +1,14 @@
 //! Which stretch of the samples each session gets. Round `r`'s window opens when the
-//! round is due and lasts `--duration`; a framework trace of the round filed later
-//! stretches it to then, so the samples cover the trace (PyTorch starts its trace at
-//! its next poll, a few seconds after the round is due). A window is written once it
-//! has ended and its round has no trace still coming, or when the job exits. Pure
+//! round is due and is written at the first of:
+//! - its traces are in: a framework or GPU trace of the round was filed, none is still
+//!   coming, and a second has passed since the last one (other processes' traces of the
+//!   round land within it); the window ends at the last one filed;
+//! - round `r + 1` is due (`--every`): the window ends there;
+//! - the job exits: the window ends then.
+//!
+//! So a framework's trace always lies inside its session's samples (PyTorch starts its
+//! trace at a poll seconds after the round is due), and a job nothing else traces
+//! (plain Python) is sampled from launch to exit, or round by round with `--every`. Pure
 //! bookkeeping over Unix-epoch nanoseconds, unit-tested without a job.
 
 /// One round's window of samples.
@@ -12,68 +18,71 @@ pub struct SampleWindow {
     pub round: u32,
     /// Its start, Unix epoch nanoseconds.
     pub begin_ns: i64,
-    /// Its end, Unix epoch nanoseconds.
+    /// Its end, Unix epoch nanoseconds (until it is written: the last trace filed).
     pub end_ns: i64,
 }
 
-/// The windows not yet written.
 #[derive(Debug)]
+struct Open {
+    window: SampleWindow,
+    /// A trace of the round was filed.
+    traced: bool,
+}
+
+/// The windows not yet written.
+#[derive(Debug, Default)]
 pub struct SampleWindows {
-    duration_ns: i64,
-    open: Vec<SampleWindow>,
+    open: Vec<Open>,
     /// The next round that may open (rounds open once, in order).
     next_round: u32,
 }
 
-/// How long past its end a window waits for a trace of its round to be filed (the
-/// files land a tick or so after they are complete).
+/// How long after the last trace of a round its window waits for more.
 const GRACE_NS: i64 = 1_000_000_000;
 
 impl SampleWindows {
-    /// No window yet; each lasts `duration_ns` at least.
-    pub fn new(duration_ns: i64) -> SampleWindows {
-        SampleWindows { duration_ns: duration_ns.max(1), open: Vec::new(), next_round: 0 }
-    }
-
-    /// Round `round` is due at `now_ns`: opens its window unless it has opened before.
-    pub fn open(&mut self, round: u32, now_ns: i64) {
+    /// Round `round` is due at `now_ns`: opens its window unless it has opened before, and
+    /// returns the windows of earlier rounds, ended now.
+    pub fn open(&mut self, round: u32, now_ns: i64) -> Vec<SampleWindow> {
         if round < self.next_round {
-            return;
+            return Vec::new();
         }
         self.next_round = round.saturating_add(1);
-        self.open.push(SampleWindow { round, begin_ns: now_ns, end_ns: now_ns.saturating_add(self.duration_ns) });
+        let earlier = self.close_all(now_ns);
+        self.open.push(Open { window: SampleWindow { round, begin_ns: now_ns, end_ns: now_ns }, traced: false });
+        earlier
     }
 
-    /// A trace of `round` was filed at `now_ns`: the round's window lasts at least until then.
-    pub fn extend(&mut self, round: u32, now_ns: i64) {
-        if let Some(window) = self.open.iter_mut().find(|w| w.round == round) {
-            window.end_ns = window.end_ns.max(now_ns);
+    /// A trace of `round` was filed at `now_ns`.
+    pub fn traced(&mut self, round: u32, now_ns: i64) {
+        if let Some(open) = self.open.iter_mut().find(|o| o.window.round == round) {
+            open.traced = true;
+            open.window.end_ns = open.window.end_ns.max(now_ns);
         }
     }
 
-    /// The windows that ended (with their grace) by `now_ns` and whose round has no
-    /// trace still coming (`busy`), removed.
+    /// The windows whose traces are in by `now_ns` (`busy`: a trace of the round is still
+    /// coming), removed.
     pub fn ended(&mut self, now_ns: i64, busy: impl Fn(u32) -> bool) -> Vec<SampleWindow> {
-        let (ended, open) = std::mem::take(&mut self.open)
+        let (ended, open): (Vec<Open>, Vec<Open>) = std::mem::take(&mut self.open)
             .into_iter()
-            .partition(|w| now_ns >= w.end_ns.saturating_add(GRACE_NS) && !busy(w.round));
+            .partition(|o| o.traced && now_ns >= o.window.end_ns.saturating_add(GRACE_NS) && !busy(o.window.round));
         self.open = open;
-        ended
+        ended.into_iter().map(|o| o.window).collect()
     }
 
-    /// Every window, ending at `now_ns` at the latest (the job exited), removed.
+    /// Every window, ended at `now_ns` (or at its last trace, if that is later), removed.
     pub fn close_all(&mut self, now_ns: i64) -> Vec<SampleWindow> {
-        let mut windows = std::mem::take(&mut self.open);
-        for window in &mut windows {
-            window.end_ns = window.end_ns.min(now_ns).max(window.begin_ns);
-        }
-        windows
+        std::mem::take(&mut self.open)
+            .into_iter()
+            .map(|o| SampleWindow { end_ns: o.window.end_ns.max(now_ns), ..o.window })
+            .collect()
     }
 
     /// The earliest time a window still needs samples from (`now_ns` when none is open:
     /// nothing before now will be written).
     pub fn oldest_needed(&self, now_ns: i64) -> i64 {
-        self.open.iter().map(|w| w.begin_ns).min().unwrap_or(now_ns).min(now_ns)
+        self.open.iter().map(|o| o.window.begin_ns).min().unwrap_or(now_ns).min(now_ns)
     }
 }
 
@@ -84,34 +93,26 @@ mod tests {
     const S: i64 = 1_000_000_000;
 
     #[test]
-    fn a_window_lasts_its_duration_and_waits_for_its_traces() {
-        let mut windows = SampleWindows::new(2 * S);
-        windows.open(0, 10 * S);
-        windows.open(0, 11 * S);
+    fn a_window_waits_for_its_traces() {
+        let mut windows = SampleWindows::default();
+        assert!(windows.open(0, 10 * S).is_empty());
+        assert!(windows.open(0, 11 * S).is_empty(), "a round opens once");
         assert_eq!(windows.oldest_needed(20 * S), 10 * S);
-        assert!(windows.ended(12 * S, |_| false).is_empty(), "not past its grace yet");
-        assert!(windows.ended(13 * S, |_| true).is_empty(), "a trace of round 0 is still coming");
-        windows.extend(0, 17 * S);
-        assert!(windows.ended(17 * S, |_| false).is_empty());
-        assert_eq!(windows.ended(18 * S, |_| false), [SampleWindow { round: 0, begin_ns: 10 * S, end_ns: 17 * S }]);
+        assert!(windows.ended(60 * S, |_| false).is_empty(), "no trace yet: the samples go on");
+        windows.traced(0, 17 * S);
+        assert!(windows.ended(17 * S, |_| false).is_empty(), "another process's trace may follow");
+        assert!(windows.ended(19 * S, |_| true).is_empty(), "a trace of round 0 is still coming");
+        assert_eq!(windows.ended(19 * S, |_| false), [SampleWindow { round: 0, begin_ns: 10 * S, end_ns: 17 * S }]);
         assert_eq!(windows.oldest_needed(20 * S), 20 * S);
-        windows.open(0, 30 * S);
-        assert!(windows.close_all(40 * S).is_empty(), "a round opens once");
     }
 
     #[test]
-    fn exiting_cuts_every_open_window() {
-        let mut windows = SampleWindows::new(10 * S);
+    fn the_next_round_or_the_exit_ends_a_window() {
+        let mut windows = SampleWindows::default();
         windows.open(0, 0);
-        windows.open(2, 5 * S);
-        assert_eq!(
-            windows.close_all(7 * S),
-            [
-                SampleWindow { round: 0, begin_ns: 0, end_ns: 7 * S },
-                SampleWindow { round: 2, begin_ns: 5 * S, end_ns: 7 * S }
-            ]
-        );
-        windows.open(1, 8 * S);
-        assert!(windows.close_all(9 * S).is_empty(), "round 1 came after round 2");
+        assert_eq!(windows.open(2, 5 * S), [SampleWindow { round: 0, begin_ns: 0, end_ns: 5 * S }]);
+        assert!(windows.open(1, 6 * S).is_empty(), "round 1 came after round 2");
+        assert_eq!(windows.close_all(7 * S), [SampleWindow { round: 2, begin_ns: 5 * S, end_ns: 7 * S }]);
+        assert!(windows.close_all(8 * S).is_empty());
     }
 }

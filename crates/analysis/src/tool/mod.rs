@@ -17,14 +17,14 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use options::{ANALYSES_OPTION, BREAKDOWN, GAP_THRESHOLD, Options, TFPROF_OPTIONS};
-pub use shared::Analysis;
+pub use shared::{Analysis, is_sampled_only};
 use spec::{Availability, Output, ToolSpec};
 
 use crate::gpu::hta_csv::{self, CsvFile};
 use crate::gpu::transfers::{self, Transfers};
 use crate::gpu::{self, GpuAnalysis};
-use crate::report::Report;
 use crate::python_code::{self, PythonCode};
+use crate::report::Report;
 use crate::step_table::{self, StepTable};
 use crate::tfprof::{self, TfprofResult};
 use crate::{framework_op_stats, input_pipeline, kernel_stats, memory_profile, overview, pod_viewer, tf_data};
@@ -328,7 +328,7 @@ impl Analysis<'_> {
             }
             ToolId::Steps => ToolResult::Steps(Box::new(step_table::analyze(self.host_steps(), self.step_source()))),
             ToolId::Python => ToolResult::Python(Box::new(
-                python_code::analyze(hosts, self.host_steps())
+                python_code::analyze(self.all_hosts(), hosts, self.host_steps())
                     .ok_or_else(|| ToolError { message: python_code::NO_SAMPLES.into(), nothing_usable: true })?,
             )),
             ToolId::TraceViewer => {

@@ -23,6 +23,8 @@ use crate::{input_pipeline, kernel_stats, overview, xstats};
 /// tools read, computed on first use.
 pub struct Analysis<'h> {
     hosts: Vec<&'h Host>,
+    /// Every host given, the sampled-only ones included (see [`Analysis::new`]).
+    all_hosts: Vec<&'h Host>,
     options: Options,
     groups: OnceLock<Vec<HostGroups>>,
     host_steps: OnceLock<Vec<HostSteps>>,
@@ -34,9 +36,17 @@ pub struct Analysis<'h> {
 
 impl<'h> Analysis<'h> {
     /// An analysis of `hosts` (together, as XProf combines hosts) with `options`.
+    ///
+    /// A host that holds nothing but what mlprof sampled (Python stacks and counters,
+    /// `mlprof run`'s `<host>_python.xplane.pb`) is left out of every tool but the ones
+    /// that read samples: it has no steps or ops, and a host without steps would empty
+    /// the steps XProf's tools combine across hosts. Where every host is sampled-only,
+    /// all are kept (the tools then say there is nothing for them).
     pub fn new(hosts: Vec<&'h Host>, options: Options) -> Analysis<'h> {
+        let traced: Vec<&Host> = hosts.iter().copied().filter(|h| !is_sampled_only(h)).collect();
         Analysis {
-            hosts,
+            hosts: if traced.is_empty() { hosts.clone() } else { traced },
+            all_hosts: hosts,
             options,
             groups: OnceLock::new(),
             host_steps: OnceLock::new(),
@@ -50,6 +60,11 @@ impl<'h> Analysis<'h> {
     /// The hosts analysed.
     pub fn hosts(&self) -> &[&'h Host] {
         &self.hosts
+    }
+
+    /// Every host given, the sampled-only ones included.
+    pub fn all_hosts(&self) -> &[&'h Host] {
+        &self.all_hosts
     }
 
     /// The options the tools run with.
@@ -242,4 +257,12 @@ fn has_gradient_program(host: &Host) -> bool {
             _ => false,
         })
     })
+}
+
+/// Whether `host` holds only what mlprof sampled (and its time span).
+pub fn is_sampled_only(host: &Host) -> bool {
+    use names::sampled::{COUNTERS_PLANE, PYTHON_PLANE};
+    let sampled = |name: &str| matches!(name, PYTHON_PLANE | COUNTERS_PLANE | names::TASK_ENVIRONMENT_PLANE);
+    host.planes.iter().any(|p| p.name == PYTHON_PLANE || p.name == COUNTERS_PLANE)
+        && host.planes.iter().all(|p| sampled(&p.name))
 }
