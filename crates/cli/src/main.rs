@@ -8,6 +8,7 @@
 mod advise;
 mod allocator;
 mod analyze;
+mod attach;
 mod capture;
 mod convert;
 mod diff;
@@ -118,6 +119,10 @@ enum Command {
     /// PyTorch through Kineto's on-demand mode, JAX and TensorFlow through their profiler
     /// servers (started by a Python start-up hook); the job's exit code is mlprof's.
     Run(run::RunArgs),
+    /// Record a running process with no change to it: the Python stacks of every thread
+    /// of it and its children (sampled from outside), its CPU, memory and I/O, the GPUs'
+    /// counters, and a JAX/TensorFlow profiler server it already serves.
+    Attach(attach::AttachArgs),
     /// Serve the web UI (the tools' pages and a trace viewer) for the profiles under a
     /// path, fully offline; prints `mlprof serve: http://HOST:PORT/` and serves until Ctrl-C.
     Serve(serve::ServeArgs),
@@ -290,6 +295,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Advise(args) => advise::run(args, verbose),
         Command::Capture(args) => capture::run(args, verbose),
         Command::Run(args) => run::run(args, verbose),
+        Command::Attach(args) => attach::run(args),
         Command::Serve(args) => serve::run(args, verbose),
     }
 }

@@ -152,7 +152,7 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
         window,
         sampler,
         sample_windows: SampleWindows::default(),
-        sample_interval_ns: sample_interval_ns(options.sample_hz),
+        sample_interval_ns: crate::sampling::interval_ns(options.sample_hz),
     };
     let mut tick = tokio::time::interval(TICK);
     let status = loop {
@@ -550,28 +550,12 @@ impl State {
             return;
         }
         let dir = self.sessions.dir(window.round);
-        let target = dir.join(format!("{}_python.xplane.pb", self.host));
         let host = self.host.clone();
         let interval_ns = self.sample_interval_ns;
         self.writing.push(tokio::task::spawn_blocking(move || {
-            let profile =
-                crate::sampling::layout::to_host(&recorded, &host, window.begin_ns, window.end_ns, interval_ns);
-            let bytes = mlprof_formats::xspace::encode_xspace(&profile);
-            let (written, line) = match mlprof_formats::output::write_bytes_atomically(&target, &bytes) {
-                Ok(()) => (
-                    true,
-                    format!(
-                        "sampling: wrote {} ({}; {})",
-                        target.display(),
-                        megabytes(bytes.len() as u64),
-                        recorded.summary()
-                    ),
-                ),
-                Err(error) => (false, format!("sampling: writing {}: {error}", target.display())),
-            };
-            let mut lines = vec![line];
-            lines.extend(profile.warnings.iter().map(|w| format!("sampling: {w}")));
-            WrittenWindow { dir, written, samples: true, lines }
+            let span = (window.begin_ns, window.end_ns);
+            let written = crate::sampling::file::write(&recorded, &host, span, interval_ns, &dir);
+            WrittenWindow { dir, written: written.path.is_some(), samples: true, lines: written.lines }
         }));
     }
 
@@ -799,11 +783,6 @@ impl State {
 /// Now, Unix epoch nanoseconds (the clock samples and GPU records are stamped with).
 fn realtime_ns() -> i64 {
     mlprof_cupti::wire::realtime_ns()
-}
-
-/// The interval between samples at `hz`, ns (the counters' interval without stacks).
-fn sample_interval_ns(hz: u32) -> i64 {
-    if hz == 0 { 100_000_000 } else { 1_000_000_000 / i64::from(hz) }
 }
 
 /// How a trace file ends, so a half-written one is not moved.

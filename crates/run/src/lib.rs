@@ -13,18 +13,22 @@
 //! - [`nvml`]: NVIDIA GPU counters, read through NVML loaded at run time.
 //! - Any Python process: [`sampling`] reads every thread's Python stack at `--sample-hz`
 //!   (py-spy, from outside) and each process's CPU, memory and I/O from `/proc`.
+//! - [`attach`]: the same sampling, and a profiler server the process already runs, for
+//!   a process that is running (`mlprof attach PID`).
 //! - [`launch`] starts the job and ends with it: same streams, signals passed on, its
 //!   exit code. [`job`] ties it together.
 //!
 //! The design rule everywhere: the job comes first. Whatever fails on mlprof's side turns
 //! that part off and says so in one line; the job runs on at full speed.
 
+pub mod attach;
 pub mod cupti_collector;
 pub mod cupti_profile;
 pub mod job;
 pub mod kineto_daemon;
 pub mod kineto_ipc;
 pub mod launch;
+pub mod listening;
 pub mod nvml;
 pub mod python_hook;
 pub mod sample_windows;

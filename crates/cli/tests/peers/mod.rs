@@ -47,6 +47,11 @@ impl Drop for Peer {
 }
 
 impl Peer {
+    /// The peer's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Starts `program args…` and waits for its first line, `listening on host:port`.
     pub fn start(program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Peer {
         let mut child = Command::new(program)

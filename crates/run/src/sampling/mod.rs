@@ -8,6 +8,7 @@
 //! Python, one that exits, a read that races the interpreter) costs that process or
 //! that sample, and says so once in a note, never more.
 
+pub mod file;
 pub mod layout;
 pub mod procfs;
 pub mod python;
@@ -37,6 +38,11 @@ const TREE_INTERVAL: Duration = Duration::from_millis(250);
 const ATTACH_PATIENCE: Duration = Duration::from_secs(10);
 /// Between two tries to attach to one process.
 const ATTACH_RETRY: Duration = Duration::from_millis(100);
+
+/// The interval between stack samples at `hz`, ns (the counters' interval at 0 Hz).
+pub fn interval_ns(hz: u32) -> i64 {
+    if hz == 0 { COUNTER_INTERVAL.as_nanos() as i64 } else { 1_000_000_000 / i64::from(hz.min(MAX_HZ)) }
+}
 
 /// What to sample.
 #[derive(Clone, Copy, Debug)]
@@ -169,11 +175,7 @@ impl Sampling {
     }
 
     fn run(mut self) {
-        let interval = if self.options.hz == 0 {
-            COUNTER_INTERVAL
-        } else {
-            Duration::from_nanos(1_000_000_000 / u64::from(self.options.hz.min(MAX_HZ)))
-        };
+        let interval = Duration::from_nanos(interval_ns(self.options.hz).unsigned_abs());
         let mut next_sample = Instant::now();
         let mut next_tree = next_sample;
         let mut next_counters = next_sample;
@@ -385,8 +387,9 @@ fn gpu_readings(reading: &GpuReading, ours: impl Fn(u32) -> bool, out: &mut Vec<
     }
 }
 
-/// What to do about a refused read of another process's memory.
-fn ptrace_hint(error: &str) -> &'static str {
+/// What to do about a refused read of another process's memory (`""` for another
+/// error).
+pub fn ptrace_hint(error: &str) -> &'static str {
     if error.contains("Permission denied") || error.contains("Operation not permitted") {
         " (reading another process's memory needs the same user with kernel.yama.ptrace_scope <= 1, or \
          CAP_SYS_PTRACE: in a container, --cap-add SYS_PTRACE)"

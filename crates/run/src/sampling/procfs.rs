@@ -123,11 +123,20 @@ pub fn page_size() -> u64 {
 /// Whether `pid`'s memory maps a Python interpreter (the `python` executable or a
 /// `libpython` library): only those are worth reading stacks from.
 pub fn maps_python(pid: u32) -> bool {
+    maps_file(pid, |file| file.starts_with("python") || file.starts_with("libpython"))
+}
+
+/// Whether `pid`'s memory maps a file whose name starts with `prefix` (`libtorch`).
+pub fn maps_library(pid: u32, prefix: &str) -> bool {
+    maps_file(pid, |file| file.starts_with(prefix))
+}
+
+/// Whether some file `pid` maps has a name (the last path component) `wanted` accepts.
+fn maps_file(pid: u32, wanted: impl Fn(&str) -> bool) -> bool {
     let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else { return false };
     maps.lines().any(|line| {
         let path = line.split_ascii_whitespace().nth(5).unwrap_or("");
-        let file = path.rsplit('/').next().unwrap_or("");
-        file.starts_with("python") || file.starts_with("libpython")
+        wanted(path.rsplit('/').next().unwrap_or(""))
     })
 }
 

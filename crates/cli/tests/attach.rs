@@ -1,0 +1,109 @@
+//! `mlprof attach PID` against real running processes: a plain `python3` job (its hot
+//! function named from the samples), a JAX job serving the profiler (its server captured
+//! over the same window, and the samples counted in its steps), and the refusals: a pid
+//! that does not exist, a process that is not Python.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+mod common;
+mod peers;
+
+use common::{mlprof, ok_stdout};
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Runs `mlprof attach PID --logdir LOGDIR OPTIONS`.
+fn attach(pid: u32, logdir: &Path, options: &[&str]) -> Output {
+    let pid = pid.to_string();
+    let logdir = logdir.display().to_string();
+    let mut args = vec!["attach", pid.as_str(), "--logdir", logdir.as_str()];
+    args.extend_from_slice(options);
+    mlprof(&args)
+}
+
+/// A job killed when dropped.
+struct Job(Child);
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `python3 tests/peers/python_hot_loop.py SECONDS` and waits for its `ready`.
+fn start_hot_loop(seconds: &str) -> Job {
+    let mut child = Command::new("python3")
+        .arg(peers::script("python_hot_loop.py"))
+        .arg(seconds)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line).expect("a line");
+    assert_eq!(line.trim(), "ready");
+    Job(child)
+}
+
+/// The `python` tool's JSON for `dir`.
+fn python_tool(dir: &Path) -> serde_json::Value {
+    let json = ok_stdout(mlprof(&["analyze", &dir.display().to_string(), "--tool", "python", "--format", "json"]));
+    serde_json::from_str(&json).expect("JSON")
+}
+
+#[test]
+fn a_running_python_process_is_sampled_and_its_hot_function_named() {
+    let job = start_hot_loop("30");
+    let logdir = tempfile::tempdir().expect("temp dir");
+    let out = attach(job.0.id(), logdir.path(), &["--duration", "1500ms"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("sampling Python 3.") && err.contains("analyze with: mlprof analyze "), "{err}");
+    assert!(err.contains("no framework trace: it listens on no port"), "{err}");
+    let tool = python_tool(logdir.path());
+    assert_eq!(tool["lines"][0]["function"], "hot_spin", "{tool:#}");
+    // Attaching costs the process nothing lasting: it is still running.
+    let mut job = job;
+    assert!(job.0.try_wait().expect("the job's status").is_none(), "the job died");
+}
+
+#[test]
+fn a_pid_that_does_not_exist_or_is_not_python_is_one_line_and_exit_2() {
+    let logdir = tempfile::tempdir().expect("temp dir");
+    // Pids above the kernel's pid_max (4194304 at most) never exist.
+    let out = attach(4_194_305, logdir.path(), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stderr(&out), "mlprof: error: no process with pid 4194305\n");
+
+    let sleeper = Job(Command::new("sleep").arg("30").spawn().expect("sleep starts"));
+    let out = attach(sleeper.0.id(), logdir.path(), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("(sleep) is not a Python process"), "{err}");
+    assert!(!logdir.path().join("plugins").exists(), "nothing was written");
+}
+
+#[test]
+fn a_jax_job_serving_the_profiler_is_captured_with_its_samples_in_its_steps() {
+    let test = "a_jax_job_serving_the_profiler_is_captured_with_its_samples_in_its_steps";
+    let Some(python) = peers::python("MLPROF_JAX_PYTHON", test) else { return };
+    let peer = peers::Peer::start(&python, &[&peers::script("jax_worker.py").display().to_string(), "0", "120"]);
+    let logdir = tempfile::tempdir().expect("temp dir");
+    let out = attach(peer.pid(), logdir.path(), &["--duration", "2s"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("profiler server 127.0.0.1:"), "{err}");
+    let sessions: Vec<_> = std::fs::read_dir(logdir.path().join("plugins/profile")).expect("sessions").collect();
+    assert_eq!(sessions.len(), 1, "one session: {err}");
+    let tool = python_tool(logdir.path());
+    let steps = tool["steps"].as_array().expect("steps");
+    assert!(steps.len() >= 2, "the JAX job's train steps: {tool:#}\n{err}");
+    let counted: u64 = steps.iter().filter_map(|s| s["running_samples"].as_u64()).sum();
+    assert!(counted > 0, "samples fall in the steps: {tool:#}");
+    assert!(steps.iter().all(|s| s["host"].as_str().is_some_and(|h| !h.ends_with("_python"))), "{tool:#}");
+}

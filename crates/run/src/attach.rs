@@ -1,0 +1,195 @@
+//! `mlprof attach PID`: profile a running process without restarting it. Its Python
+//! stacks and those of its children are sampled, its `/proc` counters and the GPUs'
+//! read, for `--duration`; where it already serves `tensorflow.ProfilerService` (a JAX
+//! or TensorFlow job that started a profiler server) on a port this machine can reach,
+//! that server is captured over the same window. Everything lands in one session of
+//! the log directory.
+//!
+//! Refusals are one line each, before anything is recorded: no such process, a process
+//! that is not Python, memory that cannot be read (with what would allow it).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mlprof_capture::address::Target;
+use mlprof_capture::client::{CaptureOptions, NoProgress, SessionIds, capture};
+
+use crate::listening;
+use crate::sampling::python::PythonProcess;
+use crate::sampling::{Sampler, SamplerOptions, file, interval_ns, procfs};
+
+/// What to attach to and record.
+#[derive(Clone, Debug)]
+pub struct AttachOptions {
+    /// The process.
+    pub pid: u32,
+    /// How long to record.
+    pub duration: Duration,
+    /// The TensorBoard log directory the session goes to.
+    pub logdir: PathBuf,
+    /// This machine's name, for file names.
+    pub host: String,
+    /// Python stack samples per second per thread.
+    pub sample_hz: u32,
+}
+
+/// Why `mlprof attach` recorded nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum AttachError {
+    /// No process has the pid.
+    #[error("no process with pid {0}")]
+    NoProcess(u32),
+    /// The process runs no Python interpreter.
+    #[error(
+        "pid {pid} ({name}) is not a Python process: mlprof attach reads Python stacks (start other programs under \
+         `mlprof run -- CMD`)"
+    )]
+    NotPython {
+        /// The pid.
+        pid: u32,
+        /// Its name.
+        name: String,
+    },
+    /// Its Python stacks cannot be read.
+    #[error("pid {pid}: cannot read its Python stacks: {reason}")]
+    Unreadable {
+        /// The pid.
+        pid: u32,
+        /// Why, with what would allow it.
+        reason: String,
+    },
+    /// The session directory cannot be made.
+    #[error("cannot make the session directory {}: {error}", path.display())]
+    Output {
+        /// The directory.
+        path: PathBuf,
+        /// The error.
+        error: std::io::Error,
+    },
+}
+
+/// What an attach recorded.
+#[derive(Debug)]
+pub struct AttachOutcome {
+    /// The session directory, when anything was written to it.
+    pub session: Option<PathBuf>,
+}
+
+/// Checks that `pid` can be sampled: it exists, runs Python, and its memory is readable.
+pub fn check(pid: u32) -> Result<(), AttachError> {
+    let stat = procfs::process_stat(pid).ok_or(AttachError::NoProcess(pid))?;
+    if !procfs::maps_python(pid) {
+        return Err(AttachError::NotPython { pid, name: stat.comm });
+    }
+    PythonProcess::attach(pid).map(drop).map_err(|reason| AttachError::Unreadable {
+        pid,
+        reason: format!("{reason}{}", crate::sampling::ptrace_hint(&reason)),
+    })
+}
+
+/// Records `options.pid` for `options.duration` (or until `stop` resolves), saying what
+/// happens through `say`.
+pub async fn attach(
+    options: &AttachOptions,
+    stop: impl std::future::Future<Output = ()>,
+    say: &(dyn Fn(String) + Sync),
+) -> Result<AttachOutcome, AttachError> {
+    check(options.pid)?;
+    let logdir = std::path::absolute(&options.logdir).unwrap_or_else(|_| options.logdir.clone());
+    let root = mlprof_formats::output::profile_root(&logdir);
+    let session_id = SessionIds::new().next_now(&root);
+    let session = root.join(&session_id);
+    std::fs::create_dir_all(&session).map_err(|error| AttachError::Output { path: session.clone(), error })?;
+
+    let begin_ns = mlprof_cupti::wire::realtime_ns();
+    let started = Instant::now();
+    let sampler = Sampler::start(options.pid, SamplerOptions { hz: options.sample_hz });
+    let sampler = match sampler {
+        Ok(sampler) => Some(sampler),
+        Err(error) => {
+            say(format!("sampling is off: cannot start its thread: {error}"));
+            None
+        }
+    };
+    let ports = listening::local_ports(options.pid);
+    let captures = start_captures(&ports, &logdir, &session_id, options.duration);
+    if ports.is_empty() {
+        say(format!(
+            "pid {}: no framework trace: it listens on no port this machine reaches (a JAX or TensorFlow job that \
+             calls jax.profiler.start_server / tf.profiler.experimental.server.start can be captured)",
+            options.pid
+        ));
+    }
+    if procfs::maps_library(options.pid, "libtorch") {
+        say(format!(
+            "pid {}: PyTorch: no Kineto trace: on-demand tracing needs the job started with KINETO_USE_DAEMON=1 \
+             (start it under `mlprof run`)",
+            options.pid
+        ));
+    }
+    say(format!("pid {}: recording for {} s", options.pid, options.duration.as_secs_f64()));
+    tokio::select! {
+        () = tokio::time::sleep(options.duration) => {}
+        () = stop => say(format!("stopped after {:.1} s", started.elapsed().as_secs_f64())),
+    }
+    let end_ns = mlprof_cupti::wire::realtime_ns();
+    let mut wrote = false;
+    if let Some(sampler) = sampler {
+        let recorded = sampler.window(begin_ns, end_ns);
+        for note in sampler.take_notes() {
+            say(note);
+        }
+        sampler.stop();
+        let host = options.host.clone();
+        let interval = interval_ns(options.sample_hz);
+        let dir = session.clone();
+        let written =
+            tokio::task::spawn_blocking(move || file::write(&recorded, &host, (begin_ns, end_ns), interval, &dir))
+                .await
+                .ok();
+        if let Some(written) = written {
+            wrote |= written.path.is_some();
+            written.lines.into_iter().for_each(say);
+        }
+    }
+    for (port, task) in captures {
+        match task.await.ok().flatten() {
+            Some(outcome) if !outcome.local_files().is_empty() => {
+                wrote = true;
+                say(format!("pid {}: profiler server {outcome}", options.pid));
+            }
+            Some(outcome) => say(format!("pid {}: port {port} gave no trace: {outcome}", options.pid)),
+            None => say(format!("pid {}: port {port}: the capture did not run", options.pid)),
+        }
+    }
+    if !wrote {
+        let _ = std::fs::remove_dir(&session);
+    }
+    Ok(AttachOutcome { session: wrote.then_some(session) })
+}
+
+/// Captures every port as a profiler server over the window; a port that serves
+/// something else fails at once.
+fn start_captures(
+    ports: &[u16],
+    logdir: &Path,
+    session_id: &str,
+    duration: Duration,
+) -> Vec<(u16, tokio::task::JoinHandle<Option<mlprof_capture::client::WorkerOutcome>>)> {
+    ports
+        .iter()
+        .map(|&port| {
+            let mut options = CaptureOptions::new(logdir, session_id);
+            options.duration = duration;
+            // One try: a port that is not a profiler server is not worth a second.
+            options.retries = 0;
+            let target = Target::parse_list(&format!("127.0.0.1:{port}")).ok().and_then(|t| t.into_iter().next());
+            let task = tokio::spawn(async move {
+                let target = target?;
+                capture(&[target], &options, Arc::new(NoProgress)).await.ok()?.into_iter().next()
+            });
+            (port, task)
+        })
+        .collect()
+}
