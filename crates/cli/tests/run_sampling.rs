@@ -157,9 +157,16 @@ fn gpu_counters_from_nvml_land_on_the_counters_plane() {
     let sessions = logdir.path().display().to_string();
     ok_stdout(common::mlprof(&["convert", "--to", "chrome-json", &sessions, &dir.display().to_string()]));
     let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&dir).expect("the trace")).expect("JSON");
-    let names: std::collections::HashSet<&str> =
-        trace["traceEvents"].as_array().expect("events").iter().filter_map(|e| e["name"].as_str()).collect();
+    // Counter events (ph C) named by their line and counter: Perfetto draws them as tracks.
+    let names: std::collections::HashSet<&str> = trace["traceEvents"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["ph"] == "C")
+        .filter_map(|e| e["name"].as_str())
+        .collect();
     for counter in ["GPU utilization (%)", "GPU memory used (MiB)", "SM clock (MHz)", "Power (W)"] {
-        assert!(names.contains(counter), "no {counter} in {names:?}");
+        assert!(names.contains(format!("GPU 0: {counter}").as_str()), "no {counter} in {names:?}");
     }
+    assert!(names.iter().any(|n| n.starts_with("python3 (pid ") && n.ends_with(": CPU (%)")), "{names:?}");
 }

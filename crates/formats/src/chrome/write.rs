@@ -15,7 +15,9 @@
 use std::collections::HashSet;
 use std::io::{self, Write};
 
-use mlprof_model::names::chrome::{BINDING_ENCLOSING, CAT_FLOW, PH_COMPLETE, PH_FLOW_END, PH_FLOW_START, PH_METADATA};
+use mlprof_model::names::chrome::{
+    BINDING_ENCLOSING, CAT_FLOW, PH_COMPLETE, PH_COUNTER, PH_FLOW_END, PH_FLOW_START, PH_METADATA,
+};
 use mlprof_model::{ChromeTraceInfo, Host, Line, Plane, StatStore, StatValue, TrackId, names};
 
 use super::emitter::TraceWriter;
@@ -281,10 +283,41 @@ fn write_xspace_host(em: &mut TraceWriter<'_>, host: &Host, index: usize, prefix
         }
         let is_device = plane.name.starts_with(names::DEVICE_PLANE_PREFIX);
         let context = XspaceContext::of(plane);
+        let counters = plane.name == names::sampled::COUNTERS_PLANE;
         for (line, tid) in plane.lines.iter().zip(&tids) {
             let track = format!(",\"pid\":{pid},\"tid\":{tid}");
-            write_xspace_line(em, plane, line, &context, &track, &flows, is_device)?;
+            if counters {
+                write_counter_line(em, plane, line, &track)?;
+            } else {
+                write_xspace_line(em, plane, line, &context, &track, &flows, is_device)?;
+            }
         }
+    }
+    Ok(())
+}
+
+/// Writes the readings of one line of mlprof's counters plane as Chrome counter events
+/// (`ph: "C"`), one counter per line and reading name (`python3 (pid 7): CPU (%)`), so
+/// Perfetto and chrome://tracing draw them as counter tracks.
+fn write_counter_line(em: &mut TraceWriter<'_>, plane: &Plane, line: &Line, track: &str) -> io::Result<()> {
+    let Some(value_key) = plane.find_stat_key(names::sampled::COUNTER_VALUE_STAT) else { return Ok(()) };
+    for event in line.iter() {
+        let value = match event.stat(plane, value_key) {
+            Some(StatValue::Double(v)) if v.is_finite() => v,
+            Some(StatValue::Int(v)) => v as f64,
+            Some(StatValue::Uint(v)) => v as f64,
+            _ => continue,
+        };
+        let counter = plane.metadata_of(&event).map_or("", |m| m.name.as_str());
+        em.begin_event(PH_COUNTER)?;
+        em.buf.push_str(",\"name\":");
+        push_json_str(&mut em.buf, &format!("{}: {counter}", line.shown_name()));
+        em.buf.push_str(track);
+        em.buf.push_str(",\"ts\":");
+        push_us(&mut em.buf, 0, event.start_ps());
+        em.buf.push_str(",\"args\":{");
+        push_json_str(&mut em.buf, counter);
+        em.buf.push_str(&format!(":{value}}}}}"));
     }
     Ok(())
 }
