@@ -277,3 +277,36 @@ fn without_a_private_directory_the_job_still_runs() {
         "{err}"
     );
 }
+
+#[test]
+fn without_kinetos_on_demand_mode_pytorch_is_traced_through_the_start_up_hook() {
+    let test = "without_kinetos_on_demand_mode_pytorch_is_traced_through_the_start_up_hook";
+    let Some(python) = peers::python("MLPROF_TORCH_PYTHON", test) else { return };
+    let logdir = tempfile::tempdir().expect("temp dir");
+    // MLPROF_PYTORCH_TRACER=hook: no Kineto socket, as with a PyTorch build without the
+    // daemon mode; the hook's torch.profiler records instead.
+    let out = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["run", "--logdir", &logdir.path().display().to_string(), "--duration", "1s", "--"])
+        .args([python.as_str(), &script("torch_plain_loop.py"), "25"])
+        .env("MLPROF_PYTORCH_TRACER", "hook")
+        .output()
+        .expect("mlprof runs");
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("traced with torch.profiler through the start-up hook (MLPROF_PYTORCH_TRACER=hook)"), "{err}");
+    assert!(err.contains("tracing 1000 ms (torch.profiler)"), "{err}");
+    let files = session_files(logdir.path());
+    let traces: Vec<&PathBuf> = files.iter().filter(|f| f.to_string_lossy().ends_with(".pt.trace.json")).collect();
+    assert_eq!(traces.len(), 1, "{files:?}\n{err}");
+    // Every thread's ops, as with Kineto on demand.
+    let trace: Value = serde_json::from_slice(&std::fs::read(traces[0]).expect("the trace")).expect("JSON");
+    let events = trace["traceEvents"].as_array().expect("events");
+    let mut threads: Vec<String> =
+        events.iter().filter(|e| e["cat"] == "cpu_op").map(|e| e["tid"].to_string()).collect();
+    threads.sort();
+    threads.dedup();
+    assert!(threads.len() >= 2, "cpu_op events on {} thread(s) only", threads.len());
+    let (steps, source) = peers::overview_steps(logdir.path());
+    assert!(steps.len() >= 3, "{} steps in 1 s of a millisecond loop: {source}", steps.len());
+    assert!(!err.contains("start-up hook:"), "the hook reported a problem: {err}");
+}

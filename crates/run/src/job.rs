@@ -31,6 +31,7 @@ use crate::python_hook::{Hook, StartedServer};
 use crate::sample_windows::{SampleWindow, SampleWindows};
 use crate::sampling::{Sampler, SamplerOptions};
 use crate::schedule::{Rounds, Schedule};
+use crate::torch_fallback::TorchFallback;
 
 /// How often files and the hook's reports are looked at.
 const TICK: Duration = Duration::from_millis(250);
@@ -114,8 +115,10 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
         }
     };
     let frameworks = options.device_tracer == DeviceTracer::Auto;
+    // MLPROF_PYTORCH_TRACER=hook: PyTorch is traced through the start-up hook alone.
+    let kineto = frameworks && !TorchFallback::forced_by_environment();
     let mut daemon =
-        run_dir.as_ref().filter(|_| frameworks).and_then(|dir| start_kineto_daemon(dir.path(), window, &mut env, say));
+        run_dir.as_ref().filter(|_| kineto).and_then(|dir| start_kineto_daemon(dir.path(), window, &mut env, say));
     let hook = run_dir.as_ref().filter(|_| frameworks).and_then(|dir| match Hook::install(dir.path()) {
         Ok(hook) => {
             env.extend(hook.environment(std::env::var_os("PYTHONPATH")));
@@ -153,6 +156,7 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
         sampler,
         sample_windows: SampleWindows::default(),
         sample_interval_ns: crate::sampling::interval_ns(options.sample_hz),
+        torch: TorchFallback::new(TorchFallback::forced_by_environment()),
     };
     let mut tick = tokio::time::interval(TICK);
     let status = loop {
@@ -397,12 +401,15 @@ struct State {
     /// Which samples each session gets.
     sample_windows: SampleWindows,
     sample_interval_ns: i64,
+    /// Which PyTorch processes the hook's torch.profiler traces.
+    torch: TorchFallback,
 }
 
 impl State {
     fn received(&mut self, received: Received, say: &(dyn Fn(String) + Sync)) {
         match received {
             Received::Started(started) => {
+                self.torch.polled(started.pid);
                 say(format!("PyTorch process {}: tracing {} (Kineto on demand)", started.pid, self.window));
                 let budget = match self.window {
                     TraceWindow::Duration(d) => d + KINETO_GRACE,
@@ -413,7 +420,12 @@ impl State {
                 self.pending.push(PendingTrace { deadline, written_to, last_size: None, stable_ticks: 0, started });
             }
             Received::Malformed(error) => say(format!("ignored a datagram on the Kineto socket: {error}")),
-            Received::Polled { .. } | Received::Registered => {}
+            Received::Polled { pid } => {
+                if let Some(pid) = pid {
+                    self.torch.polled(pid);
+                }
+            }
+            Received::Registered => {}
         }
     }
 
@@ -438,6 +450,7 @@ impl State {
         self.collect_written(say).await;
         if let Some(hook) = hook {
             self.drive_server(hook, options, say).await;
+            self.drive_torch_hook(hook, options, say);
         }
     }
 
@@ -629,6 +642,47 @@ impl State {
                 trace.written_to.display(),
                 target.display()
             )),
+        }
+    }
+
+    /// Sends the PyTorch processes Kineto does not answer for to the hook, and asks the
+    /// hook of each for its trace when its round is due.
+    fn drive_torch_hook(&mut self, hook: &Hook, options: &RunOptions, say: &(dyn Fn(String) + Sync)) {
+        let now = Instant::now();
+        for pid in self.torch.announced(&hook.torch_processes(), now) {
+            let why = if TorchFallback::forced_by_environment() {
+                format!("{}=hook", crate::torch_fallback::FORCE_VARIABLE)
+            } else {
+                format!("it has not polled Kineto's on-demand socket in {} s", crate::torch_fallback::WAIT.as_secs())
+            };
+            say(format!("PyTorch process {pid}: traced with torch.profiler through the start-up hook ({why})"));
+        }
+        for pid in self.torch.hook_pids() {
+            let Some(round) = self.rounds.start(pid, now) else { continue };
+            let log_file = self.sessions.dir(round).join(format!(".{}_{pid}.hook.json", self.host));
+            match hook.request_torch_trace(pid, options.duration, &log_file) {
+                Ok(()) => {
+                    let steps =
+                        if options.steps.is_some() { " (--steps needs Kineto; this traces --duration)" } else { "" };
+                    say(format!(
+                        "PyTorch process {pid}: tracing {} (torch.profiler){steps}",
+                        TraceWindow::Duration(options.duration)
+                    ));
+                    let started = TraceStarted { pid, round, log_file: log_file.clone(), at: now };
+                    let deadline = now + options.duration + KINETO_GRACE;
+                    self.pending.push(PendingTrace {
+                        started,
+                        written_to: log_file,
+                        last_size: None,
+                        stable_ticks: 0,
+                        deadline,
+                    });
+                }
+                Err(error) => {
+                    say(format!("PyTorch process {pid}: asking the start-up hook for a trace: {error}"));
+                    self.rounds.finished(pid);
+                }
+            }
         }
     }
 

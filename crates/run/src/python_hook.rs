@@ -4,7 +4,10 @@
 //!
 //! The hook (`hook/sitecustomize.py`, embedded) starts JAX's or TensorFlow's own profiler
 //! server on a loopback port chosen here once the job imports the framework, then writes
-//! `server.json`; mlprof captures that server with its gRPC client. The one decision: the
+//! `server.json`; mlprof captures that server with its gRPC client. In a PyTorch process it
+//! announces itself (`torch-PID.ready`) and, asked (`torch-PID.request`), records every
+//! thread with `torch.profiler` — the fallback where Kineto's on-demand mode does not
+//! answer (PyTorch builds without it, a launcher that drops `KINETO_USE_DAEMON`). The one decision: the
 //! hook and mlprof talk only through files in the run directory (a claim file, a JSON
 //! written by rename, an error log), so a hook that fails, or an mlprof that is gone,
 //! costs the job nothing.
@@ -24,6 +27,25 @@ pub const SERVER_FILE: &str = "server.json";
 pub const HOOK_LOG: &str = "hook.log";
 /// The largest `server.json` or `hook.log` read back (the job could write anything there).
 const MAX_REPORT_BYTES: u64 = 64 * 1024;
+/// The most PyTorch processes whose announcements are read.
+const MAX_TORCH_PROCESSES: usize = 256;
+
+/// A PyTorch process the hook announced.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+pub struct TorchProcess {
+    /// The process.
+    pub pid: i32,
+    /// PyTorch's version.
+    #[serde(default)]
+    pub version: String,
+}
+
+/// What mlprof asks the hook of a PyTorch process to record.
+#[derive(serde::Serialize)]
+struct TorchRequest<'a> {
+    duration_ms: u128,
+    log_file: &'a Path,
+}
 
 /// A framework profiler server the hook started.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
@@ -95,6 +117,29 @@ impl Hook {
         serde_json::from_str(&text).ok()
     }
 
+    /// The PyTorch processes the hook announced (at most 256), by pid.
+    pub fn torch_processes(&self) -> Vec<TorchProcess> {
+        let Ok(entries) = std::fs::read_dir(&self.run_dir) else { return Vec::new() };
+        let mut processes: Vec<TorchProcess> = entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with("torch-") && n.ends_with(".ready")))
+            .take(MAX_TORCH_PROCESSES)
+            .filter_map(|e| serde_json::from_str(&read_bounded(&e.path())?).ok())
+            .collect();
+        processes.sort_by_key(|p| p.pid);
+        processes
+    }
+
+    /// Asks the hook in PyTorch process `pid` to record `duration` with torch.profiler
+    /// and write the trace to `log_file` (written whole, by rename).
+    pub fn request_torch_trace(&self, pid: i32, duration: std::time::Duration, log_file: &Path) -> io::Result<()> {
+        let request = TorchRequest { duration_ms: duration.as_millis(), log_file };
+        let text = serde_json::to_string(&request).map_err(io::Error::other)?;
+        let tmp = self.run_dir.join(format!("torch-{pid}.request.tmp"));
+        std::fs::write(&tmp, text)?;
+        std::fs::rename(&tmp, self.run_dir.join(format!("torch-{pid}.request")))
+    }
+
     /// What the hook logged as going wrong, one entry per line (empty when nothing did).
     pub fn problems(&self) -> Vec<String> {
         read_bounded(&self.run_dir.join(HOOK_LOG))
@@ -152,5 +197,19 @@ mod tests {
         assert_eq!(server.framework_label(), "JAX 0.11.2");
         std::fs::write(dir.path().join(HOOK_LOG), "pid 7: boom\n\n").unwrap();
         assert_eq!(hook.problems(), vec!["pid 7: boom".to_string()]);
+    }
+
+    #[test]
+    fn pytorch_processes_are_announced_and_asked_by_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = Hook::install(dir.path()).unwrap();
+        assert!(hook.torch_processes().is_empty());
+        std::fs::write(dir.path().join("torch-9.ready"), r#"{"pid": 9, "version": "2.11.0"}"#).unwrap();
+        std::fs::write(dir.path().join("torch-8.ready"), "garbage").unwrap();
+        std::fs::write(dir.path().join("torch-3.ready.tmp"), r#"{"pid": 3}"#).unwrap();
+        assert_eq!(hook.torch_processes(), vec![TorchProcess { pid: 9, version: "2.11.0".into() }]);
+        hook.request_torch_trace(9, std::time::Duration::from_millis(1500), Path::new("/s/t.json")).unwrap();
+        let request = std::fs::read_to_string(dir.path().join("torch-9.request")).unwrap();
+        assert_eq!(request, r#"{"duration_ms":1500,"log_file":"/s/t.json"}"#);
     }
 }

@@ -5,7 +5,11 @@
 #   2. once `jax` or `tensorflow` has been imported by the job, starts that framework's
 #      own profiler server on the loopback port mlprof chose ($MLPROF_RUN_PORT), in the
 #      first process of the job that gets there (a claim file decides), and writes
-#      $MLPROF_RUN_DIR/server.json so that mlprof captures it over gRPC.
+#      $MLPROF_RUN_DIR/server.json so that mlprof captures it over gRPC;
+#   3. once `torch` has been imported, announces the process ($MLPROF_RUN_DIR/torch-PID.ready)
+#      and, when mlprof asks (torch-PID.request: Kineto's on-demand mode did not answer, or
+#      MLPROF_PYTORCH_TRACER=hook), records every thread with torch.profiler for the asked
+#      duration and writes the trace where mlprof said, by rename.
 # Everything is inside try/except: the hook never raises into the job, never blocks an
 # import, and writes what went wrong to $MLPROF_RUN_DIR/hook.log instead.
 import os
@@ -60,8 +64,70 @@ def _mlprof_install():
         # Off the importing thread: the job's import returns at once.
         threading.Thread(target=start, name="mlprof-hook", daemon=True).start()
 
+    def trace_torch(wanted):
+        import time
+
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+
+        activities = [ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            activities.append(ProfilerActivity.CUDA)
+        options = {}
+        try:
+            from torch._C._profiler import _ExperimentalConfig
+
+            options["experimental_config"] = _ExperimentalConfig(profile_all_threads=True)
+        except Exception as e:
+            log("torch.profiler cannot record every thread here, only mlprof's: %r" % (e,))
+        profiler = profile(activities=activities, record_shapes=True, profile_memory=True, **options)
+        profiler.start()
+        try:
+            time.sleep(max(0.001, float(wanted["duration_ms"]) / 1000.0))
+        finally:
+            profiler.stop()
+        out = str(wanted["log_file"])
+        profiler.export_chrome_trace(out + ".tmp")
+        os.rename(out + ".tmp", out)
+
+    def watch_torch(module):
+        import json
+        import threading
+        import time
+
+        pid = os.getpid()
+        request = os.path.join(run_dir, "torch-%d.request" % pid)
+
+        def serve():
+            try:
+                info = {"pid": pid, "version": getattr(module, "__version__", "")}
+                tmp = os.path.join(run_dir, "torch-%d.ready.tmp" % pid)
+                with open(tmp, "w") as f:
+                    json.dump(info, f)
+                os.rename(tmp, os.path.join(run_dir, "torch-%d.ready" % pid))
+            except Exception as e:
+                log("announcing torch: %r" % (e,))
+                return
+            while True:
+                time.sleep(0.25)
+                try:
+                    with open(request) as f:
+                        wanted = json.load(f)
+                    os.remove(request)
+                except FileNotFoundError:
+                    continue
+                except Exception as e:
+                    log("reading mlprof's request: %r" % (e,))
+                    continue
+                try:
+                    trace_torch(wanted)
+                except BaseException as e:  # the job's own profiler may hold torch's
+                    log("tracing with torch.profiler: %r" % (e,))
+
+        threading.Thread(target=serve, name="mlprof-hook-torch", daemon=True).start()
+
     class Finder:
-        watched = {"jax": "jax", "tensorflow": "tensorflow"}
+        watched = {"jax": "jax", "tensorflow": "tensorflow", "torch": "torch"}
 
         def find_spec(self, name, path=None, target=None):
             framework = self.watched.get(name)
@@ -81,7 +147,10 @@ def _mlprof_install():
                 def exec_module(module):
                     loader_exec(module)
                     try:
-                        start_server(framework, module)
+                        if framework == "torch":
+                            watch_torch(module)
+                        else:
+                            start_server(framework, module)
                     except Exception as e:
                         log("after importing %s: %r" % (name, e))
 

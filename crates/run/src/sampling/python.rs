@@ -84,13 +84,53 @@ fn thread_sample(trace: &StackTrace, at_ns: i64, frames: &mut Frames) -> ThreadS
     }
 }
 
-/// Runs a py-spy call, turning a panic inside it into an error: a bug there must cost
-/// one sample, not mlprof.
+thread_local! {
+    /// Whether this thread is inside a py-spy call (see [`guarded`]).
+    static IN_PY_SPY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs a py-spy call, turning a panic inside it into an error: a bug there (reading an
+/// interpreter that changes under it, without stopping it) must cost one sample, not
+/// mlprof, and print nothing over the job's output.
 fn guarded<T>(call: impl FnOnce() -> T) -> Result<T, String> {
-    std::panic::catch_unwind(AssertUnwindSafe(call)).map_err(|_| "py-spy failed unexpectedly".to_string())
+    static QUIET: std::sync::Once = std::sync::Once::new();
+    QUIET.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !IN_PY_SPY.with(std::cell::Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+    IN_PY_SPY.with(|inside| inside.set(true));
+    let result = std::panic::catch_unwind(AssertUnwindSafe(call));
+    IN_PY_SPY.with(|inside| inside.set(false));
+    result.map_err(|_| "py-spy failed unexpectedly".to_string())
 }
 
 /// py-spy's error and its causes on one line (anyhow's `{:#}`: "outer: inner").
 fn one_line(error: &impl std::fmt::Display) -> String {
     format!("{error:#}").replace('\n', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_inside_py_spy_is_an_error() {
+        let result: Result<(), String> = guarded(|| panic!("index out of bounds"));
+        assert_eq!(result, Err("py-spy failed unexpectedly".to_string()));
+        assert_eq!(guarded(|| 7), Ok(7));
+        assert!(!IN_PY_SPY.with(std::cell::Cell::get));
+    }
+
+    #[test]
+    fn a_process_that_is_not_python_is_refused_with_py_spys_reason() {
+        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let refused = PythonProcess::attach(child.id());
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(refused.is_err());
+    }
 }
