@@ -649,7 +649,11 @@ impl State {
     /// hook of each for its trace when its round is due.
     fn drive_torch_hook(&mut self, hook: &Hook, options: &RunOptions, say: &(dyn Fn(String) + Sync)) {
         let now = Instant::now();
-        for pid in self.torch.announced(&hook.torch_processes(), now) {
+        // A process that has exited (a short-lived helper that imported torch) is no
+        // longer anyone's to trace.
+        let alive = |pid: i32| u32::try_from(pid).is_ok_and(|pid| crate::sampling::procfs::process_stat(pid).is_some());
+        let announced: Vec<_> = hook.torch_processes().into_iter().filter(|p| alive(p.pid)).collect();
+        for pid in self.torch.announced(&announced, now) {
             let why = if TorchFallback::forced_by_environment() {
                 format!("{}=hook", crate::torch_fallback::FORCE_VARIABLE)
             } else {
@@ -657,7 +661,7 @@ impl State {
             };
             say(format!("PyTorch process {pid}: traced with torch.profiler through the start-up hook ({why})"));
         }
-        for pid in self.torch.hook_pids() {
+        for pid in self.torch.hook_pids().into_iter().filter(|&pid| alive(pid)) {
             let Some(round) = self.rounds.start(pid, now) else { continue };
             let log_file = self.sessions.dir(round).join(format!(".{}_{pid}.hook.json", self.host));
             match hook.request_torch_trace(pid, options.duration, &log_file) {
