@@ -21,6 +21,7 @@ pub mod op_metrics;
 pub mod overview;
 pub mod pod_viewer;
 pub mod python_code;
+pub mod python_flame;
 pub mod report;
 pub mod step_table;
 pub mod steps;

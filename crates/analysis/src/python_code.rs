@@ -136,7 +136,7 @@ pub fn analyze(hosts: &[&Host], step_hosts: &[&Host], steps: &[HostSteps]) -> Op
 
 /// The steps the samples of `host` are counted in: the name of the host they are from,
 /// the steps, and how far (ps) to move them onto `host`'s time.
-fn steps_for<'s>(
+pub(crate) fn steps_for<'s>(
     host: &Host,
     plane: &Plane,
     step_hosts: &[&'s Host],
@@ -179,11 +179,53 @@ struct Open {
 }
 
 impl Open {
-    /// Whether a run from `start_ps` to `end_ps` is inside this one (runs nest as
-    /// frames: a child starts at or after its parent and ends no later).
+    /// Whether a run from `start_ps` to `end_ps` is inside this one.
     fn contains(&self, start_ps: i64, end_ps: i64) -> bool {
-        start_ps >= self.start_ps && end_ps <= self.end_ps && (start_ps < self.end_ps || start_ps == self.start_ps)
+        nests((self.start_ps, self.end_ps), start_ps, end_ps)
     }
+}
+
+/// Whether a run from `start_ps` to `end_ps` (ps) is inside the run `outer` spans (runs
+/// nest as frames: a child starts at or after its parent and ends no later).
+pub(crate) fn nests((outer_start, outer_end): (i64, i64), start_ps: i64, end_ps: i64) -> bool {
+    start_ps >= outer_start && end_ps <= outer_end && (start_ps < outer_end || start_ps == outer_start)
+}
+
+/// The times (ps) at which `samples` samples of a run from `start_ps` to `end_ps` are
+/// counted for the steps: spread evenly over the run, each in the middle of its share.
+pub(crate) fn spread(start_ps: i64, end_ps: i64, samples: u64) -> impl Iterator<Item = i64> {
+    let length = (end_ps - start_ps).max(0) as f64;
+    (0..samples).map(move |i| start_ps + (length * (i as f64 + 0.5) / samples as f64) as i64)
+}
+
+/// The frame an event's metadata names.
+pub(crate) struct Frame {
+    /// The function.
+    pub(crate) function: String,
+    /// Its source file.
+    pub(crate) file: String,
+    /// The file as people read it.
+    pub(crate) short_file: String,
+    /// The line (0 when unknown).
+    pub(crate) line: u32,
+}
+
+/// The frame `metadata` (of an event of `plane`) names: its stats, or its name.
+pub(crate) fn frame(plane: &Plane, metadata: &mlprof_model::EventMetadata) -> Frame {
+    let text = |name: &str| {
+        let key = plane.find_stat_key(name)?;
+        let value = plane.metadata_stat(metadata, key)?;
+        plane.str_value(&plane.metadata_stats, value).map(str::to_string)
+    };
+    let function = text(names::FUNCTION_STAT).unwrap_or_else(|| metadata.name.clone());
+    let file = text(names::FILE_STAT).unwrap_or_default();
+    let short_file = text(names::SHORT_FILE_STAT).unwrap_or_else(|| file.clone());
+    let line = match plane.find_stat_key(names::LINE_NUMBER_STAT).and_then(|k| plane.metadata_stat(metadata, k)) {
+        Some(StatValue::Uint(n)) => u32::try_from(n).unwrap_or(0),
+        Some(StatValue::Int(n)) => u32::try_from(n).unwrap_or(0),
+        _ => 0,
+    };
+    Frame { function, file, short_file, line }
 }
 
 #[derive(Default)]
@@ -194,8 +236,18 @@ struct Collector {
     step_samples: Vec<HashMap<usize, u64>>,
 }
 
-/// The four sample counts of an event: all, GIL, native, idle.
-fn counts(plane: &Plane, keys: &[Option<u32>; 4], event: &mlprof_model::Event<'_>) -> [u64; 4] {
+/// The keys of the four sample counts of an event of `plane` (see [`counts`]).
+pub(crate) fn sample_keys(plane: &Plane) -> [Option<u32>; 4] {
+    [
+        plane.find_stat_key(names::SAMPLES_STAT),
+        plane.find_stat_key(names::GIL_SAMPLES_STAT),
+        plane.find_stat_key(names::NATIVE_SAMPLES_STAT),
+        plane.find_stat_key(names::IDLE_SAMPLES_STAT),
+    ]
+}
+
+/// The four sample counts of an event: all, GIL, native, idle (`keys` from [`sample_keys`]).
+pub(crate) fn counts(plane: &Plane, keys: &[Option<u32>; 4], event: &mlprof_model::Event<'_>) -> [u64; 4] {
     keys.map(|key| match key.and_then(|k| event.stat(plane, k)) {
         Some(StatValue::Uint(n)) => n,
         Some(StatValue::Int(n)) => u64::try_from(n).unwrap_or(0),
@@ -205,12 +257,7 @@ fn counts(plane: &Plane, keys: &[Option<u32>; 4], event: &mlprof_model::Event<'_
 
 impl Collector {
     fn line(&mut self, host: &str, plane: &Plane, line: &Line, spans: &[(i64, i64)], first_step: usize) {
-        let keys = [
-            plane.find_stat_key(names::SAMPLES_STAT),
-            plane.find_stat_key(names::GIL_SAMPLES_STAT),
-            plane.find_stat_key(names::NATIVE_SAMPLES_STAT),
-            plane.find_stat_key(names::IDLE_SAMPLES_STAT),
-        ];
+        let keys = sample_keys(plane);
         let mut thread =
             ThreadRow { host: host.to_string(), thread: line.shown_name().to_string(), ..ThreadRow::default() };
         let mut stack: Vec<Open> = Vec::new();
@@ -254,20 +301,7 @@ impl Collector {
 
     /// The row of an event's frame, created on first sight.
     fn row(&mut self, plane: &Plane, event: &mlprof_model::Event<'_>) -> Option<usize> {
-        let metadata = plane.metadata_of(event)?;
-        let text = |name: &str| {
-            let key = plane.find_stat_key(name)?;
-            let value = plane.metadata_stat(metadata, key)?;
-            plane.str_value(&plane.metadata_stats, value).map(str::to_string)
-        };
-        let function = text(names::FUNCTION_STAT).unwrap_or_else(|| metadata.name.clone());
-        let file = text(names::FILE_STAT).unwrap_or_default();
-        let short_file = text(names::SHORT_FILE_STAT).unwrap_or_else(|| file.clone());
-        let line = match plane.find_stat_key(names::LINE_NUMBER_STAT).and_then(|k| plane.metadata_stat(metadata, k)) {
-            Some(StatValue::Uint(n)) => u32::try_from(n).unwrap_or(0),
-            Some(StatValue::Int(n)) => u32::try_from(n).unwrap_or(0),
-            _ => 0,
-        };
+        let Frame { function, file, short_file, line } = frame(plane, plane.metadata_of(event)?);
         let key = (function, file, line);
         if let Some(&row) = self.rows.get(&key) {
             return Some(row);
@@ -289,9 +323,7 @@ impl Collector {
         if own == 0 || spans.is_empty() {
             return;
         }
-        let length = (done.end_ps - done.start_ps).max(0) as f64;
-        for i in 0..own {
-            let at = done.start_ps + (length * (i as f64 + 0.5) / own as f64) as i64;
+        for at in spread(done.start_ps, done.end_ps, own) {
             let Some(step) = spans.iter().position(|&(begin, end)| at >= begin && at < end) else { continue };
             if let Some(counts) = self.step_samples.get_mut(first_step + step) {
                 *counts.entry(done.row).or_default() += 1;
