@@ -24,6 +24,7 @@ pub fn router(state: Arc<AppState>, allowed_hosts: AllowedHosts) -> Router {
         .route("/options", get(api::tools::options))
         .route("/tool", get(api::tool::tool))
         .route("/csv", get(api::tool::csv))
+        .route("/python/flame", get(api::python::flame))
         .nest("/trace", trace::routes());
     Router::new()
         .route("/", get(assets::index))

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use mlprof_analysis::python_flame::FlameIndex;
 use mlprof_analysis::tool_availability::tools_with_data;
 use mlprof_formats::discover::{HostFile, load_session_within};
 use mlprof_model::Session;
@@ -38,6 +39,9 @@ const CACHED_RESULTS: usize = 32;
 
 /// How many hosts' trace indexes stay open at once (they are memory-mapped, so cheap).
 const OPEN_TRACE_INDEXES: usize = 8;
+
+/// How many runs' (or hosts') flame-graph indexes stay in memory at once.
+const FLAME_INDEXES: usize = 4;
 
 /// One host of one run: the key of its trace index.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -83,6 +87,9 @@ pub struct AppState {
     results: OnceCache<ToolRequest, Arc<ToolOutput>>,
     /// The trace viewer's open indexes, by run and host.
     trace_indexes: OnceCache<HostKey, Arc<TimelineIndex>>,
+    /// The sampled Python stacks of the flame graph, by the `python` tool request
+    /// (run and host) they are of.
+    flame_indexes: OnceCache<ToolRequest, Arc<FlameIndex>>,
 }
 
 impl AppState {
@@ -100,6 +107,7 @@ impl AppState {
             tools: Mutex::new(HashMap::new()),
             results: OnceCache::new(CACHED_RESULTS),
             trace_indexes: OnceCache::new(OPEN_TRACE_INDEXES),
+            flame_indexes: OnceCache::new(FLAME_INDEXES),
         }
     }
 
@@ -161,6 +169,7 @@ impl AppState {
             self.results.forget_run(run);
             // Their cache files stay, and are only used again if they still match.
             self.trace_indexes.forget_run(run);
+            self.flame_indexes.forget_run(run);
         }
     }
 
@@ -225,6 +234,12 @@ impl AppState {
         &self.trace_indexes
     }
 
+    /// The flame graphs' indexes of sampled Python stacks, keyed by the `python` tool
+    /// request of their run and host (built by [`crate::api::python`]).
+    pub(crate) fn flame_indexes(&self) -> &OnceCache<ToolRequest, Arc<FlameIndex>> {
+        &self.flame_indexes
+    }
+
     /// The names of the runs in memory (or being read), least recently used first.
     pub fn loaded_runs(&self) -> Vec<String> {
         self.sessions.keys()
@@ -278,6 +293,8 @@ mod tests {
             let request = ToolRequest::parse(&query, &state).expect("a served tool");
             let output = Arc::clone(&output);
             state.results().get_or_compute(&request, || async move { Ok(output) }).await.expect("cached");
+            let flames = Arc::new(FlameIndex::default());
+            state.flame_indexes().get_or_compute(&request, || async move { Ok(flames) }).await.expect("cached");
             let index = Arc::clone(&index);
             let key = HostKey::new(run, "vm");
             state.trace_indexes().get_or_compute(&key, || async move { Ok(index) }).await.expect("cached");
@@ -288,6 +305,8 @@ mod tests {
         state.replace_catalog(Catalog::rediscover(root.path()));
         let result_runs: Vec<String> = state.results().keys().into_iter().map(|key| key.run).collect();
         assert_eq!(result_runs, [kept]);
+        let flame_runs: Vec<String> = state.flame_indexes().keys().into_iter().map(|key| key.run).collect();
+        assert_eq!(flame_runs, [kept]);
         assert_eq!(state.trace_indexes().keys(), [HostKey::new(kept, "vm")]);
     }
 }

@@ -1,5 +1,6 @@
 //! Computing one tool's result for a checked request, as `mlprof analyze` does, on a
-//! blocking thread, cached per request (run, host, tool, options).
+//! blocking thread, cached per request (run, host, tool, options); [`from_session`]
+//! does the same for any value a request's session gives (the flame graph's index).
 //!
 //! The one design decision to know: the cache is the state's, keyed by the checked
 //! [`ToolRequest`] itself, and keeps a [`ToolOutput`] — the report and the result as a
@@ -13,6 +14,7 @@ use mlprof_model::Session;
 
 use crate::blocking::on_blocking_thread;
 use crate::error::ApiError;
+use crate::once_cache::OnceCache;
 use crate::select;
 use crate::state::AppState;
 use crate::tool_request::ToolRequest;
@@ -22,16 +24,29 @@ pub use crate::tool_result::ToolOutput;
 /// The result of `request`, from the cache or computed on a blocking thread (to its
 /// end, even if every request waiting for it goes away).
 pub async fn tool_output(state: &Arc<AppState>, request: &ToolRequest) -> Result<Arc<ToolOutput>, ApiError> {
+    let what = format!("{} failed", request.tool.name());
+    from_session(state, state.results(), request, what, |session, request| {
+        compute(session, request.host.as_deref(), request.tool, request.options)
+    })
+    .await
+}
+
+/// The value `cache` holds for `request`, or `make` of the request's run's session,
+/// computed on a blocking thread (to its end, even if every request waiting for it goes
+/// away; a panic answers 500 naming `what`) and kept in `cache`.
+pub(crate) async fn from_session<V: Send + Sync + 'static>(
+    state: &Arc<AppState>,
+    cache: &OnceCache<ToolRequest, Arc<V>>,
+    request: &ToolRequest,
+    what: String,
+    make: impl FnOnce(&Session, ToolRequest) -> Result<V, ApiError> + Send + 'static,
+) -> Result<Arc<V>, ApiError> {
     let owned = (Arc::clone(state), request.clone());
-    state
-        .results()
+    cache
         .get_or_compute(request, move || async move {
             let (state, request) = owned;
             let session = state.session(&request.run).await?;
-            let what = format!("{} failed", request.tool.name());
-            on_blocking_thread(what, move || compute(&session, request.host.as_deref(), request.tool, request.options))
-                .await?
-                .map(Arc::new)
+            on_blocking_thread(what, move || make(&session, request)).await?.map(Arc::new)
         })
         .await
 }
