@@ -112,14 +112,16 @@ fn run_fake_job(dir: &Path, mock: &Mock, options: &[&str], script: &Path, env: &
     command.output().expect("mlprof runs")
 }
 
-/// The XSpace files `mlprof run` wrote, read back.
+/// The XSpace files of GPU activity `mlprof run` wrote, read back (not the samples of
+/// the job's processes, `<host>_python.xplane.pb`).
 fn written_hosts(dir: &Path) -> Vec<Host> {
     let root = dir.join("logs/plugins/profile");
     let mut hosts = Vec::new();
     for session in std::fs::read_dir(&root).into_iter().flatten().flatten() {
         for file in std::fs::read_dir(session.path()).expect("a session").flatten() {
             let path = file.path();
-            if path.to_string_lossy().ends_with(".xplane.pb") {
+            let name = path.to_string_lossy();
+            if name.ends_with(".xplane.pb") && !name.ends_with("_python.xplane.pb") {
                 let bytes = std::fs::read(&path).expect("read the profile");
                 hosts.push(
                     mlprof_formats::xspace::read_xspace(&bytes, &path.to_string_lossy(), "h").expect("an XSpace"),
@@ -339,4 +341,35 @@ fn a_framework_loaded_after_cuda_started_gets_cupti_back() {
     assert!(err.contains("PyTorch (Kineto) was loaded after CUDA started"), "{err}");
     assert!(err.contains("gave CUPTI up to its tracer"), "{err}");
     assert!(err.contains("10 kernels"), "what it recorded before is kept: {err}");
+}
+
+#[test]
+fn a_signal_passed_on_to_a_recording_cuda_program_waits_for_its_flush() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mock = build_mock(dir.path());
+    // 300 kernels, then the program waits: its records sit in CUPTI's buffer, which only a
+    // forced flush hands back here (MOCK_CUPTI_FORCED_ONLY), until SIGTERM ends it.
+    let mut script = Script::training_like(300);
+    script.pause_ms(60_000);
+    let script = script.save(dir.path());
+    let logdir = dir.path().join("logs");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["run", "--logdir", logdir.to_str().expect("UTF-8"), "--duration", "60s", "--"])
+        .arg(&mock.job)
+        .arg(&script)
+        .env("MLPROF_CUPTI_PATH", &mock.library)
+        .env("MOCK_CUPTI_FORCED_ONLY", "1")
+        .env_remove("CUDA_INJECTION64_PATH")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("mlprof starts");
+    // The window starts at cuInit; give the program time to replay its records.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let pid = i32::try_from(child.id()).expect("a pid");
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let out = child.wait_with_output().expect("mlprof ends");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(128 + libc::SIGTERM), "the job died of the signal: {err}");
+    assert!(err.contains("300 kernels"), "the flush before the signal kept them: {err}");
 }

@@ -163,6 +163,8 @@ struct Process {
     /// It said goodbye (its exit flush is in): a connection error afterwards is the
     /// process ending, not a failure.
     said_bye: bool,
+    /// The token of the flush asked for before a signal, until it is answered.
+    signal_flush: Option<u32>,
 }
 
 /// A finished window, to be filed by the run.
@@ -224,6 +226,7 @@ impl CuptiProcesses {
                     devices: Vec::new(),
                     traced: false,
                     said_bye: false,
+                    signal_flush: None,
                 };
                 self.processes.insert(id, process);
             }
@@ -277,6 +280,9 @@ impl CuptiProcesses {
                         Phase::Idle => {}
                     },
                     FromInjection::Flushed(token) => {
+                        if process.signal_flush == Some(token) {
+                            process.signal_flush = None;
+                        }
                         if matches!(process.phase, Phase::Stopping { token: t, .. } if t == token) {
                             done = finish(process, false);
                         }
@@ -372,6 +378,32 @@ impl CuptiProcesses {
     /// Processes still connected.
     pub fn connected(&self) -> usize {
         self.processes.len()
+    }
+
+    /// Whether some process is recording a window.
+    pub fn recording(&self) -> bool {
+        self.processes.values().any(|p| matches!(p.phase, Phase::Recording { .. }))
+    }
+
+    /// Asks every recording process to flush what CUPTI holds (a signal is about to be
+    /// passed on to the job); false when none was asked.
+    pub async fn flush_recording(&mut self) -> bool {
+        for process in self.processes.values_mut() {
+            if matches!(process.phase, Phase::Recording { .. }) {
+                self.next_token = self.next_token.wrapping_add(1);
+                let token = self.next_token;
+                if send(&mut process.writer, ToInjection::Flush(token)).await {
+                    process.signal_flush = Some(token);
+                }
+            }
+        }
+        !self.flushed()
+    }
+
+    /// Whether every flush asked for by [`CuptiProcesses::flush_recording`] is in (or its
+    /// process gone).
+    pub fn flushed(&self) -> bool {
+        self.processes.values().all(|p| p.signal_flush.is_none())
     }
 }
 

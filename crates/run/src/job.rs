@@ -131,6 +131,15 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
     });
     let mut cupti = run_dir.as_ref().and_then(|dir| start_cupti(dir.path(), options, &mut env, say));
     let launched = Instant::now();
+    // A signal passed on to the job while CUDA processes record waits for their flush
+    // (see `launch`): the signal thread asks through this channel and waits for the answer.
+    let (flush_asked, mut flush_requests) = tokio::sync::mpsc::channel::<std::sync::mpsc::Sender<()>>(4);
+    launch::set_flusher(Box::new(move |wait| {
+        let (done, answer) = std::sync::mpsc::channel();
+        if flush_asked.try_send(done).is_ok() {
+            let _ = answer.recv_timeout(wait);
+        }
+    }));
     let mut child = launch::spawn(&JobCommand { argv: options.argv.clone(), env })?;
     let sampler = match Sampler::start(child.id(), SamplerOptions { hz: options.sample_hz }) {
         Ok(sampler) => Some(sampler),
@@ -157,6 +166,7 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
         sample_windows: SampleWindows::default(),
         sample_interval_ns: crate::sampling::interval_ns(options.sample_hz),
         torch: TorchFallback::new(TorchFallback::forced_by_environment()),
+        flush_waiters: Vec::new(),
     };
     let mut tick = tokio::time::interval(TICK);
     let status = loop {
@@ -171,10 +181,12 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
                 }
             }
             delivery = next_delivery(&mut cupti) => state.cupti_delivered(delivery, options.duration, say).await,
+            Some(done) = flush_requests.recv() => state.flush_for_signal(done).await,
             _ = tick.tick() => state.tick(hook.as_ref(), options, say).await,
         }
     };
     launch::job_ended();
+    launch::flush_before_signals(false);
     state.after_exit(hook.as_ref(), daemon.as_ref(), cupti.as_mut(), options.duration, say).await;
     Ok(RunOutcome { status, sessions: state.sessions.with_anything() })
 }
@@ -403,6 +415,8 @@ struct State {
     sample_interval_ns: i64,
     /// Which PyTorch processes the hook's torch.profiler traces.
     torch: TorchFallback,
+    /// Signals waiting for the CUDA processes' flush (see `launch`).
+    flush_waiters: Vec<std::sync::mpsc::Sender<()>>,
 }
 
 impl State {
@@ -447,6 +461,7 @@ impl State {
         for window in abandoned {
             self.file_cupti_window(window);
         }
+        launch::flush_before_signals(self.cupti.recording());
         self.collect_written(say).await;
         if let Some(hook) = hook {
             self.drive_server(hook, options, say).await;
@@ -454,8 +469,23 @@ impl State {
         }
     }
 
+    /// A signal is about to be passed on: every recording CUDA process flushes first;
+    /// `done` hears when they all have (the signal thread forwards at its deadline anyway).
+    async fn flush_for_signal(&mut self, done: std::sync::mpsc::Sender<()>) {
+        if self.cupti.flush_recording().await {
+            self.flush_waiters.push(done);
+        } else {
+            let _ = done.send(());
+        }
+    }
+
     async fn cupti_delivered(&mut self, delivery: Delivery, duration: Duration, say: &(dyn Fn(String) + Sync)) {
         let (lines, window) = self.cupti.deliver(delivery, &mut self.cupti_rounds, duration).await;
+        if self.cupti.flushed() {
+            for waiter in self.flush_waiters.drain(..) {
+                let _ = waiter.send(());
+            }
+        }
         for line in lines {
             say(line);
         }

@@ -7,11 +7,20 @@
 //! to the whole foreground process group, the job included, so forwarding those would
 //! deliver them twice. Either way mlprof itself does not die of them while the job runs:
 //! it waits for the job and then writes what it collected.
+//!
+//! While CUDA processes of the job are recording through `mlprof-inject`, a forwarded
+//! signal first asks them to flush what CUPTI holds (at most [`FLUSH_BEFORE_SIGNAL`]):
+//! a process killed by SIGTERM runs no exit handler, and the injection installs no
+//! signal handler of its own, so this is the signal path's flush. The handler only
+//! writes the signal to a pipe; a thread of mlprof's does the waiting and the `kill`,
+//! and forwards at the deadline whatever happens to the flush.
 
 use std::ffi::OsString;
 use std::io;
 use std::process::{Child, Command, ExitStatus};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
 
 /// The signals passed on to the job.
 pub const FORWARDED_SIGNALS: [libc::c_int; 6] =
@@ -19,6 +28,28 @@ pub const FORWARDED_SIGNALS: [libc::c_int; 6] =
 
 /// The job's pid while it runs (0 otherwise), read by the signal handler.
 static JOB_PID: AtomicI32 = AtomicI32::new(0);
+/// Whether a forwarded signal waits for a flush first (set while CUDA processes record).
+static FLUSH_FIRST: AtomicBool = AtomicBool::new(false);
+/// The write end of the pipe the handler hands deferred signals to (-1: none).
+static DEFERRED_WRITE: AtomicI32 = AtomicI32::new(-1);
+/// What flushes before a deferred signal is forwarded: asks and waits at most the given
+/// time.
+type Flusher = Box<dyn Fn(Duration) + Send + Sync>;
+static FLUSHER: OnceLock<Mutex<Option<Flusher>>> = OnceLock::new();
+
+/// The longest a forwarded signal waits for the CUDA processes' flush.
+pub const FLUSH_BEFORE_SIGNAL: Duration = Duration::from_millis(300);
+
+/// Sets what runs before a deferred signal is forwarded (see the module docs).
+pub fn set_flusher(flusher: Flusher) {
+    let slot = FLUSHER.get_or_init(|| Mutex::new(None));
+    *slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(flusher);
+}
+
+/// Whether forwarded signals wait for a flush first.
+pub fn flush_before_signals(on: bool) {
+    FLUSH_FIRST.store(on, Ordering::SeqCst);
+}
 
 /// What to launch.
 #[derive(Clone, Debug)]
@@ -36,6 +67,7 @@ pub fn spawn(job: &JobCommand) -> io::Result<Child> {
     let child = Command::new(program).args(args).envs(job.env.iter().map(|(k, v)| (k, v))).spawn()?;
     let pid = i32::try_from(child.id()).unwrap_or(0);
     JOB_PID.store(pid, Ordering::SeqCst);
+    start_deferred_forwarding();
     install_forwarding();
     Ok(child)
 }
@@ -106,6 +138,40 @@ fn install_forwarding() {
     }
 }
 
+/// Makes the pipe and the thread that forward deferred signals; without them every
+/// signal is forwarded at once.
+fn start_deferred_forwarding() {
+    if DEFERRED_WRITE.load(Ordering::SeqCst) >= 0 {
+        return;
+    }
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 writes two descriptors into the array it is given.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return;
+    }
+    let [read, write] = fds;
+    let spawned = std::thread::Builder::new().name("mlprof-signals".into()).spawn(move || {
+        let mut byte = [0u8; 1];
+        // SAFETY: `read` is this thread's own descriptor and `byte` has room for one byte.
+        while unsafe { libc::read(read, byte.as_mut_ptr().cast(), 1) } == 1 {
+            if let Some(slot) = FLUSHER.get()
+                && let Ok(guard) = slot.lock()
+                && let Some(flush) = guard.as_ref()
+            {
+                flush(FLUSH_BEFORE_SIGNAL);
+            }
+            let pid = JOB_PID.load(Ordering::SeqCst);
+            if pid > 0 {
+                // SAFETY: kill(2) with a pid and a signal number; a stale pid is ESRCH.
+                unsafe { libc::kill(pid, libc::c_int::from(byte[0])) };
+            }
+        }
+    });
+    if spawned.is_ok() {
+        DEFERRED_WRITE.store(write, Ordering::SeqCst);
+    }
+}
+
 /// The handler: passes a signal another process sent on to the job.
 extern "C" fn forward(signal: libc::c_int, info: *mut libc::siginfo_t, _context: *mut libc::c_void) {
     // SAFETY: the kernel hands SA_SIGINFO handlers a valid siginfo_t.
@@ -116,10 +182,19 @@ extern "C" fn forward(signal: libc::c_int, info: *mut libc::siginfo_t, _context:
         return;
     }
     let pid = JOB_PID.load(Ordering::SeqCst);
-    if pid > 0 {
-        // SAFETY: kill(2) is async-signal-safe; a stale pid is at worst ESRCH.
-        unsafe { libc::kill(pid, signal) };
+    if pid <= 0 {
+        return;
     }
+    let deferred = DEFERRED_WRITE.load(Ordering::SeqCst);
+    if FLUSH_FIRST.load(Ordering::SeqCst) && deferred >= 0 && u8::try_from(signal).is_ok() {
+        let byte = [signal as u8];
+        // SAFETY: write(2) is async-signal-safe; one byte from a live array.
+        if unsafe { libc::write(deferred, byte.as_ptr().cast(), 1) } == 1 {
+            return;
+        }
+    }
+    // SAFETY: kill(2) is async-signal-safe; a stale pid is at worst ESRCH.
+    unsafe { libc::kill(pid, signal) };
 }
 
 #[cfg(test)]

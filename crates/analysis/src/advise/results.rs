@@ -120,7 +120,11 @@ const XPROF_TOOLS: [ToolId; 5] = [
 ];
 
 /// Runs every tool the rules read on `hosts` (analysed together, as `mlprof analyze`).
+/// Hosts that hold only mlprof's samples say nothing about the framework, the steps or
+/// the device: they are left out as `Analysis` leaves them out of the step tools.
 pub fn collect(hosts: &[&Host]) -> ToolResults {
+    let traced: Vec<&Host> = hosts.iter().copied().filter(|h| !crate::tool::is_sampled_only(h)).collect();
+    let hosts: &[&Host] = if traced.is_empty() { hosts } else { &traced };
     let analysis = Analysis::new(hosts.to_vec(), Options::default());
     let mut results = ToolResults {
         framework: framework(hosts),
@@ -193,4 +197,22 @@ fn device_memory(hosts: &[&Host]) -> Vec<DeviceMemory> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mlprof_model::{Plane, SourceFormat};
+
+    #[test]
+    fn a_host_of_samples_beside_a_pytorch_trace_leaves_it_a_pytorch_job() {
+        let trace = Host::new("worker", "", SourceFormat::Kineto);
+        let mut samples = Host::new("vm_python", "", SourceFormat::Xspace);
+        samples.planes.push(Plane::new(1, names::sampled::PYTHON_PLANE));
+        let results = collect(&[&trace, &samples]);
+        assert_eq!(results.framework, Framework::Pytorch);
+        assert_eq!(results.host_count, 1);
+        // Samples alone are still looked at.
+        assert_eq!(collect(&[&samples]).host_count, 1);
+    }
 }

@@ -10,7 +10,8 @@
  *   recording to be enabled, then replays a script of records (written by the test
  *   with mlprof-cupti's layouts), placing each record's name in its own memory.
  *
- * Environment: MOCK_CUPTI_SUBSCRIBED=1 makes cuptiSubscribe fail as with another
+ * Environment: MOCK_CUPTI_FORCED_ONLY=1 makes only a forced flush hand buffers back;
+ * MOCK_CUPTI_SUBSCRIBED=1 makes cuptiSubscribe fail as with another
  * subscriber (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED); MOCK_CUPTI_DROPPED=N makes
  * the first drop count N. */
 #define _GNU_SOURCE
@@ -95,7 +96,10 @@ static void complete_current(void) {
 }
 
 int cuptiActivityFlushAll(uint32_t flag) {
-    (void)flag;
+    /* MOCK_CUPTI_FORCED_ONLY=1: an unforced flush hands back nothing (the records are not
+     * complete yet, as CUPTI may say of a kernel still running); only a forced one does. */
+    const char *forced_only = getenv("MOCK_CUPTI_FORCED_ONLY");
+    if (forced_only && *forced_only == '1' && !(flag & 1u)) return SUCCESS;
     pthread_mutex_lock(&lock); if (current_used > 0) complete_current(); pthread_mutex_unlock(&lock); return SUCCESS;
 }
 
