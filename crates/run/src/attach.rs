@@ -79,13 +79,14 @@ pub struct AttachOutcome {
 /// Checks that `pid` can be sampled: it exists, runs Python, and its memory is readable.
 pub fn check(pid: u32) -> Result<(), AttachError> {
     let stat = procfs::process_stat(pid).ok_or(AttachError::NoProcess(pid))?;
-    if !procfs::maps_python(pid) {
-        return Err(AttachError::NotPython { pid, name: stat.comm });
+    // py-spy first: it also finds an interpreter linked into a program of another name.
+    match PythonProcess::attach(pid) {
+        Ok(_) => Ok(()),
+        Err(_) if !procfs::maps_python(pid) => Err(AttachError::NotPython { pid, name: stat.comm }),
+        Err(reason) => {
+            Err(AttachError::Unreadable { pid, reason: format!("{reason}{}", crate::sampling::ptrace_hint(&reason)) })
+        }
     }
-    PythonProcess::attach(pid).map(drop).map_err(|reason| AttachError::Unreadable {
-        pid,
-        reason: format!("{reason}{}", crate::sampling::ptrace_hint(&reason)),
-    })
 }
 
 /// Records `options.pid` for `options.duration` (or until `stop` resolves), saying what
