@@ -105,6 +105,17 @@ fn ui_pytorch_logdir() {
     run_specs("torch_profile", "kineto/torch_profile/logdir");
 }
 
+/// The python tool's page on a real sampled session (`mlprof run` on
+/// `tests/peers/python_hot_loop.py`): its flame graph draws `hot_spin`, zooms, and
+/// redraws for one thread (the `python` spec only; the other specs are about trace tools).
+#[test]
+fn ui_python_sampled() {
+    if peers_present("python_sampled") {
+        let session = repo_root().join("tests/data/sampled/python_hot_loop/logdir");
+        run_node("python_sampled", &session, &["python"], &[]);
+    }
+}
+
 /// New runs appear without a page reload, a removed one is reported: the served log
 /// directory starts with the Keras run as `train/SESSION`; the `live_runs` spec copies
 /// the JAX session in beside it and later removes the Keras run.

@@ -14,6 +14,7 @@ const PAGES = {
   tf_data_bottleneck_analysis: () => import('./tf_data.js'),
   gpu: () => import('./gpu.js'),
   transfers: () => import('./transfers.js'),
+  python: () => import('./python.js'),
   trace_viewer: () => import('./trace_viewer.js'),
 };
 
