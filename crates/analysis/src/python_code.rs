@@ -24,6 +24,9 @@ use serde::Serialize;
 use crate::report::{Cell, Report, Section, Table};
 use crate::steps::HostSteps;
 
+mod native;
+pub use native::NativeRow;
+
 /// Lines of code per step shown in the step table.
 const TOP_PER_STEP: usize = 3;
 
@@ -42,6 +45,10 @@ pub struct PythonCode {
     pub threads: Vec<ThreadRow>,
     /// Per step, where steps were found.
     pub steps: Vec<StepRow>,
+    /// Native stack samples (`/host:native`, every thread of the job while on a CPU).
+    pub native_samples: u64,
+    /// The native functions those samples were in, most self samples first.
+    pub native: Vec<NativeRow>,
 }
 
 /// One function at one line.
@@ -131,7 +138,11 @@ pub fn analyze(hosts: &[&Host], step_hosts: &[&Host], steps: &[HostSteps]) -> Op
             });
         }
     }
-    found.then(|| code.finish())
+    found.then(|| {
+        let mut result = code.finish();
+        (result.native_samples, result.native) = native::leaves(hosts);
+        result
+    })
 }
 
 /// The steps the samples of `host` are counted in: the name of the host they are from,
@@ -418,6 +429,7 @@ impl PythonCode {
             ));
         }
         let mut sections = vec![code.with_table(table).main(), self.thread_section()];
+        sections.extend(self.native_section());
         if !self.steps.is_empty() {
             sections.push(self.step_section());
         }

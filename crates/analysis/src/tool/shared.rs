@@ -261,8 +261,9 @@ fn has_gradient_program(host: &Host) -> bool {
 
 /// Whether `host` holds only what mlprof sampled (and its time span).
 pub fn is_sampled_only(host: &Host) -> bool {
-    use names::sampled::{COUNTERS_PLANE, PYTHON_PLANE};
-    let sampled = |name: &str| matches!(name, PYTHON_PLANE | COUNTERS_PLANE | names::TASK_ENVIRONMENT_PLANE);
-    host.planes.iter().any(|p| p.name == PYTHON_PLANE || p.name == COUNTERS_PLANE)
+    use names::sampled::{COUNTERS_PLANE, NATIVE_PLANE, PYTHON_PLANE};
+    let sampled =
+        |name: &str| matches!(name, PYTHON_PLANE | NATIVE_PLANE | COUNTERS_PLANE | names::TASK_ENVIRONMENT_PLANE);
+    host.planes.iter().any(|p| matches!(p.name.as_str(), PYTHON_PLANE | NATIVE_PLANE | COUNTERS_PLANE))
         && host.planes.iter().all(|p| sampled(&p.name))
 }
