@@ -25,7 +25,7 @@ pub struct Written {
 /// `interval_ns`) as host `host` and writes it into `dir`; nothing when the window
 /// holds nothing.
 pub fn write(recorded: &Recorded, host: &str, (begin_ns, end_ns): (i64, i64), interval_ns: i64, dir: &Path) -> Written {
-    if recorded.samples.is_empty() && recorded.readings.is_empty() {
+    if recorded.samples.is_empty() && recorded.native_samples.is_empty() && recorded.readings.is_empty() {
         return Written { path: None, lines: Vec::new() };
     }
     let target = dir.join(file_name(host));

@@ -1,21 +1,23 @@
 //! A window of samples and readings as XSpace planes (names in
-//! `mlprof_model::names::sampled`): on `/host:python`, one line per thread whose events
-//! are the runs of consecutive samples a frame stayed on the stack for, nested as the
-//! frames are; on `/host:counters`, one line per process or GPU with each reading as an
-//! instant carrying `counter_value`.
+//! `mlprof_model::names::sampled`): on `/host:python` and `/host:native`, one line per
+//! thread whose events are the runs of consecutive samples a frame stayed on the stack
+//! for, nested as the frames are (one merging for both, [`Runs`]); on
+//! `/host:counters`, one line per process or GPU with each reading as an instant
+//! carrying `counter_value`.
 
 use std::collections::BTreeMap;
 
 use mlprof_model::names::sampled as names;
 use mlprof_model::{Host, Line, PlaneBuilder, SourceFormat, StatValue, time::PS_PER_NS};
 
-use super::store::{Recorded, Sample, Source, ThreadState};
+use super::store::{Frame, Recorded, Source, ThreadState};
 
-/// Plane ids of the two planes (any ids unique in the file do).
+/// Plane ids of the planes (any ids unique in the file do).
 const PYTHON_PLANE_ID: i64 = 1000;
 const COUNTERS_PLANE_ID: i64 = 1001;
+const NATIVE_PLANE_ID: i64 = 1002;
 /// Samples further apart than this many intervals are not one run: the thread was not
-/// seen in between (failed reads, mlprof stalled).
+/// seen in between (failed reads, mlprof stalled; for native samples, off the CPU).
 const GAP_INTERVALS: i64 = 3;
 /// GPU lines' ids start here (process lines use the pid).
 const GPU_LINE_BASE: i64 = 1 << 32;
@@ -34,13 +36,64 @@ pub fn to_host(recorded: &Recorded, hostname: &str, start_ns: i64, stop_ns: i64,
             super::store::MAX_SAMPLES
         ));
     }
+    if recorded.native_dropped > 0 {
+        host.warnings.push(format!(
+            "{} native stack samples were dropped: mlprof keeps at most {} at once",
+            recorded.native_dropped,
+            super::store::MAX_NATIVE_SAMPLES
+        ));
+    }
+    if recorded.native_lost > 0 {
+        host.warnings.push(format!(
+            "the kernel lost {} native stack samples: their ring buffers filled before mlprof read them",
+            recorded.native_lost
+        ));
+    }
+    let runs = Runs { recorded, start_ns, stop_ns, interval_ns: interval_ns.max(1) };
     if !recorded.samples.is_empty() {
-        host.planes.push(python_plane(recorded, start_ns, stop_ns, interval_ns.max(1)));
+        let threads = by_thread(recorded.samples.iter().map(|s| (s.pid, s.tid, s.at_ns, s.stack, Some(s.state))));
+        host.planes.push(runs.plane(Stacks::Python, threads));
+    }
+    if !recorded.native_samples.is_empty() {
+        let threads = by_thread(recorded.native_samples.iter().map(|s| (s.pid, s.tid, s.at_ns, s.stack, None)));
+        host.planes.push(runs.plane(Stacks::Native, threads));
     }
     if !recorded.readings.is_empty() {
         host.planes.push(counters_plane(recorded, start_ns));
     }
     host
+}
+
+/// A sample as the run merging sees it.
+#[derive(Clone, Copy)]
+struct Point {
+    at_ns: i64,
+    stack: u32,
+    /// What the thread was doing (Python samples only).
+    state: Option<ThreadState>,
+}
+
+/// `(pid, tid, at_ns, stack, state)` samples by thread, each thread's in time order.
+fn by_thread(
+    samples: impl Iterator<Item = (u32, u32, i64, u32, Option<ThreadState>)>,
+) -> BTreeMap<(u32, u32), Vec<Point>> {
+    let mut threads: BTreeMap<(u32, u32), Vec<Point>> = BTreeMap::new();
+    for (pid, tid, at_ns, stack, state) in samples {
+        threads.entry((pid, tid)).or_default().push(Point { at_ns, stack, state });
+    }
+    for points in threads.values_mut() {
+        points.sort_by_key(|p| p.at_ns);
+    }
+    threads
+}
+
+/// Which stack plane.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stacks {
+    /// Python frames (`function (file:line)`), with the threads' states.
+    Python,
+    /// Native frames (`function (module)`), samples only.
+    Native,
 }
 
 /// One frame's run of samples, open or closed.
@@ -57,77 +110,80 @@ struct Run {
     idle: u64,
 }
 
-struct PythonPlane<'r> {
+/// Merging consecutive samples into runs, for both stack planes.
+struct Runs<'r> {
     recorded: &'r Recorded,
-    plane: PlaneBuilder,
-    keys: [u32; 4],
     start_ns: i64,
     stop_ns: i64,
     interval_ns: i64,
 }
 
-fn python_plane(recorded: &Recorded, start_ns: i64, stop_ns: i64, interval_ns: i64) -> mlprof_model::Plane {
-    let mut plane = PlaneBuilder::new(PYTHON_PLANE_ID, names::PYTHON_PLANE);
-    let keys = [
-        plane.stat_key(names::SAMPLES_STAT),
-        plane.stat_key(names::GIL_SAMPLES_STAT),
-        plane.stat_key(names::NATIVE_SAMPLES_STAT),
-        plane.stat_key(names::IDLE_SAMPLES_STAT),
-    ];
-    let interval_key = plane.stat_key(names::SAMPLE_INTERVAL_NS_STAT);
-    let failed_key = plane.stat_key(names::FAILED_SAMPLES_STAT);
-    plane.set_plane_stats(vec![
-        (interval_key, StatValue::Uint(interval_ns as u64)),
-        (failed_key, StatValue::Uint(recorded.failed_samples)),
-    ]);
-    let mut threads: BTreeMap<(u32, u32), Vec<&Sample>> = BTreeMap::new();
-    for sample in &recorded.samples {
-        threads.entry((sample.pid, sample.tid)).or_default().push(sample);
+impl Runs<'_> {
+    fn plane(&self, stacks: Stacks, threads: BTreeMap<(u32, u32), Vec<Point>>) -> mlprof_model::Plane {
+        let mut plane = match stacks {
+            Stacks::Python => PlaneBuilder::new(PYTHON_PLANE_ID, names::PYTHON_PLANE),
+            Stacks::Native => PlaneBuilder::new(NATIVE_PLANE_ID, names::NATIVE_PLANE),
+        };
+        let count_names: &[&str] = match stacks {
+            Stacks::Python => {
+                &[names::SAMPLES_STAT, names::GIL_SAMPLES_STAT, names::NATIVE_SAMPLES_STAT, names::IDLE_SAMPLES_STAT]
+            }
+            Stacks::Native => &[names::SAMPLES_STAT],
+        };
+        let keys: Vec<u32> = count_names.iter().map(|name| plane.stat_key(name)).collect();
+        let interval_key = plane.stat_key(names::SAMPLE_INTERVAL_NS_STAT);
+        let (failures, failed) = match stacks {
+            Stacks::Python => (names::FAILED_SAMPLES_STAT, self.recorded.failed_samples),
+            Stacks::Native => (names::LOST_SAMPLES_STAT, self.recorded.native_lost),
+        };
+        let failed_key = plane.stat_key(failures);
+        plane.set_plane_stats(vec![
+            (interval_key, StatValue::Uint(self.interval_ns as u64)),
+            (failed_key, StatValue::Uint(failed)),
+        ]);
+        for ((pid, tid), points) in threads {
+            let name = self.recorded.thread_names.get(&(pid, tid)).map_or("thread", String::as_str);
+            let mut line = Line::new(i64::from(tid), format!("{name} (pid {pid}, tid {tid})"));
+            for run in self.of_thread(&points) {
+                self.push_run(&mut plane, stacks, &keys, &mut line, &run);
+            }
+            plane.push_line(line);
+        }
+        plane.finish()
     }
-    let mut builder = PythonPlane { recorded, plane, keys, start_ns, stop_ns, interval_ns };
-    for ((pid, tid), samples) in threads {
-        let line = builder.thread_line(pid, tid, &samples);
-        builder.plane.push_line(line);
-    }
-    builder.plane.finish()
-}
 
-impl PythonPlane<'_> {
-    fn thread_line(&mut self, pid: u32, tid: u32, samples: &[&Sample]) -> Line {
-        let name = self.recorded.thread_names.get(&(pid, tid)).map_or("thread", String::as_str);
-        let mut line = Line::new(i64::from(tid), format!("{name} (pid {pid}, tid {tid})"));
+    /// The runs of one thread's samples (in time order), parents before their children.
+    fn of_thread(&self, points: &[Point]) -> Vec<Run> {
         let mut open: Vec<Run> = Vec::new();
         let mut closed: Vec<Run> = Vec::new();
         let mut previous_ns = None;
-        for sample in samples {
-            if previous_ns.is_some_and(|p| sample.at_ns - p > GAP_INTERVALS * self.interval_ns) {
+        for point in points {
+            if previous_ns.is_some_and(|p| point.at_ns - p > GAP_INTERVALS * self.interval_ns) {
                 self.close(&mut open, 0, None, &mut closed);
             }
-            let stack = self.recorded.frames.stack_at(sample.stack);
+            let stack = self.recorded.frames.stack_at(point.stack);
             let kept = open.iter().zip(stack).take_while(|(run, frame)| run.frame == **frame).count();
-            self.close(&mut open, kept, Some(sample.at_ns), &mut closed);
+            self.close(&mut open, kept, Some(point.at_ns), &mut closed);
             for (depth, &frame) in stack.iter().enumerate().skip(kept) {
-                let at = sample.at_ns;
+                let at = point.at_ns;
                 open.push(Run { frame, depth, start_ns: at, last_ns: at, samples: 0, gil: 0, native: 0, idle: 0 });
             }
             for run in &mut open {
-                run.last_ns = sample.at_ns;
+                run.last_ns = point.at_ns;
                 run.samples += 1;
-                match sample.state {
-                    ThreadState::Gil => run.gil += 1,
-                    ThreadState::Native => run.native += 1,
-                    ThreadState::Idle => run.idle += 1,
+                match point.state {
+                    Some(ThreadState::Gil) => run.gil += 1,
+                    Some(ThreadState::Native) => run.native += 1,
+                    Some(ThreadState::Idle) => run.idle += 1,
+                    None => {}
                 }
             }
-            previous_ns = Some(sample.at_ns);
+            previous_ns = Some(point.at_ns);
         }
         self.close(&mut open, 0, None, &mut closed);
         // Parents before their children: by start, then longest first, then outermost.
         closed.sort_by_key(|run| (run.start_ns, std::cmp::Reverse(run.last_ns), run.depth));
-        for run in closed {
-            self.push_run(&mut line, &run);
-        }
-        line
+        closed
     }
 
     /// Closes the open runs from depth `keep` on: each ends one interval after its last
@@ -141,14 +197,21 @@ impl PythonPlane<'_> {
         }
     }
 
-    fn push_run(&mut self, line: &mut Line, run: &Run) {
+    fn push_run(&self, plane: &mut PlaneBuilder, stacks: Stacks, keys: &[u32], line: &mut Line, run: &Run) {
         let Some(frame) = self.recorded.frames.frame_at(run.frame) else { return };
-        let metadata = self.plane.event_metadata(&frame.label(), run.frame, |plane| {
+        let label = match stacks {
+            Stacks::Python => frame.label(),
+            Stacks::Native => native_label(frame),
+        };
+        let metadata = plane.event_metadata(&label, run.frame, |plane| {
             let function = plane.stat_key(names::FUNCTION_STAT);
             let file = plane.stat_key(names::FILE_STAT);
             let short_file = plane.stat_key(names::SHORT_FILE_STAT);
-            let line = plane.stat_key(names::LINE_NUMBER_STAT);
-            let mut stats = vec![(line, StatValue::Uint(u64::from(frame.line)))];
+            let mut stats = Vec::new();
+            if stacks == Stacks::Python {
+                let line = plane.stat_key(names::LINE_NUMBER_STAT);
+                stats.push((line, StatValue::Uint(u64::from(frame.line))));
+            }
             for (key, text) in [(function, &frame.function), (file, &frame.file), (short_file, &frame.short_file)] {
                 if let Ok(value) = plane.metadata_str(text) {
                     stats.push((key, value));
@@ -156,13 +219,21 @@ impl PythonPlane<'_> {
             }
             stats
         });
-        let [samples, gil, native, idle] = self.keys;
-        for (key, value) in [(samples, run.samples), (gil, run.gil), (native, run.native), (idle, run.idle)] {
+        for (&key, value) in keys.iter().zip([run.samples, run.gil, run.native, run.idle]) {
             line.stats.push(key, StatValue::Uint(value));
         }
         let offset = run.start_ns.saturating_sub(self.start_ns).saturating_mul(PS_PER_NS);
         let duration = run.last_ns.saturating_sub(run.start_ns).saturating_mul(PS_PER_NS);
         line.push_event(metadata, offset, duration);
+    }
+}
+
+/// How a timeline names a native frame: `function (module)`.
+fn native_label(frame: &Frame) -> String {
+    if frame.short_file.is_empty() || frame.function.starts_with(&*frame.short_file) {
+        frame.function.to_string()
+    } else {
+        format!("{} ({})", frame.function, frame.short_file)
     }
 }
 
@@ -204,7 +275,7 @@ fn counter_line_name(recorded: &Recorded, source: Source) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sampling::store::{Counter, Frame, Frames, Reading};
+    use crate::sampling::store::{Counter, Frame, Frames, NativeSample, Reading, Sample};
 
     fn frame(frames: &mut Frames, function: &str) -> u32 {
         frames.frame(Frame { function: function.into(), file: "/w/t.py".into(), short_file: "t.py".into(), line: 1 })
@@ -260,6 +331,44 @@ mod tests {
                 ("step (t.py:1)".to_string(), 140, 10, 1),
             ]
         );
+    }
+
+    #[test]
+    fn native_samples_become_runs_on_their_own_plane() {
+        let mut recorded = Recorded::default();
+        let native = |frames: &mut Frames, function: &str| {
+            frames.frame(Frame {
+                function: function.into(),
+                file: "/usr/lib/libz.so.1".into(),
+                short_file: "libz.so.1".into(),
+                line: 0,
+            })
+        };
+        let deflate = native(&mut recorded.frames, "deflate");
+        let slow = native(&mut recorded.frames, "libz.so.1+0x3c40");
+        let stack = recorded.frames.stack(&[deflate, slow]);
+        // Out of order across threads and within one (rings are read a tick late).
+        recorded.native_samples = vec![
+            NativeSample { at_ns: 1010, pid: 7, tid: 9, stack },
+            NativeSample { at_ns: 1000, pid: 7, tid: 9, stack },
+            NativeSample { at_ns: 1000, pid: 7, tid: 8, stack },
+        ];
+        recorded.native_lost = 3;
+        let host = to_host(&recorded, "h", 1000, 2000, 10);
+        assert_eq!(host.planes.len(), 1);
+        let plane = &host.planes[0];
+        assert_eq!(plane.name, names::NATIVE_PLANE);
+        assert_eq!(plane.plane_stat(names::LOST_SAMPLES_STAT), Some(StatValue::Uint(3)));
+        assert_eq!(plane.lines.len(), 2);
+        assert_eq!(plane.lines[1].name, "thread (pid 7, tid 9)");
+        assert_eq!(
+            events(&host),
+            [("deflate (libz.so.1)".to_string(), 0, 10, 1), ("libz.so.1+0x3c40".to_string(), 0, 10, 1)]
+        );
+        let runs: Vec<i64> = plane.lines[1].iter().map(|e| e.duration_ps() / PS_PER_NS).collect();
+        assert_eq!(runs, [20, 20]);
+        assert!(plane.find_stat_key(names::GIL_SAMPLES_STAT).is_none());
+        assert!(host.warnings.iter().any(|w| w.contains("lost 3 native stack samples")), "{:?}", host.warnings);
     }
 
     #[test]

@@ -1,15 +1,20 @@
 //! Sampling a job from outside, with no code in it: the Python stacks of every thread
-//! of every Python process in the job's process tree (py-spy, [`python`]), each
-//! process's CPU, memory and storage I/O from `/proc` ([`procfs`]), and the NVIDIA GPUs'
-//! counters where a driver is installed ([`crate::nvml`]), recorded into a bounded
-//! [`store`] that windows are cut from and laid out as XSpace planes ([`layout`]).
+//! of every Python process in the job's process tree (py-spy, [`python`]), the native
+//! stacks of every thread of every process of it where the kernel allows
+//! `perf_event_open` ([`native`]), each process's CPU, memory and storage I/O from
+//! `/proc` ([`procfs`]), and the NVIDIA GPUs' counters where a driver is installed
+//! ([`crate::nvml`]), recorded into a bounded [`store`] that windows are cut from and
+//! laid out as XSpace planes ([`layout`]).
 //!
-//! One thread does it all, at the sampling rate; whatever fails (a process that is not
-//! Python, one that exits, a read that races the interpreter) costs that process or
-//! that sample, and says so once in a note, never more.
+//! One thread does it all, at the sampling rate (the kernel takes native samples on its
+//! own; the thread empties their ring buffers each tick); whatever fails (a process
+//! that is not Python, one that exits, a read that races the interpreter, a kernel that
+//! refuses perf events) costs that process or that sample, and says so once in a note,
+//! never more.
 
 pub mod file;
 pub mod layout;
+pub mod native;
 pub mod procfs;
 pub mod python;
 pub mod store;
@@ -22,6 +27,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::nvml::{GpuReading, Nvml};
+use native::NativeSampler;
 use python::PythonProcess;
 use store::{Counter, Reading, Recorded, Source, Store};
 
@@ -158,6 +164,8 @@ struct Sampling {
     ticks_per_second: f64,
     page_size: f64,
     gpus: Gpus,
+    /// Native stacks, while the kernel allows them.
+    native: Option<NativeSampler>,
 }
 
 impl Sampling {
@@ -171,6 +179,7 @@ impl Sampling {
             ticks_per_second: procfs::ticks_per_second() as f64,
             page_size: procfs::page_size() as f64,
             gpus: Gpus::NotTried,
+            native: (options.hz > 0).then(|| NativeSampler::new(options.hz.min(MAX_HZ))),
         }
     }
 
@@ -189,6 +198,7 @@ impl Sampling {
             }
             if self.options.hz > 0 {
                 self.sample_stacks();
+                self.sample_native();
             }
             if now >= next_counters {
                 self.read_counters();
@@ -203,6 +213,8 @@ impl Sampling {
             }
             std::thread::sleep(next_sample - now);
         }
+        // What the kernel sampled since the last tick, and in the threads that ended.
+        self.sample_native();
     }
 
     /// Adds new processes of the tree and drops exited ones; false once the root and all
@@ -210,6 +222,11 @@ impl Sampling {
     fn look_at_tree(&mut self, now: Instant) -> bool {
         let tree = procfs::process_tree(self.root);
         let alive: Vec<u32> = tree.into_iter().filter(|&pid| procfs::process_stat(pid).is_some()).collect();
+        if let Some(native) = &mut self.native {
+            for pid in self.watched.keys().filter(|pid| !alive.contains(pid)) {
+                native.forget(*pid);
+            }
+        }
         self.watched.retain(|pid, _| alive.contains(pid));
         self.last.retain(|pid, _| alive.contains(pid));
         for &pid in &alive {
@@ -220,6 +237,12 @@ impl Sampling {
                 Some(Watched::Counted { exe: known } | Watched::Attaching { exe: known, .. }) => *known != exe,
                 Some(Watched::Python(_)) => false,
             };
+            if restart && let Some(native) = &mut self.native {
+                native.exec(pid);
+            }
+            if let Some(native) = &mut self.native {
+                native.watch(pid, &procfs::thread_ids(pid));
+            }
             if restart {
                 let watched = if self.options.hz > 0 && procfs::maps_python(pid) {
                     Watched::Attaching {
@@ -285,6 +308,22 @@ impl Sampling {
                 store.name_thread(thread.sample.pid, thread.sample.tid, name);
             }
             store.push_sample(thread.sample);
+        }
+    }
+
+    /// Records what the kernel sampled since the last tick; naming new addresses (which
+    /// reads ELF files) happens before the store is locked.
+    fn sample_native(&mut self) {
+        let Some(native) = &mut self.native else { return };
+        let batch = native.drain();
+        let resolved = native.resolve(&batch);
+        let now_ns = mlprof_cupti::wire::realtime_ns();
+        native.record(batch, resolved, now_ns, &mut self.shared.store());
+        for note in native.take_notes() {
+            self.shared.note(note);
+        }
+        if native.is_off() {
+            self.native = None;
         }
     }
 

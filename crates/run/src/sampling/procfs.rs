@@ -53,6 +53,12 @@ pub fn thread_stats(pid: u32) -> HashMap<u32, Stat> {
         .collect()
 }
 
+/// The ids of `pid`'s threads (`/proc/PID/task`); empty once it is gone.
+pub fn thread_ids(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
+    tasks.filter_map(Result::ok).filter_map(|task| task.file_name().to_str()?.parse().ok()).collect()
+}
+
 /// Bytes a process caused to be read from and written to storage
 /// (`/proc/PID/io` `read_bytes`, `write_bytes`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -181,6 +187,7 @@ mod tests {
         let stat = process_stat(me).unwrap();
         assert!(stat.rss_pages > 0);
         assert!(thread_stats(me).contains_key(&me));
+        assert!(thread_ids(me).contains(&me));
         assert_eq!(process_tree(me).first(), Some(&me));
         assert!(!maps_python(me));
         let child = std::process::Command::new("sleep").arg("5").spawn().unwrap();

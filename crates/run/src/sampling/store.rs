@@ -1,7 +1,9 @@
-//! What the sampler has recorded and not yet forgotten: Python stack samples and
-//! counter readings, in time order, with frames and stacks interned so a sample is a
-//! few integers. Memory is bounded: past [`MAX_SAMPLES`] samples or [`MAX_READINGS`]
-//! readings the oldest go first, and past [`MAX_FRAMES`] distinct frames or
+//! What the sampler has recorded and not yet forgotten: Python and native stack samples
+//! and counter readings, in time order, with frames and stacks interned so a sample is a
+//! few integers (a native frame is a function in a module: `file` is the module's path,
+//! `line` 0). Memory is bounded: past [`MAX_SAMPLES`] Python or
+//! [`MAX_NATIVE_SAMPLES`] native samples or [`MAX_READINGS`] readings the oldest go
+//! first, and past [`MAX_FRAMES`] distinct frames or
 //! [`MAX_STACKS`] distinct stacks new ones become one placeholder frame.
 
 use std::collections::{HashMap, VecDeque};
@@ -9,6 +11,8 @@ use std::sync::Arc;
 
 /// The most samples kept (24 bytes each: about 96 MiB).
 pub const MAX_SAMPLES: usize = 4_000_000;
+/// The most native stack samples kept (24 bytes each: about 48 MiB).
+pub const MAX_NATIVE_SAMPLES: usize = 2_000_000;
 /// The most counter readings kept (32 bytes each: about 64 MiB).
 pub const MAX_READINGS: usize = 2_000_000;
 /// The most distinct frames (function, file, line) kept.
@@ -62,6 +66,19 @@ pub struct Sample {
     pub stack: u32,
     /// What the thread was doing.
     pub state: ThreadState,
+}
+
+/// One thread's native stack at one moment (taken by the kernel while it ran).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NativeSample {
+    /// When, Unix epoch nanoseconds.
+    pub at_ns: i64,
+    /// Process id.
+    pub pid: u32,
+    /// OS thread id.
+    pub tid: u32,
+    /// The stack (an index into [`Frames::stack`]), outermost first.
+    pub stack: u32,
 }
 
 /// What a counter reading is of.
@@ -217,6 +234,7 @@ pub struct Store {
     /// The interned frames and stacks.
     pub frames: Frames,
     samples: VecDeque<Sample>,
+    native: VecDeque<NativeSample>,
     readings: VecDeque<Reading>,
     /// Thread names by `(pid, tid)`.
     thread_names: HashMap<(u32, u32), String>,
@@ -226,6 +244,10 @@ pub struct Store {
     pub samples_dropped: u64,
     /// Samples that could not be read (the process was between states).
     pub failed_samples: u64,
+    /// Native samples dropped because [`MAX_NATIVE_SAMPLES`] were held.
+    pub native_dropped: u64,
+    /// Native samples the kernel could not hand over (its ring buffer was full).
+    pub native_lost: u64,
 }
 
 /// What a window holds: everything recorded in it, detached from the store.
@@ -235,6 +257,8 @@ pub struct Recorded {
     pub frames: Frames,
     /// Samples in time order.
     pub samples: Vec<Sample>,
+    /// Native samples, each thread's in time order.
+    pub native_samples: Vec<NativeSample>,
     /// Readings in time order.
     pub readings: Vec<Reading>,
     /// Thread names by `(pid, tid)`.
@@ -245,6 +269,10 @@ pub struct Recorded {
     pub failed_samples: u64,
     /// Samples dropped for memory, in the whole run so far.
     pub samples_dropped: u64,
+    /// Native samples dropped for memory, in the whole run so far.
+    pub native_dropped: u64,
+    /// Native samples the kernel lost, in the whole run so far.
+    pub native_lost: u64,
 }
 
 impl Recorded {
@@ -254,8 +282,12 @@ impl Recorded {
         let threads: std::collections::HashSet<(u32, u32)> = self.samples.iter().map(|s| (s.pid, s.tid)).collect();
         let processes: std::collections::HashSet<u32> = self.samples.iter().map(|s| s.pid).collect();
         let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let native = match self.native_samples.len() {
+            0 => String::new(),
+            n => format!(", {}", plural(n, "native stack sample", "native stack samples")),
+        };
         format!(
-            "{} of {} in {}, {}",
+            "{} of {} in {}{native}, {}",
             plural(self.samples.len(), "Python stack sample", "Python stack samples"),
             plural(threads.len(), "thread", "threads"),
             plural(processes.len(), "process", "processes"),
@@ -272,6 +304,15 @@ impl Store {
             self.samples_dropped += 1;
         }
         self.samples.push_back(sample);
+    }
+
+    /// Records a native sample (dropping the oldest past [`MAX_NATIVE_SAMPLES`]).
+    pub fn push_native(&mut self, sample: NativeSample) {
+        if self.native.len() >= MAX_NATIVE_SAMPLES {
+            self.native.pop_front();
+            self.native_dropped += 1;
+        }
+        self.native.push_back(sample);
     }
 
     /// Records a reading (dropping the oldest past [`MAX_READINGS`]).
@@ -307,18 +348,25 @@ impl Store {
         Recorded {
             frames: self.frames.clone(),
             samples: self.samples.iter().filter(|s| in_window(s.at_ns)).copied().collect(),
+            native_samples: self.native.iter().filter(|s| in_window(s.at_ns)).copied().collect(),
             readings: self.readings.iter().filter(|r| in_window(r.at_ns)).copied().collect(),
             thread_names: self.thread_names.clone(),
             process_names: self.process_names.clone(),
             failed_samples: self.failed_samples,
             samples_dropped: self.samples_dropped,
+            native_dropped: self.native_dropped,
+            native_lost: self.native_lost,
         }
     }
 
-    /// Forgets every sample and reading before `before_ns`.
+    /// Forgets every sample and reading before `before_ns` (native samples arrive a tick
+    /// late and threads out of step, so a few older ones may stay a little longer).
     pub fn forget_before(&mut self, before_ns: i64) {
         while self.samples.front().is_some_and(|s| s.at_ns < before_ns) {
             self.samples.pop_front();
+        }
+        while self.native.front().is_some_and(|s| s.at_ns < before_ns) {
+            self.native.pop_front();
         }
         while self.readings.front().is_some_and(|r| r.at_ns < before_ns) {
             self.readings.pop_front();
@@ -359,6 +407,7 @@ mod tests {
         let mut store = Store::default();
         for at in 0..10 {
             store.push_sample(Sample { at_ns: at * 10, pid: 1, tid: 1, stack: 0, state: ThreadState::Gil });
+            store.push_native(NativeSample { at_ns: at * 10, pid: 1, tid: 2, stack: 0 });
             store.push_reading(Reading {
                 at_ns: at * 10,
                 source: Source::Process(1),
@@ -369,7 +418,10 @@ mod tests {
         let window = store.window(20, 50);
         assert_eq!(window.samples.iter().map(|s| s.at_ns).collect::<Vec<_>>(), [20, 30, 40, 50]);
         assert_eq!(window.readings.len(), 4);
+        assert_eq!(window.native_samples.len(), 4);
+        assert!(window.summary().contains(", 4 native stack samples, 4 counter readings"), "{}", window.summary());
         store.forget_before(75);
         assert_eq!(store.sample_count(), 2);
+        assert_eq!(store.window(0, 1000).native_samples.len(), 2);
     }
 }
