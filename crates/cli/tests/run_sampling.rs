@@ -170,3 +170,57 @@ fn gpu_counters_from_nvml_land_on_the_counters_plane() {
     }
     assert!(names.iter().any(|n| n.starts_with("python3 (pid ") && n.ends_with(": CPU (%)")), "{names:?}");
 }
+
+/// A job burning CPU in C (OpenSSL's PBKDF2 and zlib, without the GIL): the kernel's
+/// samples name the functions, and the `python` tool's native section lists them. Where
+/// the kernel refuses `perf_event_open` the run says so in one line and the test says
+/// SKIPPED, unless `CI` or `MLPROF_REQUIRE_PEERS` is set.
+#[test]
+fn native_stacks_name_the_c_functions_a_job_spends_its_time_in() {
+    let test = "native_stacks_name_the_c_functions_a_job_spends_its_time_in";
+    let logdir = tempfile::tempdir().expect("temp dir");
+    let job = "import hashlib, time, zlib\n\
+               data = bytes(range(256)) * 4000\n\
+               end = time.time() + 2\n\
+               while time.time() < end:\n\
+               \x20   hashlib.pbkdf2_hmac('sha256', b'pw', b'salt', 20000)\n\
+               \x20   zlib.compress(data, 9)\n";
+    let out = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .arg("run")
+        .arg("--logdir")
+        .arg(logdir.path())
+        .args(["--duration", "2s", "--", "python3", "-c", job])
+        .output()
+        .expect("mlprof runs");
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    if let Some(refused) = err.lines().find(|l| l.contains("no native stacks:")) {
+        if let Some(var) = ["MLPROF_REQUIRE_PEERS", "CI"].into_iter().find(|v| std::env::var_os(v).is_some()) {
+            panic!("{test}: the kernel refused native sampling, but {var} is set: {refused}");
+        }
+        eprintln!("{test}: SKIPPED: {refused}");
+        return;
+    }
+    assert_eq!(err.matches("native stacks: sampling every thread's CPU time at 100 Hz").count(), 1, "{err}");
+    assert!(err.contains("native stack samples"), "{err}");
+
+    let tool = python_tool(logdir.path());
+    assert!(tool["native_samples"].as_u64().is_some_and(|n| n > 50), "{}", tool["native_samples"]);
+    let rows = tool["native"].as_array().expect("native rows");
+    let named: Vec<(&str, &str)> = rows
+        .iter()
+        .filter(|r| r["self_samples"].as_u64() > Some(0))
+        .filter_map(|r| Some((r["function"].as_str()?, r["module"].as_str()?)))
+        .collect();
+    // A function with a symbol in the libraries doing the work (or in the interpreter).
+    let in_c = |module: &str| ["libcrypto", "libz", "libpython", "python"].iter().any(|m| module.starts_with(m));
+    assert!(named.iter().any(|&(function, module)| in_c(module) && !function.contains("+0x")), "{named:?}");
+    let hot_modules =
+        named.iter().take(5).filter(|(_, module)| module.starts_with("libcrypto") || module.starts_with("libz"));
+    assert!(hot_modules.count() > 0, "the top functions are OpenSSL's or zlib's: {named:?}");
+
+    let table = ok_stdout(common::mlprof(&["analyze", &logdir.path().display().to_string(), "--tool", "python"]));
+    assert!(table.contains("## Native code by self samples"), "{table}");
+    let info = ok_stdout(common::mlprof(&["info", &logdir.path().display().to_string()]));
+    assert!(info.contains("/host:native"), "{info}");
+}
