@@ -22,6 +22,8 @@ pub fn candidate_tools(format: SourceFormat) -> Vec<&'static str> {
     served_tools()
         .filter(|tool| match tool.spec().availability {
             Availability::KinetoGpuEvents => format == SourceFormat::Kineto,
+            // mlprof writes its samples as XSpace.
+            Availability::Plane(_) => format == SourceFormat::Xspace,
             Availability::Never => false,
             _ => true,
         })

@@ -106,7 +106,7 @@ fn runs_are_listed_and_a_read_run_lists_exactly_its_tools() {
         json!([{"name": "2026_11_21_19_24_08", "format": "xspace", "hosts": ["vm"],
                 "tools": ["overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats",
                           "memory_profile", "pod_viewer", "tf_data_bottleneck_analysis", "transfers", "steps",
-                          "trace_viewer"],
+                          "python", "trace_viewer"],
                 "tools_exact": false}])
     );
     let exact = json!({"name": "2026_11_21_19_24_08", "format": "xspace", "hosts": ["vm"],
