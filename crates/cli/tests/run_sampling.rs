@@ -201,7 +201,7 @@ fn native_stacks_name_the_c_functions_a_job_spends_its_time_in() {
         eprintln!("{test}: SKIPPED: {refused}");
         return;
     }
-    assert_eq!(err.matches("native stacks: sampling every thread's CPU time at 100 Hz").count(), 1, "{err}");
+    assert_eq!(err.matches("sampling native stacks of every thread at 100 Hz").count(), 1, "{err}");
     assert!(err.contains("native stack samples"), "{err}");
 
     let tool = python_tool(logdir.path());

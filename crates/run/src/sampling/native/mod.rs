@@ -116,7 +116,7 @@ impl NativeSampler {
             }
             if self.rings.len() >= MAX_THREADS {
                 self.say_once("threads", format!(
-                    "native stacks: sampling the first {MAX_THREADS} threads only (one descriptor and ring buffer each)"
+                    "sampling native stacks: of the first {MAX_THREADS} threads only (one descriptor and ring buffer each)"
                 ));
                 return;
             }
@@ -144,7 +144,7 @@ impl NativeSampler {
             Ok((ring, clock)) => {
                 if self.state == State::Untried {
                     self.notes.push(format!(
-                        "native stacks: sampling every thread's CPU time at {} Hz with perf_event_open (user space; \
+                        "sampling native stacks of every thread at {} Hz of its CPU time (perf_event_open, user space; \
                          callers only through frame pointers, so code built without them shows its innermost function)",
                         self.hz
                     ));
@@ -163,7 +163,7 @@ impl NativeSampler {
                 // descriptors or locked memory): said once.
                 self.say_once(
                     "refused",
-                    format!("native stacks: not for some threads (pid {pid}, tid {tid}: {})", failure.why()),
+                    format!("sampling native stacks: not for some threads (pid {pid}, tid {tid}: {})", failure.why()),
                 );
             }
         }
@@ -200,7 +200,7 @@ impl NativeSampler {
         if self.pending.throttled > 0 {
             self.say_once(
                 "throttled",
-                "native stacks: the kernel throttled sampling \
+                "sampling native stacks: the kernel throttled sampling \
                                         (kernel.perf_event_max_sample_rate); some samples are missing"
                     .to_string(),
             );
@@ -285,7 +285,7 @@ impl NativeSampler {
             self.say_once(
                 "symbols",
                 format!(
-                    "native stacks: {} function symbols read, mlprof's limit: code in libraries read later is named \
+                    "sampling native stacks: {} function symbols read, mlprof's limit: code in libraries read later is named \
                  module+0xADDRESS",
                     symbols::MAX_CACHED_ENTRIES
                 ),
