@@ -100,8 +100,9 @@ impl NativeSampler {
     /// Samples the threads `tids` of `pid` (those not sampled yet), and stops sampling
     /// its threads that are gone.
     pub fn watch(&mut self, pid: u32, tids: &[u32]) {
+        let alive: HashSet<u32> = tids.iter().copied().collect();
         let gone: Vec<(u32, u32)> =
-            self.rings.keys().filter(|&&(p, t)| p == pid && !tids.contains(&t)).copied().collect();
+            self.rings.keys().filter(|&&(p, t)| p == pid && !alive.contains(&t)).copied().collect();
         for key in gone {
             if let Some(mut ring) = self.rings.remove(&key) {
                 self.read(&mut ring);
