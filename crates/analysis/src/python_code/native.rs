@@ -17,6 +17,9 @@ use crate::report::{Cell, Section, Table};
 
 /// Native functions shown in the report (the JSON has them all).
 const SHOWN: usize = 100;
+/// Function names longer than this (characters) are shortened in the report, as HTA
+/// shortens kernel names (the JSON has them whole).
+const SHOWN_CHARS: usize = 80;
 
 /// One native function.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
@@ -106,7 +109,7 @@ impl PythonCode {
         let shown = self.native.iter().filter(|r| r.self_samples > 0);
         for row in shown.clone().take(SHOWN) {
             table.push(vec![
-                Cell::text(&row.function),
+                Cell::text(shown_name(&row.function)),
                 Cell::text(&row.module),
                 Cell::Int(row.self_samples as i64),
                 Cell::num(percent(row.self_samples, self.native_samples), 1),
@@ -124,6 +127,20 @@ impl PythonCode {
         }
         Some(section.with_table(table))
     }
+}
+
+/// `function` as the table shows it: without its template and argument lists when
+/// long (C++ names run to pages), and at most [`SHOWN_CHARS`] characters.
+fn shown_name(function: &str) -> String {
+    if function.chars().count() <= SHOWN_CHARS {
+        return function.to_string();
+    }
+    let short = crate::trace_diff::shorten_name(function);
+    let mut shown: String = short.chars().take(SHOWN_CHARS).collect();
+    if short.chars().count() > SHOWN_CHARS {
+        shown.push('…');
+    }
+    shown
 }
 
 #[cfg(test)]
@@ -181,6 +198,15 @@ mod tests {
         let section = code.native_section().unwrap();
         assert_eq!(section.title, "Native code by self samples");
         assert!(section.notes[0].starts_with("10 native samples"), "{:?}", section.notes);
+    }
+
+    #[test]
+    fn long_cpp_names_are_shortened_in_the_table_only() {
+        let long = "void at::native::templates::cpu::normal_kernel<at::CPUGeneratorImpl*>(at::TensorBase const&, \
+                    double, double, at::CPUGeneratorImpl*)";
+        assert_eq!(shown_name(long), "at::native::templates::cpu::normal_kernel");
+        assert_eq!(shown_name("deflate"), "deflate");
+        assert_eq!(shown_name(&"x".repeat(200)).chars().count(), SHOWN_CHARS + 1);
     }
 
     #[test]
