@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use mlprof_capture::untrusted::display_safe;
 use mlprof_run::attach::{AttachOptions, attach};
 
 use crate::Failure;
@@ -44,13 +43,8 @@ pub fn run(args: AttachArgs) -> Result<(), Failure> {
         host: mlprof_capture::server::hostname(),
         sample_hz: args.sample_hz,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::input(format!("starting mlprof's runtime: {e}")))?;
-    // Lines may quote what the process holds (its thread names, a server's errors).
-    let say = |line: String| eprintln!("mlprof: {}", display_safe(&line));
+    let runtime = crate::run::runtime()?;
+    let say = crate::run::say;
     let stop = async {
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;

@@ -85,13 +85,7 @@ pub fn run(args: RunArgs, verbose: bool) -> Result<(), Failure> {
         device_tracer: if args.device_tracer == "cupti" { DeviceTracer::Cupti } else { DeviceTracer::Auto },
         sample_hz: args.sample_hz,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::input(format!("starting mlprof's runtime: {e}")))?;
-    // Lines may quote what the job wrote (its hook errors, trace paths).
-    let say = |line: String| eprintln!("mlprof: {}", display_safe(&line));
+    let runtime = runtime()?;
     let program = options.argv.first().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
     let outcome = runtime.block_on(run_job(&options, &say)).map_err(|e| {
         // As a shell reports a command it cannot start: 127 not found, 126 not executable.
@@ -119,4 +113,20 @@ pub fn run(args: RunArgs, verbose: bool) -> Result<(), Failure> {
         0 => Ok(()),
         code => Err(Failure::quiet(code)),
     }
+}
+
+/// The runtime of `mlprof run` and `mlprof attach`: two worker threads (mlprof shares the
+/// machine with the job), timers and sockets on.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::input(format!("starting mlprof's runtime: {e}")))
+}
+
+/// Prints one of mlprof's lines on stderr, `mlprof: ` first so it stands out among the
+/// job's; what the job or a process wrote, which lines may quote, is made safe to print.
+pub(crate) fn say(line: String) {
+    eprintln!("mlprof: {}", display_safe(&line));
 }

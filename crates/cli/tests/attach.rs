@@ -10,7 +10,7 @@ use std::process::{Child, Command, Output, Stdio};
 mod common;
 mod peers;
 
-use common::{mlprof, ok_stdout};
+use common::mlprof;
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -49,12 +49,6 @@ fn start_hot_loop(seconds: &str) -> Job {
     Job(child)
 }
 
-/// The `python` tool's JSON for `dir`.
-fn python_tool(dir: &Path) -> serde_json::Value {
-    let json = ok_stdout(mlprof(&["analyze", &dir.display().to_string(), "--tool", "python", "--format", "json"]));
-    serde_json::from_str(&json).expect("JSON")
-}
-
 #[test]
 fn a_running_python_process_is_sampled_and_its_hot_function_named() {
     let job = start_hot_loop("30");
@@ -64,7 +58,7 @@ fn a_running_python_process_is_sampled_and_its_hot_function_named() {
     assert!(out.status.success(), "{err}");
     assert!(err.contains("sampling Python 3.") && err.contains("analyze with: mlprof analyze "), "{err}");
     assert!(err.contains("no framework trace: it listens on no port"), "{err}");
-    let tool = python_tool(logdir.path());
+    let tool = peers::python_tool(logdir.path());
     assert_eq!(tool["lines"][0]["function"], "hot_spin", "{tool:#}");
     // Attaching costs the process nothing lasting: it is still running.
     let mut job = job;
@@ -100,7 +94,7 @@ fn a_jax_job_serving_the_profiler_is_captured_with_its_samples_in_its_steps() {
     assert!(err.contains("profiler server 127.0.0.1:"), "{err}");
     let sessions: Vec<_> = std::fs::read_dir(logdir.path().join("plugins/profile")).expect("sessions").collect();
     assert_eq!(sessions.len(), 1, "one session: {err}");
-    let tool = python_tool(logdir.path());
+    let tool = peers::python_tool(logdir.path());
     let steps = tool["steps"].as_array().expect("steps");
     assert!(steps.len() >= 2, "the JAX job's train steps: {tool:#}\n{err}");
     let counted: u64 = steps.iter().filter_map(|s| s["running_samples"].as_u64()).sum();

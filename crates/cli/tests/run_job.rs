@@ -92,9 +92,8 @@ fn a_plain_pytorch_loop_is_traced_through_kineto_on_demand() {
 
     // Sampled from outside meanwhile: the loop's Python, and the DataLoader's two worker
     // processes.
-    let json =
-        ok_stdout(mlprof(&["analyze", &logdir.path().display().to_string(), "--tool", "python", "--format", "json"]));
-    let python: Value = serde_json::from_str(&json).expect("JSON");
+    let python = peers::python_tool(logdir.path());
+    let json = python.to_string();
     let lines = python["lines"].as_array().expect("lines");
     let in_loop = |function: &str| {
         lines.iter().any(|l| {
@@ -104,12 +103,7 @@ fn a_plain_pytorch_loop_is_traced_through_kineto_on_demand() {
         })
     };
     assert!(in_loop("main") && in_loop("prefetch"), "{json}");
-    let pids: std::collections::HashSet<&str> = python["threads"]
-        .as_array()
-        .expect("threads")
-        .iter()
-        .filter_map(|t| t["thread"].as_str()?.split("(pid ").nth(1)?.split(',').next())
-        .collect();
+    let pids = peers::sampled_pids(&python);
     assert!(pids.len() >= 3, "the job and its 2 DataLoader workers: {pids:?}\n{err}");
 }
 

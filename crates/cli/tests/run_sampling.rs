@@ -27,13 +27,6 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// The `python` tool's JSON for `logdir`.
-fn python_tool(logdir: &Path) -> serde_json::Value {
-    let json =
-        ok_stdout(common::mlprof(&["analyze", &logdir.display().to_string(), "--tool", "python", "--format", "json"]));
-    serde_json::from_str(&json).expect("JSON")
-}
-
 /// The function with the most self samples.
 fn hottest(tool: &serde_json::Value) -> String {
     tool["lines"][0]["function"].as_str().unwrap_or_default().to_string()
@@ -49,7 +42,7 @@ fn a_plain_python_job_is_sampled_and_its_hot_function_named() {
     assert!(err.contains("sampling Python 3.") && err.contains("stacks at 100 Hz"), "{err}");
     assert!(err.contains("_python.xplane.pb"), "{err}");
 
-    let tool = python_tool(logdir.path());
+    let tool = peers::python_tool(logdir.path());
     assert_eq!(hottest(&tool), "hot_spin", "{tool:#}");
     assert!(tool["lines"][0]["short_file"].as_str().is_some_and(|f| f.ends_with("python_hot_loop.py")));
     // 2 s at 100 Hz of 2 threads, less start-up: well over a hundred samples.
@@ -79,16 +72,11 @@ fn forked_workers_are_sampled_too() {
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     assert!(err.matches("stacks at 100 Hz").count() >= 3, "the job and its two workers: {err}");
-    let tool = python_tool(logdir.path());
+    let tool = peers::python_tool(logdir.path());
     let functions: Vec<&str> =
         tool["lines"].as_array().expect("lines").iter().filter_map(|l| l["function"].as_str()).collect();
     assert!(functions.contains(&"worker_spin"), "{functions:?}");
-    let pids: std::collections::HashSet<&str> = tool["threads"]
-        .as_array()
-        .expect("threads")
-        .iter()
-        .filter_map(|t| t["thread"].as_str()?.split("(pid ").nth(1)?.split(',').next())
-        .collect();
+    let pids = peers::sampled_pids(&tool);
     assert!(pids.len() >= 3, "threads of {pids:?}");
 }
 
@@ -204,7 +192,7 @@ fn native_stacks_name_the_c_functions_a_job_spends_its_time_in() {
     assert_eq!(err.matches("sampling native stacks of every thread at 100 Hz").count(), 1, "{err}");
     assert!(err.contains("native stack samples"), "{err}");
 
-    let tool = python_tool(logdir.path());
+    let tool = peers::python_tool(logdir.path());
     assert!(tool["native_samples"].as_u64().is_some_and(|n| n > 50), "{}", tool["native_samples"]);
     let rows = tool["native"].as_array().expect("native rows");
     let named: Vec<(&str, &str)> = rows

@@ -683,11 +683,23 @@ impl State {
         // longer anyone's to trace.
         let alive = |pid: i32| u32::try_from(pid).is_ok_and(|pid| crate::sampling::procfs::process_stat(pid).is_some());
         let announced: Vec<_> = hook.torch_processes().into_iter().filter(|p| alive(p.pid)).collect();
-        for pid in self.torch.announced(&announced, now) {
+        let changes = self.torch.announced(&announced, now);
+        for pid in changes.silent {
+            say(format!(
+                "PyTorch process {pid}: no Kineto poll in {} s although its on-demand mode is on (a PyTorch build \
+                 without it?): rerun with {}=hook to trace it with torch.profiler through the start-up hook",
+                crate::torch_fallback::WAIT.as_secs(),
+                crate::torch_fallback::FORCE_VARIABLE
+            ));
+        }
+        for pid in changes.to_hook {
             let why = if TorchFallback::forced_by_environment() {
                 format!("{}=hook", crate::torch_fallback::FORCE_VARIABLE)
             } else {
-                format!("it has not polled Kineto's on-demand socket in {} s", crate::torch_fallback::WAIT.as_secs())
+                format!(
+                    "Kineto's on-demand mode is off in it, and it has not polled in {} s",
+                    crate::torch_fallback::WAIT.as_secs()
+                )
             };
             say(format!("PyTorch process {pid}: traced with torch.profiler through the start-up hook ({why})"));
         }

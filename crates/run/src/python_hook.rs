@@ -38,6 +38,10 @@ pub struct TorchProcess {
     /// PyTorch's version.
     #[serde(default)]
     pub version: String,
+    /// Kineto's on-demand mode was on in it (`KINETO_USE_DAEMON=1`): the hook then runs
+    /// no thread there and cannot trace it.
+    #[serde(default)]
+    pub kineto_daemon: bool,
 }
 
 /// What mlprof asks the hook of a PyTorch process to record.
@@ -207,7 +211,10 @@ mod tests {
         std::fs::write(dir.path().join("torch-9.ready"), r#"{"pid": 9, "version": "2.11.0"}"#).unwrap();
         std::fs::write(dir.path().join("torch-8.ready"), "garbage").unwrap();
         std::fs::write(dir.path().join("torch-3.ready.tmp"), r#"{"pid": 3}"#).unwrap();
-        assert_eq!(hook.torch_processes(), vec![TorchProcess { pid: 9, version: "2.11.0".into() }]);
+        assert_eq!(
+            hook.torch_processes(),
+            vec![TorchProcess { pid: 9, version: "2.11.0".into(), kineto_daemon: false }]
+        );
         hook.request_torch_trace(9, std::time::Duration::from_millis(1500), Path::new("/s/t.json")).unwrap();
         let request = std::fs::read_to_string(dir.path().join("torch-9.request")).unwrap();
         assert_eq!(request, r#"{"duration_ms":1500,"log_file":"/s/t.json"}"#);

@@ -1,8 +1,11 @@
 //! Which PyTorch processes are traced through the start-up hook's `torch.profiler`
 //! instead of Kineto's on-demand mode: those the hook announced (`torch-PID.ready`) that
-//! have not polled mlprof's Kineto socket within [`WAIT`] of the announcement (a PyTorch
-//! build without the daemon mode, a launcher that dropped `KINETO_USE_DAEMON`), or all
-//! of them when `MLPROF_PYTORCH_TRACER=hook`. Pure bookkeeping over `Instant`s.
+//! have not polled mlprof's Kineto socket within [`WAIT`] of the announcement and run
+//! without the daemon mode (a launcher that dropped `KINETO_USE_DAEMON`), or all of them
+//! when `MLPROF_PYTORCH_TRACER=hook`. A process that has the daemon mode on but never
+//! polls (a PyTorch build without it) cannot be traced by the hook, which runs no thread
+//! beside Kineto's on-demand mode: it is named once, with the variable that would trace
+//! it. Pure bookkeeping over `Instant`s.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -17,9 +20,22 @@ pub const FORCE_VARIABLE: &str = "MLPROF_PYTORCH_TRACER";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Seen {
-    Waiting { since: Instant },
+    Waiting {
+        since: Instant,
+    },
     Kineto,
     Hook,
+    /// Daemon mode on, no poll: said so.
+    Silent,
+}
+
+/// What changed for the announced processes.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Processes the hook traces from now on.
+    pub to_hook: Vec<i32>,
+    /// Processes with the daemon mode on that never polled.
+    pub silent: Vec<i32>,
 }
 
 /// Who traces each PyTorch process.
@@ -50,10 +66,9 @@ impl TorchFallback {
         }
     }
 
-    /// Takes the hook's announcements at `now`; returns the processes that go to the hook
-    /// from now on.
-    pub fn announced(&mut self, processes: &[TorchProcess], now: Instant) -> Vec<i32> {
-        let mut switched = Vec::new();
+    /// Takes the hook's announcements at `now`; returns what changed.
+    pub fn announced(&mut self, processes: &[TorchProcess], now: Instant) -> Changes {
+        let mut changes = Changes::default();
         for process in processes {
             let kineto = self.polled.contains(&process.pid) && !self.forced;
             let seen = self.processes.entry(process.pid).or_insert(if kineto {
@@ -61,14 +76,16 @@ impl TorchFallback {
             } else {
                 Seen::Waiting { since: now }
             });
-            if let Seen::Waiting { since } = *seen
-                && (self.forced || now.duration_since(since) >= WAIT)
-            {
+            let Seen::Waiting { since } = *seen else { continue };
+            if process.kineto_daemon && now.duration_since(since) >= WAIT {
+                *seen = Seen::Silent;
+                changes.silent.push(process.pid);
+            } else if !process.kineto_daemon && (self.forced || now.duration_since(since) >= WAIT) {
                 *seen = Seen::Hook;
-                switched.push(process.pid);
+                changes.to_hook.push(process.pid);
             }
         }
-        switched
+        changes
     }
 
     /// The processes the hook traces.
@@ -84,7 +101,7 @@ mod tests {
     use super::*;
 
     fn process(pid: i32) -> TorchProcess {
-        TorchProcess { pid, version: "2.11.0".into() }
+        TorchProcess { pid, version: "2.11.0".into(), kineto_daemon: false }
     }
 
     #[test]
@@ -92,22 +109,23 @@ mod tests {
         let start = Instant::now();
         let mut fallback = TorchFallback::new(false);
         fallback.polled(2);
-        assert!(fallback.announced(&[process(1), process(2)], start).is_empty());
+        let none = Changes::default();
+        assert_eq!(fallback.announced(&[process(1), process(2)], start), none);
         fallback.polled(1);
-        fallback.announced(&[process(1), process(2), process(3)], start + Duration::from_secs(1));
-        assert!(fallback.announced(&[process(3)], start + Duration::from_secs(10)).is_empty());
-        assert_eq!(
-            fallback.announced(&[process(1), process(2), process(3)], start + WAIT + Duration::from_secs(1)),
-            [3]
-        );
+        let daemon = TorchProcess { kineto_daemon: true, ..process(4) };
+        fallback.announced(&[process(1), process(2), process(3), daemon.clone()], start + Duration::from_secs(1));
+        assert_eq!(fallback.announced(&[process(3)], start + Duration::from_secs(10)), none);
+        let later = start + WAIT + Duration::from_secs(1);
+        let changes = fallback.announced(&[process(1), process(2), process(3), daemon.clone()], later);
+        assert_eq!(changes, Changes { to_hook: vec![3], silent: vec![4] });
         assert_eq!(fallback.hook_pids(), [3]);
-        assert!(fallback.announced(&[process(3)], start + WAIT * 2).is_empty(), "switched once");
+        assert_eq!(fallback.announced(&[process(3), daemon], start + WAIT * 2), none, "once each");
     }
 
     #[test]
     fn forced_sends_every_process_to_the_hook_at_once() {
         let mut fallback = TorchFallback::new(true);
-        assert_eq!(fallback.announced(&[process(5)], Instant::now()), [5]);
+        assert_eq!(fallback.announced(&[process(5)], Instant::now()).to_hook, [5]);
         assert_eq!(fallback.hook_pids(), [5]);
     }
 }

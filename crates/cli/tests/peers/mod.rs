@@ -102,3 +102,24 @@ pub fn overview_steps(logdir: &Path) -> (Vec<String>, String) {
         .collect();
     (names, steps["step_source"].as_str().unwrap_or_default().to_string())
 }
+
+/// The `python` tool's JSON for `logdir` (`mlprof analyze LOGDIR --tool python`).
+pub fn python_tool(logdir: &Path) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["analyze", &logdir.display().to_string(), "--tool", "python", "--format", "json"])
+        .output()
+        .expect("mlprof runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+/// The pids whose threads the `python` tool's JSON has samples of (from the thread
+/// names, `MainThread (pid 7, tid 7)`).
+pub fn sampled_pids(python_tool: &Value) -> std::collections::HashSet<String> {
+    python_tool["threads"]
+        .as_array()
+        .expect("threads")
+        .iter()
+        .filter_map(|t| t["thread"].as_str()?.split("(pid ").nth(1)?.split(',').next().map(str::to_string))
+        .collect()
+}

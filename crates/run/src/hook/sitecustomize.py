@@ -7,8 +7,9 @@
 #      first process of the job that gets there (a claim file decides), and writes
 #      $MLPROF_RUN_DIR/server.json so that mlprof captures it over gRPC;
 #   3. once `torch` has been imported, announces the process ($MLPROF_RUN_DIR/torch-PID.ready)
-#      and, when mlprof asks (torch-PID.request: Kineto's on-demand mode did not answer, or
-#      MLPROF_PYTORCH_TRACER=hook), records every thread with torch.profiler for the asked
+#      and, where Kineto's on-demand mode is off in it (MLPROF_PYTORCH_TRACER=hook, or a
+#      launcher that dropped KINETO_USE_DAEMON), waits for mlprof to ask
+#      (torch-PID.request), then records every thread with torch.profiler for the asked
 #      duration and writes the trace where mlprof said, by rename.
 # Everything is inside try/except: the hook never raises into the job, never blocks an
 # import, and writes what went wrong to $MLPROF_RUN_DIR/hook.log instead.
@@ -27,8 +28,16 @@ def _mlprof_install():
         except Exception:
             pass
 
-    def start_server(framework, module):
+    def report(name, info):
+        # Written whole (by rename), so mlprof never reads half a report.
         import json
+
+        tmp = os.path.join(run_dir, name + ".tmp")
+        with open(tmp, "w") as f:
+            json.dump(info, f)
+        os.rename(tmp, os.path.join(run_dir, name))
+
+    def start_server(framework, module):
         import threading
 
         def start():
@@ -53,11 +62,7 @@ def _mlprof_install():
 
                     tf.profiler.experimental.server.start(port)
                     version = getattr(tf, "__version__", "")
-                info = {"pid": os.getpid(), "framework": framework, "version": version, "port": port}
-                tmp = os.path.join(run_dir, "server.json.tmp")
-                with open(tmp, "w") as f:
-                    json.dump(info, f)
-                os.rename(tmp, os.path.join(run_dir, "server.json"))
+                report("server.json", {"pid": os.getpid(), "framework": framework, "version": version, "port": port})
             except BaseException as e:  # SystemExit from a framework must not end the job
                 log("starting the %s profiler server: %r" % (framework, e))
 
@@ -97,17 +102,15 @@ def _mlprof_install():
 
         pid = os.getpid()
         request = os.path.join(run_dir, "torch-%d.request" % pid)
+        # Where Kineto's on-demand mode is on, no thread of the hook's runs in the process:
+        # one polling beside it kept PyTorch 2.11's on-demand traces from recording ops.
+        daemon = os.environ.get("KINETO_USE_DAEMON", "") == "1"
+        info = {"pid": pid, "version": getattr(module, "__version__", ""), "kineto_daemon": daemon}
+        report("torch-%d.ready" % pid, info)
+        if daemon:
+            return
 
         def serve():
-            try:
-                info = {"pid": pid, "version": getattr(module, "__version__", "")}
-                tmp = os.path.join(run_dir, "torch-%d.ready.tmp" % pid)
-                with open(tmp, "w") as f:
-                    json.dump(info, f)
-                os.rename(tmp, os.path.join(run_dir, "torch-%d.ready" % pid))
-            except Exception as e:
-                log("announcing torch: %r" % (e,))
-                return
             while True:
                 time.sleep(0.25)
                 try:
