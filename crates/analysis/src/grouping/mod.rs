@@ -10,12 +10,16 @@
 //! A root's group is named `<graph_type or event name> <iter_num|step_num|group id>`.
 //!
 //! Beyond XProf: when no root exists, events that carry `step_num` (Keras 3 marks each
-//! profiled batch so, without `_r`) become the roots, and [`StepSource`] says so.
+//! profiled batch so, without `_r`) become the roots, and [`StepSource`] says so. When
+//! there is no step marker at all (a JAX or TensorFlow job captured without profiler
+//! code of its own), the steps are inferred from the program it executes again and
+//! again ([`executions`]).
 //!
 //! The one design decision to know: group ids are not written into the model; they
 //! live in [`HostGroups`], a side table parallel to the host's planes and lines, so
 //! the model stays immutable and shared across analyses.
 
+pub mod executions;
 mod forest;
 pub mod profiler_steps;
 
@@ -65,6 +69,19 @@ pub enum StepSource {
         #[serde(skip_serializing_if = "Option::is_none")]
         inferred_from: Option<String>,
     },
+    /// mlprof's inference where there is no step marker at all: each step runs from the
+    /// start of one execution of the program the job executes again and again to the
+    /// start of the next, see [`executions`].
+    ProgramExecutions {
+        /// The program or function executed (`train_step`); the steps are named after it.
+        program: String,
+        /// What its executions are in the profile, in words.
+        evidence: String,
+        /// Number of executions found.
+        executions: usize,
+        /// Number of steps (one fewer than the executions).
+        groups: usize,
+    },
 }
 
 impl StepSource {
@@ -90,6 +107,11 @@ impl StepSource {
                  step runs from the end of one optimizer step to the end of the next (host events by time, GPU events \
                  by their launch)."
             ),
+            StepSource::ProgramExecutions { evidence, executions, groups, .. } => format!(
+                "{groups} steps inferred from {executions} repeated executions of {evidence}: no step markers, so a \
+                 step runs from the start of one execution to the start of the next (host events by time, GPU events \
+                 by their launch)."
+            ),
         }
     }
 }
@@ -111,6 +133,10 @@ pub struct HostGroups {
     pub step_name_events: Vec<(u32, u32, u32)>,
     /// How the groups were found.
     pub source: StepSource,
+    /// Per group, its step's span `(begin_ps, end_ps)` where the steps were inferred
+    /// without marker events ([`StepSource::ProgramExecutions`]); empty otherwise (a
+    /// marked step's span comes from its markers).
+    pub step_spans: Vec<(i64, i64)>,
 }
 
 impl HostGroups {
@@ -150,17 +176,18 @@ impl HostGroups {
 const LOOP_OPS: [&str; 5] = ["WhileOp-EvalCond", "WhileOp-StartBody", "ForOp", "ParallelForOp", "ForeverOp"];
 
 /// Groups the events of `host` into steps (XProf's `GroupTfEvents` for non-TPU
-/// profiles, plus the `step_num` fallback described in the module docs).
+/// profiles, plus the `step_num` fallback and the inference from repeated executions
+/// described in the module docs).
 pub fn group_host(host: &Host) -> HostGroups {
     group(host, true)
 }
 
-/// Groups exactly as XProf does (no `step_num` fallback), for comparisons with it.
+/// Groups exactly as XProf does (no fallback, no inference), for comparisons with it.
 pub fn group_host_as_xprof(host: &Host) -> HostGroups {
     group(host, false)
 }
 
-fn group(host: &Host, step_num_fallback: bool) -> HostGroups {
+fn group(host: &Host, beyond_xprof: bool) -> HostGroups {
     if crate::kineto::is_kineto(host)
         && let Some(groups) = profiler_steps::group(host)
     {
@@ -182,6 +209,7 @@ fn group(host: &Host, step_num_fallback: bool) -> HostGroups {
     roots.sort_by_cached_key(|&(level, node)| (-level, forest.start_ps(node), node));
 
     let mut grouper = Grouper::new(&forest);
+    let mut step_spans = Vec::new();
     let source = if !loop_roots.is_empty() {
         for (root, members) in &loop_roots {
             grouper.process_root(*root, members);
@@ -190,19 +218,24 @@ fn group(host: &Host, step_num_fallback: bool) -> HostGroups {
     } else {
         grouper.group_roots(&roots);
         let mut source = StepSource::RootEvents { groups: grouper.names.len() };
-        if step_num_fallback
-            && !grouper.found_step_markers()
-            && let Some((event_name, fallback_roots)) = step_num_roots(&forest)
-        {
-            grouper = Grouper::new(&forest);
-            for &root in &fallback_roots {
-                if grouper.group_of[root as usize] == NO_GROUP {
-                    grouper.process_root(root, &[]);
+        if beyond_xprof && !grouper.found_step_markers() {
+            if let Some((event_name, fallback_roots)) = step_num_roots(&forest) {
+                grouper = Grouper::new(&forest);
+                for &root in &fallback_roots {
+                    if grouper.group_of[root as usize] == NO_GROUP {
+                        grouper.process_root(root, &[]);
+                    }
                 }
+                let found = grouper.names.len();
+                grouper.group_roots(&roots);
+                source = StepSource::StepNumEvents { event_name, groups: found };
+            } else if !crate::kineto::is_kineto(host)
+                && let Some(steps) = executions::infer(host)
+            {
+                grouper = executions::group(&forest, &steps);
+                source = steps.source();
+                step_spans = steps.spans;
             }
-            let found = grouper.names.len();
-            grouper.group_roots(&roots);
-            source = StepSource::StepNumEvents { event_name, groups: found };
         }
         source
     };
@@ -230,7 +263,7 @@ fn group(host: &Host, step_num_fallback: bool) -> HostGroups {
             inherit_groups(plane, &mut planes[plane_index]);
         }
     }
-    HostGroups { planes, names, eager, step_name_events, source }
+    HostGroups { planes, names, eager, step_name_events, source, step_spans }
 }
 
 /// XProf's `ProcessUngroupedEvents` on a GPU plane: in time order over all its

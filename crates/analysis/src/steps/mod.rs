@@ -21,7 +21,7 @@ use serde::Serialize;
 
 pub use event_span::{EVENT_TYPE_COUNT, EventType};
 use event_span::{TypedSpan, overlap_ps, to_non_overlapped};
-use step_events::{StepEvents, Transfers, device_step_events, gpu_planes, host_step_events, union_combine};
+use step_events::{StepEvents, StepMarker, Transfers, device_step_events, gpu_planes, host_step_events, union_combine};
 
 use crate::grouping::{HostGroups, StepSource};
 
@@ -113,6 +113,7 @@ pub fn host_steps(host: &Host, groups: &HostGroups, options: StepOptions) -> Hos
             union_combine(host_events, &mut step_events);
         }
     }
+    add_inferred_markers(groups, &mut step_events);
 
     let mut result =
         HostSteps { host: host.name.clone(), has_device, source: groups.source.clone(), ..HostSteps::default() };
@@ -143,6 +144,19 @@ pub fn host_steps(host: &Host, groups: &HostGroups, options: StepOptions) -> Hos
         result.drop_incomplete_steps();
     }
     result
+}
+
+/// Inferred steps have no marker events: each step that has events takes its span
+/// ([`HostGroups::step_spans`]) as its host marker, and its group's name.
+fn add_inferred_markers(groups: &HostGroups, step_events: &mut StepEvents) {
+    for (group, &(begin_ps, end_ps)) in (0i64..).zip(&groups.step_spans) {
+        if let Some(details) = step_events.get_mut(&group) {
+            details.markers.push(StepMarker { on_device: false, begin_ps, end_ps });
+            if let Some(name) = groups.name_of(group) {
+                details.step_name = name.to_string();
+            }
+        }
+    }
 }
 
 impl HostSteps {
