@@ -87,10 +87,12 @@ fn a_tensorboard_log_directory_yields_every_session_at_any_depth() {
             "jax_gpu_h200_capture/logdir/2026_11_26_02_19_46",
             "jax_gpu_xla/logdir/2026_11_21_19_24_59",
             "jax_h200_inject/logdir/2026_11_26_04_52_44",
+            "jax_plain_loop/logdir/2026_11_26_07_43_20",
             "jax_profile/logdir/2026_11_21_19_24_59",
             "tf_custom_loop/logdir/2026_11_21_19_24_15",
             "tf_keras2_input_bound/logdir/2026_11_21_19_24_08",
             "tf_keras_pipelined/logdir/train/2026_11_21_19_24_04",
+            "tf_plain_loop/logdir/2026_11_26_07_45_57",
         ]
     );
     // A session directory itself, and a run's log directory.
