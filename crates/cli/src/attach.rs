@@ -29,6 +29,9 @@ pub struct AttachArgs {
     #[arg(long, value_name = "HZ", default_value_t = mlprof_run::sampling::DEFAULT_HZ,
           value_parser = clap::value_parser!(u32).range(1..=i64::from(mlprof_run::sampling::MAX_HZ)))]
     sample_hz: u32,
+    /// Do not sample native (C/C++) stacks with perf_event_open.
+    #[arg(long)]
+    no_native: bool,
 }
 
 /// Runs `mlprof attach`.
@@ -42,6 +45,7 @@ pub fn run(args: AttachArgs) -> Result<(), Failure> {
         logdir: args.logdir,
         host: mlprof_capture::server::hostname(),
         sample_hz: args.sample_hz,
+        native_stacks: !args.no_native,
     };
     let runtime = crate::run::runtime()?;
     let say = crate::run::say;

@@ -61,6 +61,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "HZ", default_value_t = mlprof_run::sampling::DEFAULT_HZ,
           value_parser = clap::value_parser!(u32).range(0..=i64::from(mlprof_run::sampling::MAX_HZ)))]
     sample_hz: u32,
+    /// Do not sample native (C/C++) stacks with perf_event_open.
+    #[arg(long)]
+    no_native: bool,
     /// The job: a program and its arguments, after `--`.
     #[arg(required = true, last = true, value_name = "CMD")]
     command: Vec<OsString>,
@@ -84,6 +87,7 @@ pub fn run(args: RunArgs, verbose: bool) -> Result<(), Failure> {
         host: mlprof_capture::server::hostname(),
         device_tracer: if args.device_tracer == "cupti" { DeviceTracer::Cupti } else { DeviceTracer::Auto },
         sample_hz: args.sample_hz,
+        native_stacks: !args.no_native,
     };
     let runtime = runtime()?;
     let program = options.argv.first().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();

@@ -32,6 +32,8 @@ pub struct AttachOptions {
     pub host: String,
     /// Python stack samples per second per thread.
     pub sample_hz: u32,
+    /// Whether native stacks are sampled too.
+    pub native_stacks: bool,
 }
 
 /// Why `mlprof attach` recorded nothing.
@@ -105,7 +107,7 @@ pub async fn attach(
 
     let begin_ns = mlprof_cupti::wire::realtime_ns();
     let started = Instant::now();
-    let sampler = Sampler::start(options.pid, SamplerOptions { hz: options.sample_hz });
+    let sampler = Sampler::start(options.pid, SamplerOptions { hz: options.sample_hz, native: options.native_stacks });
     let sampler = match sampler {
         Ok(sampler) => Some(sampler),
         Err(error) => {

@@ -71,6 +71,8 @@ pub struct RunOptions {
     /// Python stack samples per second per thread (0: none; `/proc` counters are
     /// still read).
     pub sample_hz: u32,
+    /// Whether native stacks are sampled too.
+    pub native_stacks: bool,
 }
 
 /// Who records a process's GPU activity.
@@ -141,13 +143,14 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
         }
     }));
     let mut child = launch::spawn(&JobCommand { argv: options.argv.clone(), env })?;
-    let sampler = match Sampler::start(child.id(), SamplerOptions { hz: options.sample_hz }) {
-        Ok(sampler) => Some(sampler),
-        Err(error) => {
-            say(format!("sampling is off: cannot start its thread: {error}"));
-            None
-        }
-    };
+    let sampler =
+        match Sampler::start(child.id(), SamplerOptions { hz: options.sample_hz, native: options.native_stacks }) {
+            Ok(sampler) => Some(sampler),
+            Err(error) => {
+                say(format!("sampling is off: cannot start its thread: {error}"));
+                None
+            }
+        };
     let mut exited = tokio::task::spawn_blocking(move || child.wait());
     let schedule = Schedule { first: launched + options.delay, every: options.every };
     let mut state = State {

@@ -55,6 +55,9 @@ pub fn interval_ns(hz: u32) -> i64 {
 pub struct SamplerOptions {
     /// Python stack samples per second per thread (0: no stacks, counters only).
     pub hz: u32,
+    /// Whether native stacks are sampled too (perf_event_open, `hz` per second of each
+    /// thread's CPU time).
+    pub native: bool,
 }
 
 /// The sampling thread and what it recorded.
@@ -179,7 +182,7 @@ impl Sampling {
             ticks_per_second: procfs::ticks_per_second() as f64,
             page_size: procfs::page_size() as f64,
             gpus: Gpus::NotTried,
-            native: (options.hz > 0).then(|| NativeSampler::new(options.hz.min(MAX_HZ))),
+            native: (options.hz > 0 && options.native).then(|| NativeSampler::new(options.hz.min(MAX_HZ))),
         }
     }
 
