@@ -107,18 +107,18 @@ pub(super) fn notes(profile: &Profile, options: &TfprofOptions, shown: &Shown) -
         })
         .collect();
     notes.push("micros = cpu_micros (host self time) + accelerator_micros (device time).".to_string());
-    let steps: Vec<String> = profile.steps.iter().map(i64::to_string).collect();
+    let steps = step_list(&profile.steps.iter().copied().collect::<Vec<_>>());
     let sources: Vec<&str> = profile.step_sources.iter().map(String::as_str).collect();
     notes.push(match options.step {
         StepSelection::Whole => format!(
             "Numbers cover the whole profile; --step N picks one step, --step -1 averages over steps ({} found: {}).",
-            steps.len(),
-            if steps.is_empty() { "none".to_string() } else { steps.join(", ") }
+            profile.steps.len(),
+            if steps.is_empty() { "none".to_string() } else { steps.clone() }
         ),
         StepSelection::Step(step) => format!("Numbers cover step {step} only ({}).", sources.join(" ")),
         StepSelection::Average => format!(
             "Numbers are averages per step over the steps each node ran in (integer averages, as tfprof; steps {}; {}).",
-            steps.join(", "),
+            steps,
             sources.join(" ")
         ),
     });
@@ -238,5 +238,16 @@ fn text_cell(row: &super::TfprofRow, column: Column) -> Cell {
             Cell::text(parts.join("; "))
         }
         _ => Cell::text(""),
+    }
+}
+
+/// Step numbers for a note: all of them up to 20, else the first five, "…" and the last.
+fn step_list(steps: &[i64]) -> String {
+    const SHOWN: usize = 20;
+    let text = |steps: &[i64]| steps.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+    match steps {
+        [] => String::new(),
+        _ if steps.len() <= SHOWN => text(steps),
+        [.., last] => format!("{}, …, {last}", text(&steps[..5])),
     }
 }
