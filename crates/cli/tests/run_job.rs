@@ -131,6 +131,10 @@ fn assert_captured_through_the_hook(python: &str, loop_script: &str, framework: 
     let info = ok_stdout(mlprof(&["info", &logdir.path().display().to_string()]));
     assert!(info.contains("/host:CPU"), "{info}");
     assert!(!err.contains("start-up hook:"), "the hook reported a problem: {err}");
+    // The loop has no step markers: its steps are the repeated executions of its step.
+    let (steps, source) = peers::overview_steps(logdir.path());
+    assert!(steps.len() >= 3, "{} steps in 1 s of a millisecond loop: {source}", steps.len());
+    assert!(source.contains("repeated executions of"), "{source}");
 }
 
 #[test]
