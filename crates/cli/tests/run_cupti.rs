@@ -353,7 +353,7 @@ fn a_signal_passed_on_to_a_recording_cuda_program_waits_for_its_flush() {
     script.pause_ms(60_000);
     let script = script.save(dir.path());
     let logdir = dir.path().join("logs");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+    let child = Command::new(env!("CARGO_BIN_EXE_mlprof"))
         .args(["run", "--logdir", logdir.to_str().expect("UTF-8"), "--duration", "60s", "--"])
         .arg(&mock.job)
         .arg(&script)
