@@ -159,7 +159,7 @@ impl Drop for Sampler {
 /// One process of the tree, as the sampler knows it.
 enum Watched {
     /// Maps Python (or may yet: exec); attaching is tried until `give_up_at`.
-    Attaching { exe: Option<PathBuf>, next_try: Instant, give_up_at: Instant, last_error: String },
+    Attaching { exe: Option<PathBuf>, next_try: Instant, give_up_at: Instant },
     /// Its stacks are read.
     Python(Box<PythonProcess>),
     /// Not Python, or never readable: only its counters.
@@ -251,8 +251,12 @@ impl Sampling {
     /// Adds new processes of the tree and drops exited ones; false once the root and all
     /// its descendants are gone.
     fn look_at_tree(&mut self, now: Instant) -> bool {
-        let tree = procfs::process_tree(self.root);
-        let alive: Vec<u32> = tree.into_iter().filter(|&pid| procfs::process_stat(pid).is_some()).collect();
+        // Each process's stat once per look: whether it is alive, and its name.
+        let stats: Vec<(u32, procfs::Stat)> = procfs::process_tree(self.root)
+            .into_iter()
+            .filter_map(|pid| Some((pid, procfs::process_stat(pid)?)))
+            .collect();
+        let alive: std::collections::HashSet<u32> = stats.iter().map(|(pid, _)| *pid).collect();
         if let Some(native) = &mut self.native {
             for pid in self.watched.keys().filter(|pid| !alive.contains(pid)) {
                 native.forget(*pid);
@@ -260,7 +264,8 @@ impl Sampling {
         }
         self.watched.retain(|pid, _| alive.contains(pid));
         self.last.retain(|pid, _| alive.contains(pid));
-        for &pid in &alive {
+        for (pid, stat) in &stats {
+            let pid = *pid;
             let exe = procfs::executable(pid);
             let restart = match self.watched.get(&pid) {
                 None => true,
@@ -276,20 +281,13 @@ impl Sampling {
             }
             if restart {
                 let watched = if self.options.hz > 0 && procfs::maps_python(pid) {
-                    Watched::Attaching {
-                        exe,
-                        next_try: now,
-                        give_up_at: now + ATTACH_PATIENCE,
-                        last_error: String::new(),
-                    }
+                    Watched::Attaching { exe, next_try: now, give_up_at: now + ATTACH_PATIENCE }
                 } else {
                     Watched::Counted { exe }
                 };
                 self.watched.insert(pid, watched);
             }
-            if let Some(stat) = procfs::process_stat(pid) {
-                self.shared.store().name_process(pid, &stat.comm);
-            }
+            self.shared.store().name_process(pid, &stat.comm);
         }
         self.attach_waiting(now);
         !alive.is_empty()
@@ -297,7 +295,7 @@ impl Sampling {
 
     fn attach_waiting(&mut self, now: Instant) {
         for (&pid, watched) in &mut self.watched {
-            let Watched::Attaching { exe, next_try, give_up_at, last_error } = watched else { continue };
+            let Watched::Attaching { exe, next_try, give_up_at } = watched else { continue };
             if now < *next_try {
                 continue;
             }
@@ -313,10 +311,7 @@ impl Sampling {
                     self.shared.note(format!("pid {pid}: no Python stacks: {error}{}", ptrace_hint(&error)));
                     *watched = Watched::Counted { exe: exe.take() };
                 }
-                Err(error) => {
-                    *last_error = error;
-                    *next_try = now + ATTACH_RETRY;
-                }
+                Err(_) => *next_try = now + ATTACH_RETRY,
             }
         }
     }
