@@ -124,6 +124,7 @@ pub fn analyze(hosts: &[&Host], step_hosts: &[&Host], steps: &[HostSteps]) -> Op
             host_steps.iter().map(|s| (s.begin_ps + shift_ps, s.begin_ps + shift_ps + s.duration_ps)).collect();
         let first_step = code.step_samples.len();
         code.step_samples.extend(spans.iter().map(|_| HashMap::new()));
+        code.plane_rows = vec![None; plane.event_metadata.len()];
         for line in &plane.lines {
             code.line(&host.name, plane, line, &spans, first_step);
         }
@@ -243,6 +244,9 @@ pub(crate) fn frame(plane: &Plane, metadata: &mlprof_model::EventMetadata) -> Fr
 struct Collector {
     result: PythonCode,
     rows: HashMap<(String, String, u32), usize>,
+    /// The row of each event metadata of the plane being read, once looked up (a frame's
+    /// strings are read and compared once per plane, not once per event).
+    plane_rows: Vec<Option<usize>>,
     /// Per step (all hosts' steps in order), self samples by row.
     step_samples: Vec<HashMap<usize, u64>>,
 }
@@ -312,15 +316,25 @@ impl Collector {
 
     /// The row of an event's frame, created on first sight.
     fn row(&mut self, plane: &Plane, event: &mlprof_model::Event<'_>) -> Option<usize> {
+        let cached = self.plane_rows.get(event.metadata_index() as usize).copied().flatten();
+        if cached.is_some() {
+            return cached;
+        }
         let Frame { function, file, short_file, line } = frame(plane, plane.metadata_of(event)?);
         let key = (function, file, line);
-        if let Some(&row) = self.rows.get(&key) {
-            return Some(row);
+        let row = match self.rows.get(&key) {
+            Some(&row) => row,
+            None => {
+                let row = self.result.lines.len();
+                let (function, file, line) = key.clone();
+                self.result.lines.push(CodeRow { function, file, short_file, line, ..CodeRow::default() });
+                self.rows.insert(key, row);
+                row
+            }
+        };
+        if let Some(slot) = self.plane_rows.get_mut(event.metadata_index() as usize) {
+            *slot = Some(row);
         }
-        let row = self.result.lines.len();
-        let (function, file, line) = key.clone();
-        self.result.lines.push(CodeRow { function, file, short_file, line, ..CodeRow::default() });
-        self.rows.insert(key, row);
         Some(row)
     }
 
