@@ -22,7 +22,8 @@ pub struct AttachArgs {
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     duration: Duration,
     /// TensorBoard log directory: the session goes to DIR/plugins/profile/<session>/
-    /// (samples as <host>_python.xplane.pb, a captured profiler server as <host_port>.xplane.pb).
+    /// (samples as <host>_python.xplane.pb, a captured profiler server as <host_port>.xplane.pb,
+    /// a PyTorch process's Kineto trace as <host>_<pid>.pt.trace.json).
     #[arg(long, value_name = "DIR", default_value = ".")]
     logdir: PathBuf,
     /// Python stack samples per second of every thread.

@@ -121,7 +121,9 @@ enum Command {
     Run(run::RunArgs),
     /// Record a running process with no change to it: the Python stacks of every thread
     /// of it and its children (sampled from outside), its CPU, memory and I/O, the GPUs'
-    /// counters, and a JAX/TensorFlow profiler server it already serves.
+    /// counters, a JAX/TensorFlow profiler server it already serves, and a Kineto trace of
+    /// a PyTorch process started with KINETO_USE_DAEMON=1 (mlprof answers its polls in
+    /// dynolog's place; the trace starts at its next poll, within about 5 s).
     Attach(attach::AttachArgs),
     /// Serve the web UI (the tools' pages and a trace viewer) for the profiles under a
     /// path, fully offline; prints `mlprof serve: http://HOST:PORT/` and serves until Ctrl-C.

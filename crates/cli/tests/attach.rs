@@ -1,7 +1,8 @@
 //! `mlprof attach PID` against real running processes: a plain `python3` job (its hot
 //! function named from the samples), a JAX job serving the profiler (its server captured
-//! over the same window, and the samples counted in its steps), and the refusals: a pid
-//! that does not exist, a process that is not Python.
+//! over the same window, and the samples counted in its steps), a PyTorch job started
+//! with Kineto's on-demand mode by someone else (traced through it), and the refusals: a
+//! pid that does not exist, a process that is not Python.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -100,4 +101,55 @@ fn a_jax_job_serving_the_profiler_is_captured_with_its_samples_in_its_steps() {
     let counted: u64 = steps.iter().filter_map(|s| s["running_samples"].as_u64()).sum();
     assert!(counted > 0, "samples fall in the steps: {tool:#}");
     assert!(steps.iter().all(|s| s["host"].as_str().is_some_and(|h| !h.ends_with("_python"))), "{tool:#}");
+}
+
+/// A plain PyTorch loop started the way a cluster's launcher starts it with on-demand
+/// tracing (`KINETO_USE_DAEMON=1`; here with a socket directory of its own, so the test
+/// never meets a dynolog on the machine): attach stands in for dynolog, Kineto traces the
+/// window, and the session has the trace, its steps and the samples.
+#[test]
+fn a_pytorch_job_with_kinetos_on_demand_mode_on_is_traced_by_kineto() {
+    let test = "a_pytorch_job_with_kinetos_on_demand_mode_on_is_traced_by_kineto";
+    let Some(python) = peers::python("MLPROF_TORCH_PYTHON", test) else { return };
+    let sockets = tempfile::tempdir().expect("temp dir");
+    let job = Job(Command::new(&python)
+        .args([peers::script("torch_plain_loop.py").as_os_str(), "90".as_ref()])
+        .env("KINETO_USE_DAEMON", "1")
+        .env("KINETO_IPC_SOCKET_DIR", sockets.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the job starts"));
+    // Kineto starts polling once torch is imported.
+    let maps = format!("/proc/{}/maps", job.0.id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !std::fs::read_to_string(&maps).is_ok_and(|m| m.contains("libtorch")) {
+        assert!(std::time::Instant::now() < deadline, "torch was not loaded within 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let logdir = tempfile::tempdir().expect("temp dir");
+    let out = attach(job.0.id(), logdir.path(), &["--duration", "2s"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("PyTorch: tracing 2000 ms (Kineto on demand)"), "{err}");
+    let session = std::fs::read_dir(logdir.path().join("plugins/profile")).expect("sessions").next();
+    let session = session.expect("a session").expect("readable").path();
+    let suffix = format!("_{}.pt.trace.json", job.0.id());
+    let names: Vec<String> = std::fs::read_dir(&session)
+        .expect("the session")
+        .map(|e| e.expect("an entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().any(|n| n.ends_with(&suffix)), "no *{suffix} in {names:?}: {err}");
+    assert!(!session.join(".kineto").exists(), "Kineto's scratch directory is gone");
+    assert!(!sockets.path().join("dynolog").exists(), "the endpoint is given back");
+    let (steps, source) = peers::overview_steps(logdir.path());
+    assert!(steps.len() >= 5, "{source}: {steps:?}");
+    assert!(source.contains("Optimizer.step#SGD.step"), "{source}");
+    let tool = peers::python_tool(logdir.path());
+    let loop_lines = tool["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .any(|l| l["short_file"].as_str().is_some_and(|f| f.ends_with("torch_plain_loop.py")));
+    assert!(loop_lines, "{tool:#}");
 }

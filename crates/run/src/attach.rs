@@ -2,8 +2,9 @@
 //! stacks and those of its children are sampled, its `/proc` counters and the GPUs'
 //! read, for `--duration`; where it already serves `tensorflow.ProfilerService` (a JAX
 //! or TensorFlow job that started a profiler server) on a port this machine can reach,
-//! that server is captured over the same window. Everything lands in one session of
-//! the log directory.
+//! that server is captured over the same window; where it is a PyTorch process whose
+//! Kineto on-demand mode is on, Kineto traces it ([`crate::attach_kineto`]).
+//! Everything lands in one session of the log directory.
 //!
 //! Refusals are one line each, before anything is recorded: no such process, a process
 //! that is not Python, memory that cannot be read (with what would allow it).
@@ -15,6 +16,7 @@ use std::time::{Duration, Instant};
 use mlprof_capture::address::Target;
 use mlprof_capture::client::{CaptureOptions, NoProgress, SessionIds, capture};
 
+use crate::attach_kineto::{self, KinetoAttach, KinetoOutcome};
 use crate::listening;
 use crate::sampling::python::PythonProcess;
 use crate::sampling::{Sampler, SamplerOptions, file, interval_ns, procfs};
@@ -117,27 +119,61 @@ pub async fn attach(
     };
     let ports = listening::local_ports(options.pid);
     let captures = start_captures(&ports, &logdir, &session_id, options.duration);
-    if ports.is_empty() {
+    let torch = procfs::maps_library(options.pid, "libtorch");
+    if ports.is_empty() && !torch {
         say(format!(
             "pid {}: no framework trace: it listens on no port this machine reaches (a JAX or TensorFlow job that \
              calls jax.profiler.start_server / tf.profiler.experimental.server.start can be captured)",
             options.pid
         ));
     }
-    if procfs::maps_library(options.pid, "libtorch") {
-        say(format!(
-            "pid {}: PyTorch: no Kineto trace: on-demand tracing needs the job started with KINETO_USE_DAEMON=1 \
-             (start it under `mlprof run`)",
-            options.pid
-        ));
-    }
+    let kineto = if torch { start_kineto(options, &session, say) } else { None };
+    let kineto_started = kineto.is_some();
+    let mut kineto =
+        kineto.map(|kineto| Box::pin(kineto.record(Instant::now() + attach_kineto::POLL_WAIT, &options.host, say)));
+    let mut kineto_outcome = None;
     say(format!("pid {}: recording for {} s", options.pid, options.duration.as_secs_f64()));
-    tokio::select! {
-        () = tokio::time::sleep(options.duration) => {}
-        () = stop => say(format!("stopped after {:.1} s", started.elapsed().as_secs_f64())),
+    tokio::pin!(stop);
+    let window = tokio::time::sleep(options.duration);
+    tokio::pin!(window);
+    let mut stopped = false;
+    // The window, with Kineto's polls answered meanwhile.
+    loop {
+        tokio::select! {
+            () = &mut window => break,
+            () = &mut stop => { stopped = true; break }
+            outcome = async { kineto.as_mut()?.await.into() }, if kineto.is_some() => {
+                kineto_outcome = outcome;
+                kineto = None;
+            }
+        }
+    }
+    // Then Kineto's trace, which started at the process's next poll, until it is written.
+    if let (Some(recording), false) = (kineto.as_mut(), stopped) {
+        say(format!("pid {}: waiting for its Kineto trace", options.pid));
+        tokio::select! {
+            outcome = recording => kineto_outcome = Some(outcome),
+            () = &mut stop => stopped = true,
+        }
+    }
+    drop(kineto);
+    let mut wrote = false;
+    match kineto_outcome {
+        Some(KinetoOutcome::Written(path)) => {
+            wrote = true;
+            let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+            say(format!("pid {}: PyTorch: wrote {} ({:.1} MB)", options.pid, path.display(), size as f64 / 1e6));
+        }
+        Some(KinetoOutcome::Missing(why)) => say(format!("pid {}: PyTorch: no Kineto trace: {why}", options.pid)),
+        None if stopped && kineto_started => {
+            say(format!("pid {}: PyTorch: no Kineto trace: stopped before it was written", options.pid));
+        }
+        None => {}
+    }
+    if stopped {
+        say(format!("stopped after {:.1} s", started.elapsed().as_secs_f64()));
     }
     let end_ns = mlprof_cupti::wire::realtime_ns();
-    let mut wrote = false;
     if let Some(sampler) = sampler {
         let recorded = sampler.window(begin_ns, end_ns);
         for note in sampler.take_notes() {
@@ -170,6 +206,33 @@ pub async fn attach(
         let _ = std::fs::remove_dir(&session);
     }
     Ok(AttachOutcome { session: wrote.then_some(session) })
+}
+
+/// Starts tracing a PyTorch process through Kineto's on-demand endpoint when its
+/// environment turned that mode on; otherwise says why there is no Kineto trace.
+fn start_kineto(options: &AttachOptions, session: &Path, say: &(dyn Fn(String) + Sync)) -> Option<KinetoAttach> {
+    let pid = options.pid;
+    let endpoint = match attach_kineto::endpoint(pid) {
+        Ok(Some(endpoint)) => endpoint,
+        Ok(None) => {
+            say(format!(
+                "pid {pid}: PyTorch: no Kineto trace: its on-demand mode is off (start it with KINETO_USE_DAEMON=1, \
+                 from any launcher, or under `mlprof run`)"
+            ));
+            return None;
+        }
+        Err(error) => {
+            say(format!("pid {pid}: PyTorch: no Kineto trace: cannot read /proc/{pid}/environ: {error}"));
+            return None;
+        }
+    };
+    match KinetoAttach::bind(endpoint, pid, options.duration, session, &options.host) {
+        Ok(kineto) => Some(kineto),
+        Err(why) => {
+            say(format!("pid {pid}: PyTorch: no Kineto trace: {why}"));
+            None
+        }
+    }
 }
 
 /// Captures every port as a profiler server over the window; a port that serves

@@ -24,7 +24,7 @@ use mlprof_capture::client::{CaptureOptions, NoProgress, SessionIds, WorkerOutco
 use tokio::task::JoinHandle;
 
 use crate::cupti_collector::{CuptiListener, CuptiProcesses, Delivery, Window};
-use crate::kineto_daemon::{KinetoDaemon, Received, TraceStarted, kineto_output_path};
+use crate::kineto_daemon::{KinetoDaemon, Received, TraceEnding, TraceStarted, kineto_output_path, trace_ending};
 use crate::kineto_ipc::TraceWindow;
 use crate::launch::{self, JobCommand};
 use crate::python_hook::{Hook, StartedServer};
@@ -201,7 +201,8 @@ fn start_kineto_daemon(
     say: &(dyn Fn(String) + Sync),
 ) -> Option<KinetoDaemon> {
     let socket_dir = run_dir.join("kineto");
-    let bound = std::fs::create_dir(&socket_dir).and_then(|()| KinetoDaemon::bind(&socket_dir, window));
+    let bound = std::fs::create_dir(&socket_dir)
+        .and_then(|()| KinetoDaemon::bind(crate::kineto_daemon::Endpoint::Dir(socket_dir.clone()), window));
     match bound {
         Ok(daemon) => {
             env.push(("KINETO_USE_DAEMON".into(), "1".into()));
@@ -886,57 +887,4 @@ impl State {
 /// Now, Unix epoch nanoseconds (the clock samples and GPU records are stamped with).
 fn realtime_ns() -> i64 {
     mlprof_cupti::wire::realtime_ns()
-}
-
-/// How a trace file ends, so a half-written one is not moved.
-#[derive(Debug, PartialEq, Eq)]
-enum TraceEnding {
-    /// Not with `}` (or unreadable): still being written.
-    Open,
-    /// With `}`, which a write could also stop at.
-    Closed,
-    /// With the `"traceName": "…"` and `}` Kineto writes last.
-    Named,
-}
-
-fn trace_ending(path: &Path) -> TraceEnding {
-    use std::io::{Read, Seek, SeekFrom};
-    let Ok(mut file) = std::fs::File::open(path) else { return TraceEnding::Open };
-    let Ok(len) = file.seek(SeekFrom::End(0)) else { return TraceEnding::Open };
-    // Kineto's last line names the trace file: 4 KiB holds any path.
-    let from = len.saturating_sub(4096);
-    let mut tail = Vec::new();
-    if file.seek(SeekFrom::Start(from)).is_err() || file.read_to_end(&mut tail).is_err() {
-        return TraceEnding::Open;
-    }
-    if tail.iter().rev().find(|b| !b.is_ascii_whitespace()) != Some(&b'}') {
-        return TraceEnding::Open;
-    }
-    let last_key = tail.windows(b"\"traceName\"".len()).rposition(|w| w == b"\"traceName\"");
-    let after = last_key.map(|at| &tail[at..]);
-    // The name is the last value: one string between the key and the closing brace.
-    if after.is_some_and(|rest| rest.iter().filter(|&&b| b == b'"').count() == 4) {
-        TraceEnding::Named
-    } else {
-        TraceEnding::Closed
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_complete_json_counts_as_written() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.json");
-        assert_eq!(trace_ending(&path), TraceEnding::Open);
-        std::fs::write(&path, "{\"traceEvents\": [\n  {\"ph\": \"X\"},").unwrap();
-        assert_eq!(trace_ending(&path), TraceEnding::Open);
-        std::fs::write(&path, "{\"traceEvents\": [\n  {\"args\": {\"x\": 1}").unwrap();
-        assert_eq!(trace_ending(&path), TraceEnding::Closed, "a write may stop at any brace");
-        // How PyTorch 2.11's Kineto ends a trace.
-        std::fs::write(&path, "{\"traceEvents\": [\n  ],\n  \"traceName\": \"/tmp/w/od/t_887.json\"\n}\n").unwrap();
-        assert_eq!(trace_ending(&path), TraceEnding::Named);
-    }
 }

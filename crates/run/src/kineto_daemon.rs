@@ -1,15 +1,18 @@
-//! The daemon side of Kineto's on-demand tracing for one run: a datagram socket at
-//! `<dir>/dynolog` (the path Kineto uses when `KINETO_IPC_SOCKET_DIR=<dir>`), answering
-//! each PyTorch process's polls, and handing out a trace config when
-//! [`crate::schedule::Rounds`] says a process's round is due.
+//! The daemon side of Kineto's on-demand tracing: a datagram socket at `<dir>/dynolog`
+//! (the path Kineto uses when `KINETO_IPC_SOCKET_DIR=<dir>`) or at dynolog's abstract
+//! address (Kineto's default), answering each PyTorch process's polls, and handing out a
+//! trace config when [`crate::schedule::Rounds`] says a process's round is due.
 //!
-//! The socket lives in the run's private directory, so only this run's job (same user)
-//! reaches it and several `mlprof run`s on one node never see each other's processes —
-//! unlike dynolog's node-wide abstract socket. Every datagram is decoded as hostile input
+//! `mlprof run` binds a socket in the run's private directory, so only this run's job
+//! (same user) reaches it and several `mlprof run`s on one node never see each other's
+//! processes. `mlprof attach` binds wherever the process it attaches to polls — dynolog's
+//! node-wide abstract address when nothing else holds it. Every datagram is decoded as hostile input
 //! ([`crate::kineto_ipc`]); a bad one is counted, never fatal. A reply that cannot be
 //! sent is dropped: the job polls again a few seconds later.
 
 use std::io;
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -20,6 +23,9 @@ use crate::schedule::Rounds;
 
 /// The socket's file name inside the socket directory (Kineto's fixed name).
 pub const SOCKET_NAME: &str = "dynolog";
+/// dynolog's abstract address: the name and a trailing NUL (dynolog's address length is
+/// the name's plus two, counting the leading NUL of every abstract address).
+pub const ABSTRACT_NAME: &[u8] = b"dynolog\0";
 /// The largest datagram read; Kineto's polls are under 5 kB even with 1024 pids.
 const MAX_DATAGRAM: usize = 64 * 1024;
 
@@ -52,28 +58,62 @@ pub enum Received {
     Malformed(kineto_ipc::IpcError),
 }
 
+/// Where Kineto's on-demand endpoint is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `<dir>/dynolog`, a path socket (`KINETO_IPC_SOCKET_DIR=<dir>`).
+    Dir(PathBuf),
+    /// The abstract address [`ABSTRACT_NAME`] of the machine's network namespace.
+    Abstract,
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Endpoint::Dir(dir) => write!(f, "{}", dir.join(SOCKET_NAME).display()),
+            Endpoint::Abstract => f.write_str("the abstract socket @dynolog"),
+        }
+    }
+}
+
 /// The socket and the state of every process's traces.
 pub struct KinetoDaemon {
     socket: UnixDatagram,
     /// Holds each datagram received, reused.
     buffer: Vec<u8>,
-    socket_dir: PathBuf,
+    endpoint: Endpoint,
     window: TraceWindow,
+    /// Where set, the one process traces are started for; others get empty replies.
+    only: Option<i32>,
     polls: u64,
     malformed: u64,
 }
 
 impl KinetoDaemon {
-    /// Binds `<socket_dir>/dynolog`; `window` is what each trace records.
-    pub fn bind(socket_dir: &Path, window: TraceWindow) -> io::Result<KinetoDaemon> {
-        let socket = UnixDatagram::bind(socket_dir.join(SOCKET_NAME))?;
+    /// Binds `endpoint` (inside a Tokio runtime); `window` is what each trace records.
+    /// Fails with `AddrInUse` where another daemon (dynolog, another mlprof) holds it.
+    pub fn bind(endpoint: Endpoint, window: TraceWindow) -> io::Result<KinetoDaemon> {
+        let address = match &endpoint {
+            Endpoint::Dir(dir) => SocketAddr::from_pathname(dir.join(SOCKET_NAME))?,
+            Endpoint::Abstract => SocketAddr::from_abstract_name(ABSTRACT_NAME)?,
+        };
+        let socket = std::os::unix::net::UnixDatagram::bind_addr(&address)?;
+        socket.set_nonblocking(true)?;
+        let socket = UnixDatagram::from_std(socket)?;
         let buffer = vec![0u8; MAX_DATAGRAM];
-        Ok(KinetoDaemon { socket, buffer, socket_dir: socket_dir.to_path_buf(), window, polls: 0, malformed: 0 })
+        Ok(KinetoDaemon { socket, buffer, endpoint, window, only: None, polls: 0, malformed: 0 })
     }
 
-    /// The directory to give the job as `KINETO_IPC_SOCKET_DIR`.
-    pub fn socket_dir(&self) -> &Path {
-        &self.socket_dir
+    /// Starts traces for `pid` only: other processes polling the endpoint (other jobs,
+    /// when it is the node-wide abstract one) get the empty reply.
+    pub fn only_for(mut self, pid: i32) -> KinetoDaemon {
+        self.only = Some(pid);
+        self
+    }
+
+    /// Where it listens.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
     }
 
     /// Polls received so far.
@@ -102,18 +142,20 @@ impl KinetoDaemon {
                 return Ok(Received::Malformed(error));
             }
         };
-        // A sender without a path (unnamed or abstract) cannot be answered on this path
-        // socket; Kineto always binds one beside ours.
-        let Some(reply_to) = from.as_pathname().map(Path::to_path_buf) else {
+        // An unnamed sender cannot be answered; Kineto always binds an address beside
+        // ours (a path in the same directory, or an abstract name).
+        if from.is_unnamed() {
             return Ok(Received::Polled { pid: None });
-        };
+        }
+        let reply_to = SocketAddr::from(from);
         let now = Instant::now();
         let (reply, received) = match &message {
             Message::Context(_) => (kineto_ipc::context_reply(), Received::Registered),
             Message::Request(request) => {
                 self.polls += 1;
                 let pid = request.pid();
-                match pid.filter(|_| request.wants_trace()).and_then(|pid| Some((pid, rounds.start(pid, now)?))) {
+                let wanted = pid.filter(|&pid| request.wants_trace() && self.only.is_none_or(|only| only == pid));
+                match wanted.and_then(|pid| Some((pid, rounds.start(pid, now)?))) {
                     Some((pid, round)) => {
                         let file = log_file(pid, round);
                         let config = kineto_ipc::trace_config(&file.to_string_lossy(), self.window);
@@ -127,7 +169,7 @@ impl KinetoDaemon {
         };
         // Never waits (so this future can be dropped at any await without losing a sent
         // config): a full or vanished peer socket just means the reply is not sent.
-        let sent = self.socket.try_send_to(&reply, &reply_to).is_ok();
+        let sent = self.try_reply(&reply, &reply_to);
         if let (false, Received::Started(started)) = (sent, &received) {
             // The config never reached the job (its socket is gone or full): the round
             // stays open for its next poll.
@@ -135,6 +177,15 @@ impl KinetoDaemon {
             return Ok(Received::Polled { pid: Some(started.pid) });
         }
         Ok(received)
+    }
+
+    /// Sends `reply` to `to` without waiting; whether it went.
+    fn try_reply(&self, reply: &[u8], to: &SocketAddr) -> bool {
+        use std::os::fd::AsFd;
+        // Tokio sends only to paths; a second handle on the same non-blocking socket
+        // also reaches abstract addresses.
+        let Ok(fd) = self.socket.as_fd().try_clone_to_owned() else { return false };
+        std::os::unix::net::UnixDatagram::from(fd).send_to_addr(reply, to).is_ok()
     }
 }
 
@@ -149,11 +200,60 @@ pub fn kineto_output_path(log_file: &Path, pid: i32) -> PathBuf {
     log_file.with_file_name(name)
 }
 
+/// How a trace file ends, so a half-written one is not moved.
+#[derive(Debug, PartialEq, Eq)]
+pub enum TraceEnding {
+    /// Not with `}` (or unreadable): still being written.
+    Open,
+    /// With `}`, which a write could also stop at.
+    Closed,
+    /// With the `"traceName": "…"` and `}` Kineto writes last.
+    Named,
+}
+
+/// How the file at `path` ends now ([`TraceEnding::Open`] when it cannot be read).
+pub fn trace_ending(path: &Path) -> TraceEnding {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = std::fs::File::open(path) else { return TraceEnding::Open };
+    let Ok(len) = file.seek(SeekFrom::End(0)) else { return TraceEnding::Open };
+    // Kineto's last line names the trace file: 4 KiB holds any path.
+    let from = len.saturating_sub(4096);
+    let mut tail = Vec::new();
+    if file.seek(SeekFrom::Start(from)).is_err() || file.read_to_end(&mut tail).is_err() {
+        return TraceEnding::Open;
+    }
+    if tail.iter().rev().find(|b| !b.is_ascii_whitespace()) != Some(&b'}') {
+        return TraceEnding::Open;
+    }
+    let last_key = tail.windows(b"\"traceName\"".len()).rposition(|w| w == b"\"traceName\"");
+    let after = last_key.map(|at| &tail[at..]);
+    // The name is the last value: one string between the key and the closing brace.
+    if after.is_some_and(|rest| rest.iter().filter(|&&b| b == b'"').count() == 4) {
+        TraceEnding::Named
+    } else {
+        TraceEnding::Closed
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::schedule::Schedule;
     use std::time::Duration;
+
+    #[test]
+    fn only_complete_json_counts_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.json");
+        assert_eq!(trace_ending(&path), TraceEnding::Open);
+        std::fs::write(&path, "{\"traceEvents\": [\n  {\"ph\": \"X\"},").unwrap();
+        assert_eq!(trace_ending(&path), TraceEnding::Open);
+        std::fs::write(&path, "{\"traceEvents\": [\n  {\"args\": {\"x\": 1}").unwrap();
+        assert_eq!(trace_ending(&path), TraceEnding::Closed, "a write may stop at any brace");
+        // How PyTorch 2.11's Kineto ends a trace.
+        std::fs::write(&path, "{\"traceEvents\": [\n  ],\n  \"traceName\": \"/tmp/w/od/t_887.json\"\n}\n").unwrap();
+        assert_eq!(trace_ending(&path), TraceEnding::Named);
+    }
 
     #[test]
     fn kineto_inserts_the_pid_before_the_extension() {
@@ -165,7 +265,11 @@ mod tests {
     #[tokio::test]
     async fn a_poll_gets_a_config_once_its_round_is_due() {
         let dir = tempfile::tempdir().unwrap();
-        let mut daemon = KinetoDaemon::bind(dir.path(), TraceWindow::Duration(Duration::from_millis(500))).unwrap();
+        let mut daemon = KinetoDaemon::bind(
+            Endpoint::Dir(dir.path().to_path_buf()),
+            TraceWindow::Duration(Duration::from_millis(500)),
+        )
+        .unwrap();
         let job = UnixDatagram::bind(dir.path().join("dynoconfigclient-test")).unwrap();
         let mut payload = 3i32.to_le_bytes().to_vec();
         payload.extend_from_slice(&2i32.to_le_bytes());
@@ -195,5 +299,41 @@ mod tests {
         job.send_to(b"garbage", dir.path().join(SOCKET_NAME)).await.unwrap();
         assert!(matches!(daemon.serve_one(&mut rounds, |_, _| unreachable!()).await.unwrap(), Received::Malformed(_)));
         assert_eq!((daemon.polls(), daemon.malformed()), (2, 1));
+    }
+
+    /// Kineto's default: dynolog's abstract address, and the job's own abstract name to
+    /// reply to. Skipped (visibly) where a dynolog already holds the address.
+    #[tokio::test]
+    async fn an_abstract_endpoint_answers_an_abstract_client() {
+        let mut daemon = match KinetoDaemon::bind(Endpoint::Abstract, TraceWindow::Duration(Duration::from_secs(1))) {
+            Ok(daemon) => daemon.only_for(4242),
+            Err(error) if error.kind() == io::ErrorKind::AddrInUse => {
+                eprintln!("an_abstract_endpoint_answers_an_abstract_client: SKIPPED: @dynolog is held: {error}");
+                return;
+            }
+            Err(error) => panic!("binding @dynolog: {error}"),
+        };
+        let name = format!("dynoconfigclient-mlprof-test-{}\0", std::process::id());
+        let client =
+            std::os::unix::net::UnixDatagram::bind_addr(&SocketAddr::from_abstract_name(&name).unwrap()).unwrap();
+        let dynolog = SocketAddr::from_abstract_name(ABSTRACT_NAME).unwrap();
+        let mut rounds = Rounds::new(Schedule { first: Instant::now(), every: None }, Duration::ZERO, 4);
+        let mut reply = vec![0u8; 4096];
+        for (pid, wants) in [(77i32, "another job: an empty reply"), (4242, "the one asked for: a config")] {
+            let mut payload = 2i32.to_le_bytes().to_vec();
+            payload.extend_from_slice(&1i32.to_le_bytes());
+            payload.extend_from_slice(&0i64.to_le_bytes());
+            payload.extend_from_slice(&pid.to_le_bytes());
+            client.send_to_addr(&kineto_ipc::encode("req", &payload), &dynolog).unwrap();
+            let received = daemon.serve_one(&mut rounds, |_, _| PathBuf::from("/tmp/t.json")).await.unwrap();
+            let len = client.recv(&mut reply).unwrap();
+            match pid {
+                77 => assert!(
+                    matches!(received, Received::Polled { pid: Some(77) }) && len == kineto_ipc::HEADER_LEN,
+                    "{wants}"
+                ),
+                _ => assert!(matches!(received, Received::Started(_)) && len > kineto_ipc::HEADER_LEN, "{wants}"),
+            }
+        }
     }
 }

@@ -22,6 +22,7 @@
 //! that part off and says so in one line; the job runs on at full speed.
 
 pub mod attach;
+pub mod attach_kineto;
 pub mod cupti_collector;
 pub mod cupti_profile;
 pub mod job;
