@@ -49,6 +49,7 @@ pub fn run(args: AttachArgs) -> Result<(), Failure> {
         native_stacks: !args.no_native,
     };
     let runtime = crate::run::runtime()?;
+    let began = std::time::Instant::now();
     let say = crate::run::say;
     let stop = async {
         if tokio::signal::ctrl_c().await.is_err() {
@@ -56,6 +57,9 @@ pub fn run(args: AttachArgs) -> Result<(), Failure> {
         }
     };
     let outcome = runtime.block_on(attach(&options, stop, &say)).map_err(|e| Failure::input(e.to_string()))?;
+    if let Some(own) = mlprof_run::own_use::OwnUse::now(began) {
+        say(own.to_string());
+    }
     match outcome.session {
         Some(session) => {
             say(format!("analyze with: mlprof analyze {}", session.display()));

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use clap::Args;
 use mlprof_capture::untrusted::display_safe;
+use mlprof_run::own_use::OwnUse;
 use mlprof_run::{DeviceTracer, RunOptions, launch, run_job};
 
 use crate::Failure;
@@ -90,6 +91,7 @@ pub fn run(args: RunArgs, verbose: bool) -> Result<(), Failure> {
         native_stacks: !args.no_native,
     };
     let runtime = runtime()?;
+    let began = std::time::Instant::now();
     let program = options.argv.first().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
     let outcome = runtime.block_on(run_job(&options, &say)).map_err(|e| {
         // As a shell reports a command it cannot start: 127 not found, 126 not executable.
@@ -103,6 +105,9 @@ pub fn run(args: RunArgs, verbose: bool) -> Result<(), Failure> {
     launch::restore_signals();
     if verbose || outcome.status.code() != Some(0) {
         say(format!("the job {}", launch::describe_exit(outcome.status)));
+    }
+    if let Some(own) = OwnUse::now(began) {
+        say(own.to_string());
     }
     match outcome.sessions.as_slice() {
         [] => {}

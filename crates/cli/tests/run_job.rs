@@ -272,6 +272,7 @@ fn without_a_private_directory_the_job_still_runs() {
             || l.starts_with("mlprof: no native stacks")
             || l.starts_with("mlprof: GPU counters")
             || l.starts_with("mlprof: pid ")
+            || l.starts_with("mlprof: own cost: ")
             || l.starts_with("mlprof: analyze with")),
         "{err}"
     );

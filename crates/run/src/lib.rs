@@ -15,6 +15,7 @@
 //!   (py-spy, from outside) and each process's CPU, memory and I/O from `/proc`.
 //! - [`attach`]: the same sampling, and a profiler server the process already runs, for
 //!   a process that is running (`mlprof attach PID`).
+//! - [`own_use`]: what mlprof itself cost (CPU, memory), said at the end.
 //! - [`launch`] starts the job and ends with it: same streams, signals passed on, its
 //!   exit code. [`job`] ties it together.
 //!
@@ -31,6 +32,7 @@ pub mod kineto_ipc;
 pub mod launch;
 pub mod listening;
 pub mod nvml;
+pub mod own_use;
 pub mod python_hook;
 pub mod sample_windows;
 pub mod sampling;
