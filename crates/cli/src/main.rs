@@ -6,6 +6,7 @@
 //! usage; `run` exits with its job's code. Every error is printed as one line on stderr.
 
 mod advise;
+mod agent;
 mod allocator;
 mod analyze;
 mod attach;
@@ -125,6 +126,13 @@ enum Command {
     /// a PyTorch process started with KINETO_USE_DAEMON=1 (mlprof answers its polls in
     /// dynolog's place; the trace starts at its next poll, within about 5 s).
     Attach(attach::AttachArgs),
+    /// Watch every ML job on this node, live, with no change to them: Python and CUDA
+    /// processes found in /proc, their CPU, memory and most-run Python frames (sampled
+    /// from outside), served as JSON (/api/jobs, for `mlprof top`) and Prometheus metrics
+    /// (/metrics) until Ctrl-C or SIGTERM.
+    Agent(agent::AgentArgs),
+    /// The jobs an `mlprof agent` sees, refreshed every second (`--once`: one snapshot).
+    Top(agent::TopArgs),
     /// Serve the web UI (the tools' pages and a trace viewer) for the profiles under a
     /// path, fully offline; prints `mlprof serve: http://HOST:PORT/` and serves until Ctrl-C.
     Serve(serve::ServeArgs),
@@ -298,6 +306,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Capture(args) => capture::run(args, verbose),
         Command::Run(args) => run::run(args, verbose),
         Command::Attach(args) => attach::run(args),
+        Command::Agent(args) => agent::run_agent(args),
+        Command::Top(args) => agent::run_top(args),
         Command::Serve(args) => serve::run(args, verbose),
     }
 }

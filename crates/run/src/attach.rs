@@ -109,7 +109,10 @@ pub async fn attach(
 
     let begin_ns = mlprof_cupti::wire::realtime_ns();
     let started = Instant::now();
-    let sampler = Sampler::start(options.pid, SamplerOptions { hz: options.sample_hz, native: options.native_stacks });
+    let sampler = Sampler::start(
+        options.pid,
+        SamplerOptions { hz: options.sample_hz, native: options.native_stacks, counters: true },
+    );
     let sampler = match sampler {
         Ok(sampler) => Some(sampler),
         Err(error) => {

@@ -15,6 +15,7 @@ use crate::kineto_daemon::{
     Endpoint, KinetoDaemon, Received, SOCKET_NAME, TraceEnding, kineto_output_path, trace_ending,
 };
 use crate::kineto_ipc::TraceWindow;
+use crate::sampling::procfs::environ_value;
 use crate::schedule::{Rounds, Schedule};
 
 /// How long a Kineto client may take to poll: it polls about every 5 s.
@@ -39,15 +40,9 @@ pub fn endpoint(pid: u32) -> std::io::Result<Option<Endpoint>> {
 
 /// [`endpoint`] of an environment block (`NAME=value` entries, each NUL-terminated).
 fn endpoint_in(environ: &[u8]) -> Option<Endpoint> {
-    let value = |name: &[u8]| {
-        environ.split(|&b| b == 0).find_map(|entry| {
-            let rest = entry.strip_prefix(name)?.strip_prefix(b"=")?;
-            Some(String::from_utf8_lossy(rest).into_owned())
-        })
-    };
     // PyTorch's own test of the variable: set and not empty.
-    value(b"KINETO_USE_DAEMON").filter(|v| !v.is_empty())?;
-    Some(match value(b"KINETO_IPC_SOCKET_DIR").filter(|v| !v.is_empty()) {
+    environ_value(environ, "KINETO_USE_DAEMON")?;
+    Some(match environ_value(environ, "KINETO_IPC_SOCKET_DIR") {
         Some(dir) => Endpoint::Dir(PathBuf::from(dir)),
         None => Endpoint::Abstract,
     })

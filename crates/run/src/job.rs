@@ -143,14 +143,16 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
         }
     }));
     let mut child = launch::spawn(&JobCommand { argv: options.argv.clone(), env })?;
-    let sampler =
-        match Sampler::start(child.id(), SamplerOptions { hz: options.sample_hz, native: options.native_stacks }) {
-            Ok(sampler) => Some(sampler),
-            Err(error) => {
-                say(format!("sampling is off: cannot start its thread: {error}"));
-                None
-            }
-        };
+    let sampler = match Sampler::start(
+        child.id(),
+        SamplerOptions { hz: options.sample_hz, native: options.native_stacks, counters: true },
+    ) {
+        Ok(sampler) => Some(sampler),
+        Err(error) => {
+            say(format!("sampling is off: cannot start its thread: {error}"));
+            None
+        }
+    };
     let mut exited = tokio::task::spawn_blocking(move || child.wait());
     let schedule = Schedule { first: launched + options.delay, every: options.every };
     let mut state = State {

@@ -31,6 +31,9 @@ use native::NativeSampler;
 use python::PythonProcess;
 use store::{Counter, Reading, Recorded, Source, Store};
 
+/// The clock samples are stamped with: now, Unix epoch nanoseconds (`CLOCK_REALTIME`).
+pub use mlprof_cupti::wire::realtime_ns;
+
 /// The default sampling rate, samples per second (py-spy's).
 pub const DEFAULT_HZ: u32 = 100;
 /// The highest sampling rate accepted, samples per second.
@@ -77,6 +80,9 @@ pub struct SamplerOptions {
     /// Whether native stacks are sampled too (perf_event_open, `hz` per second of each
     /// thread's CPU time).
     pub native: bool,
+    /// Whether `/proc` and GPU counters are read (every 100 ms); a caller that reads
+    /// them itself (the agent) turns them off.
+    pub counters: bool,
 }
 
 /// The sampling thread and what it recorded.
@@ -231,7 +237,7 @@ impl Sampling {
                 self.sample_stacks();
                 self.sample_native();
             }
-            if now >= next_counters {
+            if self.options.counters && now >= next_counters {
                 self.read_counters();
                 next_counters = now + COUNTER_INTERVAL;
             }

@@ -16,6 +16,8 @@ pub struct Stat {
     pub cpu_ticks: u64,
     /// Resident set size, pages.
     pub rss_pages: u64,
+    /// Threads in the process (a thread's own `stat` repeats its process's count).
+    pub threads: u32,
 }
 
 /// Parses a `stat` file's text. `comm` is in parentheses and may hold spaces and
@@ -24,7 +26,8 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
     let open = text.find('(')?;
     let close = text.rfind(')')?;
     let comm = text.get(open + 1..close)?.to_string();
-    // After ") ": state (field 3), ppid (4), ..., utime (14), stime (15), ..., rss (24).
+    // After ") ": state (field 3), ppid (4), ..., utime (14), stime (15), ...,
+    // num_threads (20), ..., rss (24).
     let fields: Vec<&str> = text.get(close + 1..)?.split_ascii_whitespace().collect();
     let field = |number: usize| fields.get(number - 3).and_then(|f| f.parse::<u64>().ok());
     Some(Stat {
@@ -32,6 +35,7 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
         ppid: u32::try_from(field(4)?).ok()?,
         cpu_ticks: field(14)?.saturating_add(field(15)?),
         rss_pages: field(24)?,
+        threads: u32::try_from(field(20)?).ok()?,
     })
 }
 
@@ -81,10 +85,37 @@ pub fn process_io(pid: u32) -> Option<Io> {
     parse_io(&std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?)
 }
 
-/// `root` and every process descended from it, `root` first: one pass over `/proc`
-/// building the parent links.
+/// `root` and every process descended from it, `root` first. Walked down through the
+/// kernel's `/proc/PID/task/TID/children` lists, which costs a read per thread of the
+/// tree; where the kernel has no such lists (built without `CONFIG_PROC_CHILDREN`), one
+/// pass over all of `/proc` builds the parent links instead, which costs a read per
+/// process of the machine.
 pub fn process_tree(root: u32) -> Vec<u32> {
-    process_tree_in(Path::new("/proc"), root)
+    children_tree(root).unwrap_or_else(|| process_tree_in(Path::new("/proc"), root))
+}
+
+/// The tree through the `children` lists; `None` where the kernel keeps none.
+fn children_tree(root: u32) -> Option<Vec<u32>> {
+    // Missing for a root that is gone too: the scan then finds no descendants either.
+    if !Path::new(&format!("/proc/{root}/task/{root}/children")).exists() {
+        return None;
+    }
+    let mut tree = vec![root];
+    let mut seen = std::collections::HashSet::from([root]);
+    let mut next = 0;
+    while let Some(&pid) = tree.get(next) {
+        next += 1;
+        for tid in thread_ids(pid) {
+            let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/children")) else { continue };
+            // A pid reused mid-walk could loop: the tree holds each pid once, and is bounded.
+            for child in text.split_ascii_whitespace().filter_map(|c| c.parse::<u32>().ok()) {
+                if tree.len() < 65_536 && seen.insert(child) {
+                    tree.push(child);
+                }
+            }
+        }
+    }
+    Some(tree)
 }
 
 fn process_tree_in(proc_root: &Path, root: u32) -> Vec<u32> {
@@ -146,6 +177,15 @@ fn maps_file(pid: u32, wanted: impl Fn(&str) -> bool) -> bool {
     })
 }
 
+/// A variable's value in an environment block (`/proc/PID/environ`: `NAME=value`
+/// entries, each NUL-terminated); `None` when it is unset or empty.
+pub fn environ_value(environ: &[u8], name: &str) -> Option<String> {
+    environ.split(|&b| b == 0).find_map(|entry| {
+        let value = entry.strip_prefix(name.as_bytes())?.strip_prefix(b"=")?;
+        Some(String::from_utf8_lossy(value).into_owned()).filter(|v| !v.is_empty())
+    })
+}
+
 /// The executable `pid` runs (`/proc/PID/exe`), to notice an `exec`.
 pub fn executable(pid: u32) -> Option<std::path::PathBuf> {
     std::fs::read_link(format!("/proc/{pid}/exe")).ok()
@@ -164,6 +204,7 @@ mod tests {
         assert_eq!(stat.ppid, 17);
         assert_eq!(stat.cpu_ticks, 281);
         assert_eq!(stat.rss_pages, 777);
+        assert_eq!(stat.threads, 3);
     }
 
     #[test]
@@ -171,6 +212,15 @@ mod tests {
         assert_eq!(parse_stat(""), None);
         assert_eq!(parse_stat("1 (x) S 0"), None);
         assert_eq!(parse_stat("1 (x) S notanumber 1 1 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 1 1 1"), None);
+    }
+
+    #[test]
+    fn environment_values_are_found_whole() {
+        let environ = b"SLURM_JOB_ID=4242\0XSLURM_JOB_ID=1\0EMPTY=\0LAST=x";
+        assert_eq!(environ_value(environ, "SLURM_JOB_ID").as_deref(), Some("4242"));
+        assert_eq!(environ_value(environ, "LAST").as_deref(), Some("x"), "the last entry needs no NUL");
+        assert_eq!(environ_value(environ, "EMPTY"), None);
+        assert_eq!(environ_value(environ, "MISSING"), None);
     }
 
     #[test]
@@ -193,6 +243,8 @@ mod tests {
         let child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
         let tree = process_tree(me);
         assert!(tree.contains(&child.id()), "{tree:?} lacks the child {}", child.id());
+        let scanned = process_tree_in(Path::new("/proc"), me);
+        assert!(scanned.contains(&child.id()), "the full scan finds it too: {scanned:?}");
         let mut child = child;
         let _ = child.kill();
         let _ = child.wait();

@@ -1,0 +1,20 @@
+//! `mlprof agent`: one per node, it sees every ML job running there without any job
+//! registering — Python processes and CUDA processes, found in `/proc`
+//! ([`discover`]) — and keeps each job's light signals current ([`jobs`]): CPU, memory,
+//! threads, the Python frames it runs most (sampled from outside at a low rate), the
+//! endpoints a full trace can be taken through. It serves them as JSON for `mlprof top`
+//! and as Prometheus metrics ([`metrics`]) over HTTP ([`server`]); [`client`] and
+//! [`top`] are `mlprof top`'s side.
+//!
+//! The agent only reads: it never stops, signals or writes into a job, and a job does not
+//! notice when the agent stops or dies.
+
+pub mod client;
+pub mod discover;
+pub mod jobs;
+pub mod metrics;
+pub mod server;
+pub mod top;
+
+pub use jobs::{FrameShare, JobView, WatchOptions};
+pub use server::{Agent, AgentError, DEFAULT_LISTEN, Snapshot};

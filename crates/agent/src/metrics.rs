@@ -1,0 +1,124 @@
+//! The jobs as Prometheus metrics (text exposition format 0.0.4), so a cluster's own
+//! Prometheus and Grafana chart every job of every node: one gauge family per signal,
+//! each job's series labelled with its pid, name, user, framework and, where present,
+//! its Slurm job and Kubernetes pod.
+
+use std::fmt::Write;
+
+use crate::jobs::JobView;
+
+/// The content type Prometheus expects for the text format.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// A per-job gauge: its name, its help text, and its value for a job.
+type Gauge = (&'static str, &'static str, fn(&JobView) -> f64);
+
+/// The exposition of `jobs` and the agent's own `cpu_seconds` (user plus system).
+pub fn render(jobs: &[JobView], agent_cpu_seconds: f64) -> String {
+    let mut out = String::new();
+    family(&mut out, "mlprof_jobs", "gauge", "ML jobs the agent sees on this node.");
+    let _ = writeln!(out, "mlprof_jobs {}", jobs.len());
+    let gauges: [Gauge; 5] = [
+        ("mlprof_job_cpu_percent", "CPU use of the job's processes over the last second, percent of one core.", |j| {
+            j.cpu_percent
+        }),
+        ("mlprof_job_resident_memory_bytes", "Resident memory of the job's processes, bytes.", |j| j.rss_bytes as f64),
+        ("mlprof_job_threads", "Threads of the job's processes.", |j| f64::from(j.threads)),
+        ("mlprof_job_processes", "Processes of the job.", |j| j.pids.len() as f64),
+        ("mlprof_job_uses_gpu", "1 when the job maps NVIDIA's driver library.", |j| f64::from(u8::from(j.uses_gpu))),
+    ];
+    for (name, help, value) in gauges {
+        family(&mut out, name, "gauge", help);
+        for job in jobs {
+            let _ = writeln!(out, "{name}{{{}}} {}", labels(job), number(value(job)));
+        }
+    }
+    let name = "mlprof_job_top_frame_percent";
+    family(&mut out, name, "gauge", "Share of the job's running Python samples in its most frequent innermost frames.");
+    for job in jobs {
+        for frame in &job.top_frames {
+            let _ =
+                writeln!(out, "{name}{{{},frame=\"{}\"}} {}", labels(job), escape(&frame.frame), number(frame.percent));
+        }
+    }
+    family(&mut out, "mlprof_agent_cpu_seconds_total", "counter", "CPU time the agent itself used, seconds.");
+    let _ = writeln!(out, "mlprof_agent_cpu_seconds_total {}", number(agent_cpu_seconds));
+    out
+}
+
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+/// A job's labels, without braces.
+fn labels(job: &JobView) -> String {
+    let mut labels = format!(
+        "pid=\"{}\",job=\"{}\",user=\"{}\",framework=\"{}\"",
+        job.pid,
+        escape(&job.name),
+        escape(&job.user),
+        job.framework.as_deref().unwrap_or("")
+    );
+    if let Some(id) = &job.slurm_job_id {
+        let _ = write!(labels, ",slurm_job_id=\"{}\"", escape(id));
+    }
+    if let Some(pod) = &job.kubernetes_pod {
+        let _ = write!(labels, ",pod=\"{}\"", escape(pod));
+    }
+    labels
+}
+
+/// A label value as the text format escapes it: backslash, double quote, line feed.
+fn escape(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+/// A sample value: finite numbers as Rust prints them (shortest round trip).
+fn number(value: f64) -> String {
+    if value.is_finite() { format!("{value}") } else { "NaN".to_string() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobs::FrameShare;
+
+    fn job() -> JobView {
+        JobView {
+            pid: 42,
+            pids: vec![42, 43],
+            command: "python train.py".into(),
+            name: "tr\"ain\\.py\n".into(),
+            user: "ana".into(),
+            cgroup: "/".into(),
+            slurm_job_id: Some("7".into()),
+            kubernetes_pod: None,
+            framework: Some("pytorch".into()),
+            uses_gpu: true,
+            cpu_percent: 97.5,
+            rss_bytes: 1_000_000,
+            threads: 12,
+            seen_for_s: 3.0,
+            top_frames: vec![FrameShare { frame: "step (train.py:10)".into(), percent: 40.0 }],
+            samples: 100,
+            listening_ports: vec![],
+            kineto_endpoint: None,
+            sampling_note: None,
+        }
+    }
+
+    #[test]
+    fn every_family_is_declared_and_label_values_are_escaped() {
+        let text = render(&[job()], 1.25);
+        assert!(text.starts_with("# HELP mlprof_jobs "), "{text}");
+        let labels = r#"pid="42",job="tr\"ain\\.py\n",user="ana",framework="pytorch",slurm_job_id="7""#;
+        assert!(text.contains(&format!("mlprof_job_cpu_percent{{{labels}}} 97.5\n")), "{text}");
+        assert!(text.contains(&format!("mlprof_job_processes{{{labels}}} 2\n")), "{text}");
+        assert!(text.contains(&format!("mlprof_job_top_frame_percent{{{labels},frame=\"step (train.py:10)\"}} 40\n")));
+        assert!(text.ends_with("mlprof_agent_cpu_seconds_total 1.25\n"), "{text}");
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let name = line.split(['{', ' ']).next().unwrap_or("");
+            assert!(text.contains(&format!("# TYPE {name} ")), "{name} is not declared");
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! The agent's HTTP endpoints: `/api/jobs` (every job, JSON, as `mlprof top` reads it)
+//! and `/metrics` (Prometheus). The view is refreshed every [`TICK`] on a blocking
+//! thread (reading `/proc` blocks) and requests read the last one, so a request costs
+//! a copy, never a scan.
+//!
+//! Exposure: a loopback address needs nothing; any other address needs a token, made
+//! at start and required on every request (`Authorization: Bearer TOKEN`), compared in
+//! constant time.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde::{Deserialize, Serialize};
+
+use crate::jobs::{JobView, Jobs, WatchOptions};
+
+/// How often the node is looked at.
+pub const TICK: Duration = Duration::from_secs(1);
+/// The agent's default address: loopback, a port of its own.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7766";
+
+/// What `/api/jobs` answers.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// The agent's pid.
+    pub agent_pid: u32,
+    /// Seconds the agent has run.
+    pub uptime_s: f64,
+    /// CPU time the agent has used, seconds (user plus system).
+    pub agent_cpu_s: f64,
+    /// Every job, the most CPU first.
+    pub jobs: Vec<JobView>,
+}
+
+#[derive(Clone)]
+struct Shared {
+    snapshot: Arc<Mutex<Snapshot>>,
+    token: Option<Arc<str>>,
+}
+
+/// Why the agent could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The address cannot be bound.
+    #[error("cannot listen on {address}: {error}")]
+    Bind {
+        /// The address.
+        address: SocketAddr,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// No token could be made for a non-loopback address.
+    #[error("cannot make an access token (/dev/urandom): {0}")]
+    Token(std::io::Error),
+}
+
+/// A bound agent, not yet serving.
+pub struct Agent {
+    listener: tokio::net::TcpListener,
+    token: Option<Arc<str>>,
+}
+
+impl Agent {
+    /// Binds `address`; a non-loopback one gets a token.
+    pub async fn bind(address: SocketAddr) -> Result<Agent, AgentError> {
+        let token =
+            if address.ip().is_loopback() { None } else { Some(new_token().map_err(AgentError::Token)?.into()) };
+        let listener =
+            tokio::net::TcpListener::bind(address).await.map_err(|error| AgentError::Bind { address, error })?;
+        Ok(Agent { listener, token })
+    }
+
+    /// The address bound (the port chosen for port 0).
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// The token requests must carry, for a non-loopback address.
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_deref()
+    }
+
+    /// Watches the node and serves until `stop` completes.
+    pub async fn run(self, options: WatchOptions, stop: impl std::future::Future<Output = ()> + Send + 'static) {
+        let shared = Shared { snapshot: Arc::default(), token: self.token };
+        let watcher = tokio::spawn(watch(options, shared.snapshot.clone()));
+        let router =
+            axum::Router::new().route("/api/jobs", get(jobs)).route("/metrics", get(metrics)).with_state(shared);
+        let _ = axum::serve(self.listener, router).with_graceful_shutdown(stop).await;
+        watcher.abort();
+    }
+}
+
+/// Refreshes the snapshot every [`TICK`].
+async fn watch(options: WatchOptions, snapshot: Arc<Mutex<Snapshot>>) {
+    let started = Instant::now();
+    let mut jobs = Some(Jobs::new(options));
+    let mut ticker = tokio::time::interval(TICK);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        ticker.tick().await;
+        let Some(mut watched) = jobs.take() else { return };
+        let Ok(watched) = tokio::task::spawn_blocking(move || {
+            watched.tick(Instant::now());
+            watched
+        })
+        .await
+        else {
+            return;
+        };
+        let next = Snapshot {
+            agent_pid: std::process::id(),
+            uptime_s: started.elapsed().as_secs_f64(),
+            agent_cpu_s: mlprof_run::own_use::OwnUse::now(started).map_or(0.0, |own| own.cpu_s),
+            jobs: watched.views(),
+        };
+        *snapshot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = next;
+        jobs = Some(watched);
+    }
+}
+
+async fn jobs(State(shared): State<Shared>, headers: HeaderMap) -> Response {
+    if !authorized(&shared, &headers) {
+        return refused();
+    }
+    let snapshot = shared.snapshot.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    axum::Json(snapshot).into_response()
+}
+
+async fn metrics(State(shared): State<Shared>, headers: HeaderMap) -> Response {
+    if !authorized(&shared, &headers) {
+        return refused();
+    }
+    let snapshot = shared.snapshot.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    let text = crate::metrics::render(&snapshot.jobs, snapshot.agent_cpu_s);
+    ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response()
+}
+
+/// Whether a request may be answered: it carries the token, where one is needed.
+fn authorized(shared: &Shared, headers: &HeaderMap) -> bool {
+    let Some(token) = &shared.token else { return true };
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    constant_time_eq(given.as_bytes(), token.as_bytes())
+}
+
+/// The answer to a request without the token.
+fn refused() -> Response {
+    (StatusCode::UNAUTHORIZED, "mlprof agent: a token is needed (Authorization: Bearer TOKEN)\n").into_response()
+}
+
+/// Whether `a` equals `b`, taking the same time whatever their contents (their lengths
+/// are not secret).
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+}
+
+/// 128 random bits, hex.
+fn new_token() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"ab"));
+        let token = new_token().unwrap();
+        assert_eq!(token.len(), 32);
+        assert_ne!(token, new_token().unwrap());
+    }
+}

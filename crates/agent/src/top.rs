@@ -1,0 +1,106 @@
+//! `mlprof top`'s table: one line per job, widest columns cut to fit the terminal.
+
+use std::fmt::Write;
+
+use crate::Snapshot;
+
+/// The table of `snapshot`, at most `width` columns wide.
+pub fn render(snapshot: &Snapshot, width: usize) -> String {
+    let mut out = String::new();
+    let title = format!(
+        "mlprof top: {} job(s); the agent used {:.1} s of CPU in {:.0} s",
+        snapshot.jobs.len(),
+        snapshot.agent_cpu_s,
+        snapshot.uptime_s
+    );
+    let _ = writeln!(out, "{}", cut(&title, width));
+    let _ = writeln!(
+        out,
+        "{}",
+        cut(
+            &format!(
+                "{:>7} {:<10} {:<10} {:>6} {:>8} {:>4} {:<28} TOP PYTHON FRAME",
+                "PID", "USER", "FRAMEWORK", "CPU%", "MEM", "GPU", "JOB"
+            ),
+            width
+        )
+    );
+    for job in &snapshot.jobs {
+        let top = job
+            .top_frames
+            .first()
+            .map(|f| format!("{:.0} % {}", f.percent, f.frame))
+            .or_else(|| job.sampling_note.clone())
+            .unwrap_or_else(|| "—".to_string());
+        let line = format!(
+            "{:>7} {:<10} {:<10} {:>6.1} {:>8} {:>4} {:<28} {}",
+            job.pid,
+            cut(&job.user, 10),
+            job.framework.as_deref().unwrap_or("python"),
+            job.cpu_percent,
+            megabytes(job.rss_bytes),
+            if job.uses_gpu { "yes" } else { "" },
+            cut(&job.name, 28),
+            top
+        );
+        let _ = writeln!(out, "{}", cut(&line, width));
+    }
+    out
+}
+
+fn megabytes(bytes: u64) -> String {
+    if bytes >= 10_000_000_000 {
+        format!("{:.0} GB", bytes as f64 / 1e9)
+    } else {
+        format!("{:.0} MB", bytes as f64 / 1e6)
+    }
+}
+
+/// `text`, cut to `width` characters with an ellipsis.
+fn cut(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let mut kept: String = text.chars().take(width.saturating_sub(1)).collect();
+    kept.push('…');
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{FrameShare, JobView};
+
+    #[test]
+    fn a_line_per_job_cut_to_the_width() {
+        let job = JobView {
+            pid: 4242,
+            pids: vec![4242],
+            command: "python train.py".into(),
+            name: "train.py".into(),
+            user: "a-very-long-user-name".into(),
+            cgroup: "/".into(),
+            slurm_job_id: None,
+            kubernetes_pod: None,
+            framework: Some("pytorch".into()),
+            uses_gpu: true,
+            cpu_percent: 187.25,
+            rss_bytes: 2_500_000_000,
+            threads: 40,
+            seen_for_s: 5.0,
+            top_frames: vec![FrameShare { frame: "step (train.py:10)".into(), percent: 41.6 }],
+            samples: 10,
+            listening_ports: vec![],
+            kineto_endpoint: None,
+            sampling_note: None,
+        };
+        let snapshot = Snapshot { agent_pid: 1, uptime_s: 10.0, agent_cpu_s: 0.2, jobs: vec![job] };
+        let text = render(&snapshot, 200);
+        let line = text.lines().nth(2).expect("the job's line");
+        assert_eq!(
+            line,
+            "   4242 a-very-lo… pytorch     187.2  2500 MB  yes train.py                     42 % step (train.py:10)"
+        );
+        assert!(render(&snapshot, 40).lines().all(|l| l.chars().count() <= 40));
+    }
+}

@@ -1,0 +1,237 @@
+//! `mlprof agent` and `mlprof top` against real processes: plain Python jobs, a PyTorch
+//! job with Kineto's on-demand mode on and a JAX job serving the profiler, found with no
+//! registration; a job that exits leaves the list; `/metrics` is valid Prometheus text;
+//! killing the agent leaves the jobs running; a non-loopback agent refuses requests
+//! without its token.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod peers;
+
+use serde_json::Value;
+
+/// A process killed when dropped.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `mlprof agent --listen LISTEN` and reads its address (and token) lines.
+fn start_agent(listen: &str) -> (Killed, String, Option<String>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["agent", "--listen", listen])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the agent starts");
+    let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
+    let first = lines.next().expect("a line").expect("text");
+    let address = first
+        .strip_prefix("mlprof agent: http://")
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+        .to_string();
+    let token = if listen.starts_with("127.") {
+        None
+    } else {
+        let second = lines.next().expect("a token line").expect("text");
+        second.strip_prefix("mlprof agent: token: ").and_then(|t| t.split(' ').next()).map(str::to_string)
+    };
+    (Killed(child), address, token)
+}
+
+/// `mlprof top --once --format json --agent ADDRESS`.
+fn top(address: &str) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["top", "--once", "--format", "json", "--agent", address])
+        .output()
+        .expect("mlprof top runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+/// The job whose root is `pid` in a `top` snapshot.
+fn job(snapshot: &Value, pid: u32) -> Option<&Value> {
+    snapshot["jobs"].as_array()?.iter().find(|j| j["pid"].as_u64() == Some(u64::from(pid)))
+}
+
+/// Polls `top` until `ready` holds for the snapshot, or fails after a minute.
+fn wait_for(address: &str, what: &str, ready: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let snapshot = top(address);
+        if ready(&snapshot) {
+            return snapshot;
+        }
+        assert!(Instant::now() < deadline, "{what}: not seen within 60 s: {snapshot:#}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn hot_loop() -> Killed {
+    Killed(
+        Command::new("python3")
+            .arg(peers::script("python_hot_loop.py"))
+            .arg("120")
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("python3 starts"),
+    )
+}
+
+fn top_frame(job: &Value) -> &str {
+    job["top_frames"][0]["frame"].as_str().unwrap_or("")
+}
+
+#[test]
+fn the_agent_finds_every_job_live_and_drops_the_ones_that_exit() {
+    let test = "the_agent_finds_every_job_live_and_drops_the_ones_that_exit";
+    let (mut agent, address, _) = start_agent("127.0.0.1:0");
+    let first = hot_loop();
+    let second = hot_loop();
+    let (first_pid, second_pid) = (first.0.id(), second.0.id());
+    let sockets = tempfile::tempdir().expect("temp dir");
+    let torch = peers::python("MLPROF_TORCH_PYTHON", test).map(|python| {
+        Killed(
+            Command::new(python)
+                .args([peers::script("torch_plain_loop.py").as_os_str(), "120".as_ref()])
+                .env("KINETO_USE_DAEMON", "1")
+                .env("KINETO_IPC_SOCKET_DIR", sockets.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("the PyTorch job starts"),
+        )
+    });
+    let jax = peers::python("MLPROF_JAX_PYTHON", test).map(|python| {
+        peers::Peer::start(&python, &[&peers::script("jax_worker.py").display().to_string(), "0", "120"])
+    });
+
+    let snapshot = wait_for(&address, "both plain jobs in hot_spin", |s| {
+        [first_pid, second_pid].iter().all(|&pid| job(s, pid).is_some_and(|j| top_frame(j).starts_with("hot_spin")))
+    });
+    let plain = job(&snapshot, first_pid).expect("the first job");
+    assert_eq!(plain["name"], "python_hot_loop.py", "{plain:#}");
+    assert!(plain["cpu_percent"].as_f64().is_some_and(|c| c > 20.0), "{plain:#}");
+    assert!(plain["rss_bytes"].as_u64().is_some_and(|m| m > 1_000_000), "{plain:#}");
+    if let Some(torch) = &torch {
+        let pid = torch.0.id();
+        let snapshot =
+            wait_for(&address, "the PyTorch job", |s| job(s, pid).is_some_and(|j| j["framework"] == "pytorch"));
+        let job = job(&snapshot, pid).expect("the PyTorch job");
+        let endpoint = job["kineto_endpoint"].as_str().unwrap_or("");
+        assert!(endpoint.starts_with(&sockets.path().display().to_string()), "{job:#}");
+        assert!(job["pids"].as_array().is_some_and(|p| p.len() >= 3), "its DataLoader workers are in it: {job:#}");
+    }
+    if let Some(jax) = &jax {
+        let pid = jax.pid();
+        let port: u64 = jax.address.rsplit(':').next().and_then(|p| p.parse().ok()).expect("a port");
+        let snapshot = wait_for(&address, "the JAX job and its profiler port", |s| {
+            job(s, pid).is_some_and(|j| {
+                j["framework"] == "jax" && j["listening_ports"].as_array().is_some_and(|p| p.contains(&port.into()))
+            })
+        });
+        assert!(job(&snapshot, pid).is_some());
+    }
+
+    drop(first);
+    wait_for(&address, "the exited job gone", |s| job(s, first_pid).is_none() && job(s, second_pid).is_some());
+
+    let metrics = metrics_text(&address, None);
+    check_prometheus_text(&metrics);
+    assert!(metrics.contains(&format!("mlprof_job_cpu_percent{{pid=\"{second_pid}\",job=\"python_hot_loop.py\"")));
+
+    let _ = agent.0.kill();
+    let _ = agent.0.wait();
+    let mut second = second;
+    assert!(second.0.try_wait().expect("its status").is_none(), "the job lives on without the agent");
+}
+
+#[test]
+fn a_non_loopback_agent_refuses_requests_without_its_token() {
+    let (_agent, address, token) = start_agent("0.0.0.0:0");
+    let token = token.expect("a token is printed");
+    let port = address.rsplit(':').next().expect("a port");
+    let local = format!("127.0.0.1:{port}");
+    let refused = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["top", "--once", "--agent", &local])
+        .output()
+        .expect("mlprof top runs");
+    assert_eq!(refused.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("HTTP 401") && err.contains("a token is needed"), "{err}");
+    assert!(metrics_text(&local, Some("wrong")).is_empty(), "a wrong token gets nothing");
+    let allowed = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["top", "--once", "--agent", &local, "--token", &token])
+        .output()
+        .expect("mlprof top runs");
+    assert!(allowed.status.success(), "{}", String::from_utf8_lossy(&allowed.stderr));
+    assert!(String::from_utf8_lossy(&allowed.stdout).starts_with("mlprof top: "));
+    assert!(metrics_text(&local, Some(&token)).contains("# TYPE mlprof_jobs gauge"));
+}
+
+/// `GET /metrics`'s body when the answer is 200, else empty.
+fn metrics_text(address: &str, token: Option<&str>) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(address).expect("the agent accepts");
+    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    write!(stream, "GET /metrics HTTP/1.1\r\nHost: x\r\n{auth}Connection: close\r\n\r\n").expect("sent");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("an answer");
+    let (head, body) = response.split_once("\r\n\r\n").expect("a whole answer");
+    if !head.starts_with("HTTP/1.1 200") {
+        return String::new();
+    }
+    assert!(head.to_ascii_lowercase().contains("content-type: text/plain; version=0.0.4"), "{head}");
+    body.to_string()
+}
+
+/// Checks Prometheus's text format as its parser reads it: `# HELP`/`# TYPE` lines, then
+/// samples `name{label="value",…} number`, every name declared before its samples,
+/// label values quoted with `\\`, `\"` and `\n` escaped.
+fn check_prometheus_text(text: &str) {
+    let mut declared = std::collections::HashSet::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let mut parts = rest.split(' ');
+            let name = parts.next().expect("a name");
+            assert!(matches!(parts.next(), Some("gauge" | "counter")), "{line}");
+            declared.insert(name.to_string());
+            continue;
+        }
+        if line.starts_with("# HELP ") {
+            continue;
+        }
+        let name_end = line.find(['{', ' ']).unwrap_or_else(|| panic!("no value: {line}"));
+        let name = &line[..name_end];
+        assert!(name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'), "{line}");
+        assert!(declared.contains(name), "{name} sampled before its # TYPE");
+        let mut rest = &line[name_end..];
+        if let Some(labels) = rest.strip_prefix('{') {
+            let mut chars = labels.char_indices();
+            let mut in_value = false;
+            let mut end = None;
+            while let Some((i, c)) = chars.next() {
+                match (in_value, c) {
+                    (true, '\\') => assert!(matches!(chars.next(), Some((_, '\\' | '"' | 'n'))), "{line}"),
+                    (true, '"') => in_value = false,
+                    (false, '"') => in_value = true,
+                    (false, '}') => {
+                        end = Some(i);
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            rest = &labels[end.unwrap_or_else(|| panic!("unclosed labels: {line}")) + 1..];
+        }
+        let value = rest.strip_prefix(' ').unwrap_or_else(|| panic!("no value: {line}"));
+        assert!(value == "NaN" || value.parse::<f64>().is_ok(), "{line}");
+    }
+    assert!(declared.contains("mlprof_jobs"), "{text}");
+}
