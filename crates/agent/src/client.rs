@@ -1,12 +1,13 @@
-//! The client side of the agent's HTTP endpoints, for `mlprof top`: one `GET` over a
-//! plain TCP connection (HTTP/1.1, `Connection: close`), bounded in time and size, the
-//! body decoded whether it comes with a length, in chunks, or until the close.
+//! The client side of the agent's HTTP endpoints, for `mlprof top` and `mlprof agent
+//! capture`: one request over a plain TCP connection (HTTP/1.1, `Connection: close`),
+//! bounded in time and size, the body decoded whether it comes with a length, in
+//! chunks, or until the close.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use crate::Snapshot;
+use crate::{CaptureOutcome, Snapshot};
 
 /// How long a connection, a write or a read may take.
 const TIMEOUT: Duration = Duration::from_secs(3);
@@ -15,12 +16,24 @@ const MAX_RESPONSE: u64 = 64 * 1024 * 1024;
 
 /// `GET path` from the agent at `address`: the status code and the body.
 pub fn get(address: SocketAddr, path: &str, token: Option<&str>) -> Result<(u16, Vec<u8>), String> {
+    request("GET", address, path, token, TIMEOUT)
+}
+
+/// `METHOD path` (no body) to the agent at `address`, the answer awaited `wait` at most.
+fn request(
+    method: &str,
+    address: SocketAddr,
+    path: &str,
+    token: Option<&str>,
+    wait: Duration,
+) -> Result<(u16, Vec<u8>), String> {
     let mut stream = TcpStream::connect_timeout(&address, TIMEOUT)
         .map_err(|e| format!("no agent at {address}: {e} (start one with `mlprof agent`)"))?;
-    let _ = stream.set_read_timeout(Some(TIMEOUT));
+    let _ = stream.set_read_timeout(Some(wait));
     let _ = stream.set_write_timeout(Some(TIMEOUT));
     let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\n{auth}Connection: close\r\n\r\n");
+    let request =
+        format!("{method} {path} HTTP/1.1\r\nHost: {address}\r\n{auth}Content-Length: 0\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).map_err(|e| format!("agent at {address}: {e}"))?;
     let mut response = Vec::new();
     stream
@@ -41,6 +54,24 @@ pub fn snapshot(address: SocketAddr, token: Option<&str>) -> Result<Snapshot, St
         return Err(format!("agent at {address}: HTTP {status}: {}", text.trim()));
     }
     serde_json::from_slice(&body).map_err(|e| format!("agent at {address}: an answer mlprof cannot read: {e}"))
+}
+
+/// Asks the agent for a capture of job `pid` over `duration` and waits for it: the
+/// session written and what the capture said.
+pub fn capture(
+    address: SocketAddr,
+    pid: u32,
+    duration: Duration,
+    token: Option<&str>,
+) -> Result<CaptureOutcome, String> {
+    let path = format!("/api/jobs/{pid}/capture?duration_ms={}", duration.as_millis());
+    // A PyTorch trace starts at the job's next poll and is written after: give it time.
+    let wait = duration + crate::server::CAPTURE_GRACE;
+    let (status, body) = request("POST", address, &path, token, wait)?;
+    match serde_json::from_slice::<CaptureOutcome>(&body) {
+        Ok(outcome) if status == 200 || status == 409 => Ok(outcome),
+        _ => Err(format!("agent at {address}: HTTP {status}: {}", String::from_utf8_lossy(&body).trim())),
+    }
 }
 
 /// The status code and body of a whole HTTP/1.1 response.

@@ -2,7 +2,8 @@
 //! registering — Python processes and CUDA processes, found in `/proc`
 //! ([`discover`]) — and keeps each job's light signals current ([`jobs`]): CPU, memory,
 //! threads, the Python frames it runs most (sampled from outside at a low rate), the
-//! endpoints a full trace can be taken through. It serves them as JSON for `mlprof top`
+//! endpoints a full trace can be taken through — and captures any of them on demand as
+//! `mlprof attach` would. It serves them as JSON for `mlprof top`
 //! and as Prometheus metrics ([`metrics`]) over HTTP ([`server`]); [`client`] and
 //! [`top`] are `mlprof top`'s side.
 //!
@@ -17,4 +18,4 @@ pub mod server;
 pub mod top;
 
 pub use jobs::{FrameShare, JobView, WatchOptions};
-pub use server::{Agent, AgentError, DEFAULT_LISTEN, Snapshot};
+pub use server::{Agent, AgentConfig, AgentError, CaptureOutcome, DEFAULT_LISTEN, Snapshot};

@@ -1,26 +1,41 @@
-//! The agent's HTTP endpoints: `/api/jobs` (every job, JSON, as `mlprof top` reads it)
-//! and `/metrics` (Prometheus). The view is refreshed every [`TICK`] on a blocking
-//! thread (reading `/proc` blocks) and requests read the last one, so a request costs
-//! a copy, never a scan.
+//! The agent's HTTP endpoints: `/api/jobs` (every job, JSON, as `mlprof top` reads it),
+//! `/metrics` (Prometheus) and `POST /api/jobs/PID/capture?duration_ms=2000` (a full
+//! profile of one job: what `mlprof attach` records, saved as a normal session under
+//! the agent's data directory; several jobs may be captured at once, up to
+//! [`MAX_CAPTURES`]). The view is refreshed every [`TICK`] on a blocking thread (reading
+//! `/proc` blocks) and requests read the last one, so a request costs a copy, never a
+//! scan.
 //!
 //! Exposure: a loopback address needs nothing; any other address needs a token, made
 //! at start and required on every request (`Authorization: Bearer TOKEN`), compared in
 //! constant time.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::extract::State;
+use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
+use mlprof_run::attach::AttachOptions;
 use serde::{Deserialize, Serialize};
 
 use crate::jobs::{JobView, Jobs, WatchOptions};
 
 /// How often the node is looked at.
 pub const TICK: Duration = Duration::from_secs(1);
+/// Captures running at once, at most.
+pub const MAX_CAPTURES: usize = 8;
+/// The longest capture asked for.
+pub const MAX_CAPTURE: Duration = Duration::from_secs(600);
+/// How much longer than its duration a capture may take: a PyTorch job's Kineto trace
+/// starts at its next poll (within `attach_kineto::POLL_WAIT`) and is written after.
+pub const CAPTURE_GRACE: Duration = Duration::from_secs(60);
+/// Python stack samples per second during a capture (`mlprof attach`'s default).
+const CAPTURE_HZ: u32 = 100;
 /// The agent's default address: loopback, a port of its own.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7766";
 
@@ -37,10 +52,36 @@ pub struct Snapshot {
     pub jobs: Vec<JobView>,
 }
 
+/// What a capture answers.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct CaptureOutcome {
+    /// The job.
+    pub pid: u32,
+    /// The session directory written, when anything was recorded.
+    pub session: Option<PathBuf>,
+    /// What the capture said, a line each (as `mlprof attach` says it).
+    pub lines: Vec<String>,
+}
+
+/// Where and how the agent keeps what it captures.
+#[derive(Clone, Debug)]
+pub struct AgentConfig {
+    /// What is watched.
+    pub watch: WatchOptions,
+    /// Captures go to `<data_dir>/<job>-<pid>/plugins/profile/<session>/`, each job's
+    /// folder a TensorBoard log directory.
+    pub data_dir: PathBuf,
+    /// This machine's name, for file names.
+    pub host: String,
+}
+
 #[derive(Clone)]
 struct Shared {
     snapshot: Arc<Mutex<Snapshot>>,
     token: Option<Arc<str>>,
+    data_dir: Arc<Path>,
+    host: Arc<str>,
+    captures: Arc<tokio::sync::Semaphore>,
 }
 
 /// Why the agent could not start.
@@ -86,11 +127,20 @@ impl Agent {
     }
 
     /// Watches the node and serves until `stop` completes.
-    pub async fn run(self, options: WatchOptions, stop: impl std::future::Future<Output = ()> + Send + 'static) {
-        let shared = Shared { snapshot: Arc::default(), token: self.token };
-        let watcher = tokio::spawn(watch(options, shared.snapshot.clone()));
-        let router =
-            axum::Router::new().route("/api/jobs", get(jobs)).route("/metrics", get(metrics)).with_state(shared);
+    pub async fn run(self, config: AgentConfig, stop: impl std::future::Future<Output = ()> + Send + 'static) {
+        let shared = Shared {
+            snapshot: Arc::default(),
+            token: self.token,
+            data_dir: config.data_dir.into(),
+            host: config.host.into(),
+            captures: Arc::new(tokio::sync::Semaphore::new(MAX_CAPTURES)),
+        };
+        let watcher = tokio::spawn(watch(config.watch, shared.snapshot.clone()));
+        let router = axum::Router::new()
+            .route("/api/jobs", get(jobs))
+            .route("/api/jobs/{pid}/capture", post(capture))
+            .route("/metrics", get(metrics))
+            .with_state(shared);
         let _ = axum::serve(self.listener, router).with_graceful_shutdown(stop).await;
         watcher.abort();
     }
@@ -139,6 +189,58 @@ async fn metrics(State(shared): State<Shared>, headers: HeaderMap) -> Response {
     let snapshot = shared.snapshot.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     let text = crate::metrics::render(&snapshot.jobs, snapshot.agent_cpu_s);
     ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response()
+}
+
+/// Records one job for `?duration_ms=` (default 2 s) as `mlprof attach` would, into its
+/// folder of the data directory.
+async fn capture(
+    State(shared): State<Shared>,
+    headers: HeaderMap,
+    UrlPath(pid): UrlPath<u32>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    if !authorized(&shared, &headers) {
+        return refused();
+    }
+    let duration = match query.get("duration_ms").map(|ms| ms.parse::<u64>().map(Duration::from_millis)) {
+        None => Duration::from_secs(2),
+        Some(Ok(d)) if !d.is_zero() && d <= MAX_CAPTURE => d,
+        Some(_) => {
+            let why = format!("duration_ms: whole milliseconds from 1 to {}\n", MAX_CAPTURE.as_millis());
+            return (StatusCode::BAD_REQUEST, why).into_response();
+        }
+    };
+    let name = {
+        let snapshot = shared.snapshot.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        snapshot.jobs.iter().find(|job| job.pid == pid).map(|job| job.name.clone())
+    };
+    let Some(name) = name else {
+        return (StatusCode::NOT_FOUND, format!("no job with pid {pid} (see /api/jobs)\n")).into_response();
+    };
+    let Ok(_permit) = shared.captures.clone().try_acquire_owned() else {
+        let why = format!("{MAX_CAPTURES} captures are running: try again when one ends\n");
+        return (StatusCode::TOO_MANY_REQUESTS, why).into_response();
+    };
+    let folder: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '_' }).collect();
+    let options = AttachOptions {
+        pid,
+        duration,
+        logdir: shared.data_dir.join(format!("{folder}-{pid}")),
+        host: shared.host.to_string(),
+        sample_hz: CAPTURE_HZ,
+        native_stacks: true,
+    };
+    let lines = Mutex::new(Vec::new());
+    let say = |line: String| lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(line);
+    let recorded = mlprof_run::attach::attach(&options, std::future::pending(), &say).await;
+    let mut lines = lines.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    match recorded {
+        Ok(outcome) => axum::Json(CaptureOutcome { pid, session: outcome.session, lines }).into_response(),
+        Err(error) => {
+            lines.push(error.to_string());
+            (StatusCode::CONFLICT, axum::Json(CaptureOutcome { pid, session: None, lines })).into_response()
+        }
+    }
 }
 
 /// Whether a request may be answered: it carries the token, where one is needed.

@@ -1,20 +1,26 @@
 //! `mlprof agent` and `mlprof top`: the node's jobs, live. The agent's first stdout line
 //! is `mlprof agent: http://ADDR/` with the port bound (so `--listen 127.0.0.1:0`
 //! works; scripts and tests read it), then, for a non-loopback address, the token every
-//! request needs. `top` reads the agent's `/api/jobs` once (`--once`) or every second.
+//! request needs. `top` reads the agent's `/api/jobs` once (`--once`) or every second;
+//! `mlprof agent capture PID` asks it for a capture and prints the session.
 
 use std::io::Write;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::ValueEnum;
-use mlprof_agent::{Agent, DEFAULT_LISTEN, WatchOptions, client};
+use mlprof_agent::{Agent, AgentConfig, DEFAULT_LISTEN, WatchOptions, client};
 
 use crate::Failure;
 
 /// Arguments of `mlprof agent`.
 #[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct AgentArgs {
+    /// Ask a running agent for something instead of running one.
+    #[command(subcommand)]
+    action: Option<AgentAction>,
     /// The address to serve on: loopback needs nothing, any other address a token
     /// (printed at start).
     #[arg(long, default_value = DEFAULT_LISTEN, value_name = "ADDR")]
@@ -27,16 +33,56 @@ pub struct AgentArgs {
     /// Watch every user's jobs (root only; otherwise only the agent's user's).
     #[arg(long)]
     all_users: bool,
+    /// Where captures go: DIR/<job>-<pid>/ is a TensorBoard log directory per job
+    /// (default: $XDG_DATA_HOME/mlprof/agent or ~/.local/share/mlprof/agent).
+    #[arg(long, value_name = "DIR")]
+    data: Option<PathBuf>,
 }
 
-/// Runs the agent until Ctrl-C or SIGTERM.
+/// What to ask a running agent.
+#[derive(clap::Subcommand)]
+enum AgentAction {
+    /// Record one job the agent sees, as `mlprof attach` would (Python and native stacks
+    /// at 100 Hz, counters, its profiler server, its Kineto trace), into the agent's data
+    /// directory; prints the session. Several jobs may be captured at once.
+    Capture(CaptureArgs),
+}
+
+/// Arguments of `mlprof agent capture`.
+#[derive(clap::Args)]
+struct CaptureArgs {
+    /// The job (its pid, as `mlprof top` shows it).
+    pid: u32,
+    /// How long to record: a number with a unit (1500ms, 2s, 1m) or plain milliseconds.
+    #[arg(long, default_value = "2s", value_parser = crate::capture::parse_duration)]
+    duration: Duration,
+    /// The agent to ask.
+    #[arg(long, default_value = DEFAULT_LISTEN, value_name = "ADDR")]
+    agent: SocketAddr,
+    /// The token of an agent on a non-loopback address (or MLPROF_AGENT_TOKEN).
+    #[arg(long)]
+    token: Option<String>,
+}
+
+/// Runs the agent until Ctrl-C or SIGTERM, or asks a running one.
 pub fn run_agent(args: AgentArgs) -> Result<(), Failure> {
+    if let Some(AgentAction::Capture(capture)) = args.action {
+        return run_capture(capture);
+    }
     // SAFETY: geteuid has no arguments and cannot fail.
     let euid = unsafe { libc::geteuid() };
     if args.all_users && euid != 0 {
         return Err(Failure::input("--all-users needs the agent to run as root"));
     }
-    let options = WatchOptions { sample_hz: args.sample_hz, only_uid: (!args.all_users).then_some(euid) };
+    let data_dir = args
+        .data
+        .or_else(default_data_dir)
+        .ok_or_else(|| Failure::input("no data directory: neither XDG_DATA_HOME nor HOME is set (give --data DIR)"))?;
+    let config = AgentConfig {
+        watch: WatchOptions { sample_hz: args.sample_hz, only_uid: (!args.all_users).then_some(euid) },
+        data_dir,
+        host: mlprof_capture::server::hostname(),
+    };
     let runtime = crate::run::runtime()?;
     runtime.block_on(async {
         let agent = Agent::bind(args.listen).await.map_err(|e| Failure::input(e.to_string()))?;
@@ -49,9 +95,35 @@ pub fn run_agent(args: AgentArgs) -> Result<(), Failure> {
         }
         said.and_then(|()| stdout.flush()).map_err(|e| Failure::input(format!("writing the output: {e}")))?;
         drop(stdout);
-        agent.run(options, stopped()).await;
+        agent.run(config, stopped()).await;
         Ok(())
     })
+}
+
+/// `$XDG_DATA_HOME/mlprof/agent`, else `~/.local/share/mlprof/agent`.
+fn default_data_dir() -> Option<PathBuf> {
+    let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    set("XDG_DATA_HOME")
+        .or_else(|| set("HOME").map(|home| home.join(".local/share")))
+        .map(|data| data.join("mlprof/agent"))
+}
+
+/// The token for a request: `--token`, else `MLPROF_AGENT_TOKEN`.
+fn token(given: Option<String>) -> Option<String> {
+    given.or_else(|| std::env::var("MLPROF_AGENT_TOKEN").ok().filter(|t| !t.is_empty()))
+}
+
+/// `mlprof agent capture`: prints what the capture said, then the session.
+fn run_capture(args: CaptureArgs) -> Result<(), Failure> {
+    let token = token(args.token);
+    let outcome = client::capture(args.agent, args.pid, args.duration, token.as_deref()).map_err(Failure::input)?;
+    for line in &outcome.lines {
+        eprintln!("mlprof: {line}");
+    }
+    match outcome.session {
+        Some(session) => crate::write_stdout(&format!("{}\n", session.display())),
+        None => Err(Failure::nothing(format!("nothing was recorded from pid {}", args.pid))),
+    }
 }
 
 /// Completes on Ctrl-C or SIGTERM.
@@ -96,7 +168,7 @@ pub struct TopArgs {
 
 /// Prints the agent's jobs once, or every second until Ctrl-C.
 pub fn run_top(args: TopArgs) -> Result<(), Failure> {
-    let token = args.token.or_else(|| std::env::var("MLPROF_AGENT_TOKEN").ok().filter(|t| !t.is_empty()));
+    let token = token(args.token);
     let width = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()).unwrap_or(120);
     loop {
         let snapshot = client::snapshot(args.agent, token.as_deref()).map_err(Failure::nothing)?;

@@ -24,8 +24,14 @@ impl Drop for Killed {
 
 /// Starts `mlprof agent --listen LISTEN` and reads its address (and token) lines.
 fn start_agent(listen: &str) -> (Killed, String, Option<String>) {
+    start_agent_with(listen, &[])
+}
+
+/// [`start_agent`] with more arguments.
+fn start_agent_with(listen: &str, more: &[&str]) -> (Killed, String, Option<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mlprof"))
         .args(["agent", "--listen", listen])
+        .args(more)
         .stdout(Stdio::piped())
         .spawn()
         .expect("the agent starts");
@@ -150,6 +156,67 @@ fn the_agent_finds_every_job_live_and_drops_the_ones_that_exit() {
     let _ = agent.0.wait();
     let mut second = second;
     assert!(second.0.try_wait().expect("its status").is_none(), "the job lives on without the agent");
+}
+
+/// Two framework jobs the agent found on its own, captured at the same moment: two
+/// sessions in the data directory, one per job, whose tools find the jobs' steps.
+#[test]
+fn two_jobs_captured_at_once_give_two_sessions_whose_steps_are_found() {
+    let test = "two_jobs_captured_at_once_give_two_sessions_whose_steps_are_found";
+    let (Some(torch_python), Some(jax_python)) =
+        (peers::python("MLPROF_TORCH_PYTHON", test), peers::python("MLPROF_JAX_PYTHON", test))
+    else {
+        return;
+    };
+    let data = tempfile::tempdir().expect("temp dir");
+    let data_arg = data.path().display().to_string();
+    let (_agent, address, _) = start_agent_with("127.0.0.1:0", &["--data", &data_arg]);
+    let sockets = tempfile::tempdir().expect("temp dir");
+    let torch = Killed(
+        Command::new(torch_python)
+            .args([peers::script("torch_plain_loop.py").as_os_str(), "120".as_ref()])
+            .env("KINETO_USE_DAEMON", "1")
+            .env("KINETO_IPC_SOCKET_DIR", sockets.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the PyTorch job starts"),
+    );
+    let jax = peers::Peer::start(&jax_python, &[&peers::script("jax_worker.py").display().to_string(), "0", "120"]);
+    let (torch_pid, jax_pid) = (torch.0.id(), jax.pid());
+    wait_for(&address, "both framework jobs", |s| {
+        job(s, torch_pid).is_some_and(|j| j["framework"] == "pytorch") && job(s, jax_pid).is_some()
+    });
+    let capture = |pid: u32| {
+        let address = address.clone();
+        std::thread::spawn(move || {
+            Command::new(env!("CARGO_BIN_EXE_mlprof"))
+                .args(["agent", "capture", &pid.to_string(), "--duration", "2s", "--agent", &address])
+                .output()
+                .expect("mlprof agent capture runs")
+        })
+    };
+    let (torch_capture, jax_capture) = (capture(torch_pid), capture(jax_pid));
+    for (pid, capture) in [(torch_pid, torch_capture), (jax_pid, jax_capture)] {
+        let out = capture.join().expect("the capture thread");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{pid}: {err}");
+        let session = std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        assert!(session.starts_with(data.path()), "{}", session.display());
+        let logdir = session.ancestors().nth(3).expect("DATA/<job>-<pid>/plugins/profile/<session>");
+        assert!(
+            logdir
+                .ends_with(format!("{}-{pid}", if pid == torch_pid { "torch_plain_loop.py" } else { "jax_worker.py" }))
+        );
+        let (steps, source) = peers::overview_steps(logdir);
+        assert!(steps.len() >= 2, "{pid}: {source}: {steps:?}\n{err}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["agent", "capture", "4194305", "--agent", &address])
+        .output()
+        .expect("mlprof agent capture runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("HTTP 404: no job with pid 4194305"));
 }
 
 #[test]
