@@ -90,6 +90,21 @@ fn hot_loop() -> Killed {
     )
 }
 
+/// The plain PyTorch loop for two minutes, with Kineto's on-demand mode on and its
+/// socket directory `sockets` (as a cluster launcher would start it).
+fn torch_job(python: &str, sockets: &std::path::Path) -> Killed {
+    Killed(
+        Command::new(python)
+            .args([peers::script("torch_plain_loop.py").as_os_str(), "120".as_ref()])
+            .env("KINETO_USE_DAEMON", "1")
+            .env("KINETO_IPC_SOCKET_DIR", sockets)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the PyTorch job starts"),
+    )
+}
+
 fn top_frame(job: &Value) -> &str {
     job["top_frames"][0]["frame"].as_str().unwrap_or("")
 }
@@ -102,18 +117,7 @@ fn the_agent_finds_every_job_live_and_drops_the_ones_that_exit() {
     let second = hot_loop();
     let (first_pid, second_pid) = (first.0.id(), second.0.id());
     let sockets = tempfile::tempdir().expect("temp dir");
-    let torch = peers::python("MLPROF_TORCH_PYTHON", test).map(|python| {
-        Killed(
-            Command::new(python)
-                .args([peers::script("torch_plain_loop.py").as_os_str(), "120".as_ref()])
-                .env("KINETO_USE_DAEMON", "1")
-                .env("KINETO_IPC_SOCKET_DIR", sockets.path())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("the PyTorch job starts"),
-        )
-    });
+    let torch = peers::python("MLPROF_TORCH_PYTHON", test).map(|python| torch_job(&python, sockets.path()));
     let jax = peers::python("MLPROF_JAX_PYTHON", test).map(|python| {
         peers::Peer::start(&python, &[&peers::script("jax_worker.py").display().to_string(), "0", "120"])
     });
@@ -172,16 +176,7 @@ fn two_jobs_captured_at_once_give_two_sessions_whose_steps_are_found() {
     let data_arg = data.path().display().to_string();
     let (_agent, address, _) = start_agent_with("127.0.0.1:0", &["--data", &data_arg]);
     let sockets = tempfile::tempdir().expect("temp dir");
-    let torch = Killed(
-        Command::new(torch_python)
-            .args([peers::script("torch_plain_loop.py").as_os_str(), "120".as_ref()])
-            .env("KINETO_USE_DAEMON", "1")
-            .env("KINETO_IPC_SOCKET_DIR", sockets.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the PyTorch job starts"),
-    );
+    let torch = torch_job(&torch_python, sockets.path());
     let jax = peers::Peer::start(&jax_python, &[&peers::script("jax_worker.py").display().to_string(), "0", "120"]);
     let (torch_pid, jax_pid) = (torch.0.id(), jax.pid());
     wait_for(&address, "both framework jobs", |s| {
