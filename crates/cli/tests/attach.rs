@@ -142,7 +142,8 @@ fn a_pytorch_job_with_kinetos_on_demand_mode_on_is_traced_by_kineto() {
     assert!(names.iter().any(|n| n.ends_with(&suffix)), "no *{suffix} in {names:?}: {err}");
     assert!(!session.join(".kineto").exists(), "Kineto's scratch directory is gone");
     assert!(!sockets.path().join("dynolog").exists(), "the endpoint is given back");
-    let (steps, source) = peers::overview_steps(logdir.path());
+    // The session directory, as the last line says to analyze it: the trace is in it.
+    let (steps, source) = peers::overview_steps(&session);
     assert!(steps.len() >= 5, "{source}: {steps:?}");
     assert!(source.contains("Optimizer.step#SGD.step"), "{source}");
     let tool = peers::python_tool(logdir.path());

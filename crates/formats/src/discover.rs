@@ -3,7 +3,9 @@
 //! A path may be:
 //! - one file: an XSpace (`<host>.xplane.pb`, `.xplane.pb.gz`) or a Kineto/Chrome trace
 //!   (`*.pt.trace.json`, `*.json`, `*.json.gz`); anything else is sniffed by content;
-//! - a profile session directory holding `<host>.xplane.pb` files (one per host);
+//! - a profile session directory holding `<host>.xplane.pb` files (one per host), and
+//!   PyTorch's `<worker>.pt.trace.json[.gz]` traces beside them (as `mlprof run` and
+//!   `mlprof attach` write a PyTorch job's session: its Kineto trace and its samples);
 //! - a TensorBoard log directory: every `plugins/profile/<session>/` below it, at any
 //!   depth, is a session named `<run>/<session>` (`<run>` = the path from the log
 //!   directory to `plugins`, omitted at the root), as TensorBoard's profile plugin names
@@ -99,8 +101,10 @@ pub fn discover_reporting(path: &Path) -> Result<Discovery> {
     let mut walk = Walk { root, visited: std::collections::HashSet::new(), skipped: Vec::new() };
     // The directory itself must be readable: that error is the answer.
     sorted_entries(path)?;
-    let xspaces = walk.xspace_files(path);
+    let mut xspaces = walk.xspace_files(path);
     if !xspaces.is_empty() {
+        // The same hosts as when the log directory above is given.
+        xspaces.extend(walk.pytorch_trace_files(path));
         let session = SessionFiles { name: dir_name(path), path: path.to_path_buf(), hosts: xspaces };
         return Ok(Discovery { sessions: vec![session], skipped: walk.skipped });
     }
@@ -383,6 +387,26 @@ mod tests {
         std::os::unix::fs::symlink(dir.path(), run.join("loop")).unwrap();
         let err = discover(dir.path()).unwrap_err().to_string();
         assert!(err.contains("no profile found"), "{err}");
+    }
+
+    /// A PyTorch job's session as `mlprof run` writes it: given by its own path, it has
+    /// the same hosts as through its log directory — the samples and the Kineto trace.
+    #[test]
+    fn a_session_directory_keeps_its_pytorch_traces_beside_its_xspaces() {
+        let logdir = tempfile::tempdir().unwrap();
+        let session = logdir.path().join("plugins/profile/2026_11_26_10_06_17");
+        std::fs::create_dir_all(&session).unwrap();
+        std::fs::write(session.join("vm_python.xplane.pb"), b"").unwrap();
+        std::fs::write(session.join("vm_42.pt.trace.json"), br#"{"traceEvents": []}"#).unwrap();
+        let hosts = |path: &Path| {
+            let sessions = discover(path).unwrap();
+            assert_eq!(sessions.len(), 1);
+            let mut names: Vec<String> = sessions[0].hosts.iter().map(|h| h.host_name.clone()).collect();
+            names.sort();
+            names
+        };
+        assert_eq!(hosts(&session), ["vm_42", "vm_python"]);
+        assert_eq!(hosts(&session), hosts(logdir.path()));
     }
 
     #[test]
