@@ -13,6 +13,7 @@ use mlprof_run::sampling::{Sampler, SamplerOptions, procfs};
 use serde::{Deserialize, Serialize};
 
 use crate::discover::{self, Classifier, Process};
+use crate::probe::ProbeView;
 
 /// The window the top Python frames are counted over.
 pub const FRAME_WINDOW: Duration = Duration::from_secs(10);
@@ -72,6 +73,12 @@ pub struct JobView {
     pub kineto_endpoint: Option<String>,
     /// Why its stacks are not sampled, when they are not.
     pub sampling_note: Option<String>,
+    /// What the last probe of its framework trace found (steps, their time).
+    #[serde(default)]
+    pub probe: Option<ProbeView>,
+    /// Why the last probe found nothing, when it did not.
+    #[serde(default)]
+    pub probe_note: Option<String>,
 }
 
 /// A Python frame and the share of running samples it was the innermost frame of.
@@ -224,6 +231,8 @@ fn new_job(root: u32, process: &Process, user: String, options: WatchOptions, no
             listening_ports: Vec::new(),
             kineto_endpoint: None,
             sampling_note,
+            probe: None,
+            probe_note: None,
         },
         sampler,
         first_seen: now,

@@ -14,6 +14,7 @@ pub mod client;
 pub mod discover;
 pub mod jobs;
 pub mod metrics;
+pub mod probe;
 pub mod server;
 pub mod top;
 

@@ -33,6 +33,25 @@ pub fn render(jobs: &[JobView], agent_cpu_seconds: f64) -> String {
             let _ = writeln!(out, "{name}{{{}}} {}", labels(job), number(value(job)));
         }
     }
+    let probed: [Gauge; 3] = [
+        (
+            "mlprof_job_step_time_seconds",
+            "Mean step time in the job's last probe of its framework trace, seconds.",
+            |j| j.probe.as_ref().map_or(f64::NAN, |p| p.step_time_ms / 1000.0),
+        ),
+        ("mlprof_job_input_percent", "Share of step time waiting for input in the job's last probe, percent.", |j| {
+            j.probe.as_ref().map_or(f64::NAN, |p| p.input_percent)
+        }),
+        ("mlprof_job_probe_steps", "Steps found in the job's last probe.", |j| {
+            j.probe.as_ref().map_or(f64::NAN, |p| p.steps as f64)
+        }),
+    ];
+    for (name, help, value) in probed {
+        family(&mut out, name, "gauge", help);
+        for job in jobs.iter().filter(|j| j.probe.as_ref().is_some_and(|p| p.steps > 0)) {
+            let _ = writeln!(out, "{name}{{{}}} {}", labels(job), number(value(job)));
+        }
+    }
     let name = "mlprof_job_top_frame_percent";
     family(&mut out, name, "gauge", "Share of the job's running Python samples in its most frequent innermost frames.");
     for job in jobs {
@@ -104,6 +123,8 @@ mod tests {
             listening_ports: vec![],
             kineto_endpoint: None,
             sampling_note: None,
+            probe: None,
+            probe_note: None,
         }
     }
 

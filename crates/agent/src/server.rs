@@ -24,6 +24,7 @@ use mlprof_run::attach::AttachOptions;
 use serde::{Deserialize, Serialize};
 
 use crate::jobs::{JobView, Jobs, WatchOptions};
+use crate::probe::{self, ProbeView};
 
 /// How often the node is looked at.
 pub const TICK: Duration = Duration::from_secs(1);
@@ -68,6 +69,9 @@ pub struct CaptureOutcome {
 pub struct AgentConfig {
     /// What is watched.
     pub watch: WatchOptions,
+    /// How often each traceable job is probed for its steps (`None`: never); probes go
+    /// to `<data_dir>/probes/`.
+    pub probe_every: Option<Duration>,
     /// Captures go to `<data_dir>/<job>-<pid>/plugins/profile/<session>/`, each job's
     /// folder a TensorBoard log directory.
     pub data_dir: PathBuf,
@@ -75,9 +79,16 @@ pub struct AgentConfig {
     pub host: String,
 }
 
+/// The last probe of each job: what it found or why it found nothing, and when.
+type Probes = Arc<Mutex<HashMap<u32, (Instant, Result<ProbeView, String>)>>>;
+
 #[derive(Clone)]
 struct Shared {
     snapshot: Arc<Mutex<Snapshot>>,
+    probes: Probes,
+    /// Held while a Kineto endpoint is bound (a probe, a capture): the node-wide
+    /// `@dynolog` can be bound once at a time.
+    kineto: Arc<tokio::sync::Mutex<()>>,
     token: Option<Arc<str>>,
     data_dir: Arc<Path>,
     host: Arc<str>,
@@ -130,12 +141,15 @@ impl Agent {
     pub async fn run(self, config: AgentConfig, stop: impl std::future::Future<Output = ()> + Send + 'static) {
         let shared = Shared {
             snapshot: Arc::default(),
+            probes: Arc::default(),
+            kineto: Arc::default(),
             token: self.token,
             data_dir: config.data_dir.into(),
             host: config.host.into(),
             captures: Arc::new(tokio::sync::Semaphore::new(MAX_CAPTURES)),
         };
-        let watcher = tokio::spawn(watch(config.watch, shared.snapshot.clone()));
+        let watcher = tokio::spawn(watch(config.watch, shared.snapshot.clone(), shared.probes.clone()));
+        let prober = config.probe_every.map(|every| tokio::spawn(probe_jobs(shared.clone(), every)));
         let router = axum::Router::new()
             .route("/api/jobs", get(jobs))
             .route("/api/jobs/{pid}/capture", post(capture))
@@ -143,11 +157,44 @@ impl Agent {
             .with_state(shared);
         let _ = axum::serve(self.listener, router).with_graceful_shutdown(stop).await;
         watcher.abort();
+        if let Some(prober) = prober {
+            prober.abort();
+        }
     }
 }
 
-/// Refreshes the snapshot every [`TICK`].
-async fn watch(options: WatchOptions, snapshot: Arc<Mutex<Snapshot>>) {
+/// Probes every traceable job when its probe is due, one at a time.
+async fn probe_jobs(shared: Shared, every: Duration) {
+    let dir = shared.data_dir.join("probes");
+    let mut ticker = tokio::time::interval(TICK);
+    loop {
+        ticker.tick().await;
+        let jobs = shared.snapshot.lock().unwrap_or_else(std::sync::PoisonError::into_inner).jobs.clone();
+        let due: Vec<JobView> = {
+            let mut probes = shared.probes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            probes.retain(|pid, _| jobs.iter().any(|job| job.pid == *pid));
+            jobs.into_iter()
+                .filter(|job| probe::probeable(job) && job.seen_for_s >= probe::FIRST_AFTER.as_secs_f64())
+                .filter(|job| probes.get(&job.pid).is_none_or(|(at, _)| at.elapsed() >= every))
+                .collect()
+        };
+        for job in due {
+            let _bound = match job.kineto_endpoint {
+                Some(_) => Some(shared.kineto.lock().await),
+                None => None,
+            };
+            let found = probe::probe(&job, &dir, &shared.host).await;
+            shared
+                .probes
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(job.pid, (Instant::now(), found));
+        }
+    }
+}
+
+/// Refreshes the snapshot every [`TICK`], with each job's last probe.
+async fn watch(options: WatchOptions, snapshot: Arc<Mutex<Snapshot>>, probes: Probes) {
     let started = Instant::now();
     let mut jobs = Some(Jobs::new(options));
     let mut ticker = tokio::time::interval(TICK);
@@ -167,11 +214,24 @@ async fn watch(options: WatchOptions, snapshot: Arc<Mutex<Snapshot>>) {
             agent_pid: std::process::id(),
             uptime_s: started.elapsed().as_secs_f64(),
             agent_cpu_s: mlprof_run::own_use::OwnUse::now(started).map_or(0.0, |own| own.cpu_s),
-            jobs: watched.views(),
+            jobs: with_probes(watched.views(), &probes),
         };
         *snapshot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = next;
         jobs = Some(watched);
     }
+}
+
+/// `views` with each job's last probe.
+fn with_probes(mut views: Vec<JobView>, probes: &Probes) -> Vec<JobView> {
+    let probes = probes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    for view in &mut views {
+        match probes.get(&view.pid) {
+            Some((_, Ok(found))) => view.probe = Some(found.clone()),
+            Some((_, Err(why))) => view.probe_note = Some(why.clone()),
+            None => {}
+        }
+    }
+    views
 }
 
 async fn jobs(State(shared): State<Shared>, headers: HeaderMap) -> Response {
@@ -210,11 +270,11 @@ async fn capture(
             return (StatusCode::BAD_REQUEST, why).into_response();
         }
     };
-    let name = {
+    let job = {
         let snapshot = shared.snapshot.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        snapshot.jobs.iter().find(|job| job.pid == pid).map(|job| job.name.clone())
+        snapshot.jobs.iter().find(|job| job.pid == pid).map(|job| (job.name.clone(), job.kineto_endpoint.is_some()))
     };
-    let Some(name) = name else {
+    let Some((name, kineto)) = job else {
         return (StatusCode::NOT_FOUND, format!("no job with pid {pid} (see /api/jobs)\n")).into_response();
     };
     let Ok(_permit) = shared.captures.clone().try_acquire_owned() else {
@@ -229,6 +289,10 @@ async fn capture(
         host: shared.host.to_string(),
         sample_hz: CAPTURE_HZ,
         native_stacks: true,
+    };
+    let _bound = match kineto {
+        true => Some(shared.kineto.lock().await),
+        false => None,
     };
     let lines = Mutex::new(Vec::new());
     let say = |line: String| lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(line);

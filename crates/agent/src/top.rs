@@ -19,8 +19,8 @@ pub fn render(snapshot: &Snapshot, width: usize) -> String {
         "{}",
         cut(
             &format!(
-                "{:>7} {:<10} {:<10} {:>6} {:>8} {:>4} {:<28} TOP PYTHON FRAME",
-                "PID", "USER", "FRAMEWORK", "CPU%", "MEM", "GPU", "JOB"
+                "{:>7} {:<10} {:<10} {:>6} {:>8} {:>4} {:>9} {:>6} {:<24} TOP PYTHON FRAME",
+                "PID", "USER", "FRAMEWORK", "CPU%", "MEM", "GPU", "STEP", "INPUT%", "JOB"
             ),
             width
         )
@@ -32,15 +32,24 @@ pub fn render(snapshot: &Snapshot, width: usize) -> String {
             .map(|f| format!("{:.0} % {}", f.percent, f.frame))
             .or_else(|| job.sampling_note.clone())
             .unwrap_or_else(|| "—".to_string());
+        // The last probe's steps: their mean time and input share.
+        let (step, input) = match &job.probe {
+            Some(probe) if probe.steps > 0 => {
+                (format!("{:.1} ms", probe.step_time_ms), format!("{:.0}", probe.input_percent))
+            }
+            _ => ("—".to_string(), "—".to_string()),
+        };
         let line = format!(
-            "{:>7} {:<10} {:<10} {:>6.1} {:>8} {:>4} {:<28} {}",
+            "{:>7} {:<10} {:<10} {:>6.1} {:>8} {:>4} {:>9} {:>6} {:<24} {}",
             job.pid,
             cut(&job.user, 10),
             job.framework.as_deref().unwrap_or("python"),
             job.cpu_percent,
             megabytes(job.rss_bytes),
             if job.uses_gpu { "yes" } else { "" },
-            cut(&job.name, 28),
+            step,
+            input,
+            cut(&job.name, 24),
             top
         );
         let _ = writeln!(out, "{}", cut(&line, width));
@@ -71,6 +80,12 @@ mod tests {
     use super::*;
     use crate::{FrameShare, JobView};
 
+    /// Where `unit` ends in the job's line (its first occurrence).
+    fn line_end_of(text: &str, unit: &str) -> Option<usize> {
+        let line = text.lines().nth(2)?;
+        line.find(unit).map(|at| line[..at + unit.len()].chars().count())
+    }
+
     #[test]
     fn a_line_per_job_cut_to_the_width() {
         let job = JobView {
@@ -93,13 +108,22 @@ mod tests {
             listening_ports: vec![],
             kineto_endpoint: None,
             sampling_note: None,
+            probe: Some(crate::probe::ProbeView {
+                steps: 104,
+                step_time_ms: 9.625,
+                input_percent: 12.4,
+                ..Default::default()
+            }),
+            probe_note: None,
         };
         let snapshot = Snapshot { agent_pid: 1, uptime_s: 10.0, agent_cpu_s: 0.2, jobs: vec![job] };
         let text = render(&snapshot, 200);
+        let header = text.lines().nth(1).expect("the header");
+        assert_eq!(header.find("STEP").map(|at| at + 4), line_end_of(&text, "ms"), "{text}");
         let line = text.lines().nth(2).expect("the job's line");
         assert_eq!(
             line,
-            "   4242 a-very-lo… pytorch     187.2  2500 MB  yes train.py                     42 % step (train.py:10)"
+            "   4242 a-very-lo… pytorch     187.2  2500 MB  yes    9.6 ms     12 train.py                 42 % step (train.py:10)"
         );
         assert!(render(&snapshot, 40).lines().all(|l| l.chars().count() <= 40));
     }

@@ -33,6 +33,11 @@ pub struct AgentArgs {
     /// Watch every user's jobs (root only; otherwise only the agent's user's).
     #[arg(long)]
     all_users: bool,
+    /// How often each job with a framework trace to take (a profiler server it listens
+    /// on, Kineto's on-demand mode) is probed for 1 s of it, for its step time, input
+    /// share and top op (0: never).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::capture::parse_duration)]
+    probe_every: Duration,
     /// Where captures go: DIR/<job>-<pid>/ is a TensorBoard log directory per job
     /// (default: $XDG_DATA_HOME/mlprof/agent or ~/.local/share/mlprof/agent).
     #[arg(long, value_name = "DIR")]
@@ -80,6 +85,7 @@ pub fn run_agent(args: AgentArgs) -> Result<(), Failure> {
         .ok_or_else(|| Failure::input("no data directory: neither XDG_DATA_HOME nor HOME is set (give --data DIR)"))?;
     let config = AgentConfig {
         watch: WatchOptions { sample_hz: args.sample_hz, only_uid: (!args.all_users).then_some(euid) },
+        probe_every: (!args.probe_every.is_zero()).then_some(args.probe_every),
         data_dir,
         host: mlprof_capture::server::hostname(),
     };

@@ -112,7 +112,9 @@ fn top_frame(job: &Value) -> &str {
 #[test]
 fn the_agent_finds_every_job_live_and_drops_the_ones_that_exit() {
     let test = "the_agent_finds_every_job_live_and_drops_the_ones_that_exit";
-    let (mut agent, address, _) = start_agent("127.0.0.1:0");
+    let data = tempfile::tempdir().expect("temp dir");
+    let data_arg = data.path().display().to_string();
+    let (mut agent, address, _) = start_agent_with("127.0.0.1:0", &["--probe-every", "5s", "--data", &data_arg]);
     let first = hot_loop();
     let second = hot_loop();
     let (first_pid, second_pid) = (first.0.id(), second.0.id());
@@ -133,10 +135,17 @@ fn the_agent_finds_every_job_live_and_drops_the_ones_that_exit() {
         let pid = torch.0.id();
         let snapshot =
             wait_for(&address, "the PyTorch job", |s| job(s, pid).is_some_and(|j| j["framework"] == "pytorch"));
-        let job = job(&snapshot, pid).expect("the PyTorch job");
-        let endpoint = job["kineto_endpoint"].as_str().unwrap_or("");
-        assert!(endpoint.starts_with(&sockets.path().display().to_string()), "{job:#}");
-        assert!(job["pids"].as_array().is_some_and(|p| p.len() >= 3), "its DataLoader workers are in it: {job:#}");
+        let torch_job = job(&snapshot, pid).expect("the PyTorch job");
+        let endpoint = torch_job["kineto_endpoint"].as_str().unwrap_or("");
+        assert!(endpoint.starts_with(&sockets.path().display().to_string()), "{torch_job:#}");
+        let workers = torch_job["pids"].as_array().is_some_and(|p| p.len() >= 3);
+        assert!(workers, "its DataLoader workers are in it: {torch_job:#}");
+        // Its steps, from a probe of its Kineto trace (steps inferred from the optimizer).
+        let probed = |s: &Value| job(s, pid).is_some_and(|j| j["probe"]["steps"].as_u64().is_some_and(|n| n >= 1));
+        let snapshot = wait_for(&address, "the PyTorch job's steps", probed);
+        let probe = &job(&snapshot, pid).expect("the PyTorch job")["probe"];
+        assert!(probe["step_time_ms"].as_f64().is_some_and(|ms| ms > 0.0), "{probe:#}");
+        assert!(probe["step_source"].as_str().is_some_and(|s| s.contains("Optimizer.step")), "{probe:#}");
     }
     if let Some(jax) = &jax {
         let pid = jax.pid();
@@ -147,6 +156,19 @@ fn the_agent_finds_every_job_live_and_drops_the_ones_that_exit() {
             })
         });
         assert!(job(&snapshot, pid).is_some());
+        // Its steps, from a probe of its profiler server (StepTraceAnnotation).
+        let probed = |s: &Value| job(s, pid).is_some_and(|j| j["probe"]["steps"].as_u64().is_some_and(|n| n >= 2));
+        let snapshot = wait_for(&address, "the JAX job's steps", probed);
+        let probe = &job(&snapshot, pid).expect("the JAX job")["probe"];
+        assert!(probe["step_time_ms"].as_f64().is_some_and(|ms| ms > 0.0), "{probe:#}");
+        let table = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+            .args(["top", "--once", "--agent", &address])
+            .env("COLUMNS", "200")
+            .output()
+            .expect("mlprof top runs");
+        let table = String::from_utf8_lossy(&table.stdout).into_owned();
+        let line = table.lines().find(|l| l.trim_start().starts_with(&format!("{pid} "))).expect("the JAX job's line");
+        assert!(line.contains(" ms "), "its step time is shown: {table}");
     }
 
     drop(first);

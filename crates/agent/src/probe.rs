@@ -1,0 +1,135 @@
+//! Step times in the framework's own terms, for jobs that can be traced without a code
+//! change: every so often the agent records a short window of the job's own framework
+//! trace — from the profiler server it listens on (JAX, TensorFlow) or through Kineto's
+//! on-demand mode (PyTorch started with `KINETO_USE_DAEMON`) — and runs the overview on
+//! it: how many steps, their mean time, the share of it spent waiting for input, the op
+//! with the most self time. Only the last probe of each job is kept on disk.
+//!
+//! A probe costs the job what its framework's tracer costs, for the window only (1 s in
+//! every [`DEFAULT_EVERY`] by default); a job with neither endpoint is never probed.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mlprof_analysis::tool::{Analysis, Options, ToolId, ToolResult};
+use mlprof_capture::address::Target;
+use mlprof_capture::client::{CaptureOptions, NoProgress, SessionIds, capture};
+use mlprof_run::attach_kineto::{self, KinetoAttach, KinetoOutcome};
+use serde::{Deserialize, Serialize};
+
+use crate::jobs::JobView;
+
+/// How often each job is probed by default.
+pub const DEFAULT_EVERY: Duration = Duration::from_secs(60);
+/// How long after the agent first sees a job its first probe comes (its start-up is
+/// rarely what anyone wants timed).
+pub const FIRST_AFTER: Duration = Duration::from_secs(10);
+/// How much of the job a probe records.
+pub const WINDOW: Duration = Duration::from_secs(1);
+
+/// What the last probe of a job found.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProbeView {
+    /// When it was taken, seconds since the Unix epoch.
+    pub at_unix_s: f64,
+    /// The window recorded, ms.
+    pub window_ms: u64,
+    /// Steps found in the window.
+    pub steps: usize,
+    /// Their mean time, ms (0 without steps).
+    pub step_time_ms: f64,
+    /// The share of step time spent waiting for input, percent.
+    pub input_percent: f64,
+    /// The op with the most self time in the window.
+    pub top_op: Option<String>,
+    /// How the steps were found (the overview's step source).
+    pub step_source: String,
+    /// The probe's session, for every tool (`mlprof analyze`, `serve`).
+    pub session: PathBuf,
+}
+
+/// Whether `job` can be probed: it serves a profiler or its Kineto polls.
+pub fn probeable(job: &JobView) -> bool {
+    !job.listening_ports.is_empty() || job.kineto_endpoint.is_some()
+}
+
+/// Records [`WINDOW`] of `job`'s framework trace under `dir` and reads its steps.
+pub async fn probe(job: &JobView, dir: &Path, host: &str) -> Result<ProbeView, String> {
+    let folder: String =
+        job.name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '_' }).collect();
+    let logdir = dir.join(format!("{folder}-{}", job.pid));
+    // The last probe's session goes: one per job is kept.
+    let _ = std::fs::remove_dir_all(&logdir);
+    let root = mlprof_formats::output::profile_root(&logdir);
+    let session_id = SessionIds::new().next_now(&root);
+    let session = root.join(&session_id);
+    std::fs::create_dir_all(&session).map_err(|e| format!("cannot make {}: {e}", session.display()))?;
+    let recorded = if job.listening_ports.is_empty() {
+        kineto_window(job, &session, host).await
+    } else {
+        server_window(job, &logdir, &session_id).await
+    };
+    if let Err(why) = recorded {
+        let _ = std::fs::remove_dir_all(&logdir);
+        return Err(why);
+    }
+    let at_unix_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+    let session_path = session.clone();
+    tokio::task::spawn_blocking(move || overview(&session_path))
+        .await
+        .map_err(|e| format!("reading the probe: {e}"))?
+        .map(|found| ProbeView { at_unix_s, window_ms: WINDOW.as_millis() as u64, session, ..found })
+}
+
+/// A window from the first port that serves `tensorflow.ProfilerService`.
+async fn server_window(job: &JobView, logdir: &Path, session_id: &str) -> Result<(), String> {
+    let mut why = String::from("no port answered");
+    for port in &job.listening_ports {
+        let mut options = CaptureOptions::new(logdir, session_id);
+        options.duration = WINDOW;
+        // One try: a port that is not a profiler server is not worth a second.
+        options.retries = 0;
+        let Some(target) = Target::parse_list(&format!("127.0.0.1:{port}")).ok().and_then(|t| t.into_iter().next())
+        else {
+            continue;
+        };
+        match capture(&[target], &options, Arc::new(NoProgress)).await {
+            Ok(outcomes) if outcomes.iter().any(|o| !o.local_files().is_empty()) => return Ok(()),
+            Ok(outcomes) => why = outcomes.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "),
+            Err(error) => why = error.to_string(),
+        }
+    }
+    Err(format!("profiler server: {why}"))
+}
+
+/// A window of Kineto's trace, asked for at the job's next poll.
+async fn kineto_window(job: &JobView, session: &Path, host: &str) -> Result<(), String> {
+    let endpoint = attach_kineto::endpoint(job.pid)
+        .map_err(|e| format!("reading its environment: {e}"))?
+        .ok_or("its Kineto on-demand mode is off")?;
+    let kineto = KinetoAttach::bind(endpoint, job.pid, WINDOW, session, host)?;
+    match kineto.record(Instant::now() + attach_kineto::POLL_WAIT, host, &|_| {}).await {
+        KinetoOutcome::Written(_) => Ok(()),
+        KinetoOutcome::Missing(why) => Err(format!("Kineto: {why}")),
+    }
+}
+
+/// The overview of the probe's session: steps, their time, input share, top op.
+fn overview(session: &Path) -> Result<ProbeView, String> {
+    let sessions = mlprof_formats::discover::load(session).map_err(|e| e.to_string())?;
+    let session = sessions.last().ok_or("the probe recorded nothing")?;
+    let analysis = Analysis::new(session.hosts.iter().collect(), Options::default());
+    let Ok(ToolResult::Overview(overview)) = analysis.run(ToolId::OverviewPage) else {
+        return Err("the overview found nothing in the probe".to_string());
+    };
+    let steps = &overview.steps;
+    Ok(ProbeView {
+        steps: steps.steps.len(),
+        step_time_ms: steps.step_time_ms.average,
+        input_percent: steps.bottleneck.input_percent,
+        top_op: overview.top_ops.first().map(|op| op.name.clone()),
+        step_source: steps.step_source.clone(),
+        ..ProbeView::default()
+    })
+}
