@@ -1,4 +1,5 @@
-//! The agent's HTTP endpoints: `/api/jobs` (every job, JSON, as `mlprof top` reads it),
+//! The agent's HTTP endpoints: `/` (the live page), `/api/jobs` (every job, JSON, as
+//! `mlprof top` reads it; `/api/jobs/stream` sends it every second as server-sent events),
 //! `/metrics` (Prometheus) and `POST /api/jobs/PID/capture?duration_ms=2000` (a full
 //! profile of one job: what `mlprof attach` records, saved as a normal session under
 //! the agent's data directory; several jobs may be captured at once, up to
@@ -16,12 +17,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::extract::{Path as UrlPath, Query, State};
+use axum::extract::{Path as UrlPath, Query, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use mlprof_run::attach::AttachOptions;
 use serde::{Deserialize, Serialize};
+use tokio_stream::StreamExt;
 
 use crate::jobs::{JobView, Jobs, WatchOptions};
 use crate::probe::{self, ProbeView};
@@ -151,7 +154,9 @@ impl Agent {
         let watcher = tokio::spawn(watch(config.watch, shared.snapshot.clone(), shared.probes.clone()));
         let prober = config.probe_every.map(|every| tokio::spawn(probe_jobs(shared.clone(), every)));
         let router = axum::Router::new()
+            .route("/", get(live_page))
             .route("/api/jobs", get(jobs))
+            .route("/api/jobs/stream", get(stream))
             .route("/api/jobs/{pid}/capture", post(capture))
             .route("/metrics", get(metrics))
             .with_state(shared);
@@ -234,16 +239,37 @@ fn with_probes(mut views: Vec<JobView>, probes: &Probes) -> Vec<JobView> {
     views
 }
 
-async fn jobs(State(shared): State<Shared>, headers: HeaderMap) -> Response {
-    if !authorized(&shared, &headers) {
+/// The live page: every job, updated each second from [`stream`], with a capture
+/// button per job. Self-contained: it loads nothing from anywhere else.
+async fn live_page() -> Response {
+    let html = include_str!("live.html");
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8"), (header::CACHE_CONTROL, "no-store")], html).into_response()
+}
+
+/// The snapshot every [`TICK`] as server-sent events (`data: {…}`), for the live page.
+async fn stream(State(shared): State<Shared>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
+    if !authorized(&shared, &headers, query.as_deref()) {
+        return refused();
+    }
+    let mut ticker = tokio::time::interval(TICK);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let events = tokio_stream::wrappers::IntervalStream::new(ticker).map(move |_| {
+        let snapshot = shared.snapshot.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        Event::default().json_data(&snapshot)
+    });
+    Sse::new(events).keep_alive(KeepAlive::default()).into_response()
+}
+
+async fn jobs(State(shared): State<Shared>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
+    if !authorized(&shared, &headers, query.as_deref()) {
         return refused();
     }
     let snapshot = shared.snapshot.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     axum::Json(snapshot).into_response()
 }
 
-async fn metrics(State(shared): State<Shared>, headers: HeaderMap) -> Response {
-    if !authorized(&shared, &headers) {
+async fn metrics(State(shared): State<Shared>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
+    if !authorized(&shared, &headers, query.as_deref()) {
         return refused();
     }
     let snapshot = shared.snapshot.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
@@ -259,7 +285,8 @@ async fn capture(
     UrlPath(pid): UrlPath<u32>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    if !authorized(&shared, &headers) {
+    let token = query.get("token").map(|t| format!("token={t}"));
+    if !authorized(&shared, &headers, token.as_deref()) {
         return refused();
     }
     let duration = match query.get("duration_ms").map(|ms| ms.parse::<u64>().map(Duration::from_millis)) {
@@ -307,14 +334,15 @@ async fn capture(
     }
 }
 
-/// Whether a request may be answered: it carries the token, where one is needed.
-fn authorized(shared: &Shared, headers: &HeaderMap) -> bool {
+/// Whether a request may be answered: it carries the token, where one is needed, in
+/// `Authorization: Bearer TOKEN` or as `?token=TOKEN` (a browser's event stream cannot
+/// set headers).
+fn authorized(shared: &Shared, headers: &HeaderMap, query: Option<&str>) -> bool {
     let Some(token) = &shared.token else { return true };
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
+    let in_header =
+        headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    let in_query = query.and_then(|q| q.split('&').find_map(|pair| pair.strip_prefix("token=")));
+    let given = in_header.or(in_query).unwrap_or("");
     constant_time_eq(given.as_bytes(), token.as_bytes())
 }
 

@@ -8,12 +8,17 @@
 //! `MLPROF_REQUIRE_PEERS` is set: then they fail. Screenshots land in
 //! `target/ui-screenshots/FIXTURE-PAGE.png`.
 //!
+//! `ui_agent_live` runs `mlprof agent` watching a plain Python job and the
+//! `agent_live` spec against the agent's live page.
+//!
 //! `ui_live_runs` serves a log directory in a temporary folder and runs the
 //! `live_runs` spec only, which adds a run to it and removes one while the page is
 //! open (`MLPROF_UI_LOGDIR`, `MLPROF_UI_SPARE_RUN`; without them the spec skips).
 
+use std::ffi::OsStr;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
 use common::copy_dir;
@@ -69,13 +74,19 @@ fn run_node(label: &str, profile: &Path, specs: &[&str], env: &[(&str, &Path)]) 
     let _one_at_a_time = BROWSER.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let cache = tempfile::tempdir().expect("a cache directory");
     let served = serve(profile, cache.path());
+    let env: Vec<(&str, &OsStr)> = env.iter().map(|(name, value)| (*name, value.as_os_str())).collect();
+    run_node_at(label, &served.url, specs, &env);
+}
+
+/// Runs the browser specs `specs` against the page at `url`, with `env` set for them.
+fn run_node_at(label: &str, url: &str, specs: &[&str], env: &[(&str, &OsStr)]) {
     let mut node = Command::new("node");
-    node.arg(browser_tests().join("run.mjs")).arg(&served.url).args(["--label", label]).args(specs);
-    node.envs(env.iter().map(|(name, value)| (name, value.as_os_str())));
+    node.arg(browser_tests().join("run.mjs")).arg(url).args(["--label", label]).args(specs);
+    node.envs(env.iter().copied());
     let out = node.current_dir(repo_root()).output().expect("node runs");
     let report = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     eprintln!("{report}");
-    assert!(out.status.success(), "browser specs failed on {}:\n{report}", profile.display());
+    assert!(out.status.success(), "browser specs failed on {url}:\n{report}");
 }
 
 /// Serves `fixture` (under tests/data) and runs every browser spec against it.
@@ -133,4 +144,36 @@ fn ui_live_runs() {
     );
     let spare = data.join("jax_profile/logdir/plugins/profile/2026_11_21_19_24_59");
     run_node("live_runs", &logdir, &["live_runs"], &[("MLPROF_UI_LOGDIR", &logdir), ("MLPROF_UI_SPARE_RUN", &spare)]);
+}
+
+/// The agent's live page: a job it found appears with its top Python frame, updates
+/// without a reload, and its capture button records it and says how to open it.
+#[test]
+fn ui_agent_live() {
+    if !peers_present("agent_live") {
+        return;
+    }
+    let _one_at_a_time = BROWSER.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let data = tempfile::tempdir().expect("a data directory");
+    let mut agent = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["agent", "--listen", "127.0.0.1:0", "--data"])
+        .arg(data.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the agent starts");
+    let mut first = String::new();
+    BufReader::new(agent.stdout.take().expect("piped")).read_line(&mut first).expect("its address");
+    let url = first.strip_prefix("mlprof agent: ").and_then(|rest| rest.split(' ').next()).unwrap_or("").to_string();
+    let mut job = Command::new("python3")
+        .arg(repo_root().join("tests/peers/python_hot_loop.py"))
+        .arg("120")
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("python3 starts");
+    let pid = job.id().to_string();
+    run_node_at("agent_live", &url, &["agent_live"], &[("MLPROF_UI_AGENT_PID", OsStr::new(&pid))]);
+    for child in [&mut job, &mut agent] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
 }
