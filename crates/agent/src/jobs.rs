@@ -1,13 +1,15 @@
 //! The agent's view of every job on the node, refreshed each tick: who and what each
 //! job is (pid tree, command line, user, cgroup, `SLURM_JOB_ID`, Kubernetes pod,
 //! framework, GPU use), its light signals (CPU, memory, threads, the Python frames its
-//! threads run most, sampled from outside at a low rate), and how a full trace of it can
+//! threads run most, sampled from outside at a low rate; its GPUs' memory and busy share
+//! from NVML where a driver is installed), and how a full trace of it can
 //! be taken (a profiler server it listens on, Kineto's on-demand mode). A job that exits
 //! leaves the view at the next tick.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
+use mlprof_run::nvml::{GpuReading, Nvml};
 use mlprof_run::sampling::store::{Recorded, ThreadState};
 use mlprof_run::sampling::{Sampler, SamplerOptions, procfs};
 use serde::{Deserialize, Serialize};
@@ -52,8 +54,18 @@ pub struct JobView {
     pub kubernetes_pod: Option<String>,
     /// The framework it loaded: `pytorch`, `jax`, `tensorflow`.
     pub framework: Option<String>,
-    /// Whether it maps NVIDIA's driver library.
+    /// Whether it maps NVIDIA's driver library or NVML lists it on a GPU.
     pub uses_gpu: bool,
+    /// The GPUs NVML lists its processes on (NVML indices).
+    #[serde(default)]
+    pub gpus: Vec<u32>,
+    /// Device memory its processes hold, bytes, where NVML tells.
+    #[serde(default)]
+    pub gpu_memory_bytes: Option<u64>,
+    /// How busy its GPUs were (the mean of their NVML utilization: the share of the last
+    /// sample period in which a kernel ran), percent.
+    #[serde(default)]
+    pub gpu_busy_percent: Option<f64>,
     /// CPU use of all its processes over the last tick, percent of one core.
     pub cpu_percent: f64,
     /// Resident memory of all its processes, bytes.
@@ -108,6 +120,15 @@ pub struct Jobs {
     ticks_per_second: f64,
     page_size: u64,
     agent_pid: u32,
+    gpus: Gpus,
+}
+
+/// NVML, once tried (opening it can take a second per GPU: never on a request's path).
+enum Gpus {
+    NotTried,
+    Open(Box<Nvml>),
+    /// Why there are no GPU counters.
+    Unavailable(String),
 }
 
 impl Jobs {
@@ -121,6 +142,29 @@ impl Jobs {
             ticks_per_second: procfs::ticks_per_second() as f64,
             page_size: procfs::page_size(),
             agent_pid: std::process::id(),
+            gpus: Gpus::NotTried,
+        }
+    }
+
+    /// Why there are no GPU counters, when there are none.
+    pub fn gpu_note(&self) -> Option<String> {
+        match &self.gpus {
+            Gpus::Unavailable(why) => Some(why.clone()),
+            _ => None,
+        }
+    }
+
+    /// This tick's GPU readings (none without NVML).
+    fn read_gpus(&mut self) -> Vec<GpuReading> {
+        if matches!(self.gpus, Gpus::NotTried) {
+            self.gpus = match Nvml::open() {
+                Ok(nvml) => Gpus::Open(Box::new(nvml)),
+                Err(why) => Gpus::Unavailable(format!("no GPU counters: {why}")),
+            };
+        }
+        match &mut self.gpus {
+            Gpus::Open(nvml) => nvml.read(),
+            _ => Vec::new(),
         }
     }
 
@@ -138,6 +182,7 @@ impl Jobs {
         self.classifier.retain(&alive);
         let roots: HashSet<u32> = found.iter().map(|(root, _)| *root).collect();
         self.jobs.retain(|root, _| roots.contains(root));
+        let readings = self.read_gpus();
         for (root, tree) in found {
             let Some(process) = by_pid.get(&root) else { continue };
             let job = match self.jobs.entry(root) {
@@ -151,7 +196,8 @@ impl Jobs {
             let runs: Vec<discover::Runs> = members.iter().map(|p| self.classifier.runs(p, now)).collect();
             // A launcher's child may be the one that loads the framework.
             job.view.framework = runs.iter().find_map(discover::Runs::framework).map(str::to_string);
-            job.view.uses_gpu = runs.iter().any(|r| r.cuda);
+            gpu_use(&mut job.view, &tree, &readings);
+            job.view.uses_gpu = runs.iter().any(|r| r.cuda) || !job.view.gpus.is_empty();
             let ticks: u64 = members.iter().map(|p| p.cpu_ticks).sum();
             if let Some((at, before)) = job.last_ticks {
                 let seconds = now.duration_since(at).as_secs_f64();
@@ -181,6 +227,30 @@ impl Jobs {
         views.sort_by(|a, b| b.cpu_percent.total_cmp(&a.cpu_percent).then(a.pid.cmp(&b.pid)));
         views
     }
+}
+
+/// The GPUs `tree`'s processes are on, their memory there, and how busy those GPUs are.
+fn gpu_use(view: &mut JobView, tree: &[u32], readings: &[GpuReading]) {
+    let members: HashSet<u32> = tree.iter().copied().collect();
+    let mut memory = None;
+    let mut gpus = Vec::new();
+    let mut busy = Vec::new();
+    for reading in readings {
+        let on_it: Vec<_> = reading.processes.iter().filter(|p| members.contains(&p.pid)).collect();
+        if on_it.is_empty() {
+            continue;
+        }
+        gpus.push(reading.index);
+        busy.extend(reading.utilization_gpu_percent.map(f64::from));
+        for process in on_it {
+            if let Some(bytes) = process.used_bytes {
+                memory = Some(memory.unwrap_or(0u64).saturating_add(bytes));
+            }
+        }
+    }
+    view.gpu_busy_percent = (!busy.is_empty()).then(|| busy.iter().sum::<f64>() / busy.len() as f64);
+    view.gpu_memory_bytes = memory;
+    view.gpus = gpus;
 }
 
 fn new_job(root: u32, process: &Process, user: String, options: WatchOptions, now: Instant) -> Job {
@@ -222,6 +292,9 @@ fn new_job(root: u32, process: &Process, user: String, options: WatchOptions, no
             kubernetes_pod,
             framework: None,
             uses_gpu: false,
+            gpus: Vec::new(),
+            gpu_memory_bytes: None,
+            gpu_busy_percent: None,
             cpu_percent: 0.0,
             rss_bytes: 0,
             threads: process.threads,

@@ -10,46 +10,52 @@ use crate::jobs::JobView;
 /// The content type Prometheus expects for the text format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// A per-job gauge: its name, its help text, and its value for a job.
-type Gauge = (&'static str, &'static str, fn(&JobView) -> f64);
+/// A per-job gauge: its name, its help text, and its value for a job (`None`: the job
+/// has no series in it, e.g. no GPU or no probe with steps).
+type Gauge = (&'static str, &'static str, fn(&JobView) -> Option<f64>);
+
+/// Every per-job gauge but the top frames (which have a series per frame).
+const GAUGES: [Gauge; 10] = [
+    ("mlprof_job_cpu_percent", "CPU use of the job's processes over the last second, percent of one core.", |j| {
+        Some(j.cpu_percent)
+    }),
+    ("mlprof_job_resident_memory_bytes", "Resident memory of the job's processes, bytes.", |j| {
+        Some(j.rss_bytes as f64)
+    }),
+    ("mlprof_job_threads", "Threads of the job's processes.", |j| Some(f64::from(j.threads))),
+    ("mlprof_job_processes", "Processes of the job.", |j| Some(j.pids.len() as f64)),
+    ("mlprof_job_uses_gpu", "1 when the job maps NVIDIA's driver library or NVML lists it on a GPU.", |j| {
+        Some(f64::from(u8::from(j.uses_gpu)))
+    }),
+    ("mlprof_job_gpu_memory_bytes", "Device memory the job's processes hold, bytes (NVML).", |j| {
+        j.gpu_memory_bytes.map(|b| b as f64)
+    }),
+    ("mlprof_job_gpu_busy_percent", "Mean utilization of the job's GPUs, percent (NVML).", |j| j.gpu_busy_percent),
+    ("mlprof_job_step_time_seconds", "Mean step time in the job's last probe of its framework trace, seconds.", |j| {
+        probed(j).map(|p| p.step_time_ms / 1000.0)
+    }),
+    ("mlprof_job_input_percent", "Share of step time waiting for input in the job's last probe, percent.", |j| {
+        probed(j).map(|p| p.input_percent)
+    }),
+    ("mlprof_job_probe_steps", "Steps found in the job's last probe.", |j| probed(j).map(|p| p.steps as f64)),
+];
+
+/// The job's last probe, when it found steps.
+fn probed(job: &JobView) -> Option<&crate::probe::ProbeView> {
+    job.probe.as_ref().filter(|p| p.steps > 0)
+}
 
 /// The exposition of `jobs` and the agent's own `cpu_seconds` (user plus system).
 pub fn render(jobs: &[JobView], agent_cpu_seconds: f64) -> String {
     let mut out = String::new();
     family(&mut out, "mlprof_jobs", "gauge", "ML jobs the agent sees on this node.");
     let _ = writeln!(out, "mlprof_jobs {}", jobs.len());
-    let gauges: [Gauge; 5] = [
-        ("mlprof_job_cpu_percent", "CPU use of the job's processes over the last second, percent of one core.", |j| {
-            j.cpu_percent
-        }),
-        ("mlprof_job_resident_memory_bytes", "Resident memory of the job's processes, bytes.", |j| j.rss_bytes as f64),
-        ("mlprof_job_threads", "Threads of the job's processes.", |j| f64::from(j.threads)),
-        ("mlprof_job_processes", "Processes of the job.", |j| j.pids.len() as f64),
-        ("mlprof_job_uses_gpu", "1 when the job maps NVIDIA's driver library.", |j| f64::from(u8::from(j.uses_gpu))),
-    ];
-    for (name, help, value) in gauges {
+    for (name, help, value) in GAUGES {
         family(&mut out, name, "gauge", help);
         for job in jobs {
-            let _ = writeln!(out, "{name}{{{}}} {}", labels(job), number(value(job)));
-        }
-    }
-    let probed: [Gauge; 3] = [
-        (
-            "mlprof_job_step_time_seconds",
-            "Mean step time in the job's last probe of its framework trace, seconds.",
-            |j| j.probe.as_ref().map_or(f64::NAN, |p| p.step_time_ms / 1000.0),
-        ),
-        ("mlprof_job_input_percent", "Share of step time waiting for input in the job's last probe, percent.", |j| {
-            j.probe.as_ref().map_or(f64::NAN, |p| p.input_percent)
-        }),
-        ("mlprof_job_probe_steps", "Steps found in the job's last probe.", |j| {
-            j.probe.as_ref().map_or(f64::NAN, |p| p.steps as f64)
-        }),
-    ];
-    for (name, help, value) in probed {
-        family(&mut out, name, "gauge", help);
-        for job in jobs.iter().filter(|j| j.probe.as_ref().is_some_and(|p| p.steps > 0)) {
-            let _ = writeln!(out, "{name}{{{}}} {}", labels(job), number(value(job)));
+            if let Some(value) = value(job) {
+                let _ = writeln!(out, "{name}{{{}}} {}", labels(job), number(value));
+            }
         }
     }
     let name = "mlprof_job_top_frame_percent";
@@ -114,6 +120,9 @@ mod tests {
             kubernetes_pod: None,
             framework: Some("pytorch".into()),
             uses_gpu: true,
+            gpus: vec![0],
+            gpu_memory_bytes: Some(512 << 20),
+            gpu_busy_percent: Some(87.0),
             cpu_percent: 97.5,
             rss_bytes: 1_000_000,
             threads: 12,
@@ -137,6 +146,7 @@ mod tests {
         assert!(text.contains(&format!("mlprof_job_processes{{{labels}}} 2\n")), "{text}");
         assert!(text.contains(&format!("mlprof_job_top_frame_percent{{{labels},frame=\"step (train.py:10)\"}} 40\n")));
         assert!(text.ends_with("mlprof_agent_cpu_seconds_total 1.25\n"), "{text}");
+        assert!(text.contains(&format!("mlprof_job_gpu_memory_bytes{{{labels}}} 536870912\n")), "{text}");
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let name = line.split(['{', ' ']).next().unwrap_or("");
             assert!(text.contains(&format!("# TYPE {name} ")), "{name} is not declared");

@@ -52,6 +52,9 @@ pub struct Snapshot {
     pub uptime_s: f64,
     /// CPU time the agent has used, seconds (user plus system).
     pub agent_cpu_s: f64,
+    /// Why there are no GPU counters, when there are none (no NVIDIA driver).
+    #[serde(default)]
+    pub gpu_note: Option<String>,
     /// Every job, the most CPU first.
     pub jobs: Vec<JobView>,
 }
@@ -219,6 +222,7 @@ async fn watch(options: WatchOptions, snapshot: Arc<Mutex<Snapshot>>, probes: Pr
             agent_pid: std::process::id(),
             uptime_s: started.elapsed().as_secs_f64(),
             agent_cpu_s: mlprof_run::own_use::OwnUse::now(started).map_or(0.0, |own| own.cpu_s),
+            gpu_note: watched.gpu_note(),
             jobs: with_probes(watched.views(), &probes),
         };
         *snapshot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = next;

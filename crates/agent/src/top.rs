@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::Snapshot;
+use crate::{JobView, Snapshot};
 
 /// The table of `snapshot`, at most `width` columns wide.
 pub fn render(snapshot: &Snapshot, width: usize) -> String {
@@ -46,7 +46,7 @@ pub fn render(snapshot: &Snapshot, width: usize) -> String {
             job.framework.as_deref().unwrap_or("python"),
             job.cpu_percent,
             megabytes(job.rss_bytes),
-            if job.uses_gpu { "yes" } else { "" },
+            gpu_column(job),
             step,
             input,
             cut(&job.name, 24),
@@ -55,6 +55,15 @@ pub fn render(snapshot: &Snapshot, width: usize) -> String {
         let _ = writeln!(out, "{}", cut(&line, width));
     }
     out
+}
+
+/// How busy the job's GPUs are, where NVML tells; `yes` for a job that only maps CUDA.
+fn gpu_column(job: &JobView) -> String {
+    match (job.gpu_busy_percent, job.uses_gpu) {
+        (Some(busy), _) => format!("{busy:.0}%"),
+        (None, true) => "yes".to_string(),
+        (None, false) => String::new(),
+    }
 }
 
 fn megabytes(bytes: u64) -> String {
@@ -78,7 +87,7 @@ fn cut(text: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{FrameShare, JobView};
+    use crate::FrameShare;
 
     /// Where `unit` ends in the job's line (its first occurrence).
     fn line_end_of(text: &str, unit: &str) -> Option<usize> {
@@ -99,6 +108,9 @@ mod tests {
             kubernetes_pod: None,
             framework: Some("pytorch".into()),
             uses_gpu: true,
+            gpus: vec![0],
+            gpu_memory_bytes: Some(512 << 20),
+            gpu_busy_percent: Some(87.0),
             cpu_percent: 187.25,
             rss_bytes: 2_500_000_000,
             threads: 40,
@@ -116,14 +128,14 @@ mod tests {
             }),
             probe_note: None,
         };
-        let snapshot = Snapshot { agent_pid: 1, uptime_s: 10.0, agent_cpu_s: 0.2, jobs: vec![job] };
+        let snapshot = Snapshot { agent_pid: 1, uptime_s: 10.0, agent_cpu_s: 0.2, gpu_note: None, jobs: vec![job] };
         let text = render(&snapshot, 200);
         let header = text.lines().nth(1).expect("the header");
         assert_eq!(header.find("STEP").map(|at| at + 4), line_end_of(&text, "ms"), "{text}");
         let line = text.lines().nth(2).expect("the job's line");
         assert_eq!(
             line,
-            "   4242 a-very-lo… pytorch     187.2  2500 MB  yes    9.6 ms     12 train.py                 42 % step (train.py:10)"
+            "   4242 a-very-lo… pytorch     187.2  2500 MB  87%    9.6 ms     12 train.py                 42 % step (train.py:10)"
         );
         assert!(render(&snapshot, 40).lines().all(|l| l.chars().count() <= 40));
     }

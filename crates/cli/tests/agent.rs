@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 mod peers;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// A process killed when dropped.
 struct Killed(Child);
@@ -234,6 +234,38 @@ fn two_jobs_captured_at_once_give_two_sessions_whose_steps_are_found() {
         .expect("mlprof agent capture runs");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("HTTP 404: no job with pid 4194305"));
+}
+
+/// With a GPU driver (the mock NVML, its device 0 running the job's process), a job
+/// shows the GPU it is on, the memory it holds there and how busy that GPU is.
+#[test]
+fn a_jobs_gpu_memory_and_busy_share_come_from_nvml() {
+    let test = "a_jobs_gpu_memory_and_busy_share_come_from_nvml";
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Some(library) = peers::mock_nvml(dir.path(), test) else { return };
+    let job_process = hot_loop();
+    let pid = job_process.0.id();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["agent", "--listen", "127.0.0.1:0", "--probe-every", "0"])
+        .env("MLPROF_NVML_PATH", &library)
+        .env("MOCK_NVML_PID", pid.to_string())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the agent starts");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().expect("piped")).read_line(&mut first).expect("its address");
+    let _agent = Killed(child);
+    let address = first.strip_prefix("mlprof agent: http://").and_then(|r| r.split('/').next()).expect("an address");
+    let snapshot =
+        wait_for(address, "the job on the mock GPU", |s| job(s, pid).is_some_and(|j| j["gpus"] == json!([0])));
+    let on_gpu = job(&snapshot, pid).expect("the job");
+    assert_eq!(on_gpu["gpu_memory_bytes"], 512 * 1024 * 1024, "{on_gpu:#}");
+    assert_eq!(on_gpu["gpu_busy_percent"], 87.0, "{on_gpu:#}");
+    assert_eq!(on_gpu["uses_gpu"], true);
+    assert!(snapshot["gpu_note"].is_null(), "{snapshot:#}");
+    let metrics = metrics_text(address, None);
+    check_prometheus_text(&metrics);
+    assert!(metrics.contains(&format!("mlprof_job_gpu_memory_bytes{{pid=\"{pid}\",")), "{metrics}");
 }
 
 #[test]

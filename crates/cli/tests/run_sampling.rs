@@ -3,7 +3,7 @@
 //! NVML, here a mock library built by the test), checked with `mlprof analyze --tool
 //! python` and `mlprof info`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 mod common;
@@ -106,37 +106,11 @@ fn without_nvml_the_run_says_so_in_one_line() {
     assert!(lines[0].contains("no GPU counters: no NVIDIA driver:") && lines[0].contains("not found"), "{err}");
 }
 
-/// Builds the mock NVML (crates/run/tests/nvml/mock_nvml.c) in its normal mode; `None`
-/// (after saying so) without a C compiler outside CI.
-fn mock_nvml(dir: &Path, test: &str) -> Option<PathBuf> {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../run/tests/nvml/mock_nvml.c");
-    let library = dir.join("libnvidia-ml.so.1");
-    let out = Command::new("cc")
-        .args(["-std=c11", "-O1", "-shared", "-fPIC", "-DMOCK_MODE=MODE_OK", "-o"])
-        .arg(&library)
-        .arg(&source)
-        .output();
-    match out {
-        Ok(out) => {
-            assert!(out.status.success(), "cc: {}", String::from_utf8_lossy(&out.stderr));
-            Some(library)
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if let Some(var) = ["MLPROF_REQUIRE_PEERS", "CI"].into_iter().find(|v| std::env::var_os(v).is_some()) {
-                panic!("{test}: no C compiler (cc) to build the mock NVML, but {var} is set");
-            }
-            eprintln!("{test}: SKIPPED: no C compiler (cc) to build the mock NVML");
-            None
-        }
-        Err(e) => panic!("{test}: cc: {e}"),
-    }
-}
-
 #[test]
 fn gpu_counters_from_nvml_land_on_the_counters_plane() {
     let test = "gpu_counters_from_nvml_land_on_the_counters_plane";
     let logdir = tempfile::tempdir().expect("temp dir");
-    let Some(library) = mock_nvml(logdir.path(), test) else { return };
+    let Some(library) = peers::mock_nvml(logdir.path(), test) else { return };
     let out = run_hot_loop(logdir.path(), &["--duration", "1s"], &["1.5"], &[("MLPROF_NVML_PATH", &library)]);
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");

@@ -123,3 +123,29 @@ pub fn sampled_pids(python_tool: &Value) -> std::collections::HashSet<String> {
         .filter_map(|t| t["thread"].as_str()?.split("(pid ").nth(1)?.split(',').next().map(str::to_string))
         .collect()
 }
+
+/// Builds the mock NVML (crates/run/tests/nvml/mock_nvml.c) in its normal mode; `None`
+/// (after saying so) without a C compiler outside CI.
+pub fn mock_nvml(dir: &Path, test: &str) -> Option<PathBuf> {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../run/tests/nvml/mock_nvml.c");
+    let library = dir.join("libnvidia-ml.so.1");
+    let out = Command::new("cc")
+        .args(["-std=c11", "-O1", "-shared", "-fPIC", "-DMOCK_MODE=MODE_OK", "-o"])
+        .arg(&library)
+        .arg(&source)
+        .output();
+    match out {
+        Ok(out) => {
+            assert!(out.status.success(), "cc: {}", String::from_utf8_lossy(&out.stderr));
+            Some(library)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(var) = ["MLPROF_REQUIRE_PEERS", "CI"].into_iter().find(|v| std::env::var_os(v).is_some()) {
+                panic!("{test}: no C compiler (cc) to build the mock NVML, but {var} is set");
+            }
+            eprintln!("{test}: SKIPPED: no C compiler (cc) to build the mock NVML");
+            None
+        }
+        Err(e) => panic!("{test}: cc: {e}"),
+    }
+}

@@ -17,10 +17,14 @@
  *                       device that always wants a larger buffer
  *   MODE_NOT_NVML       no nvmlInit_v2 at all
  *
+ * In MODE_OK, MOCK_NVML_PID in the environment (read at each query) replaces the pid of
+ * device 0's first process, so that a test can put a real process on the mock GPU.
+ *
  * mock_nvml_live() tells how many initializations are not yet shut down, and
  * mock_nvml_unbalanced() how many nvmlShutdown calls came without one.
  */
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MODE_OK 0
@@ -254,6 +258,8 @@ static nvmlReturn_t processes(void *handle, unsigned int *count, nvmlProcessInfo
             infos[i].computeInstanceId = 0xFFFFFFFFu;
         } else {
             infos[i] = d->process[i];
+            const char *pid = getenv("MOCK_NVML_PID");
+            if (MOCK_MODE == MODE_OK && pid && is_device(handle, 0) && i == 0) infos[i].pid = (unsigned int)atoi(pid);
         }
     }
     *count = wanted;
