@@ -3,9 +3,11 @@
 Starts `jax.profiler.start_server(PORT)` (PORT 0: the script picks a free one), compiles
 a small MLP's SGD step, prints exactly one line `listening on 127.0.0.1:PORT` once the
 step is compiled and a few steps have run, then keeps training, each step wrapped in
-`jax.profiler.StepTraceAnnotation("train", step_num=i)`, for SECONDS seconds.
+`jax.profiler.StepTraceAnnotation("train", step_num=i)`, for SECONDS seconds. With
+SLOW_AFTER, each step sleeps 20 ms more once that many seconds have passed: a job that
+slows down, for the agent's capture on a slowdown.
 
-Usage: python jax_worker.py [PORT] [SECONDS]
+Usage: python jax_worker.py [PORT] [SECONDS] [SLOW_AFTER]
 """
 import socket
 import sys
@@ -17,6 +19,7 @@ import numpy as np
 
 PORT = int(sys.argv[1]) if len(sys.argv) > 1 else 0
 SECONDS = float(sys.argv[2]) if len(sys.argv) > 2 else 60.0
+SLOW_AFTER = float(sys.argv[3]) if len(sys.argv) > 3 else None
 BATCH, DIN, DH, DOUT = 64, 784, 256, 10
 
 
@@ -53,7 +56,8 @@ def main():
   jax.profiler.start_server(port)
   rng = np.random.default_rng(0)
   params = init(jax.random.PRNGKey(0))
-  deadline = time.time() + SECONDS
+  started = time.time()
+  deadline = started + SECONDS
   step = 0
   while time.time() < deadline:
     x = rng.standard_normal((BATCH, DIN)).astype(np.float32)
@@ -61,6 +65,8 @@ def main():
     with jax.profiler.StepTraceAnnotation("train", step_num=step):
       params, loss = train_step(params, jnp.asarray(x), jnp.asarray(y))
       loss.block_until_ready()
+      if SLOW_AFTER is not None and time.time() - started > SLOW_AFTER:
+        time.sleep(0.02)
     step += 1
     if step == 3:
       print(f"listening on 127.0.0.1:{port}", flush=True)

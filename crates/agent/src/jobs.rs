@@ -91,6 +91,26 @@ pub struct JobView {
     /// Why the last probe found nothing, when it did not.
     #[serde(default)]
     pub probe_note: Option<String>,
+    /// The mean step times of its last probes, oldest first, ms.
+    #[serde(default)]
+    pub step_history_ms: Vec<f64>,
+    /// How much slower its last probe's steps were than the median of the probes before,
+    /// percent (negative: faster).
+    #[serde(default)]
+    pub step_trend_percent: Option<f64>,
+    /// The session its last slowdown was captured into.
+    #[serde(default)]
+    pub slowdown_capture: Option<std::path::PathBuf>,
+}
+
+impl JobView {
+    /// The folder its captures and probes go to: `<name>-<pid>`, the name reduced to
+    /// letters, digits, dots and underscores.
+    pub fn folder(&self) -> String {
+        let name: String =
+            self.name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '_' }).collect();
+        format!("{name}-{}", self.pid)
+    }
 }
 
 /// A Python frame and the share of running samples it was the innermost frame of.
@@ -306,6 +326,9 @@ fn new_job(root: u32, process: &Process, user: String, options: WatchOptions, no
             sampling_note,
             probe: None,
             probe_note: None,
+            step_history_ms: Vec::new(),
+            step_trend_percent: None,
+            slowdown_capture: None,
         },
         sampler,
         first_seen: now,

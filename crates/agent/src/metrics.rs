@@ -15,7 +15,7 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 type Gauge = (&'static str, &'static str, fn(&JobView) -> Option<f64>);
 
 /// Every per-job gauge but the top frames (which have a series per frame).
-const GAUGES: [Gauge; 10] = [
+const GAUGES: [Gauge; 11] = [
     ("mlprof_job_cpu_percent", "CPU use of the job's processes over the last second, percent of one core.", |j| {
         Some(j.cpu_percent)
     }),
@@ -38,6 +38,11 @@ const GAUGES: [Gauge; 10] = [
         probed(j).map(|p| p.input_percent)
     }),
     ("mlprof_job_probe_steps", "Steps found in the job's last probe.", |j| probed(j).map(|p| p.steps as f64)),
+    (
+        "mlprof_job_step_time_trend_percent",
+        "How much slower the job's last probed step time is than the median of its earlier probes, percent.",
+        |j| j.step_trend_percent,
+    ),
 ];
 
 /// The job's last probe, when it found steps.
@@ -134,6 +139,9 @@ mod tests {
             sampling_note: None,
             probe: None,
             probe_note: None,
+            step_history_ms: Vec::new(),
+            step_trend_percent: Some(40.0),
+            slowdown_capture: None,
         }
     }
 

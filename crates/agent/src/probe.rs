@@ -28,6 +28,25 @@ pub const FIRST_AFTER: Duration = Duration::from_secs(10);
 /// How much of the job a probe records.
 pub const WINDOW: Duration = Duration::from_secs(1);
 
+/// How many probes' step times are kept per job (they make its trend).
+pub const HISTORY: usize = 30;
+/// The fewest earlier probes a trend is measured against.
+const TREND_BASE: usize = 2;
+
+/// How much slower the last of `step_times_ms` is than the median of those before it,
+/// percent (negative: faster); `None` until there are [`TREND_BASE`] earlier ones.
+pub fn trend_percent(step_times_ms: &[f64]) -> Option<f64> {
+    let (last, earlier) = step_times_ms.split_last()?;
+    if earlier.len() < TREND_BASE {
+        return None;
+    }
+    let mut sorted = earlier.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let middle = sorted.len() / 2;
+    let median = if sorted.len() % 2 == 0 { (sorted[middle - 1] + sorted[middle]) / 2.0 } else { sorted[middle] };
+    (median > 0.0).then(|| 100.0 * (last / median - 1.0))
+}
+
 /// What the last probe of a job found.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProbeView {
@@ -132,4 +151,21 @@ fn overview(session: &Path) -> Result<ProbeView, String> {
         step_source: steps.step_source.clone(),
         ..ProbeView::default()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_trend_is_the_last_probe_against_the_median_before_it() {
+        assert_eq!(trend_percent(&[]), None);
+        assert_eq!(trend_percent(&[10.0, 12.0]), None, "one earlier probe is no baseline");
+        assert_eq!(trend_percent(&[10.0, 10.0, 15.0]), Some(50.0));
+        // One slow probe among the earlier ones does not move the median.
+        assert_eq!(trend_percent(&[10.0, 30.0, 10.0, 10.0]), Some(0.0));
+        assert_eq!(trend_percent(&[12.0, 8.0, 10.0, 5.0]), Some(-50.0));
+        assert_eq!(trend_percent(&[12.0, 8.0, 10.0, 9.0, 19.0]), Some(100.0), "an even count: the mean of the middle two");
+        assert_eq!(trend_percent(&[0.0, 0.0, 5.0]), None);
+    }
 }

@@ -38,6 +38,8 @@ pub const MAX_CAPTURE: Duration = Duration::from_secs(600);
 /// How much longer than its duration a capture may take: a PyTorch job's Kineto trace
 /// starts at its next poll (within `attach_kineto::POLL_WAIT`) and is written after.
 pub const CAPTURE_GRACE: Duration = Duration::from_secs(60);
+/// The least time between two captures of one job that its slowdowns start.
+pub const SLOWDOWN_COOLDOWN: Duration = Duration::from_secs(600);
 /// Python stack samples per second during a capture (`mlprof attach`'s default).
 const CAPTURE_HZ: u32 = 100;
 /// The agent's default address: loopback, a port of its own.
@@ -78,6 +80,10 @@ pub struct AgentConfig {
     /// How often each traceable job is probed for its steps (`None`: never); probes go
     /// to `<data_dir>/probes/`.
     pub probe_every: Option<Duration>,
+    /// Capture a job (2 s, as `mlprof agent capture`) when its probed step time is this
+    /// many percent above the median of its earlier probes (`None`: never); at most
+    /// once per [`SLOWDOWN_COOLDOWN`] per job.
+    pub capture_on_slowdown: Option<f64>,
     /// Captures go to `<data_dir>/<job>-<pid>/plugins/profile/<session>/`, each job's
     /// folder a TensorBoard log directory.
     pub data_dir: PathBuf,
@@ -85,8 +91,20 @@ pub struct AgentConfig {
     pub host: String,
 }
 
-/// The last probe of each job: what it found or why it found nothing, and when.
-type Probes = Arc<Mutex<HashMap<u32, (Instant, Result<ProbeView, String>)>>>;
+/// What the agent keeps of a job's probes.
+struct ProbeState {
+    /// When the last probe ended.
+    at: Instant,
+    /// What it found, or why it found nothing.
+    last: Result<ProbeView, String>,
+    /// The mean step times of the last probes that found steps, oldest first, ms.
+    history: Vec<f64>,
+    /// The last capture a slowdown started, and when.
+    slowdown_capture: Option<(Instant, PathBuf)>,
+}
+
+/// Every job's probes, by pid.
+type Probes = Arc<Mutex<HashMap<u32, ProbeState>>>;
 
 #[derive(Clone)]
 struct Shared {
@@ -155,7 +173,8 @@ impl Agent {
             captures: Arc::new(tokio::sync::Semaphore::new(MAX_CAPTURES)),
         };
         let watcher = tokio::spawn(watch(config.watch, shared.snapshot.clone(), shared.probes.clone()));
-        let prober = config.probe_every.map(|every| tokio::spawn(probe_jobs(shared.clone(), every)));
+        let slowdown = config.capture_on_slowdown;
+        let prober = config.probe_every.map(|every| tokio::spawn(probe_jobs(shared.clone(), every, slowdown)));
         let router = axum::Router::new()
             .route("/", get(live_page))
             .route("/api/jobs", get(jobs))
@@ -171,8 +190,9 @@ impl Agent {
     }
 }
 
-/// Probes every traceable job when its probe is due, one at a time.
-async fn probe_jobs(shared: Shared, every: Duration) {
+/// Probes every traceable job when its probe is due, one at a time, and captures a job
+/// whose step time rose by more than `slowdown` percent.
+async fn probe_jobs(shared: Shared, every: Duration, slowdown: Option<f64>) {
     let dir = shared.data_dir.join("probes");
     let mut ticker = tokio::time::interval(TICK);
     loop {
@@ -183,20 +203,62 @@ async fn probe_jobs(shared: Shared, every: Duration) {
             probes.retain(|pid, _| jobs.iter().any(|job| job.pid == *pid));
             jobs.into_iter()
                 .filter(|job| probe::probeable(job) && job.seen_for_s >= probe::FIRST_AFTER.as_secs_f64())
-                .filter(|job| probes.get(&job.pid).is_none_or(|(at, _)| at.elapsed() >= every))
+                .filter(|job| probes.get(&job.pid).is_none_or(|state| state.at.elapsed() >= every))
                 .collect()
         };
         for job in due {
-            let _bound = match job.kineto_endpoint {
-                Some(_) => Some(shared.kineto.lock().await),
-                None => None,
+            let found = {
+                let _bound = match job.kineto_endpoint {
+                    Some(_) => Some(shared.kineto.lock().await),
+                    None => None,
+                };
+                probe::probe(&job, &dir, &shared.host).await
             };
-            let found = probe::probe(&job, &dir, &shared.host).await;
-            shared
-                .probes
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .insert(job.pid, (Instant::now(), found));
+            let slowed = {
+                let mut probes = shared.probes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let state = probes.entry(job.pid).or_insert_with(|| ProbeState {
+                    at: Instant::now(),
+                    last: Err(String::new()),
+                    history: Vec::new(),
+                    slowdown_capture: None,
+                });
+                if let Ok(found) = &found
+                    && found.steps > 0
+                {
+                    state.history.push(found.step_time_ms);
+                    if state.history.len() > probe::HISTORY {
+                        state.history.remove(0);
+                    }
+                }
+                state.at = Instant::now();
+                state.last = found;
+                let cooled = state.slowdown_capture.as_ref().is_none_or(|(at, _)| at.elapsed() >= SLOWDOWN_COOLDOWN);
+                let trend = probe::trend_percent(&state.history);
+                slowdown.zip(trend).filter(|(limit, trend)| trend > limit && cooled).map(|(_, trend)| trend)
+            };
+            if let Some(trend) = slowed {
+                capture_slowdown(&shared, &job, trend).await;
+            }
+        }
+    }
+}
+
+/// Captures `job`, which got `trend` percent slower, and says so on stderr.
+async fn capture_slowdown(shared: &Shared, job: &JobView, trend: f64) {
+    let Ok(_permit) = shared.captures.clone().try_acquire_owned() else { return };
+    let recorded =
+        record_job(shared, job.pid, &job.folder(), job.kineto_endpoint.is_some(), Duration::from_secs(2)).await;
+    let session = recorded.ok().and_then(|outcome| outcome.session);
+    let what =
+        session.as_ref().map_or_else(|| "nothing was recorded".to_string(), |s| format!("captured {}", s.display()));
+    eprintln!(
+        "mlprof agent: pid {} ({}): step time {trend:+.0} % against its earlier probes: {what}",
+        job.pid, job.name
+    );
+    if let Some(session) = session {
+        let mut probes = shared.probes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(state) = probes.get_mut(&job.pid) {
+            state.slowdown_capture = Some((Instant::now(), session));
         }
     }
 }
@@ -234,11 +296,14 @@ async fn watch(options: WatchOptions, snapshot: Arc<Mutex<Snapshot>>, probes: Pr
 fn with_probes(mut views: Vec<JobView>, probes: &Probes) -> Vec<JobView> {
     let probes = probes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     for view in &mut views {
-        match probes.get(&view.pid) {
-            Some((_, Ok(found))) => view.probe = Some(found.clone()),
-            Some((_, Err(why))) => view.probe_note = Some(why.clone()),
-            None => {}
+        let Some(state) = probes.get(&view.pid) else { continue };
+        match &state.last {
+            Ok(found) => view.probe = Some(found.clone()),
+            Err(why) => view.probe_note = Some(why.clone()).filter(|why| !why.is_empty()),
         }
+        view.step_history_ms = state.history.clone();
+        view.step_trend_percent = probe::trend_percent(&state.history);
+        view.slowdown_capture = state.slowdown_capture.as_ref().map(|(_, session)| session.clone());
     }
     views
 }
@@ -303,20 +368,35 @@ async fn capture(
     };
     let job = {
         let snapshot = shared.snapshot.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        snapshot.jobs.iter().find(|job| job.pid == pid).map(|job| (job.name.clone(), job.kineto_endpoint.is_some()))
+        snapshot.jobs.iter().find(|job| job.pid == pid).map(|job| (job.folder(), job.kineto_endpoint.is_some()))
     };
-    let Some((name, kineto)) = job else {
+    let Some((folder, kineto)) = job else {
         return (StatusCode::NOT_FOUND, format!("no job with pid {pid} (see /api/jobs)\n")).into_response();
     };
     let Ok(_permit) = shared.captures.clone().try_acquire_owned() else {
         let why = format!("{MAX_CAPTURES} captures are running: try again when one ends\n");
         return (StatusCode::TOO_MANY_REQUESTS, why).into_response();
     };
-    let folder: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '_' }).collect();
+    match record_job(&shared, pid, &folder, kineto, duration).await {
+        Ok(outcome) => axum::Json(outcome).into_response(),
+        Err(outcome) => (StatusCode::CONFLICT, axum::Json(outcome)).into_response(),
+    }
+}
+
+/// Records job `pid` for `duration` as `mlprof attach` would, into `<data>/<folder>/`
+/// (`kineto`: it has a Kineto endpoint, bound one at a time): what was recorded, or what
+/// was said when nothing could be.
+async fn record_job(
+    shared: &Shared,
+    pid: u32,
+    folder: &str,
+    kineto: bool,
+    duration: Duration,
+) -> Result<CaptureOutcome, CaptureOutcome> {
     let options = AttachOptions {
         pid,
         duration,
-        logdir: shared.data_dir.join(format!("{folder}-{pid}")),
+        logdir: shared.data_dir.join(folder),
         host: shared.host.to_string(),
         sample_hz: CAPTURE_HZ,
         native_stacks: true,
@@ -330,10 +410,10 @@ async fn capture(
     let recorded = mlprof_run::attach::attach(&options, std::future::pending(), &say).await;
     let mut lines = lines.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
     match recorded {
-        Ok(outcome) => axum::Json(CaptureOutcome { pid, session: outcome.session, lines }).into_response(),
+        Ok(outcome) => Ok(CaptureOutcome { pid, session: outcome.session, lines }),
         Err(error) => {
             lines.push(error.to_string());
-            (StatusCode::CONFLICT, axum::Json(CaptureOutcome { pid, session: None, lines })).into_response()
+            Err(CaptureOutcome { pid, session: None, lines })
         }
     }
 }

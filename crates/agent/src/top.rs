@@ -19,8 +19,8 @@ pub fn render(snapshot: &Snapshot, width: usize) -> String {
         "{}",
         cut(
             &format!(
-                "{:>7} {:<10} {:<10} {:>6} {:>8} {:>4} {:>9} {:>6} {:<24} TOP PYTHON FRAME",
-                "PID", "USER", "FRAMEWORK", "CPU%", "MEM", "GPU", "STEP", "INPUT%", "JOB"
+                "{:>7} {:<10} {:<10} {:>6} {:>8} {:>4} {:>9} {:>5} {:>6} {:<24} TOP PYTHON FRAME",
+                "PID", "USER", "FRAMEWORK", "CPU%", "MEM", "GPU", "STEP", "TREND", "INPUT%", "JOB"
             ),
             width
         )
@@ -40,7 +40,7 @@ pub fn render(snapshot: &Snapshot, width: usize) -> String {
             _ => ("—".to_string(), "—".to_string()),
         };
         let line = format!(
-            "{:>7} {:<10} {:<10} {:>6.1} {:>8} {:>4} {:>9} {:>6} {:<24} {}",
+            "{:>7} {:<10} {:<10} {:>6.1} {:>8} {:>4} {:>9} {:>5} {:>6} {:<24} {}",
             job.pid,
             cut(&job.user, 10),
             job.framework.as_deref().unwrap_or("python"),
@@ -48,6 +48,7 @@ pub fn render(snapshot: &Snapshot, width: usize) -> String {
             megabytes(job.rss_bytes),
             gpu_column(job),
             step,
+            job.step_trend_percent.map_or_else(|| "—".to_string(), |t| format!("{t:+.0}%")),
             input,
             cut(&job.name, 24),
             top
@@ -127,6 +128,9 @@ mod tests {
                 ..Default::default()
             }),
             probe_note: None,
+            step_history_ms: Vec::new(),
+            step_trend_percent: Some(40.0),
+            slowdown_capture: None,
         };
         let snapshot = Snapshot { agent_pid: 1, uptime_s: 10.0, agent_cpu_s: 0.2, gpu_note: None, jobs: vec![job] };
         let text = render(&snapshot, 200);
@@ -135,7 +139,7 @@ mod tests {
         let line = text.lines().nth(2).expect("the job's line");
         assert_eq!(
             line,
-            "   4242 a-very-lo… pytorch     187.2  2500 MB  87%    9.6 ms     12 train.py                 42 % step (train.py:10)"
+            "   4242 a-very-lo… pytorch     187.2  2500 MB  87%    9.6 ms  +40%     12 train.py                 42 % step (train.py:10)"
         );
         assert!(render(&snapshot, 40).lines().all(|l| l.chars().count() <= 40));
     }

@@ -38,6 +38,11 @@ pub struct AgentArgs {
     /// share and top op (0: never).
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::capture::parse_duration)]
     probe_every: Duration,
+    /// Capture a job for 2 s (into --data, as `mlprof agent capture`) when its probed
+    /// step time is PCT percent above the median of its earlier probes; at most once in
+    /// 10 minutes per job. Off unless given.
+    #[arg(long, value_name = "PCT", value_parser = slowdown_percent)]
+    capture_on_slowdown: Option<f64>,
     /// Where captures go: DIR/<job>-<pid>/ is a TensorBoard log directory per job
     /// (default: $XDG_DATA_HOME/mlprof/agent or ~/.local/share/mlprof/agent).
     #[arg(long, value_name = "DIR")]
@@ -86,6 +91,7 @@ pub fn run_agent(args: AgentArgs) -> Result<(), Failure> {
     let config = AgentConfig {
         watch: WatchOptions { sample_hz: args.sample_hz, only_uid: (!args.all_users).then_some(euid) },
         probe_every: (!args.probe_every.is_zero()).then_some(args.probe_every),
+        capture_on_slowdown: args.capture_on_slowdown,
         data_dir,
         host: mlprof_capture::server::hostname(),
     };
@@ -104,6 +110,15 @@ pub fn run_agent(args: AgentArgs) -> Result<(), Failure> {
         agent.run(config, stopped()).await;
         Ok(())
     })
+}
+
+/// A slowdown threshold: a positive number of percent (`25`, `25%`).
+fn slowdown_percent(text: &str) -> Result<f64, String> {
+    let number = text.trim().trim_end_matches('%').trim();
+    match number.parse::<f64>() {
+        Ok(percent) if percent.is_finite() && percent > 0.0 => Ok(percent),
+        _ => Err(format!("{text:?} is not a positive percentage (e.g. 25)")),
+    }
 }
 
 /// `$XDG_DATA_HOME/mlprof/agent`, else `~/.local/share/mlprof/agent`.

@@ -268,6 +268,39 @@ fn a_jobs_gpu_memory_and_busy_share_come_from_nvml() {
     assert!(metrics.contains(&format!("mlprof_job_gpu_memory_bytes{{pid=\"{pid}\",")), "{metrics}");
 }
 
+/// A JAX job that gets slower (each step sleeps 20 ms more after 18 s): its probed step
+/// times show the rise as a trend, and the agent captures it on its own, into a session
+/// whose tools find the steps.
+#[test]
+fn a_job_that_slows_down_is_captured_on_its_own() {
+    let test = "a_job_that_slows_down_is_captured_on_its_own";
+    let Some(python) = peers::python("MLPROF_JAX_PYTHON", test) else { return };
+    let data = tempfile::tempdir().expect("temp dir");
+    let data_arg = data.path().display().to_string();
+    let options = ["--probe-every", "3s", "--capture-on-slowdown", "50", "--data", &data_arg];
+    let (_agent, address, _) = start_agent_with("127.0.0.1:0", &options);
+    let jax = peers::Peer::start(&python, &[&peers::script("jax_worker.py").display().to_string(), "0", "120", "18"]);
+    let pid = jax.pid();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let snapshot = loop {
+        let snapshot = top(&address);
+        if job(&snapshot, pid).is_some_and(|j| j["slowdown_capture"].is_string()) {
+            break snapshot;
+        }
+        assert!(Instant::now() < deadline, "no capture of the slowdown within 120 s: {snapshot:#}");
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let slowed = job(&snapshot, pid).expect("the JAX job");
+    let history: Vec<f64> =
+        slowed["step_history_ms"].as_array().expect("a history").iter().filter_map(Value::as_f64).collect();
+    assert!(history.len() >= 3, "{slowed:#}");
+    assert!(slowed["step_trend_percent"].as_f64().is_some_and(|t| t > 50.0), "{slowed:#}");
+    let session = std::path::PathBuf::from(slowed["slowdown_capture"].as_str().expect("a session"));
+    assert!(session.starts_with(data.path()), "{}", session.display());
+    let (steps, source) = peers::overview_steps(session.ancestors().nth(3).expect("its log directory"));
+    assert!(steps.len() >= 2, "{source}: {steps:?}");
+}
+
 #[test]
 fn a_non_loopback_agent_refuses_requests_without_its_token() {
     let (_agent, address, token) = start_agent("0.0.0.0:0");
