@@ -64,8 +64,13 @@ const TREE_INTERVAL: Duration = Duration::from_millis(250);
 /// How long a process that maps Python is given to bring its interpreter up before
 /// mlprof stops trying to read its stacks.
 const ATTACH_PATIENCE: Duration = Duration::from_secs(10);
-/// Between two tries to attach to one process.
+/// Between the first two tries to attach to one process; each later wait doubles, up to
+/// [`ATTACH_RETRY_MAX`]. A try that fails can cost py-spy a scan of the process's memory
+/// for an interpreter (a program that maps `libpython` without running it: perf, gdb),
+/// so a process that keeps failing is tried less and less often.
 const ATTACH_RETRY: Duration = Duration::from_millis(100);
+/// The longest wait between two tries to attach.
+const ATTACH_RETRY_MAX: Duration = Duration::from_secs(2);
 
 /// The interval between stack samples at `hz`, ns (the counters' interval at 0 Hz).
 pub fn interval_ns(hz: u32) -> i64 {
@@ -165,7 +170,7 @@ impl Drop for Sampler {
 /// One process of the tree, as the sampler knows it.
 enum Watched {
     /// Maps Python (or may yet: exec); attaching is tried until `give_up_at`.
-    Attaching { exe: Option<PathBuf>, next_try: Instant, give_up_at: Instant },
+    Attaching { exe: Option<PathBuf>, next_try: Instant, give_up_at: Instant, wait: Duration },
     /// Its stacks are read.
     Python(Box<PythonProcess>),
     /// Not Python, or never readable: only its counters.
@@ -287,7 +292,7 @@ impl Sampling {
             }
             if restart {
                 let watched = if self.options.hz > 0 && procfs::maps_python(pid) {
-                    Watched::Attaching { exe, next_try: now, give_up_at: now + ATTACH_PATIENCE }
+                    Watched::Attaching { exe, next_try: now, give_up_at: now + ATTACH_PATIENCE, wait: ATTACH_RETRY }
                 } else {
                     Watched::Counted { exe }
                 };
@@ -301,7 +306,7 @@ impl Sampling {
 
     fn attach_waiting(&mut self, now: Instant) {
         for (&pid, watched) in &mut self.watched {
-            let Watched::Attaching { exe, next_try, give_up_at } = watched else { continue };
+            let Watched::Attaching { exe, next_try, give_up_at, wait } = watched else { continue };
             if now < *next_try {
                 continue;
             }
@@ -317,7 +322,10 @@ impl Sampling {
                     self.shared.note(format!("pid {pid}: no Python stacks: {error}{}", ptrace_hint(&error)));
                     *watched = Watched::Counted { exe: exe.take() };
                 }
-                Err(_) => *next_try = now + ATTACH_RETRY,
+                Err(_) => {
+                    *next_try = now + *wait;
+                    *wait = (*wait * 2).min(ATTACH_RETRY_MAX);
+                }
             }
         }
     }
