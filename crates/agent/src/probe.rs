@@ -165,7 +165,11 @@ mod tests {
         // One slow probe among the earlier ones does not move the median.
         assert_eq!(trend_percent(&[10.0, 30.0, 10.0, 10.0]), Some(0.0));
         assert_eq!(trend_percent(&[12.0, 8.0, 10.0, 5.0]), Some(-50.0));
-        assert_eq!(trend_percent(&[12.0, 8.0, 10.0, 9.0, 19.0]), Some(100.0), "an even count: the mean of the middle two");
+        assert_eq!(
+            trend_percent(&[12.0, 8.0, 10.0, 9.0, 19.0]),
+            Some(100.0),
+            "an even count: the mean of the middle two"
+        );
         assert_eq!(trend_percent(&[0.0, 0.0, 5.0]), None);
     }
 }
