@@ -113,6 +113,45 @@ impl JobView {
     }
 }
 
+#[cfg(test)]
+impl JobView {
+    /// A job as the agent shows one, for the views' tests: `train.py` (pid 4242) of user
+    /// `ana`, PyTorch on GPU 0 (87 % busy, 512 MiB), 187.25 % CPU, 2.5 GB, 40 threads,
+    /// 41.6 % of its running samples in `step (train.py:10)`, a probe of 104 steps of
+    /// 9.625 ms with 12.4 % waiting for input, and a trend of +40 %.
+    pub(crate) fn example() -> JobView {
+        JobView {
+            pid: 4242,
+            pids: vec![4242],
+            command: "python train.py".into(),
+            name: "train.py".into(),
+            user: "ana".into(),
+            cgroup: "/".into(),
+            slurm_job_id: None,
+            kubernetes_pod: None,
+            framework: Some("pytorch".into()),
+            uses_gpu: true,
+            gpus: vec![0],
+            gpu_memory_bytes: Some(512 << 20),
+            gpu_busy_percent: Some(87.0),
+            cpu_percent: 187.25,
+            rss_bytes: 2_500_000_000,
+            threads: 40,
+            seen_for_s: 5.0,
+            top_frames: vec![FrameShare { frame: "step (train.py:10)".into(), percent: 41.6 }],
+            samples: 10,
+            listening_ports: vec![],
+            kineto_endpoint: None,
+            sampling_note: None,
+            probe: Some(ProbeView { steps: 104, step_time_ms: 9.625, input_percent: 12.4, ..Default::default() }),
+            probe_note: None,
+            step_history_ms: vec![6.875, 9.625],
+            step_trend_percent: Some(40.0),
+            slowdown_capture: None,
+        }
+    }
+}
+
 /// A Python frame and the share of running samples it was the innermost frame of.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FrameShare {

@@ -117,31 +117,12 @@ mod tests {
         JobView {
             pid: 42,
             pids: vec![42, 43],
-            command: "python train.py".into(),
             name: "tr\"ain\\.py\n".into(),
-            user: "ana".into(),
-            cgroup: "/".into(),
             slurm_job_id: Some("7".into()),
-            kubernetes_pod: None,
-            framework: Some("pytorch".into()),
-            uses_gpu: true,
-            gpus: vec![0],
-            gpu_memory_bytes: Some(512 << 20),
-            gpu_busy_percent: Some(87.0),
             cpu_percent: 97.5,
-            rss_bytes: 1_000_000,
-            threads: 12,
-            seen_for_s: 3.0,
             top_frames: vec![FrameShare { frame: "step (train.py:10)".into(), percent: 40.0 }],
-            samples: 100,
-            listening_ports: vec![],
-            kineto_endpoint: None,
-            sampling_note: None,
             probe: None,
-            probe_note: None,
-            step_history_ms: Vec::new(),
-            step_trend_percent: Some(40.0),
-            slowdown_capture: None,
+            ..JobView::example()
         }
     }
 

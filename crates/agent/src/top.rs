@@ -88,7 +88,6 @@ fn cut(text: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::FrameShare;
 
     /// Where `unit` ends in the job's line (its first occurrence).
     fn line_end_of(text: &str, unit: &str) -> Option<usize> {
@@ -98,40 +97,7 @@ mod tests {
 
     #[test]
     fn a_line_per_job_cut_to_the_width() {
-        let job = JobView {
-            pid: 4242,
-            pids: vec![4242],
-            command: "python train.py".into(),
-            name: "train.py".into(),
-            user: "a-very-long-user-name".into(),
-            cgroup: "/".into(),
-            slurm_job_id: None,
-            kubernetes_pod: None,
-            framework: Some("pytorch".into()),
-            uses_gpu: true,
-            gpus: vec![0],
-            gpu_memory_bytes: Some(512 << 20),
-            gpu_busy_percent: Some(87.0),
-            cpu_percent: 187.25,
-            rss_bytes: 2_500_000_000,
-            threads: 40,
-            seen_for_s: 5.0,
-            top_frames: vec![FrameShare { frame: "step (train.py:10)".into(), percent: 41.6 }],
-            samples: 10,
-            listening_ports: vec![],
-            kineto_endpoint: None,
-            sampling_note: None,
-            probe: Some(crate::probe::ProbeView {
-                steps: 104,
-                step_time_ms: 9.625,
-                input_percent: 12.4,
-                ..Default::default()
-            }),
-            probe_note: None,
-            step_history_ms: Vec::new(),
-            step_trend_percent: Some(40.0),
-            slowdown_capture: None,
-        };
+        let job = JobView { user: "a-very-long-user-name".into(), ..JobView::example() };
         let snapshot = Snapshot { agent_pid: 1, uptime_s: 10.0, agent_cpu_s: 0.2, gpu_note: None, jobs: vec![job] };
         let text = render(&snapshot, 200);
         let header = text.lines().nth(1).expect("the header");
