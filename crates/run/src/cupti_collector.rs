@@ -334,7 +334,7 @@ impl CuptiProcesses {
                             process.phase = Phase::Recording {
                                 round,
                                 since_ns,
-                                until: now + duration,
+                                until: now + rounds.duration_of(round).unwrap_or(duration),
                                 profile: CuptiProfile::new(hello),
                             };
                             process.traced = true;
@@ -385,6 +385,14 @@ impl CuptiProcesses {
         self.processes.values().any(|p| matches!(p.phase, Phase::Recording { .. }))
     }
 
+    /// Whether a process records round `round`, or is flushing it.
+    pub fn busy_with(&self, round: u32) -> bool {
+        self.processes.values().any(|p| match p.phase {
+            Phase::Recording { round: r, .. } | Phase::Stopping { round: r, .. } => r == round,
+            Phase::Idle => false,
+        })
+    }
+
     /// Asks every recording process to flush what CUPTI holds (a signal is about to be
     /// passed on to the job); false when none was asked.
     pub async fn flush_recording(&mut self) -> bool {
@@ -421,6 +429,7 @@ async fn claim_started_window(
     match rounds.start(process.pid as i32, now) {
         Some(round) => {
             let since_ns = hello.realtime_ns;
+            let duration = rounds.duration_of(round).unwrap_or(duration);
             process.phase =
                 Phase::Recording { round, since_ns, until: now + duration, profile: CuptiProfile::new(hello) };
             process.traced = true;

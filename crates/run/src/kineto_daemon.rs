@@ -158,7 +158,8 @@ impl KinetoDaemon {
                 match wanted.and_then(|pid| Some((pid, rounds.start(pid, now)?))) {
                     Some((pid, round)) => {
                         let file = log_file(pid, round);
-                        let config = kineto_ipc::trace_config(&file.to_string_lossy(), self.window);
+                        let window = rounds.duration_of(round).map_or(self.window, TraceWindow::Duration);
+                        let config = kineto_ipc::trace_config(&file.to_string_lossy(), window);
                         let started = TraceStarted { pid, round, log_file: file, at: now };
                         (kineto_ipc::encode("req", config.as_bytes()), Received::Started(started))
                     }

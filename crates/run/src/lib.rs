@@ -15,6 +15,8 @@
 //!   (py-spy, from outside) and each process's CPU, memory and I/O from `/proc`.
 //! - [`attach`]: the same sampling, and a profiler server the process already runs, for
 //!   a process that is running (`mlprof attach PID`).
+//! - [`agent_link`]: with `--agent`, the run registers with the node's agent and
+//!   records what it asks for.
 //! - [`own_use`]: what mlprof itself cost (CPU, memory), said at the end.
 //! - [`launch`] starts the job and ends with it: same streams, signals passed on, its
 //!   exit code. [`job`] ties it together.
@@ -22,10 +24,12 @@
 //! The design rule everywhere: the job comes first. Whatever fails on mlprof's side turns
 //! that part off and says so in one line; the job runs on at full speed.
 
+pub mod agent_link;
 pub mod attach;
 pub mod attach_kineto;
 pub mod cupti_collector;
 pub mod cupti_profile;
+pub mod http1;
 pub mod job;
 pub mod kineto_daemon;
 pub mod kineto_ipc;

@@ -6,8 +6,13 @@
 //! round that is due now rather than catching up on missed ones. A process is never
 //! traced in its first `settle` seconds: asked at its first poll, while the job is still
 //! starting, PyTorch 2.11 on an H200 wrote an empty 500 ms trace and ignored an
-//! iteration count (it traced 500 ms instead). Pure bookkeeping over
-//! `Instant`s, so the rules are unit-tested without a job.
+//! iteration count (it traced 500 ms instead).
+//!
+//! Rounds asked for on demand (by the node's agent, [`crate::agent_link`]) are numbered
+//! from [`FIRST_ASKED_ROUND`], apart from the schedule: each has its own duration, and a
+//! process joins one at its first chance within [`ASKED_JOIN`] of the asking, once it
+//! has settled and is not tracing another round. Pure bookkeeping over `Instant`s, so
+//! the rules are unit-tested without a job.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -41,6 +46,25 @@ impl Schedule {
     }
 }
 
+/// Asked rounds are numbered from here; scheduled rounds stay below.
+pub const FIRST_ASKED_ROUND: u32 = 1 << 30;
+/// How long after it was asked a round may still start in a process (a PyTorch process
+/// polls within seconds; one that comes later has missed it).
+pub const ASKED_JOIN: Duration = Duration::from_secs(30);
+
+/// A round asked for on demand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct AskedRound {
+    round: u32,
+    at: Instant,
+    duration: Duration,
+}
+
+/// Whether `round` was asked for on demand rather than scheduled.
+pub fn is_asked(round: u32) -> bool {
+    round >= FIRST_ASKED_ROUND
+}
+
 /// What one process has had.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct ProcessRounds {
@@ -50,6 +74,8 @@ struct ProcessRounds {
     tracing: Option<u32>,
     /// The first round this process may still get.
     next: u32,
+    /// The first asked round this process may still get.
+    next_asked: u32,
 }
 
 /// Which processes get which round; at most `max_processes` processes are traced, each
@@ -61,12 +87,53 @@ pub struct Rounds {
     max_processes: usize,
     processes: HashMap<i32, ProcessRounds>,
     refused: usize,
+    /// Asked rounds that processes may still join, oldest first.
+    asked: Vec<AskedRound>,
+    /// The number the next asked round gets.
+    next_asked: u32,
 }
 
 impl Rounds {
     /// No process seen yet.
     pub fn new(schedule: Schedule, settle: Duration, max_processes: usize) -> Rounds {
-        Rounds { schedule, settle, max_processes, processes: HashMap::new(), refused: 0 }
+        Rounds {
+            schedule,
+            settle,
+            max_processes,
+            processes: HashMap::new(),
+            refused: 0,
+            asked: Vec::new(),
+            next_asked: FIRST_ASKED_ROUND,
+        }
+    }
+
+    /// Asks for a round of `duration` now, outside the schedule: its number.
+    pub fn ask(&mut self, now: Instant, duration: Duration) -> u32 {
+        self.asked.retain(|asked| now < asked.at + ASKED_JOIN);
+        let round = self.next_asked;
+        self.next_asked = self.next_asked.saturating_add(1);
+        self.asked.push(AskedRound { round, at: now, duration });
+        round
+    }
+
+    /// Asks for `round` (a number [`Rounds::ask`] gave another `Rounds`) of `duration` now.
+    pub fn ask_as(&mut self, round: u32, now: Instant, duration: Duration) {
+        self.asked.retain(|asked| now < asked.at + ASKED_JOIN);
+        self.next_asked = self.next_asked.max(round.saturating_add(1));
+        self.asked.push(AskedRound { round, at: now, duration });
+    }
+
+    /// How long `round` records, where it was asked for with its own duration.
+    pub fn duration_of(&self, round: u32) -> Option<Duration> {
+        self.asked.iter().find(|asked| asked.round == round).map(|asked| asked.duration)
+    }
+
+    /// The asked round a process not tracing and settled may join at `now`.
+    fn joinable(&self, process: &ProcessRounds, now: Instant) -> Option<u32> {
+        self.asked
+            .iter()
+            .find(|asked| asked.round >= process.next_asked && asked.at <= now && now < asked.at + ASKED_JOIN)
+            .map(|asked| asked.round)
     }
 
     /// The schedule.
@@ -74,20 +141,28 @@ impl Rounds {
         &self.schedule
     }
 
-    /// A process is ready for a trace at `now`: the round to trace, or `None` when it is
-    /// tracing, still settling, not due, done (one round without `--every`) or over the
-    /// process limit.
+    /// A process is ready for a trace at `now`: the round to trace (an asked one first),
+    /// or `None` when it is tracing, still settling, not due, done (one round without
+    /// `--every`) or over the process limit.
     pub fn start(&mut self, pid: i32, now: Instant) -> Option<u32> {
         if !self.processes.contains_key(&pid) && self.processes.len() >= self.max_processes {
             self.refused += 1;
             return None;
         }
-        let process = self.processes.entry(pid).or_insert(ProcessRounds { first_seen: now, tracing: None, next: 0 });
-        if now < process.first_seen + self.settle {
+        let fresh = ProcessRounds { first_seen: now, tracing: None, next: 0, next_asked: FIRST_ASKED_ROUND };
+        let seen = *self.processes.entry(pid).or_insert(fresh);
+        if now < seen.first_seen + self.settle || seen.tracing.is_some() {
             return None;
         }
+        let asked = self.joinable(&seen, now);
+        let process = self.processes.entry(pid).or_insert(fresh);
+        if let Some(round) = asked {
+            process.tracing = Some(round);
+            process.next_asked = round.saturating_add(1);
+            return Some(round);
+        }
         let due = self.schedule.due_round(now)?;
-        if process.tracing.is_some() || due < process.next || (self.schedule.every.is_none() && process.next > 0) {
+        if due < process.next || (self.schedule.every.is_none() && process.next > 0) {
             return None;
         }
         process.tracing = Some(due);
@@ -107,7 +182,11 @@ impl Rounds {
     pub fn cancel(&mut self, pid: i32, round: u32) {
         if let Some(process) = self.processes.get_mut(&pid) {
             process.tracing = None;
-            process.next = process.next.min(round);
+            if is_asked(round) {
+                process.next_asked = process.next_asked.min(round);
+            } else {
+                process.next = process.next.min(round);
+            }
         }
     }
 
@@ -184,6 +263,43 @@ mod tests {
         assert_eq!(rounds.start(2, t0), None, "over the limit");
         rounds.forget(1);
         assert_eq!(rounds.start(2, t0), Some(0));
+    }
+
+    #[test]
+    fn an_asked_round_comes_first_with_its_own_duration() {
+        let t0 = Instant::now();
+        let mut rounds = Rounds::new(Schedule { first: t0, every: None }, Duration::from_secs(5), 4);
+        assert_eq!(rounds.start(1, t0), None, "settling");
+        let asked = rounds.ask(at(t0, 1000), Duration::from_secs(2));
+        assert!(is_asked(asked) && !is_asked(0));
+        assert_eq!(rounds.duration_of(asked), Some(Duration::from_secs(2)));
+        assert_eq!(rounds.duration_of(0), None);
+        assert_eq!(rounds.start(1, at(t0, 2000)), None, "still settling");
+        assert_eq!(rounds.start(1, at(t0, 6000)), Some(asked), "asked first");
+        assert_eq!(rounds.start(1, at(t0, 6100)), None, "tracing it");
+        rounds.finished(1);
+        assert_eq!(rounds.start(1, at(t0, 6200)), Some(0), "then the schedule");
+        rounds.finished(1);
+        assert_eq!(rounds.start(1, at(t0, 6300)), None, "each round once");
+        assert_eq!(rounds.start(2, at(t0, 45_000)), None, "joined too late: settling");
+        assert_eq!(rounds.start(2, at(t0, 50_000)), Some(0), "the asked round is over; the schedule's is not");
+    }
+
+    #[test]
+    fn a_cancelled_asked_round_is_offered_again_and_numbers_are_shared() {
+        let t0 = Instant::now();
+        let mut framework = Rounds::new(Schedule { first: at(t0, 60_000), every: None }, Duration::ZERO, 4);
+        let mut gpu = Rounds::new(Schedule { first: at(t0, 60_000), every: None }, Duration::ZERO, 4);
+        let asked = framework.ask(t0, Duration::from_secs(1));
+        gpu.ask_as(asked, t0, Duration::from_secs(1));
+        assert_eq!(gpu.start(7, t0), Some(asked));
+        assert_eq!(framework.start(7, t0), Some(asked));
+        framework.cancel(7, asked);
+        assert_eq!(framework.start(7, at(t0, 10)), Some(asked));
+        let second = framework.ask(at(t0, 20), Duration::from_secs(1));
+        gpu.ask_as(second, at(t0, 20), Duration::from_secs(1));
+        assert_eq!(second, asked + 1);
+        assert_eq!(gpu.ask(at(t0, 30), Duration::from_secs(1)), second + 1, "numbering goes on past the shared one");
     }
 
     #[test]
