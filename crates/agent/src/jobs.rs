@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::discover::{self, Classifier, Process};
 use crate::probe::ProbeView;
+use crate::registry::RunView;
 
 /// The window the top Python frames are counted over.
 pub const FRAME_WINDOW: Duration = Duration::from_secs(10);
@@ -101,6 +102,9 @@ pub struct JobView {
     /// The session its last slowdown was captured into.
     #[serde(default)]
     pub slowdown_capture: Option<std::path::PathBuf>,
+    /// The `mlprof run --agent` that started it, which records what the agent asks.
+    #[serde(default)]
+    pub run: Option<RunView>,
 }
 
 impl JobView {
@@ -148,6 +152,7 @@ impl JobView {
             step_history_ms: vec![6.875, 9.625],
             step_trend_percent: Some(40.0),
             slowdown_capture: None,
+            run: None,
         }
     }
 }
@@ -368,6 +373,7 @@ fn new_job(root: u32, process: &Process, user: String, options: WatchOptions, no
             step_history_ms: Vec::new(),
             step_trend_percent: None,
             slowdown_capture: None,
+            run: None,
         },
         sampler,
         first_seen: now,

@@ -1,6 +1,7 @@
 //! `mlprof agent`: one per node, it sees every ML job running there without any job
 //! registering — Python processes and CUDA processes, found in `/proc`
-//! ([`discover`]) — and keeps each job's light signals current ([`jobs`]): CPU, memory,
+//! ([`discover`]); jobs started with `mlprof run --agent` also register, and are
+//! captured through their run ([`registry`]) — and keeps each job's light signals current ([`jobs`]): CPU, memory,
 //! threads, the Python frames it runs most (sampled from outside at a low rate), the
 //! endpoints a full trace can be taken through — and captures any of them on demand as
 //! `mlprof attach` would. It serves them as JSON for `mlprof top`
@@ -15,6 +16,7 @@ pub mod discover;
 pub mod jobs;
 pub mod metrics;
 pub mod probe;
+pub mod registry;
 pub mod server;
 pub mod top;
 

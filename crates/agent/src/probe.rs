@@ -1,7 +1,8 @@
 //! Step times in the framework's own terms, for jobs that can be traced without a code
 //! change: every so often the agent records a short window of the job's own framework
-//! trace — from the profiler server it listens on (JAX, TensorFlow) or through Kineto's
-//! on-demand mode (PyTorch started with `KINETO_USE_DAEMON`) — and runs the overview on
+//! trace — from the profiler server it listens on (JAX, TensorFlow), through Kineto's
+//! on-demand mode (PyTorch started with `KINETO_USE_DAEMON`), or through the `mlprof run`
+//! that started it (see [`crate::registry`]) — and runs the overview on
 //! it: how many steps, their mean time, the share of it spent waiting for input, the op
 //! with the most self time. Only the last probe of each job is kept on disk.
 //!
@@ -68,18 +69,22 @@ pub struct ProbeView {
     pub session: PathBuf,
 }
 
-/// Whether `job` can be probed: it serves a profiler or its Kineto polls.
+/// Whether `job` can be probed: it serves a profiler, its Kineto polls, or its run
+/// records what the agent asks.
 pub fn probeable(job: &JobView) -> bool {
-    !job.listening_ports.is_empty() || job.kineto_endpoint.is_some()
+    !job.listening_ports.is_empty() || job.kineto_endpoint.is_some() || job.run.is_some()
+}
+
+/// The log directory of `job`'s probes under `dir`, emptied: one probe per job is kept.
+pub fn fresh_logdir(job: &JobView, dir: &Path) -> PathBuf {
+    let logdir = dir.join(job.folder());
+    let _ = std::fs::remove_dir_all(&logdir);
+    logdir
 }
 
 /// Records [`WINDOW`] of `job`'s framework trace under `dir` and reads its steps.
 pub async fn probe(job: &JobView, dir: &Path, host: &str) -> Result<ProbeView, String> {
-    let folder: String =
-        job.name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '_' }).collect();
-    let logdir = dir.join(format!("{folder}-{}", job.pid));
-    // The last probe's session goes: one per job is kept.
-    let _ = std::fs::remove_dir_all(&logdir);
+    let logdir = fresh_logdir(job, dir);
     let root = mlprof_formats::output::profile_root(&logdir);
     let session_id = SessionIds::new().next_now(&root);
     let session = root.join(&session_id);
@@ -93,6 +98,12 @@ pub async fn probe(job: &JobView, dir: &Path, host: &str) -> Result<ProbeView, S
         let _ = std::fs::remove_dir_all(&logdir);
         return Err(why);
     }
+    read(session).await
+}
+
+/// What a probe's `session` holds: its steps, read through the overview (off the
+/// runtime's threads).
+pub async fn read(session: PathBuf) -> Result<ProbeView, String> {
     let at_unix_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
     let session_path = session.clone();
     tokio::task::spawn_blocking(move || overview(&session_path))

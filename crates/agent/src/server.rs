@@ -5,7 +5,8 @@
 //! the agent's data directory; several jobs may be captured at once, up to
 //! [`MAX_CAPTURES`]). The view is refreshed every [`TICK`] on a blocking thread (reading
 //! `/proc` blocks) and requests read the last one, so a request costs a copy, never a
-//! scan.
+//! scan. `POST /api/register` is where `mlprof run --agent` registers its job every
+//! second ([`crate::registry`]); captures and probes of such a job go through its run.
 //!
 //! Exposure: a loopback address needs nothing; any other address needs a token, made
 //! at start and required on every request (`Authorization: Bearer TOKEN`), compared in
@@ -28,6 +29,7 @@ use tokio_stream::StreamExt;
 
 use crate::jobs::{JobView, Jobs, WatchOptions};
 use crate::probe::{self, ProbeView};
+use crate::registry::Registry;
 
 /// How often the node is looked at.
 pub const TICK: Duration = Duration::from_secs(1);
@@ -43,7 +45,7 @@ pub const SLOWDOWN_COOLDOWN: Duration = Duration::from_secs(600);
 /// Python stack samples per second during a capture (`mlprof attach`'s default).
 const CAPTURE_HZ: u32 = 100;
 /// The agent's default address: loopback, a port of its own.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:7766";
+pub const DEFAULT_LISTEN: &str = mlprof_run::agent_link::DEFAULT_AGENT;
 
 /// What `/api/jobs` answers.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -117,6 +119,10 @@ struct Shared {
     data_dir: Arc<Path>,
     host: Arc<str>,
     captures: Arc<tokio::sync::Semaphore>,
+    /// Jobs started by `mlprof run --agent`.
+    registry: Arc<Mutex<Registry>>,
+    /// Only jobs of this user are watched and may register.
+    only_uid: Option<u32>,
 }
 
 /// Why the agent could not start.
@@ -171,8 +177,10 @@ impl Agent {
             data_dir: config.data_dir.into(),
             host: config.host.into(),
             captures: Arc::new(tokio::sync::Semaphore::new(MAX_CAPTURES)),
+            registry: Arc::default(),
+            only_uid: config.watch.only_uid,
         };
-        let watcher = tokio::spawn(watch(config.watch, shared.snapshot.clone(), shared.probes.clone()));
+        let watcher = tokio::spawn(watch(config.watch, shared.clone()));
         let slowdown = config.capture_on_slowdown;
         let prober = config.probe_every.map(|every| tokio::spawn(probe_jobs(shared.clone(), every, slowdown)));
         let router = axum::Router::new()
@@ -180,6 +188,7 @@ impl Agent {
             .route("/api/jobs", get(jobs))
             .route("/api/jobs/stream", get(stream))
             .route("/api/jobs/{pid}/capture", post(capture))
+            .route(mlprof_run::agent_link::REGISTER_PATH, post(register))
             .route("/metrics", get(metrics))
             .with_state(shared);
         let _ = axum::serve(self.listener, router).with_graceful_shutdown(stop).await;
@@ -207,12 +216,15 @@ async fn probe_jobs(shared: Shared, every: Duration, slowdown: Option<f64>) {
                 .collect()
         };
         for job in due {
-            let found = {
-                let _bound = match job.kineto_endpoint {
-                    Some(_) => Some(shared.kineto.lock().await),
-                    None => None,
-                };
-                probe::probe(&job, &dir, &shared.host).await
+            let found = match &job.run {
+                Some(_) => probe_through_run(&shared, &job, &dir).await,
+                None => {
+                    let _bound = match job.kineto_endpoint {
+                        Some(_) => Some(shared.kineto.lock().await),
+                        None => None,
+                    };
+                    probe::probe(&job, &dir, &shared.host).await
+                }
             };
             let slowed = {
                 let mut probes = shared.probes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -243,11 +255,20 @@ async fn probe_jobs(shared: Shared, every: Duration, slowdown: Option<f64>) {
     }
 }
 
+/// A probe of `job` recorded by the run that started it, into `dir`.
+async fn probe_through_run(shared: &Shared, job: &JobView, dir: &Path) -> Result<ProbeView, String> {
+    let logdir = probe::fresh_logdir(job, dir);
+    match record_job(shared, job.pid, &logdir, false, probe::WINDOW).await {
+        Ok(CaptureOutcome { session: Some(session), .. }) => probe::read(session).await,
+        Ok(outcome) | Err(outcome) => Err(outcome.lines.last().cloned().unwrap_or_default()),
+    }
+}
+
 /// Captures `job`, which got `trend` percent slower, and says so on stderr.
 async fn capture_slowdown(shared: &Shared, job: &JobView, trend: f64) {
     let Ok(_permit) = shared.captures.clone().try_acquire_owned() else { return };
-    let recorded =
-        record_job(shared, job.pid, &job.folder(), job.kineto_endpoint.is_some(), Duration::from_secs(2)).await;
+    let logdir = shared.data_dir.join(job.folder());
+    let recorded = record_job(shared, job.pid, &logdir, job.kineto_endpoint.is_some(), Duration::from_secs(2)).await;
     let session = recorded.ok().and_then(|outcome| outcome.session);
     let what =
         session.as_ref().map_or_else(|| "nothing was recorded".to_string(), |s| format!("captured {}", s.display()));
@@ -263,8 +284,8 @@ async fn capture_slowdown(shared: &Shared, job: &JobView, trend: f64) {
     }
 }
 
-/// Refreshes the snapshot every [`TICK`], with each job's last probe.
-async fn watch(options: WatchOptions, snapshot: Arc<Mutex<Snapshot>>, probes: Probes) {
+/// Refreshes the snapshot every [`TICK`], with each job's last probe and its run.
+async fn watch(options: WatchOptions, shared: Shared) {
     let started = Instant::now();
     let mut jobs = Some(Jobs::new(options));
     let mut ticker = tokio::time::interval(TICK);
@@ -285,9 +306,9 @@ async fn watch(options: WatchOptions, snapshot: Arc<Mutex<Snapshot>>, probes: Pr
             uptime_s: started.elapsed().as_secs_f64(),
             agent_cpu_s: mlprof_run::own_use::OwnUse::now(started).map_or(0.0, |own| own.cpu_s),
             gpu_note: watched.gpu_note(),
-            jobs: with_probes(watched.views(), &probes),
+            jobs: with_runs(with_probes(watched.views(), &shared.probes), &shared.registry),
         };
-        *snapshot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = next;
+        *shared.snapshot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = next;
         jobs = Some(watched);
     }
 }
@@ -304,6 +325,17 @@ fn with_probes(mut views: Vec<JobView>, probes: &Probes) -> Vec<JobView> {
         view.step_history_ms = state.history.clone();
         view.step_trend_percent = probe::trend_percent(&state.history);
         view.slowdown_capture = state.slowdown_capture.as_ref().map(|(_, session)| session.clone());
+    }
+    views
+}
+
+/// `views` with the run each was started by, where one registered it; runs that went
+/// silent are forgotten first.
+fn with_runs(mut views: Vec<JobView>, registry: &Mutex<Registry>) -> Vec<JobView> {
+    let mut registry = registry.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    registry.expire(Instant::now());
+    for view in &mut views {
+        view.run = registry.registered_as(view.pid).and_then(|pid| registry.view(pid));
     }
     views
 }
@@ -377,26 +409,31 @@ async fn capture(
         let why = format!("{MAX_CAPTURES} captures are running: try again when one ends\n");
         return (StatusCode::TOO_MANY_REQUESTS, why).into_response();
     };
-    match record_job(&shared, pid, &folder, kineto, duration).await {
+    match record_job(&shared, pid, &shared.data_dir.join(folder), kineto, duration).await {
         Ok(outcome) => axum::Json(outcome).into_response(),
         Err(outcome) => (StatusCode::CONFLICT, axum::Json(outcome)).into_response(),
     }
 }
 
-/// Records job `pid` for `duration` as `mlprof attach` would, into `<data>/<folder>/`
-/// (`kineto`: it has a Kineto endpoint, bound one at a time): what was recorded, or what
-/// was said when nothing could be.
+/// Records job `pid` for `duration` into the log directory `logdir`: through the run
+/// that started it where one registered it, else as `mlprof attach` would (`kineto`: it
+/// has a Kineto endpoint, bound one at a time). What was recorded, or what was said when
+/// nothing could be.
 async fn record_job(
     shared: &Shared,
     pid: u32,
-    folder: &str,
+    logdir: &Path,
     kineto: bool,
     duration: Duration,
 ) -> Result<CaptureOutcome, CaptureOutcome> {
+    let registered = shared.registry.lock().unwrap_or_else(std::sync::PoisonError::into_inner).registered_as(pid);
+    if let Some(registered) = registered {
+        return record_through_run(shared, pid, registered, logdir, duration).await;
+    }
     let options = AttachOptions {
         pid,
         duration,
-        logdir: shared.data_dir.join(folder),
+        logdir: logdir.to_path_buf(),
         host: shared.host.to_string(),
         sample_hz: CAPTURE_HZ,
         native_stacks: true,
@@ -416,6 +453,62 @@ async fn record_job(
             Err(CaptureOutcome { pid, session: None, lines })
         }
     }
+}
+
+/// Asks the run job `pid` is registered with (as `registered`) to record `duration` into
+/// `logdir`, and waits for its answer.
+async fn record_through_run(
+    shared: &Shared,
+    pid: u32,
+    registered: u32,
+    logdir: &Path,
+    duration: Duration,
+) -> Result<CaptureOutcome, CaptureOutcome> {
+    let failed = |line: String| CaptureOutcome { pid, session: None, lines: vec![line] };
+    let asked = shared.registry.lock().unwrap_or_else(std::sync::PoisonError::into_inner).ask(
+        registered,
+        duration,
+        logdir.to_path_buf(),
+    );
+    let Some(answer) = asked else { return Err(failed("the mlprof run that started it is gone".to_string())) };
+    let wait = duration + CAPTURE_GRACE;
+    match tokio::time::timeout(wait, answer).await {
+        Ok(Ok(outcome)) => {
+            let mut lines = vec![format!("recorded by the mlprof run that started it (pid {registered})")];
+            lines.extend(outcome.lines);
+            let recorded = CaptureOutcome { pid, session: outcome.session, lines };
+            if recorded.session.is_some() { Ok(recorded) } else { Err(recorded) }
+        }
+        Ok(Err(_)) => Err(failed("the mlprof run that started it ended before the capture did".to_string())),
+        Err(_) => Err(failed(format!("the mlprof run that started it did not answer within {} s", wait.as_secs()))),
+    }
+}
+
+/// Takes a heartbeat of `mlprof run --agent` (see [`crate::registry`]).
+async fn register(
+    State(shared): State<Shared>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+    body: axum::body::Bytes,
+) -> Response {
+    if !authorized(&shared, &headers, query.as_deref()) {
+        return refused();
+    }
+    let registration: mlprof_run::agent_link::Registration = match serde_json::from_slice(&body) {
+        Ok(registration) => registration,
+        Err(error) => return (StatusCode::BAD_REQUEST, format!("not a registration: {error}\n")).into_response(),
+    };
+    // A run whose job has ended only says goodbye (its process may be gone already).
+    let checked = if registration.ended { Ok(()) } else { Registry::check(&registration, shared.only_uid) };
+    if let Err(why) = checked {
+        return (StatusCode::FORBIDDEN, format!("{why}\n")).into_response();
+    }
+    let reply = shared
+        .registry
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .register(registration, Instant::now());
+    axum::Json(reply).into_response()
 }
 
 /// Whether a request may be answered: it carries the token, where one is needed, in

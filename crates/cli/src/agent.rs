@@ -131,7 +131,7 @@ fn default_data_dir() -> Option<PathBuf> {
 
 /// The token for a request: `--token`, else `MLPROF_AGENT_TOKEN`.
 fn token(given: Option<String>) -> Option<String> {
-    given.or_else(|| std::env::var("MLPROF_AGENT_TOKEN").ok().filter(|t| !t.is_empty()))
+    given.or_else(|| std::env::var(mlprof_run::agent_link::TOKEN_VARIABLE).ok().filter(|t| !t.is_empty()))
 }
 
 /// `mlprof agent capture`: prints what the capture said, then the session.

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use clap::Args;
 use mlprof_capture::untrusted::display_safe;
+use mlprof_run::job::AgentAddress;
 use mlprof_run::own_use::OwnUse;
 use mlprof_run::{DeviceTracer, RunOptions, launch, run_job};
 
@@ -65,6 +66,14 @@ pub struct RunArgs {
     /// Do not sample native (C/C++) stacks with perf_event_open.
     #[arg(long)]
     no_native: bool,
+    /// Register the job with the node's agent (`mlprof agent`, by default on
+    /// 127.0.0.1:7766): it lists the job as started by mlprof run and captures it through
+    /// this run (from `mlprof agent capture`, its page, its probes). An agent on another
+    /// address needs its token in MLPROF_AGENT_TOKEN. The job runs the same whether the
+    /// agent is there or not; one that comes back later sees the job within a second.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, require_equals = true,
+          default_missing_value = mlprof_run::agent_link::DEFAULT_AGENT)]
+    agent: Option<std::net::SocketAddr>,
     /// The job: a program and its arguments, after `--`.
     #[arg(required = true, last = true, value_name = "CMD")]
     command: Vec<OsString>,
@@ -78,6 +87,10 @@ pub fn run(args: RunArgs, verbose: bool) -> Result<(), Failure> {
     if args.every.is_some_and(|every| every.is_zero()) {
         return Err(Failure::input("--every must be longer than 0"));
     }
+    let agent = args.agent.map(|address| AgentAddress {
+        address,
+        token: std::env::var(mlprof_run::agent_link::TOKEN_VARIABLE).ok().filter(|t| !t.is_empty()),
+    });
     let options = RunOptions {
         argv: args.command,
         logdir: args.logdir,
@@ -89,6 +102,7 @@ pub fn run(args: RunArgs, verbose: bool) -> Result<(), Failure> {
         device_tracer: if args.device_tracer == "cupti" { DeviceTracer::Cupti } else { DeviceTracer::Auto },
         sample_hz: args.sample_hz,
         native_stacks: !args.no_native,
+        agent,
     };
     let runtime = runtime()?;
     let began = std::time::Instant::now();

@@ -2,7 +2,8 @@
 //! job with Kineto's on-demand mode on and a JAX job serving the profiler, found with no
 //! registration; a job that exits leaves the list; `/metrics` is valid Prometheus text;
 //! killing the agent leaves the jobs running; a non-loopback agent refuses requests
-//! without its token.
+//! without its token; jobs started by `mlprof run --agent` register, are probed and
+//! captured through their run, and register again with an agent that comes back.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -322,6 +323,161 @@ fn a_non_loopback_agent_refuses_requests_without_its_token() {
     assert!(allowed.status.success(), "{}", String::from_utf8_lossy(&allowed.stderr));
     assert!(String::from_utf8_lossy(&allowed.stdout).starts_with("mlprof top: "));
     assert!(metrics_text(&local, Some(&token)).contains("# TYPE mlprof_jobs gauge"));
+}
+
+/// An `mlprof run`, ended as a terminal's Ctrl-C would end it (SIGTERM, which it passes
+/// on to the job) when dropped.
+struct Run(Child);
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.0.id().to_string()]).status();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if !matches!(self.0.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `mlprof run --agent=AGENT --delay 60m -- PYTHON SCRIPT 150`: the run records only what
+/// the agent asks for.
+fn run_with_agent(agent: &str, python: &str, script: &str, logdir: &std::path::Path) -> Run {
+    Run(Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["run", &format!("--agent={agent}"), "--delay", "60m", "--sample-hz", "20", "--logdir"])
+        .arg(logdir)
+        .args(["--", python])
+        .args([peers::script(script).as_os_str(), "150".as_ref()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("mlprof run starts"))
+}
+
+/// The pid of `run`'s job (its child), once started.
+fn job_of(run: &Run) -> u32 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let parent_is_run = |pid: u32| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+            after_name.split_whitespace().nth(1) == Some(&run.0.id().to_string())
+        };
+        let child = std::fs::read_dir("/proc")
+            .expect("/proc")
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+            .find(|&pid| parent_is_run(pid));
+        if let Some(pid) = child {
+            return pid;
+        }
+        assert!(Instant::now() < deadline, "mlprof run started no job");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A JAX job, a TensorFlow job and a PyTorch job started by `mlprof run --agent` and a
+/// plain Python process: `top` lists all four, the framework jobs as started by their
+/// runs and with step times from probes the runs recorded, the plain one with its top
+/// frame; two of them captured at once give two sessions whose tools find steps; an
+/// agent that is killed leaves the jobs running, and one started again sees them
+/// registered again.
+#[test]
+fn jobs_started_by_run_register_and_are_captured_through_their_run() {
+    let test = "jobs_started_by_run_register_and_are_captured_through_their_run";
+    let (Some(torch_python), Some(jax_python), Some(tf_python)) = (
+        peers::python("MLPROF_TORCH_PYTHON", test),
+        peers::python("MLPROF_JAX_PYTHON", test),
+        peers::python("MLPROF_TF_PYTHON", test),
+    ) else {
+        return;
+    };
+    let data = tempfile::tempdir().expect("temp dir");
+    let data_arg = data.path().display().to_string();
+    let agent_options = ["--probe-every", "4s", "--data", &data_arg];
+    let (mut agent, address, _) = start_agent_with("127.0.0.1:0", &agent_options);
+    let logdir = tempfile::tempdir().expect("temp dir");
+    let runs = [
+        ("torch_plain_loop.py", run_with_agent(&address, &torch_python, "torch_plain_loop.py", logdir.path())),
+        ("jax_plain_loop.py", run_with_agent(&address, &jax_python, "jax_plain_loop.py", logdir.path())),
+        ("tf_plain_loop.py", run_with_agent(&address, &tf_python, "tf_plain_loop.py", logdir.path())),
+    ];
+    let plain = hot_loop();
+    let jobs: Vec<(&str, u32, u32)> = runs.iter().map(|(name, run)| (*name, job_of(run), run.0.id())).collect();
+
+    let stepped =
+        |s: &Value, pid: u32| job(s, pid).is_some_and(|j| j["probe"]["steps"].as_u64().is_some_and(|n| n >= 1));
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let snapshot = loop {
+        let snapshot = top(&address);
+        let plain_seen = job(&snapshot, plain.0.id()).is_some_and(|j| top_frame(j).starts_with("hot_spin"));
+        if plain_seen && jobs.iter().all(|(_, pid, _)| stepped(&snapshot, *pid)) {
+            break snapshot;
+        }
+        assert!(Instant::now() < deadline, "every job with its steps: not within 180 s: {snapshot:#}");
+        std::thread::sleep(Duration::from_millis(1000));
+    };
+    for (name, pid, run_pid) in &jobs {
+        let seen = job(&snapshot, *pid).expect("listed");
+        assert_eq!(seen["name"], *name, "{seen:#}");
+        assert_eq!(seen["run"]["run_pid"], *run_pid, "{seen:#}");
+        assert!(seen["probe"]["step_time_ms"].as_f64().is_some_and(|ms| ms > 0.0), "{seen:#}");
+        let probe_session = seen["probe"]["session"].as_str().expect("a probe session");
+        assert!(probe_session.starts_with(&data_arg), "probes go to the agent's data: {probe_session}");
+        assert!(!top_frame(seen).is_empty(), "{seen:#}");
+    }
+    assert!(job(&snapshot, plain.0.id()).is_some_and(|j| j["run"].is_null()));
+    let kineto = job(&snapshot, jobs[0].1).expect("the PyTorch job");
+    assert!(kineto["run"]["tracers"].as_array().is_some_and(|t| t.contains(&json!("kineto"))), "{kineto:#}");
+
+    let capture = |pid: u32| {
+        let address = address.clone();
+        std::thread::spawn(move || {
+            Command::new(env!("CARGO_BIN_EXE_mlprof"))
+                .args(["agent", "capture", &pid.to_string(), "--duration", "2s", "--agent", &address])
+                .output()
+                .expect("mlprof agent capture runs")
+        })
+    };
+    let captures = [(jobs[0], capture(jobs[0].1)), (jobs[1], capture(jobs[1].1))];
+    for ((name, pid, _), capture) in captures {
+        let out = capture.join().expect("the capture thread");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{name}: {err}");
+        assert!(err.contains("recorded by the mlprof run that started it"), "{err}");
+        let session = std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        let job_logdir = session.ancestors().nth(3).expect("DATA/<job>-<pid>/plugins/profile/<session>");
+        assert!(job_logdir.ends_with(format!("{name}-{pid}")), "{}", session.display());
+        assert!(job_logdir.starts_with(data.path()), "{}", session.display());
+        let (steps, source) = peers::overview_steps(job_logdir);
+        assert!(steps.len() >= 2, "{name}: {source}: {steps:?}\n{err}");
+    }
+    let own = std::fs::read_dir(mlprof_profile_root(logdir.path())).map_or(0, Iterator::count);
+    assert_eq!(own, 0, "the runs' own log directory got nothing: their first round is an hour away");
+
+    let port = address.rsplit(':').next().expect("a port").to_string();
+    let _ = agent.0.kill();
+    let _ = agent.0.wait();
+    std::thread::sleep(Duration::from_secs(2));
+    let mut plain = plain;
+    assert!(plain.0.try_wait().expect("its status").is_none(), "the plain job lives on without the agent");
+    let mut runs = runs;
+    for (name, run) in &mut runs {
+        assert!(run.0.try_wait().expect("its status").is_none(), "{name}'s run lives on without the agent");
+    }
+    let (_again, address, _) = start_agent_with(&format!("127.0.0.1:{port}"), &["--probe-every", "0"]);
+    wait_for(&address, "the runs registered again", |s| {
+        jobs.iter().all(|(_, pid, run_pid)| job(s, *pid).is_some_and(|j| j["run"]["run_pid"] == *run_pid))
+    });
+}
+
+/// `LOGDIR/plugins/profile`.
+fn mlprof_profile_root(logdir: &std::path::Path) -> std::path::PathBuf {
+    logdir.join("plugins").join("profile")
 }
 
 /// `GET /metrics`'s body when the answer is 200, else empty.

@@ -2,7 +2,9 @@
 //! exits answer Kineto's polls, capture a framework profiler server the hook started,
 //! record the GPU activity of CUDA processes through `mlprof-inject`, sample the Python
 //! stacks and `/proc` counters of the job's processes, and move every trace into
-//! `LOGDIR/plugins/profile/<session>/`.
+//! `LOGDIR/plugins/profile/<session>/`. With `--agent`, it also registers with the
+//! node's agent ([`crate::agent_link`]) and records a round whenever the agent asks,
+//! into the log directory the agent names.
 //!
 //! The job comes first: nothing here can stop or slow it. If a part of mlprof cannot be
 //! set up (the socket, the hook), the job runs without it and one line says so; mlprof
@@ -23,6 +25,7 @@ use mlprof_capture::client::save::megabytes;
 use mlprof_capture::client::{CaptureOptions, NoProgress, SessionIds, WorkerOutcome, capture};
 use tokio::task::JoinHandle;
 
+use crate::agent_link::{AgentLink, Ask, AskOutcome, Registration};
 use crate::cupti_collector::{CuptiListener, CuptiProcesses, Delivery, Window};
 use crate::kineto_daemon::{KinetoDaemon, Received, TraceEnding, TraceStarted, kineto_output_path, trace_ending};
 use crate::kineto_ipc::TraceWindow;
@@ -30,7 +33,7 @@ use crate::launch::{self, JobCommand};
 use crate::python_hook::{Hook, StartedServer};
 use crate::sample_windows::{SampleWindow, SampleWindows};
 use crate::sampling::{Sampler, SamplerOptions};
-use crate::schedule::{Rounds, Schedule};
+use crate::schedule::{Rounds, Schedule, is_asked};
 use crate::torch_fallback::TorchFallback;
 
 /// How often files and the hook's reports are looked at.
@@ -73,6 +76,17 @@ pub struct RunOptions {
     pub sample_hz: u32,
     /// Whether native stacks are sampled too.
     pub native_stacks: bool,
+    /// The node's agent to register with (`--agent`).
+    pub agent: Option<AgentAddress>,
+}
+
+/// Where the node's agent listens, and its token where it needs one.
+#[derive(Clone, Debug)]
+pub struct AgentAddress {
+    /// Its address.
+    pub address: std::net::SocketAddr,
+    /// The token of an agent on a non-loopback address.
+    pub token: Option<String>,
 }
 
 /// Who records a process's GPU activity.
@@ -153,6 +167,34 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
             None
         }
     };
+    let mut link = options.agent.as_ref().and_then(|agent| {
+        let mut tracers = Vec::new();
+        for (on, name) in [
+            (daemon.is_some(), "kineto"),
+            (hook.is_some(), "hook"),
+            (cupti.is_some(), "cupti"),
+            (sampler.is_some(), "samples"),
+        ] {
+            if on {
+                tracers.push(name.to_string());
+            }
+        }
+        let registration = Registration {
+            run_pid: std::process::id(),
+            pid: child.id(),
+            command: options.argv.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" "),
+            logdir: logdir.clone(),
+            tracers,
+            ..Registration::default()
+        };
+        match AgentLink::start(agent.address, agent.token.clone(), registration) {
+            Ok(link) => Some(link),
+            Err(error) => {
+                say(format!("the agent is not told about this job: cannot start its thread: {error}"));
+                None
+            }
+        }
+    });
     let mut exited = tokio::task::spawn_blocking(move || child.wait());
     let schedule = Schedule { first: launched + options.delay, every: options.every };
     let mut state = State {
@@ -172,6 +214,7 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
         sample_interval_ns: crate::sampling::interval_ns(options.sample_hz),
         torch: TorchFallback::new(TorchFallback::forced_by_environment()),
         flush_waiters: Vec::new(),
+        asks: Vec::new(),
     };
     let mut tick = tokio::time::interval(TICK);
     let status = loop {
@@ -187,12 +230,23 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
             }
             delivery = next_delivery(&mut cupti) => state.cupti_delivered(delivery, options.duration, say).await,
             Some(done) = flush_requests.recv() => state.flush_for_signal(done).await,
-            _ = tick.tick() => state.tick(hook.as_ref(), options, say).await,
+            ask = next_ask(&mut link) => state.ask(ask, say),
+            _ = tick.tick() => {
+                state.tick(hook.as_ref(), options, say).await;
+                state.finish_asks(link.as_ref(), false, say);
+            }
         }
     };
     launch::job_ended();
     launch::flush_before_signals(false);
     state.after_exit(hook.as_ref(), daemon.as_ref(), cupti.as_mut(), options.duration, say).await;
+    if let Some(link) = link {
+        state.finish_asks(Some(&link), true, say);
+        for note in link.take_notes() {
+            say(note);
+        }
+        let _ = tokio::task::spawn_blocking(move || link.close()).await;
+    }
     Ok(RunOutcome { status, sessions: state.sessions.with_anything() })
 }
 
@@ -285,6 +339,14 @@ pub fn injection_library() -> Option<PathBuf> {
         .map(|(_, p)| p)
 }
 
+/// The next ask of the node's agent; pending forever without one.
+async fn next_ask(link: &mut Option<AgentLink>) -> Ask {
+    match link {
+        Some(link) => link.next_ask().await,
+        None => std::future::pending().await,
+    }
+}
+
 /// The next delivery from a CUDA process; pending forever without the injection.
 async fn next_delivery(cupti: &mut Option<CuptiListener>) -> Delivery {
     match cupti {
@@ -305,6 +367,8 @@ struct Sessions {
     logdir: PathBuf,
     ids: SessionIds,
     by_round: HashMap<u32, PathBuf>,
+    /// The log directories of rounds the agent asked for, where it named its own.
+    asked_logdirs: HashMap<u32, PathBuf>,
     /// Sessions with a framework or GPU trace.
     with_traces: Vec<PathBuf>,
     /// Sessions with samples (and perhaps nothing else).
@@ -317,6 +381,7 @@ impl Sessions {
             logdir: logdir.to_path_buf(),
             ids: SessionIds::new(),
             by_round: HashMap::new(),
+            asked_logdirs: HashMap::new(),
             with_traces: Vec::new(),
             with_samples: Vec::new(),
         }
@@ -331,7 +396,8 @@ impl Sessions {
     /// The session directory of `round` (created; a failure shows when the trace is
     /// missing).
     fn dir(&mut self, round: u32) -> PathBuf {
-        let root = mlprof_formats::output::profile_root(&self.logdir);
+        let logdir = self.asked_logdirs.get(&round).unwrap_or(&self.logdir);
+        let root = mlprof_formats::output::profile_root(logdir);
         let Sessions { ids, by_round, .. } = self;
         let dir = by_round.entry(round).or_insert_with(|| root.join(ids.next_now(&root))).clone();
         let _ = std::fs::create_dir_all(&dir);
@@ -358,9 +424,26 @@ impl Sessions {
         }
     }
 
-    /// Sessions with anything in them.
+    /// Round `round` (asked by the agent) goes to a session under `logdir`, where that can
+    /// be made (else under the run's own).
+    fn ask_into(&mut self, round: u32, logdir: &Path) {
+        if std::fs::create_dir_all(mlprof_formats::output::profile_root(logdir)).is_ok() {
+            self.asked_logdirs.insert(round, logdir.to_path_buf());
+        }
+    }
+
+    /// Whether `dir` received anything.
+    fn has(&self, dir: &Path) -> bool {
+        self.with_traces.iter().chain(&self.with_samples).any(|d| d == dir)
+    }
+
+    /// Sessions with anything in them, but those of rounds the agent asked for (the
+    /// agent reports them).
     fn with_anything(&self) -> Vec<PathBuf> {
-        let mut dirs: Vec<PathBuf> = self.with_traces.iter().chain(&self.with_samples).cloned().collect();
+        let asked: Vec<&PathBuf> =
+            self.by_round.iter().filter(|(round, _)| is_asked(**round)).map(|(_, dir)| dir).collect();
+        let mut dirs: Vec<PathBuf> =
+            self.with_traces.iter().chain(&self.with_samples).filter(|d| !asked.contains(d)).cloned().collect();
         dirs.sort();
         dirs.dedup();
         dirs
@@ -398,8 +481,19 @@ const STABLE_TICKS: u32 = 4;
 /// The framework profiler server started by the hook, and its captures.
 enum ServerState {
     NotSeen,
-    Ready { server: StartedServer, next_round: u32, settled_at: Instant },
-    Capturing { server: StartedServer, round: u32, task: JoinHandle<Option<WorkerOutcome>> },
+    /// `next_round`: the first scheduled round still to capture (`None`: none is left;
+    /// rounds the agent asks for still are).
+    Ready {
+        server: StartedServer,
+        next_round: Option<u32>,
+        settled_at: Instant,
+    },
+    Capturing {
+        server: StartedServer,
+        round: u32,
+        next_round: Option<u32>,
+        task: JoinHandle<Option<WorkerOutcome>>,
+    },
     Done,
 }
 
@@ -423,6 +517,16 @@ struct State {
     torch: TorchFallback,
     /// Signals waiting for the CUDA processes' flush (see `launch`).
     flush_waiters: Vec<std::sync::mpsc::Sender<()>>,
+    /// Rounds the agent asked for, not yet reported.
+    asks: Vec<OpenAsk>,
+}
+
+/// A round the agent asked for.
+struct OpenAsk {
+    id: u64,
+    round: u32,
+    /// When its duration is over.
+    due: Instant,
 }
 
 impl State {
@@ -430,8 +534,9 @@ impl State {
         match received {
             Received::Started(started) => {
                 self.torch.polled(started.pid);
-                say(format!("PyTorch process {}: tracing {} (Kineto on demand)", started.pid, self.window));
-                let budget = match self.window {
+                let window = self.rounds.duration_of(started.round).map_or(self.window, TraceWindow::Duration);
+                say(format!("PyTorch process {}: tracing {window} (Kineto on demand)", started.pid));
+                let budget = match window {
                     TraceWindow::Duration(d) => d + KINETO_GRACE,
                     TraceWindow::Iterations(_) => KINETO_STEPS_DEADLINE,
                 };
@@ -447,6 +552,62 @@ impl State {
             }
             Received::Registered => {}
         }
+    }
+
+    /// The agent asks for a capture: a round of its own, now, for every tracer.
+    fn ask(&mut self, ask: Ask, say: &(dyn Fn(String) + Sync)) {
+        let Some(duration) = ask.duration() else { return };
+        let now = Instant::now();
+        let round = self.rounds.ask(now, duration);
+        self.cupti_rounds.ask_as(round, now, duration);
+        self.sessions.ask_into(round, &ask.logdir);
+        if self.sampler.is_some() {
+            let now_ns = realtime_ns();
+            let until = now_ns.saturating_add(duration.as_nanos() as i64);
+            self.sample_windows.open_asked(round, now_ns, until);
+        }
+        say(format!("the agent asked for {}: recording it", TraceWindow::Duration(duration)));
+        self.asks.push(OpenAsk { id: ask.id, round, due: now + duration });
+    }
+
+    /// Reports the asks whose rounds are over (every one, once the job has `ended`) to
+    /// the agent.
+    fn finish_asks(&mut self, link: Option<&AgentLink>, ended: bool, say: &(dyn Fn(String) + Sync)) {
+        let now = Instant::now();
+        let (done, open): (Vec<OpenAsk>, Vec<OpenAsk>) =
+            std::mem::take(&mut self.asks).into_iter().partition(|ask| ended || self.ask_is_over(ask, now));
+        self.asks = open;
+        for ask in done {
+            let dir = self.sessions.by_round.get(&ask.round).cloned();
+            let session = dir.filter(|dir| self.sessions.has(dir));
+            let lines = match &session {
+                Some(dir) => session_files(dir),
+                None if ended => vec!["the job ended before anything of it was recorded".to_string()],
+                None => vec!["nothing was recorded (no trace came and nothing was sampled)".to_string()],
+            };
+            if let Some(link) = link {
+                link.finished(AskOutcome { id: ask.id, session, lines });
+            }
+        }
+        if let Some(link) = link {
+            for note in link.take_notes() {
+                say(note);
+            }
+        }
+    }
+
+    /// Whether an asked round is over: its time is up, no trace of it is coming or being
+    /// written, and its samples are written.
+    fn ask_is_over(&self, ask: &OpenAsk, now: Instant) -> bool {
+        let capturing = matches!(&self.server, ServerState::Capturing { round, .. } if *round == ask.round);
+        now >= ask.due
+            && !capturing
+            && !self.rounds.may_still_join(ask.round, now)
+            && !self.cupti_rounds.may_still_join(ask.round, now)
+            && !self.pending.iter().any(|t| t.started.round == ask.round)
+            && !self.cupti.busy_with(ask.round)
+            && !self.sample_windows.is_open(ask.round)
+            && self.writing.is_empty()
     }
 
     async fn tick(&mut self, hook: Option<&Hook>, options: &RunOptions, say: &(dyn Fn(String) + Sync)) {
@@ -560,7 +721,13 @@ impl State {
             ServerState::Capturing { round, .. } => Some(*round),
             _ => None,
         };
-        let busy = |round: u32| capturing == Some(round) || pending.iter().any(|t| t.started.round == round);
+        let (rounds, cupti_rounds, now) = (&self.rounds, &self.cupti_rounds, Instant::now());
+        let busy = |round: u32| {
+            capturing == Some(round)
+                || pending.iter().any(|t| t.started.round == round)
+                || rounds.may_still_join(round, now)
+                || cupti_rounds.may_still_join(round, now)
+        };
         for window in self.sample_windows.ended(now_ns, busy) {
             self.file_sample_window(window);
         }
@@ -711,17 +878,18 @@ impl State {
         }
         for pid in self.torch.hook_pids().into_iter().filter(|&pid| alive(pid)) {
             let Some(round) = self.rounds.start(pid, now) else { continue };
+            let duration = self.rounds.duration_of(round).unwrap_or(options.duration);
             let log_file = self.sessions.dir(round).join(format!(".{}_{pid}.hook.json", self.host));
-            match hook.request_torch_trace(pid, options.duration, &log_file) {
+            match hook.request_torch_trace(pid, duration, &log_file) {
                 Ok(()) => {
                     let steps =
                         if options.steps.is_some() { " (--steps needs Kineto; this traces --duration)" } else { "" };
                     say(format!(
                         "PyTorch process {pid}: tracing {} (torch.profiler){steps}",
-                        TraceWindow::Duration(options.duration)
+                        TraceWindow::Duration(duration)
                     ));
                     let started = TraceStarted { pid, round, log_file: log_file.clone(), at: now };
-                    let deadline = now + options.duration + KINETO_GRACE;
+                    let deadline = now + duration + KINETO_GRACE;
                     self.pending.push(PendingTrace {
                         started,
                         written_to: log_file,
@@ -752,29 +920,35 @@ impl State {
                     if options.steps.is_some() {
                         say("--steps counts PyTorch optimizer steps; this server is traced for --duration".to_string());
                     }
-                    self.server = ServerState::Ready { server, next_round: 0, settled_at: Instant::now() + SETTLE };
+                    self.server =
+                        ServerState::Ready { server, next_round: Some(0), settled_at: Instant::now() + SETTLE };
                 }
                 None => self.server = ServerState::NotSeen,
             },
             ServerState::Ready { server, next_round, settled_at } => {
                 let now = Instant::now();
-                let due = self.rounds.schedule().due_round(now).filter(|&due| due >= next_round && now >= settled_at);
-                self.server = match due {
+                let settled = now >= settled_at;
+                let asked = settled.then(|| self.rounds.join_asked(server.pid, now)).flatten();
+                let scheduled = next_round
+                    .and_then(|next| self.rounds.schedule().due_round(now).filter(|&due| due >= next && settled));
+                self.server = match asked.or(scheduled) {
                     Some(round) => {
                         let task = self.start_capture(&server, round, options);
-                        ServerState::Capturing { server, round, task }
+                        ServerState::Capturing { server, round, next_round, task }
                     }
                     None => ServerState::Ready { server, next_round, settled_at },
                 };
             }
-            ServerState::Capturing { server, round, task } if task.is_finished() => {
+            ServerState::Capturing { server, round, next_round, task } if task.is_finished() => {
                 self.finish_capture(&server, task.await.ok().flatten(), say);
                 self.sample_windows.traced(round, realtime_ns());
-                self.server = if self.rounds.schedule().every.is_some() {
-                    ServerState::Ready { server, next_round: round + 1, settled_at: Instant::now() }
+                let next_round = if is_asked(round) {
+                    self.rounds.finished(server.pid);
+                    next_round
                 } else {
-                    ServerState::Done
+                    self.rounds.schedule().every.map(|_| round + 1)
                 };
+                self.server = ServerState::Ready { server, next_round, settled_at: Instant::now() };
             }
             capturing @ ServerState::Capturing { .. } => self.server = capturing,
             ServerState::Done => {}
@@ -788,8 +962,9 @@ impl State {
         options: &RunOptions,
     ) -> JoinHandle<Option<WorkerOutcome>> {
         let session_id = self.sessions.id(round);
-        let mut capture_options = CaptureOptions::new(&self.sessions.logdir, session_id);
-        capture_options.duration = options.duration;
+        let logdir = self.sessions.asked_logdirs.get(&round).unwrap_or(&self.sessions.logdir);
+        let mut capture_options = CaptureOptions::new(logdir, session_id);
+        capture_options.duration = self.rounds.duration_of(round).unwrap_or(options.duration);
         let target = Target::parse_list(&format!("127.0.0.1:{}", server.port)).ok().and_then(|t| t.into_iter().next());
         tokio::spawn(async move {
             let target = target?;
@@ -884,6 +1059,21 @@ impl State {
         }
         self.sessions.remove_empty();
     }
+}
+
+/// What a session holds, a line per file: `wrote PATH (SIZE)`.
+fn session_files(dir: &Path) -> Vec<String> {
+    let mut files: Vec<(PathBuf, u64)> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| Some((e.path(), e.metadata().ok().filter(|m| m.is_file())?.len())))
+                .filter(|(path, _)| !path.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files.into_iter().map(|(path, size)| format!("wrote {} ({})", path.display(), megabytes(size))).collect()
 }
 
 /// Now, Unix epoch nanoseconds (the clock samples and GPU records are stamped with).

@@ -52,6 +52,10 @@ pub const FIRST_ASKED_ROUND: u32 = 1 << 30;
 /// polls within seconds; one that comes later has missed it).
 pub const ASKED_JOIN: Duration = Duration::from_secs(30);
 
+/// How long a process that is free may take to join an asked round: Kineto asks for
+/// its on-demand config every 5 s.
+pub const POLL_GAP: Duration = Duration::from_secs(6);
+
 /// A round asked for on demand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct AskedRound {
@@ -76,6 +80,8 @@ struct ProcessRounds {
     next: u32,
     /// The first asked round this process may still get.
     next_asked: u32,
+    /// When it last finished a trace (or was first seen).
+    free_since: Instant,
 }
 
 /// Which processes get which round; at most `max_processes` processes are traced, each
@@ -149,7 +155,8 @@ impl Rounds {
             self.refused += 1;
             return None;
         }
-        let fresh = ProcessRounds { first_seen: now, tracing: None, next: 0, next_asked: FIRST_ASKED_ROUND };
+        let fresh =
+            ProcessRounds { first_seen: now, tracing: None, next: 0, next_asked: FIRST_ASKED_ROUND, free_since: now };
         let seen = *self.processes.entry(pid).or_insert(fresh);
         if now < seen.first_seen + self.settle || seen.tracing.is_some() {
             return None;
@@ -170,10 +177,41 @@ impl Rounds {
         Some(due)
     }
 
+    /// An asked round process `pid` (not tracing) may join at `now`, taken; the caller
+    /// has let it settle. For a tracer that follows the schedule by itself (a profiler
+    /// server) and takes only asked rounds from here.
+    pub fn join_asked(&mut self, pid: i32, now: Instant) -> Option<u32> {
+        let fresh =
+            ProcessRounds { first_seen: now, tracing: None, next: 0, next_asked: FIRST_ASKED_ROUND, free_since: now };
+        let seen = *self.processes.get(&pid).unwrap_or(&fresh);
+        if seen.tracing.is_some() {
+            return None;
+        }
+        let round = self.joinable(&seen, now)?;
+        let process = self.processes.entry(pid).or_insert(fresh);
+        process.tracing = Some(round);
+        process.next_asked = round.saturating_add(1);
+        Some(round)
+    }
+
+    /// Whether a process may still join asked round `round`, so what it records of the
+    /// round is still to come: one busy with another round (until [`ASKED_JOIN`] after the
+    /// asking), or one free for less than [`POLL_GAP`] since the asking or its last trace.
+    pub fn may_still_join(&self, round: u32, now: Instant) -> bool {
+        let Some(asked) = self.asked.iter().find(|asked| asked.round == round && now < asked.at + ASKED_JOIN) else {
+            return false;
+        };
+        self.processes.values().filter(|p| p.next_asked <= round).any(|p| match p.tracing {
+            Some(other) => other != round,
+            None => now < p.free_since.max(asked.at) + POLL_GAP,
+        })
+    }
+
     /// The trace of `pid` is over (written, or given up on).
     pub fn finished(&mut self, pid: i32) {
         if let Some(process) = self.processes.get_mut(&pid) {
             process.tracing = None;
+            process.free_since = Instant::now();
         }
     }
 
@@ -283,6 +321,40 @@ mod tests {
         assert_eq!(rounds.start(1, at(t0, 6300)), None, "each round once");
         assert_eq!(rounds.start(2, at(t0, 45_000)), None, "joined too late: settling");
         assert_eq!(rounds.start(2, at(t0, 50_000)), Some(0), "the asked round is over; the schedule's is not");
+    }
+
+    #[test]
+    fn a_server_joins_asked_rounds_only() {
+        let t0 = Instant::now();
+        let mut rounds = Rounds::new(Schedule { first: t0, every: None }, Duration::from_secs(5), 4);
+        assert_eq!(rounds.join_asked(3, t0), None, "round 0 is the server's own to follow");
+        let asked = rounds.ask(at(t0, 100), Duration::from_secs(1));
+        assert_eq!(rounds.join_asked(3, at(t0, 200)), Some(asked), "no settling here");
+        assert_eq!(rounds.join_asked(3, at(t0, 300)), None, "tracing it");
+        rounds.finished(3);
+        assert_eq!(rounds.join_asked(3, at(t0, 400)), None, "once");
+    }
+
+    #[test]
+    fn a_process_tracing_another_round_may_still_join_an_asked_one() {
+        let t0 = Instant::now();
+        let mut rounds = Rounds::new(Schedule { first: t0, every: None }, Duration::ZERO, 4);
+        assert_eq!(rounds.start(1, t0), Some(0));
+        let asked = rounds.ask(at(t0, 100), Duration::from_secs(1));
+        assert!(rounds.may_still_join(asked, at(t0, 200)), "process 1 is busy with round 0");
+        assert!(!rounds.may_still_join(asked, at(t0, 40_000)), "too late to join");
+        rounds.finished(1);
+        assert!(rounds.may_still_join(asked, at(t0, 300)), "just free: its next poll is due");
+        assert!(!rounds.may_still_join(asked, at(t0, 200) + POLL_GAP), "it did not poll in time");
+        assert_eq!(rounds.start(1, at(t0, 300)), Some(asked));
+        assert!(!rounds.may_still_join(asked, at(t0, 400)), "it has joined");
+        let later = rounds.ask(at(t0, 500), Duration::from_secs(1));
+        rounds.finished(1);
+        assert_eq!(rounds.start(2, at(t0, 600)), Some(asked), "a new process joins the oldest it still may");
+        rounds.finished(2);
+        assert_eq!(rounds.start(2, at(t0, 700)), Some(later));
+        rounds.finished(2);
+        assert!(rounds.may_still_join(later, at(t0, 800)), "process 1 may poll yet");
     }
 
     #[test]
