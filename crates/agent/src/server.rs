@@ -121,6 +121,9 @@ struct Shared {
     captures: Arc<tokio::sync::Semaphore>,
     /// Jobs started by `mlprof run --agent`.
     registry: Arc<Mutex<Registry>>,
+    /// One recording of a job at a time (a probe and a capture of one job would compete
+    /// for its tracer: a profiler server refuses a second session).
+    recording: Arc<Mutex<HashMap<u32, Arc<tokio::sync::Mutex<()>>>>>,
     /// Only jobs of this user are watched and may register.
     only_uid: Option<u32>,
 }
@@ -178,6 +181,7 @@ impl Agent {
             host: config.host.into(),
             captures: Arc::new(tokio::sync::Semaphore::new(MAX_CAPTURES)),
             registry: Arc::default(),
+            recording: Arc::default(),
             only_uid: config.watch.only_uid,
         };
         let watcher = tokio::spawn(watch(config.watch, shared.clone()));
@@ -219,6 +223,7 @@ async fn probe_jobs(shared: Shared, every: Duration, slowdown: Option<f64>) {
             let found = match &job.run {
                 Some(_) => probe_through_run(&shared, &job, &dir).await,
                 None => {
+                    let _recording = recording_lock(&shared, job.pid).await;
                     let _bound = match job.kineto_endpoint {
                         Some(_) => Some(shared.kineto.lock().await),
                         None => None,
@@ -426,6 +431,7 @@ async fn record_job(
     kineto: bool,
     duration: Duration,
 ) -> Result<CaptureOutcome, CaptureOutcome> {
+    let _recording = recording_lock(shared, pid).await;
     let registered = shared.registry.lock().unwrap_or_else(std::sync::PoisonError::into_inner).registered_as(pid);
     if let Some(registered) = registered {
         return record_through_run(shared, pid, registered, logdir, duration).await;
@@ -453,6 +459,17 @@ async fn record_job(
             Err(CaptureOutcome { pid, session: None, lines })
         }
     }
+}
+
+/// Waits until nothing else records job `pid`; it is the caller's while the guard lives.
+async fn recording_lock(shared: &Shared, pid: u32) -> tokio::sync::OwnedMutexGuard<()> {
+    let lock = {
+        let mut locks = shared.recording.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Locks nobody holds or waits for are dropped (their jobs may be long gone).
+        locks.retain(|_, lock| Arc::strong_count(lock) > 1);
+        locks.entry(pid).or_default().clone()
+    };
+    lock.lock_owned().await
 }
 
 /// Asks the run job `pid` is registered with (as `registered`) to record `duration` into

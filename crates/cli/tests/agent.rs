@@ -130,7 +130,8 @@ fn the_agent_finds_every_job_live_and_drops_the_ones_that_exit() {
     });
     let plain = job(&snapshot, first_pid).expect("the first job");
     assert_eq!(plain["name"], "python_hot_loop.py", "{plain:#}");
-    assert!(plain["cpu_percent"].as_f64().is_some_and(|c| c > 20.0), "{plain:#}");
+    // Busy, however loaded the machine (on 2 cores beside other tests' jobs it got 13 %).
+    assert!(plain["cpu_percent"].as_f64().is_some_and(|c| c > 5.0), "{plain:#}");
     assert!(plain["rss_bytes"].as_u64().is_some_and(|m| m > 1_000_000), "{plain:#}");
     if let Some(torch) = &torch {
         let pid = torch.0.id();
