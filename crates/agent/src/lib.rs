@@ -13,6 +13,7 @@
 
 pub mod client;
 pub mod discover;
+pub mod history;
 pub mod jobs;
 pub mod metrics;
 pub mod probe;

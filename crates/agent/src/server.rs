@@ -27,6 +27,7 @@ use mlprof_run::attach::AttachOptions;
 use serde::{Deserialize, Serialize};
 use tokio_stream::StreamExt;
 
+use crate::history::{History, Retain};
 use crate::jobs::{JobView, Jobs, WatchOptions};
 use crate::probe::{self, ProbeView};
 use crate::registry::Registry;
@@ -89,6 +90,8 @@ pub struct AgentConfig {
     /// Captures go to `<data_dir>/<job>-<pid>/plugins/profile/<session>/`, each job's
     /// folder a TensorBoard log directory.
     pub data_dir: PathBuf,
+    /// What of the data directory is kept (history and captures).
+    pub retain: Retain,
     /// This machine's name, for file names.
     pub host: String,
 }
@@ -184,13 +187,24 @@ impl Agent {
             recording: Arc::default(),
             only_uid: config.watch.only_uid,
         };
-        let watcher = tokio::spawn(watch(config.watch, shared.clone()));
+        let history = match History::open(&shared.data_dir, config.retain) {
+            Ok(history) => Some(history),
+            Err(error) => {
+                eprintln!(
+                    "mlprof agent: no history: cannot write in {}: {error}",
+                    shared.data_dir.join(crate::history::FOLDER).display()
+                );
+                None
+            }
+        };
+        let watcher = tokio::spawn(watch(config.watch, history, shared.clone()));
         let slowdown = config.capture_on_slowdown;
         let prober = config.probe_every.map(|every| tokio::spawn(probe_jobs(shared.clone(), every, slowdown)));
         let router = axum::Router::new()
             .route("/", get(live_page))
             .route("/api/jobs", get(jobs))
             .route("/api/jobs/stream", get(stream))
+            .route("/api/history", get(history_points))
             .route("/api/jobs/{pid}/capture", post(capture))
             .route(mlprof_run::agent_link::REGISTER_PATH, post(register))
             .route("/metrics", get(metrics))
@@ -289,8 +303,9 @@ async fn capture_slowdown(shared: &Shared, job: &JobView, trend: f64) {
     }
 }
 
-/// Refreshes the snapshot every [`TICK`], with each job's last probe and its run.
-async fn watch(options: WatchOptions, shared: Shared) {
+/// Refreshes the snapshot every [`TICK`], with each job's last probe and its run, and
+/// appends it to the history.
+async fn watch(options: WatchOptions, mut history: Option<History>, shared: Shared) {
     let started = Instant::now();
     let mut jobs = Some(Jobs::new(options));
     let mut ticker = tokio::time::interval(TICK);
@@ -298,23 +313,65 @@ async fn watch(options: WatchOptions, shared: Shared) {
     loop {
         ticker.tick().await;
         let Some(mut watched) = jobs.take() else { return };
-        let Ok(watched) = tokio::task::spawn_blocking(move || {
+        let (probes, registry) = (shared.probes.clone(), shared.registry.clone());
+        let mut writing = history.take();
+        let Ok((watched, writing, next)) = tokio::task::spawn_blocking(move || {
             watched.tick(Instant::now());
-            watched
+            let next = Snapshot {
+                agent_pid: std::process::id(),
+                uptime_s: started.elapsed().as_secs_f64(),
+                agent_cpu_s: mlprof_run::own_use::OwnUse::now(started).map_or(0.0, |own| own.cpu_s),
+                gpu_note: watched.gpu_note(),
+                jobs: with_runs(with_probes(watched.views(), &probes), &registry),
+            };
+            if let Some(Err(error)) = writing.as_mut().map(|h| h.record(std::time::SystemTime::now(), &next.jobs)) {
+                eprintln!("mlprof agent: the history stops: {error}");
+                writing = None;
+            }
+            (watched, writing, next)
         })
         .await
         else {
             return;
         };
-        let next = Snapshot {
-            agent_pid: std::process::id(),
-            uptime_s: started.elapsed().as_secs_f64(),
-            agent_cpu_s: mlprof_run::own_use::OwnUse::now(started).map_or(0.0, |own| own.cpu_s),
-            gpu_note: watched.gpu_note(),
-            jobs: with_runs(with_probes(watched.views(), &shared.probes), &shared.registry),
-        };
         *shared.snapshot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = next;
         jobs = Some(watched);
+        history = writing;
+    }
+}
+
+/// The longest history asked for.
+const MAX_HISTORY: Duration = Duration::from_secs(31 * 86_400);
+
+/// `GET /api/history?seconds=3600[&pid=N]`: every job's points over the last `seconds`
+/// (default an hour), by pid, each job's thinned to `history::MAX_POINTS`.
+async fn history_points(
+    State(shared): State<Shared>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let token = query.get("token").map(|t| format!("token={t}"));
+    if !authorized(&shared, &headers, token.as_deref()) {
+        return refused();
+    }
+    let seconds = match query.get("seconds").map(|s| s.parse::<u64>()) {
+        None => 3600,
+        Some(Ok(s)) if s > 0 && s <= MAX_HISTORY.as_secs() => s,
+        Some(_) => {
+            let why = format!("seconds: a whole number from 1 to {}\n", MAX_HISTORY.as_secs());
+            return (StatusCode::BAD_REQUEST, why).into_response();
+        }
+    };
+    let pid = match query.get("pid").map(|p| p.parse::<u32>()) {
+        None => None,
+        Some(Ok(pid)) => Some(pid),
+        Some(Err(_)) => return (StatusCode::BAD_REQUEST, "pid: a process id\n").into_response(),
+    };
+    let data_dir = shared.data_dir.clone();
+    let since = crate::history::unix_seconds(std::time::SystemTime::now()) - seconds as f64;
+    match tokio::task::spawn_blocking(move || crate::history::read(&data_dir, since, pid)).await {
+        Ok(points) => axum::Json(serde_json::json!({ "jobs": points })).into_response(),
+        Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "reading the history failed\n").into_response(),
     }
 }
 

@@ -47,6 +47,11 @@ pub struct AgentArgs {
     /// (default: $XDG_DATA_HOME/mlprof/agent or ~/.local/share/mlprof/agent).
     #[arg(long, value_name = "DIR")]
     data: Option<PathBuf>,
+    /// What is kept in --data: every job's signals each second (DIR/history/, the live
+    /// page's history) and the captures, the oldest going first past a size (B, KB, MB,
+    /// GB, TB) and anything older than an age (s, m, h, d); one or both, as `1GB,7d`.
+    #[arg(long, value_name = "SIZE,AGE", default_value = "1GB,7d")]
+    retain: mlprof_agent::history::Retain,
 }
 
 /// What to ask a running agent.
@@ -93,6 +98,7 @@ pub fn run_agent(args: AgentArgs) -> Result<(), Failure> {
         probe_every: (!args.probe_every.is_zero()).then_some(args.probe_every),
         capture_on_slowdown: args.capture_on_slowdown,
         data_dir,
+        retain: args.retain,
         host: mlprof_capture::server::hostname(),
     };
     let runtime = crate::run::runtime()?;

@@ -541,3 +541,14 @@ fn check_prometheus_text(text: &str) {
     }
     assert!(declared.contains("mlprof_jobs"), "{text}");
 }
+
+#[test]
+fn a_retain_that_cannot_be_read_is_refused_in_one_line() {
+    let out = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["agent", "--listen", "127.0.0.1:0", "--retain", "7 weeks"])
+        .output()
+        .expect("mlprof agent runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--retain") && err.contains("the unit is one of B, KB, MB, GB, TB, s, m, h, d"), "{err}");
+}

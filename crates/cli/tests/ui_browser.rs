@@ -170,8 +170,19 @@ fn ui_agent_live() {
         .stdout(Stdio::null())
         .spawn()
         .expect("python3 starts");
+    // A job that ends before the page opens: the page lists it from the agent's history.
+    let mut ended = Command::new("python3")
+        .arg(repo_root().join("tests/peers/python_hot_loop.py"))
+        .arg("4")
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("python3 starts");
+    let ended_pid = ended.id().to_string();
+    let _ = ended.wait();
+    std::thread::sleep(std::time::Duration::from_secs(2));
     let pid = job.id().to_string();
-    run_node_at("agent_live", &url, &["agent_live"], &[("MLPROF_UI_AGENT_PID", OsStr::new(&pid))]);
+    let env = [("MLPROF_UI_AGENT_PID", OsStr::new(&pid)), ("MLPROF_UI_AGENT_ENDED_PID", OsStr::new(&ended_pid))];
+    run_node_at("agent_live", &url, &["agent_live"], &env);
     for child in [&mut job, &mut agent] {
         let _ = child.kill();
         let _ = child.wait();

@@ -1,7 +1,8 @@
 // The `mlprof agent` live page: a job the agent found on its own appears with the
 // Python frame it runs most, the page updates from the event stream without a reload
-// (the CPU line grows), and the job's capture button records it and says how to open
-// the capture.
+// (the CPU line grows), the job's capture button records it and says how to open
+// the capture, and a job that ended before the page opened is listed from the agent's
+// history (MLPROF_UI_AGENT_ENDED_PID).
 //
 // Needs an agent watching a `python_hot_loop.py` job whose pid is MLPROF_UI_AGENT_PID:
 // `cargo test -p mlprof --test ui_browser ui_agent_live` runs both; elsewhere the spec
@@ -36,4 +37,17 @@ export default async function (t) {
   assert.match(await card.locator('.capture code.command').textContent(), /^mlprof serve \/.+-\d+$/);
   assert.match(await card.locator('.capture').getAttribute('data-session'), /\/plugins\/profile\/[^/]+$/);
   await t.screenshot('agent_live_captured');
+
+  // History: the job that ended is listed with its signals from disk; the running one
+  // is not listed there.
+  const ended = process.env.MLPROF_UI_AGENT_ENDED_PID;
+  if (ended) {
+    const row = page.locator(`#past tr[data-pid="${ended}"]`);
+    await row.waitFor({ timeout: 45_000 });
+    assert.match(await row.locator('td').first().textContent(), /^python_hot_loop\.py$/);
+    assert.match(await row.locator('td').nth(3).textContent(), /^\d+ %$/);
+    assert.ok(await row.locator('svg polyline').count() >= 1, 'its CPU over its life is drawn');
+    assert.equal(await page.locator(`#past tr[data-pid="${pid}"]`).count(), 0);
+    await t.screenshot('agent_live_history');
+  }
 }
