@@ -20,6 +20,8 @@ pub mod probe;
 pub mod registry;
 pub mod server;
 pub mod top;
+pub mod top_screen;
+pub mod top_state;
 
 pub use jobs::{FrameShare, JobView, WatchOptions};
 pub use server::{Agent, AgentConfig, AgentError, CaptureOutcome, DEFAULT_LISTEN, Snapshot};

@@ -1,61 +1,98 @@
-//! `mlprof top`'s table: one line per job, widest columns cut to fit the terminal.
+//! `mlprof top`'s table: one line per job, widest columns cut to fit the terminal (the
+//! `--once` and piped output; [`crate::top_screen`] lays the same cells out on screen).
 
 use std::fmt::Write;
 
 use crate::{JobView, Snapshot};
 
+/// The columns' headers.
+pub const HEADERS: [&str; 11] =
+    ["PID", "USER", "FRAMEWORK", "CPU%", "MEM", "GPU", "STEP", "TREND", "INPUT%", "JOB", "TOP PYTHON FRAME"];
+
+/// Each column's width (the last takes what is left) and whether it is right-aligned.
+pub const WIDTHS: [(usize, bool); 10] = [
+    (7, true),
+    (10, false),
+    (10, false),
+    (6, true),
+    (8, true),
+    (4, true),
+    (9, true),
+    (5, true),
+    (6, true),
+    (24, false),
+];
+
+/// One job's cells, in [`HEADERS`]' order.
+pub fn cells(job: &JobView) -> [String; 11] {
+    let top = job
+        .top_frames
+        .first()
+        .map(|f| format!("{:.0} % {}", f.percent, f.frame))
+        .or_else(|| job.sampling_note.clone())
+        .unwrap_or_else(|| "—".to_string());
+    // The last probe's steps: their mean time and input share.
+    let (step, input) = match &job.probe {
+        Some(probe) if probe.steps > 0 => {
+            (format!("{:.1} ms", probe.step_time_ms), format!("{:.0}", probe.input_percent))
+        }
+        _ => ("—".to_string(), "—".to_string()),
+    };
+    [
+        job.pid.to_string(),
+        cut(&job.user, WIDTHS[1].0),
+        job.framework.clone().unwrap_or_else(|| "python".to_string()),
+        format!("{:.1}", job.cpu_percent),
+        megabytes(job.rss_bytes),
+        gpu_column(job),
+        step,
+        job.step_trend_percent.map_or_else(|| "—".to_string(), |t| format!("{t:+.0}%")),
+        input,
+        cut(&job.name, WIDTHS[9].0),
+        top,
+    ]
+}
+
+/// `cells` laid out in their columns, one space apart.
+fn row(cells: &[String]) -> String {
+    let mut line = String::new();
+    for (i, cell) in cells.iter().enumerate() {
+        if i > 0 {
+            line.push(' ');
+        }
+        match WIDTHS.get(i) {
+            Some((width, true)) => {
+                let _ = write!(line, "{cell:>width$}");
+            }
+            Some((width, false)) => {
+                let _ = write!(line, "{cell:<width$}");
+            }
+            None => line.push_str(cell),
+        }
+    }
+    line
+}
+
 /// The table of `snapshot`, at most `width` columns wide.
 pub fn render(snapshot: &Snapshot, width: usize) -> String {
     let mut out = String::new();
-    let title = format!(
+    let _ = writeln!(out, "{}", cut(&title(snapshot), width));
+    let headers: Vec<String> = HEADERS.iter().map(|h| h.to_string()).collect();
+    let _ = writeln!(out, "{}", cut(&row(&headers), width));
+    for job in &snapshot.jobs {
+        let _ = writeln!(out, "{}", cut(&row(&cells(job)), width));
+    }
+    out
+}
+
+/// The first line: how many jobs, what the agent costs.
+pub fn title(snapshot: &Snapshot) -> String {
+    format!(
         "mlprof top: {} job(s); the agent used {:.1} s of CPU in {:.0} s",
         snapshot.jobs.len(),
         snapshot.agent_cpu_s,
         snapshot.uptime_s
-    );
-    let _ = writeln!(out, "{}", cut(&title, width));
-    let _ = writeln!(
-        out,
-        "{}",
-        cut(
-            &format!(
-                "{:>7} {:<10} {:<10} {:>6} {:>8} {:>4} {:>9} {:>5} {:>6} {:<24} TOP PYTHON FRAME",
-                "PID", "USER", "FRAMEWORK", "CPU%", "MEM", "GPU", "STEP", "TREND", "INPUT%", "JOB"
-            ),
-            width
-        )
-    );
-    for job in &snapshot.jobs {
-        let top = job
-            .top_frames
-            .first()
-            .map(|f| format!("{:.0} % {}", f.percent, f.frame))
-            .or_else(|| job.sampling_note.clone())
-            .unwrap_or_else(|| "—".to_string());
-        // The last probe's steps: their mean time and input share.
-        let (step, input) = match &job.probe {
-            Some(probe) if probe.steps > 0 => {
-                (format!("{:.1} ms", probe.step_time_ms), format!("{:.0}", probe.input_percent))
-            }
-            _ => ("—".to_string(), "—".to_string()),
-        };
-        let line = format!(
-            "{:>7} {:<10} {:<10} {:>6.1} {:>8} {:>4} {:>9} {:>5} {:>6} {:<24} {}",
-            job.pid,
-            cut(&job.user, 10),
-            job.framework.as_deref().unwrap_or("python"),
-            job.cpu_percent,
-            megabytes(job.rss_bytes),
-            gpu_column(job),
-            step,
-            job.step_trend_percent.map_or_else(|| "—".to_string(), |t| format!("{t:+.0}%")),
-            input,
-            cut(&job.name, 24),
-            top
-        );
-        let _ = writeln!(out, "{}", cut(&line, width));
-    }
-    out
+    )
 }
 
 /// How busy the job's GPUs are, where NVML tells; `yes` for a job that only maps CUDA.
@@ -67,7 +104,8 @@ fn gpu_column(job: &JobView) -> String {
     }
 }
 
-fn megabytes(bytes: u64) -> String {
+/// Bytes as MB, or GB from 10 GB.
+pub fn megabytes(bytes: u64) -> String {
     if bytes >= 10_000_000_000 {
         format!("{:.0} GB", bytes as f64 / 1e9)
     } else {
@@ -76,7 +114,7 @@ fn megabytes(bytes: u64) -> String {
 }
 
 /// `text`, cut to `width` characters with an ellipsis.
-fn cut(text: &str, width: usize) -> String {
+pub fn cut(text: &str, width: usize) -> String {
     if text.chars().count() <= width {
         return text.to_string();
     }

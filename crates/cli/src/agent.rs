@@ -193,9 +193,14 @@ pub struct TopArgs {
     format: TopFormat,
 }
 
-/// Prints the agent's jobs once, or every second until Ctrl-C.
+/// Shows the agent's jobs: on a terminal, the interactive screen (keys to sort, follow,
+/// capture, open); otherwise (or with --once, or as JSON) printed once, or every second
+/// until Ctrl-C.
 pub fn run_top(args: TopArgs) -> Result<(), Failure> {
     let token = token(args.token);
+    if !args.once && matches!(args.format, TopFormat::Table) && mlprof_agent::top_screen::available() {
+        return mlprof_agent::top_screen::run(args.agent, token).map_err(Failure::nothing);
+    }
     let width = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()).unwrap_or(120);
     loop {
         let snapshot = client::snapshot(args.agent, token.as_deref()).map_err(Failure::nothing)?;

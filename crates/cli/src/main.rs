@@ -127,11 +127,14 @@ enum Command {
     /// dynolog's place; the trace starts at its next poll, within about 5 s).
     Attach(attach::AttachArgs),
     /// Watch every ML job on this node, live, with no change to them: Python and CUDA
-    /// processes found in /proc, their CPU, memory and most-run Python frames (sampled
-    /// from outside), served as JSON (/api/jobs, for `mlprof top`) and Prometheus metrics
-    /// (/metrics) until Ctrl-C or SIGTERM.
+    /// processes found in /proc (and jobs `mlprof run --agent` registers), their CPU,
+    /// memory and most-run Python frames (sampled from outside), probed step times, kept
+    /// on disk within --retain, served as JSON (/api/jobs, for `mlprof top`), a live page
+    /// and Prometheus metrics (/metrics) until Ctrl-C or SIGTERM.
     Agent(agent::AgentArgs),
-    /// The jobs an `mlprof agent` sees, refreshed every second (`--once`: one snapshot).
+    /// The jobs an `mlprof agent` sees, refreshed every second: on a terminal, keys sort
+    /// (s, r), follow a job (f), capture it (c) and open its last capture (o); `--once`
+    /// prints one snapshot.
     Top(agent::TopArgs),
     /// Serve the web UI (the tools' pages and a trace viewer) for the profiles under a
     /// path, fully offline; prints `mlprof serve: http://HOST:PORT/` and serves until Ctrl-C.

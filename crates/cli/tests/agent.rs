@@ -552,3 +552,41 @@ fn a_retain_that_cannot_be_read_is_refused_in_one_line() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--retain") && err.contains("the unit is one of B, KB, MB, GB, TB, s, m, h, d"), "{err}");
 }
+
+/// `mlprof top` on a terminal (a pseudo-terminal driven like a person at the keyboard):
+/// the job's line, `f` follows it in detail, `c` captures it, `o` opens what the capture
+/// holds (scrolled with page down to its busiest Python code), `q` leaves.
+#[test]
+fn top_on_a_terminal_follows_captures_and_opens_a_job() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let data_arg = data.path().display().to_string();
+    let (_agent, address, _) = start_agent_with("127.0.0.1:0", &["--probe-every", "0", "--data", &data_arg]);
+    let job_process = hot_loop();
+    let pid = job_process.0.id();
+    wait_for(&address, "the job in hot_spin", |s| job(s, pid).is_some_and(|j| top_frame(j).starts_with("hot_spin")));
+    // Page down twice, from the overview to the busiest Python code after it.
+    let page_down = "\u{1b}[6~\u{1b}[6~";
+    let plan = json!([
+        [format!("{pid}"), "f"],
+        ["command:", "c"],
+        ["(o opens it)", "o"],
+        ["== overview_page ==", page_down],
+        ["Most time: hot_spin", "q"]
+    ]);
+    let out = Command::new("python3")
+        .arg(peers::script("drive_terminal.py"))
+        .arg(plan.to_string())
+        .arg("60")
+        .arg(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["top", "--agent", &address])
+        .output()
+        .expect("python3 runs");
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}\n{screen}", String::from_utf8_lossy(&out.stderr));
+    let flat = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("python_hot_loop.py"), "{flat}");
+    assert!(flat.contains("Python frames"), "the detail pane: {flat}");
+    assert!(flat.contains(&format!("python_hot_loop.py-{pid}")), "the capture's session: {flat}");
+    // What the capture holds: the overview, then the busiest Python code (the hot loop).
+    assert!(flat.contains("Python code by self samples"), "{flat}");
+}
