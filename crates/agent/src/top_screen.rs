@@ -177,11 +177,9 @@ pub fn draw(frame: &mut Frame, state: &TopState) {
 /// The table of every job, the selected one highlighted.
 fn draw_jobs(frame: &mut Frame, area: Rect, state: &TopState) {
     let jobs = state.jobs();
-    let header = Row::new(HEADERS.iter().map(|h| {
-        let marked = if *h == state.sort.label() { format!("{h}▾") } else { h.to_string() };
-        marked
-    }))
-    .style(Style::new().add_modifier(Modifier::REVERSED));
+    let header =
+        Row::new(HEADERS.iter().map(|h| if *h == state.sort.label() { format!("{h}▾") } else { h.to_string() }))
+            .style(Style::new().add_modifier(Modifier::REVERSED));
     let rows = jobs.iter().map(|job| {
         let mut cells = cells(job);
         if state.is_capturing(job.pid) {
