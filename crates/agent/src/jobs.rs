@@ -105,6 +105,9 @@ pub struct JobView {
     /// The `mlprof run --agent` that started it, which records what the agent asks.
     #[serde(default)]
     pub run: Option<RunView>,
+    /// Captures of it the agent has saved (asked for, or started by a slowdown).
+    #[serde(default)]
+    pub captures: u64,
 }
 
 impl JobView {
@@ -122,7 +125,8 @@ impl JobView {
     /// A job as the agent shows one, for the views' tests: `train.py` (pid 4242) of user
     /// `ana`, PyTorch on GPU 0 (87 % busy, 512 MiB), 187.25 % CPU, 2.5 GB, 40 threads,
     /// 41.6 % of its running samples in `step (train.py:10)`, a probe of 104 steps of
-    /// 9.625 ms with 12.4 % waiting for input, and a trend of +40 %.
+    /// 9.625 ms (1.2 ms input, 8.425 ms host compute) with 12.4 % waiting for input, and a
+    /// trend of +40 %.
     pub(crate) fn example() -> JobView {
         JobView {
             pid: 4242,
@@ -147,12 +151,19 @@ impl JobView {
             listening_ports: vec![],
             kineto_endpoint: None,
             sampling_note: None,
-            probe: Some(ProbeView { steps: 104, step_time_ms: 9.625, input_percent: 12.4, ..Default::default() }),
+            probe: Some(ProbeView {
+                steps: 104,
+                step_time_ms: 9.625,
+                input_percent: 12.4,
+                breakdown_ms: vec![("Input".into(), 1.2), ("Host compute".into(), 8.425), ("Output".into(), 0.0)],
+                ..Default::default()
+            }),
             probe_note: None,
             step_history_ms: vec![6.875, 9.625],
             step_trend_percent: Some(40.0),
             slowdown_capture: None,
             run: None,
+            captures: 0,
         }
     }
 }
@@ -374,6 +385,7 @@ fn new_job(root: u32, process: &Process, user: String, options: WatchOptions, no
             step_trend_percent: None,
             slowdown_capture: None,
             run: None,
+            captures: 0,
         },
         sampler,
         first_seen: now,

@@ -63,6 +63,19 @@ pub fn render(jobs: &[JobView], agent_cpu_seconds: f64) -> String {
             }
         }
     }
+    let name = "mlprof_job_step_breakdown_seconds";
+    family(&mut out, name, "gauge", "Mean step time by category (the overview's) in the job's last probe, seconds.");
+    for job in jobs {
+        for (category, ms) in probed(job).map(|p| p.breakdown_ms.as_slice()).unwrap_or_default() {
+            let _ =
+                writeln!(out, "{name}{{{},category=\"{}\"}} {}", labels(job), escape(category), number(ms / 1000.0));
+        }
+    }
+    let name = "mlprof_job_captures_total";
+    family(&mut out, name, "counter", "Captures of the job the agent saved (asked for, or started by a slowdown).");
+    for job in jobs {
+        let _ = writeln!(out, "{name}{{{}}} {}", labels(job), job.captures);
+    }
     let name = "mlprof_job_top_frame_percent";
     family(&mut out, name, "gauge", "Share of the job's running Python samples in its most frequent innermost frames.");
     for job in jobs {
@@ -136,6 +149,17 @@ mod tests {
         assert!(text.contains(&format!("mlprof_job_top_frame_percent{{{labels},frame=\"step (train.py:10)\"}} 40\n")));
         assert!(text.ends_with("mlprof_agent_cpu_seconds_total 1.25\n"), "{text}");
         assert!(text.contains(&format!("mlprof_job_gpu_memory_bytes{{{labels}}} 536870912\n")), "{text}");
+        assert!(!text.contains("mlprof_job_step_breakdown_seconds{"), "no probe, no breakdown");
+        assert!(text.contains(&format!("mlprof_job_captures_total{{{labels}}} 0\n")), "{text}");
+        let probe = crate::probe::ProbeView {
+            steps: 3,
+            step_time_ms: 10.0,
+            breakdown_ms: vec![("Input".into(), 2.5), ("Host compute".into(), 7.5)],
+            ..Default::default()
+        };
+        let probed = render(&[JobView { probe: Some(probe), captures: 2, ..job() }], 0.0);
+        assert!(probed.contains(&format!("mlprof_job_step_breakdown_seconds{{{labels},category=\"Input\"}} 0.0025\n")));
+        assert!(probed.contains(&format!("mlprof_job_captures_total{{{labels}}} 2\n")), "{probed}");
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let name = line.split(['{', ' ']).next().unwrap_or("");
             assert!(text.contains(&format!("# TYPE {name} ")), "{name} is not declared");

@@ -61,6 +61,10 @@ pub struct ProbeView {
     pub step_time_ms: f64,
     /// The share of step time spent waiting for input, percent.
     pub input_percent: f64,
+    /// The mean step time by category, in the overview's order and words (`Input`,
+    /// `Host compute`, `Device compute`, …), ms.
+    #[serde(default)]
+    pub breakdown_ms: Vec<(String, f64)>,
     /// The op with the most self time in the window.
     pub top_op: Option<String>,
     /// How the steps were found (the overview's step source).
@@ -158,6 +162,13 @@ fn overview(session: &Path) -> Result<ProbeView, String> {
         steps: steps.steps.len(),
         step_time_ms: steps.step_time_ms.average,
         input_percent: steps.bottleneck.input_percent,
+        breakdown_ms: mlprof_analysis::input_pipeline::CATEGORY_LABELS
+            .iter()
+            .map(|(id, label)| {
+                let average = steps.category_ms.iter().find(|(k, _)| k == id).map_or(0.0, |(_, s)| s.average);
+                (label.to_string(), average)
+            })
+            .collect(),
         top_op: overview.top_ops.first().map(|op| op.name.clone()),
         step_source: steps.step_source.clone(),
         ..ProbeView::default()

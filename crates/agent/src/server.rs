@@ -129,6 +129,8 @@ struct Shared {
     recording: Arc<Mutex<HashMap<u32, Arc<tokio::sync::Mutex<()>>>>>,
     /// Only jobs of this user are watched and may register.
     only_uid: Option<u32>,
+    /// Captures saved, by job.
+    captured: Arc<Mutex<HashMap<u32, u64>>>,
 }
 
 /// Why the agent could not start.
@@ -185,6 +187,7 @@ impl Agent {
             captures: Arc::new(tokio::sync::Semaphore::new(MAX_CAPTURES)),
             registry: Arc::default(),
             recording: Arc::default(),
+            captured: Arc::default(),
             only_uid: config.watch.only_uid,
         };
         let history = match History::open(&shared.data_dir, config.retain) {
@@ -283,11 +286,21 @@ async fn probe_through_run(shared: &Shared, job: &JobView, dir: &Path) -> Result
     }
 }
 
+/// Counts a capture that saved a session.
+fn count_capture(shared: &Shared, outcome: &CaptureOutcome) {
+    if outcome.session.is_some() {
+        *shared.captured.lock().unwrap_or_else(std::sync::PoisonError::into_inner).entry(outcome.pid).or_default() += 1;
+    }
+}
+
 /// Captures `job`, which got `trend` percent slower, and says so on stderr.
 async fn capture_slowdown(shared: &Shared, job: &JobView, trend: f64) {
     let Ok(_permit) = shared.captures.clone().try_acquire_owned() else { return };
     let logdir = shared.data_dir.join(job.folder());
     let recorded = record_job(shared, job.pid, &logdir, job.kineto_endpoint.is_some(), Duration::from_secs(2)).await;
+    if let Ok(outcome) = &recorded {
+        count_capture(shared, outcome);
+    }
     let session = recorded.ok().and_then(|outcome| outcome.session);
     let what =
         session.as_ref().map_or_else(|| "nothing was recorded".to_string(), |s| format!("captured {}", s.display()));
@@ -313,7 +326,7 @@ async fn watch(options: WatchOptions, mut history: Option<History>, shared: Shar
     loop {
         ticker.tick().await;
         let Some(mut watched) = jobs.take() else { return };
-        let (probes, registry) = (shared.probes.clone(), shared.registry.clone());
+        let (probes, registry, captured) = (shared.probes.clone(), shared.registry.clone(), shared.captured.clone());
         let mut writing = history.take();
         let Ok((watched, writing, next)) = tokio::task::spawn_blocking(move || {
             watched.tick(Instant::now());
@@ -322,7 +335,7 @@ async fn watch(options: WatchOptions, mut history: Option<History>, shared: Shar
                 uptime_s: started.elapsed().as_secs_f64(),
                 agent_cpu_s: mlprof_run::own_use::OwnUse::now(started).map_or(0.0, |own| own.cpu_s),
                 gpu_note: watched.gpu_note(),
-                jobs: with_runs(with_probes(watched.views(), &probes), &registry),
+                jobs: with_counts(with_runs(with_probes(watched.views(), &probes), &registry), &captured),
             };
             if let Some(Err(error)) = writing.as_mut().map(|h| h.record(std::time::SystemTime::now(), &next.jobs)) {
                 eprintln!("mlprof agent: the history stops: {error}");
@@ -387,6 +400,17 @@ fn with_probes(mut views: Vec<JobView>, probes: &Probes) -> Vec<JobView> {
         view.step_history_ms = state.history.clone();
         view.step_trend_percent = probe::trend_percent(&state.history);
         view.slowdown_capture = state.slowdown_capture.as_ref().map(|(_, session)| session.clone());
+    }
+    views
+}
+
+/// `views` with how many captures of each were saved; the counts of jobs gone are
+/// dropped.
+fn with_counts(mut views: Vec<JobView>, captured: &Mutex<HashMap<u32, u64>>) -> Vec<JobView> {
+    let mut captured = captured.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    captured.retain(|pid, _| views.iter().any(|v| v.pid == *pid));
+    for view in &mut views {
+        view.captures = captured.get(&view.pid).copied().unwrap_or(0);
     }
     views
 }
@@ -472,7 +496,10 @@ async fn capture(
         return (StatusCode::TOO_MANY_REQUESTS, why).into_response();
     };
     match record_job(&shared, pid, &shared.data_dir.join(folder), kineto, duration).await {
-        Ok(outcome) => axum::Json(outcome).into_response(),
+        Ok(outcome) => {
+            count_capture(&shared, &outcome);
+            axum::Json(outcome).into_response()
+        }
         Err(outcome) => (StatusCode::CONFLICT, axum::Json(outcome)).into_response(),
     }
 }

@@ -202,7 +202,7 @@ fn draw_jobs(frame: &mut Frame, area: Rect, state: &TopState) {
 fn draw_job(frame: &mut Frame, area: Rect, state: &TopState, pid: u32) {
     let Some(job) = state.job(pid) else { return };
     let [facts, cpu, steps, frames] =
-        Layout::vertical([Constraint::Length(7), Constraint::Length(4), Constraint::Length(4), Constraint::Min(2)])
+        Layout::vertical([Constraint::Length(8), Constraint::Length(4), Constraint::Length(4), Constraint::Min(2)])
             .areas(area);
     let mut lines = vec![
         Line::raw(format!(
@@ -245,6 +245,17 @@ fn draw_job(frame: &mut Frame, area: Rect, state: &TopState, pid: u32) {
         _ => "no probe yet".to_string(),
     };
     lines.push(Line::raw(probe));
+    if let Some(p) = job.probe.as_ref().filter(|p| p.steps > 0) {
+        let parts: Vec<String> = p
+            .breakdown_ms
+            .iter()
+            .filter(|(_, ms)| *ms > 0.0)
+            .map(|(category, ms)| format!("{category} {ms:.2} ms"))
+            .collect();
+        if !parts.is_empty() {
+            lines.push(Line::raw(format!("per step: {}", parts.join(" · "))));
+        }
+    }
     if let Some(session) = state.last_capture(pid) {
         lines.push(Line::raw(format!("last capture: {} (o opens it)", session.display())));
     }
@@ -298,6 +309,7 @@ mod tests {
         assert!(followed.contains("command: python train.py"), "{followed}");
         assert!(followed.contains("last probe: 104 steps of 9.62 ms"), "{followed}");
         assert!(followed.contains("trend +40 %"), "{followed}");
+        assert!(followed.contains("per step: Input 1.20 ms · Host compute 8.43 ms"), "{followed}");
         state.opened(4242, "/d/s".into(), Ok("Overview\nSteps: 104".into()));
         let opened = screen(&state);
         assert!(opened.contains("pid 4242: /d/s") && opened.contains("Steps: 104"), "{opened}");

@@ -378,17 +378,7 @@ impl Overview {
     fn category_averages_table(&self) -> Table {
         let s = &self.steps;
         let mut averages = Table::new(["Category", "Average (ms)", "Standard deviation (ms)"]);
-        for (id, label) in [
-            ("compileTimeMs", "Compilation"),
-            ("infeedTimeMs", "Input"),
-            ("outfeedTimeMs", "Output"),
-            ("kernelLaunchTimeMs", "Kernel launch"),
-            ("hostComputeTimeMs", "Host compute"),
-            ("deviceToDeviceTimeMs", "Device to device"),
-            ("deviceComputeTimeMs", "Device compute"),
-            ("deviceCollectivesTimeMs", "Device collective communication"),
-            ("otherTimeMs", "All others"),
-        ] {
+        for (id, label) in crate::input_pipeline::CATEGORY_LABELS {
             let summary = s.category_ms.iter().find(|(k, _)| k == id).map(|(_, v)| *v).unwrap_or_default();
             averages.push(vec![
                 Cell::text(label),

@@ -457,6 +457,16 @@ fn jobs_started_by_run_register_and_are_captured_through_their_run() {
         let (steps, source) = peers::overview_steps(job_logdir);
         assert!(steps.len() >= 2, "{name}: {source}: {steps:?}\n{err}");
     }
+    let metrics = metrics_text(&address, None);
+    check_prometheus_text(&metrics);
+    for (_, pid, _) in &jobs[..2] {
+        let counted = metrics
+            .lines()
+            .any(|l| l.starts_with(&format!("mlprof_job_captures_total{{pid=\"{pid}\",")) && l.ends_with(" 1"));
+        assert!(counted, "one capture of {pid} counted: {metrics}");
+    }
+    let breakdown = format!("mlprof_job_step_breakdown_seconds{{pid=\"{}\",", jobs[1].1);
+    assert!(metrics.contains(&breakdown) && metrics.contains("category=\"Host compute\""), "{metrics}");
     let own = std::fs::read_dir(mlprof_profile_root(logdir.path())).map_or(0, Iterator::count);
     assert_eq!(own, 0, "the runs' own log directory got nothing: their first round is an hour away");
 

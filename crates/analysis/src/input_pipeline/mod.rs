@@ -178,6 +178,19 @@ pub struct InputTimeBreakdown {
     pub unclassified_non_enqueue_us: f64,
 }
 
+/// The step-time categories as the overview lists them: XProf's column id, its label.
+pub const CATEGORY_LABELS: [(&str, &str); 9] = [
+    ("compileTimeMs", "Compilation"),
+    ("infeedTimeMs", "Input"),
+    ("outfeedTimeMs", "Output"),
+    ("kernelLaunchTimeMs", "Kernel launch"),
+    ("hostComputeTimeMs", "Host compute"),
+    ("deviceToDeviceTimeMs", "Device to device"),
+    ("deviceComputeTimeMs", "Device compute"),
+    ("deviceCollectivesTimeMs", "Device collective communication"),
+    ("otherTimeMs", "All others"),
+];
+
 /// The whole input-pipeline analysis.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct InputPipelineAnalysis {
