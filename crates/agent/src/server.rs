@@ -60,6 +60,10 @@ pub struct Snapshot {
     /// Why there are no GPU counters, when there are none (no NVIDIA driver).
     #[serde(default)]
     pub gpu_note: Option<String>,
+    /// Where every mlprof tool serves the agent's captures (`mlprof serve` of its data
+    /// directory, on loopback), when it does.
+    #[serde(default)]
+    pub tools_url: Option<String>,
     /// Every job, the most CPU first.
     pub jobs: Vec<JobView>,
 }
@@ -73,6 +77,9 @@ pub struct CaptureOutcome {
     pub session: Option<PathBuf>,
     /// What the capture said, a line each (as `mlprof attach` says it).
     pub lines: Vec<String>,
+    /// The session in every mlprof tool (the agent's tools page), when it serves them.
+    #[serde(default)]
+    pub tools_link: Option<String>,
 }
 
 /// Where and how the agent keeps what it captures.
@@ -131,6 +138,11 @@ struct Shared {
     only_uid: Option<u32>,
     /// Captures saved, by job.
     captured: Arc<Mutex<HashMap<u32, u64>>>,
+    /// The tools on the data directory, once started (at start where it holds a
+    /// profile, else at the first capture); `None` inside for a non-loopback agent.
+    tools: Option<Arc<tokio::sync::Mutex<Option<mlprof_web::RunningServer>>>>,
+    /// Their address, once started.
+    tools_url: Arc<Mutex<Option<String>>>,
 }
 
 /// Why the agent could not start.
@@ -177,7 +189,7 @@ impl Agent {
 
     /// Watches the node and serves until `stop` completes.
     pub async fn run(self, config: AgentConfig, stop: impl std::future::Future<Output = ()> + Send + 'static) {
-        let shared = Shared {
+        let mut shared = Shared {
             snapshot: Arc::default(),
             probes: Arc::default(),
             kineto: Arc::default(),
@@ -188,8 +200,16 @@ impl Agent {
             registry: Arc::default(),
             recording: Arc::default(),
             captured: Arc::default(),
+            tools: None,
+            tools_url: Arc::default(),
             only_uid: config.watch.only_uid,
         };
+        // Every tool on the captures, on loopback beside a loopback agent (a remote one's
+        // users open captures with their own `mlprof serve`).
+        if self.listener.local_addr().is_ok_and(|a| a.ip().is_loopback()) {
+            shared.tools = Some(Arc::default());
+            tools_url(&shared).await;
+        }
         let history = match History::open(&shared.data_dir, config.retain) {
             Ok(history) => Some(history),
             Err(error) => {
@@ -286,6 +306,41 @@ async fn probe_through_run(shared: &Shared, job: &JobView, dir: &Path) -> Result
     }
 }
 
+/// Where every mlprof tool serves the data directory (`mlprof serve DIR`, on a loopback
+/// port of its own), started now if it is not yet: `None` for a non-loopback agent, or
+/// while the directory holds no profile (the server needs one).
+async fn tools_url(shared: &Shared) -> Option<String> {
+    let mut tools = shared.tools.as_ref()?.lock().await;
+    if tools.is_none() {
+        let cache = mlprof_web::default_cache_dir();
+        let server = mlprof_web::spawn_local(&shared.data_dir, &cache).await.ok()?;
+        let url = server.url().trim_end_matches('/').to_string();
+        *shared.tools_url.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(url);
+        *tools = Some(server);
+    }
+    tools.as_ref().map(|server| server.url().trim_end_matches('/').to_string())
+}
+
+/// The tools' page of `session` (under the data directory): `TOOLS/?run=<job>/<session>`.
+async fn tools_link(shared: &Shared, session: Option<&Path>) -> Option<String> {
+    let session = session?;
+    let base = tools_url(shared).await?;
+    let relative = session.strip_prefix(&*shared.data_dir).ok()?;
+    let parts: Vec<String> = relative.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    let [job, plugins, profile, session] = parts.as_slice() else { return None };
+    if plugins != "plugins" || profile != "profile" {
+        return None;
+    }
+    let run: String = format!("{job}/{session}")
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'/' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    Some(format!("{base}/?run={run}"))
+}
+
 /// Counts a capture that saved a session.
 fn count_capture(shared: &Shared, outcome: &CaptureOutcome) {
     if outcome.session.is_some() {
@@ -327,6 +382,7 @@ async fn watch(options: WatchOptions, mut history: Option<History>, shared: Shar
         ticker.tick().await;
         let Some(mut watched) = jobs.take() else { return };
         let (probes, registry, captured) = (shared.probes.clone(), shared.registry.clone(), shared.captured.clone());
+        let tools_url = shared.tools_url.clone();
         let mut writing = history.take();
         let Ok((watched, writing, next)) = tokio::task::spawn_blocking(move || {
             watched.tick(Instant::now());
@@ -335,6 +391,7 @@ async fn watch(options: WatchOptions, mut history: Option<History>, shared: Shar
                 uptime_s: started.elapsed().as_secs_f64(),
                 agent_cpu_s: mlprof_run::own_use::OwnUse::now(started).map_or(0.0, |own| own.cpu_s),
                 gpu_note: watched.gpu_note(),
+                tools_url: tools_url.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone(),
                 jobs: with_counts(with_runs(with_probes(watched.views(), &probes), &registry), &captured),
             };
             if let Some(Err(error)) = writing.as_mut().map(|h| h.record(std::time::SystemTime::now(), &next.jobs)) {
@@ -496,8 +553,9 @@ async fn capture(
         return (StatusCode::TOO_MANY_REQUESTS, why).into_response();
     };
     match record_job(&shared, pid, &shared.data_dir.join(folder), kineto, duration).await {
-        Ok(outcome) => {
+        Ok(mut outcome) => {
             count_capture(&shared, &outcome);
+            outcome.tools_link = tools_link(&shared, outcome.session.as_deref()).await;
             axum::Json(outcome).into_response()
         }
         Err(outcome) => (StatusCode::CONFLICT, axum::Json(outcome)).into_response(),
@@ -537,10 +595,10 @@ async fn record_job(
     let recorded = mlprof_run::attach::attach(&options, std::future::pending(), &say).await;
     let mut lines = lines.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
     match recorded {
-        Ok(outcome) => Ok(CaptureOutcome { pid, session: outcome.session, lines }),
+        Ok(outcome) => Ok(CaptureOutcome { pid, session: outcome.session, lines, tools_link: None }),
         Err(error) => {
             lines.push(error.to_string());
-            Err(CaptureOutcome { pid, session: None, lines })
+            Err(CaptureOutcome { pid, session: None, lines, tools_link: None })
         }
     }
 }
@@ -565,7 +623,7 @@ async fn record_through_run(
     logdir: &Path,
     duration: Duration,
 ) -> Result<CaptureOutcome, CaptureOutcome> {
-    let failed = |line: String| CaptureOutcome { pid, session: None, lines: vec![line] };
+    let failed = |line: String| CaptureOutcome { pid, session: None, lines: vec![line], tools_link: None };
     let asked = shared.registry.lock().unwrap_or_else(std::sync::PoisonError::into_inner).ask(
         registered,
         duration,
@@ -577,7 +635,7 @@ async fn record_through_run(
         Ok(Ok(outcome)) => {
             let mut lines = vec![format!("recorded by the mlprof run that started it (pid {registered})")];
             lines.extend(outcome.lines);
-            let recorded = CaptureOutcome { pid, session: outcome.session, lines };
+            let recorded = CaptureOutcome { pid, session: outcome.session, lines, tools_link: None };
             if recorded.session.is_some() { Ok(recorded) } else { Err(recorded) }
         }
         Ok(Err(_)) => Err(failed("the mlprof run that started it ended before the capture did".to_string())),

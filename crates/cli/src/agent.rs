@@ -147,6 +147,9 @@ fn run_capture(args: CaptureArgs) -> Result<(), Failure> {
     for line in &outcome.lines {
         eprintln!("mlprof: {line}");
     }
+    if let Some(link) = &outcome.tools_link {
+        eprintln!("mlprof: open it in every tool: {link}");
+    }
     match outcome.session {
         Some(session) => crate::write_stdout(&format!("{}\n", session.display())),
         None => Err(Failure::nothing(format!("nothing was recorded from pid {}", args.pid))),

@@ -222,6 +222,7 @@ fn two_jobs_captured_at_once_give_two_sessions_whose_steps_are_found() {
         assert!(out.status.success(), "{pid}: {err}");
         let session = std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
         assert!(session.starts_with(data.path()), "{}", session.display());
+        assert!(err.contains("mlprof: open it in every tool: http://127.0.0.1:"), "{err}");
         let logdir = session.ancestors().nth(3).expect("DATA/<job>-<pid>/plugins/profile/<session>");
         assert!(
             logdir

@@ -1,7 +1,7 @@
 // The `mlprof agent` live page: a job the agent found on its own appears with the
 // Python frame it runs most, the page updates from the event stream without a reload
-// (the CPU line grows), the job's capture button records it and says how to open
-// the capture, and a job that ended before the page opened is listed from the agent's
+// (the CPU line grows), the job's capture button records it and links to every mlprof
+// tool on the capture (served by the agent), and a job that ended before the page opened is listed from the agent's
 // history (MLPROF_UI_AGENT_ENDED_PID).
 //
 // Needs an agent watching a `python_hot_loop.py` job whose pid is MLPROF_UI_AGENT_PID:
@@ -37,6 +37,17 @@ export default async function (t) {
   assert.match(await card.locator('.capture code.command').textContent(), /^mlprof serve \/.+-\d+$/);
   assert.match(await card.locator('.capture').getAttribute('data-session'), /\/plugins\/profile\/[^/]+$/);
   await t.screenshot('agent_live_captured');
+
+  // The capture opens in every mlprof tool, served by the agent.
+  const link = await card.locator('.capture a.open').getAttribute('href');
+  assert.match(link, new RegExp(`^http://127\\.0\\.0\\.1:\\d+/\\?run=python_hot_loop\\.py-${pid}/[0-9_]+$`));
+  // (Another origin: the page never loads from one, so the test asks from here.)
+  const url = new URL(link);
+  const index = await fetch(link);
+  assert.equal(index.status, 200);
+  assert.match(await index.text(), /<html/i);
+  const runs = await (await fetch(new URL('/api/runs', url))).json();
+  assert.ok(runs.runs.some((run) => run.name === url.searchParams.get('run')), JSON.stringify(runs));
 
   // History: the job that ended is listed with its signals from disk; the running one
   // is not listed there.
