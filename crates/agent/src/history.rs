@@ -53,7 +53,7 @@ impl std::str::FromStr for Retain {
             let (number, unit) = part.split_at(digits);
             let number: f64 = number.parse().map_err(|_| format!("{part:?}: a number and a unit (1GB, 7d)"))?;
             let bytes = |scale: f64| Some((number * scale) as u64);
-            let seconds = |scale: f64| Some(Duration::from_secs_f64(number * scale));
+            let seconds = |scale: f64| Duration::try_from_secs_f64(number * scale).ok();
             match unit.to_ascii_lowercase().as_str() {
                 "b" => retain.max_bytes = bytes(1.0),
                 "kb" => retain.max_bytes = bytes(1e3),
@@ -66,6 +66,10 @@ impl std::str::FromStr for Retain {
                 "d" => retain.max_age = seconds(86_400.0),
                 _ => return Err(format!("{part:?}: the unit is one of B, KB, MB, GB, TB, s, m, h, d")),
             }
+        }
+        let ages = text.split(',').filter(|p| p.trim().ends_with(['s', 'm', 'h', 'd'])).count();
+        if ages > 0 && retain.max_age.is_none() {
+            return Err(format!("{text:?}: an age too long to count"));
         }
         if retain.max_bytes == Some(0) || retain.max_age.is_some_and(|age| age.is_zero()) {
             return Err(format!("{text:?}: keep more than nothing"));
@@ -313,6 +317,7 @@ mod tests {
         assert!("7 weeks".parse::<Retain>().unwrap_err().contains("unit"));
         assert!("0GB".parse::<Retain>().unwrap_err().contains("more than nothing"));
         assert!("GB".parse::<Retain>().is_err());
+        assert!("99999999999999999999999d".parse::<Retain>().unwrap_err().contains("too long"), "found by fuzzing");
     }
 
     #[test]

@@ -136,7 +136,8 @@ mod tests {
     #[test]
     fn a_line_per_job_cut_to_the_width() {
         let job = JobView { user: "a-very-long-user-name".into(), ..JobView::example() };
-        let snapshot = Snapshot { agent_pid: 1, uptime_s: 10.0, agent_cpu_s: 0.2, gpu_note: None, jobs: vec![job] };
+        let snapshot =
+            Snapshot { agent_pid: 1, uptime_s: 10.0, agent_cpu_s: 0.2, jobs: vec![job], ..Snapshot::default() };
         let text = render(&snapshot, 200);
         let header = text.lines().nth(1).expect("the header");
         assert_eq!(header.find("STEP").map(|at| at + 4), line_end_of(&text, "ms"), "{text}");

@@ -402,7 +402,7 @@ mod tests {
         assert_eq!(state.key(Key::Char('c'), 10), Action::Capture(4242));
         assert_eq!(state.key(Key::Char('c'), 10), Action::None, "one capture of a job at a time");
         let session = PathBuf::from("/data/train.py-4242/plugins/profile/s1");
-        state.captured(4242, Ok(CaptureOutcome { pid: 4242, session: Some(session.clone()), lines: vec![] }));
+        state.captured(4242, Ok(CaptureOutcome { pid: 4242, session: Some(session.clone()), ..Default::default() }));
         assert!(state.status.contains("o opens it"));
         assert_eq!(state.key(Key::Char('o'), 10), Action::Open(4242, session.clone()));
         state.opened(4242, session, Ok("Steps: 104\nInput: 12 %\n".into()));

@@ -58,8 +58,8 @@ pub fn request(
     parse_response(&response).ok_or(HttpError::NotHttp)
 }
 
-/// The status code and body of a whole HTTP/1.1 response.
-fn parse_response(response: &[u8]) -> Option<(u16, Vec<u8>)> {
+/// The status code and body of a whole HTTP/1.1 response (`None`: not one).
+pub fn parse_response(response: &[u8]) -> Option<(u16, Vec<u8>)> {
     let end = response.windows(4).position(|w| w == b"\r\n\r\n")?;
     let head = std::str::from_utf8(&response[..end]).ok()?;
     let body = &response[end + 4..];

@@ -1,0 +1,27 @@
+//! Fuzzes what the node's agent and `mlprof run --agent` read from each other: any bytes
+//! as an HTTP answer (a hostile listener on the agent's port), as a registration (the
+//! agent's `POST /api/register`) or its reply (an ask the run would act on), and as a
+//! `--retain` budget: a value or an error, never a panic; an ask out of range is never
+//! taken.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use mlprof_run::agent_link::{MAX_ASK, Registration, RegistrationReply};
+use mlprof_run::http1::parse_response;
+
+fuzz_target!(|data: &[u8]| {
+    if let Some((status, body)) = parse_response(data) {
+        assert!(body.len() <= data.len() || status > 0);
+    }
+    let _ = serde_json::from_slice::<Registration>(data);
+    if let Ok(reply) = serde_json::from_slice::<RegistrationReply>(data) {
+        for ask in reply.asks {
+            if let Some(duration) = ask.duration() {
+                assert!(!duration.is_zero() && duration <= MAX_ASK);
+            }
+        }
+    }
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = text.parse::<mlprof_agent::history::Retain>();
+    }
+});
