@@ -42,16 +42,24 @@ pub fn available() -> bool {
     std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
 }
 
-/// Runs the screen against the agent at `address` until `q` or Ctrl-C.
-pub fn run(address: SocketAddr, token: Option<String>) -> Result<(), String> {
-    // The first snapshot before the screen: an agent that is not there is said plainly.
+/// Runs the screen against the agent at `address` until `q` or Ctrl-C, following job
+/// `follow` from the start where given.
+pub fn run(address: SocketAddr, token: Option<String>, follow: Option<u32>) -> Result<(), String> {
+    // The first snapshot before the screen: an agent that is not there, or a job it does
+    // not see, is said plainly.
     let first = client::snapshot(address, token.as_deref())?;
+    if let Some(pid) = follow.filter(|pid| !first.jobs.iter().any(|j| j.pid == *pid)) {
+        return Err(format!("the agent at {address} sees no job with pid {pid} (mlprof top --once lists them)"));
+    }
     let (reports, received) = mpsc::channel();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     spawn_refresher(address, token.clone(), reports.clone(), stop.clone());
     let mut terminal = ratatui::try_init().map_err(|e| format!("the terminal: {e}"))?;
     let mut state = TopState::default();
     state.update(first);
+    if let Some(pid) = follow {
+        state.follow(pid);
+    }
     let outcome = (|| -> Result<(), String> {
         let mut rows = 10;
         loop {

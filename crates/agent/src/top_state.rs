@@ -192,6 +192,12 @@ impl TopState {
         }
     }
 
+    /// Selects and follows job `pid`.
+    pub fn follow(&mut self, pid: u32) {
+        self.selected = Some(pid);
+        self.mode = Mode::Follow(pid);
+    }
+
     /// The jobs in the chosen order.
     pub fn jobs(&self) -> Vec<&JobView> {
         let mut jobs: Vec<&JobView> = self.snapshot.jobs.iter().collect();
@@ -421,7 +427,8 @@ mod tests {
     fn a_followed_job_that_ends_goes_back_to_the_list() {
         let mut state = TopState::default();
         state.update(snapshot());
-        state.key(Key::Char('f'), 10);
+        state.follow(7);
+        assert_eq!((state.selected, state.key(Key::Char('c'), 10)), (Some(7), Action::Capture(7)));
         state.update(Snapshot::default());
         assert_eq!(state.mode, Mode::List);
         assert_eq!(state.selected, None);

@@ -191,6 +191,10 @@ pub struct TopArgs {
     /// Print one snapshot and exit.
     #[arg(long)]
     once: bool,
+    /// Follow this job (its pid, as the list shows it): on a terminal, its detail from
+    /// the start; printed, its line alone.
+    #[arg(long, value_name = "PID")]
+    follow: Option<u32>,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     format: TopFormat,
@@ -202,11 +206,17 @@ pub struct TopArgs {
 pub fn run_top(args: TopArgs) -> Result<(), Failure> {
     let token = token(args.token);
     if !args.once && matches!(args.format, TopFormat::Table) && mlprof_agent::top_screen::available() {
-        return mlprof_agent::top_screen::run(args.agent, token).map_err(Failure::nothing);
+        return mlprof_agent::top_screen::run(args.agent, token, args.follow).map_err(Failure::nothing);
     }
     let width = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()).unwrap_or(120);
     loop {
-        let snapshot = client::snapshot(args.agent, token.as_deref()).map_err(Failure::nothing)?;
+        let mut snapshot = client::snapshot(args.agent, token.as_deref()).map_err(Failure::nothing)?;
+        if let Some(pid) = args.follow {
+            snapshot.jobs.retain(|job| job.pid == pid);
+            if snapshot.jobs.is_empty() {
+                return Err(Failure::nothing(format!("the agent at {} sees no job with pid {pid}", args.agent)));
+            }
+        }
         let text = match args.format {
             TopFormat::Json => serde_json::to_string_pretty(&snapshot).map(|j| j + "\n").unwrap_or_default(),
             TopFormat::Table => mlprof_agent::top::render(&snapshot, width),

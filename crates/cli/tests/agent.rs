@@ -347,15 +347,16 @@ impl Drop for Run {
 }
 
 /// `mlprof run --agent=AGENT --delay 60m -- PYTHON SCRIPT 150`: the run records only what
-/// the agent asks for.
+/// the agent asks for; what it says goes to `LOGDIR/SCRIPT.err`.
 fn run_with_agent(agent: &str, python: &str, script: &str, logdir: &std::path::Path) -> Run {
+    let said = std::fs::File::create(logdir.join(format!("{script}.err"))).expect("a file for its lines");
     Run(Command::new(env!("CARGO_BIN_EXE_mlprof"))
         .args(["run", &format!("--agent={agent}"), "--delay", "60m", "--sample-hz", "20", "--logdir"])
         .arg(logdir)
         .args(["--", python])
         .args([peers::script(script).as_os_str(), "150".as_ref()])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(said)
         .spawn()
         .expect("mlprof run starts"))
 }
@@ -456,7 +457,8 @@ fn jobs_started_by_run_register_and_are_captured_through_their_run() {
         assert!(job_logdir.ends_with(format!("{name}-{pid}")), "{}", session.display());
         assert!(job_logdir.starts_with(data.path()), "{}", session.display());
         let (steps, source) = peers::overview_steps(job_logdir);
-        assert!(steps.len() >= 2, "{name}: {source}: {steps:?}\n{err}");
+        let run_said = std::fs::read_to_string(logdir.path().join(format!("{name}.err"))).unwrap_or_default();
+        assert!(steps.len() >= 2, "{name}: {source}: {steps:?}\n{err}\nits run said:\n{run_said}");
     }
     let metrics = metrics_text(&address, None);
     check_prometheus_text(&metrics);
@@ -469,6 +471,7 @@ fn jobs_started_by_run_register_and_are_captured_through_their_run() {
     let breakdown = format!("mlprof_job_step_breakdown_seconds{{pid=\"{}\",", jobs[1].1);
     assert!(metrics.contains(&breakdown) && metrics.contains("category=\"Host compute\""), "{metrics}");
     let own = std::fs::read_dir(mlprof_profile_root(logdir.path())).map_or(0, Iterator::count);
+    // (The runs' lines are in LOGDIR/*.err, beside plugins/.)
     assert_eq!(own, 0, "the runs' own log directory got nothing: their first round is an hour away");
 
     let port = address.rsplit(':').next().expect("a port").to_string();
@@ -565,7 +568,7 @@ fn a_retain_that_cannot_be_read_is_refused_in_one_line() {
 }
 
 /// `mlprof top` on a terminal (a pseudo-terminal driven like a person at the keyboard):
-/// the job's line, `f` follows it in detail, `c` captures it, `o` opens what the capture
+/// `--follow PID` shows the job in detail, `c` captures it, `o` opens what the capture
 /// holds (scrolled with page down to its busiest Python code), `q` leaves.
 #[test]
 fn top_on_a_terminal_follows_captures_and_opens_a_job() {
@@ -577,8 +580,8 @@ fn top_on_a_terminal_follows_captures_and_opens_a_job() {
     wait_for(&address, "the job in hot_spin", |s| job(s, pid).is_some_and(|j| top_frame(j).starts_with("hot_spin")));
     // Page down twice, from the overview to the busiest Python code after it.
     let page_down = "\u{1b}[6~\u{1b}[6~";
+    // Other tests' jobs may be on the list too: this one is followed from the start.
     let plan = json!([
-        [format!("{pid}"), "f"],
         ["command:", "c"],
         ["(o opens it)", "o"],
         ["== overview_page ==", page_down],
@@ -589,12 +592,18 @@ fn top_on_a_terminal_follows_captures_and_opens_a_job() {
         .arg(plan.to_string())
         .arg("60")
         .arg(env!("CARGO_BIN_EXE_mlprof"))
-        .args(["top", "--agent", &address])
+        .args(["top", "--agent", &address, "--follow", &pid.to_string()])
         .output()
         .expect("python3 runs");
     let screen = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}\n{screen}", String::from_utf8_lossy(&out.stderr));
     let flat = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+    let gone = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["top", "--once", "--agent", &address, "--follow", "4194305"])
+        .output()
+        .expect("mlprof top runs");
+    assert_eq!(gone.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&gone.stderr).contains("sees no job with pid 4194305"));
     assert!(flat.contains("python_hot_loop.py"), "{flat}");
     assert!(flat.contains("Python frames"), "the detail pane: {flat}");
     assert!(flat.contains(&format!("python_hot_loop.py-{pid}")), "the capture's session: {flat}");

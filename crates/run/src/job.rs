@@ -49,6 +49,9 @@ const KINETO_STEPS_DEADLINE: Duration = Duration::from_secs(600);
 /// trace is asked for: earlier traces catch the job starting (see [`crate::schedule`];
 /// on an H200 a JAX job captured 3 s after launch was still compiling).
 const SETTLE: Duration = Duration::from_secs(5);
+/// How often the profiler server is asked for a round the agent asked for, at most (a
+/// server ends its last session a moment after answering it).
+const ASKED_SERVER_TRIES: u32 = 3;
 /// How long after the job exits mlprof still waits for traces it asked for.
 const AFTER_EXIT_WAIT: Duration = Duration::from_secs(2);
 
@@ -215,6 +218,7 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
         torch: TorchFallback::new(TorchFallback::forced_by_environment()),
         flush_waiters: Vec::new(),
         asks: Vec::new(),
+        server_tries: HashMap::new(),
     };
     let mut tick = tokio::time::interval(TICK);
     let status = loop {
@@ -519,6 +523,8 @@ struct State {
     flush_waiters: Vec<std::sync::mpsc::Sender<()>>,
     /// Rounds the agent asked for, not yet reported.
     asks: Vec<OpenAsk>,
+    /// Captures of the profiler server tried, by round.
+    server_tries: HashMap<u32, u32>,
 }
 
 /// A round the agent asked for.
@@ -940,7 +946,18 @@ impl State {
                 };
             }
             ServerState::Capturing { server, round, next_round, task } if task.is_finished() => {
-                self.finish_capture(&server, task.await.ok().flatten(), say);
+                let outcome = task.await.ok().flatten();
+                let got = outcome.as_ref().is_some_and(|o| !o.local_files().is_empty());
+                let tries = self.server_tries.entry(round).or_insert(0);
+                *tries += 1;
+                if !got && is_asked(round) && *tries < ASKED_SERVER_TRIES {
+                    // The server may still be ending the session before (a probe just
+                    // ended: "Another profiling session active"): the round is tried again.
+                    self.rounds.cancel(server.pid, round);
+                    self.server = ServerState::Ready { server, next_round, settled_at: Instant::now() + TICK * 4 };
+                    return;
+                }
+                self.finish_capture(&server, outcome, say);
                 self.sample_windows.traced(round, realtime_ns());
                 let next_round = if is_asked(round) {
                     self.rounds.finished(server.pid);

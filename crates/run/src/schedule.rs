@@ -220,6 +220,7 @@ impl Rounds {
     pub fn cancel(&mut self, pid: i32, round: u32) {
         if let Some(process) = self.processes.get_mut(&pid) {
             process.tracing = None;
+            process.free_since = Instant::now();
             if is_asked(round) {
                 process.next_asked = process.next_asked.min(round);
             } else {
