@@ -473,18 +473,24 @@ fn jobs_started_by_run_register_and_are_captured_through_their_run() {
         let run_said = std::fs::read_to_string(logdir.path().join(format!("{name}.err"))).unwrap_or_default();
         assert!(steps.len() >= 2, "{name}: {source}: {steps:?}\n{err}\nits run said:\n{run_said}");
     }
-    let metrics = metrics_text(&address, None);
+    // One capture of each, counted in the next snapshot (within a second).
+    let counted = |metrics: &str, pid: u32| {
+        let name = format!("mlprof_job_captures_total{{pid=\"{pid}\",");
+        metrics.lines().any(|l| l.starts_with(&name) && l.ends_with(" 1"))
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut metrics = metrics_text(&address, None);
+    while !jobs[..2].iter().all(|(_, pid, _)| counted(&metrics, *pid)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(250));
+        metrics = metrics_text(&address, None);
+    }
     check_prometheus_text(&metrics);
     for (_, pid, _) in &jobs[..2] {
-        let counted = metrics
-            .lines()
-            .any(|l| l.starts_with(&format!("mlprof_job_captures_total{{pid=\"{pid}\",")) && l.ends_with(" 1"));
-        assert!(counted, "one capture of {pid} counted: {metrics}");
+        assert!(counted(&metrics, *pid), "one capture of {pid} counted: {metrics}");
     }
     let breakdown = format!("mlprof_job_step_breakdown_seconds{{pid=\"{}\",", jobs[1].1);
     assert!(metrics.contains(&breakdown) && metrics.contains("category=\"Host compute\""), "{metrics}");
     let own = std::fs::read_dir(mlprof_profile_root(logdir.path())).map_or(0, Iterator::count);
-    // (The runs' lines are in LOGDIR/*.err, beside plugins/.)
     assert_eq!(own, 0, "the runs' own log directory got nothing: their first round is an hour away");
 
     let port = address.rsplit(':').next().expect("a port").to_string();
