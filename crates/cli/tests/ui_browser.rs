@@ -155,21 +155,25 @@ fn ui_agent_live() {
     }
     let _one_at_a_time = BROWSER.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let data = tempfile::tempdir().expect("a data directory");
-    let mut agent = Command::new(env!("CARGO_BIN_EXE_mlprof"))
-        .args(["agent", "--listen", "127.0.0.1:0", "--data"])
-        .arg(data.path())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("the agent starts");
+    let mut agent = Killed(
+        Command::new(env!("CARGO_BIN_EXE_mlprof"))
+            .args(["agent", "--listen", "127.0.0.1:0", "--data"])
+            .arg(data.path())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the agent starts"),
+    );
     let mut first = String::new();
-    BufReader::new(agent.stdout.take().expect("piped")).read_line(&mut first).expect("its address");
+    BufReader::new(agent.0.stdout.take().expect("piped")).read_line(&mut first).expect("its address");
     let url = first.strip_prefix("mlprof agent: ").and_then(|rest| rest.split(' ').next()).unwrap_or("").to_string();
-    let mut job = Command::new("python3")
-        .arg(repo_root().join("tests/peers/python_hot_loop.py"))
-        .arg("120")
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("python3 starts");
+    let job = Killed(
+        Command::new("python3")
+            .arg(repo_root().join("tests/peers/python_hot_loop.py"))
+            .arg("120")
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("python3 starts"),
+    );
     // A job that ends before the page opens: the page lists it from the agent's history.
     let mut ended = Command::new("python3")
         .arg(repo_root().join("tests/peers/python_hot_loop.py"))
@@ -180,11 +184,18 @@ fn ui_agent_live() {
     let ended_pid = ended.id().to_string();
     let _ = ended.wait();
     std::thread::sleep(std::time::Duration::from_secs(2));
-    let pid = job.id().to_string();
+    let pid = job.0.id().to_string();
     let env = [("MLPROF_UI_AGENT_PID", OsStr::new(&pid)), ("MLPROF_UI_AGENT_ENDED_PID", OsStr::new(&ended_pid))];
+    // The job and the agent are killed when this ends, a failed spec's panic included.
     run_node_at("agent_live", &url, &["agent_live"], &env);
-    for child in [&mut job, &mut agent] {
-        let _ = child.kill();
-        let _ = child.wait();
+}
+
+/// A process killed when dropped.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
