@@ -84,6 +84,13 @@ struct ProcessRounds {
     free_since: Instant,
 }
 
+impl ProcessRounds {
+    /// A process first seen at `now`: free, nothing traced yet.
+    fn first_seen_at(now: Instant) -> ProcessRounds {
+        ProcessRounds { first_seen: now, tracing: None, next: 0, next_asked: FIRST_ASKED_ROUND, free_since: now }
+    }
+}
+
 /// Which processes get which round; at most `max_processes` processes are traced, each
 /// no sooner than `settle` after it was first ready.
 #[derive(Debug)]
@@ -155,8 +162,7 @@ impl Rounds {
             self.refused += 1;
             return None;
         }
-        let fresh =
-            ProcessRounds { first_seen: now, tracing: None, next: 0, next_asked: FIRST_ASKED_ROUND, free_since: now };
+        let fresh = ProcessRounds::first_seen_at(now);
         let seen = *self.processes.entry(pid).or_insert(fresh);
         if now < seen.first_seen + self.settle || seen.tracing.is_some() {
             return None;
@@ -181,8 +187,7 @@ impl Rounds {
     /// has let it settle. For a tracer that follows the schedule by itself (a profiler
     /// server) and takes only asked rounds from here.
     pub fn join_asked(&mut self, pid: i32, now: Instant) -> Option<u32> {
-        let fresh =
-            ProcessRounds { first_seen: now, tracing: None, next: 0, next_asked: FIRST_ASKED_ROUND, free_since: now };
+        let fresh = ProcessRounds::first_seen_at(now);
         let seen = *self.processes.get(&pid).unwrap_or(&fresh);
         if seen.tracing.is_some() {
             return None;
