@@ -115,6 +115,18 @@ struct Known {
     checked: Instant,
 }
 
+/// Profilers and debuggers that run beside a job or launch it (`mlprof run`, `nsys
+/// profile`, `gdb`, `perf`): they map Python or NVIDIA's libraries themselves (gdb and
+/// perf embed Python, mlprof and nsys load NVML), but they are never the job, so the job
+/// is the process they watch or start.
+const BESIDE_JOBS: &[&str] = &["mlprof", "nsys", "ncu", "gdb", "cuda-gdb", "perf", "py-spy", "compute-sanitizer"];
+
+/// Whether a process named `comm` is a profiler or debugger (see [`BESIDE_JOBS`]).
+pub fn is_beside_jobs(comm: &str) -> bool {
+    // The kernel keeps 15 bytes of a name.
+    BESIDE_JOBS.iter().any(|tool| tool.get(..tool.len().min(15)) == Some(comm))
+}
+
 /// The kernel's thread daemon: its children are kernel threads, which map nothing.
 const KTHREADD: u32 = 2;
 
@@ -122,7 +134,7 @@ impl Classifier {
     /// What `process` runs: read from its maps when it is new, renamed (`exec`), or due
     /// a recheck.
     pub fn runs(&mut self, process: &Process, now: Instant) -> Runs {
-        if process.pid == KTHREADD || process.ppid == KTHREADD {
+        if process.pid == KTHREADD || process.ppid == KTHREADD || is_beside_jobs(&process.comm) {
             return Runs::default();
         }
         if let Some(known) = self.known.get(&process.pid)
@@ -212,6 +224,37 @@ mod tests {
                 .collect();
         let is_job = |p: &Process| [11, 12, 13, 21, 30].contains(&p.pid);
         assert_eq!(jobs(&processes, is_job), vec![(11, vec![11, 12, 13, 14]), (21, vec![21]), (30, vec![30])]);
+    }
+
+    #[test]
+    fn a_profiler_or_debugger_beside_a_job_is_never_part_of_it() {
+        // An `mlprof run` (or gdb, perf) maps Python or NVIDIA's libraries itself; were it
+        // a job, the job it starts would be listed under its name and not found by pid.
+        let python = |name: &str| {
+            let script = format!("open('/proc/self/comm', 'w').write('{name}'); import time; time.sleep(30)");
+            std::process::Command::new("python3").args(["-c", &script]).spawn().expect("python3 runs")
+        };
+        let (mut job, mut tool) = (python("train.py"), python("mlprof"));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let seen = loop {
+            let seen: Vec<Process> = scan().into_iter().filter(|p| [job.id(), tool.id()].contains(&p.pid)).collect();
+            if seen.iter().filter(|p| p.comm == "train.py" || p.comm == "mlprof").count() == 2
+                || Instant::now() > deadline
+            {
+                break seen;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut classifier = Classifier::default();
+        let is_job: Vec<(String, bool)> =
+            seen.iter().map(|p| (p.comm.clone(), classifier.runs(p, Instant::now()).is_job())).collect();
+        let _ = (job.kill(), tool.kill(), job.wait(), tool.wait());
+        assert_eq!(is_job.len(), 2, "{is_job:?}");
+        assert!(
+            is_job.contains(&("train.py".into(), true)) && is_job.contains(&("mlprof".into(), false)),
+            "{is_job:?}"
+        );
+        assert!(is_beside_jobs("compute-sanitiz") && is_beside_jobs("gdb") && !is_beside_jobs("python3"));
     }
 
     #[test]
