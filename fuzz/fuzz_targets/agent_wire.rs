@@ -1,8 +1,9 @@
 //! Fuzzes what the node's agent and `mlprof run --agent` read from each other: any bytes
 //! as an HTTP answer (a hostile listener on the agent's port), as a registration (the
 //! agent's `POST /api/register`) or its reply (an ask the run would act on), and as a
-//! `--retain` budget: a value or an error, never a panic; an ask out of range is never
-//! taken.
+//! `--retain` budget, and as the listening sockets both look up (a socket-diagnostics
+//! datagram, a `/proc/net/tcp` table): a value or an error, never a panic; an ask out of
+//! range is never taken.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -21,7 +22,11 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
+    let mut listeners = Vec::new();
+    let _ = mlprof_run::sock_diag::parse(data, &mut listeners);
+    assert!(listeners.len() <= data.len() / 88);
     if let Ok(text) = std::str::from_utf8(data) {
+        let _ = mlprof_run::listening::parse_table(text);
         let _ = text.parse::<mlprof_agent::history::Retain>();
     }
 });

@@ -258,6 +258,8 @@ impl Jobs {
         let roots: HashSet<u32> = found.iter().map(|(root, _)| *root).collect();
         self.jobs.retain(|root, _| roots.contains(root));
         let readings = self.read_gpus();
+        // Each network namespace's listening sockets, read at most once a tick.
+        let mut listeners: HashMap<u64, Vec<mlprof_run::listening::Listener>> = HashMap::new();
         for (root, tree) in found {
             let Some(process) = by_pid.get(&root) else { continue };
             let job = match self.jobs.entry(root) {
@@ -288,7 +290,17 @@ impl Jobs {
             job.view.seen_for_s = now.duration_since(job.first_seen).as_secs_f64();
             if job.endpoints_at.is_none_or(|at| now.duration_since(at) >= ENDPOINTS_EVERY) {
                 job.endpoints_at = Some(now);
-                job.view.listening_ports = mlprof_run::listening::local_ports(root);
+                let unknown;
+                let known = match mlprof_run::listening::network_namespace(root) {
+                    Some(namespace) => {
+                        listeners.entry(namespace).or_insert_with(|| mlprof_run::listening::listeners_of(root))
+                    }
+                    None => {
+                        unknown = mlprof_run::listening::listeners_of(root);
+                        &unknown
+                    }
+                };
+                job.view.listening_ports = mlprof_run::listening::ports_among(root, known);
                 job.view.kineto_endpoint =
                     mlprof_run::attach_kineto::endpoint(root).ok().flatten().map(|e| e.to_string());
             }

@@ -253,42 +253,9 @@ impl Heartbeat {
 }
 
 /// The user owning the TCP socket that listens on `address` (or on every address at its
-/// port), from `/proc/net/tcp` and `/proc/net/tcp6`.
+/// port) in this process's network namespace.
 pub fn listener_uid(address: SocketAddr) -> Option<u32> {
-    ["/proc/net/tcp", "/proc/net/tcp6"]
-        .iter()
-        .filter_map(|table| std::fs::read_to_string(table).ok())
-        .find_map(|text| text.lines().skip(1).find_map(|line| listening_owner(line, address)))
-}
-
-/// The owner of one `/proc/net/tcp*` line's socket, where it listens on `address`.
-fn listening_owner(line: &str, address: SocketAddr) -> Option<u32> {
-    let fields: Vec<&str> = line.split_whitespace().collect();
-    // sl, local_address, rem_address, st, tx:rx, tr:when, retrnsmt, uid, …
-    let (local, state, uid) = (fields.get(1)?, fields.get(3)?, fields.get(7)?);
-    if *state != "0A" {
-        return None;
-    }
-    let (ip_hex, port_hex) = local.split_once(':')?;
-    if u16::from_str_radix(port_hex, 16).ok()? != address.port() {
-        return None;
-    }
-    // The kernel prints each 32-bit word of the address in host (little-endian) order.
-    let bytes: Vec<u8> = (0..ip_hex.len() / 8)
-        .filter_map(|word| u32::from_str_radix(ip_hex.get(word * 8..word * 8 + 8)?, 16).ok())
-        .flat_map(|word| word.to_le_bytes())
-        .collect();
-    let ip: std::net::IpAddr = match bytes.len() {
-        4 => std::net::Ipv4Addr::new(bytes[0], bytes[1], bytes[2], bytes[3]).into(),
-        16 => std::net::Ipv6Addr::from(<[u8; 16]>::try_from(bytes.as_slice()).ok()?).into(),
-        _ => return None,
-    };
-    let mapped = |ip: std::net::IpAddr| match ip {
-        std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, std::net::IpAddr::V4),
-        v4 => v4,
-    };
-    let ip = mapped(ip);
-    (ip == address.ip() || ip.is_unspecified()).then(|| uid.parse().ok()).flatten()
+    crate::listening::listeners_of(std::process::id()).into_iter().find(|l| l.serves(address)).map(|l| l.uid)
 }
 
 #[cfg(test)]
@@ -351,18 +318,14 @@ mod tests {
     }
 
     #[test]
-    fn the_owner_of_a_listening_socket_is_read_from_proc() {
-        let line = "   3: 0100007F:1E46 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 5 1";
-        assert_eq!(listening_owner(line, "127.0.0.1:7750".parse().unwrap()), Some(1000));
-        assert_eq!(listening_owner(line, "127.0.0.1:7751".parse().unwrap()), None, "another port");
-        let any = "   4: 00000000:1E46 00000000:0000 0A 00000000:00000000 00:00000000 00000000  0 0 6 1";
-        assert_eq!(listening_owner(any, "127.0.0.1:7750".parse().unwrap()), Some(0), "every address");
-        let connected = line.replace(" 0A ", " 01 ");
-        assert_eq!(listening_owner(&connected, "127.0.0.1:7750".parse().unwrap()), None, "not listening");
+    fn the_owner_of_a_listening_socket_is_found() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
         // SAFETY: geteuid has no arguments and cannot fail.
         let me = unsafe { libc::geteuid() };
-        assert_eq!(listener_uid(listener.local_addr().unwrap()), Some(me));
+        assert_eq!(listener_uid(address), Some(me));
+        drop(listener);
+        assert_eq!(listener_uid(address), None, "nothing listens there any more");
     }
 
     #[test]

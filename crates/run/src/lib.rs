@@ -41,6 +41,7 @@ pub mod python_hook;
 pub mod sample_windows;
 pub mod sampling;
 pub mod schedule;
+pub mod sock_diag;
 pub mod torch_fallback;
 
 pub use job::{DeviceTracer, RunOptions, RunOutcome, run_job};
