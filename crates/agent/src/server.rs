@@ -32,6 +32,8 @@ use crate::jobs::{JobView, Jobs, WatchOptions};
 use crate::probe::{self, ProbeView};
 use crate::registry::Registry;
 
+mod node_profiler;
+
 /// How often the node is looked at.
 pub const TICK: Duration = Duration::from_secs(1);
 /// Captures running at once, at most.
@@ -165,6 +167,9 @@ pub enum AgentError {
 pub struct Agent {
     listener: tokio::net::TcpListener,
     token: Option<Arc<str>>,
+    /// The node's `tensorflow.ProfilerService`, when asked for, and the token its calls
+    /// must carry (a non-loopback port).
+    profiler: Option<(tokio::net::TcpListener, Option<Arc<str>>)>,
 }
 
 impl Agent {
@@ -174,7 +179,23 @@ impl Agent {
             if address.ip().is_loopback() { None } else { Some(new_token().map_err(AgentError::Token)?.into()) };
         let listener =
             tokio::net::TcpListener::bind(address).await.map_err(|error| AgentError::Bind { address, error })?;
-        Ok(Agent { listener, token })
+        Ok(Agent { listener, token, profiler: None })
+    }
+
+    /// Also serves `tensorflow.ProfilerService` on `address`: a `Profile` call records
+    /// every job the agent sees. A non-loopback address needs the agent's token (made
+    /// now if the agent has none). Returns the address bound.
+    pub async fn serve_profiler(&mut self, address: SocketAddr) -> Result<SocketAddr, AgentError> {
+        let listener =
+            tokio::net::TcpListener::bind(address).await.map_err(|error| AgentError::Bind { address, error })?;
+        let bound = listener.local_addr().map_err(|error| AgentError::Bind { address, error })?;
+        let token = match (node_profiler::open_without_token(bound), &self.token) {
+            (true, _) => None,
+            (false, Some(token)) => Some(Arc::clone(token)),
+            (false, None) => Some(Arc::from(new_token().map_err(AgentError::Token)?)),
+        };
+        self.profiler = Some((listener, token));
+        Ok(bound)
     }
 
     /// The address bound (the port chosen for port 0).
@@ -182,9 +203,10 @@ impl Agent {
         self.listener.local_addr()
     }
 
-    /// The token requests must carry, for a non-loopback address.
+    /// The token requests must carry, for a non-loopback address (the agent's or its
+    /// profiler port's).
     pub fn token(&self) -> Option<&str> {
-        self.token.as_deref()
+        self.token.as_deref().or_else(|| self.profiler.as_ref().and_then(|(_, token)| token.as_deref()))
     }
 
     /// Watches the node and serves until `stop` completes.
@@ -231,8 +253,24 @@ impl Agent {
             .route("/api/jobs/{pid}/capture", post(capture))
             .route(mlprof_run::agent_link::REGISTER_PATH, post(register))
             .route("/metrics", get(metrics))
-            .with_state(shared);
-        let _ = axum::serve(self.listener, router).with_graceful_shutdown(stop).await;
+            .with_state(shared.clone());
+        let (stopping, stopped) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            stop.await;
+            let _ = stopping.send(true);
+        });
+        let wait = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
+            // An error means the sender is gone, which also asks to stop.
+            let _ = stopped.wait_for(|&s| s).await;
+        };
+        let profiler = self.profiler.map(|(listener, token)| {
+            let shared = Shared { token, ..shared };
+            tokio::spawn(node_profiler::serve(listener, shared, wait(stopped.clone())))
+        });
+        let _ = axum::serve(self.listener, router).with_graceful_shutdown(wait(stopped)).await;
+        if let Some(profiler) = profiler {
+            profiler.abort();
+        }
         watcher.abort();
         if let Some(prober) = prober {
             prober.abort();
@@ -560,6 +598,42 @@ async fn capture(
         }
         Err(outcome) => (StatusCode::CONFLICT, axum::Json(outcome)).into_response(),
     }
+}
+
+/// Records every job the agent sees at once for `duration`, each into its folder of the
+/// data directory as `mlprof agent capture` would: each job's folder and what was
+/// recorded, by folder. Jobs past the free capture places are left out, and say so.
+async fn capture_every_job(
+    shared: &Shared,
+    duration: Duration,
+) -> Vec<(String, Result<CaptureOutcome, CaptureOutcome>)> {
+    let jobs: Vec<(u32, String, bool)> = {
+        let snapshot = shared.snapshot.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        snapshot.jobs.iter().map(|job| (job.pid, job.folder(), job.kineto_endpoint.is_some())).collect()
+    };
+    let mut outcomes = Vec::new();
+    let mut running = tokio::task::JoinSet::new();
+    for (pid, folder, kineto) in jobs {
+        let Ok(permit) = shared.captures.clone().try_acquire_owned() else {
+            let why = format!("left out: {MAX_CAPTURES} captures were running");
+            outcomes.push((folder, Err(CaptureOutcome { pid, lines: vec![why], ..Default::default() })));
+            continue;
+        };
+        let shared = shared.clone();
+        running.spawn(async move {
+            let _permit = permit;
+            let recorded = record_job(&shared, pid, &shared.data_dir.join(&folder), kineto, duration).await;
+            if let Ok(outcome) = &recorded {
+                count_capture(&shared, outcome);
+            }
+            (folder, recorded)
+        });
+    }
+    while let Some(done) = running.join_next().await {
+        outcomes.extend(done.ok());
+    }
+    outcomes.sort_by(|a, b| a.0.cmp(&b.0));
+    outcomes
 }
 
 /// Records job `pid` for `duration` into the log directory `logdir`: through the run

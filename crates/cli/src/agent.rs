@@ -1,7 +1,7 @@
 //! `mlprof agent` and `mlprof top`: the node's jobs, live. The agent's first stdout line
 //! is `mlprof agent: http://ADDR/` with the port bound (so `--listen 127.0.0.1:0`
-//! works; scripts and tests read it), then, for a non-loopback address, the token every
-//! request needs. `top` reads the agent's `/api/jobs` once (`--once`) or every second;
+//! works; scripts and tests read it), then the profiler service's address when one was
+//! asked for, then, for a non-loopback address, the token every request needs. `top` reads the agent's `/api/jobs` once (`--once`) or every second;
 //! `mlprof agent capture PID` asks it for a capture and prints the session.
 
 use std::io::Write;
@@ -25,6 +25,11 @@ pub struct AgentArgs {
     /// (printed at start).
     #[arg(long, default_value = DEFAULT_LISTEN, value_name = "ADDR")]
     listen: SocketAddr,
+    /// Also serve `tensorflow.ProfilerService` here (e.g. 127.0.0.1:6009): a capture of
+    /// this port (`mlprof capture`, TensorBoard's Capture Profile) records every job the
+    /// agent sees in one session. Loopback needs nothing; any other address the token.
+    #[arg(long, value_name = "ADDR")]
+    profiler_listen: Option<SocketAddr>,
     /// Python stack samples per second of each job's threads (0: none): enough to name
     /// the frames a job runs most, light enough to leave on.
     #[arg(long, value_name = "HZ", default_value_t = 5,
@@ -103,10 +108,22 @@ pub fn run_agent(args: AgentArgs) -> Result<(), Failure> {
     };
     let runtime = crate::run::runtime()?;
     runtime.block_on(async {
-        let agent = Agent::bind(args.listen).await.map_err(|e| Failure::input(e.to_string()))?;
+        let mut agent = Agent::bind(args.listen).await.map_err(|e| Failure::input(e.to_string()))?;
         let address = agent.local_addr().map_err(|e| Failure::input(format!("the bound address: {e}")))?;
+        let profiler = match args.profiler_listen {
+            Some(asked) => Some(agent.serve_profiler(asked).await.map_err(|e| Failure::input(e.to_string()))?),
+            None => None,
+        };
         let mut stdout = std::io::stdout().lock();
         let mut said = writeln!(stdout, "mlprof agent: http://{address}/ (jobs: /api/jobs, metrics: /metrics)");
+        if let Some(profiler) = profiler {
+            said = said.and_then(|()| {
+                writeln!(
+                    stdout,
+                    "mlprof agent: profiler service on {profiler} (mlprof capture {profiler} records every job)"
+                )
+            });
+        }
         if let Some(token) = agent.token() {
             said =
                 said.and_then(|()| writeln!(stdout, "mlprof agent: token: {token} (send Authorization: Bearer TOKEN)"));

@@ -56,6 +56,11 @@ pub struct CaptureArgs {
     /// UNKNOWN "Stream removed" or an empty trace; 2 gives TensorFlow's 3 attempts.
     #[arg(long, value_name = "N", default_value_t = 2)]
     retries: u32,
+    /// Sent to every server as `authorization: Bearer TOKEN`: what an `mlprof agent`'s
+    /// profiler port on a non-loopback address needs. It goes to every address given, so
+    /// give it only when they are your own agents (never read from the environment).
+    #[arg(long, value_name = "TOKEN")]
+    token: Option<String>,
     /// Deadline of each attempt, connecting included (default: as TensorFlow's client,
     /// max(60s, 2 × duration) + delay).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
@@ -155,6 +160,7 @@ async fn capture_round(
     options.device_tracer_level = args.device_tracer_level;
     options.python_tracer_level = args.python_tracer_level;
     options.retries = args.retries;
+    options.token = args.token.clone().filter(|t| !t.is_empty());
     options.timeout = args.timeout;
     if verbose {
         eprintln!(

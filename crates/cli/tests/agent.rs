@@ -3,7 +3,9 @@
 //! registration; a job that exits leaves the list; `/metrics` is valid Prometheus text;
 //! killing the agent leaves the jobs running; a non-loopback agent refuses requests
 //! without its token; jobs started by `mlprof run --agent` register, are probed and
-//! captured through their run, and register again with an agent that comes back.
+//! captured through their run, and register again with an agent that comes back; the
+//! agent's `tensorflow.ProfilerService` port records every job in one session for
+//! `mlprof capture` and TensorFlow's own client.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -30,6 +32,14 @@ fn start_agent(listen: &str) -> (Killed, String, Option<String>) {
 
 /// [`start_agent`] with more arguments.
 fn start_agent_with(listen: &str, more: &[&str]) -> (Killed, String, Option<String>) {
+    let (agent, address, _, token) = launch_agent(listen, more);
+    (agent, address, token)
+}
+
+/// Starts `mlprof agent --listen LISTEN MORE…` and reads its lines: the address, the
+/// profiler service's address (with `--profiler-listen`) and the token (when either
+/// address is not loopback).
+fn launch_agent(listen: &str, more: &[&str]) -> (Killed, String, Option<String>, Option<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mlprof"))
         .args(["agent", "--listen", listen])
         .args(more)
@@ -37,19 +47,28 @@ fn start_agent_with(listen: &str, more: &[&str]) -> (Killed, String, Option<Stri
         .spawn()
         .expect("the agent starts");
     let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
-    let first = lines.next().expect("a line").expect("text");
+    let mut line = || lines.next().expect("a line").expect("text");
+    let first = line();
     let address = first
         .strip_prefix("mlprof agent: http://")
         .and_then(|rest| rest.split('/').next())
         .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
         .to_string();
-    let token = if listen.starts_with("127.") {
+    let profiler_listen = more.iter().position(|a| *a == "--profiler-listen").and_then(|i| more.get(i + 1));
+    let profiler = profiler_listen.map(|_| {
+        let said = line();
+        said.strip_prefix("mlprof agent: profiler service on ")
+            .and_then(|rest| rest.split(' ').next())
+            .unwrap_or_else(|| panic!("unexpected line {said:?}"))
+            .to_string()
+    });
+    let token = if listen.starts_with("127.") && profiler_listen.is_none_or(|p| p.starts_with("127.")) {
         None
     } else {
-        let second = lines.next().expect("a token line").expect("text");
-        second.strip_prefix("mlprof agent: token: ").and_then(|t| t.split(' ').next()).map(str::to_string)
+        let said = line();
+        said.strip_prefix("mlprof agent: token: ").and_then(|t| t.split(' ').next()).map(str::to_string)
     };
-    (Killed(child), address, token)
+    (Killed(child), address, profiler, token)
 }
 
 /// `mlprof top --once --format json --agent ADDRESS`.
@@ -338,6 +357,83 @@ fn a_non_loopback_agent_refuses_requests_without_its_token() {
     assert!(allowed.status.success(), "{}", String::from_utf8_lossy(&allowed.stderr));
     assert!(String::from_utf8_lossy(&allowed.stdout).starts_with("mlprof top: "));
     assert!(metrics_text(&local, Some(&token)).contains("# TYPE mlprof_jobs gauge"));
+}
+
+#[test]
+fn the_agents_profiler_port_records_every_job_in_one_session() {
+    let test = "the_agents_profiler_port_records_every_job_in_one_session";
+    let data = tempfile::tempdir().expect("temp dir");
+    let data_arg = data.path().display().to_string();
+    let (_agent, address, profiler, _) =
+        launch_agent("127.0.0.1:0", &["--data", &data_arg, "--profiler-listen", "127.0.0.1:0"]);
+    let profiler = profiler.expect("the profiler service's address is printed");
+    let (first, second) = (hot_loop(), hot_loop());
+    let pids = [first.0.id(), second.0.id()];
+    wait_for(&address, "both jobs", |s| pids.iter().all(|&pid| job(s, pid).is_some()));
+    // The files of a session whose names hold both jobs, and what `python` finds in it.
+    let check = |logdir: &std::path::Path, client: &str| {
+        let sessions: Vec<_> = std::fs::read_dir(mlprof_profile_root(logdir)).expect("a session").collect();
+        assert_eq!(sessions.len(), 1, "{client}: one session");
+        let session = sessions.into_iter().next().expect("one").expect("readable").path();
+        let names: Vec<String> = std::fs::read_dir(&session)
+            .expect("files")
+            .map(|f| f.expect("readable").file_name().to_string_lossy().into_owned())
+            .collect();
+        for pid in pids {
+            let job = format!(".python_hot_loop.py-{pid}.");
+            assert!(names.iter().any(|n| n.contains(&job) && n.ends_with(".xplane.pb")), "{client}: {pid}: {names:?}");
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+            .args(["analyze".as_ref(), logdir.as_os_str(), "--tool".as_ref(), "python".as_ref()])
+            .output()
+            .expect("mlprof analyze runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && text.contains("hot_spin"), "{client}: {text}");
+    };
+    let logdir = tempfile::tempdir().expect("temp dir");
+    let out = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["capture", &profiler, "--duration", "1s", "--logdir"])
+        .arg(logdir.path())
+        .output()
+        .expect("mlprof capture runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    check(logdir.path(), "mlprof capture");
+    // Each job's recording is also one of the agent's own captures.
+    for pid in pids {
+        assert!(data.path().join(format!("python_hot_loop.py-{pid}")).is_dir());
+    }
+    // TensorFlow's own client, the call behind TensorBoard's Capture Profile.
+    if let Some(tf_python) = peers::python("MLPROF_TF_PYTHON", test) {
+        let tf_logdir = tempfile::tempdir().expect("temp dir");
+        let out = Command::new(&tf_python)
+            .arg(peers::script("tf_client.py"))
+            .args([profiler.as_str(), &tf_logdir.path().display().to_string(), "1000"])
+            .output()
+            .expect("the TensorFlow client runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        check(tf_logdir.path(), "TensorFlow's client");
+    }
+    // A profiler port every machine can reach takes only calls that carry the token.
+    let (_open, _, open_profiler, token) =
+        launch_agent("127.0.0.1:0", &["--data", &data_arg, "--profiler-listen", "0.0.0.0:0"]);
+    let token = token.expect("a token is printed");
+    let port = open_profiler.expect("printed").rsplit(':').next().expect("a port").to_string();
+    let local = format!("127.0.0.1:{port}");
+    let capture = |extra: &[&str]| {
+        let logdir = tempfile::tempdir().expect("temp dir");
+        let out = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+            .args(["capture", &local, "--duration", "500ms", "--retries", "0", "--logdir"])
+            .arg(logdir.path())
+            .args(extra)
+            .output()
+            .expect("mlprof capture runs");
+        (out, logdir)
+    };
+    let (refused, _) = capture(&[]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && err.contains("needs its token"), "{err}");
+    let (allowed, _kept) = capture(&["--token", &token]);
+    assert!(allowed.status.success(), "{}", String::from_utf8_lossy(&allowed.stderr));
 }
 
 /// An `mlprof run`, ended as a terminal's Ctrl-C would end it (SIGTERM, which it passes

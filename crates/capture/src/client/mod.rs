@@ -57,6 +57,9 @@ pub struct CaptureOptions {
     pub timeout: Option<Duration>,
     /// Pause before each retry.
     pub retry_pause: Duration,
+    /// Sent to every server as `authorization: Bearer TOKEN` (an `mlprof agent`'s
+    /// profiler port on a non-loopback address needs it); `None` sends nothing.
+    pub token: Option<String>,
 }
 
 impl CaptureOptions {
@@ -74,6 +77,7 @@ impl CaptureOptions {
             retries: 2,
             timeout: None,
             retry_pause: Duration::from_secs(1),
+            token: None,
         }
     }
 
@@ -242,7 +246,8 @@ async fn capture_worker(target: Target, plan: &WorkerPlan, start_ns: u64, progre
         let start = if attempt == 1 { start_ns } else { epoch_ns_after(plan.options.delay) };
         request::profile_request(&target, &plan.fields(start))
     };
-    let (called, attempts) = rpc::profile_with_retries(&target, plan.retry, progress, request).await;
+    let (called, attempts) =
+        rpc::profile_with_retries(&target, plan.retry, plan.options.token.as_deref(), progress, request).await;
     let result = match called {
         Ok(response) => {
             progress.update(&target, WorkerState::Writing);

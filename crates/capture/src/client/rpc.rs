@@ -50,6 +50,7 @@ pub(crate) struct RetryPlan {
 pub(crate) async fn profile_with_retries(
     target: &Target,
     plan: RetryPlan,
+    token: Option<&str>,
     progress: &dyn Progress,
     mut request: impl FnMut(u32) -> ProfileRequest,
 ) -> (Result<ProfileResponse, CaptureError>, u32) {
@@ -57,7 +58,7 @@ pub(crate) async fn profile_with_retries(
     let mut attempt = 1;
     loop {
         progress.update(target, WorkerState::Connecting { attempt, attempts });
-        let result = match profile_once(target, request(attempt), plan.deadline, progress).await {
+        let result = match profile_once(target, request(attempt), plan.deadline, token, progress).await {
             Ok(response) if response.empty_trace => Err(CaptureError::EmptyTrace),
             other => other,
         };
@@ -77,10 +78,11 @@ async fn profile_once(
     target: &Target,
     request: ProfileRequest,
     deadline: Duration,
+    token: Option<&str>,
     progress: &dyn Progress,
 ) -> Result<ProfileResponse, CaptureError> {
     let received = Arc::new(AtomicU64::new(0));
-    let call = call(target, request, deadline, Arc::clone(&received), progress);
+    let call = call(target, request, deadline, token, Arc::clone(&received), progress);
     let watched = report_bytes(call, &received, target, progress);
     tokio::time::timeout(deadline, watched).await.unwrap_or(Err(CaptureError::Timeout { after: deadline }))
 }
@@ -90,6 +92,7 @@ async fn call(
     target: &Target,
     request: ProfileRequest,
     deadline: Duration,
+    token: Option<&str>,
     received: Arc<AtomicU64>,
     progress: &dyn Progress,
 ) -> Result<ProfileResponse, CaptureError> {
@@ -103,6 +106,12 @@ async fn call(
         .max_decoding_message_size(MAX_MESSAGE_BYTES);
     let mut request = tonic::Request::new(request);
     request.set_timeout(deadline);
+    if let Some(token) = token {
+        let value = format!("Bearer {token}")
+            .parse()
+            .map_err(|_| CaptureError::Connect { detail: "the token is not printable ASCII".into() })?;
+        request.metadata_mut().insert("authorization", value);
+    }
     let response = client.profile(request).await.map_err(|status| CaptureError::from_transport(&status, deadline))?;
     Ok(response.into_inner())
 }

@@ -35,7 +35,8 @@ pub enum Captured {
         files: Vec<PathBuf>,
         /// Their total size, in bytes.
         bytes: u64,
-        /// Whether they came as `tool_data` (a server older than `emit_xspace`).
+        /// Whether they came as `tool_data` (a server older than `emit_xspace`, or an
+        /// `mlprof agent` answering for several jobs).
         tool_data: bool,
     },
     /// The server wrote the XSpace itself, at `path`, which this machine sees too (the
@@ -73,7 +74,7 @@ impl fmt::Display for Captured {
                 let names: Vec<String> =
                     files.iter().filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
                 let dir = files.first().and_then(|p| p.parent()).map(|p| p.display().to_string()).unwrap_or_default();
-                write!(f, "wrote {} in {dir} ({}, tool data of an older server)", names.join(", "), megabytes(*bytes))
+                write!(f, "wrote {} in {dir} ({}, as tool data)", names.join(", "), megabytes(*bytes))
             }
             Captured::ServerWroteHere { path } => write!(
                 f,
@@ -110,7 +111,7 @@ pub(crate) fn save(response: ProfileResponse, target: &Target, session_dir: &Pat
         let named: Vec<(String, &[u8])> =
             response.tool_data.iter().map(|t| (file_name_safe(&t.name), t.data.as_slice())).collect();
         for (name, data) in &named {
-            if name == "xplane.pb" {
+            if name == "xplane.pb" || name.ends_with(".xplane.pb") {
                 check_xspace(data)?;
             }
         }
