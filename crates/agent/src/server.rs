@@ -7,6 +7,7 @@
 //! `/proc` blocks) and requests read the last one, so a request costs a copy, never a
 //! scan. `POST /api/register` is where `mlprof run --agent` registers its job every
 //! second ([`crate::registry`]); captures and probes of such a job go through its run.
+//! With a profiler port, `node_profiler` serves `tensorflow.ProfilerService` beside them.
 //!
 //! Exposure: a loopback address needs nothing; any other address needs a token, made
 //! at start and required on every request (`Authorization: Bearer TOKEN`), compared in
