@@ -290,17 +290,16 @@ impl Jobs {
             job.view.seen_for_s = now.duration_since(job.first_seen).as_secs_f64();
             if job.endpoints_at.is_none_or(|at| now.duration_since(at) >= ENDPOINTS_EVERY) {
                 job.endpoints_at = Some(now);
-                let unknown;
-                let known = match mlprof_run::listening::network_namespace(root) {
+                let inodes = mlprof_run::listening::socket_inodes(root);
+                job.view.listening_ports = match mlprof_run::listening::network_namespace(root) {
+                    _ if inodes.is_empty() => Vec::new(),
                     Some(namespace) => {
-                        listeners.entry(namespace).or_insert_with(|| mlprof_run::listening::listeners_of(root))
+                        let known =
+                            listeners.entry(namespace).or_insert_with(|| mlprof_run::listening::listeners_of(root));
+                        mlprof_run::listening::ports_among(&inodes, known)
                     }
-                    None => {
-                        unknown = mlprof_run::listening::listeners_of(root);
-                        &unknown
-                    }
+                    None => mlprof_run::listening::ports_among(&inodes, &mlprof_run::listening::listeners_of(root)),
                 };
-                job.view.listening_ports = mlprof_run::listening::ports_among(root, known);
                 job.view.kineto_endpoint =
                     mlprof_run::attach_kineto::endpoint(root).ok().flatten().map(|e| e.to_string());
             }

@@ -253,9 +253,12 @@ impl Heartbeat {
 }
 
 /// The user owning the TCP socket that listens on `address` (or on every address at its
-/// port) in this process's network namespace.
+/// port) in this process's network namespace: the socket bound to that very address
+/// where there is one, as the kernel picks it, else a wildcard's.
 pub fn listener_uid(address: SocketAddr) -> Option<u32> {
-    crate::listening::listeners_of(std::process::id()).into_iter().find(|l| l.serves(address)).map(|l| l.uid)
+    let serving: Vec<_> =
+        crate::listening::listeners_of(std::process::id()).into_iter().filter(|l| l.serves(address)).collect();
+    serving.iter().find(|l| !l.address.is_unspecified()).or(serving.first()).map(|l| l.uid)
 }
 
 #[cfg(test)]

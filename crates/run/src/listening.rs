@@ -32,9 +32,12 @@ impl Listener {
         Listener { address, port, uid, inode, local: address.is_loopback() || address.is_unspecified() }
     }
 
-    /// Whether a connection to `to` reaches it.
+    /// Whether a connection to `to` may reach it: bound to that address, or to every
+    /// address of its family (an IPv6 wildcard also takes IPv4, as dual-stack sockets do).
     pub fn serves(&self, to: std::net::SocketAddr) -> bool {
-        self.port == to.port() && (self.address == unmapped(to.ip()) || self.address.is_unspecified())
+        let to_ip = unmapped(to.ip());
+        let wildcard = self.address.is_unspecified() && (self.address.is_ipv6() || to_ip.is_ipv4());
+        self.port == to.port() && (self.address == to_ip || wildcard)
     }
 }
 
@@ -67,7 +70,7 @@ pub fn parse_table(text: &str) -> Vec<Listener> {
 }
 
 /// A hex address of the table: IPv4 as one 32-bit word, IPv6 as four, each printed in
-/// the kernel's (little-endian) byte order.
+/// the host's byte order.
 fn table_address(hex: &str) -> Option<IpAddr> {
     if !hex.is_ascii() {
         return None;
@@ -107,7 +110,7 @@ pub fn listeners_of(pid: u32) -> Vec<Listener> {
 }
 
 /// The socket inodes `pid` holds open (its `/proc/PID/fd` links `socket:[inode]`).
-fn socket_inodes(pid: u32) -> HashSet<u64> {
+pub fn socket_inodes(pid: u32) -> HashSet<u64> {
     let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return HashSet::new() };
     fds.filter_map(Result::ok)
         .filter_map(|fd| {
@@ -119,15 +122,16 @@ fn socket_inodes(pid: u32) -> HashSet<u64> {
 
 /// The ports `pid` listens on that this machine can reach on loopback, in order.
 pub fn local_ports(pid: u32) -> Vec<u16> {
-    ports_among(pid, &listeners_of(pid))
-}
-
-/// [`local_ports`] with the namespace's listening sockets already read.
-pub fn ports_among(pid: u32, listeners: &[Listener]) -> Vec<u16> {
     let inodes = socket_inodes(pid);
     if inodes.is_empty() {
         return Vec::new();
     }
+    ports_among(&inodes, &listeners_of(pid))
+}
+
+/// The loopback-reachable ports of `listeners` whose sockets are among `inodes` (a
+/// process's, from [`socket_inodes`]), in order.
+pub fn ports_among(inodes: &HashSet<u64>, listeners: &[Listener]) -> Vec<u16> {
     let mut ports: Vec<u16> =
         listeners.iter().filter(|l| l.local && inodes.contains(&l.inode)).map(|l| l.port).collect();
     ports.sort_unstable();
@@ -166,6 +170,9 @@ mod tests {
         assert_eq!(table_address("zz"), None);
         let any = Listener::new(v4(0, 0, 0, 0), 7766, 0, 1);
         assert!(any.serves("127.0.0.1:7766".parse().unwrap()) && !any.serves("127.0.0.1:7767".parse().unwrap()));
+        assert!(!any.serves("[::1]:7766".parse().unwrap()), "an IPv4 wildcard takes no IPv6");
+        let any6 = Listener::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 7766, 0, 1);
+        assert!(any6.serves("[::1]:7766".parse().unwrap()) && any6.serves("127.0.0.1:7766".parse().unwrap()));
     }
 
     #[test]

@@ -35,7 +35,12 @@ const RECEIVE_WAIT: libc::time_t = 2;
 /// Every listening TCP socket (IPv4 and IPv6) of this process's network namespace.
 pub fn listeners() -> io::Result<Vec<Listener>> {
     let mut all = dump(libc::AF_INET as u8)?;
-    all.extend(dump(libc::AF_INET6 as u8)?);
+    match dump(libc::AF_INET6 as u8) {
+        Ok(v6) => all.extend(v6),
+        // A kernel without IPv6 has no such table.
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+        Err(e) => return Err(e),
+    }
     Ok(all)
 }
 
@@ -86,7 +91,11 @@ fn dump(family: u8) -> io::Result<Vec<Listener>> {
         // SAFETY: `buffer` is writable for its whole length.
         let got = unsafe { libc::recv(socket.as_raw_fd(), buffer.as_mut_ptr().cast(), buffer.len(), 0) };
         if got < 0 {
-            return Err(io::Error::last_os_error());
+            let error = io::Error::last_os_error();
+            if error.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(error);
         }
         let got = usize::try_from(got).unwrap_or(0);
         match parse(buffer.get(..got).unwrap_or_default(), &mut listeners) {
@@ -133,18 +142,19 @@ pub fn parse(datagram: &[u8], listeners: &mut Vec<Listener>) -> Batch {
         if length < HEADER {
             break;
         }
-        let body = datagram.get(at + HEADER..(at + length).min(datagram.len())).unwrap_or_default();
+        let end = at.saturating_add(length).min(datagram.len());
+        let body = datagram.get(at + HEADER..end).unwrap_or_default();
         match kind {
             NLMSG_DONE => return Batch::Done,
             NLMSG_ERROR => {
                 let errno = body.get(0..4).map_or(0, |b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
-                return if errno == 0 { Batch::Done } else { Batch::Failed(-errno) };
+                return if errno == 0 { Batch::Done } else { Batch::Failed(errno.checked_neg().unwrap_or(libc::EIO)) };
             }
             SOCK_DIAG_BY_FAMILY => listeners.extend(listener(body)),
             _ => {}
         }
         // Messages are aligned to 4 bytes.
-        at += (length + 3) & !3;
+        at = at.saturating_add(length.saturating_add(3) & !3);
     }
     Batch::More
 }
@@ -211,5 +221,7 @@ mod tests {
         refused[4..6].copy_from_slice(&NLMSG_ERROR.to_ne_bytes());
         refused[HEADER..].copy_from_slice(&(-libc::EPERM).to_ne_bytes());
         assert_eq!(parse(&refused, &mut Vec::new()), Batch::Failed(libc::EPERM));
+        refused[HEADER..].copy_from_slice(&i32::MIN.to_ne_bytes());
+        assert_eq!(parse(&refused, &mut Vec::new()), Batch::Failed(libc::EIO));
     }
 }
