@@ -41,6 +41,8 @@ pub const TICK: Duration = Duration::from_secs(1);
 pub const MAX_CAPTURES: usize = 8;
 /// The longest capture asked for.
 pub const MAX_CAPTURE: Duration = Duration::from_secs(600);
+/// How long the agent, stopping, waits for the profiler service's calls in flight.
+const PROFILER_DRAIN: Duration = Duration::from_secs(5);
 /// How much longer than its duration a capture may take: a PyTorch job's Kineto trace
 /// starts at its next poll (within `attach_kineto::POLL_WAIT`) and is written after.
 pub const CAPTURE_GRACE: Duration = Duration::from_secs(60);
@@ -270,7 +272,8 @@ impl Agent {
         });
         let _ = axum::serve(self.listener, router).with_graceful_shutdown(wait(stopped)).await;
         if let Some(profiler) = profiler {
-            profiler.abort();
+            // Its calls in flight end with the recordings they wait for; not past this.
+            let _ = tokio::time::timeout(PROFILER_DRAIN, profiler).await;
         }
         watcher.abort();
         if let Some(prober) = prober {
@@ -603,7 +606,11 @@ async fn capture(
 
 /// Records every job the agent sees at once for `duration`, each into its folder of the
 /// data directory as `mlprof agent capture` would: each job's folder and what was
-/// recorded, by folder. Jobs past the free capture places are left out, and say so.
+/// recorded, by folder. Jobs past the free capture places are left out, and say so; of
+/// the jobs whose Kineto polls the node's endpoint (bound by one recording at a time),
+/// only the first gets its Kineto trace, so that every recording runs at once. Each
+/// recording runs on its own task: one the caller stops waiting for still completes and
+/// is kept.
 async fn capture_every_job(
     shared: &Shared,
     duration: Duration,
@@ -613,25 +620,42 @@ async fn capture_every_job(
         snapshot.jobs.iter().map(|job| (job.pid, job.folder(), job.kineto_endpoint.is_some())).collect()
     };
     let mut outcomes = Vec::new();
-    let mut running = tokio::task::JoinSet::new();
+    let mut running = Vec::new();
+    let mut kineto_taken = false;
     for (pid, folder, kineto) in jobs {
         let Ok(permit) = shared.captures.clone().try_acquire_owned() else {
             let why = format!("left out: {MAX_CAPTURES} captures were running");
             outcomes.push((folder, Err(CaptureOutcome { pid, lines: vec![why], ..Default::default() })));
             continue;
         };
+        let registered =
+            shared.registry.lock().unwrap_or_else(std::sync::PoisonError::into_inner).registered_as(pid).is_some();
+        let kineto = kineto && !registered && !std::mem::replace(&mut kineto_taken, true);
         let shared = shared.clone();
-        running.spawn(async move {
+        let task = tokio::spawn(async move {
             let _permit = permit;
-            let recorded = record_job(&shared, pid, &shared.data_dir.join(&folder), kineto, duration).await;
+            let logdir = shared.data_dir.join(&folder);
+            let recording = record_job(&shared, pid, &logdir, kineto, duration);
+            let recorded = match tokio::time::timeout(duration + CAPTURE_GRACE, recording).await {
+                Ok(recorded) => recorded,
+                Err(_) => Err(CaptureOutcome {
+                    pid,
+                    lines: vec![format!("not recorded within {} s", (duration + CAPTURE_GRACE).as_secs())],
+                    ..Default::default()
+                }),
+            };
             if let Ok(outcome) = &recorded {
                 count_capture(&shared, outcome);
             }
             (folder, recorded)
         });
+        running.push((pid, task));
     }
-    while let Some(done) = running.join_next().await {
-        outcomes.extend(done.ok());
+    for (pid, task) in running {
+        match task.await {
+            Ok(done) => outcomes.push(done),
+            Err(error) => eprintln!("mlprof agent: the recording of pid {pid} failed: {error}"),
+        }
     }
     outcomes.sort_by(|a, b| a.0.cmp(&b.0));
     outcomes

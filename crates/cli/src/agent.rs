@@ -125,8 +125,12 @@ pub fn run_agent(args: AgentArgs) -> Result<(), Failure> {
             });
         }
         if let Some(token) = agent.token() {
-            said =
-                said.and_then(|()| writeln!(stdout, "mlprof agent: token: {token} (send Authorization: Bearer TOKEN)"));
+            let use_it = if address.ip().is_loopback() {
+                "for the profiler port: mlprof capture --token-file FILE"
+            } else {
+                "send Authorization: Bearer TOKEN"
+            };
+            said = said.and_then(|()| writeln!(stdout, "mlprof agent: token: {token} ({use_it})"));
         }
         said.and_then(|()| stdout.flush()).map_err(|e| Failure::input(format!("writing the output: {e}")))?;
         drop(stdout);

@@ -56,11 +56,12 @@ pub struct CaptureArgs {
     /// UNKNOWN "Stream removed" or an empty trace; 2 gives TensorFlow's 3 attempts.
     #[arg(long, value_name = "N", default_value_t = 2)]
     retries: u32,
-    /// Sent to every server as `authorization: Bearer TOKEN`: what an `mlprof agent`'s
-    /// profiler port on a non-loopback address needs. It goes to every address given, so
-    /// give it only when they are your own agents (never read from the environment).
-    #[arg(long, value_name = "TOKEN")]
-    token: Option<String>,
+    /// A file whose first line is sent to every server as `authorization: Bearer TOKEN`:
+    /// what an `mlprof agent`'s profiler port on a non-loopback address needs (the token
+    /// it printed at start). It goes to every address given, so give it only when they are
+    /// your own agents; a file keeps it out of the process list.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
     /// Deadline of each attempt, connecting included (default: as TensorFlow's client,
     /// max(60s, 2 × duration) + delay).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
@@ -160,7 +161,15 @@ async fn capture_round(
     options.device_tracer_level = args.device_tracer_level;
     options.python_tracer_level = args.python_tracer_level;
     options.retries = args.retries;
-    options.token = args.token.clone().filter(|t| !t.is_empty());
+    if let Some(path) = &args.token_file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Failure::input(format!("--token-file {}: {e}", path.display())))?;
+        let token = text.lines().next().unwrap_or("").trim();
+        if token.is_empty() {
+            return Err(Failure::input(format!("--token-file {}: its first line is empty", path.display())));
+        }
+        options.token = Some(token.to_string());
+    }
     options.timeout = args.timeout;
     if verbose {
         eprintln!(
