@@ -125,8 +125,10 @@ impl ProfilerService for NodeProfiler {
             )));
         }
         let mut tool_data = Vec::with_capacity(files.len());
+        let mut left = MAX_ANSWER_BYTES;
         for (name, path, _) in files {
-            let data = read_regular(&path).map_err(|e| Status::internal(format!("{}: {e}", path.display())))?;
+            let data = read_regular(&path, left).map_err(|e| Status::internal(format!("{}: {e}", path.display())))?;
+            left -= data.len() as u64;
             tool_data.push(ProfileToolData { name, data });
         }
         Ok(Response::new(ProfileResponse { tool_data, empty_trace: false, ..Default::default() }))
@@ -172,17 +174,21 @@ fn session_files(
     Ok(files)
 }
 
-/// A regular file's bytes, never through a link (one swapped in since it was listed).
-fn read_regular(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+/// A regular file's bytes, never through a link (one swapped in since it was listed), and
+/// at most `limit` of them: a file grown past that since it was listed is refused.
+fn read_regular(path: &std::path::Path, limit: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path)?;
     let metadata = file.metadata()?;
-    if !metadata.is_file() || metadata.len() > MAX_ANSWER_BYTES {
-        return Err(std::io::Error::other("not a regular file of a session"));
+    if !metadata.is_file() || metadata.len() > limit {
+        return Err(std::io::Error::other("not a regular file of a session within the answer's size"));
     }
     let mut data = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
-    file.take(MAX_ANSWER_BYTES).read_to_end(&mut data)?;
+    file.take(limit.saturating_add(1)).read_to_end(&mut data)?;
+    if data.len() as u64 > limit {
+        return Err(std::io::Error::other("it grew past the answer's size while read"));
+    }
     Ok(data)
 }
 
@@ -203,8 +209,9 @@ mod tests {
         let files = session_files(&session, &logdir).expect("a session inside");
         let names: Vec<&str> = files.iter().map(|(name, _, _)| name.as_str()).collect();
         assert_eq!(names, ["vm_python.xplane.pb"]);
-        assert_eq!(read_regular(&files[0].1).expect("read"), b"xs");
-        assert!(read_regular(&session.join("linked.xplane.pb")).is_err(), "never through a link");
+        assert_eq!(read_regular(&files[0].1, 2).expect("read"), b"xs");
+        assert!(read_regular(&files[0].1, 1).is_err(), "past the answer's size");
+        assert!(read_regular(&session.join("linked.xplane.pb"), 100).is_err(), "never through a link");
         // A session a run reports outside the job's folder (its own, or /etc) is refused.
         assert!(session_files(data.path(), &logdir).unwrap_err().contains("is not in"));
         let outside = data.path().join("elsewhere");
