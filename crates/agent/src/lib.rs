@@ -22,6 +22,7 @@ pub mod server;
 pub mod top;
 pub mod top_screen;
 pub mod top_state;
+pub mod upload;
 
 pub use jobs::{FrameShare, JobView, WatchOptions};
 pub use server::{Agent, AgentConfig, AgentError, CaptureOutcome, DEFAULT_LISTEN, Snapshot};

@@ -6,6 +6,7 @@
 use std::fmt::Write;
 
 use crate::jobs::JobView;
+use crate::upload::UploadView;
 
 /// The content type Prometheus expects for the text format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -50,8 +51,9 @@ fn probed(job: &JobView) -> Option<&crate::probe::ProbeView> {
     job.probe.as_ref().filter(|p| p.steps > 0)
 }
 
-/// The exposition of `jobs` and the agent's own `cpu_seconds` (user plus system).
-pub fn render(jobs: &[JobView], agent_cpu_seconds: f64) -> String {
+/// The exposition of `jobs`, the agent's own `cpu_seconds` (user plus system) and its
+/// uploads (with `--upload`).
+pub fn render(jobs: &[JobView], agent_cpu_seconds: f64, uploads: Option<&UploadView>) -> String {
     let mut out = String::new();
     family(&mut out, "mlprof_jobs", "gauge", "ML jobs the agent sees on this node.");
     let _ = writeln!(out, "mlprof_jobs {}", jobs.len());
@@ -86,6 +88,16 @@ pub fn render(jobs: &[JobView], agent_cpu_seconds: f64) -> String {
     }
     family(&mut out, "mlprof_agent_cpu_seconds_total", "counter", "CPU time the agent itself used, seconds.");
     let _ = writeln!(out, "mlprof_agent_cpu_seconds_total {}", number(agent_cpu_seconds));
+    if let Some(uploads) = uploads {
+        let name = "mlprof_agent_uploads_total";
+        family(&mut out, name, "counter", "Captures the agent uploaded to its object store, or failed to.");
+        let url = escape(&uploads.url);
+        let _ = writeln!(out, "{name}{{url=\"{url}\",result=\"uploaded\"}} {}", uploads.uploaded);
+        let _ = writeln!(out, "{name}{{url=\"{url}\",result=\"failed\"}} {}", uploads.failed);
+        let name = "mlprof_agent_uploads_queued";
+        family(&mut out, name, "gauge", "Captures waiting for their upload, or being uploaded.");
+        let _ = writeln!(out, "{name}{{url=\"{url}\"}} {}", uploads.queued);
+    }
     out
 }
 
@@ -141,7 +153,7 @@ mod tests {
 
     #[test]
     fn every_family_is_declared_and_label_values_are_escaped() {
-        let text = render(&[job()], 1.25);
+        let text = render(&[job()], 1.25, None);
         assert!(text.starts_with("# HELP mlprof_jobs "), "{text}");
         let labels = r#"pid="42",job="tr\"ain\\.py\n",user="ana",framework="pytorch",slurm_job_id="7""#;
         assert!(text.contains(&format!("mlprof_job_cpu_percent{{{labels}}} 97.5\n")), "{text}");
@@ -157,12 +169,15 @@ mod tests {
             breakdown_ms: vec![("Input".into(), 2.5), ("Host compute".into(), 7.5)],
             ..Default::default()
         };
-        let probed = render(&[JobView { probe: Some(probe), captures: 2, ..job() }], 0.0);
+        let uploads = UploadView { url: "s3://b/p".into(), uploaded: 3, failed: 1, queued: 2, ..Default::default() };
+        let probed = render(&[JobView { probe: Some(probe), captures: 2, ..job() }], 0.0, Some(&uploads));
         assert!(probed.contains(&format!("mlprof_job_step_breakdown_seconds{{{labels},category=\"Input\"}} 0.0025\n")));
         assert!(probed.contains(&format!("mlprof_job_captures_total{{{labels}}} 2\n")), "{probed}");
-        for line in text.lines().filter(|l| !l.starts_with('#')) {
+        assert!(probed.contains("mlprof_agent_uploads_total{url=\"s3://b/p\",result=\"failed\"} 1\n"), "{probed}");
+        assert!(probed.contains("mlprof_agent_uploads_queued{url=\"s3://b/p\"} 2\n"), "{probed}");
+        for line in text.lines().chain(probed.lines()).filter(|l| !l.starts_with('#')) {
             let name = line.split(['{', ' ']).next().unwrap_or("");
-            assert!(text.contains(&format!("# TYPE {name} ")), "{name} is not declared");
+            assert!(probed.contains(&format!("# TYPE {name} ")), "{name} is not declared");
         }
     }
 }

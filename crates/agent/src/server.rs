@@ -69,6 +69,9 @@ pub struct Snapshot {
     /// directory, on loopback), when it does.
     #[serde(default)]
     pub tools_url: Option<String>,
+    /// Where captures are uploaded and how that went, with `--upload`.
+    #[serde(default)]
+    pub uploads: Option<crate::upload::UploadView>,
     /// Every job, the most CPU first.
     pub jobs: Vec<JobView>,
 }
@@ -106,6 +109,8 @@ pub struct AgentConfig {
     pub retain: Retain,
     /// This machine's name, for file names.
     pub host: String,
+    /// Where captures are also uploaded (`--upload`), in TensorBoard's layout.
+    pub upload: Option<mlprof_objects::Store>,
 }
 
 /// What the agent keeps of a job's probes.
@@ -148,6 +153,8 @@ struct Shared {
     tools: Option<Arc<tokio::sync::Mutex<Option<mlprof_web::RunningServer>>>>,
     /// Their address, once started.
     tools_url: Arc<Mutex<Option<String>>>,
+    /// Where saved captures are uploaded, with `--upload`.
+    uploads: Option<crate::upload::Uploads>,
 }
 
 /// Why the agent could not start.
@@ -228,7 +235,11 @@ impl Agent {
             tools: None,
             tools_url: Arc::default(),
             only_uid: config.watch.only_uid,
+            uploads: None,
         };
+        if let Some(store) = config.upload {
+            shared.uploads = Some(crate::upload::Uploads::start(store, shared.data_dir.to_path_buf()));
+        }
         // Every tool on the captures, on loopback beside a loopback agent (a remote one's
         // users open captures with their own `mlprof serve`).
         if self.listener.local_addr().is_ok_and(|a| a.ip().is_loopback()) {
@@ -383,10 +394,13 @@ async fn tools_link(shared: &Shared, session: Option<&Path>) -> Option<String> {
     Some(format!("{base}/?run={run}"))
 }
 
-/// Counts a capture that saved a session.
-fn count_capture(shared: &Shared, outcome: &CaptureOutcome) {
-    if outcome.session.is_some() {
-        *shared.captured.lock().unwrap_or_else(std::sync::PoisonError::into_inner).entry(outcome.pid).or_default() += 1;
+/// Counts a capture that saved a session, and queues its upload (saying so in its lines).
+fn saved(shared: &Shared, outcome: &mut CaptureOutcome) {
+    let Some(session) = &outcome.session else { return };
+    *shared.captured.lock().unwrap_or_else(std::sync::PoisonError::into_inner).entry(outcome.pid).or_default() += 1;
+    if let Some(uploads) = &shared.uploads {
+        let line = uploads.enqueue(session);
+        outcome.lines.push(line);
     }
 }
 
@@ -394,9 +408,10 @@ fn count_capture(shared: &Shared, outcome: &CaptureOutcome) {
 async fn capture_slowdown(shared: &Shared, job: &JobView, trend: f64) {
     let Ok(_permit) = shared.captures.clone().try_acquire_owned() else { return };
     let logdir = shared.data_dir.join(job.folder());
-    let recorded = record_job(shared, job.pid, &logdir, job.kineto_endpoint.is_some(), Duration::from_secs(2)).await;
-    if let Ok(outcome) = &recorded {
-        count_capture(shared, outcome);
+    let mut recorded =
+        record_job(shared, job.pid, &logdir, job.kineto_endpoint.is_some(), Duration::from_secs(2)).await;
+    if let Ok(outcome) = &mut recorded {
+        saved(shared, outcome);
     }
     let session = recorded.ok().and_then(|outcome| outcome.session);
     let what =
@@ -425,6 +440,7 @@ async fn watch(options: WatchOptions, mut history: Option<History>, shared: Shar
         let Some(mut watched) = jobs.take() else { return };
         let (probes, registry, captured) = (shared.probes.clone(), shared.registry.clone(), shared.captured.clone());
         let tools_url = shared.tools_url.clone();
+        let uploads = shared.uploads.as_ref().map(crate::upload::Uploads::view);
         let mut writing = history.take();
         let Ok((watched, writing, next)) = tokio::task::spawn_blocking(move || {
             watched.tick(Instant::now());
@@ -434,6 +450,7 @@ async fn watch(options: WatchOptions, mut history: Option<History>, shared: Shar
                 agent_cpu_s: mlprof_run::own_use::OwnUse::now(started).map_or(0.0, |own| own.cpu_s),
                 gpu_note: watched.gpu_note(),
                 tools_url: tools_url.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone(),
+                uploads,
                 jobs: with_counts(with_runs(with_probes(watched.views(), &probes), &registry), &captured),
             };
             if let Some(Err(error)) = writing.as_mut().map(|h| h.record(std::time::SystemTime::now(), &next.jobs)) {
@@ -559,7 +576,7 @@ async fn metrics(State(shared): State<Shared>, headers: HeaderMap, RawQuery(quer
         return refused();
     }
     let snapshot = shared.snapshot.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
-    let text = crate::metrics::render(&snapshot.jobs, snapshot.agent_cpu_s);
+    let text = crate::metrics::render(&snapshot.jobs, snapshot.agent_cpu_s, snapshot.uploads.as_ref());
     ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response()
 }
 
@@ -596,7 +613,7 @@ async fn capture(
     };
     match record_job(&shared, pid, &shared.data_dir.join(folder), kineto, duration).await {
         Ok(mut outcome) => {
-            count_capture(&shared, &outcome);
+            saved(&shared, &mut outcome);
             outcome.tools_link = tools_link(&shared, outcome.session.as_deref()).await;
             axum::Json(outcome).into_response()
         }
@@ -636,7 +653,7 @@ async fn capture_every_job(
             let _permit = permit;
             let logdir = shared.data_dir.join(&folder);
             let recording = record_job(&shared, pid, &logdir, kineto, duration);
-            let recorded = match tokio::time::timeout(duration + CAPTURE_GRACE, recording).await {
+            let mut recorded = match tokio::time::timeout(duration + CAPTURE_GRACE, recording).await {
                 Ok(recorded) => recorded,
                 Err(_) => Err(CaptureOutcome {
                     pid,
@@ -644,8 +661,8 @@ async fn capture_every_job(
                     ..Default::default()
                 }),
             };
-            if let Ok(outcome) = &recorded {
-                count_capture(&shared, outcome);
+            if let Ok(outcome) = &mut recorded {
+                saved(&shared, outcome);
             }
             (folder, recorded)
         });

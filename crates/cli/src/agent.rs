@@ -57,6 +57,18 @@ pub struct AgentArgs {
     /// GB, TB) and anything older than an age (s, m, h, d); one or both, as `1GB,7d`.
     #[arg(long, value_name = "SIZE,AGE", default_value = "1GB,7d")]
     retain: mlprof_agent::history::Retain,
+    /// Also upload every capture to an object store, in TensorBoard's layout
+    /// (URL/<job>-<pid>/plugins/profile/<session>/), for XProf, TensorBoard and
+    /// `mlprof serve URL`: s3://BUCKET/PREFIX (S3 or a compatible store) or
+    /// gs://BUCKET/PREFIX (GCS, with HMAC keys); credentials and endpoint from the AWS_*
+    /// variables. Give each node its own prefix.
+    #[arg(long, value_name = "URL", value_parser = store_url)]
+    upload: Option<mlprof_objects::StoreUrl>,
+}
+
+/// An object store URL (`s3://BUCKET/PREFIX`, `gs://BUCKET/PREFIX`).
+pub(crate) fn store_url(text: &str) -> Result<mlprof_objects::StoreUrl, String> {
+    mlprof_objects::StoreUrl::parse(text).map_err(|e| e.to_string())
 }
 
 /// What to ask a running agent.
@@ -98,6 +110,10 @@ pub fn run_agent(args: AgentArgs) -> Result<(), Failure> {
         .data
         .or_else(default_data_dir)
         .ok_or_else(|| Failure::input("no data directory: neither XDG_DATA_HOME nor HOME is set (give --data DIR)"))?;
+    let upload = match &args.upload {
+        Some(url) => Some(mlprof_objects::Store::open(url).map_err(|e| Failure::input(e.to_string()))?),
+        None => None,
+    };
     let config = AgentConfig {
         watch: WatchOptions { sample_hz: args.sample_hz, only_uid: (!args.all_users).then_some(euid) },
         probe_every: (!args.probe_every.is_zero()).then_some(args.probe_every),
@@ -105,9 +121,14 @@ pub fn run_agent(args: AgentArgs) -> Result<(), Failure> {
         data_dir,
         retain: args.retain,
         host: mlprof_capture::server::hostname(),
+        upload,
     };
     let runtime = crate::run::runtime()?;
     runtime.block_on(async {
+        if let Some(store) = &config.upload {
+            store.check().await.map_err(|e| Failure::input(format!("--upload: {e}")))?;
+            eprintln!("mlprof agent: captures are also uploaded to {}", store.url());
+        }
         let mut agent = Agent::bind(args.listen).await.map_err(|e| Failure::input(e.to_string()))?;
         let address = agent.local_addr().map_err(|e| Failure::input(format!("the bound address: {e}")))?;
         let profiler = match args.profiler_listen {

@@ -18,6 +18,7 @@ mod report_view;
 mod run;
 mod select;
 mod serve;
+mod serve_store;
 mod tfprof;
 
 use std::path::PathBuf;

@@ -26,7 +26,9 @@ use crate::Failure;
 #[derive(clap::Args)]
 pub struct ServeArgs {
     /// The profiles to serve: a TensorBoard log directory, a session directory, an
-    /// .xplane.pb file, a Kineto trace or a directory of per-rank traces.
+    /// .xplane.pb file, a Kineto trace or a directory of per-rank traces; or an object
+    /// store's log directory, s3://BUCKET/PREFIX or gs://BUCKET/PREFIX (mirrored into the
+    /// cache directory and kept in step; credentials from the AWS_* variables).
     path: PathBuf,
     /// The port to listen on (0 picks a free one).
     #[arg(long, default_value_t = 6006)]
@@ -69,13 +71,24 @@ async fn serve(args: ServeArgs, verbose: bool) -> Result<(), Failure> {
     let max_connections = open_files
         .and_then(|limit| usize::try_from(limit / 2).ok())
         .map_or(DEFAULT_MAX_CONNECTIONS, |half| half.clamp(1, DEFAULT_MAX_CONNECTIONS));
+    let mut path = args.path;
+    let mut mirror = None;
+    let mut shown_as = None;
+    if let Some(url) = path.to_str().filter(|p| mlprof_objects::StoreUrl::is_store_url(p)).map(str::to_string) {
+        let cache = args.cache_dir.clone().unwrap_or_else(mlprof_web::default_cache_dir);
+        let (served, mirrored) = crate::serve_store::mirror(&url, &cache).await?;
+        path = served;
+        mirror = Some(mirrored);
+        shown_as = Some(url);
+    }
     let config = Config {
         host: args.host,
         port: args.port,
         cache_dir: args.cache_dir,
         allow_remote: args.allow_remote,
         max_connections,
-        ..Config::new(args.path)
+        shown_as,
+        ..Config::new(path)
     };
     let server = Server::bind(config).await.map_err(failure)?;
     if server.is_remote() {
@@ -105,6 +118,9 @@ async fn serve(args: ServeArgs, verbose: bool) -> Result<(), Failure> {
     }
     if verbose {
         eprintln!("serving {} run(s); caches in {}", catalog.runs().len(), server.state().cache_dir().display());
+    }
+    if let Some(mirror) = mirror {
+        crate::serve_store::keep_in_step(mirror);
     }
     server.run_until(first_ctrl_c(presses)).await.map_err(failure)
 }

@@ -5,13 +5,15 @@
 //! without its token; jobs started by `mlprof run --agent` register, are probed and
 //! captured through their run, and register again with an agent that comes back; the
 //! agent's `tensorflow.ProfilerService` port records every job in one session for
-//! `mlprof capture` and TensorFlow's own client.
+//! `mlprof capture` and TensorFlow's own client; with `--upload`, captures land in an
+//! S3 store (moto's server) in TensorBoard's layout and `mlprof serve s3://…` serves them.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod peers;
+mod served;
 
 use serde_json::{Value, json};
 
@@ -50,9 +52,19 @@ fn start_agent_with(listen: &str, more: &[&str]) -> (Killed, String, Option<Stri
 /// profiler service's address (with `--profiler-listen`) and the token (when either
 /// address is not loopback).
 fn launch_agent(listen: &str, more: &[&str]) -> (Killed, String, Option<String>, Option<String>) {
+    launch_agent_with_env(listen, more, &[])
+}
+
+/// [`launch_agent`] with variables `env` set (an object store's `AWS_*`).
+fn launch_agent_with_env(
+    listen: &str,
+    more: &[&str],
+    env: &[(String, String)],
+) -> (Killed, String, Option<String>, Option<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mlprof"))
         .args(["agent", "--listen", listen])
         .args(more)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdout(Stdio::piped())
         .spawn()
         .expect("the agent starts");
@@ -749,4 +761,80 @@ fn top_on_a_terminal_follows_captures_and_opens_a_job() {
     assert!(flat.contains(&format!("python_hot_loop.py-{pid}")), "the capture's session: {flat}");
     // What the capture holds: the overview, then the busiest Python code (the hot loop).
     assert!(flat.contains("Python code by self samples"), "{flat}");
+}
+
+#[test]
+fn captures_go_to_an_object_store_and_mlprof_serve_reads_them_there() {
+    let test = "captures_go_to_an_object_store_and_mlprof_serve_reads_them_there";
+    let Some(moto) = peers::moto(test) else { return };
+    moto.bucket("fleet");
+    let data = tempfile::tempdir().expect("temp dir");
+    let data_dir = data.path().to_str().expect("UTF-8");
+
+    // A store the agent cannot use is refused at start, in one line.
+    let refused = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["agent", "--listen", "127.0.0.1:0", "--data", data_dir, "--upload", "s3://no-such-bucket/node1"])
+        .envs(moto.vars())
+        .output()
+        .expect("runs");
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(said.contains("--upload: s3://no-such-bucket/node1: cannot list: NoSuchBucket"), "{said}");
+
+    let more = ["--data", data_dir, "--upload", "s3://fleet/node1", "--probe-every", "0"];
+    let (_agent, address, _, _) = launch_agent_with_env("127.0.0.1:0", &more, &moto.vars());
+    let loop_job = hot_loop();
+    let pid = loop_job.0.id();
+    wait_for(&address, "the plain Python job", |s| job(s, pid).is_some());
+    let capture = |seconds: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+            .args(["agent", "capture", &pid.to_string(), "--agent", &address, "--duration", seconds])
+            .output()
+            .expect("runs");
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{said}");
+        assert!(said.contains("uploading to s3://fleet/node1/"), "{said}");
+        std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+    };
+    let session = capture("1s");
+    let snapshot = wait_for(&address, "the upload", |s| s["uploads"]["uploaded"].as_u64() == Some(1));
+    assert_eq!(snapshot["uploads"]["failed"].as_u64(), Some(0), "{snapshot:#}");
+    let metrics = metrics_text(&address, None);
+    check_prometheus_text(&metrics);
+    assert!(
+        metrics.contains("mlprof_agent_uploads_total{url=\"s3://fleet/node1\",result=\"uploaded\"} 1"),
+        "{metrics}"
+    );
+
+    // TensorBoard's layout, every file byte for byte.
+    let relative = session.strip_prefix(data.path()).expect("under --data").to_str().expect("UTF-8").to_string();
+    for entry in std::fs::read_dir(&session).expect("session").map(|e| e.expect("entry")) {
+        let key = format!("node1/{relative}/{}", entry.file_name().to_string_lossy());
+        let stored =
+            moto.boto(&format!("sys.stdout.write(s3.get_object(Bucket='fleet', Key={key:?})['Body'].read().hex())"));
+        let local: String = std::fs::read(entry.path()).expect("read").iter().map(|b| format!("{b:02x}")).collect();
+        assert!(stored == local, "{key} differs from the local file");
+    }
+
+    // `mlprof serve` reads them from the store and names the store on the page.
+    let cache = tempfile::tempdir().expect("cache");
+    let served = served::serve_with_env(std::path::Path::new("s3://fleet/node1"), cache.path(), &moto.vars());
+    let runs_of =
+        || -> Value { mlprof_web::testing::get(&served.url, "/api/runs", &[]).expect("answers").json().expect("JSON") };
+    let runs = runs_of();
+    assert_eq!(runs["root"], "s3://fleet/node1");
+    let run = runs["runs"][0]["name"].as_str().expect("a run").to_string();
+    assert_eq!(run, relative.replace("/plugins/profile", ""), "{runs:#}");
+    let tool =
+        mlprof_web::testing::get(&served.url, &format!("/api/tool?run={run}&tool=python"), &[]).expect("answers");
+    assert_eq!(tool.status, 200, "{}", tool.text());
+
+    // A later capture appears in the page on its own.
+    capture("1s");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while runs_of()["runs"].as_array().map_or(0, Vec::len) < 2 {
+        assert!(Instant::now() < deadline, "the second capture is not served: {:#}", runs_of());
+        std::thread::sleep(Duration::from_millis(500));
+    }
 }

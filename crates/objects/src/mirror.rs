@@ -119,9 +119,9 @@ impl Mirror {
                     let file = Listed { file: key.file.clone(), size: meta.size, e_tag: meta.e_tag.clone() };
                     sessions.entry(key.session).or_default().push((file, meta.location.clone()));
                 }
-                Err(NotProfile::Unsafe) => {
-                    synced.skipped.push(format!("{}: a key that is not a plain path", self.store.url_of(&meta.location)))
-                }
+                Err(NotProfile::Unsafe) => synced
+                    .skipped
+                    .push(format!("{}: a key that is not a plain path", self.store.url_of(&meta.location))),
                 Err(NotProfile::Elsewhere) => {}
             }
         }

@@ -114,7 +114,8 @@ impl Store {
     /// or an instance's or pod's role). `gs://` goes to [`GCS_ENDPOINT`] unless an
     /// endpoint is set.
     pub fn open(url: &StoreUrl) -> Result<Store, ObjectsError> {
-        let vars = std::env::vars_os().filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)));
+        let vars =
+            std::env::vars_os().filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)));
         Store::open_with(url, vars)
     }
 
@@ -144,10 +145,18 @@ impl Store {
         if url.scheme == Scheme::Gs && !region_set {
             builder = builder.with_region("auto");
         }
-        let inner = builder
-            .build()
-            .map_err(|error| ObjectsError::store(url, "cannot use this store", &error))?;
+        let inner = builder.build().map_err(|error| ObjectsError::store(url, "cannot use this store", &error))?;
         Ok(Store { url: url.clone(), inner: Arc::new(inner) })
+    }
+
+    /// Checks that the store answers and lets these credentials list the prefix: a
+    /// wrong bucket, key or endpoint is found at start, not at the first upload.
+    pub async fn check(&self) -> Result<(), ObjectsError> {
+        let prefix = self.key([]);
+        match self.inner.list_with_delimiter(Some(&prefix)).await {
+            Ok(_) => Ok(()),
+            Err(error) => Err(ObjectsError::store(&self.url, "cannot list", &error)),
+        }
     }
 
     /// The URL this store works under.

@@ -36,9 +36,9 @@ impl Store {
     /// Uploads the regular files of `session` (a directory under `logdir`, not followed
     /// into subdirectories) to the same relative place under the prefix.
     pub async fn upload_session(&self, logdir: &Path, session: &Path) -> Result<Uploaded, ObjectsError> {
-        let relative = session.strip_prefix(logdir).map_err(|_| {
-            ObjectsError::local(session, format!("not under the log directory {}", logdir.display()))
-        })?;
+        let relative = session
+            .strip_prefix(logdir)
+            .map_err(|_| ObjectsError::local(session, format!("not under the log directory {}", logdir.display())))?;
         let parts: Vec<&str> = relative
             .iter()
             .map(|part| part.to_str().ok_or_else(|| ObjectsError::local(session, "a name that is not UTF-8")))

@@ -49,6 +49,9 @@ pub struct Config {
     /// Whether an address other machines can reach (not loopback) may be bound; without
     /// it, [`Server::bind`] refuses one with [`ServeError::RemoteNotAllowed`].
     pub allow_remote: bool,
+    /// What the page names as the profiles' place (default: the path; the store's URL
+    /// when the path is a mirror of one).
+    pub shown_as: Option<String>,
 }
 
 impl Config {
@@ -64,6 +67,7 @@ impl Config {
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             allow_remote: false,
+            shown_as: None,
         }
     }
 }
@@ -104,7 +108,9 @@ impl Server {
             .map_err(|join| ServeError::Serve(std::io::Error::other(join.to_string())))??;
         let cache_dir = config.cache_dir.clone().unwrap_or_else(default_cache_dir);
         let state = Arc::new(
-            AppState::new(catalog, cache_dir, config.loaded_runs).with_rescan_interval(config.rescan_interval),
+            AppState::new(catalog, cache_dir, config.loaded_runs)
+                .with_rescan_interval(config.rescan_interval)
+                .shown_as(config.shown_as),
         );
         let listener = TcpListener::bind((config.host.as_str(), config.port))
             .await

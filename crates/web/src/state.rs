@@ -76,6 +76,8 @@ impl RunKey for ToolRequest {
 pub struct AppState {
     /// The path the server was given, as given.
     root: PathBuf,
+    /// What the page names as the profiles' place, when not the path.
+    shown_as: Option<String>,
     catalog: Mutex<Arc<Catalog>>,
     rescan: Rescan,
     cache_dir: PathBuf,
@@ -100,6 +102,7 @@ impl AppState {
     pub fn new(catalog: Catalog, cache_dir: PathBuf, loaded_runs: usize) -> AppState {
         AppState {
             root: catalog.root().to_path_buf(),
+            shown_as: None,
             catalog: Mutex::new(Arc::new(catalog)),
             rescan: Rescan::new(DEFAULT_RESCAN_INTERVAL),
             cache_dir,
@@ -116,6 +119,18 @@ impl AppState {
     pub fn with_rescan_interval(mut self, interval: Duration) -> AppState {
         self.rescan = Rescan::new(interval);
         self
+    }
+
+    /// This state with the profiles' place named `shown` on the page (`None`: the path).
+    pub fn shown_as(mut self, shown: Option<String>) -> AppState {
+        self.shown_as = shown;
+        self
+    }
+
+    /// What the page names as the profiles' place: the store's URL for a mirror, else
+    /// the path the server was given.
+    pub fn shown_root(&self) -> String {
+        self.shown_as.clone().unwrap_or_else(|| self.root.display().to_string())
     }
 
     /// The runs the server serves now.

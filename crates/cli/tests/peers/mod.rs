@@ -149,3 +149,88 @@ pub fn mock_nvml(dir: &Path, test: &str) -> Option<PathBuf> {
         Err(e) => panic!("{test}: cc: {e}"),
     }
 }
+
+/// A moto server (an S3 peer) and its address; killed when dropped.
+pub struct Moto {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub endpoint: String,
+    python: String,
+}
+
+/// A moto server of `test`'s own; `None` (the test says it skipped) without
+/// `MLPROF_MOTO_PYTHON`, unless `MLPROF_REQUIRE_PEERS` is set.
+pub fn moto(test: &str) -> Option<Moto> {
+    let python = match std::env::var("MLPROF_MOTO_PYTHON") {
+        Ok(python) => python,
+        Err(_) => {
+            assert!(
+                std::env::var_os("MLPROF_REQUIRE_PEERS").is_none(),
+                "{test}: MLPROF_MOTO_PYTHON is not set but MLPROF_REQUIRE_PEERS is"
+            );
+            eprintln!("{test}: skipped: MLPROF_MOTO_PYTHON is not set; .ci/run sets it");
+            return None;
+        }
+    };
+    let mut child = Command::new(&python)
+        .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", "0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("moto's server starts");
+    let mut lines = BufReader::new(child.stderr.take().expect("piped")).lines();
+    let endpoint = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|line| line.split("Running on ").nth(1).map(|rest| rest.trim().to_string()))
+        .expect("moto says where it listens");
+    // Its request log is read on (a closed pipe would fail its writes).
+    std::thread::spawn(move || lines.for_each(drop));
+    Some(Moto { child, endpoint, python })
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Moto {
+    /// The `AWS_*` variables that point a client at this server.
+    pub fn vars(&self) -> Vec<(String, String)> {
+        [
+            ("AWS_ENDPOINT_URL", self.endpoint.as_str()),
+            ("AWS_ACCESS_KEY_ID", "test"),
+            ("AWS_SECRET_ACCESS_KEY", "test"),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_ALLOW_HTTP", "true"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+    }
+
+    /// Runs `code` with `s3`, a boto3 client of this server, defined.
+    pub fn boto(&self, code: &str) -> String {
+        let script = format!(
+            "import boto3, sys\ns3 = boto3.client('s3', endpoint_url={:?}, aws_access_key_id='test', \
+             aws_secret_access_key='test', region_name='us-east-1')\n{code}",
+            self.endpoint
+        );
+        let out = Command::new(&self.python).args(["-c", &script]).output().expect("python runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Creates bucket `name`.
+    pub fn bucket(&self, name: &str) {
+        self.boto(&format!("s3.create_bucket(Bucket={name:?})"));
+    }
+
+    /// A client of `url` on this server.
+    pub fn store(&self, url: &str) -> mlprof_objects::Store {
+        let url = mlprof_objects::StoreUrl::parse(url).expect("url");
+        mlprof_objects::Store::open_with(&url, self.vars()).expect("opens")
+    }
+}

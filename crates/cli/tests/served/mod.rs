@@ -1,5 +1,7 @@
 //! `mlprof serve PROFILE --port 0` as a child process for the tests that talk to it:
 //! started, its URL read from the first stdout line, killed when dropped.
+//! Each test file uses only some of these helpers.
+#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -22,11 +24,17 @@ impl Drop for Served {
 /// Starts `mlprof serve profile --port 0 --cache-dir cache` and waits for its URL line,
 /// which must name 127.0.0.1 and the port actually bound. Its stderr goes to the test's.
 pub fn serve(profile: &Path, cache: &Path) -> Served {
+    serve_with_env(profile, cache, &[])
+}
+
+/// [`serve`] with variables `env` set (an object store's `AWS_*`).
+pub fn serve_with_env(profile: &Path, cache: &Path, env: &[(String, String)]) -> Served {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mlprof"))
         .arg("serve")
         .arg(profile)
         .args(["--port", "0", "--cache-dir"])
         .arg(cache)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()

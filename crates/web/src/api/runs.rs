@@ -57,10 +57,7 @@ impl RunEntry {
 pub async fn runs(State(state): State<Arc<AppState>>) -> Json<Runs> {
     state.rediscover_if_due().await;
     let catalog = state.catalog();
-    Json(Runs {
-        root: catalog.root().display().to_string(),
-        runs: catalog.runs().iter().map(|run| RunEntry::of(&state, run)).collect(),
-    })
+    Json(Runs { root: state.shown_root(), runs: catalog.runs().iter().map(|run| RunEntry::of(&state, run)).collect() })
 }
 
 /// The query of `/api/run`.

@@ -4,84 +4,12 @@
 //! fetches new and changed sessions whole, drops deleted ones, never writes a hostile key
 //! and says what it left out; an unreachable store or a missing bucket is one line.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
+
+mod peers;
 
 use mlprof_objects::{Mirror, Store, StoreUrl};
-
-/// The moto server every test of this file shares, and its address.
-struct Moto {
-    _child: Child,
-    endpoint: String,
-    python: String,
-}
-
-fn moto(test: &str) -> Option<&'static Moto> {
-    static MOTO: OnceLock<Option<Moto>> = OnceLock::new();
-    let python = match std::env::var("MLPROF_MOTO_PYTHON") {
-        Ok(python) => python,
-        Err(_) => {
-            assert!(
-                std::env::var_os("MLPROF_REQUIRE_PEERS").is_none(),
-                "{test}: MLPROF_MOTO_PYTHON is not set but MLPROF_REQUIRE_PEERS is"
-            );
-            eprintln!("{test}: skipped: MLPROF_MOTO_PYTHON is not set; .ci/run sets it");
-            return None;
-        }
-    };
-    MOTO.get_or_init(|| {
-        let mut child = Command::new(&python)
-            .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", "0"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("moto's server starts");
-        let lines = BufReader::new(child.stderr.take().expect("piped")).lines();
-        let endpoint = lines
-            .map_while(Result::ok)
-            .find_map(|line| line.split("Running on ").nth(1).map(|rest| rest.trim().to_string()))
-            .expect("moto says where it listens");
-        Some(Moto { _child: child, endpoint, python })
-    })
-    .as_ref()
-}
-
-impl Moto {
-    fn vars(&self) -> Vec<(String, String)> {
-        [
-            ("AWS_ENDPOINT_URL", self.endpoint.as_str()),
-            ("AWS_ACCESS_KEY_ID", "test"),
-            ("AWS_SECRET_ACCESS_KEY", "test"),
-            ("AWS_REGION", "us-east-1"),
-            ("AWS_ALLOW_HTTP", "true"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-    }
-
-    /// Runs `code` with `s3`, a boto3 client of this server, defined.
-    fn boto(&self, code: &str) -> String {
-        let script = format!(
-            "import boto3, sys\ns3 = boto3.client('s3', endpoint_url={:?}, aws_access_key_id='test', \
-             aws_secret_access_key='test', region_name='us-east-1')\n{code}",
-            self.endpoint
-        );
-        let out = Command::new(&self.python).args(["-c", &script]).output().expect("python runs");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn bucket(&self, name: &str) {
-        self.boto(&format!("s3.create_bucket(Bucket={name:?})"));
-    }
-
-    fn store(&self, url: &str) -> Store {
-        Store::open_with(&StoreUrl::parse(url).expect("url"), self.vars()).expect("opens")
-    }
-}
+use peers::moto;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime")
@@ -187,7 +115,10 @@ fn a_large_file_goes_up_in_parts() {
     assert_eq!(uploaded.bytes, size as u64);
     let etag = moto.boto("print(s3.head_object(Bucket='large', Key='plugins/profile/s1/h.xplane.pb')['ETag'])");
     let parts = size.div_ceil(mlprof_objects::upload::PART_BYTES);
-    assert!(etag.trim().trim_matches('"').ends_with(&format!("-{parts}")), "a multipart upload of {parts} parts: {etag}");
+    assert!(
+        etag.trim().trim_matches('"').ends_with(&format!("-{parts}")),
+        "a multipart upload of {parts} parts: {etag}"
+    );
     let cache = tempfile::tempdir().expect("cache");
     let mut mirror = Mirror::open(moto.store("s3://large"), cache.path()).expect("mirror");
     rt.block_on(mirror.sync()).expect("synced");
