@@ -91,9 +91,13 @@ struct CaptureArgs {
     /// The agent to ask.
     #[arg(long, default_value = DEFAULT_LISTEN, value_name = "ADDR")]
     agent: SocketAddr,
-    /// The token of an agent on a non-loopback address (or MLPROF_AGENT_TOKEN).
-    #[arg(long)]
+    /// The token of an agent on a non-loopback address (or MLPROF_AGENT_TOKEN); seen by
+    /// anyone who lists processes, so prefer --token-file.
+    #[arg(long, conflicts_with = "token_file")]
     token: Option<String>,
+    /// A file whose first line is the token.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
 }
 
 /// Runs the agent until Ctrl-C or SIGTERM, or asks a running one.
@@ -177,14 +181,17 @@ fn default_data_dir() -> Option<PathBuf> {
         .map(|data| data.join("mlprof/agent"))
 }
 
-/// The token for a request: `--token`, else `MLPROF_AGENT_TOKEN`.
-fn token(given: Option<String>) -> Option<String> {
-    given.or_else(|| std::env::var(mlprof_run::agent_link::TOKEN_VARIABLE).ok().filter(|t| !t.is_empty()))
+/// The token for a request: `--token-file`'s, `--token`, else `MLPROF_AGENT_TOKEN`.
+fn token(given: Option<String>, file: Option<&std::path::Path>) -> Result<Option<String>, Failure> {
+    if let Some(path) = file {
+        return crate::capture::read_token_file(path).map(Some);
+    }
+    Ok(given.or_else(|| std::env::var(mlprof_run::agent_link::TOKEN_VARIABLE).ok().filter(|t| !t.is_empty())))
 }
 
 /// `mlprof agent capture`: prints what the capture said, then the session.
 fn run_capture(args: CaptureArgs) -> Result<(), Failure> {
-    let token = token(args.token);
+    let token = token(args.token, args.token_file.as_deref())?;
     let outcome = client::capture(args.agent, args.pid, args.duration, token.as_deref()).map_err(Failure::input)?;
     for line in &outcome.lines {
         eprintln!("mlprof: {line}");
@@ -227,9 +234,13 @@ pub struct TopArgs {
     /// The agent to ask.
     #[arg(long, default_value = DEFAULT_LISTEN, value_name = "ADDR")]
     agent: SocketAddr,
-    /// The token of an agent on a non-loopback address (or MLPROF_AGENT_TOKEN).
-    #[arg(long)]
+    /// The token of an agent on a non-loopback address (or MLPROF_AGENT_TOKEN); seen by
+    /// anyone who lists processes, so prefer --token-file.
+    #[arg(long, conflicts_with = "token_file")]
     token: Option<String>,
+    /// A file whose first line is the token.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
     /// Print one snapshot and exit.
     #[arg(long)]
     once: bool,
@@ -246,7 +257,7 @@ pub struct TopArgs {
 /// capture, open); otherwise (or with --once, or as JSON) printed once, or every second
 /// until Ctrl-C.
 pub fn run_top(args: TopArgs) -> Result<(), Failure> {
-    let token = token(args.token);
+    let token = token(args.token, args.token_file.as_deref())?;
     if !args.once && matches!(args.format, TopFormat::Table) && mlprof_agent::top_screen::available() {
         return mlprof_agent::top_screen::run(args.agent, token, args.follow).map_err(Failure::nothing);
     }

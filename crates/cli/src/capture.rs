@@ -162,13 +162,7 @@ async fn capture_round(
     options.python_tracer_level = args.python_tracer_level;
     options.retries = args.retries;
     if let Some(path) = &args.token_file {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Failure::input(format!("--token-file {}: {e}", path.display())))?;
-        let token = text.lines().next().unwrap_or("").trim();
-        if token.is_empty() {
-            return Err(Failure::input(format!("--token-file {}: its first line is empty", path.display())));
-        }
-        options.token = Some(token.to_string());
+        options.token = Some(read_token_file(path)?);
     }
     options.timeout = args.timeout;
     if verbose {
@@ -270,6 +264,18 @@ impl Progress for WorkerDisplay {
             WorkerDisplay::Plain => eprintln!("{line}"),
         }
     }
+}
+
+/// The token on the first line of `path` (`--token-file`: a token in a file stays out of
+/// the process list, where `ps` shows every argument).
+pub(crate) fn read_token_file(path: &std::path::Path) -> Result<String, Failure> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| Failure::input(format!("--token-file {}: {e}", path.display())))?;
+    let token = text.lines().next().unwrap_or("").trim();
+    if token.is_empty() {
+        return Err(Failure::input(format!("--token-file {}: its first line is empty", path.display())));
+    }
+    Ok(token.to_string())
 }
 
 #[cfg(test)]

@@ -389,6 +389,23 @@ fn a_non_loopback_agent_refuses_requests_without_its_token() {
     assert!(allowed.status.success(), "{}", String::from_utf8_lossy(&allowed.stderr));
     assert!(String::from_utf8_lossy(&allowed.stdout).starts_with("mlprof top: "));
     assert!(metrics_text(&local, Some(&token)).contains("# TYPE mlprof_jobs gauge"));
+    // The token from a file, kept out of the process list.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("token");
+    std::fs::write(&file, format!("{token}\n")).expect("write");
+    let from_file = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["top", "--once", "--agent", &local, "--token-file"])
+        .arg(&file)
+        .output()
+        .expect("mlprof top runs");
+    assert!(from_file.status.success(), "{}", String::from_utf8_lossy(&from_file.stderr));
+    let missing = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["agent", "capture", "1", "--agent", &local, "--token-file"])
+        .arg(dir.path().join("nothing"))
+        .output()
+        .expect("runs");
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("--token-file"), "one line naming the file");
 }
 
 #[test]

@@ -83,13 +83,21 @@ pub struct RunOptions {
     pub agent: Option<AgentAddress>,
 }
 
-/// Where the node's agent listens, and its token where it needs one.
-#[derive(Clone, Debug)]
+/// Where the node's agent listens, and its token where it needs one. Its `Debug` form
+/// leaves the token out.
+#[derive(Clone)]
 pub struct AgentAddress {
     /// Its address.
     pub address: std::net::SocketAddr,
     /// The token of an agent on a non-loopback address.
     pub token: Option<String>,
+}
+
+impl std::fmt::Debug for AgentAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let token = self.token.as_ref().map(|_| "<redacted>");
+        f.debug_struct("AgentAddress").field("address", &self.address).field("token", &token).finish()
+    }
 }
 
 /// Who records a process's GPU activity.
@@ -1096,4 +1104,14 @@ fn session_files(dir: &Path) -> Vec<String> {
 /// Now, Unix epoch nanoseconds (the clock samples and GPU records are stamped with).
 fn realtime_ns() -> i64 {
     mlprof_cupti::wire::realtime_ns()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_agents_token_never_shows_in_debug_output() {
+        let address = super::AgentAddress { address: ([10, 0, 0, 1], 7766).into(), token: Some("s3cr3t".into()) };
+        let shown = format!("{address:?}");
+        assert!(!shown.contains("s3cr3t") && shown.contains("10.0.0.1:7766"), "{shown}");
+    }
 }

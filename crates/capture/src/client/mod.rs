@@ -32,8 +32,8 @@ use crate::address::Target;
 use request::RequestFields;
 use rpc::RetryPlan;
 
-/// What to capture and where to put it.
-#[derive(Clone, Debug)]
+/// What to capture and where to put it. Its `Debug` form leaves the token out.
+#[derive(Clone)]
 pub struct CaptureOptions {
     /// The TensorBoard log directory; profiles go to `<logdir>/plugins/profile/<session>/`.
     /// Sent to the servers made absolute (a relative path would be resolved against each
@@ -60,6 +60,24 @@ pub struct CaptureOptions {
     /// Sent to every server as `authorization: Bearer TOKEN` (an `mlprof agent`'s
     /// profiler port on a non-loopback address needs it); `None` sends nothing.
     pub token: Option<String>,
+}
+
+impl std::fmt::Debug for CaptureOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CaptureOptions")
+            .field("logdir", &self.logdir)
+            .field("session_id", &self.session_id)
+            .field("duration", &self.duration)
+            .field("delay", &self.delay)
+            .field("host_tracer_level", &self.host_tracer_level)
+            .field("device_tracer_level", &self.device_tracer_level)
+            .field("python_tracer_level", &self.python_tracer_level)
+            .field("retries", &self.retries)
+            .field("timeout", &self.timeout)
+            .field("retry_pause", &self.retry_pause)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
 }
 
 impl CaptureOptions {
@@ -273,6 +291,13 @@ fn epoch_ns_after(after: Duration) -> u64 {
 mod tests {
     use super::{CaptureOptions, OptionsError};
     use std::time::Duration;
+
+    #[test]
+    fn the_token_never_shows_in_debug_output() {
+        let options = CaptureOptions { token: Some("s3cr3t-token".into()), ..CaptureOptions::new("/logs", "s") };
+        let shown = format!("{options:?}");
+        assert!(!shown.contains("s3cr3t") && shown.contains("<redacted>") && shown.contains("/logs"), "{shown}");
+    }
 
     #[test]
     fn options_default_to_tensorflows_and_validate() {
