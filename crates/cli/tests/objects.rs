@@ -93,11 +93,21 @@ fn a_session_uploaded_is_mirrored_whole_and_follows_the_store() {
     let removed = rt.block_on(mirror.sync()).expect("synced");
     assert_eq!((removed.sessions, removed.removed), (1, 1), "{removed:?}");
     assert!(!mirrored.exists());
+
+    // A session under a level the store can no longer list is kept, not taken for gone.
+    moto.boto("s3.put_object(Bucket='follow', Key='node1/kept/plugins/profile/s/h.xplane.pb', Body=b'x')");
+    assert_eq!(rt.block_on(mirror.sync()).expect("synced").fetched, 1);
+    moto.boto("s3.put_object(Bucket='follow', Key='node1/kept/../../x/plugins/profile/s/h.xplane.pb', Body=b'x')");
+    let partial = rt.block_on(mirror.sync()).expect("synced");
+    assert_eq!(partial.removed, 0, "{partial:?}");
+    assert!(partial.skipped.iter().any(|s| s.contains("s3://follow/node1/kept: list")), "{:?}", partial.skipped);
+    assert!(mirror.profiles().join("kept/plugins/profile/s/h.xplane.pb").is_file());
     drop(mirror);
 
     // What a killed process had mirrored is kept: a new mirror fetches nothing.
     let mut reopened = Mirror::open(moto.store("s3://follow/node1"), cache.path()).expect("mirror");
-    assert_eq!(rt.block_on(reopened.sync()).expect("synced").fetched, 0);
+    let reopened = rt.block_on(reopened.sync()).expect("synced");
+    assert_eq!((reopened.fetched, reopened.removed), (0, 0), "{reopened:?}");
 }
 
 #[test]

@@ -7,7 +7,8 @@
 //! manifest: its files are downloaded into `staging/`, each checked against the size
 //! listed, and the session directory is renamed into place whole, so a reader sees the
 //! old session or the new one, never a mix. A session gone from the store goes from the
-//! cache. One process mirrors a URL at a time (a lock file); a session that fails is
+//! cache (only after a complete listing: a level that could not be listed removes
+//! nothing). One process mirrors a URL at a time (a lock file); a session that fails is
 //! left as it was and named in [`Synced::skipped`], and the others go on.
 //!
 //! Keys that could name something outside the cache are never written ([`crate::layout`]).
@@ -107,7 +108,8 @@ impl Mirror {
     /// be listed (unreachable, refused, no such bucket) or the cache cannot be written.
     pub async fn sync(&mut self) -> Result<Synced, ObjectsError> {
         let mut synced = Synced::default();
-        let objects = self.list(&mut synced.skipped).await?;
+        let mut unlisted = Vec::new();
+        let objects = self.list(&mut synced.skipped, &mut unlisted).await?;
         let mut sessions: BTreeMap<Vec<String>, Vec<(Listed, Key)>> = BTreeMap::new();
         let prefix = self.store.key([]);
         for meta in objects {
@@ -143,7 +145,13 @@ impl Mirror {
                 Err(error) => synced.skipped.push(error.to_string()),
             }
         }
-        let gone: Vec<String> = self.manifest.sessions.keys().filter(|name| !listed.contains(*name)).cloned().collect();
+        // A session under a level that could not be listed is not known to be gone.
+        let unknown = |name: &str| {
+            let parts: Vec<&str> = name.split('/').collect();
+            unlisted.iter().any(|level| parts.starts_with(&level.iter().map(String::as_str).collect::<Vec<_>>()))
+        };
+        let gone: Vec<String> =
+            self.manifest.sessions.keys().filter(|name| !listed.contains(*name) && !unknown(name)).cloned().collect();
         for name in gone {
             let dir = name.split('/').fold(self.profiles(), |dir, part| dir.join(part));
             match std::fs::remove_dir_all(&dir) {
@@ -158,8 +166,13 @@ impl Mirror {
         Ok(synced)
     }
 
-    /// Every object under the prefix: in one pass, or level by level when a key breaks it.
-    async fn list(&self, skipped: &mut Vec<String>) -> Result<Vec<ObjectMeta>, ObjectsError> {
+    /// Every object under the prefix: in one pass, or level by level when a key breaks it
+    /// (the levels that could not be listed go to `unlisted`, as parts under the prefix).
+    async fn list(
+        &self,
+        skipped: &mut Vec<String>,
+        unlisted: &mut Vec<Vec<String>>,
+    ) -> Result<Vec<ObjectMeta>, ObjectsError> {
         let prefix = self.store.key([]);
         let mut objects = Vec::new();
         let mut stream = self.store.inner().list(Some(&prefix));
@@ -173,11 +186,7 @@ impl Mirror {
                 }
             }
             if objects.len() > MAX_OBJECTS {
-                return Err(ObjectsError::Store {
-                    url: self.store.url().to_string(),
-                    what: "list",
-                    why: format!("more than {MAX_OBJECTS} objects: name a narrower prefix"),
-                });
+                return Err(self.too_many());
             }
         }
         match failed {
@@ -185,15 +194,20 @@ impl Mirror {
             Some(error) if objects.is_empty() && !is_parse_error(&error) => {
                 Err(ObjectsError::store(self.store.url(), "list", &error))
             }
-            Some(_) => self.walk(skipped).await,
+            Some(_) => self.walk(skipped, unlisted).await,
         }
     }
 
     /// Every object under the prefix, one directory level per request; a level that cannot
-    /// be listed is named in `skipped` and the rest go on.
-    async fn walk(&self, skipped: &mut Vec<String>) -> Result<Vec<ObjectMeta>, ObjectsError> {
+    /// be listed is named in `skipped` and `unlisted`, and the rest go on.
+    async fn walk(
+        &self,
+        skipped: &mut Vec<String>,
+        unlisted: &mut Vec<Vec<String>>,
+    ) -> Result<Vec<ObjectMeta>, ObjectsError> {
         let mut objects = Vec::new();
-        let mut levels = vec![(self.store.key([]), 0)];
+        let prefix = self.store.key([]);
+        let mut levels = vec![(prefix.clone(), 0)];
         let mut first = true;
         while let Some((level, depth)) = levels.pop() {
             match self.store.inner().list_with_delimiter(Some(&level)).await {
@@ -206,15 +220,25 @@ impl Mirror {
                 Err(error) if first && !is_parse_error(&error) => {
                     return Err(ObjectsError::store(self.store.url(), "list", &error));
                 }
-                Err(error) => skipped.push(ObjectsError::store(&self.store.url_of(&level), "list", &error).to_string()),
+                Err(error) => {
+                    skipped.push(ObjectsError::store(&self.store.url_of(&level), "list", &error).to_string());
+                    let parts =
+                        level.prefix_match(&prefix).map(|parts| parts.map(|p| p.as_ref().to_string()).collect());
+                    unlisted.push(parts.unwrap_or_default());
+                }
             }
             first = false;
             if objects.len() > MAX_OBJECTS {
-                let why = format!("more than {MAX_OBJECTS} objects: name a narrower prefix");
-                return Err(ObjectsError::Store { url: self.store.url().to_string(), what: "list", why });
+                return Err(self.too_many());
             }
         }
         Ok(objects)
+    }
+
+    /// The error of a listing past [`MAX_OBJECTS`].
+    fn too_many(&self) -> ObjectsError {
+        let why = format!("more than {MAX_OBJECTS} objects: name a narrower prefix");
+        ObjectsError::Store { url: self.store.url().to_string(), what: "list", why }
     }
 
     /// Downloads one session's `files` and puts them at `dir` at once; bytes fetched.
