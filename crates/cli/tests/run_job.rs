@@ -113,7 +113,10 @@ fn a_plain_pytorch_loop_is_traced_for_a_number_of_steps() {
     let Some((logdir, _, err)) = run_torch_loop(test, &["--steps", "3"], "40") else { return };
     assert!(err.contains("tracing 3 steps (Kineto on demand)"), "{err}");
     let (steps, source) = peers::overview_steps(logdir.path());
-    assert_eq!(steps, ["OptimizerStep#1", "OptimizerStep#2", "OptimizerStep#3"], "{source}\n{err}");
+    // Kineto checks for the end of its window asynchronously: a loop of 5 ms steps now and
+    // then gets a step or two more, always after the ones asked for.
+    assert!((3..=6).contains(&steps.len()), "{steps:?}\n{source}\n{err}");
+    assert_eq!(steps[..3], ["OptimizerStep#1", "OptimizerStep#2", "OptimizerStep#3"], "{source}\n{err}");
 }
 
 /// Runs a JAX or TensorFlow loop under `mlprof run` and checks its server was captured.
