@@ -638,8 +638,11 @@ fn jobs_started_by_run_register_and_are_captured_through_their_run() {
     for (_, pid, _) in &jobs[..2] {
         assert!(counted(&metrics, *pid), "one capture of {pid} counted: {metrics}");
     }
-    let breakdown = format!("mlprof_job_step_breakdown_seconds{{pid=\"{}\",", jobs[1].1);
-    assert!(metrics.contains(&breakdown) && metrics.contains("category=\"Host compute\""), "{metrics}");
+    // The breakdown of each job's last probe: one that found no steps (a 1 s probe of a
+    // loaded machine can) has none, so any of the framework jobs will do.
+    let broken_down = |pid: &u32| metrics.contains(&format!("mlprof_job_step_breakdown_seconds{{pid=\"{pid}\","));
+    assert!(jobs.iter().any(|(_, pid, _)| broken_down(pid)), "{metrics}");
+    assert!(metrics.contains("category=\"Host compute\""), "{metrics}");
     let own = std::fs::read_dir(mlprof_profile_root(logdir.path())).map_or(0, Iterator::count);
     assert_eq!(own, 0, "the runs' own log directory got nothing: their first round is an hour away");
 
