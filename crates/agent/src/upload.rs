@@ -63,14 +63,14 @@ impl Uploads {
     pub fn enqueue(&self, session: &Path) -> String {
         let relative = session.strip_prefix(&self.data_dir).unwrap_or(session);
         let url = self.store.url().join(relative.iter().filter_map(|part| part.to_str()));
+        // Counted before it is sent: the task may take it and count it done at once.
+        self.update(|view| view.queued += 1);
         match self.sender.try_send(session.to_path_buf()) {
-            Ok(()) => {
-                self.update(|view| view.queued += 1);
-                format!("uploading to {url}")
-            }
+            Ok(()) => format!("uploading to {url}"),
             Err(_) => {
                 let why = format!("not uploaded to {url}: {QUEUE} sessions are waiting for theirs");
                 self.update(|view| {
+                    view.queued = view.queued.saturating_sub(1);
                     view.failed += 1;
                     view.last_error = Some(why.clone());
                 });
