@@ -10,7 +10,11 @@
 //!   depth, is a session named `<run>/<session>` (`<run>` = the path from the log
 //!   directory to `plugins`, omitted at the root), as TensorBoard's profile plugin names
 //!   runs; its hosts are the `<host>.xplane.pb` files and PyTorch's
-//!   `<worker>.pt.trace.json[.gz]` traces (as `mlprof run` writes them) in it;
+//!   `<worker>.pt.trace.json[.gz]` traces (as `mlprof run` writes them) in it; a
+//!   directory below it that holds Kineto traces (outside `plugins/`) is a session too,
+//!   named by its path from the log directory, as PyTorch's TensorBoard plugin names
+//!   runs (`<logdir>/<run>/*.pt.trace.json`), so traces beside a log directory are
+//!   never dropped unseen;
 //! - a directory of Kineto traces, one per rank (files that do not look like a trace,
 //!   such as PyTorch's `memory_timeline.raw.json.gz`, are skipped).
 //!
@@ -336,12 +340,21 @@ impl Walk {
         found
     }
 
-    /// Collects `plugins/profile/<session>/` directories below `dir` (any depth). Links
+    /// Collects `plugins/profile/<session>/` directories below `dir` (any depth), and the
+    /// directories holding Kineto traces (each a session named by its path). Links
     /// are followed while they stay inside the root, each directory once, so a link
     /// cycle cannot recurse forever.
     fn find_profile_sessions(&mut self, root: &Path, dir: &Path, out: &mut Vec<SessionFiles>) {
         if !self.may_enter(dir) {
             return;
+        }
+        // Kineto traces outside `plugins/profile` make their directory a run, as in
+        // PyTorch's TensorBoard plugin (`<logdir>/<run>/*.pt.trace.json`).
+        let traces = self.trace_files(dir);
+        if !traces.is_empty() {
+            let run = dir.strip_prefix(root).unwrap_or(Path::new("")).to_string_lossy().into_owned();
+            let name = if run.is_empty() { dir_name(dir) } else { run };
+            out.push(SessionFiles { name, path: dir.to_path_buf(), hosts: traces });
         }
         for entry in self.entries(dir) {
             if !entry.is_dir() || entry.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')) {
@@ -407,6 +420,27 @@ mod tests {
         };
         assert_eq!(hosts(&session), ["vm_42", "vm_python"]);
         assert_eq!(hosts(&session), hosts(logdir.path()));
+    }
+
+    /// A PyTorch run's traces beside a TensorFlow run's session, as in `examples/`: both
+    /// are sessions, the traces named by their directory.
+    #[test]
+    fn kineto_traces_beside_a_log_directorys_sessions_are_a_session_too() {
+        let logdir = tempfile::tempdir().unwrap();
+        let session = logdir.path().join("tf/plugins/profile/2026_11_21_19_24_08");
+        std::fs::create_dir_all(&session).unwrap();
+        std::fs::write(session.join("vm.xplane.pb"), b"").unwrap();
+        let runs = logdir.path().join("torch/rank_runs");
+        std::fs::create_dir_all(&runs).unwrap();
+        std::fs::write(runs.join("rank-0.json.gz.txt"), b"not a trace").unwrap();
+        std::fs::write(runs.join("config.json"), br#"{"lr": 0.1}"#).unwrap();
+        std::fs::write(runs.join("rank-0.json"), br#"{"traceEvents": []}"#).unwrap();
+        std::fs::write(runs.join("rank-1.pt.trace.json"), br#"{"traceEvents": []}"#).unwrap();
+        let sessions = discover(logdir.path()).unwrap();
+        let names: Vec<&str> = sessions.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["tf/2026_11_21_19_24_08", "torch/rank_runs"]);
+        let hosts: Vec<&str> = sessions[1].hosts.iter().map(|h| h.host_name.as_str()).collect();
+        assert_eq!(hosts, ["rank-0", "rank-1"]);
     }
 
     #[test]
