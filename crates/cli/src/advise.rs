@@ -70,7 +70,7 @@ fn advise_text(
     format: AdviseFormat,
 ) -> Result<String, Failure> {
     let session = select::session(sessions, session)?;
-    let hosts = select::hosts(session, host.filter(|h| *h != "all"))?;
+    let hosts = select::analysable_hosts(session, host.filter(|h| *h != "all"))?;
     let advice = advise::advise(&advise::results::collect(&hosts));
     let host_names: Vec<&str> = hosts.iter().map(|h| h.name.as_str()).collect();
     match format {

@@ -41,7 +41,7 @@ impl<'a> Request<'a> {
 pub fn analyze(sessions: &[Session], request: &Request<'_>) -> Result<String, Failure> {
     let session = select::session(sessions, request.session)?;
     let host = request.host.filter(|h| *h != "all");
-    let hosts = select::hosts(session, host)?;
+    let hosts = select::analysable_hosts(session, host)?;
     let tools = tools(request.tool)?;
     let options = options(&tools, request)?;
     check_format(&tools, request)?;

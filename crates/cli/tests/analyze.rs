@@ -102,6 +102,24 @@ fn bad_requests_exit_2_with_one_line() {
     }
 }
 
+/// A trace that holds no event is read fine but is nothing usable: exit 1 and one line
+/// from `analyze` and `advise`, not an overview of zeros or "Nothing to advise".
+#[test]
+fn a_profile_without_events_is_nothing_usable() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("empty.json");
+    std::fs::write(&trace, r#"{"traceEvents": []}"#).unwrap();
+    let trace = trace.to_str().expect("UTF-8");
+    for args in [vec!["analyze", trace], vec!["analyze", trace, "--tool", "gpu"], vec!["advise", trace]] {
+        let out = mlprof(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains("no events in its host: nothing was recorded"), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}: no partial output");
+    }
+}
+
 #[test]
 fn the_steps_tool_lists_every_step_and_the_overview_counts_the_ones_it_marks() {
     for case in ["xspace/tf_keras2_input_bound/logdir", "kineto/hta/timeline_analysis"] {

@@ -83,10 +83,14 @@ fn a_tensorboard_log_directory_yields_every_session_at_any_depth() {
         names,
         vec![
             "cuda_app_h200_inject/logdir/2026_11_26_04_52_27",
+            "cuda_app_h200_inject/xprof_out",
             "jax_gpu_h200/logdir/2026_11_26_02_19_38",
+            "jax_gpu_h200/xprof_out",
             "jax_gpu_h200_capture/logdir/2026_11_26_02_19_46",
             "jax_gpu_xla/logdir/2026_11_21_19_24_59",
+            "jax_gpu_xla/xprof_out",
             "jax_h200_inject/logdir/2026_11_26_04_52_44",
+            "jax_h200_inject/xprof_out",
             "jax_plain_loop/logdir/2026_11_26_07_43_20",
             "jax_profile/logdir/2026_11_21_19_24_59",
             "tf_custom_loop/logdir/2026_11_21_19_24_15",
@@ -95,6 +99,8 @@ fn a_tensorboard_log_directory_yields_every_session_at_any_depth() {
             "tf_plain_loop/logdir/2026_11_26_07_45_57",
         ]
     );
+    // XProf's trace-viewer outputs beside the references are Chrome traces too: each
+    // directory holding some is a session, as PyTorch's TensorBoard plugin lists runs.
     // A session directory itself, and a run's log directory.
     let session = info_json(&data("xspace/tf_keras_pipelined/logdir/train/plugins/profile/2026_11_21_19_24_04"));
     assert_eq!(session["sessions"][0]["name"], "2026_11_21_19_24_04");

@@ -253,12 +253,27 @@ fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(entries)
 }
 
-/// True when the start of a JSON file looks like a Chrome trace (has `traceEvents` or
-/// is an array of objects with `ph`).
+/// True when the start of a JSON file looks like a Chrome trace: a `"traceEvents": [`
+/// member, or an array of objects with `ph` (a file that only names `traceEvents`, such
+/// as a summary listing a trace's keys, is none).
 fn looks_like_trace(path: &Path) -> Result<bool> {
     let head = head_bytes(path, 64 * 1024)?;
     let contains = |needle: &[u8]| head.windows(needle.len()).any(|w| w == needle);
-    Ok(contains(b"\"traceEvents\"") || (head.trim_ascii_start().starts_with(b"[") && contains(b"\"ph\"")))
+    Ok(has_trace_events_array(&head) || (head.trim_ascii_start().starts_with(b"[") && contains(b"\"ph\"")))
+}
+
+/// Whether `head` holds `"traceEvents"`, then `:` and `[` (whitespace allowed between).
+fn has_trace_events_array(head: &[u8]) -> bool {
+    const KEY: &[u8] = b"\"traceEvents\"";
+    let mut rest = head;
+    while let Some(at) = rest.windows(KEY.len()).position(|w| w == KEY) {
+        rest = &rest[at + KEY.len()..];
+        let mut after = rest.iter().copied().filter(|b| !b.is_ascii_whitespace());
+        if after.next() == Some(b':') && after.next() == Some(b'[') {
+            return true;
+        }
+    }
+    false
 }
 
 /// The state of one walk below a log directory.
@@ -441,6 +456,14 @@ mod tests {
         assert_eq!(names, ["tf/2026_11_21_19_24_08", "torch/rank_runs"]);
         let hosts: Vec<&str> = sessions[1].hosts.iter().map(|h| h.host_name.as_str()).collect();
         assert_eq!(hosts, ["rank-0", "rank-1"]);
+    }
+
+    #[test]
+    fn a_trace_has_a_trace_events_array_not_only_the_name() {
+        assert!(has_trace_events_array(b"{\"schemaVersion\": 1, \"traceEvents\" :\n ["));
+        assert!(has_trace_events_array(br#"{"keys": ["traceEvents"], "traceEvents": []}"#));
+        assert!(!has_trace_events_array(br#"{"keys": ["traceEvents"], "num_traceEvents": 4}"#));
+        assert!(!has_trace_events_array(br#"{"traceEvents": 12}"#));
     }
 
     #[test]
