@@ -34,12 +34,13 @@ pub fn candidate_tools(format: SourceFormat) -> Vec<&'static str> {
 /// The names of the tools with data in `session` (see crates/web/API.md for the rule).
 pub fn tools_with_data(session: &Session) -> Vec<&'static str> {
     let hosts = &session.hosts;
-    let gpu_events = |host: &Host| host.planes.iter().any(|p| p.is_gpu() && p.event_count() > 0);
     served_tools()
         .filter(|tool| match tool.spec().availability {
             Availability::Always => true,
-            Availability::GpuEvents => hosts.iter().any(gpu_events),
-            Availability::KinetoGpuEvents => hosts.iter().any(|h| h.format == SourceFormat::Kineto && gpu_events(h)),
+            Availability::GpuEvents => hosts.iter().any(Host::has_gpu_events),
+            Availability::KinetoGpuEvents => {
+                hosts.iter().any(|h| h.format == SourceFormat::Kineto && h.has_gpu_events())
+            }
             Availability::HostEvents(wanted) => {
                 hosts.iter().any(|h| h.plane(HOST_PLANE).is_some_and(|plane| plane_uses(plane, &wanted)))
             }

@@ -38,8 +38,7 @@ pub fn hosts<'a>(session: &'a Session, name: Option<&str>) -> Result<Vec<&'a Hos
 /// `{"traceEvents": []}`, a capture that recorded nothing) are nothing usable (exit 1).
 pub fn analysable_hosts<'a>(session: &'a Session, name: Option<&str>) -> Result<Vec<&'a Host>, Failure> {
     let found = hosts(session, name)?;
-    let has_events = |host: &&Host| host.planes.iter().any(|plane| plane.lines.iter().any(|line| !line.is_empty()));
-    if !found.iter().any(has_events) {
+    if found.iter().all(|host| host.event_count() == 0) {
         let which = if found.len() == 1 { "its host".to_string() } else { format!("any of its {} hosts", found.len()) };
         return Err(Failure::nothing(format!("session {}: no events in {which}: nothing was recorded", session.name)));
     }

@@ -120,6 +120,23 @@ fn a_profile_without_events_is_nothing_usable() {
     }
 }
 
+/// The GPU tools on a CPU-only profile say there is no GPU activity (exit 1, one line)
+/// rather than printing HTA's tables empty.
+#[test]
+fn gpu_tools_on_a_profile_without_gpu_activity_say_so() {
+    for path in [data("xspace/tf_keras2_input_bound/logdir"), data("kineto/hta/cpu_only")] {
+        let path = path.to_str().expect("UTF-8");
+        for tool in ["gpu", "transfers"] {
+            let out = mlprof(&["analyze", path, "--tool", tool]);
+            assert_eq!(out.status.code(), Some(1), "{path} {tool}");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(stderr.lines().count(), 1, "{stderr}");
+            assert!(stderr.contains(&format!("{tool}: no GPU activity in this profile")), "{stderr}");
+            assert!(out.stdout.is_empty());
+        }
+    }
+}
+
 #[test]
 fn the_steps_tool_lists_every_step_and_the_overview_counts_the_ones_it_marks() {
     for case in ["xspace/tf_keras2_input_bound/logdir", "kineto/hta/timeline_analysis"] {

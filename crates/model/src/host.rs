@@ -102,6 +102,12 @@ impl Host {
         self.planes.iter().map(Plane::event_count).sum()
     }
 
+    /// Whether some GPU plane (`/device:GPU:N`) holds an event: what the GPU tools
+    /// (`gpu`, `transfers`) need.
+    pub fn has_gpu_events(&self) -> bool {
+        self.planes.iter().any(|p| p.is_gpu() && p.event_count() > 0)
+    }
+
     /// The first plane called `name`.
     pub fn plane(&self, name: &str) -> Option<&Plane> {
         self.planes.iter().find(|p| p.name == name)

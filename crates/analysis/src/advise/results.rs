@@ -143,7 +143,7 @@ pub fn collect(hosts: &[&Host]) -> ToolResults {
             Ok(_) | Err(_) => {}
         }
     }
-    let gpu_traces: Vec<&Host> = hosts.iter().copied().filter(|h| kineto::is_kineto(h) && has_gpu_events(h)).collect();
+    let gpu_traces: Vec<&Host> = hosts.iter().copied().filter(|h| kineto::is_kineto(h) && h.has_gpu_events()).collect();
     if !gpu_traces.is_empty() {
         results.gpu = Some(gpu::analyze(&gpu_traces, &[]));
     }
@@ -177,10 +177,6 @@ fn recorded_by_injection(host: &Host) -> bool {
             k == key && plane.str_value(&plane.metadata_stats, value) == Some(names::MLPROF_INJECT)
         })
     })
-}
-
-fn has_gpu_events(host: &Host) -> bool {
-    host.planes.iter().any(|p| p.is_gpu() && p.event_count() > 0)
 }
 
 /// The `memory_size` stat of every GPU plane that has one.

@@ -287,6 +287,9 @@ impl Analysis<'_> {
     pub fn run(&self, tool: ToolId) -> Result<ToolResult, ToolError> {
         let hosts = self.hosts();
         let options = self.options();
+        if matches!(tool, ToolId::Gpu | ToolId::Transfers) && !hosts.iter().any(|host| host.has_gpu_events()) {
+            return Err(ToolError { message: no_gpu_activity(tool), nothing_usable: true });
+        }
         if !matches!(tool, ToolId::Gpu | ToolId::Transfers | ToolId::TraceViewer) {
             // Grouped here, not first inside another shared result's initialiser,
             // where grouping hosts in parallel could deadlock (see `Analysis::per_host`).
@@ -341,6 +344,16 @@ impl Analysis<'_> {
             }
         })
     }
+}
+
+/// Why `tool`, a GPU tool, has nothing to analyse, and how to record what it reads.
+fn no_gpu_activity(tool: ToolId) -> String {
+    format!(
+        "{}: no GPU activity in this profile (no kernel, copy or memset on a /device:GPU:N plane); record one \
+         with the GPU traced (PyTorch: ProfilerActivity.CUDA; JAX and TensorFlow: a run on a GPU; \
+         `mlprof run`: on a machine with an NVIDIA driver)",
+        tool.name()
+    )
 }
 
 impl ToolResult {
