@@ -25,7 +25,8 @@ pub fn convert(
     let plan: Vec<(PathBuf, Vec<&Host>)> = match to {
         ConvertTarget::ChromeJson => {
             let chosen = select::session(sessions, session)?;
-            vec![(out.to_path_buf(), select::hosts(chosen, host)?)]
+            let hosts = select::hosts(chosen, host)?;
+            vec![(chrome_path(out, &chosen.name, &hosts), hosts)]
         }
         ConvertTarget::Xspace => {
             if out.is_file() {
@@ -66,6 +67,22 @@ pub fn convert(
         written.push(path.display().to_string());
     }
     Ok(written)
+}
+
+/// Where `--to chrome-json OUT` writes: `OUT` itself, or inside it when it is a
+/// directory (or ends in `/`): `<host>.trace.json.gz` for one host, else
+/// `<session>.trace.json.gz` (TensorBoard's name for a trace; Perfetto and
+/// chrome://tracing open it gzipped).
+fn chrome_path(out: &Path, session_name: &str, hosts: &[&Host]) -> PathBuf {
+    let directory = out.is_dir() || out.as_os_str().to_string_lossy().ends_with('/');
+    if !directory {
+        return out.to_path_buf();
+    }
+    let name = match hosts {
+        [host] => &host.name,
+        _ => session_name,
+    };
+    out.join(format!("{}.trace.json.gz", file_safe(name)))
 }
 
 /// What one conversion has created so far, to remove if it fails.

@@ -302,6 +302,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let written = convert::convert(&sessions, to, &out, session.as_deref(), host.as_deref())?;
             if verbose {
                 eprintln!("wrote {} in {:.3} s", written.join(", "), started.elapsed().as_secs_f64());
+            } else if written != [out.display().to_string()] {
+                // Names mlprof chose (inside a directory) are said, so they can be found.
+                eprintln!("wrote {}", written.join(", "));
             }
             Ok(())
         }

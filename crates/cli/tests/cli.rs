@@ -252,6 +252,24 @@ fn bad_input_exits_2_with_one_line_naming_file_and_position() {
     assert!(leftovers.is_empty(), "temporary files left behind");
 }
 
+/// `--to chrome-json` into a directory (existing, or named with a final `/`) writes
+/// `<host>.trace.json.gz` there rather than failing with "Not a directory".
+#[test]
+fn convert_to_chrome_json_into_a_directory_names_the_file_after_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = data("kineto/torch_profile/logdir");
+    let trace = trace.to_str().unwrap();
+    let new_dir = format!("{}/traces/", dir.path().display());
+    for out in [dir.path().to_str().unwrap(), new_dir.as_str()] {
+        let run = mlprof(&["convert", trace, "--to", "chrome-json", out]);
+        assert!(run.status.success(), "{out}: {}", String::from_utf8_lossy(&run.stderr));
+        let written = Path::new(out).join("worker0.1795289102612280864.trace.json.gz");
+        assert_eq!(stderr_line(&run), format!("wrote {}\n", written.display()), "{out}");
+        let info = info_json(&written);
+        assert!(info["sessions"][0]["events"].as_u64().unwrap() > 0, "{out}");
+    }
+}
+
 #[test]
 fn convert_refuses_unknown_hosts_and_sessions_clearly() {
     let trace = data("kineto/hta/trace_filter");
