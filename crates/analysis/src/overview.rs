@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::datatable::DataTable;
-use crate::input_pipeline::{InputPipelineAnalysis, one_digit, step_section, strip_html};
+use crate::input_pipeline::{InputPipelineAnalysis, one_digit, step_section};
 use crate::kernel_stats::OpKernels;
 use crate::op_metrics::{OpMetrics, OpMetricsDb};
 use crate::report::{Cell, Report, Section, Table};
@@ -330,7 +330,7 @@ impl Overview {
     /// The overview laid out for people.
     pub fn report(&self) -> Report {
         let s = &self.steps;
-        let next = Section::new("Recommendation for next step").note(strip_html(&s.summary_next_step));
+        let next = Section::new("Recommendation for next step").note(&s.next_step);
         Report {
             tool: "overview_page".into(),
             sections: vec![

@@ -204,8 +204,12 @@ pub struct InputPipelineAnalysis {
     pub category_ms: Vec<(String, Summary)>,
     /// The conclusion.
     pub bottleneck: Bottleneck,
-    /// What to look at next.
+    /// What to look at next, in XProf's words (its page's sections; HTML kept): what
+    /// `xprof-json` writes.
     pub summary_next_step: String,
+    /// What to look at next, for people reading mlprof's outputs: names the tool (and
+    /// its section) that answers, never XProf's page sections.
+    pub next_step: String,
     /// Host input ops, by self time.
     pub input_ops: Vec<InputOp>,
     /// Host input time by kind.
@@ -266,6 +270,7 @@ pub fn analyze(steps: &CombinedSteps, host_ops: &OpMetricsDb, step_source: Strin
     host_analysis(host_ops, &mut result);
     result.bottleneck = bottleneck(&result.steps, tf_data_in_use(&result.input_time_breakdown));
     result.summary_next_step = summary_next_step(&result.bottleneck.input_classification, &result.input_time_breakdown);
+    result.next_step = next_step(&result);
     result.recommendations = RECOMMENDATIONS.iter().map(|s| s.to_string()).collect();
     result
 }
@@ -282,6 +287,13 @@ pub fn add_dataloader_analysis(result: &mut InputPipelineAnalysis, hosts: &[&Hos
         "Look at the DataLoader section of the input pipeline analyzer for where the input time goes and what to change.".into()
     } else {
         "No DataLoader wait was recorded in these steps, so the 'All others' time is host time outside recorded ops (Python, synchronisation): `mlprof analyze --tool transfers` shows what the host was doing while the GPU waited.".into()
+    };
+    result.next_step = if input_bound && analysis.calls > 0 {
+        "input_pipeline_analyzer's DataLoader section shows where the input time goes and what to change.".into()
+    } else if input_bound {
+        result.summary_next_step.clone()
+    } else {
+        next_step(result)
     };
     result.dataloader = Some(analysis);
 }
@@ -424,6 +436,48 @@ fn summary_next_step(classification: &str, breakdown: &InputTimeBreakdown) -> St
     } else {
         "You may skip the rest of this page.".into()
     }
+}
+
+/// [`InputPipelineAnalysis::next_step`] from the steps' conclusion: the tool to look at
+/// next, by name.
+fn next_step(result: &InputPipelineAnalysis) -> String {
+    if result.steps.is_empty() {
+        return "No steps were found, so the input pipeline cannot be judged: the steps tool says how steps were \
+                looked for."
+            .into();
+    }
+    match result.bottleneck.input_classification.as_str() {
+        "host" | "both" if tf_data_in_use(&result.input_time_breakdown) => {
+            "The input time is spent on the host, in tf.data: input_pipeline_analyzer's host-side analysis lists \
+             the input ops by time, and tf_data_bottleneck_analysis (or `mlprof advise`) names the slowest \
+             iterator and what to change."
+                .into()
+        }
+        "host" | "both" => "The input time is spent on the host, outside tf.data, so it cannot be broken down by \
+                            stage: trace_viewer shows what the host threads did meanwhile; with the tf.data API \
+                            (https://www.tensorflow.org/guide/data) the profiler breaks it down."
+            .into(),
+        _ => "Input is not what slows the steps: framework_op_stats shows which ops take the step time.".into(),
+    }
+}
+
+/// XProf's generic recommendations that apply: each names an input category, and only
+/// categories with time are kept (all of them when none has any, or when PyTorch's
+/// advice replaced them).
+fn applicable_recommendations(result: &InputPipelineAnalysis) -> Vec<&str> {
+    let b = &result.input_time_breakdown;
+    let times = [
+        b.enqueue_us,
+        b.preprocessing_us,
+        b.advanced_file_read_us,
+        b.demanded_file_read_us,
+        b.unclassified_non_enqueue_us,
+    ];
+    let generic = result.recommendations.iter().map(String::as_str).eq(RECOMMENDATIONS);
+    if !generic || times.iter().all(|t| *t <= 0.0) {
+        return result.recommendations.iter().map(String::as_str).collect();
+    }
+    result.recommendations.iter().zip(times).filter(|(_, time)| *time > 0.0).map(|(text, _)| text.as_str()).collect()
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -727,8 +781,8 @@ impl InputPipelineAnalysis {
                 .with_table(ops),
         );
         }
-        let mut next = Section::new("Recommendations").note(strip_html(&self.summary_next_step));
-        for text in &self.recommendations {
+        let mut next = Section::new("Recommendations").note(&self.next_step);
+        for text in applicable_recommendations(self) {
             next = next.note(strip_html(text));
         }
         sections.push(next);

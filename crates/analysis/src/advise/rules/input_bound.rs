@@ -10,7 +10,7 @@
 //! stage, with the tool's own advice.
 
 use crate::advise::{Evidence, Finding, Framework, Outcome, Severity, ToolResults, ms_to_ps};
-use crate::input_pipeline::{StepBreakdown, strip_html};
+use crate::input_pipeline::StepBreakdown;
 
 use super::{ms, tf_data_fixes};
 
@@ -227,9 +227,9 @@ fn no_pipeline_fixes(results: &ToolResults) -> Vec<String> {
                 .to_string(),
         ),
     }
-    let next = strip_html(&results.overview.steps.summary_next_step);
-    if !next.is_empty() && !next.starts_with("You may skip") {
-        fixes.push(next);
+    let next = &results.overview.steps.next_step;
+    if !next.is_empty() && !next.starts_with("Input is not") && !next.contains("mlprof advise") {
+        fixes.push(next.clone());
     }
     fixes
 }
