@@ -271,11 +271,16 @@ struct ModelTracker {
     tf_gradients: bool,
     tf_gradient_tape: bool,
     jax_transpose: bool,
+    /// An autograd backward op (PyTorch; no XProf profile has one).
+    pytorch_backward: bool,
 }
 
 impl ModelTracker {
     fn process_op(&mut self, name: &str, op_type: &str) {
-        if is_tf_op_type(op_type) && is_tf_op_name(name) {
+        // A PyTorch op is its own type (ATen ops have no instance names).
+        if name == op_type && crate::kineto::is_backward_op(name) {
+            self.pytorch_backward = true;
+        } else if is_tf_op_type(op_type) && is_tf_op_name(name) {
             let scopes = name.rsplit_once('/').map_or("", |(scopes, _)| scopes);
             for scope in scopes.split('/').filter(|_| !scopes.is_empty()) {
                 if let Some(rest) = scope.strip_prefix("gradient") {
@@ -294,7 +299,7 @@ impl ModelTracker {
     }
 
     fn is_training(&self) -> bool {
-        self.tf_gradients || self.tf_gradient_tape || self.jax_transpose
+        self.tf_gradients || self.tf_gradient_tape || self.jax_transpose || self.pytorch_backward
     }
 }
 
@@ -499,12 +504,23 @@ mod tests {
     }
 
     #[test]
-    fn jax_transpose_means_training() {
+    fn jax_transpose_tf_gradients_and_pytorch_backward_ops_mean_training() {
         let mut tracker = ModelTracker::default();
         tracker.process_op("jit(f)/transpose(jvp(g))/dot_general", "dot_general");
         assert!(tracker.is_training());
         let mut tracker = ModelTracker::default();
         tracker.process_op("model/gradients_2/MatMul", "MatMul");
+        assert!(tracker.is_training());
+        let mut tracker = ModelTracker::default();
+        tracker.process_op("aten::addmm", "aten::addmm");
+        assert!(!tracker.is_training());
+        tracker.process_op("AddmmBackward0", "AddmmBackward0");
+        assert!(tracker.is_training());
+        let mut tracker = ModelTracker::default();
+        tracker.process_op(
+            "autograd::engine::evaluate_function: torch::jit::(anonymous namespace)::DifferentiableGraphBackward",
+            "autograd::engine::evaluate_function: torch::jit::(anonymous namespace)::DifferentiableGraphBackward",
+        );
         assert!(tracker.is_training());
         assert!(crate::tf_op::is_jax_op_type("transpose[permutation=(0, 1)]"));
         assert!(!crate::tf_op::is_jax_op_type("Transpose"));

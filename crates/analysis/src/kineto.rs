@@ -43,6 +43,23 @@ pub fn profiler_step_number(name: &str) -> Option<i64> {
     name.strip_prefix(PROFILER_STEP_PREFIX)?.parse().ok()
 }
 
+/// Whether `name` is autograd's backward pass as PyTorch's profiler records it
+/// (`autograd::engine::evaluate_function: AddmmBackward0`, `AddmmBackward0`): the mark
+/// of a training step, as gradient scopes are in TensorFlow and JAX.
+pub fn is_backward_op(name: &str) -> bool {
+    name.starts_with("autograd::engine::evaluate_function:")
+        || name.trim_end_matches(|c: char| c.is_ascii_digit()).ends_with("Backward")
+}
+
+/// Whether a host's trace records a backward pass ([`is_backward_op`]) on its
+/// `/host:CPU` plane.
+pub fn records_backward(host: &Host) -> bool {
+    is_kineto(host)
+        && host
+            .plane(mlprof_model::names::HOST_PLANE)
+            .is_some_and(|plane| plane.event_metadata.iter().any(|metadata| is_backward_op(&metadata.name)))
+}
+
 /// Whether `name` is the DataLoader's `__next__` as the profiler records it
 /// (`enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`, the
 /// multiprocessing iterator's, or a custom loader's `enumerate(...)#...__next__`).

@@ -52,7 +52,8 @@ pub struct RunEnvironment {
     pub device_type: String,
     /// Number of device cores (GPU planes); 0 on CPU-only profiles.
     pub device_core_count: usize,
-    /// Whether a compiled program computes gradients (XProf's `is_training`).
+    /// Whether a compiled program computes gradients (XProf's `is_training`), or a
+    /// PyTorch trace records autograd's backward pass.
     pub is_training: bool,
 }
 

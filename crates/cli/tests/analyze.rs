@@ -127,6 +127,19 @@ fn a_profile_without_events_is_nothing_usable() {
     }
 }
 
+/// A PyTorch training step (autograd's backward ops in the trace) is called training,
+/// not XProf's default "Inference".
+#[test]
+fn a_pytorch_trace_with_a_backward_pass_is_training() {
+    let trace = data("../../examples/pytorch");
+    let trace = trace.to_str().expect("UTF-8");
+    let json: Value =
+        serde_json::from_str(&ok_stdout(mlprof(&["analyze", trace, "--tool", "all", "--format", "json"])))
+            .expect("json");
+    assert_eq!(json["tools"]["overview_page"]["run_environment"]["is_training"], true);
+    assert_eq!(json["tools"]["framework_op_stats"]["with_idle"]["task_type"], "Training");
+}
+
 /// The GPU tools on a CPU-only profile say there is no GPU activity (exit 1, one line)
 /// rather than printing HTA's tables empty.
 #[test]

@@ -235,7 +235,7 @@ impl<'h> Analysis<'h> {
             }),
             device_type,
             device_core_count: gpu_planes.len(),
-            is_training: self.hosts.iter().any(|h| has_gradient_program(h)),
+            is_training: self.hosts.iter().any(|h| has_gradient_program(h) || crate::kineto::records_backward(h)),
         }
     }
 }
