@@ -36,6 +36,25 @@ fn table_ranks_findings_and_says_how_steps_were_counted() {
     assert!(text.contains("## What to change"), "{text}");
 }
 
+/// On the bundled PyTorch trace (a Shampoo optimizer, many gaps of one cause): each
+/// piece of advice is written once for the findings it serves, a gap with nothing
+/// recorded is not "nothing recorded: —", and the optimizer in use is the one advised.
+#[test]
+fn advice_is_said_once_and_fits_the_optimizer_in_use() {
+    let trace = common::data("../../examples/pytorch");
+    let text = ok_stdout(mlprof(&["analyze", trace.to_str().expect("UTF-8"), "--tool", "transfers"]));
+    let fixes: Vec<&str> =
+        text.split("## What to change\n").nth(1).expect("fixes").split("\n\n").next().expect("").lines().collect();
+    let advice: Vec<&str> = fixes.iter().filter_map(|l| l.split_once(" — ").map(|(_, fix)| fix)).collect();
+    let mut distinct = advice.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), advice.len(), "{fixes:#?}");
+    assert!(fixes.iter().any(|l| l.starts_with("#2, #3, #5")), "{fixes:#?}");
+    assert!(fixes.iter().any(|l| l.contains("(`Shampoo`)")) && !text.contains("AdamW"), "{fixes:#?}");
+    assert!(!text.contains("nothing recorded: —"), "{text}");
+}
+
 #[test]
 fn json_has_findings_with_units_and_per_step_values() {
     let out = mlprof(&["analyze", &data("kineto/hta/nccl_parser_config"), "--tool", "transfers", "--format", "json"]);

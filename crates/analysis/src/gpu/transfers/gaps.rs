@@ -61,12 +61,12 @@ impl GapCause {
 
     fn fix(self, label: &str) -> String {
         match self {
-            GapCause::Dataloader => "The GPU waited for the next batch: raise `num_workers`, set `pin_memory=True` and \
+            GapCause::Dataloader => {
+                "The GPU waited for the next batch: raise `num_workers`, set `pin_memory=True` and \
                  `persistent_workers=True`, keep `prefetch_factor` ≥ 2, or move preprocessing to the GPU."
-                .into(),
-            GapCause::Optimizer => "The optimizer step runs op by op on the host: use the fused or foreach \
-                 implementation (`torch.optim.AdamW(..., fused=True)` / `foreach=True`) or capture the step in a CUDA graph."
-                .into(),
+                    .into()
+            }
+            GapCause::Optimizer => optimizer_fix(label),
             GapCause::Synchronization => format!(
                 "`{label}` emptied the GPU's queue: remove the synchronisation (see the sync_call and implicit_sync \
                  findings) so the host can run ahead of the GPU."
@@ -86,6 +86,39 @@ impl GapCause {
                  Python, I/O, a lock): profile with `with_stack=True` or add `record_function` ranges to see it."
                 .into(),
         }
+    }
+}
+
+/// torch.optim's optimizers with a multi-tensor (`foreach`) implementation, and those of
+/// them with a fused one too (PyTorch 2.4+).
+const FOREACH_OPTIMIZERS: [&str; 11] =
+    ["Adadelta", "Adagrad", "Adam", "Adamax", "AdamW", "ASGD", "NAdam", "RAdam", "RMSprop", "Rprop", "SGD"];
+const FUSED_OPTIMIZERS: [&str; 4] = ["Adagrad", "Adam", "AdamW", "SGD"];
+
+/// What to change for a gap during the optimizer step `label` (`Optimizer.step#Shampoo.step`,
+/// a `torch/optim/…` frame): advice for the optimizer in use, not another one.
+fn optimizer_fix(label: &str) -> String {
+    let name = label
+        .strip_prefix("Optimizer.step#")
+        .or_else(|| label.strip_prefix("Optimizer.zero_grad#"))
+        .and_then(|rest| rest.split('.').next())
+        .filter(|name| !name.is_empty());
+    match name {
+        Some(name) if FUSED_OPTIMIZERS.contains(&name) => format!(
+            "The optimizer step runs op by op on the host: construct it with `torch.optim.{name}(..., fused=True)` \
+             (or `foreach=True`), or capture the step in a CUDA graph."
+        ),
+        Some(name) if FOREACH_OPTIMIZERS.contains(&name) => format!(
+            "The optimizer step runs op by op on the host: construct it with `torch.optim.{name}(..., foreach=True)`, \
+             or capture the step in a CUDA graph."
+        ),
+        Some(name) => format!(
+            "The optimizer step (`{name}`) runs op by op on the host: use a multi-tensor (foreach) or fused \
+             implementation of it if it has one, or compile the step (`torch.compile`) or capture it in a CUDA graph."
+        ),
+        None => "The optimizer step runs op by op on the host: use its multi-tensor (`foreach=True`) or fused \
+                 (`fused=True`) implementation where torch.optim has one, or capture the step in a CUDA graph."
+            .into(),
     }
 }
 
@@ -143,7 +176,11 @@ pub fn gaps(view: &ProfileView<'_>, threshold_ps: i64) -> (Vec<DeviceGaps>, Vec<
             entry.1 += gap.duration_ps;
             occurrences.push(Occurrence {
                 kind: FindingKind::GpuGap,
-                what: format!("{}: {}", gap.cause.describe(), gap.activity),
+                what: if gap.activity == "—" {
+                    gap.cause.describe().to_string()
+                } else {
+                    format!("{}: {}", gap.cause.describe(), gap.activity)
+                },
                 device: Some(device.ordinal),
                 location: gap.location.clone(),
                 time_lost_ps: gap.duration_ps,
@@ -275,5 +312,21 @@ fn classify<'a>(thread: &Thread<'a>, innermost: Option<u32>) -> (GapCause, Optio
     match outermost_op.or(innermost_other) {
         Some((i, name)) => (GapCause::CpuOp, Some(i), name),
         None => (GapCause::NothingRecorded, None, "—"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn optimizer_advice_names_the_optimizer_in_use() {
+        assert!(optimizer_fix("Optimizer.step#AdamW.step").contains("torch.optim.AdamW(..., fused=True)"));
+        assert!(
+            optimizer_fix("Optimizer.zero_grad#RMSprop.zero_grad").contains("torch.optim.RMSprop(..., foreach=True)")
+        );
+        let shampoo = optimizer_fix("Optimizer.step#Shampoo.step");
+        assert!(shampoo.contains("(`Shampoo`)") && !shampoo.contains("torch.optim.Adam"), "{shampoo}");
+        assert!(optimizer_fix("torch/optim/adam.py(213): step").contains("where torch.optim has one"));
     }
 }

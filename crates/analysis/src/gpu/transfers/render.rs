@@ -31,7 +31,8 @@ impl Transfers {
     /// Sections in reading order: overview, findings (main table), fixes, blocking
     /// calls, copy bandwidth, copy/compute overlap, GPU gaps.
     pub fn report(&self) -> Report {
-        let mut sections = vec![self.overview(), self.findings_section(), self.fixes_section()];
+        let mut sections = vec![self.overview(), self.findings_section()];
+        sections.extend(self.fixes_section());
         sections.push(self.blocking_section());
         sections.push(self.bandwidth_section());
         sections.push(self.overlap_section());
@@ -115,15 +116,29 @@ impl Transfers {
         section.with_table(table).main()
     }
 
-    fn fixes_section(&self) -> Section {
-        let mut section = Section::new("What to change");
+    /// What to change for the costliest findings; findings with the same advice (and
+    /// stack) share one paragraph (`#2, #3, #5 gpu_gap — …`). None without findings.
+    fn fixes_section(&self) -> Option<Section> {
+        let mut paragraphs: Vec<(Vec<usize>, &Finding, Option<String>)> = Vec::new();
         for (i, f) in self.findings.iter().take(FIXES_SHOWN).enumerate() {
-            section = section.note(format!("#{} {} — {}", i + 1, f.kind.name(), f.fix));
-            if let Some(line) = stack_line(f) {
+            let stack = stack_line(f);
+            match paragraphs.iter_mut().find(|(_, g, s)| g.kind == f.kind && g.fix == f.fix && *s == stack) {
+                Some((numbers, _, _)) => numbers.push(i + 1),
+                None => paragraphs.push((vec![i + 1], f, stack)),
+            }
+        }
+        if paragraphs.is_empty() {
+            return None;
+        }
+        let mut section = Section::new("What to change");
+        for (numbers, f, stack) in paragraphs {
+            let numbers: Vec<String> = numbers.iter().map(|n| format!("#{n}")).collect();
+            section = section.note(format!("{} {} — {}", numbers.join(", "), f.kind.name(), f.fix));
+            if let Some(line) = stack {
                 section = section.note(line);
             }
         }
-        section
+        Some(section)
     }
 
     fn blocking_section(&self) -> Section {
