@@ -160,7 +160,7 @@ fn native_stacks_name_the_c_functions_a_job_spends_its_time_in() {
         if let Some(var) = ["MLPROF_REQUIRE_PEERS", "CI"].into_iter().find(|v| std::env::var_os(v).is_some()) {
             panic!("{test}: the kernel refused native sampling, but {var} is set: {refused}");
         }
-        eprintln!("{test}: SKIPPED: {refused}");
+        peers::skipped(test, refused);
         return;
     }
     assert_eq!(err.matches("sampling native stacks of every thread at 100 Hz").count(), 1, "{err}");

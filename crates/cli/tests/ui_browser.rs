@@ -25,6 +25,7 @@ use common::copy_dir;
 use served::serve;
 
 mod common;
+mod peers;
 mod served;
 
 /// One browser at a time: the specs time page loads, and CI machines are small.
@@ -64,7 +65,7 @@ fn peers_present(label: &str) -> bool {
         std::env::var_os("MLPROF_REQUIRE_PEERS").is_none(),
         "ui_browser {label}: {reason}, but MLPROF_REQUIRE_PEERS is set"
     );
-    eprintln!("ui_browser {label}: skipped: {reason}");
+    peers::skipped(&format!("ui_browser {label}"), &reason);
     false
 }
 

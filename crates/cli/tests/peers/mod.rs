@@ -11,6 +11,14 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
+/// Says that `test` skipped what it checks, and why, as `SKIPPED test: reason` on stderr.
+/// Written to stderr directly: the test harness captures `eprintln!` and shows it only
+/// for failing tests, so a skip would otherwise read as a plain `ok`.
+pub fn skipped(test: &str, reason: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "SKIPPED {test}: {reason}");
+}
+
 /// The interpreter `var` names, or `None` (the test then says so and passes) when it is
 /// unset, unless `MLPROF_REQUIRE_PEERS` is set (as `.ci/run` does): then it fails.
 pub fn python(var: &str, test: &str) -> Option<String> {
@@ -21,7 +29,7 @@ pub fn python(var: &str, test: &str) -> Option<String> {
                 std::env::var_os("MLPROF_REQUIRE_PEERS").is_none(),
                 "{test}: {var} is not set but MLPROF_REQUIRE_PEERS is"
             );
-            eprintln!("{test}: {var} is not set; .ci/run sets it");
+            skipped(test, &format!("{var} is not set; .ci/run sets it"));
             None
         }
     }
@@ -143,7 +151,7 @@ pub fn mock_nvml(dir: &Path, test: &str) -> Option<PathBuf> {
             if let Some(var) = ["MLPROF_REQUIRE_PEERS", "CI"].into_iter().find(|v| std::env::var_os(v).is_some()) {
                 panic!("{test}: no C compiler (cc) to build the mock NVML, but {var} is set");
             }
-            eprintln!("{test}: SKIPPED: no C compiler (cc) to build the mock NVML");
+            skipped(test, "no C compiler (cc) to build the mock NVML");
             None
         }
         Err(e) => panic!("{test}: cc: {e}"),
@@ -161,17 +169,7 @@ pub struct Moto {
 /// A moto server of `test`'s own; `None` (the test says it skipped) without
 /// `MLPROF_MOTO_PYTHON`, unless `MLPROF_REQUIRE_PEERS` is set.
 pub fn moto(test: &str) -> Option<Moto> {
-    let python = match std::env::var("MLPROF_MOTO_PYTHON") {
-        Ok(python) => python,
-        Err(_) => {
-            assert!(
-                std::env::var_os("MLPROF_REQUIRE_PEERS").is_none(),
-                "{test}: MLPROF_MOTO_PYTHON is not set but MLPROF_REQUIRE_PEERS is"
-            );
-            eprintln!("{test}: skipped: MLPROF_MOTO_PYTHON is not set; .ci/run sets it");
-            return None;
-        }
-    };
+    let python = python("MLPROF_MOTO_PYTHON", test)?;
     let mut child = Command::new(&python)
         .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", "0"])
         .stdout(Stdio::null())
