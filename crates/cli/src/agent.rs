@@ -85,7 +85,7 @@ enum AgentAction {
 struct CaptureArgs {
     /// The job (its pid, as `mlprof top` shows it).
     pid: u32,
-    /// How long to record: a number with a unit (1500ms, 2s, 1m) or plain milliseconds.
+    /// How long to record: a number with its unit (1500ms, 2s, 1m).
     #[arg(long, default_value = "2s", value_parser = crate::capture::parse_duration)]
     duration: Duration,
     /// The agent to ask.

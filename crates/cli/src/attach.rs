@@ -17,7 +17,7 @@ use crate::capture::parse_duration;
 pub struct AttachArgs {
     /// The process to record (its child processes are sampled too).
     pid: u32,
-    /// How long to record: a number with a unit (1500ms, 10s, 1m) or plain milliseconds;
+    /// How long to record: a number with its unit (1500ms, 10s, 1m);
     /// Ctrl-C ends it sooner and keeps what was recorded.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     duration: Duration,

@@ -22,7 +22,7 @@ use mlprof_capture::address::Target;
 use mlprof_capture::client::save::megabytes;
 use mlprof_capture::client::{CaptureOptions, Progress, SessionIds, WorkerOutcome, WorkerState, capture};
 use mlprof_capture::untrusted::{display_safe, display_safe_lines};
-use mlprof_model::duration::parse_duration_ps_or;
+use mlprof_model::duration::parse_duration_ps;
 use mlprof_model::time::human_duration;
 
 use crate::{AnalyzeFormat, Failure, analyze};
@@ -34,7 +34,7 @@ pub struct CaptureArgs {
     /// separate arguments; all are captured in parallel over the same time window.
     #[arg(required = true, value_name = "ADDR[,ADDR…]")]
     addresses: Vec<String>,
-    /// How long to trace: a number with a unit (1500ms, 2s, 1m) or plain milliseconds.
+    /// How long to trace: a number with its unit (1500ms, 2s, 1m).
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     duration: Duration,
     /// TensorBoard log directory: profiles go to DIR/plugins/profile/<session>/<host_port>.xplane.pb.
@@ -49,8 +49,8 @@ pub struct CaptureArgs {
     /// Python tracer level: 0 off, 1 on.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=1))]
     python_tracer_level: u32,
-    /// Start tracing this long from now on every worker (plain milliseconds or with a unit).
-    #[arg(long, value_name = "MS", default_value = "0", value_parser = parse_duration)]
+    /// Start tracing this long from now on every worker (a number with its unit: 500ms, 2s).
+    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = parse_duration)]
     delay: Duration,
     /// Extra attempts after UNAVAILABLE (a refused connection included), ALREADY_EXISTS,
     /// UNKNOWN "Stream removed" or an empty trace; 2 gives TensorFlow's 3 attempts.
@@ -81,9 +81,9 @@ pub struct CaptureArgs {
 /// The period of `--watch` when `--every` is not given.
 const DEFAULT_EVERY: Duration = Duration::from_secs(60);
 
-/// Parses a duration argument; a bare number is milliseconds.
+/// Parses a duration argument: a number with its unit (`1500ms`, `2s`), or 0.
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
-    let ps = parse_duration_ps_or(text, "ms")?;
+    let ps = parse_duration_ps(text)?;
     Ok(Duration::from_nanos(u64::try_from(ps / 1000).unwrap_or(0)))
 }
 
@@ -288,7 +288,7 @@ mod tests {
         assert_eq!(parse_duration("1500ms"), Ok(Duration::from_millis(1500)));
         assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
         assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
-        assert_eq!(parse_duration("250"), Ok(Duration::from_millis(250)));
+        assert!(parse_duration("250").is_err());
         assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("-1s").is_err());

@@ -215,8 +215,8 @@ impl From<FormatError> for Failure {
 
 fn main() -> ExitCode {
     allocator::use_one_arena();
-    let matches = with_tool_list(Cli::command()).get_matches();
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let matches = with_tool_list(Cli::command()).try_get_matches().unwrap_or_else(|e| exit_usage(e));
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| exit_usage(e));
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
@@ -326,6 +326,20 @@ fn write_stdout(text: &str) -> Result<(), Failure> {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::input(format!("writing the output: {e}"))),
         _ => Ok(()),
     }
+}
+
+/// Exits on a command-line error as clap does, except that a value an option refused
+/// (a duration without its unit, a number out of range) is one line, as every other
+/// bad input is: `mlprof: error: invalid value '1500' for '--duration <DURATION>': …`.
+fn exit_usage(error: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    if matches!(error.kind(), ErrorKind::ValueValidation | ErrorKind::InvalidValue) {
+        let rendered = error.render().to_string();
+        let first = rendered.lines().next().unwrap_or_default();
+        eprintln!("mlprof: {first}");
+        std::process::exit(2);
+    }
+    error.exit()
 }
 
 /// How many skipped parts of a log directory are named one per line; the rest are counted.

@@ -94,7 +94,7 @@ fn one_good_worker_is_enough_and_is_written_where_tensorboard_looks() {
         &good.to_string(),
         &refused,
         "--duration",
-        "50",
+        "50ms",
         "--host-tracer-level",
         "3",
         "--python-tracer-level",

@@ -106,6 +106,11 @@ fn bad_requests_fail_with_one_line() {
     assert!(stderr.contains("--gap-threshold"), "{stderr}");
     let stderr = failure(mlprof(&["analyze", &simple_add(), "--tool", "transfers", "--gap-threshold", "5 parsecs"]));
     assert!(stderr.contains("unknown unit"), "{stderr}");
+    // One rule for every duration: a unit, or 0 (a bare 50 was µs here, ms for --duration).
+    let stderr = failure(mlprof(&["analyze", &simple_add(), "--tool", "transfers", "--gap-threshold", "50"]));
+    assert!(stderr.contains("\"50\" has no unit: write 50us, 50ms or 50s"), "{stderr}");
+    let stderr = failure(mlprof(&["capture", "127.0.0.1:1", "--duration", "1500"]));
+    assert!(stderr.contains("\"1500\" has no unit"), "{stderr}");
     let stderr = failure(mlprof(&["analyze", "/no/such/trace.json", "--tool", "transfers"]));
     assert!(stderr.contains("/no/such/trace.json"), "{stderr}");
     let stderr = failure(mlprof(&["analyze", &simple_add(), "--tool", "transfers", "--format", "xprof-json"]));

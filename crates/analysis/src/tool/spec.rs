@@ -104,7 +104,7 @@ pub enum OptionKind {
         /// The values with the names a page shows.
         choices: &'static [Choice],
     },
-    /// A duration: a number and a unit (`50us`, `1.5ms`; a bare number is in µs).
+    /// A duration: a number and its unit (`50us`, `1.5ms`; only 0 goes without).
     Duration,
     /// A comma-separated list of some of these values (none given: all).
     List {
