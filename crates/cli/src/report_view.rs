@@ -5,6 +5,8 @@
 use std::fmt::Write;
 
 use mlprof_analysis::report::{Report, Table};
+use mlprof_analysis::tool::ToolId;
+use mlprof_analysis::tool::spec::Output;
 
 use crate::Failure;
 
@@ -80,10 +82,36 @@ pub fn render_sorted(mut report: Report, csv: bool, sort: Option<&str>, tool: &s
         report.sort_main_table(spec).map_err(Failure::input)?;
     }
     if csv {
-        report.to_csv().ok_or_else(|| Failure::nothing(format!("{tool} has no main table to export")))
+        let text = report.to_csv().ok_or_else(|| Failure::nothing(format!("{tool} has no main table to export")))?;
+        if let Some(note) = csv_note(&report, tool) {
+            eprintln!("mlprof: {note}");
+        }
+        Ok(text)
     } else {
         Ok(render_text(&report))
     }
+}
+
+/// What `--format csv` left out, when the report has tables besides its main one: one
+/// line for stderr naming the table written and where the others are.
+fn csv_note(report: &Report, tool: &str) -> Option<String> {
+    let tables: Vec<&str> = report.sections.iter().filter(|s| s.table.is_some()).map(|s| s.title.as_str()).collect();
+    let main = report.sections.iter().find(|s| s.main)?;
+    if tables.len() < 2 {
+        return None;
+    }
+    let each_as_a_file = ToolId::from_name(tool).is_some_and(|t| t.spec().has(Output::HtaCsv));
+    let elsewhere = if each_as_a_file {
+        "--format hta-csv --output DIR writes each as a CSV file, --format json has them all"
+    } else {
+        "--format json has them all"
+    };
+    Some(format!(
+        "--format csv writes the main table of --tool {tool}, \"{}\"; its {} other tables are in the table \
+         output ({elsewhere})",
+        main.title,
+        tables.len() - 1
+    ))
 }
 
 /// `value` as pretty JSON with a final newline.

@@ -56,6 +56,22 @@ fn json_holds_the_selected_analyses_only() {
     assert_eq!(host_wait["idle_time_us"], 596037.0);
 }
 
+/// `--format csv` writes one table; stderr says which, and where the others are.
+#[test]
+fn csv_says_which_table_it_wrote_and_where_the_others_are() {
+    let out = mlprof(&["analyze", &two_ranks(), "--tool", "gpu", "--format", "csv"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let csv = ok_stdout(out);
+    assert!(csv.starts_with("Rank,Idle (us),Compute (us)"), "{csv}");
+    assert_eq!(
+        stderr.trim_end(),
+        "mlprof: --format csv writes the main table of --tool gpu, \"Temporal breakdown\"; its 7 other tables are in \
+         the table output (--format hta-csv --output DIR writes each as a CSV file, --format json has them all)"
+    );
+    let one_table = mlprof(&["analyze", &two_ranks(), "--tool", "steps", "--format", "csv"]);
+    assert!(one_table.stderr.is_empty(), "{}", String::from_utf8_lossy(&one_table.stderr));
+}
+
 #[test]
 fn hta_csv_writes_one_file_per_analysis_with_hta_columns() {
     let dir = std::env::temp_dir().join(format!("mlprof-hta-csv-{}", std::process::id()));
