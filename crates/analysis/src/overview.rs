@@ -367,12 +367,14 @@ impl Overview {
         for warning in &s.warnings {
             summary = summary.note(warning.clone());
         }
-        summary
-            .note(format!(
+        // Only where a device computed: on a CPU profile both shares are 0 and say nothing.
+        if self.device_compute_16bit_percent + self.device_compute_32bit_percent > 0.0 {
+            summary = summary.note(format!(
                 "Device compute precision: {:.1}% 16-bit, {:.1}% 32-bit.",
                 self.device_compute_16bit_percent, self.device_compute_32bit_percent
-            ))
-            .with_table(self.category_averages_table())
+            ));
+        }
+        summary.with_table(self.category_averages_table())
     }
 
     /// Average and standard deviation of each step-time category (ms).
@@ -430,12 +432,15 @@ impl Overview {
     /// Hosts, device type and device cores.
     fn run_environment_section(&self) -> Section {
         let env = &self.run_environment;
-        Section::new("Run environment").note(format!(
-            "{} host(s): {}; device type {}; {} device core(s).",
-            env.hosts.len(),
-            env.hosts.join(", "),
-            env.device_type,
-            env.device_core_count
-        ))
+        let hosts = match env.hosts.len() {
+            1 => format!("1 host: {}", env.hosts.join(", ")),
+            n => format!("{n} hosts: {}", env.hosts.join(", ")),
+        };
+        let devices = match env.device_core_count {
+            0 => "CPU only (no accelerator in this profile)".to_string(),
+            1 => format!("1 {} device", env.device_type),
+            n => format!("{n} {} devices", env.device_type),
+        };
+        Section::new("Run environment").note(format!("{hosts}; {devices}."))
     }
 }

@@ -294,7 +294,7 @@ fn the_overview_of_a_real_injected_profile_does_not_say_there_is_no_device() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(text.contains("Top 10 host ops (no device op in the steps)"), "{text}");
-    assert!(text.contains("device type Nvidia GPU (Hopper); 1 device core(s)"), "{text}");
+    assert!(text.contains("1 host: vm_558; 1 Nvidia GPU (Hopper) device."), "{text}");
 }
 
 #[test]
