@@ -236,7 +236,14 @@ impl Cell {
         match self {
             Cell::Text(text) => text.clone(),
             Cell::Int(value) => value.to_string(),
-            Cell::Num { value, decimals } => format!("{value:.*}", *decimals as usize),
+            Cell::Num { value, decimals } => {
+                let text = format!("{value:.*}", *decimals as usize);
+                // A value that rounds to zero reads 0, not -0 or -0.000.
+                match text.strip_prefix('-') {
+                    Some(digits) if digits.bytes().all(|b| b == b'0' || b == b'.') => digits.to_string(),
+                    _ => text,
+                }
+            }
         }
     }
 
@@ -291,6 +298,14 @@ mod tests {
         table.push(vec![Cell::text("a,b"), Cell::num(1.5, 1)]);
         table.push(vec![Cell::text("c\"d"), Cell::num(20.04, 1)]);
         Report { tool: "t".into(), sections: vec![Section::new("S").note("n").with_table(table).main()] }
+    }
+
+    #[test]
+    fn values_that_round_to_zero_read_zero_without_a_sign() {
+        assert_eq!(Cell::num(-0.0, 0).display(), "0");
+        assert_eq!(Cell::num(-0.0004, 3).display(), "0.000");
+        assert_eq!(Cell::num(-0.0006, 3).display(), "-0.001");
+        assert_eq!(Cell::num(-12.5, 1).display(), "-12.5");
     }
 
     #[test]
