@@ -16,6 +16,7 @@ use std::collections::HashMap;
 
 use mlprof_model::Host;
 use mlprof_model::names::{GPU_PLANE_PREFIX, TPU_PLANE_PREFIX};
+use mlprof_model::time::human_duration;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -348,19 +349,19 @@ impl FrameworkOpStats {
                 Cell::text(if row.is_eager { "yes" } else { "no" }),
             ]);
         }
-        let us = |ps: u64| ps as f64 / 1e6;
+        let time = |ps: u64| human_duration(i64::try_from(ps).unwrap_or(i64::MAX));
         let mut totals = format!(
-            "Host: {:.3} us of op self time in {:.3} us of thread time ({:.3} us idle).",
-            us(self.host_op_time_ps),
-            us(self.host_total_time_ps),
-            us(self.host_total_time_ps.saturating_sub(self.host_op_time_ps)),
+            "Host: {} of op self time in {} of thread time ({} idle).",
+            time(self.host_op_time_ps),
+            time(self.host_total_time_ps),
+            time(self.host_total_time_ps.saturating_sub(self.host_op_time_ps)),
         );
         if self.device_total_time_ps > 0 {
             totals.push_str(&format!(
-                " Device: {:.3} us of kernel self time in {:.3} us of device time ({:.3} us idle).",
-                us(self.device_op_time_ps),
-                us(self.device_total_time_ps),
-                us(self.device_total_time_ps.saturating_sub(self.device_op_time_ps)),
+                " Device: {} of kernel self time in {} of device time ({} idle).",
+                time(self.device_op_time_ps),
+                time(self.device_total_time_ps),
+                time(self.device_total_time_ps.saturating_sub(self.device_op_time_ps)),
             ));
         }
         let shown = if self.include_idle { "with" } else { "without" };

@@ -32,8 +32,11 @@ pub fn write_ps_as_us(out: &mut String, ps: i64) {
     }
 }
 
-/// Formats a picosecond duration for people: `12.3 ms`, `4.56 s`, `789 ns`.
+/// Formats a picosecond duration for people: `12.3 ms`, `4.56 s`, `789 ns`; `0` for none.
 pub fn human_duration(ps: i64) -> String {
+    if ps == 0 {
+        return "0".into();
+    }
     let abs = ps.unsigned_abs() as f64;
     let sign = if ps < 0 { "-" } else { "" };
     let (value, unit) = if abs >= 1e12 {
@@ -74,6 +77,7 @@ mod tests {
     fn human_durations_pick_a_unit() {
         assert_eq!(human_duration(12_300_000_000), "12.300 ms");
         assert_eq!(human_duration(500), "500 ps");
+        assert_eq!(human_duration(0), "0");
         assert_eq!(human_duration(4_560_000_000_000), "4.560 s");
     }
 }

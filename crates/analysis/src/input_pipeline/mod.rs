@@ -19,7 +19,7 @@ use crate::op_metrics::{OpMetrics, OpMetricsDb};
 use crate::report::{Cell, Report, Section, Table};
 use crate::steps::{CombinedSteps, EventType, StepInfo};
 
-use mlprof_model::time::PS_PER_MS_F64;
+use mlprof_model::time::{PS_PER_MS_F64, human_duration};
 
 /// Mean, standard deviation (sample), minimum and maximum of a series (ms or %).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -438,6 +438,11 @@ fn summary_next_step(classification: &str, breakdown: &InputTimeBreakdown) -> St
     }
 }
 
+/// Microseconds for people, in the unit that suits them (`469.211 ms`, `0` for none).
+fn us_text(us: f64) -> String {
+    human_duration((us * 1e6).round() as i64)
+}
+
 /// [`InputPipelineAnalysis::next_step`] from the steps' conclusion: the tool to look at
 /// next, by name.
 fn next_step(result: &InputPipelineAnalysis) -> String {
@@ -775,8 +780,9 @@ impl InputPipelineAnalysis {
             sections.push(
             Section::new("Host-side analysis")
                 .note(format!(
-                    "Input time on the host: enqueue {:.1} µs, demanded file read {:.1} µs, advanced file read {:.1} µs, preprocessing {:.1} µs, unclassified {:.1} µs.",
-                    b.enqueue_us, b.demanded_file_read_us, b.advanced_file_read_us, b.preprocessing_us, b.unclassified_non_enqueue_us
+                    "Input time on the host: enqueue {}, demanded file read {}, advanced file read {}, preprocessing {}, unclassified {}.",
+                    us_text(b.enqueue_us), us_text(b.demanded_file_read_us), us_text(b.advanced_file_read_us),
+                    us_text(b.preprocessing_us), us_text(b.unclassified_non_enqueue_us)
                 ))
                 .with_table(ops),
         );
