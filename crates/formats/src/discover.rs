@@ -339,17 +339,23 @@ impl Walk {
     }
 
     fn traces_named(&mut self, dir: &Path, suffixes: &[&str]) -> Vec<HostFile> {
+        let entries = self.entries(dir);
+        self.traces_among(&entries, suffixes)
+    }
+
+    /// The files among `entries` named with one of `suffixes` that look like a trace.
+    fn traces_among(&mut self, entries: &[PathBuf], suffixes: &[&str]) -> Vec<HostFile> {
         let mut found = Vec::new();
-        for p in self.entries(dir) {
+        for p in entries {
             if !p.is_file() {
                 continue;
             }
             let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let Some(host) = strip_any(&name, suffixes) else { continue };
             match looks_like_trace(&p) {
-                Ok(true) => found.push(HostFile { path: p, format: SourceFormat::Kineto, host_name: host }),
+                Ok(true) => found.push(HostFile { path: p.clone(), format: SourceFormat::Kineto, host_name: host }),
                 Ok(false) => {}
-                Err(e) => self.skip(&p, e.to_string()),
+                Err(e) => self.skip(p, e.to_string()),
             }
         }
         found
@@ -363,15 +369,16 @@ impl Walk {
         if !self.may_enter(dir) {
             return;
         }
+        let run = dir.strip_prefix(root).unwrap_or(Path::new("")).to_string_lossy().into_owned();
+        let entries = self.entries(dir);
         // Kineto traces outside `plugins/profile` make their directory a run, as in
         // PyTorch's TensorBoard plugin (`<logdir>/<run>/*.pt.trace.json`).
-        let traces = self.trace_files(dir);
+        let traces = self.traces_among(&entries, TRACE_SUFFIXES);
         if !traces.is_empty() {
-            let run = dir.strip_prefix(root).unwrap_or(Path::new("")).to_string_lossy().into_owned();
-            let name = if run.is_empty() { dir_name(dir) } else { run };
+            let name = if run.is_empty() { dir_name(dir) } else { run.clone() };
             out.push(SessionFiles { name, path: dir.to_path_buf(), hosts: traces });
         }
-        for entry in self.entries(dir) {
+        for entry in entries {
             if !entry.is_dir() || entry.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')) {
                 continue;
             }
@@ -380,7 +387,6 @@ impl Walk {
                 if !self.may_enter(&profile) {
                     continue;
                 }
-                let run = dir.strip_prefix(root).unwrap_or(Path::new("")).to_string_lossy().into_owned();
                 for session in self.entries(&profile) {
                     if !session.is_dir() || !self.may_enter(&session) {
                         continue;
