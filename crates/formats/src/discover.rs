@@ -352,7 +352,7 @@ impl Walk {
             }
             let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let Some(host) = strip_any(&name, suffixes) else { continue };
-            match looks_like_trace(&p) {
+            match looks_like_trace(p) {
                 Ok(true) => found.push(HostFile { path: p.clone(), format: SourceFormat::Kineto, host_name: host }),
                 Ok(false) => {}
                 Err(e) => self.skip(p, e.to_string()),
