@@ -8,7 +8,8 @@ Times are exact: `ts`/`dur` are read as decimals (no float rounding) and reporte
 microseconds. The rules (the same ones mlprof documents in op_metrics/kineto):
 
 - Host ops: complete (`ph: X`) events on host pids with `cat` `cpu_op`/`Operator`
-  (type = the op name), `cuda_runtime`/`Runtime` (type "CUDA runtime") or
+  (type = the op's library: the namespace before the last `::` of the name up to its
+  first `<`, `(` or space, `aten::mm` -> `aten`; "op" without one), `cuda_runtime`/`Runtime` (type "CUDA runtime") or
   `cuda_driver` (type "CUDA driver"). Per thread (pid, tid) they nest by start time
   (sorted by start, longer first); self time = duration minus the durations of the
   directly nested host ops (at least 0). A thread's span is its first op start to its
@@ -44,6 +45,14 @@ KERNEL_CATS = {"kernel", "Kernel"}
 HOST_OP_TYPES = {"cpu_op": None, "Operator": None, "cuda_runtime": "CUDA runtime",
                  "Runtime": "CUDA runtime", "cuda_driver": "CUDA driver"}
 CPU_OP_CATS = {"cpu_op", "Operator"}
+
+
+def op_library(name):
+    """The type of a PyTorch op: the library (namespace) its name says it comes from."""
+    proper = name
+    for stop in "<( ":
+        proper = proper.split(stop)[0]
+    return proper.rsplit("::", 1)[0] if "::" in proper else "op"
 
 
 def load(path, parse_float):
@@ -92,7 +101,7 @@ def host_ops(events, devices):
             e, children = entry
             dur = e.get("dur", 0)
             cat = e["cat"]
-            op_type = HOST_OP_TYPES[cat] or e["name"]
+            op_type = HOST_OP_TYPES[cat] or op_library(e["name"])
             row = stats.setdefault(e["name"], {"name": e["name"], "type": op_type, "count": 0,
                                                 "total": Decimal(0), "self": Decimal(0)})
             row["count"] += 1

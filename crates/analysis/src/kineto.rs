@@ -43,6 +43,19 @@ pub fn profiler_step_number(name: &str) -> Option<i64> {
     name.strip_prefix(PROFILER_STEP_PREFIX)?.parse().ok()
 }
 
+/// The op type of a PyTorch op that has no type of its own: the library its name says
+/// it comes from, the namespace before the last `::` of the name proper (`aten::mm` →
+/// `aten`, `torch::autograd::CppNode<fbgemm::…>` → `torch::autograd`,
+/// `autograd::engine::evaluate_function: AddmmBackward0` → `autograd::engine`),
+/// [`OP_WITHOUT_LIBRARY`] for a name without one (`record_param_comms`).
+pub fn op_library(name: &str) -> &str {
+    let proper = name.split(['<', '(', ' ']).next().unwrap_or(name);
+    proper.rsplit_once("::").map_or(OP_WITHOUT_LIBRARY, |(library, _)| library)
+}
+
+/// The op type of a PyTorch op whose name has no namespace.
+pub const OP_WITHOUT_LIBRARY: &str = "op";
+
 /// Whether `name` is autograd's backward pass as PyTorch's profiler records it
 /// (`autograd::engine::evaluate_function: AddmmBackward0`, `AddmmBackward0`): the mark
 /// of a training step, as gradient scopes are in TensorFlow and JAX.
@@ -327,6 +340,18 @@ pub fn is_16bit_kernel_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_ops_library_is_its_namespace() {
+        assert_eq!(op_library("aten::mm"), "aten");
+        assert_eq!(
+            op_library("torch::autograd::CppNode<fbgemm_gpu::Permute<&fbgemm_gpu::permute> >"),
+            "torch::autograd"
+        );
+        assert_eq!(op_library("autograd::engine::evaluate_function: AddmmBackward0"), "autograd::engine");
+        assert_eq!(op_library("record_param_comms"), OP_WITHOUT_LIBRARY);
+        assert_eq!(op_library("AddmmBackward0"), OP_WITHOUT_LIBRARY);
+    }
 
     #[test]
     fn copies_are_parsed_with_their_memory_kinds() {

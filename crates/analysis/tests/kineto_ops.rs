@@ -64,12 +64,19 @@ fn items<'a>(value: &'a Value, key: &str) -> &'a [Value] {
 }
 
 /// Expected device rows per op: `(type, occurrences = most launches of one activity,
-/// total µs)`; activities without an op are rows of their own name, type `Unknown`.
+/// total µs)`; an op's type is the one of its host row, activities without an op are
+/// rows of their own name, type `Unknown`.
 fn expected_device_rows(reference: &Value) -> BTreeMap<String, (String, u64, f64)> {
+    let host_types: BTreeMap<&str, &str> =
+        items(reference, "host_ops").iter().map(|op| (text(op, "name"), text(op, "type"))).collect();
     let mut rows: BTreeMap<String, (String, u64, f64)> = BTreeMap::new();
     for pair in items(reference, "device_ops") {
         let (op, kernel) = (text(pair, "op"), text(pair, "kernel"));
-        let (name, op_type) = if op.is_empty() { (kernel, "Unknown") } else { (op, op) };
+        let (name, op_type) = if op.is_empty() {
+            (kernel, "Unknown")
+        } else {
+            (op, host_types.get(op).copied().unwrap_or_else(|| panic!("launching op {op} is no host op")))
+        };
         let row = rows.entry(name.to_string()).or_insert_with(|| (op_type.to_string(), 0, 0.0));
         row.1 = row.1.max(count(pair));
         row.2 += num(pair, "total_us");

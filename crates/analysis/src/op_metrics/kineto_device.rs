@@ -46,7 +46,10 @@ pub(super) fn device_op_metrics_db(host: &Host) -> OpMetricsDb {
             if metrics.occurrences == 1 {
                 metrics.category = run.op_type.to_string();
                 metrics.provenance = run.provenance.to_string();
-                metrics.provenance_type = metrics.provenance.clone();
+                // The framework op's type, as XProf's rollup takes it (its library; none
+                // for a kernel no op launched).
+                metrics.provenance_type =
+                    if run.provenance.is_empty() { String::new() } else { run.op_type.to_string() };
             }
         });
         let mut db = builder.finish();
@@ -90,7 +93,7 @@ fn plane_runs<'p>(
                 line: line_index,
                 event: event.index(),
                 op_name,
-                op_type: if op_name.is_empty() { UNKNOWN_TYPE } else { op_name },
+                op_type: if op_name.is_empty() { UNKNOWN_TYPE } else { kineto::op_library(op_name) },
                 provenance: op_name,
                 kernel: xstats::event_name(plane, &event),
                 start_ps: event.start_ps(),

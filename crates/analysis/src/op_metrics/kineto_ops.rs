@@ -20,7 +20,7 @@ use crate::xstats::{self, StatKeys};
 /// What a host op event is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum HostOpKind {
-    /// A `cpu_op` (ATen op, autograd node): its type is its name.
+    /// A `cpu_op` (ATen op, autograd node): its type is its library ([`kineto::op_library`]).
     CpuOp,
     /// A `cuda_runtime` call (`cudaLaunchKernel`, `cudaMemcpyAsync`, …).
     Runtime,
@@ -43,7 +43,7 @@ impl HostOpKind {
     /// The op type shown for an op of this kind named `name`.
     pub(super) fn op_type(self, name: &str) -> &str {
         match self {
-            HostOpKind::CpuOp => name,
+            HostOpKind::CpuOp => kineto::op_library(name),
             HostOpKind::Runtime => RUNTIME_TYPE,
             HostOpKind::Driver => DRIVER_TYPE,
         }

@@ -74,9 +74,12 @@ pub(super) fn collect(profile: &mut Profile, context: &HostContext<'_>) -> HashM
                 let component = profile.strings.intern(run.name);
                 (profile.scopes.child(ROOT_PATH, component), ROOT_PATH)
             });
+            // tfprof's op view groups ATen ops by name, as PyTorch's own op table does;
+            // only runtime and driver calls share a type.
+            let op_type = if run.op_type == kineto::op_library(run.name) { run.name } else { run.op_type };
             let record = OpRecord {
                 node: profile.strings.intern(run.name),
-                op_type: profile.strings.intern(run.op_type),
+                op_type: profile.strings.intern(op_type),
                 scope,
                 code,
                 device,
