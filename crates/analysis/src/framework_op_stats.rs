@@ -8,7 +8,7 @@
 //! on from device to host rows — in two tables, with and without the `IDLE` rows.
 //!
 //! On Kineto (PyTorch) traces the same tables hold ATen ops: host rows are `cpu_op`s
-//! (type = name) and CUDA runtime / driver calls (types `CUDA runtime`, `CUDA driver`),
+//! (type = the op's library, `aten`, `c10d`, `fbgemm`) and CUDA runtime / driver calls (types `CUDA runtime`, `CUDA driver`),
 //! device rows are the GPU time of the `cpu_op` that launched each kernel, copy and
 //! memset (by `External id`, else by `correlation`), `Unknown` when none did.
 
@@ -278,8 +278,8 @@ struct ModelTracker {
 
 impl ModelTracker {
     fn process_op(&mut self, name: &str, op_type: &str) {
-        // A PyTorch op is its own type (ATen ops have no instance names).
-        if name == op_type && crate::kineto::is_backward_op(name) {
+        // A PyTorch op's type is its library (ATen ops have no instance names).
+        if op_type == crate::kineto::op_library(name) && crate::kineto::is_backward_op(name) {
             self.pytorch_backward = true;
         } else if is_tf_op_type(op_type) && is_tf_op_name(name) {
             let scopes = name.rsplit_once('/').map_or("", |(scopes, _)| scopes);
@@ -326,6 +326,14 @@ impl FrameworkOpStats {
             "Self-time (%)",
             "Cumulative self-time (%)",
             "Eager",
+        ])
+        .key_columns(&[
+            "Operation",
+            "Total self-time (us)",
+            "Self-time (%)",
+            "Host/device",
+            "Type",
+            "Occurrences",
         ]);
         for row in &self.shown().rows {
             let device = row.host_or_device == "Device";
@@ -513,14 +521,14 @@ mod tests {
         tracker.process_op("model/gradients_2/MatMul", "MatMul");
         assert!(tracker.is_training());
         let mut tracker = ModelTracker::default();
-        tracker.process_op("aten::addmm", "aten::addmm");
+        tracker.process_op("aten::addmm", "aten");
         assert!(!tracker.is_training());
-        tracker.process_op("AddmmBackward0", "AddmmBackward0");
+        tracker.process_op("AddmmBackward0", "op");
         assert!(tracker.is_training());
         let mut tracker = ModelTracker::default();
         tracker.process_op(
             "autograd::engine::evaluate_function: torch::jit::(anonymous namespace)::DifferentiableGraphBackward",
-            "autograd::engine::evaluate_function: torch::jit::(anonymous namespace)::DifferentiableGraphBackward",
+            "autograd::engine",
         );
         assert!(tracker.is_training());
         assert!(crate::tf_op::is_jax_op_type("transpose[permutation=(0, 1)]"));

@@ -411,7 +411,8 @@ impl Overview {
             ];
             if gpu_columns {
                 row.extend([
-                    Cell::num(op.flop_rate, 2),
+                    // No FLOP count for the op (PyTorch records none unless asked) is no rate.
+                    if op.flop_rate > 0.0 { Cell::num(op.flop_rate, 2) } else { Cell::missing() },
                     yes_no(op.is_op_tensorcore_eligible),
                     yes_no(op.is_op_using_tensorcore),
                 ]);

@@ -54,7 +54,7 @@ impl Report {
         let mut out = String::new();
         write_csv_row(&mut out, table.columns.iter().map(String::as_str));
         for row in &table.rows {
-            let values: Vec<String> = row.iter().map(Cell::display).collect();
+            let values: Vec<String> = row.iter().map(Cell::csv_value).collect();
             write_csv_row(&mut out, values.iter().map(String::as_str));
         }
         Some(out)
@@ -129,12 +129,37 @@ pub struct Table {
     pub columns: Vec<String>,
     /// Rows.
     pub rows: Vec<Vec<Cell>>,
+    /// The columns that answer the table's question, most important first: what a
+    /// terminal too narrow for every column keeps (not part of the data).
+    #[serde(skip)]
+    pub key_columns: Vec<String>,
 }
 
 impl Table {
     /// An empty table with these headers.
     pub fn new<S: Into<String>>(columns: impl IntoIterator<Item = S>) -> Table {
-        Table { columns: columns.into_iter().map(Into::into).collect(), rows: Vec::new() }
+        Table { columns: columns.into_iter().map(Into::into).collect(), ..Table::default() }
+    }
+
+    /// Names the columns that answer the table's question, most important first (each by
+    /// its exact header); a narrow terminal shows these before the others.
+    pub fn key_columns(mut self, columns: &[&str]) -> Table {
+        self.key_columns = columns.iter().map(|c| c.to_string()).collect();
+        self
+    }
+
+    /// Names `lead` as the key columns, followed by the other numeric columns by their
+    /// total over the rows, largest first (the categories that take the most time).
+    pub fn key_columns_by_total(mut self, lead: &[&str]) -> Table {
+        let mut others: Vec<(usize, f64)> = (0..self.columns.len())
+            .filter(|&c| !lead.contains(&self.columns[c].as_str()))
+            .filter(|&c| self.rows.iter().all(|row| row.get(c).is_some_and(Cell::is_numeric)))
+            .map(|c| (c, self.rows.iter().filter_map(|row| row.get(c)?.as_f64()).filter(|v| v.is_finite()).sum()))
+            .collect();
+        others.sort_by(|a, b| b.1.total_cmp(&a.1));
+        self.key_columns =
+            lead.iter().map(|c| c.to_string()).chain(others.iter().map(|(c, _)| self.columns[*c].clone())).collect();
+        self
     }
 
     /// Appends a row.
@@ -231,11 +256,26 @@ impl Cell {
         Cell::Num { value, decimals }
     }
 
+    /// A number the profile does not have (a FLOP rate without FLOP counts): `—` for
+    /// people, empty in CSV, `null` in JSON.
+    pub fn missing() -> Cell {
+        Cell::Num { value: f64::NAN, decimals: 0 }
+    }
+
+    /// The cell in a CSV file: what a person reads, a missing number empty.
+    pub fn csv_value(&self) -> String {
+        match self {
+            Cell::Num { value, .. } if !value.is_finite() => String::new(),
+            _ => self.display(),
+        }
+    }
+
     /// What a person reads.
     pub fn display(&self) -> String {
         match self {
             Cell::Text(text) => text.clone(),
             Cell::Int(value) => value.to_string(),
+            Cell::Num { value, .. } if !value.is_finite() => "—".to_string(),
             Cell::Num { value, decimals } => {
                 let text = format!("{value:.*}", *decimals as usize);
                 // A value that rounds to zero reads 0, not -0 or -0.000.

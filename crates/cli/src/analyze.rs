@@ -28,12 +28,23 @@ pub struct Request<'a> {
     pub output: Option<&'a Path>,
     /// The tool options given, by the tools' option names (`gap_threshold`), as typed.
     pub options: Vec<(&'static str, String)>,
+    /// How text tables are laid out (width, rows).
+    pub layout: report_view::TextLayout,
 }
 
 impl<'a> Request<'a> {
     /// A request for `tool` in `format` with defaults for everything else.
     pub fn new(tool: &'a str, format: AnalyzeFormat) -> Request<'a> {
-        Request { tool, session: None, host: None, format, sort: None, output: None, options: Vec::new() }
+        Request {
+            tool,
+            session: None,
+            host: None,
+            format,
+            sort: None,
+            output: None,
+            options: Vec::new(),
+            layout: report_view::TextLayout::WHOLE,
+        }
     }
 }
 
@@ -72,6 +83,7 @@ pub fn analyze(sessions: &[Session], request: &Request<'_>) -> Result<String, Fa
             matches!(request.format, AnalyzeFormat::Csv),
             request.sort,
             name,
+            &request.layout,
         ),
         AnalyzeFormat::Json => report_view::render_json(result),
         AnalyzeFormat::HtaCsv => write_hta_csv(result, request.output),
@@ -221,7 +233,7 @@ fn render_xprof_tools(
                 if !csv && !text.is_empty() {
                     text.push('\n');
                 }
-                text.push_str(&report_view::render_sorted(result.report(), csv, request.sort, name)?);
+                text.push_str(&report_view::render_sorted(result.report(), csv, request.sort, name, &request.layout)?);
             }
             AnalyzeFormat::Json => {
                 let value = serde_json::to_value(result).map_err(|e| Failure::input(e.to_string()))?;

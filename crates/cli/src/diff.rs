@@ -35,6 +35,8 @@ pub struct DiffArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = DiffFormat::Table)]
     format: DiffFormat,
+    #[command(flatten)]
+    rows: report_view::RowArgs,
 }
 
 /// HTA's `DeviceType`.
@@ -87,7 +89,7 @@ pub fn run(args: DiffArgs, verbose: bool) -> Result<(), Failure> {
         eprintln!("compared in {:.3} s", started.elapsed().as_secs_f64());
     }
     let text = match args.format {
-        DiffFormat::Table => report_view::render_text(&comparison.report()),
+        DiffFormat::Table => report_view::render_text(&comparison.report(), &args.rows.layout()),
         DiffFormat::Json => {
             let json = serde_json::to_string_pretty(&comparison).map_err(|e| Failure::input(e.to_string()))?;
             format!("{json}\n")

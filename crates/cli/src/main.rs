@@ -19,6 +19,7 @@ mod run;
 mod select;
 mod serve;
 mod serve_store;
+mod table_fit;
 mod tfprof;
 
 use std::path::PathBuf;
@@ -76,6 +77,8 @@ enum Command {
         /// Sort the main table (table and csv formats): COLUMN, COLUMN:asc or COLUMN:desc.
         #[arg(long)]
         sort: Option<String>,
+        #[command(flatten)]
+        rows: report_view::RowArgs,
         /// With `--tool gpu`: the analyses to run, comma-separated (default: all).
         #[arg(long)]
         analyses: Option<String>,
@@ -262,6 +265,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             format,
             breakdown,
             sort,
+            rows,
             analyses,
             output,
             gap_threshold,
@@ -288,6 +292,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 sort: sort.as_deref(),
                 output: output.as_deref(),
                 options,
+                layout: rows.layout(),
                 ..analyze::Request::new(&tool, format)
             };
             let text = analyze::analyze(&sessions, &request)?;
@@ -328,12 +333,17 @@ fn write_stdout(text: &str) -> Result<(), Failure> {
     }
 }
 
-/// Exits on a command-line error as clap does, except that a value an option refused
-/// (a duration without its unit, a number out of range) is one line, as every other
-/// bad input is: `mlprof: error: invalid value '1500' for '--duration <DURATION>': …`.
+/// Exits on a command-line error with one line, as every other bad input is (`mlprof:
+/// error: invalid value '1500' for '--duration <DURATION>': …`, `mlprof: error: the
+/// argument '--top <N>' cannot be used with '--all'`), exit code 2; `--help` and
+/// `--version` print whole, as clap does.
 fn exit_usage(error: clap::Error) -> ! {
     use clap::error::ErrorKind;
-    if matches!(error.kind(), ErrorKind::ValueValidation | ErrorKind::InvalidValue) {
+    let shown_whole = matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    );
+    if !shown_whole {
         let rendered = error.render().to_string();
         let first = rendered.lines().next().unwrap_or_default();
         eprintln!("mlprof: {first}");

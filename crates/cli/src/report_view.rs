@@ -8,76 +8,219 @@ use mlprof_analysis::report::{Report, Table};
 use mlprof_analysis::tool::ToolId;
 use mlprof_analysis::tool::spec::Output;
 
-use crate::Failure;
+use crate::{Failure, table_fit};
 
-/// The report as text: each section's title, its sentences, and its table aligned
-/// (numbers right-aligned). Long tables are shown in full.
-pub fn render_text(report: &Report) -> String {
+/// How text for people is laid out: the terminal's width and how many rows of each table.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TextLayout {
+    /// The width to fit, in characters (`None`: no limit, for a pipe or a file).
+    pub width: Option<usize>,
+    /// The most rows shown of each table (`None`: every row).
+    pub top: Option<usize>,
+}
+
+/// `--top N` / `--all`: how many rows of each table the table format shows.
+#[derive(clap::Args, Clone, Copy, Debug, Default)]
+pub struct RowArgs {
+    /// Table format: show the first N rows of each table (default on a terminal: 25).
+    #[arg(long, value_name = "N", conflicts_with = "all")]
+    top: Option<usize>,
+    /// Table format: show every row of each table (the default into a pipe or a file).
+    #[arg(long)]
+    all: bool,
+}
+
+impl RowArgs {
+    /// The layout for stdout with these rows ([`TextLayout::for_stdout`]).
+    pub fn layout(self) -> TextLayout {
+        TextLayout::for_stdout(self.top, self.all)
+    }
+}
+
+/// Rows of a table shown on a terminal unless `--top N` or `--all` says otherwise.
+pub const DEFAULT_TOP_ROWS: usize = 25;
+
+impl TextLayout {
+    /// Everything, at full width: what a pipe or a file gets.
+    pub const WHOLE: TextLayout = TextLayout { width: None, top: None };
+
+    /// The layout for stdout: the width from `COLUMNS` when set (a number above 0), else
+    /// the terminal's when stdout is one, else none; rows from `--top N` / `--all`, else
+    /// [`DEFAULT_TOP_ROWS`] when there is a width to fit and every row when there is not.
+    pub fn for_stdout(top: Option<usize>, all: bool) -> TextLayout {
+        let width = columns_variable().or_else(terminal_width);
+        let top = match (all, top) {
+            (true, _) => None,
+            (false, Some(rows)) => Some(rows),
+            (false, None) => width.map(|_| DEFAULT_TOP_ROWS),
+        };
+        TextLayout { width, top }
+    }
+}
+
+/// `COLUMNS`, when it holds a width.
+fn columns_variable() -> Option<usize> {
+    std::env::var("COLUMNS").ok()?.trim().parse().ok().filter(|&width: &usize| width > 0)
+}
+
+/// The width of the terminal on stdout, when stdout is one.
+fn terminal_width() -> Option<usize> {
+    let mut size = libc::winsize { ws_row: 0, ws_col: 0, ws_xpixel: 0, ws_ypixel: 0 };
+    // SAFETY: TIOCGWINSZ writes a `winsize` into the pointer, which lives for the call.
+    let answered = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+    (answered && size.ws_col > 0).then_some(usize::from(size.ws_col))
+}
+
+/// The report as text: each section's title, its sentences (wrapped to the width), and
+/// its table fitted to the width ([`table_fit`]), numbers right-aligned, followed by a
+/// line saying what was left out.
+pub fn render_text(report: &Report, layout: &TextLayout) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "== {} ==", report.tool);
     for section in &report.sections {
         let _ = writeln!(out, "\n## {}", section.title);
         for note in &section.notes {
-            let _ = writeln!(out, "{note}");
+            write_wrapped(&mut out, note, layout.width);
         }
         if let Some(table) = &section.table {
             if !section.notes.is_empty() {
                 out.push('\n');
             }
-            render_table(table, &mut out);
+            render_table(table, layout, &mut out);
         }
     }
     out
 }
 
-fn render_table(table: &Table, out: &mut String) {
+/// `text` (lines of sentences) wrapped at spaces to `width`.
+fn write_wrapped(out: &mut String, text: &str, width: Option<usize>) {
+    for line in text.split('\n') {
+        match width {
+            Some(width) if table_fit::chars(line) > width => {
+                // An indented line (a list item) keeps its indent on the lines it wraps to.
+                let indent = line.len() - line.trim_start().len();
+                for (i, part) in
+                    table_fit::wrap_words(line.trim_start(), width.saturating_sub(indent).max(1)).iter().enumerate()
+                {
+                    let lead = if i == 0 { &line[..indent] } else { &"    "[..indent.min(4)] };
+                    let _ = writeln!(out, "{lead}{part}");
+                }
+            }
+            _ => {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+    }
+}
+
+fn render_table(table: &Table, layout: &TextLayout, out: &mut String) {
     if table.rows.is_empty() {
         let _ = writeln!(out, "(no rows)");
         return;
     }
-    let cells: Vec<Vec<String>> = table.rows.iter().map(|row| row.iter().map(|c| c.display()).collect()).collect();
-    let mut widths: Vec<usize> = table.columns.iter().map(|c| c.chars().count()).collect();
-    for row in &cells {
-        for (i, cell) in row.iter().enumerate() {
-            if let Some(width) = widths.get_mut(i) {
-                *width = (*width).max(cell.chars().count());
-            }
-        }
-    }
+    let shown_rows = layout.top.map_or(table.rows.len(), |top| top.min(table.rows.len()));
+    let all_cells: Vec<Vec<String>> = table.rows.iter().map(|row| row.iter().map(|c| c.display()).collect()).collect();
+    let cells = &all_cells[..shown_rows];
     let numeric: Vec<bool> = (0..table.columns.len())
         .map(|i| table.rows.iter().all(|row| row.get(i).is_some_and(|c| c.is_numeric())))
         .collect();
-    let line = |out: &mut String, values: &[String]| {
+    let key_columns: Vec<usize> =
+        table.key_columns.iter().filter_map(|k| table.columns.iter().position(|c| c == k)).collect();
+    let fit = table_fit::fit(
+        &table_fit::Cells {
+            header: &table.columns,
+            rows: cells,
+            all_rows: &all_cells,
+            numeric: &numeric,
+            key_columns: &key_columns,
+        },
+        layout.width,
+    );
+    let line = |out: &mut String, values: &mut dyn Iterator<Item = String>| {
         let mut text = String::new();
-        for (i, value) in values.iter().enumerate() {
-            let width = widths.get(i).copied().unwrap_or(0);
+        for (i, (value, &column)) in values.zip(&fit.shown).enumerate() {
+            let width = fit.widths[i];
             if i > 0 {
-                text.push_str("  ");
+                text.push_str(&" ".repeat(table_fit::COLUMN_GAP));
             }
             // Padded by hand: `format!`'s width is limited to 65,535, and a cell (a long
             // kernel or scope name) can be wider.
-            let padding = " ".repeat(width.saturating_sub(value.chars().count()));
-            if numeric.get(i).copied().unwrap_or(false) {
+            let padding = " ".repeat(width.saturating_sub(table_fit::chars(&value)));
+            if numeric[column] {
                 text.push_str(&padding);
-                text.push_str(value);
+                text.push_str(&value);
             } else {
-                text.push_str(value);
+                text.push_str(&value);
                 text.push_str(&padding);
             }
         }
         let _ = writeln!(out, "{}", text.trim_end());
     };
-    line(out, &table.columns);
-    let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
-    line(out, &rule);
-    for row in &cells {
-        line(out, row);
+    for header in header_lines(table, &fit) {
+        line(out, &mut header.into_iter());
     }
+    line(out, &mut fit.widths.iter().map(|w| "-".repeat(*w)));
+    for row in cells {
+        let mut values = fit.shown.iter().zip(&fit.widths).map(|(&c, &w)| {
+            let value = &row[c];
+            if numeric[c] { value.clone() } else { table_fit::shorten_middle(value, w) }
+        });
+        line(out, &mut values);
+    }
+    for note in left_out(table, &fit, shown_rows, layout.width) {
+        write_wrapped(out, &note, layout.width);
+    }
+}
+
+/// The header lines of a fitted table: one, or two where headers are split at a space
+/// (a header that fits its column stays on the second line, over its values).
+fn header_lines(table: &Table, fit: &table_fit::Fit) -> Vec<Vec<String>> {
+    let columns = || fit.shown.iter().zip(&fit.widths).map(|(&c, &w)| (table.columns[c].as_str(), w));
+    if !fit.two_line_headers {
+        return vec![columns().map(|(name, w)| table_fit::shorten_end(name, w)).collect()];
+    }
+    let (first, second): (Vec<String>, Vec<String>) = columns()
+        .map(|(name, w)| {
+            let (top, bottom) = if table_fit::chars(name) > w { table_fit::split_header(name) } else { ("", name) };
+            (table_fit::shorten_end(top, w), table_fit::shorten_end(bottom, w))
+        })
+        .unzip();
+    vec![first, second]
+}
+
+/// The lines that say what a fitted table does not show: rows past the top, columns left
+/// out for the width or because they repeat another.
+fn left_out(table: &Table, fit: &table_fit::Fit, shown_rows: usize, width: Option<usize>) -> Vec<String> {
+    let mut notes = Vec::new();
+    let hidden_rows = table.rows.len() - shown_rows;
+    if hidden_rows > 0 {
+        notes.push(format!(
+            "… {hidden_rows} more row{} (--top N shows N rows, --all every row, --format csv the whole table)",
+            if hidden_rows == 1 { "" } else { "s" }
+        ));
+    }
+    if let (Some(width), false) = (width, fit.dropped.is_empty()) {
+        let names: Vec<&str> = fit.dropped.iter().map(|&c| table.columns[c].as_str()).collect();
+        notes.push(format!(
+            "Columns left out to fit {width} characters: {} (a wider terminal or COLUMNS shows them, --format csv has every column)",
+            names.join(", ")
+        ));
+    }
+    for &(left, kept) in &fit.repeated {
+        notes.push(format!("{} is not shown: it equals {} in every row.", table.columns[left], table.columns[kept]));
+    }
+    notes
 }
 
 /// A tool's report as text (`csv` false) or its main table as CSV, sorted by `sort`
 /// first when given; `tool` names the tool in the error when it has no main table.
-pub fn render_sorted(mut report: Report, csv: bool, sort: Option<&str>, tool: &str) -> Result<String, Failure> {
+pub fn render_sorted(
+    mut report: Report,
+    csv: bool,
+    sort: Option<&str>,
+    tool: &str,
+    layout: &TextLayout,
+) -> Result<String, Failure> {
     if let Some(spec) = sort {
         report.sort_main_table(spec).map_err(Failure::input)?;
     }
@@ -88,7 +231,7 @@ pub fn render_sorted(mut report: Report, csv: bool, sort: Option<&str>, tool: &s
         }
         Ok(text)
     } else {
-        Ok(render_text(&report))
+        Ok(render_text(&report, layout))
     }
 }
 
@@ -132,7 +275,7 @@ mod tests {
         table.push(vec![Cell::text("c"), Cell::num(20.0, 1)]);
         table.push(vec![Cell::text("a,b"), Cell::num(1.5, 1)]);
         let report = Report { tool: "t".into(), sections: vec![Section::new("S").note("n").with_table(table).main()] };
-        let text = render_text(&report);
+        let text = render_text(&report, &TextLayout::WHOLE);
         assert!(text.contains("Op   Time (us)\n---  ---------\nc         20.0\na,b        1.5"), "{text}");
     }
 
@@ -143,7 +286,7 @@ mod tests {
         table.push(vec![Cell::text(&long), Cell::num(2.0, 1)]);
         table.push(vec![Cell::text("short"), Cell::num(123_456.0, 1)]);
         let report = Report { tool: "t".into(), sections: vec![Section::new("S").with_table(table).main()] };
-        let text = render_text(&report);
+        let text = render_text(&report, &TextLayout::WHOLE);
         assert!(text.contains(&format!("{long}        2.0\n")), "long row");
         assert!(text.contains(&format!("short{}   123456.0\n", " ".repeat(70_000 - 5))), "short row");
     }

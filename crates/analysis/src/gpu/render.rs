@@ -95,7 +95,7 @@ impl GpuAnalysis {
                 Cell::Int(r.stream),
                 Cell::text(r.idle_category.name()),
                 Cell::num(r.idle_time_us, 0),
-                r.idle_time_ratio.map_or(Cell::text("—"), |v| Cell::num(v, 2)),
+                r.idle_time_ratio.map_or(Cell::missing(), |v| Cell::num(v, 2)),
                 Cell::Int(r.intervals.count as i64),
                 optional(r.intervals.mean, 1),
                 optional(r.intervals.p50, 1),
@@ -156,7 +156,7 @@ impl GpuAnalysis {
         let rows = self.comm_comp_overlap.as_ref()?;
         let mut table = Table::new(["Rank", "Communication overlapped by computation (%)"]);
         for r in rows {
-            table.push(vec![Cell::Int(r.rank), r.comp_comm_overlap_pctg.map_or(Cell::text("—"), |v| Cell::num(v, 2))]);
+            table.push(vec![Cell::Int(r.rank), r.comp_comm_overlap_pctg.map_or(Cell::missing(), |v| Cell::num(v, 2))]);
         }
         Some(
             Section::new("Communication–computation overlap")
@@ -251,5 +251,5 @@ impl GpuAnalysis {
 const NAME_CHARS: usize = 90;
 
 fn optional(value: Option<f64>, decimals: u8) -> Cell {
-    value.map_or(Cell::text("—"), |v| Cell::num(v, decimals))
+    value.map_or(Cell::missing(), |v| Cell::num(v, decimals))
 }

@@ -852,6 +852,8 @@ pub fn step_section(analysis: &InputPipelineAnalysis) -> Section {
             Cell::num(s.other_ms, 3),
         ]);
     }
+    // A narrow terminal keeps the step, its time and the categories that take the most.
+    let table = table.key_columns_by_total(&["Step", "Step time (ms)"]);
     Section::new("Step time by category (ms)").with_table(table).main()
 }
 

@@ -550,6 +550,14 @@ impl KernelStats {
             "Avg duration (us)",
             "Min duration (us)",
             "Max duration (us)",
+        ])
+        .key_columns(&[
+            "Kernel name",
+            "Total duration (us)",
+            "Occurrences",
+            "Op name",
+            "Avg duration (us)",
+            "Occupancy %",
         ]);
         let yes_no = |flag: bool| Cell::text(if flag { "yes" } else { "no" });
         for k in &self.kernels {

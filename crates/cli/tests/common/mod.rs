@@ -17,7 +17,17 @@ pub fn data_str(rel: &str) -> String {
 
 /// Runs the `mlprof` binary with `args`.
 pub fn mlprof(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mlprof")).args(args).output().expect("mlprof runs")
+    // No COLUMNS from the developer's shell: output into a pipe is laid out whole.
+    Command::new(env!("CARGO_BIN_EXE_mlprof")).args(args).env_remove("COLUMNS").output().expect("mlprof runs")
+}
+
+/// Runs the mlprof binary as on a terminal `columns` characters wide (`COLUMNS`).
+pub fn mlprof_at_width(args: &[&str], columns: usize) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(args)
+        .env("COLUMNS", columns.to_string())
+        .output()
+        .expect("mlprof runs")
 }
 
 /// The stdout of a run that must have succeeded (its stderr in the panic otherwise).

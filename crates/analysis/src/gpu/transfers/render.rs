@@ -24,7 +24,7 @@ fn us(ps: i64) -> Cell {
 }
 
 fn optional(value: Option<f64>, decimals: u8) -> Cell {
-    value.map_or(Cell::text("—"), |v| Cell::num(v, decimals))
+    value.map_or(Cell::missing(), |v| Cell::num(v, decimals))
 }
 
 impl Transfers {
@@ -94,10 +94,10 @@ impl Transfers {
                 row.push(Cell::text(&f.host));
             }
             row.extend([
-                f.device.map_or(Cell::text("—"), Cell::Int),
+                f.device.map_or(Cell::missing(), Cell::Int),
                 Cell::Int(f.count as i64),
                 ms(f.time_lost_ps),
-                f.time_lost_per_step_ps.map_or(Cell::text("—"), ms),
+                f.time_lost_per_step_ps.map_or(Cell::missing(), ms),
                 Cell::num(f.bytes as f64 / 1e6, 3),
             ]);
             table.push(row);
