@@ -53,6 +53,11 @@ pub fn human_duration(ps: i64) -> String {
     if value >= 100.0 || unit == "ps" { format!("{sign}{value:.0} {unit}") } else { format!("{sign}{value:.3} {unit}") }
 }
 
+/// [`human_duration`] of a duration in microseconds (rounded to the picosecond).
+pub fn human_duration_us(us: f64) -> String {
+    human_duration((us * 1e6).round() as i64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

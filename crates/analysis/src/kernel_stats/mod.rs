@@ -36,7 +36,7 @@ use crate::xstats::{self, StatKeys};
 /// The most kernel groups XProf keeps (per host, then over all hosts).
 pub const MAX_KERNELS: usize = 1000;
 
-use mlprof_model::time::PS_PER_NS;
+use mlprof_model::time::{PS_PER_NS, human_duration_us};
 
 /// Substrings of kernel names that mark TensorCore kernels (`volta_h884gemm…`,
 /// `turing_fp16_s1688cudnn…`, `sm80_xmma_gemm…`), as XProf lists them.
@@ -525,10 +525,10 @@ impl KernelStats {
             let launches: u64 = self.kernels.iter().map(|k| k.occurrences).sum();
             let tc_pct = if total == 0 { 0.0 } else { 100.0 * self.tensor_core_duration_ns() as f64 / total as f64 };
             section = section.note(format!(
-                "{} distinct kernels ({} launches), total kernel time {:.3} us; {:.1}% of kernel time is in kernels using TensorCores.",
+                "{} distinct kernels ({} launches), total kernel time {}; {:.1}% of kernel time is in kernels using TensorCores.",
                 self.kernels.len(),
                 launches,
-                ns_to_us(total),
+                human_duration_us(ns_to_us(total)),
                 tc_pct
             ));
             if self.kernels.len() == MAX_KERNELS {

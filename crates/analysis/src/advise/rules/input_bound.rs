@@ -11,6 +11,7 @@
 
 use crate::advise::{Evidence, Finding, Framework, Outcome, Severity, ToolResults, ms_to_ps};
 use crate::input_pipeline::StepBreakdown;
+use mlprof_model::time::{human_duration, human_duration_us};
 
 use super::{ms, tf_data_fixes};
 
@@ -143,15 +144,15 @@ fn tf_data_advice(results: &ToolResults) -> Option<TfDataAdvice> {
         Evidence::new(
             "tf_data_bottleneck_analysis",
             format!(
-                "Pipeline {} on {}: {} of {} calls slower than 50 us, the slowest {:.1} us; its bottleneck is \
-                 `{iterator}` ({}) with {:.1} us of self time in that call.",
+                "Pipeline {} on {}: {} of {} calls slower than 50 us, the slowest {}; its bottleneck is \
+                 `{iterator}` ({}) with {} of self time in that call.",
                 pipeline.name,
                 host.host,
                 pipeline.num_slow_calls,
                 pipeline.num_calls,
-                bottleneck.max_latency_ps as f64 / 1e6,
+                human_duration(bottleneck.max_latency_ps),
                 bottleneck.iterator_long_name,
-                bottleneck.iterator_self_time_ps as f64 / 1e6
+                human_duration(bottleneck.iterator_self_time_ps)
             ),
         )
         .cite("bottlenecks[0].max_latency_ps", bottleneck.max_latency_ps as f64)
@@ -188,10 +189,10 @@ fn py_function_evidence(results: &ToolResults) -> Option<Evidence> {
     let mut evidence = Evidence::new(
         "framework_op_stats",
         format!(
-            "`{}` (a tf.py_function / tf.numpy_function) ran {} times for {:.1} us of self time{}.",
+            "`{}` (a tf.py_function / tf.numpy_function) ran {} times for {} of self time{}.",
             row.op_name,
             row.occurrences,
-            row.total_self_time_us,
+            human_duration_us(row.total_self_time_us),
             if rows.len() > 1 { format!(", with {} more such ops", rows.len() - 1) } else { String::new() }
         ),
     );

@@ -6,6 +6,7 @@
 //! launch statistics (kernels shorter than their launch call).
 
 use crate::advise::{Evidence, Finding, Framework, Outcome, Severity, ToolResults, ms_to_ps};
+use mlprof_model::time::human_duration_us;
 
 use super::ms;
 
@@ -66,9 +67,9 @@ pub(super) fn kernel_evidence(results: &ToolResults) -> Option<Evidence> {
         Evidence::new(
             "kernel_stats",
             format!(
-                "{launches} kernel launches in the profile ({:.0} per step), {:.1} us each on average.",
+                "{launches} kernel launches in the profile ({:.0} per step), {} each on average.",
                 launches as f64 / steps as f64,
-                total_ns as f64 / launches as f64 / 1e3
+                human_duration_us(total_ns as f64 / launches as f64 / 1e3)
             ),
         )
         .cite("sum(kernels[].occurrences)", launches as f64)

@@ -10,6 +10,7 @@
 
 use crate::advise::{Evidence, Finding, Framework, Outcome, Severity, ToolResults, ms_to_ps};
 use crate::framework_op_stats::OpStatsRow;
+use mlprof_model::time::human_duration_us;
 
 use super::ms;
 
@@ -82,8 +83,11 @@ pub fn check(results: &ToolResults) -> Outcome {
     let mut names = Vec::new();
     for (index, row) in ops.iter().take(LISTED_OPS) {
         names.push(format!(
-            "{} ({}, {} times, {:.1} us)",
-            row.op_name, row.op_type, row.occurrences, row.total_self_time_us
+            "{} ({}, {} times, {})",
+            row.op_name,
+            row.op_type,
+            row.occurrences,
+            human_duration_us(row.total_self_time_us)
         ));
         listed = listed.cite(format!("without_idle.rows[{index}].total_self_time_us"), row.total_self_time_us);
     }

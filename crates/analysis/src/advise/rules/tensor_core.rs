@@ -12,6 +12,7 @@
 
 use crate::advise::{Evidence, Finding, Framework, Outcome, Severity, ToolResults};
 use crate::kernel_stats::KernelReport;
+use mlprof_model::time::human_duration_us;
 
 /// The rule's name.
 pub const NAME: &str = "tensor_core";
@@ -110,19 +111,19 @@ fn flagged_evidence(flagged: &[(usize, &KernelReport, Problem)], conversion_ns: 
         };
         let op = if kernel.op_name.is_empty() { "unknown op" } else { kernel.op_name.as_str() };
         lines.push(format!(
-            "{} ({op}; {why}; {} launches, {:.1} us)",
+            "{} ({op}; {why}; {} launches, {})",
             kernel.name,
             kernel.occurrences,
-            kernel.total_duration_ns as f64 / 1e3
+            human_duration_us(kernel.total_duration_ns as f64 / 1e3)
         ));
         listed = listed.cite(format!("kernels[{index}].total_duration_ns"), kernel.total_duration_ns as f64);
     }
     listed.text = format!(
-        "{} kernel groups: {:.1} us in layout conversions, {:.1} us in NCHW or non-TensorCore kernels of eligible \
+        "{} kernel groups: {} in layout conversions, {} in NCHW or non-TensorCore kernels of eligible \
          ops; the longest: {}.",
         flagged.len(),
-        conversion_ns as f64 / 1e3,
-        other_ns as f64 / 1e3,
+        human_duration_us(conversion_ns as f64 / 1e3),
+        human_duration_us(other_ns as f64 / 1e3),
         lines.join("; ")
     );
     listed

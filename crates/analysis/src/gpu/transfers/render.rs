@@ -82,7 +82,8 @@ impl Transfers {
             columns.push("Host");
         }
         columns.extend(["GPU", "Count", "Time lost (ms)", "Per step (ms)", "MB"]);
-        let mut table = Table::new(columns);
+        // The numbers that rank the findings: the finding says what, then where it happened.
+        let mut table = Table::new(columns).key_columns(&["#", "What", "Time lost (ms)", "Where", "Kind", "Count"]);
         for (i, f) in self.findings.iter().take(FINDINGS_SHOWN).enumerate() {
             let mut row = vec![
                 Cell::Int(i as i64 + 1),
@@ -98,7 +99,8 @@ impl Transfers {
                 Cell::Int(f.count as i64),
                 ms(f.time_lost_ps),
                 f.time_lost_per_step_ps.map_or(Cell::missing(), ms),
-                Cell::num(f.bytes as f64 / 1e6, 3),
+                // Gaps and waits move no bytes: no size rather than 0.000 MB.
+                if f.bytes > 0 { Cell::num(f.bytes as f64 / 1e6, 3) } else { Cell::missing() },
             ]);
             table.push(row);
         }
