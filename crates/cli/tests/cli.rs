@@ -8,7 +8,7 @@ use serde_json::Value;
 
 mod common;
 
-use common::{data, mlprof};
+use common::{data, mlprof, ok_stdout};
 
 fn info_json(path: &Path) -> Value {
     let out = mlprof(&["info", path.to_str().unwrap(), "--format", "json"]);
@@ -136,6 +136,30 @@ fn device_properties_are_reported() {
     let table = mlprof(&["info", data("kineto/hta/ns_resolution_trace").to_str().unwrap()]);
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(text.contains("gpu_device_name=Tesla V100-SXM2-32GB"), "{text}");
+}
+
+#[test]
+fn a_pytorch_trace_converted_to_xspace_keeps_its_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let logdir = dir.path().join("tb");
+    let example = data("../../examples/pytorch");
+    ok_stdout(mlprof(&["convert", example.to_str().unwrap(), "--to", "xspace", logdir.to_str().unwrap()]));
+    let steps = |path: &Path| -> Vec<f64> {
+        let json: Value = serde_json::from_str(&ok_stdout(mlprof(&[
+            "analyze",
+            path.to_str().unwrap(),
+            "--tool",
+            "steps",
+            "--format",
+            "json",
+        ])))
+        .expect("json");
+        let rows = json["hosts"][0]["steps"].as_array().cloned().unwrap_or_else(|| panic!("{json}"));
+        rows.iter().map(|s| s["step_time_ms"].as_f64().expect("step time")).collect()
+    };
+    // Both ProfilerStep#N, spanning the same time (what each step holds follows XProf's
+    // grouping of an XSpace: events nested in the step annotation on its thread).
+    assert_eq!(steps(&logdir), steps(&example));
 }
 
 #[test]

@@ -32,11 +32,15 @@ fn xprof_opens_what_mlprof_writes() {
     let output = Command::new(python)
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xprof_open.py"))
         .args([tf_xplane.as_os_str(), tf_case.join("xprof_out").as_os_str(), torch_xplane.as_os_str()])
-        .arg("4811")
+        // Its 4811 events and a "Steps" event per step XProf found.
+        .arg("4813")
+        // Its two ProfilerStep#N, found by XProf from the `_r` / `step_num` mlprof writes.
+        .arg("607.8")
         .output()
         .expect("python runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "XProf check failed:\n{stdout}\n{}", stderr.lines().last().unwrap_or(""));
     assert!(stdout.contains("overview_page: identical"), "{stdout}");
+    assert!(stdout.contains("XProf finds its steps"), "{stdout}");
 }

@@ -1,12 +1,13 @@
 """Opens XSpace files written by `mlprof convert --to xspace` with the real XProf.
 
-Usage: python xprof_open.py TF_XPLANE REFERENCE_DIR TORCH_XPLANE TORCH_EVENTS
+Usage: python xprof_open.py TF_XPLANE REFERENCE_DIR TORCH_XPLANE TORCH_EVENTS TORCH_STEP_MS
 
 - TF_XPLANE (a TensorFlow profile re-encoded by mlprof): XProf's tool outputs must be
   byte-identical to REFERENCE_DIR/<tool>.json, XProf's outputs on the original file.
 - TORCH_XPLANE (a PyTorch GPU trace converted by mlprof): XProf must list its tools
-  (kernel_stats included: it found the GPU plane) and its trace viewer must show all
-  TORCH_EVENTS events.
+  (kernel_stats included: it found the GPU plane), its trace viewer must show all
+  TORCH_EVENTS events, and its overview must find the ProfilerStep#N steps, with an
+  average step time of TORCH_STEP_MS (XProf's text).
 Exits non-zero with a message on the first mismatch.
 """
 import json
@@ -26,7 +27,7 @@ def private_copy(path):
 
 
 def main():
-    tf_xplane, reference, torch_xplane, torch_events = sys.argv[1:5]
+    tf_xplane, reference, torch_xplane, torch_events, torch_step_ms = sys.argv[1:6]
     tf = private_copy(tf_xplane)
     for tool in ["overview_page", "framework_op_stats", "input_pipeline_analyzer", "memory_profile"]:
         data, _ = r2t.xspace_to_tool_data([tf], tool, {"use_saved_result": False})
@@ -47,6 +48,11 @@ def main():
     if len(events) != int(torch_events):
         sys.exit(f"XProf's trace viewer shows {len(events)} events, expected {torch_events}")
     print(f"PyTorch trace: XProf offers {len(tools)} tools and shows all {len(events)} events")
+    data, _ = r2t.xspace_to_tool_data([torch], "overview_page", {"use_saved_result": False})
+    averages = [t.get("p", {}).get("steptime_ms_average") for t in json.loads(data)]
+    if torch_step_ms not in averages:
+        sys.exit(f"XProf's overview of the PyTorch trace: step time {averages}, expected {torch_step_ms} ms")
+    print(f"PyTorch trace: XProf finds its steps, {torch_step_ms} ms on average")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,13 @@ pub const PROFILER_STAT: &str = "profiler";
 /// program's activity, with no framework's events.
 pub const MLPROF_INJECT: &str = "mlprof-inject";
 
+/// Stat of an event that is the root of a step group (XProf's `_r`, `kIsRoot`), an integer
+/// level.
+pub const IS_ROOT: &str = "_r";
+
+/// Stat of a step event holding its step number (XProf's `step_num`).
+pub const STEP_NUM: &str = "step_num";
+
 /// Stats XProf hides from trace-viewer args (`IsInternalStat`).
 pub const INTERNAL_STATS: &[&str] = &["_pt", "_p", "_ct", "_c", "_r", "flops", "program_id", "symbol_id"];
 

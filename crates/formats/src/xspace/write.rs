@@ -4,9 +4,10 @@
 //! Ids are written as the model keeps them (the original XSpace ids, or `1, 2, …` for
 //! hosts read from other formats). A host without a `Task Environment` plane gets one
 //! with `profile_start_time`/`profile_stop_time` when its start time is known, because
-//! XProf reads the profile's wall-clock start from there.
+//! XProf reads the profile's wall-clock start from there. A host read from a Kineto trace
+//! gets XProf's step markers ([`StepMarkers`]), so its steps survive the conversion.
 
-use mlprof_model::{Host, Line, Plane, Stat, StatStore, StatValue, names};
+use mlprof_model::{Host, Line, Plane, SourceFormat, Stat, StatStore, StatValue, names};
 
 use crate::wire::WireWriter;
 
@@ -17,7 +18,9 @@ pub fn encode_xspace(host: &Host) -> Vec<u8> {
     let mut scratch = Scratch::default();
     for plane in &host.planes {
         plane_buf.buf.clear();
-        encode_plane(plane, &mut plane_buf, &mut scratch);
+        let markers =
+            (host.format == SourceFormat::Kineto && plane.name == names::HOST_PLANE).then(|| StepMarkers::of(plane));
+        encode_plane(plane, markers.as_ref(), &mut plane_buf, &mut scratch);
         out.bytes_always(1, &plane_buf.buf);
     }
     if host.plane(names::TASK_ENVIRONMENT_PLANE).is_none()
@@ -54,12 +57,63 @@ struct Scratch {
     value: WireWriter,
 }
 
-fn encode_plane(plane: &Plane, out: &mut WireWriter, s: &mut Scratch) {
+/// The stats that make PyTorch's `ProfilerStep#N` annotations steps for XProf: `_r = 1`
+/// (the event is the root of a step group) and `step_num = N` on each such event, as
+/// TensorFlow's and JAX's step events carry them. Ids for the two stats are the plane's
+/// own when it has them, else new ones after its largest.
+struct StepMarkers {
+    /// The `_r` stat's id, and whether the plane lacks its metadata.
+    root: (i64, bool),
+    /// The `step_num` stat's id, and whether the plane lacks its metadata.
+    step_num: (i64, bool),
+}
+
+/// The name prefix of PyTorch's step annotations.
+const PROFILER_STEP_PREFIX: &str = "ProfilerStep#";
+
+impl StepMarkers {
+    fn of(plane: &Plane) -> StepMarkers {
+        let mut next = plane.stat_metadata.iter().map(|m| m.id).max().unwrap_or(0);
+        let mut id_of = |name: &str| match plane.stat_metadata.iter().find(|m| m.name == name) {
+            Some(meta) => (meta.id, false),
+            None => {
+                next += 1;
+                (next, true)
+            }
+        };
+        StepMarkers { root: id_of(names::IS_ROOT), step_num: id_of(names::STEP_NUM) }
+    }
+
+    /// The step number of an event named `name`, when it is a step annotation.
+    fn step_of(name: &str) -> Option<i64> {
+        name.strip_prefix(PROFILER_STEP_PREFIX)?.parse().ok()
+    }
+
+    /// Writes the two stats of step `step` as stats (field `field`) of an event.
+    fn encode(&self, step: i64, field: u32, out: &mut WireWriter, buf: &mut WireWriter) {
+        for (id, value) in [(self.root.0, 1), (self.step_num.0, step)] {
+            buf.buf.clear();
+            buf.int64(1, id);
+            buf.int64_always(4, value);
+            out.bytes_always(field, &buf.buf);
+        }
+    }
+
+    /// The stat metadata the plane lacks: `(id, name)`.
+    fn missing_metadata(&self) -> impl Iterator<Item = (i64, &'static str)> {
+        [(self.root, names::IS_ROOT), (self.step_num, names::STEP_NUM)]
+            .into_iter()
+            .filter(|((_, missing), _)| *missing)
+            .map(|((id, _), name)| (id, name))
+    }
+}
+
+fn encode_plane(plane: &Plane, markers: Option<&StepMarkers>, out: &mut WireWriter, s: &mut Scratch) {
     out.int64(1, plane.id);
     out.bytes(2, plane.name.as_bytes());
     for line in &plane.lines {
         s.line.buf.clear();
-        encode_line(plane, line, &mut s.line, &mut s.event, &mut s.stat);
+        encode_line(plane, line, markers, &mut s.line, &mut s.event, &mut s.stat);
         out.bytes_always(3, &s.line.buf);
     }
     for meta in &plane.event_metadata {
@@ -71,6 +125,7 @@ fn encode_plane(plane: &Plane, out: &mut WireWriter, s: &mut Scratch) {
         for stat in plane.metadata_stats_of(meta) {
             encode_stat(plane, &plane.metadata_stats, stat, 5, &mut s.value, &mut s.stat);
         }
+
         for &child in &meta.child_ids {
             s.value.int64_always(6, child);
         }
@@ -89,19 +144,35 @@ fn encode_plane(plane: &Plane, out: &mut WireWriter, s: &mut Scratch) {
         s.entry.bytes_always(2, &s.value.buf);
         out.bytes_always(5, &s.entry.buf);
     }
+    for (id, name) in markers.into_iter().flat_map(StepMarkers::missing_metadata) {
+        s.value.buf.clear();
+        s.value.int64(1, id);
+        s.value.bytes(2, name.as_bytes());
+        s.entry.buf.clear();
+        s.entry.int64_always(1, id);
+        s.entry.bytes_always(2, &s.value.buf);
+        out.bytes_always(5, &s.entry.buf);
+    }
     for stat in plane.plane_stats() {
         encode_stat(plane, &plane.metadata_stats, stat, 6, out, &mut s.stat);
     }
 }
 
-fn encode_line(plane: &Plane, line: &Line, out: &mut WireWriter, event: &mut WireWriter, stat: &mut WireWriter) {
+fn encode_line(
+    plane: &Plane,
+    line: &Line,
+    markers: Option<&StepMarkers>,
+    out: &mut WireWriter,
+    event: &mut WireWriter,
+    stat: &mut WireWriter,
+) {
     out.int64(1, line.id);
     out.bytes(2, line.name.as_bytes());
     out.int64(3, line.timestamp_ns);
     out.int64(9, line.duration_ps);
     out.int64(10, line.display_id);
     out.bytes(11, line.display_name.as_bytes());
-    for e in line.iter() {
+    for e in in_start_order(line) {
         event.buf.clear();
         let id = plane.event_metadata.get(e.metadata_index() as usize).map_or(0, |m| m.id);
         event.int64(1, id);
@@ -113,8 +184,27 @@ fn encode_line(plane: &Plane, line: &Line, out: &mut WireWriter, event: &mut Wir
         for st in e.stats() {
             encode_stat(plane, &line.stats, st, 4, event, stat);
         }
+        let step = markers.and_then(|_| StepMarkers::step_of(plane.metadata_of(&e).map_or("", |m| m.name.as_str())));
+        if let (Some(markers), Some(step)) = (markers, step) {
+            let has = |id: i64| {
+                e.stats().iter().any(|st| plane.stat_metadata.get(st.key as usize).is_some_and(|m| m.id == id))
+            };
+            if !has(markers.root.0) && !has(markers.step_num.0) {
+                markers.encode(step, 4, event, stat);
+            }
+        }
         out.bytes_always(4, &event.buf);
     }
+}
+
+/// The events of `line` by start time (stable), as XProf's grouping nests them: a Kineto
+/// trace lists a thread's events in the order the profiler flushed them, not by time.
+fn in_start_order(line: &Line) -> Vec<mlprof_model::Event<'_>> {
+    let mut events: Vec<_> = line.iter().collect();
+    if !events.is_sorted_by_key(|e| e.offset_ps()) {
+        events.sort_by_key(|e| e.offset_ps());
+    }
+    events
 }
 
 /// Writes `stat` as field `field` of `out` (stats are field 6 of XPlane, 4 of XEvent,
