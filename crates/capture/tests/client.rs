@@ -277,6 +277,44 @@ async fn garbage_on_the_port_is_a_protocol_error() {
     assert!(outcome.to_string().contains("did not answer as an HTTP/2 gRPC server"), "{outcome}");
 }
 
+/// An HTTP/2 server (prior knowledge, as gRPC clients connect) answering every request
+/// with `status` and a JSON body: a web API on the port, not a gRPC service.
+async fn http2_json_server(status: u16) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1");
+    let address = listener.local_addr().expect("local address");
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let answer = hyper::service::service_fn(move |_| async move {
+                    hyper::Response::builder()
+                        .status(status)
+                        .header("content-type", "application/json")
+                        .body(http_body_util::Full::new(hyper::body::Bytes::from_static(b"{\"error\": \"no route\"}")))
+                });
+                let connection = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new());
+                let _ = connection.serve_connection(hyper_util::rt::TokioIo::new(stream), answer).await;
+            });
+        }
+    });
+    address
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_web_server_on_the_port_is_said_to_be_no_profiler() {
+    for status in [200, 404] {
+        let address = http2_json_server(status).await;
+        let outcome = capture_failing(address.to_string(), Duration::from_secs(10)).await;
+        assert!(matches!(outcome.result, Err(CaptureError::Protocol { .. })), "{outcome}");
+        assert!(
+            outcome.to_string().contains(&format!(
+                "the port did not answer as an HTTP/2 gRPC server (HTTP {status}, content-type application/json); \
+                 is it the profiler's port?"
+            )),
+            "{outcome}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_options_contact_no_worker() {
     let (addr, fake) = serve(vec![xspace(support::tiny_xspace())]).await;

@@ -7,8 +7,10 @@
 //! error. All workers share one session id and one start time (`start_timestamp_ns`), so
 //! their traces cover the same window. The pieces: [`request`] builds what TensorFlow's
 //! client sends, [`rpc`] makes the call with the reference's retries and deadline,
-//! [`counting`] counts the answer's bytes for [`progress`], [`save`] writes the files.
+//! [`counting`] counts the answer's bytes for [`progress`], [`answer_check`] tells a
+//! gRPC answer from a web server's, [`save`] writes the files.
 
+pub mod answer_check;
 pub mod counting;
 pub mod error;
 pub mod progress;

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use tonic::transport::Endpoint;
 
+use super::answer_check::{AnswerCheck, NonGrpcAnswer};
 use super::counting::CountingService;
 use super::error::CaptureError;
 use super::progress::{Progress, WorkerState};
@@ -102,7 +103,9 @@ async fn call(
         .http2_adaptive_window(true);
     let channel = endpoint.connect().await.map_err(|e| CaptureError::from_transport(&e, deadline))?;
     progress.update(target, WorkerState::Tracing);
-    let mut client = ProfilerServiceClient::new(CountingService::new(channel, received))
+    let non_grpc = NonGrpcAnswer::default();
+    let checked = AnswerCheck::new(channel, Arc::clone(&non_grpc));
+    let mut client = ProfilerServiceClient::new(CountingService::new(checked, received))
         .max_decoding_message_size(MAX_MESSAGE_BYTES);
     let mut request = tonic::Request::new(request);
     request.set_timeout(deadline);
@@ -112,7 +115,13 @@ async fn call(
             .map_err(|_| CaptureError::Connect { detail: "the token is not printable ASCII".into() })?;
         request.metadata_mut().insert("authorization", value);
     }
-    let response = client.profile(request).await.map_err(|status| CaptureError::from_transport(&status, deadline))?;
+    let response = client.profile(request).await.map_err(|status| {
+        // A web server's answer is said as such, not in the decoder's words.
+        match non_grpc.lock().ok().and_then(|mut seen| seen.take()) {
+            Some(answer) => CaptureError::Protocol { detail: answer },
+            None => CaptureError::from_transport(&status, deadline),
+        }
+    })?;
     Ok(response.into_inner())
 }
 
