@@ -67,6 +67,9 @@ pub struct PodStep {
     /// Step number: the host's own (group id) with one host, 0, 1, … in the
     /// intersection of several (as XProf), PyTorch's N of `ProfilerStep#N`.
     pub step_num: i64,
+    /// The step's number as the profile numbers it (`train 5` → 5; the first host's):
+    /// what the report shows, as every mlprof output does.
+    pub profile_step: i64,
     /// Per host.
     pub hosts: Vec<PodRecord>,
     /// The slowest host, when the step has more than one.
@@ -199,7 +202,7 @@ pub fn analyze(steps: &CombinedSteps, machines: &[String], device_type: &str) ->
             })
             .collect::<Vec<_>>();
         let straggler = straggler(&hosts);
-        viewer.steps.push(PodStep { step_num: first.step_num, hosts, straggler });
+        viewer.steps.push(PodStep { step_num: first.step_num, profile_step: first.profile_step, hosts, straggler });
     }
     viewer.stragglers = straggler_counts(&viewer.steps);
     viewer
@@ -253,8 +256,11 @@ impl PodViewer {
         let mut table = Table::new(columns);
         for step in &self.steps {
             for record in &step.hosts {
-                let mut row =
-                    vec![Cell::Int(step.step_num), Cell::text(&record.host), Cell::num(record.total_duration_us, 1)];
+                let mut row = vec![
+                    Cell::Int(step.profile_step),
+                    Cell::text(&record.host),
+                    Cell::num(record.total_duration_us, 1),
+                ];
                 row.extend(record.breakdown_us.iter().map(|v| Cell::num(*v, 1)));
                 row.push(Cell::text(&record.bottleneck));
                 table.push(row);
@@ -288,7 +294,7 @@ impl PodViewer {
             for step in &self.steps {
                 let Some(s) = &step.straggler else { continue };
                 table.push(vec![
-                    Cell::Int(step.step_num),
+                    Cell::Int(step.profile_step),
                     Cell::text(&s.host),
                     Cell::num(s.behind_fastest_us, 1),
                     Cell::num(s.behind_median_us, 1),

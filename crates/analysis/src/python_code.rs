@@ -565,6 +565,7 @@ mod tests {
         let step = |num: i64, begin_ms: i64| crate::steps::StepInfo {
             step_num: num,
             step_name: num.to_string(),
+            profile_step: num,
             begin_ps: begin_ms * 1_000_000_000,
             duration_ps: 50 * 1_000_000_000,
             type_ps: Default::default(),
@@ -595,6 +596,7 @@ mod tests {
         let step = |num: i64, begin_ms: i64| crate::steps::StepInfo {
             step_num: num,
             step_name: format!("OptimizerStep#{num}"),
+            profile_step: num,
             begin_ps: begin_ms * 1_000_000_000,
             duration_ps: 50 * 1_000_000_000,
             type_ps: Default::default(),

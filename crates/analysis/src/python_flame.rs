@@ -592,6 +592,7 @@ mod tests {
         StepInfo {
             step_num: num,
             step_name: format!("step {num}"),
+            profile_step: num,
             begin_ps: begin_ms * MS,
             duration_ps: duration_ms * MS,
             type_ps: Default::default(),

@@ -69,8 +69,9 @@ pub struct TfprofArgs {
         default_missing_value = "true"
     )]
     pub account_displayed_op_only: Option<bool>,
-    /// With `--tool tfprof`: only step N (the step numbers the overview shows), or -1 for the
-    /// average over the steps (default: the whole profile).
+    /// With `--tool tfprof`: only step N (the profile's own step number: `train 5` is 5,
+    /// `ProfilerStep#551` is 551, as every tool numbers steps), or -1 for the average over
+    /// the steps (default: the whole profile).
     #[arg(long, allow_negative_numbers = true)]
     pub step: Option<i64>,
 }

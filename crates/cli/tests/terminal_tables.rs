@@ -1,7 +1,8 @@
 //! What `mlprof analyze` prints for people on a terminal: every tool on the bundled
 //! examples fits 100 columns (`COLUMNS=100`) and matches its `insta` snapshot
 //! (`tests/snapshots/terminal_tables__*.snap`; review changes with `cargo insta review`,
-//! or set `INSTA_UPDATE=always` and read the diff); `--top N` / `--all` choose the rows.
+//! or set `INSTA_UPDATE=always` and read the diff); `--top N` / `--all` choose the rows;
+//! every tool numbers steps as the profile does.
 
 mod common;
 
@@ -111,4 +112,35 @@ fn a_narrow_step_table_keeps_the_categories_that_take_the_most() {
         out.lines().skip_while(|l| !l.starts_with("## Step time by category")).skip(1).take(2).collect();
     assert!(header.contains("others"), "All others, the largest category, stays: {out}");
     assert!(out.contains("Columns left out to fit 80 characters: Device to device, Input, Output,"), "{out}");
+}
+
+#[test]
+fn every_tool_numbers_steps_as_the_profile_does() {
+    // The TF example's steps are `train 5` … `train 10`; PyTorch's `ProfilerStep#551`, 552.
+    for (name, numbers) in [("tensorflow", vec![5, 6, 7, 8, 9, 10]), ("pytorch", vec![551, 552])] {
+        let path = example(name);
+        let json = |tool: &str| -> serde_json::Value {
+            serde_json::from_str(&ok_stdout(mlprof(&["analyze", &path, "--tool", tool, "--format", "json"])))
+                .expect("JSON")
+        };
+        let steps = json("steps");
+        let listed: Vec<i64> = steps["hosts"][0]["steps"]
+            .as_array()
+            .expect("steps")
+            .iter()
+            .map(|s| s["profile_step"].as_i64().expect("profile_step"))
+            .collect();
+        assert_eq!(listed, numbers, "{name}: the steps tool");
+        let pod = json("pod_viewer");
+        let pod = &pod["tools"]["pod_viewer"];
+        let pod_steps: Vec<i64> =
+            pod["steps"].as_array().expect("steps").iter().map(|s| s["profile_step"].as_i64().expect("n")).collect();
+        assert_eq!(pod_steps, numbers, "{name}: pod_viewer");
+        let tfprof = ok_stdout(mlprof(&["analyze", &path, "--tool", "tfprof"]));
+        let list: Vec<String> = numbers.iter().map(i64::to_string).collect();
+        assert!(tfprof.contains(&format!("({} found: {})", numbers.len(), list.join(", "))), "{name}: {tfprof}");
+    }
+    // The memory profile's peak is in train 10.
+    let memory = ok_stdout(mlprof(&["analyze", &example("tensorflow"), "--tool", "memory_profile"]));
+    assert!(memory.contains("at 451.090 ms (step 10)"), "{memory}");
 }

@@ -171,6 +171,36 @@ impl HostGroups {
     pub fn name_of(&self, group: i64) -> Option<&str> {
         usize::try_from(group).ok().and_then(|index| self.names.get(index)).map(String::as_str)
     }
+
+    /// The number the profile gives group `group`'s step ([`profile_step_number`] of its
+    /// name): how mlprof's own outputs number steps. A group without a step name (a part
+    /// of a step cut by the profiling window) continues the numbering of the nearest
+    /// named group (the one before `train 5` is 4); the group id when none is named.
+    pub fn profile_step(&self, group: i64) -> i64 {
+        let named = |g: i64| self.name_of(g).filter(|name| name.parse::<i64>().is_err()).and_then(profile_step_number);
+        let count = self.names.len() as i64;
+        for distance in 0..count.max(1) {
+            if let Some(number) = named(group - distance) {
+                return number.saturating_add(distance);
+            }
+            if let Some(number) = named(group + distance) {
+                return number.saturating_sub(distance);
+            }
+        }
+        group
+    }
+}
+
+/// The step number a step's name ends with, as the profile numbers its steps: `train 5`
+/// (TensorFlow's and JAX's `step_num` / `iter_num`) → 5, `ProfilerStep#551` → 551.
+/// mlprof's outputs number steps this way everywhere; only `xprof-json` keeps XProf's
+/// group ids and positions.
+pub fn profile_step_number(name: &str) -> Option<i64> {
+    let digits = name.len() - name.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    if digits == 0 {
+        return None;
+    }
+    name[name.len() - digits..].parse().ok()
 }
 
 const LOOP_OPS: [&str; 5] = ["WhileOp-EvalCond", "WhileOp-StartBody", "ForOp", "ParallelForOp", "ForeverOp"];

@@ -26,8 +26,13 @@ pub fn analyze(host: &Host, groups: &HostGroups) -> MemoryProfile {
     };
     let mut allocators = collect(plane, plane_index, groups);
     allocators.sort_by(|a, b| a.memory_id.cmp(&b.memory_id));
-    let allocators = allocators.into_iter().map(finish).collect();
-    MemoryProfile { has_host_plane: true, allocators, hlo_modules: hlo_modules(host), method: None }
+    let allocators: Vec<AllocatorProfile> = allocators.into_iter().map(finish).collect();
+    let ids = allocators.iter().flat_map(|a| {
+        std::iter::once(a.peak_step_id).chain(a.timeline.iter().map(|snapshot| snapshot.activity.step_id))
+    });
+    let profile_steps =
+        ids.filter(|&id| groups.name_of(id).is_some()).map(|id| (id, groups.profile_step(id))).collect();
+    MemoryProfile { has_host_plane: true, allocators, hlo_modules: hlo_modules(host), method: None, profile_steps }
 }
 
 /// The stats XProf reads off a memory event.

@@ -22,6 +22,8 @@ mod output;
 #[cfg(test)]
 mod tests;
 
+use std::collections::BTreeMap;
+
 use mlprof_model::Host;
 use serde::Serialize;
 
@@ -54,6 +56,22 @@ pub struct MemoryProfile {
     /// computation (PyTorch traces); `None` (and absent from the JSON) for XSpace.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub method: Option<String>,
+    /// The profile's own number of each step id (group) the memory events carry: what
+    /// the report shows ([`MemoryProfile::shown_step`]); `xprof-json` keeps the ids.
+    #[serde(skip)]
+    pub profile_steps: BTreeMap<i64, i64>,
+}
+
+impl MemoryProfile {
+    /// Step id `id` as the profile numbers its steps (`train 5` → 5): its group's number,
+    /// or, for an id past a known group (XProf gives events after the last step the next
+    /// id), that group's number plus the distance; the id itself when no group is known.
+    pub fn shown_step(&self, id: i64) -> i64 {
+        match self.profile_steps.range(..=id).next_back() {
+            Some((&known, &number)) => number.saturating_add(id - known),
+            None => id,
+        }
+    }
 }
 
 /// The memory profile of one allocator (XProf's `PerAllocatorMemoryProfile`).

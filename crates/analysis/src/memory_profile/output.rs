@@ -29,12 +29,12 @@ impl MemoryProfile {
             );
         }
         for allocator in &self.allocators {
-            summary = summary.note(summary_sentence(allocator));
+            summary = summary.note(summary_sentence(allocator, self.shown_step(allocator.peak_step_id)));
         }
-        sections.push(summary.with_table(summary_table(&self.allocators)));
+        sections.push(summary.with_table(summary_table(self)));
         for allocator in &self.allocators {
             let title = format!("Memory timeline ({})", allocator.memory_id);
-            let mut section = Section::new(title).with_table(timeline_table(allocator));
+            let mut section = Section::new(title).with_table(timeline_table(self, allocator));
             if allocator.timeline.len() as u64 != allocator.total_allocations + allocator.total_deallocations {
                 section = section.note(format!(
                     "{} of {} events, sampled with a max filter over stack + heap bytes.",
@@ -51,7 +51,7 @@ impl MemoryProfile {
                 "{}: live allocations of step {} at the peak ({:.3} ms), largest first; identical allocations \
                  are merged into one row.",
                 allocator.memory_id,
-                allocator.peak_step_id,
+                self.shown_step(allocator.peak_step_id),
                 allocator.summary.peak_stats_time_ps as f64 / PS_PER_MS_F64
             ));
         }
@@ -85,7 +85,8 @@ impl MemoryProfile {
     }
 }
 
-fn summary_sentence(a: &AllocatorProfile) -> String {
+/// One allocator's summary in a sentence; `peak_step` as the report numbers steps.
+fn summary_sentence(a: &AllocatorProfile, peak_step: i64) -> String {
     let s = &a.summary;
     format!(
         "{}: peak memory use in the profile {:.2} MiB at {:.3} ms (step {}) of {:.2} MiB capacity; \
@@ -93,7 +94,7 @@ fn summary_sentence(a: &AllocatorProfile) -> String {
         a.memory_id,
         s.peak_stats.peak_bytes_in_use as f64 / BYTES_PER_MIB,
         s.peak_stats_time_ps as f64 / PS_PER_MS_F64,
-        a.peak_step_id,
+        peak_step,
         s.memory_capacity_bytes as f64 / BYTES_PER_MIB,
         s.peak_bytes_usage_lifetime as f64 / BYTES_PER_MIB,
         a.total_allocations,
@@ -101,7 +102,7 @@ fn summary_sentence(a: &AllocatorProfile) -> String {
     )
 }
 
-fn summary_table(allocators: &[AllocatorProfile]) -> Table {
+fn summary_table(profile: &MemoryProfile) -> Table {
     let mut table = Table::new([
         "Memory ID",
         "#Allocations",
@@ -116,7 +117,7 @@ fn summary_table(allocators: &[AllocatorProfile]) -> Table {
         "Free memory (bytes)",
         "Fragmentation (%)",
     ]);
-    for a in allocators {
+    for a in &profile.allocators {
         let s = &a.summary;
         table.push(vec![
             Cell::text(&a.memory_id),
@@ -126,7 +127,7 @@ fn summary_table(allocators: &[AllocatorProfile]) -> Table {
             Cell::Int(s.peak_bytes_usage_lifetime),
             Cell::Int(s.peak_stats.peak_bytes_in_use),
             Cell::num(s.peak_stats_time_ps as f64 / PS_PER_MS_F64, 3),
-            Cell::Int(a.peak_step_id),
+            Cell::Int(profile.shown_step(a.peak_step_id)),
             Cell::Int(s.peak_stats.stack_reserved_bytes),
             Cell::Int(s.peak_stats.heap_allocated_bytes),
             Cell::Int(s.peak_stats.free_memory_bytes),
@@ -136,7 +137,7 @@ fn summary_table(allocators: &[AllocatorProfile]) -> Table {
     table
 }
 
-fn timeline_table(a: &AllocatorProfile) -> Table {
+fn timeline_table(profile: &MemoryProfile, a: &AllocatorProfile) -> Table {
     let mut table = Table::new([
         "Time (ms)",
         "Activity",
@@ -154,7 +155,7 @@ fn timeline_table(a: &AllocatorProfile) -> Table {
             Cell::num(s.time_ps as f64 / PS_PER_MS_F64, 6),
             Cell::text(s.activity.kind.xprof_name().to_ascii_lowercase()),
             Cell::text(&s.activity.tf_op_name),
-            Cell::Int(s.activity.step_id),
+            Cell::Int(profile.shown_step(s.activity.step_id)),
             Cell::Int(s.activity.allocation_bytes),
             Cell::Int(s.activity.requested_bytes),
             Cell::Int(s.stats.stack_reserved_bytes),

@@ -58,6 +58,7 @@ pub fn host_steps(host: &Host, source: StepSource) -> HostSteps {
         result.steps.push(StepInfo {
             step_num: step.number,
             step_name: step.name.clone(),
+            profile_step: step.number,
             begin_ps: step.begin_ps,
             duration_ps: step.end_ps - step.begin_ps,
             type_ps,

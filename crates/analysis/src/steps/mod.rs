@@ -53,6 +53,9 @@ pub struct StepInfo {
     pub step_num: i64,
     /// The step's name (`train 6`; the number when it has none).
     pub step_name: String,
+    /// The step's number as the profile numbers it (`train 5` → 5, `ProfilerStep#551` →
+    /// 551; [`HostGroups::profile_step`]): what mlprof's own outputs show.
+    pub profile_step: i64,
     /// Start (ps, relative to profile start).
     pub begin_ps: i64,
     /// Duration (ps).
@@ -132,7 +135,8 @@ pub fn host_steps(host: &Host, groups: &HostGroups, options: StepOptions) -> Hos
         }
         // XProf names GPU steps by number: its device steps carry no name.
         let name = if has_device && options.breakdown == Breakdown::Xprof { "" } else { details.step_name.as_str() };
-        let Some(info) = step_info(*group, name, begin_ps, end_ps, &spans, has_device) else { continue };
+        let step = (*group, groups.profile_step(*group));
+        let Some(info) = step_info(step, name, begin_ps, end_ps, &spans, has_device) else { continue };
         result.steps.push(info);
         for (total, step) in result.transfers.iter_mut().zip(details.transfers) {
             total.occurrences += step.occurrences;
@@ -176,8 +180,10 @@ impl HostSteps {
     }
 }
 
+/// One step's info; `(group, profile_step)` are its group id and its number in the
+/// profile.
 fn step_info(
-    group: i64,
+    (group, profile_step): (i64, i64),
     name: &str,
     begin_ps: i64,
     end_ps: i64,
@@ -205,6 +211,7 @@ fn step_info(
     well_formed.then(|| StepInfo {
         step_num: group,
         step_name: if name.is_empty() { group.to_string() } else { name.to_string() },
+        profile_step,
         begin_ps,
         duration_ps,
         type_ps,
@@ -366,6 +373,7 @@ mod tests {
             .map(|(i, &(begin_ps, duration_ps))| StepInfo {
                 step_num: i as i64,
                 step_name: format!("train {i}"),
+                profile_step: i as i64,
                 begin_ps,
                 duration_ps,
                 type_ps: [0; EVENT_TYPE_COUNT],

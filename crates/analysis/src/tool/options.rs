@@ -129,7 +129,7 @@ pub const TFPROF_OPTIONS: [OptionSpec; 16] = [
         label: "Step",
         kind: OptionKind::Integer { min: -1 },
         default: "",
-        help: "Only step N (the step numbers the overview shows), or -1 for the average over the steps (default: the whole profile).",
+        help: "Only step N (the profile's own step number: `train 5` is 5, `ProfilerStep#551` is 551, as every tool numbers steps), or -1 for the average over the steps (default: the whole profile).",
         ..NO_EFFECT_SHOWN
     },
 ];

@@ -92,6 +92,7 @@ pub(super) fn analyze(host: &Host) -> MemoryProfile {
         allocators,
         hlo_modules: Vec::new(),
         method: Some(METHOD.to_string()),
+        profile_steps: Default::default(),
     }
 }
 
