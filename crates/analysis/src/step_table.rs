@@ -34,9 +34,6 @@ pub struct StepRow {
     /// Its number, name, time and time by category (ms).
     #[serde(flatten)]
     pub breakdown: StepBreakdown,
-    /// Its number as the profile numbers it (`train 5` → 5, `ProfilerStep#551` → 551),
-    /// the number every mlprof output shows.
-    pub profile_step: i64,
     /// Its start, ms after the profile's start.
     pub begin_ms: f64,
     /// Whether the overview and the input-pipeline analyzer count it.
@@ -57,7 +54,6 @@ fn host_rows(host: &HostSteps) -> HostStepRows {
         .enumerate()
         .map(|(index, info)| StepRow {
             breakdown: StepBreakdown::of(info),
-            profile_step: info.profile_step,
             begin_ms: info.begin_ps as f64 / PS_PER_MS_F64,
             in_overview: counted.contains(&index),
         })
@@ -97,7 +93,7 @@ impl StepTable {
                 let s = &step.breakdown;
                 let mut row = vec![
                     Cell::text(&host.host),
-                    Cell::Int(step.profile_step),
+                    Cell::Int(s.profile_step),
                     Cell::text(&s.step_name),
                     Cell::num(step.begin_ms, 3),
                     Cell::num(s.step_time_ms, 3),

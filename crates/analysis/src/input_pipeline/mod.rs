@@ -64,6 +64,8 @@ pub struct StepBreakdown {
     pub step_num: i64,
     /// Step name (`train 6`).
     pub step_name: String,
+    /// The step's number as the profile numbers it (`train 6` → 6), what mlprof shows.
+    pub profile_step: i64,
     /// Step time (ms).
     pub step_time_ms: f64,
     /// Device compute, 16- and 32-bit (ms).
@@ -90,6 +92,29 @@ pub struct StepBreakdown {
     pub other_ms: f64,
 }
 
+/// Which steps `steps` are, as the profile numbers them: `steps 6 to 9`, `steps 5, 7, 9`,
+/// `step 551`; empty for none.
+pub fn which_steps(steps: &[StepBreakdown]) -> String {
+    let numbers: Vec<i64> = steps.iter().map(|s| s.profile_step).collect();
+    match numbers.as_slice() {
+        [] => String::new(),
+        [one] => format!("step {one}"),
+        [first, second] => format!("steps {first} and {second}"),
+        [first, .., last] if numbers.windows(2).all(|w| w[1] == w[0] + 1) => format!("steps {first} to {last}"),
+        _ if numbers.len() <= 8 => {
+            let listed: Vec<String> = numbers.iter().map(i64::to_string).collect();
+            format!("steps {}", listed.join(", "))
+        }
+        [first, .., last] => format!("{} steps from {first} to {last}", numbers.len()),
+    }
+}
+
+/// [`which_steps`] as ` (steps 6 to 9)`, empty for none.
+pub fn which_steps_in_brackets(steps: &[StepBreakdown]) -> String {
+    let which = which_steps(steps);
+    if which.is_empty() { which } else { format!(" ({which})") }
+}
+
 impl StepBreakdown {
     /// One step's time by XProf's categories.
     pub fn of(info: &StepInfo) -> StepBreakdown {
@@ -99,6 +124,7 @@ impl StepBreakdown {
         StepBreakdown {
             step_num: info.step_num,
             step_name: info.step_name.clone(),
+            profile_step: info.profile_step,
             step_time_ms: info.duration_ps as f64 / PS_PER_MS_F64,
             device_compute_ms: ms(EventType::DeviceCompute16) + ms(EventType::DeviceCompute32),
             device_to_device_ms: ms(EventType::DeviceToDevice) + ms(EventType::DeviceWaitDevice),
@@ -743,12 +769,13 @@ impl InputPipelineAnalysis {
     pub fn report(&self) -> Report {
         let mut sections = Vec::new();
         let summary = Section::new("Summary").note(self.bottleneck.input_statement.clone()).note(format!(
-            "Average step time {:.1} ms (standard deviation {:.1} ms, min {:.1} ms, max {:.1} ms) over {} steps; {}",
+            "Average step time {:.1} ms (standard deviation {:.1} ms, min {:.1} ms, max {:.1} ms) over {} steps{}; {}",
             self.step_time_ms.average,
             self.step_time_ms.standard_deviation,
             self.step_time_ms.minimum,
             self.step_time_ms.maximum,
             self.steps.len(),
+            which_steps_in_brackets(&self.steps),
             self.step_source
         ));
         sections.push(self.warnings.iter().fold(summary, |s, w| s.note(w.clone())));

@@ -158,7 +158,11 @@ mod tests {
         let Outcome::Found(findings) = check(&results) else { panic!("high launch share must fire") };
         assert_eq!(findings[0].severity, Severity::High);
         assert_eq!(findings[0].time_lost_per_step_ps, Some(2_000_000_000));
-        assert!(findings[0].evidence[1].text.starts_with("400 kernel launches in the profile (200 per step), 2.500 us each"));
+        assert!(
+            findings[0].evidence[1]
+                .text
+                .starts_with("400 kernel launches in the profile (200 per step), 2.500 us each")
+        );
         assert!(findings[0].fixes[0].contains("CUDA graph"));
     }
 
