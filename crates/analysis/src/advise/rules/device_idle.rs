@@ -148,7 +148,10 @@ fn gap_evidence(results: &ToolResults) -> Option<Evidence> {
             Some(ps) => (ps, "time_lost_per_step_ps", format!("{} per step", ms(ps as f64 / 1e9))),
             None => (gap.time_lost_ps, "time_lost_ps", format!("{} in all", ms(gap.time_lost_ps as f64 / 1e9))),
         };
-        lines.push(format!("{} ({}, {amount})", gap.what, super::count(gap.count as usize, "gap", "gaps")));
+        // Where it happened tells apart two gaps of one kind (each op waited on).
+        let location = gap.location.describe();
+        let place = if location.is_empty() || location == "—" { String::new() } else { format!("in {location}, ") };
+        lines.push(format!("{} ({place}{}, {amount})", gap.what, super::count(gap.count as usize, "gap", "gaps")));
         evidence = evidence.cite(format!("findings[{index}].{field}"), value as f64);
     }
     evidence.text = format!(
