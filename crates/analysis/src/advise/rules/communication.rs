@@ -26,6 +26,8 @@ const CATEGORY: &str = "deviceCollectivesTimeMs";
 const MODERATE_PERCENT: f64 = 5.0;
 /// Exposed share that is high.
 const HIGH_PERCENT: f64 = 20.0;
+/// How the time lost is estimated.
+const TIME_LOST_ESTIMATE: &str = "mean Device collective communication time per step (step-time breakdown)";
 /// Spread of per-rank communication time (% of the largest) that names a straggler.
 const STRAGGLER_SPREAD_PERCENT: f64 = 20.0;
 
@@ -50,25 +52,16 @@ pub fn check(results: &ToolResults) -> Outcome {
             .cite(field, exposed_ms),
         );
     }
-    let severity = if share >= HIGH_PERCENT { Severity::High } else { Severity::Medium };
-    let mut finding = Finding::new(
-        NAME,
-        severity,
-        format!("Communication-bound: {} per step in collectives that no computation hides", ms(exposed_ms)),
-    )
-    .time_lost(Some(ms_to_ps(exposed_ms)), "mean Device collective communication time per step (step-time breakdown)")
-    .evidence(
-        Evidence::new(
-            "input_pipeline_analyzer",
-            format!(
-                "Device collective communication: {} per step, {share:.1}% of the {} step, time when a collective \
-                 ran and no compute kernel did.",
-                ms(exposed_ms),
-                ms(results.mean_step_ms())
-            ),
-        )
-        .cite(field, exposed_ms),
+    let exposed = format!(
+        "Device collective communication: {} per step, {share:.1}% of the {} step, time when a collective ran and \
+         no compute kernel did.",
+        ms(exposed_ms),
+        ms(results.mean_step_ms())
     );
+    let title = format!("Communication-bound: {} per step in collectives that no computation hides", ms(exposed_ms));
+    let mut finding = Finding::new(NAME, Severity::by_share(share, MODERATE_PERCENT, HIGH_PERCENT), title)
+        .time_lost(Some(ms_to_ps(exposed_ms)), TIME_LOST_ESTIMATE)
+        .evidence(Evidence::new("input_pipeline_analyzer", exposed).cite(field, exposed_ms));
     finding.evidence.extend(overlap_evidence(results));
     let straggler = straggler_evidence(results);
     let has_straggler = straggler.is_some();
