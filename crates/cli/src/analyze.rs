@@ -7,7 +7,7 @@ use std::path::Path;
 use mlprof_analysis::tool::spec::{Output, ToolSpec};
 use mlprof_analysis::tool::{Analysis, Options, ToolError, ToolId, ToolResult};
 use mlprof_formats::output::write_atomically;
-use mlprof_model::Session;
+use mlprof_model::{Host, Session, SourceFormat};
 use serde_json::{Map, Value, json};
 
 use crate::{AnalyzeFormat, Failure, report_view, select, tfprof};
@@ -56,6 +56,7 @@ pub fn analyze(sessions: &[Session], request: &Request<'_>) -> Result<String, Fa
     let tools = tools(request.tool)?;
     let options = options(&tools, request)?;
     check_format(&tools, request)?;
+    check_sources(&tools, request, &hosts)?;
     let timeline = match (tools.as_slice(), request.output) {
         ([ToolId::Tfprof], Some(output)) => Some(tfprof::timeline_path(output)?),
         _ => None,
@@ -89,6 +90,30 @@ pub fn analyze(sessions: &[Session], request: &Request<'_>) -> Result<String, Fa
         AnalyzeFormat::HtaCsv => write_hta_csv(result, request.output),
         AnalyzeFormat::XprofJson => Err(Failure::input(format!("XProf has no {name} tool"))),
     }
+}
+
+/// An option given that changes nothing on these hosts' format is an error that says so
+/// (`--breakdown` on a PyTorch trace), not silently ignored.
+fn check_sources(tools: &[ToolId], request: &Request<'_>, hosts: &[&Host]) -> Result<(), Failure> {
+    for (key, _) in &request.options {
+        let Some(spec) = tools.iter().find_map(|tool| tool.accepted_option(key)) else { continue };
+        if spec.sources.is_empty() || hosts.iter().any(|host| spec.sources.contains(&host.format.name())) {
+            continue;
+        }
+        let format = hosts.first().map_or("this", |host| host.format.label());
+        let applies: Vec<&str> = spec
+            .sources
+            .iter()
+            .filter_map(|name| [SourceFormat::Xspace, SourceFormat::Kineto].into_iter().find(|f| f.name() == *name))
+            .map(SourceFormat::label)
+            .collect();
+        return Err(Failure::input(format!(
+            "--{} changes only {} profiles, and this one is {format}",
+            key.replace('_', "-"),
+            applies.join(", ")
+        )));
+    }
+    Ok(())
 }
 
 /// The tools `name` asks for: one tool, or XProf's for `all`.

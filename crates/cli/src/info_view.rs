@@ -3,7 +3,6 @@
 use std::fmt::Write;
 
 use mlprof_analysis::inventory::{Inventory, LineInventory, PlaneInventory, SpanPs};
-use mlprof_model::SourceFormat;
 use mlprof_model::time::human_duration;
 
 /// The JSON document (schema in the README).
@@ -52,7 +51,7 @@ pub fn render_table(inventory: &Inventory) -> String {
                 out,
                 "  host {}  [{}, {}{rank}]  {} events",
                 host.name,
-                format_name(host.format),
+                host.format.name(),
                 bytes_text(host.bytes),
                 host.events
             );
@@ -117,11 +116,4 @@ fn render_plane(out: &mut String, plane: &PlaneInventory) {
 
 fn shown(line: &LineInventory) -> &str {
     if line.display_name.is_empty() { &line.name } else { &line.display_name }
-}
-
-fn format_name(format: SourceFormat) -> &'static str {
-    match format {
-        SourceFormat::Xspace => "xspace",
-        SourceFormat::Kineto => "kineto",
-    }
 }

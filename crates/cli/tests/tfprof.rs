@@ -412,6 +412,12 @@ fn bad_options_give_one_line_errors() {
         (&["--tool", "tfprof", "--output", "out.json"], 2, "--output out.json: --tool tfprof writes timeline:FILE"),
         (&["--tool", "tfprof", "--format", "xprof-json"], 2, "--tool tfprof writes --format table, json or csv"),
         (&["--tool", "overview_page", "--view", "op"], 2, "--view, --select, --step and tfprof's other options"),
+        // PyTorch steps have one breakdown: the option is refused, not silently ignored.
+        (
+            &["--tool", "all", "--breakdown", "xprof"],
+            2,
+            "--breakdown changes only XSpace (TensorFlow, JAX) profiles, and this one is PyTorch (Kineto)",
+        ),
     ];
     for (args, code, message) in cases {
         let mut all = vec!["analyze", torch];

@@ -15,6 +15,24 @@ pub enum SourceFormat {
     Kineto,
 }
 
+impl SourceFormat {
+    /// Its name as JSON outputs write it and option specs list it (`xspace`, `kineto`).
+    pub fn name(self) -> &'static str {
+        match self {
+            SourceFormat::Xspace => "xspace",
+            SourceFormat::Kineto => "kineto",
+        }
+    }
+
+    /// What people call it: `XSpace (TensorFlow, JAX)`, `PyTorch (Kineto)`.
+    pub fn label(self) -> &'static str {
+        match self {
+            SourceFormat::Xspace => "XSpace (TensorFlow, JAX)",
+            SourceFormat::Kineto => "PyTorch (Kineto)",
+        }
+    }
+}
+
 /// A Chrome-trace `"ph": "M"` metadata record (`process_name`, `thread_name`,
 /// `process_labels`, `process_sort_index`, `thread_sort_index`), kept verbatim.
 #[derive(Clone, Debug, PartialEq)]
