@@ -24,7 +24,7 @@ export function render(root, answer, ctx) {
 
   append(root, [
     h('div', { class: 'cards-row' },
-      card('Performance summary', [summaryFigures(steps, result), notesBlock(summarySection ? summarySection.notes : [])], { id: 'performance-summary' }),
+      card('Performance summary', [summaryFigures(steps, result, ctx.format), notesBlock(summarySection ? summarySection.notes : [])], { id: 'performance-summary' }),
       h('div', {},
         card('Run environment', [environment(result.run_environment), notesBlock(environmentSection ? environmentSection.notes : [])], { id: 'run-environment' }),
         card('Recommendation for next step', notesBlock(recommendations(recommendationSection, steps), 'notes recommendations'), { id: 'recommendation' }),
@@ -35,7 +35,7 @@ export function render(root, answer, ctx) {
   ]);
 }
 
-function summaryFigures(steps, result) {
+function summaryFigures(steps, result, format) {
   const time = steps.step_time_ms;
   const average = (label) => {
     const entry = steps.category_ms.find(([key]) => key === label);
@@ -52,12 +52,18 @@ function summaryFigures(steps, result) {
     ['Host compute', 'hostComputeTimeMs'], ['Device to device', 'deviceToDeviceTimeMs'], ['Device collectives', 'deviceCollectivesTimeMs'],
     ['Device compute', 'deviceComputeTimeMs'], ['All others', 'otherTimeMs'],
   ];
-  const placement = [
-    ['TF op placement: host', formatPercent(result.host_tf_op_percent)],
-    ['TF op placement: device', formatPercent(result.device_tf_op_percent)],
-    ['Host op time on eager execution', formatPercent(result.host_op_time_eager_percent)],
-    ['Device op time on eager execution', formatPercent(result.device_op_time_eager_percent)],
-  ];
+  // PyTorch runs every op eagerly and has no TF ops: the placement in its own words.
+  const placement = format === 'kineto'
+    ? [
+      ['Op placement: host', formatPercent(result.host_tf_op_percent)],
+      ['Op placement: device', formatPercent(result.device_tf_op_percent)],
+    ]
+    : [
+      ['TF op placement: host', formatPercent(result.host_tf_op_percent)],
+      ['TF op placement: device', formatPercent(result.device_tf_op_percent)],
+      ['Host op time on eager execution', formatPercent(result.host_op_time_eager_percent)],
+      ['Device op time on eager execution', formatPercent(result.device_op_time_eager_percent)],
+    ];
   return [
     keyFigures(figures, { id: 'summary-figures' }),
     h('h3', {}, 'Average time per step by category'),

@@ -33,6 +33,12 @@ export default async function (t) {
     const shown = await readTable(page.locator(`#${sectionId(top.title)}`));
     assertRowsMatch(assert, shown.rows, top.table.rows, 'top ops');
   }
+  // Op placement in the framework's words: no TF ops or eager-execution shares on PyTorch.
+  const { runs } = await t.api('api/runs');
+  const { format } = runs[0]; // the newest run, the one openToolPage opened
+  const summary = await page.locator('#performance-summary').innerText();
+  assert.equal(summary.includes('TF op placement'), format !== 'kineto', `op placement on a ${format} run`);
+  assert.ok(summary.includes('Op placement: device') || summary.includes('op placement: device'), 'placement shown');
   const environment = await page.locator('#environment').innerText();
   assert.ok(environment.includes(result.run_environment.device_type), 'the device type is shown');
   for (const host of result.run_environment.hosts) assert.ok(environment.includes(host), `host ${host} is listed`);
