@@ -14,6 +14,7 @@ mod capture;
 mod convert;
 mod diff;
 mod info_view;
+mod load_progress;
 mod report_view;
 mod run;
 mod select;
@@ -36,6 +37,9 @@ struct Cli {
     /// Print timings and other details to stderr.
     #[arg(short, long, global = true)]
     verbose: bool,
+    /// No progress bar while large profiles load (it shows only on a terminal anyway).
+    #[arg(short, long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -247,6 +251,7 @@ fn with_tool_list(command: clap::Command) -> clap::Command {
 
 fn run(cli: Cli) -> Result<(), Failure> {
     let verbose = cli.verbose;
+    load_progress::set_quiet(cli.quiet);
     match cli.command {
         Command::Info { path, format } => {
             let sessions = load(&path, verbose)?;
@@ -371,7 +376,10 @@ fn load(path: &std::path::Path, verbose: bool) -> Result<Vec<mlprof_model::Sessi
     let started = Instant::now();
     let found = mlprof_formats::discover::discover_reporting(path)?;
     report_skipped(&found.skipped);
-    let sessions = found.sessions.iter().map(mlprof_formats::discover::load_session).collect::<Result<Vec<_>, _>>()?;
+    let sessions = load_progress::loading(|progress| {
+        let load = |files| mlprof_formats::discover::load_session_counting(files, None, progress);
+        found.sessions.iter().map(load).collect::<Result<Vec<_>, _>>()
+    })?;
     if verbose {
         let secs = started.elapsed().as_secs_f64();
         let bytes: u64 = sessions.iter().flat_map(|s| &s.hosts).map(|h| h.source_bytes).sum();

@@ -26,13 +26,16 @@
 //! given (into `/proc`, say), are skipped and listed in [`Discovery::skipped`] with the
 //! reason, for the caller to report. It never walks out of that directory.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use mlprof_model::{Host, Session, SourceFormat};
 use rayon::prelude::*;
 
 use crate::error::{FormatError, Result};
 use crate::input::{GZIP_MAGIC, LoadOptions, describe_file_type, gunzip_prefix, load_file_with, open_regular};
+use crate::progress::{FileProgress, LoadProgress};
 
 /// A profile file found by [`discover`], not yet read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -151,9 +154,19 @@ pub fn load_session(files: &SessionFiles) -> Result<Session> {
 /// canonical directory), each opened file must lie inside it (see
 /// [`LoadOptions::within`]).
 pub fn load_session_within(files: &SessionFiles, within: Option<&Path>) -> Result<Session> {
+    load_session_counting(files, within, None)
+}
+
+/// [`load_session_within`], counting the bytes decoded into `progress` as it goes.
+pub fn load_session_counting(
+    files: &SessionFiles,
+    within: Option<&Path>,
+    progress: Option<&Arc<LoadProgress>>,
+) -> Result<Session> {
     let read = |file: &HostFile| {
         let mut options = LoadOptions::for_format(file.format);
         options.within = within.map(Path::to_path_buf);
+        options.progress = progress.cloned();
         read_host_file_with(file, &options)
     };
     let mut hosts: Vec<Host> = files.hosts.par_iter().map(read).collect::<Result<_>>()?;
@@ -172,13 +185,18 @@ pub fn read_host_file(file: &HostFile) -> Result<Host> {
 pub fn read_host_file_with(file: &HostFile, options: &LoadOptions) -> Result<Host> {
     let shown = file.path.display().to_string();
     let loaded = load_file_with(&file.path, options)?;
+    let progress = FileProgress::start(options.progress.as_deref(), loaded.bytes.len() as u64);
     let decoded = match file.format {
         SourceFormat::Xspace => crate::xspace::read_xspace(&loaded.bytes, &shown, &file.host_name),
         SourceFormat::Kineto => {
-            let release = |range| loaded.bytes.release(range);
+            let release = |range: Range<usize>| {
+                progress.advance(range.len() as u64);
+                loaded.bytes.release(range)
+            };
             crate::kineto::read_kineto_releasing(&loaded.bytes, &release, &shown, &file.host_name)
         }
     };
+    progress.finish();
     loaded.unchanged()?;
     let mut host = decoded?;
     host.source_bytes = loaded.stored_bytes;

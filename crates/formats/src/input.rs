@@ -87,13 +87,15 @@ pub struct LoadOptions {
     /// When set, the file must lie inside this directory (a canonical path), checked
     /// on the opened file itself, so a link swapped in after discovery is refused.
     pub within: Option<PathBuf>,
+    /// When set, the readers count the bytes they decode into it (for a progress bar).
+    pub progress: Option<std::sync::Arc<crate::progress::LoadProgress>>,
 }
 
 impl Default for LoadOptions {
     /// Inflating up to a third of the memory available now (a JSON trace's model needs
     /// about as much again, or more), and no confinement.
     fn default() -> LoadOptions {
-        LoadOptions { inflate_limit_bytes: memory_inflate_limit_bytes(), within: None }
+        LoadOptions { inflate_limit_bytes: memory_inflate_limit_bytes(), within: None, progress: None }
     }
 }
 
