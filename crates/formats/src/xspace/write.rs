@@ -7,7 +7,7 @@
 //! XProf reads the profile's wall-clock start from there. A host read from a Kineto trace
 //! gets XProf's step markers ([`StepMarkers`]), so its steps survive the conversion.
 
-use mlprof_model::{Host, Line, Plane, SourceFormat, Stat, StatStore, StatValue, names};
+use mlprof_model::{Event, Host, Line, Plane, SourceFormat, Stat, StatStore, StatValue, names};
 
 use crate::wire::WireWriter;
 
@@ -18,9 +18,10 @@ pub fn encode_xspace(host: &Host) -> Vec<u8> {
     let mut scratch = Scratch::default();
     for plane in &host.planes {
         plane_buf.buf.clear();
-        let markers =
-            (host.format == SourceFormat::Kineto && plane.name == names::HOST_PLANE).then(|| StepMarkers::of(plane));
-        encode_plane(plane, markers.as_ref(), &mut plane_buf, &mut scratch);
+        let from_kineto = host.format == SourceFormat::Kineto;
+        let markers = (from_kineto && plane.name == names::HOST_PLANE).then(|| StepMarkers::of(plane));
+        let layout = Layout { markers: markers.as_ref(), by_start: from_kineto };
+        encode_plane(plane, &layout, &mut plane_buf, &mut scratch);
         out.bytes_always(1, &plane_buf.buf);
     }
     if host.plane(names::TASK_ENVIRONMENT_PLANE).is_none()
@@ -108,12 +109,21 @@ impl StepMarkers {
     }
 }
 
-fn encode_plane(plane: &Plane, markers: Option<&StepMarkers>, out: &mut WireWriter, s: &mut Scratch) {
+/// What the writer adds to a host read from another format than XSpace.
+struct Layout<'m> {
+    /// The step markers of its host plane, if any.
+    markers: Option<&'m StepMarkers>,
+    /// Whether each line is written in start order (a Kineto trace lists a thread's events
+    /// as flushed; an XSpace host keeps its file's order, byte for byte).
+    by_start: bool,
+}
+
+fn encode_plane(plane: &Plane, layout: &Layout<'_>, out: &mut WireWriter, s: &mut Scratch) {
     out.int64(1, plane.id);
     out.bytes(2, plane.name.as_bytes());
     for line in &plane.lines {
         s.line.buf.clear();
-        encode_line(plane, line, markers, &mut s.line, &mut s.event, &mut s.stat);
+        encode_line(plane, line, layout, &mut s.line, &mut s.event, &mut s.stat);
         out.bytes_always(3, &s.line.buf);
     }
     for meta in &plane.event_metadata {
@@ -144,7 +154,7 @@ fn encode_plane(plane: &Plane, markers: Option<&StepMarkers>, out: &mut WireWrit
         s.entry.bytes_always(2, &s.value.buf);
         out.bytes_always(5, &s.entry.buf);
     }
-    for (id, name) in markers.into_iter().flat_map(StepMarkers::missing_metadata) {
+    for (id, name) in layout.markers.into_iter().flat_map(StepMarkers::missing_metadata) {
         s.value.buf.clear();
         s.value.int64(1, id);
         s.value.bytes(2, name.as_bytes());
@@ -161,7 +171,7 @@ fn encode_plane(plane: &Plane, markers: Option<&StepMarkers>, out: &mut WireWrit
 fn encode_line(
     plane: &Plane,
     line: &Line,
-    markers: Option<&StepMarkers>,
+    layout: &Layout<'_>,
     out: &mut WireWriter,
     event: &mut WireWriter,
     stat: &mut WireWriter,
@@ -172,7 +182,8 @@ fn encode_line(
     out.int64(9, line.duration_ps);
     out.int64(10, line.display_id);
     out.bytes(11, line.display_name.as_bytes());
-    for e in in_start_order(line) {
+    let events: Vec<Event<'_>> = if layout.by_start { in_start_order(line) } else { line.iter().collect() };
+    for e in events {
         event.buf.clear();
         let id = plane.event_metadata.get(e.metadata_index() as usize).map_or(0, |m| m.id);
         event.int64(1, id);
@@ -184,8 +195,9 @@ fn encode_line(
         for st in e.stats() {
             encode_stat(plane, &line.stats, st, 4, event, stat);
         }
-        let step = markers.and_then(|_| StepMarkers::step_of(plane.metadata_of(&e).map_or("", |m| m.name.as_str())));
-        if let (Some(markers), Some(step)) = (markers, step) {
+        let step =
+            layout.markers.and_then(|_| StepMarkers::step_of(plane.metadata_of(&e).map_or("", |m| m.name.as_str())));
+        if let (Some(markers), Some(step)) = (layout.markers, step) {
             let has = |id: i64| {
                 e.stats().iter().any(|st| plane.stat_metadata.get(st.key as usize).is_some_and(|m| m.id == id))
             };
@@ -197,9 +209,8 @@ fn encode_line(
     }
 }
 
-/// The events of `line` by start time (stable), as XProf's grouping nests them: a Kineto
-/// trace lists a thread's events in the order the profiler flushed them, not by time.
-fn in_start_order(line: &Line) -> Vec<mlprof_model::Event<'_>> {
+/// The events of `line` by start time (stable), as XProf's grouping nests them.
+fn in_start_order(line: &Line) -> Vec<Event<'_>> {
     let mut events: Vec<_> = line.iter().collect();
     if !events.is_sorted_by_key(|e| e.offset_ps()) {
         events.sort_by_key(|e| e.offset_ps());
