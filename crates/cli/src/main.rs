@@ -352,8 +352,11 @@ fn exit_usage(error: clap::Error) -> ! {
         // The first paragraph, on one line: "error: the following required arguments were
         // not provided: --watch"; the usage and tips after it are left out.
         let rendered = error.render().to_string();
-        let paragraph: Vec<&str> =
-            rendered.lines().map(str::trim).take_while(|line| !line.is_empty() && !line.starts_with("Usage:")).collect();
+        let paragraph: Vec<&str> = rendered
+            .lines()
+            .map(str::trim)
+            .take_while(|line| !line.is_empty() && !line.starts_with("Usage:"))
+            .collect();
         eprintln!("mlprof: {}", paragraph.join(" "));
         std::process::exit(2);
     }
