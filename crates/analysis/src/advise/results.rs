@@ -126,10 +126,11 @@ pub fn collect(hosts: &[&Host]) -> ToolResults {
     let traced: Vec<&Host> = hosts.iter().copied().filter(|h| !crate::tool::is_sampled_only(h)).collect();
     let hosts: &[&Host] = if traced.is_empty() { hosts } else { &traced };
     let analysis = Analysis::new(hosts.to_vec(), Options::default());
+    let steps: Vec<u64> = analysis.host_steps().iter().map(|h| h.steps.len() as u64).collect();
     let mut results = ToolResults {
         framework: framework(hosts),
         host_count: hosts.len(),
-        transfers: Some(transfers::analyze(hosts, TransfersOptions::default())),
+        transfers: Some(transfers::analyze_with_steps(hosts, &steps, TransfersOptions::default())),
         device_memory: device_memory(hosts),
         ..ToolResults::default()
     };

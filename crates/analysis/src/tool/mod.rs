@@ -322,7 +322,10 @@ impl Analysis<'_> {
             ))),
             ToolId::TfDataBottleneckAnalysis => ToolResult::TfData(Box::new(tf_data::analyze(hosts))),
             ToolId::Gpu => ToolResult::Gpu(Box::new(gpu::analyze(hosts, &options.gpu_analyses))),
-            ToolId::Transfers => ToolResult::Transfers(Box::new(transfers::analyze(hosts, options.transfers))),
+            ToolId::Transfers => {
+                let steps: Vec<u64> = self.host_steps().iter().map(|h| h.steps.len() as u64).collect();
+                ToolResult::Transfers(Box::new(transfers::analyze_with_steps(hosts, &steps, options.transfers)))
+            }
             ToolId::Tfprof => {
                 let pairs: Vec<_> = hosts.iter().copied().zip(self.groups()).collect();
                 let result = tfprof::analyze(&pairs, &options.tfprof)

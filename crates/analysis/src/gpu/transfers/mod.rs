@@ -118,10 +118,17 @@ pub struct Transfers {
 
 /// Runs the diagnosis on every host.
 pub fn analyze(hosts: &[&Host], options: TransfersOptions) -> Transfers {
+    analyze_with_steps(hosts, &[], options)
+}
+
+/// [`analyze`], with the number of steps each host's step database found (`steps[i]` for
+/// `hosts[i]`; what the `steps` tool lists): an XSpace without a device Steps line is
+/// then counted per step as every other tool counts it, not over the whole profile.
+pub fn analyze_with_steps(hosts: &[&Host], steps: &[u64], options: TransfersOptions) -> Transfers {
     let mut results = Vec::new();
     let mut all_findings = Vec::new();
-    for host in hosts {
-        let (result, host_findings) = analyze_host(host, options);
+    for (index, host) in hosts.iter().enumerate() {
+        let (result, host_findings) = analyze_host(host, steps.get(index).copied().unwrap_or(0), options);
         results.push(result);
         all_findings.extend(host_findings);
     }
@@ -129,13 +136,18 @@ pub fn analyze(hosts: &[&Host], options: TransfersOptions) -> Transfers {
     Transfers { gap_threshold_ps: options.gap_threshold_ps, hosts: results, findings: all_findings }
 }
 
-/// The diagnosis of one host and its findings.
-pub fn analyze_host(host: &Host, options: TransfersOptions) -> (HostTransfers, Vec<Finding>) {
-    let (view, source) = if kineto::is_kineto(host) {
+/// The diagnosis of one host and its findings; `known_steps` is the number of steps the
+/// step database found (0: none), used when the profile's own step source has none.
+pub fn analyze_host(host: &Host, known_steps: u64, options: TransfersOptions) -> (HostTransfers, Vec<Finding>) {
+    let (mut view, source) = if kineto::is_kineto(host) {
         (kineto_source::view(host), "kineto")
     } else {
         (xspace_source::view(host), "xspace")
     };
+    if view.steps == 0 && known_steps > 0 {
+        view.steps = known_steps;
+        view.step_source = "the step groups every step tool uses";
+    }
     let gpu_ops = view.gpu_ops_by_correlation();
     let (mut occurrences, mut consumed) = syncs::implicit_syncs(&view, &gpu_ops);
     occurrences.extend(copies::copy_findings(&view, &mut consumed));
