@@ -40,6 +40,22 @@ fn table_ranks_findings_and_says_how_steps_were_counted() {
 /// piece of advice is written once for the findings it serves, a gap with nothing
 /// recorded is not "nothing recorded: —", and the optimizer in use is the one advised.
 #[test]
+fn an_xspace_without_a_steps_line_counts_the_steps_every_tool_finds() {
+    // A JAX GPU profile whose device planes have no derived Steps line.
+    let path = data("xspace/jax_gpu_h200/logdir");
+    let json: Value =
+        serde_json::from_str(&ok_stdout(mlprof(&["analyze", &path, "--tool", "transfers", "--format", "json"])))
+            .expect("JSON");
+    let steps: Value =
+        serde_json::from_str(&ok_stdout(mlprof(&["analyze", &path, "--tool", "steps", "--format", "json"])))
+            .expect("JSON");
+    let listed = steps["hosts"][0]["steps"].as_array().expect("steps").len() as u64;
+    assert_eq!(listed, 10);
+    assert_eq!(json["hosts"][0]["steps"].as_u64(), Some(listed), "{}", json["hosts"][0]);
+    assert_eq!(json["hosts"][0]["step_source"], "the step groups every step tool uses");
+}
+
+#[test]
 fn advice_is_said_once_and_fits_the_optimizer_in_use() {
     let trace = common::data("../../examples/pytorch");
     let text = ok_stdout(mlprof(&["analyze", trace.to_str().expect("UTF-8"), "--tool", "transfers"]));
