@@ -16,6 +16,7 @@
 pub mod duration;
 pub mod fxhash;
 mod host;
+pub mod human;
 mod line;
 pub mod names;
 mod plane;

@@ -348,8 +348,9 @@ impl DataLoaderAnalysis {
         }
         if self.pageable_h2d_copies_per_step > 0.0 {
             advice.push(format!(
-                "{:.1} host-to-device copies per step read pageable memory ({:.3} ms per step on the GPU), which the driver stages and cannot overlap with compute: set pin_memory=True in the DataLoader and copy with .to(device, non_blocking=True).",
-                self.pageable_h2d_copies_per_step, self.pageable_h2d_ms_per_step
+                "{} host-to-device copies per step read pageable memory ({:.3} ms per step on the GPU), which the driver stages and cannot overlap with compute: set pin_memory=True in the DataLoader and copy with .to(device, non_blocking=True).",
+                mlprof_model::human::count(self.pageable_h2d_copies_per_step),
+                self.pageable_h2d_ms_per_step
             ));
         }
         advice

@@ -119,7 +119,8 @@ fn dataloader_evidence(loader: &crate::input_pipeline::dataloader::DataLoaderAna
         evidence = evidence.cite("dataloader.stages[0].percent", top.percent);
     }
     if loader.pageable_h2d_copies_per_step > 0.0 {
-        text.push_str(&format!("; {:.1} pageable host-to-device copies per step", loader.pageable_h2d_copies_per_step));
+        let copies = mlprof_model::human::count(loader.pageable_h2d_copies_per_step);
+        text.push_str(&format!("; {copies} pageable host-to-device copies per step"));
         evidence = evidence.cite("dataloader.pageable_h2d_copies_per_step", loader.pageable_h2d_copies_per_step);
     }
     evidence.text = format!("{text}.");
