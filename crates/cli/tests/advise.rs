@@ -128,9 +128,8 @@ fn assert_citations_match(path: &str) -> usize {
     for (rule, check) in check_citations {
         // A clear check's numbers come from the tool its rule reads.
         let tool = match rule.as_str().expect("rule") {
-            "input_bound" | "kernel_launch" | "host_overhead" | "op_placement" | "device_idle" | "communication" => {
-                "input_pipeline_analyzer"
-            }
+            "input_bound" | "kernel_launch" | "host_overhead" | "op_placement" | "device_idle" | "communication"
+            | "compilation" => "input_pipeline_analyzer",
             "low_precision" => "overview_page",
             "tensor_core" => "kernel_stats",
             "memory" => "memory_profile",

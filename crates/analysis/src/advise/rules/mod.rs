@@ -9,12 +9,14 @@
 //! | `op_placement` | on a TF/JAX device profile, host compute ≥ 3 % of step time and framework ops ran on the host | XProf's host-side 3/15 % thresholds |
 //! | `low_precision` | device compute is less than 10 % 16-bit | XProf's precision statement (10 %) |
 //! | `tensor_core` | TensorCore-eligible ops ran kernels without TensorCores, or NCHW↔NHWC transposes ran | XProf's kernel_stats eligibility |
+//! | `compilation` | compilation inside the steps (XLA recompiles, `tf.function` retracing: the breakdown's Compilation) ≥ 3 % of step time (high ≥ 15 %); not on PyTorch, whose traces do not mark `torch.compile`'s compilation | XProf's host-side 3/15 % thresholds |
 //! | `communication` | collectives no computation hides (the step-time breakdown's Device collective communication) ≥ 5 % of step time (high ≥ 20 %) | mlprof's choice at XProf's input-bound pair; the straggler is the rank with ≥ 20 % less communication time than the most |
 //! | `device_idle` | the device is idle ≥ 20 % of the step (high ≥ 50 %) | mlprof's choice (XProf has no GPU idle threshold) |
 //! | `memory` | peak use > 90 % of capacity, or ≥ 50 % fragmentation at the peak | mlprof's choice |
 //! | `transfers` | any copy or synchronisation finding of the transfers tool (GPU gaps are evidence of `device_idle`) | Nsight Systems' expert-system rules, as the transfers tool implements them |
 
 mod communication;
+mod compilation;
 mod device_idle;
 mod host_overhead;
 mod input_bound;
@@ -39,7 +41,7 @@ pub struct Rule {
 }
 
 /// Every rule, in report order.
-pub const RULES: [Rule; 10] = [
+pub const RULES: [Rule; 11] = [
     Rule { name: input_bound::NAME, run: input_bound::check },
     Rule { name: kernel_launch::NAME, run: kernel_launch::check },
     Rule { name: host_overhead::NAME, run: host_overhead::check },
@@ -47,6 +49,7 @@ pub const RULES: [Rule; 10] = [
     Rule { name: low_precision::NAME, run: low_precision::check },
     Rule { name: tensor_core::NAME, run: tensor_core::check },
     Rule { name: communication::NAME, run: communication::check },
+    Rule { name: compilation::NAME, run: compilation::check },
     Rule { name: device_idle::NAME, run: device_idle::check },
     Rule { name: memory::NAME, run: memory::check },
     Rule { name: transfers::NAME, run: transfers::check },
