@@ -16,6 +16,7 @@ pub mod once_cache;
 pub mod params;
 pub mod rescan;
 mod router;
+pub mod run_work;
 mod security;
 pub mod select;
 mod server;

@@ -25,6 +25,7 @@ pub fn router(state: Arc<AppState>, allowed_hosts: AllowedHosts) -> Router {
         .route("/tool", get(api::tool::tool))
         .route("/csv", get(api::tool::csv))
         .route("/python/flame", get(api::python::flame))
+        .route("/progress", get(api::progress::progress))
         .nest("/trace", trace::routes());
     Router::new()
         .route("/", get(assets::index))

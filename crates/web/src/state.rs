@@ -18,7 +18,8 @@ use std::time::Duration;
 
 use mlprof_analysis::python_flame::FlameIndex;
 use mlprof_analysis::tool_availability::tools_with_data;
-use mlprof_formats::discover::{HostFile, load_session_within};
+use mlprof_formats::discover::{HostFile, load_session_counting};
+use mlprof_formats::progress::LoadProgress;
 use mlprof_model::Session;
 use mlprof_timeline::TimelineIndex;
 
@@ -26,6 +27,7 @@ use crate::blocking::heavy;
 use crate::catalog::{Catalog, Run, RunLookup};
 use crate::once_cache::{OnceCache, RunKey};
 use crate::rescan::{DEFAULT_RESCAN_INTERVAL, Due, EndOnDrop, Rescan};
+use crate::run_work::{RunWork, Work};
 use crate::tool_request::ToolRequest;
 use crate::tool_result::ToolOutput;
 
@@ -92,6 +94,8 @@ pub struct AppState {
     /// The sampled Python stacks of the flame graph, by the `python` tool request
     /// (run and host) they are of.
     flame_indexes: OnceCache<ToolRequest, Arc<FlameIndex>>,
+    /// What is being read or built for each run, for `/api/progress`.
+    work: RunWork,
 }
 
 impl AppState {
@@ -111,6 +115,7 @@ impl AppState {
             results: OnceCache::new(CACHED_RESULTS),
             trace_indexes: OnceCache::new(OPEN_TRACE_INDEXES),
             flame_indexes: OnceCache::new(FLAME_INDEXES),
+            work: RunWork::default(),
         }
     }
 
@@ -218,8 +223,10 @@ impl AppState {
         self.sessions
             .get_or_compute(&entry.name, move || async move {
                 let shown = format!("{}: reading the profile", files.path.display());
+                let progress = Arc::new(LoadProgress::default());
+                let _reading = state.work.begin(&name, Work::Reading(Arc::clone(&progress)));
                 let (session, tools) = heavy(shown, move || {
-                    load_session_within(&files, Some(&root)).map(|session| {
+                    load_session_counting(&files, Some(&root), Some(&progress)).map(|session| {
                         let tools = tools_with_data(&session);
                         (Arc::new(session), tools)
                     })
@@ -230,6 +237,11 @@ impl AppState {
                 Ok(session)
             })
             .await
+    }
+
+    /// What is being read or built for each run ([`RunWork`]).
+    pub fn work(&self) -> &RunWork {
+        &self.work
     }
 
     /// The tools with data of run `run`, when it has been read since the start.

@@ -13,6 +13,7 @@ import { pollWhileVisible } from './lib/poll.js';
 import { loadPage, optionKeys, setToolSpecs, toolLabel, toolSpec, usesToolApi } from './pages/registry.js';
 import { optionsBar, optionsProblem, toolOptions } from './components/tool_options.js';
 import { hideTooltip } from './charts/common.js';
+import { formatBytes } from './lib/format.js';
 
 const ALL_HOSTS = 'all';
 const DEFAULT_TOOL = 'overview_page';
@@ -170,17 +171,17 @@ async function render() {
     busy: setBusy,
     problem,
   });
-  clear(page).append(
-    h('header', { class: 'page-header' },
-      h('h1', {}, toolLabel(tool)),
-      h('p', { class: 'page-context' }, `${run.name} · ${host === ALL_HOSTS ? `all hosts (${run.hosts.join(', ')})` : host}`),
-      bar && bar.element),
-    body);
+  const header = h('header', { class: 'page-header' },
+    h('h1', {}, toolLabel(tool)),
+    h('p', { class: 'page-context' }, `${run.name} · ${host === ALL_HOSTS ? `all hosts (${run.hosts.join(', ')})` : host}`),
+    bar && bar.element);
+  clear(page).append(header, body);
   if (problem) {
     body.replaceChildren(errorCard(new Error(problem)));
     setBusy(false);
     return;
   }
+  const answered = watchProgress(header, run.name, token);
   try {
     const module = await loadPage(tool);
     const answer = usesToolApi(tool) ? await getJson('/api/tool', request) : null;
@@ -192,8 +193,52 @@ async function render() {
   } catch (error) {
     if (token === generation) body.replaceChildren(errorCard(error));
   } finally {
+    answered();
     if (token === generation) setBusy(false);
   }
+}
+
+/** How often the page asks what the server is reading or building, and after how long it starts (ms). */
+const PROGRESS_POLL_MS = 400;
+const PROGRESS_AFTER_MS = 500;
+
+/**
+ * Shows under the page header what the server is reading or building for run `runName`
+ * while the page waits on it (`/api/progress`): from half a second on, until the server is
+ * idle for the run and the page has its answer (the trace viewer builds its index after the
+ * page is mounted, so the watch outlives the answer while the server still works), or the
+ * view changes. Returns the function to call when the page has its answer.
+ */
+function watchProgress(header, runName, token) {
+  const line = h('p', { class: 'load-progress', id: 'load-progress', role: 'status', hidden: true });
+  header.append(line);
+  let answered = false;
+  const poll = async () => {
+    if (token !== generation) return;
+    let now = { stage: 'idle' };
+    try {
+      now = await getFreshJson('/api/progress', { run: runName });
+    } catch {
+      // A failed poll shows nothing; the page's own request reports real errors.
+    }
+    if (token !== generation) return;
+    const text = progressText(now);
+    line.textContent = text;
+    line.hidden = !text;
+    if (text || !answered) setTimeout(poll, PROGRESS_POLL_MS);
+  };
+  setTimeout(poll, PROGRESS_AFTER_MS);
+  return () => { answered = true; };
+}
+
+/** One `/api/progress` answer in words; `''` when the server is idle for the run. */
+function progressText(now) {
+  if (now.stage === 'reading') {
+    const percent = now.total_bytes > 0 ? Math.floor((100 * now.done_bytes) / now.total_bytes) : 0;
+    return `Reading the profile: ${percent}% (${formatBytes(now.done_bytes)} of ${formatBytes(now.total_bytes)})`;
+  }
+  if (now.stage === 'indexing') return `Building the trace viewer's index of host ${now.host}…`;
+  return '';
 }
 
 /**

@@ -25,6 +25,7 @@ use super::derived::add_derived_lines;
 use super::steps::add_profiler_steps;
 use crate::blocking::{heavy, on_blocking_thread};
 use crate::error::ApiError;
+use crate::run_work::Work;
 use crate::state::{AppState, HostKey};
 
 /// What this server adds to a host's events, and its version. Change it whenever the
@@ -124,6 +125,7 @@ async fn open_or_build(state: &Arc<AppState>, run: &str, host: &str) -> Result<A
     }
     // Loaded before taking a heavy-work permit for the build: the load takes its own.
     let session = state.session(run).await?;
+    let _indexing = state.work().begin(run, Work::Indexing { host: host.to_string() });
     let host = host.to_string();
     heavy(&what, move || build(&session, &host, &key, path).map(Arc::new)).await?
 }

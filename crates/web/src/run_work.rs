@@ -1,0 +1,99 @@
+//! What the server is doing for a run while a page waits on it: reading the run's profile
+//! (bytes decoded of bytes to decode) or building a host's trace-viewer index.
+//! `GET /api/progress` answers it, so the page shows how far the work has come instead
+//! of a blank view. Each piece of work is registered for as long as a [`Working`] guard
+//! lives, so it disappears however the work ends.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use mlprof_formats::progress::LoadProgress;
+use serde::Serialize;
+
+/// One piece of work on a run.
+#[derive(Clone, Debug)]
+pub enum Work {
+    /// Reading the run's profile files.
+    Reading(Arc<LoadProgress>),
+    /// Building the trace-viewer index of a host.
+    Indexing {
+        /// The host.
+        host: String,
+    },
+}
+
+/// The work under way, by run name.
+#[derive(Debug, Default)]
+pub struct RunWork {
+    by_run: Mutex<HashMap<String, Work>>,
+}
+
+/// Keeps a piece of work registered; dropping it removes it.
+pub struct Working<'a> {
+    work: &'a RunWork,
+    run: String,
+}
+
+impl RunWork {
+    /// Registers `work` on `run` (replacing what was there) until the guard is dropped.
+    pub fn begin(&self, run: &str, work: Work) -> Working<'_> {
+        self.by_run.lock().unwrap_or_else(PoisonError::into_inner).insert(run.to_string(), work);
+        Working { work: self, run: run.to_string() }
+    }
+
+    /// The work under way on `run`, as `/api/progress` answers it.
+    pub fn of(&self, run: &str) -> Progress {
+        match self.by_run.lock().unwrap_or_else(PoisonError::into_inner).get(run) {
+            Some(Work::Reading(progress)) => {
+                let (done_bytes, total_bytes) = progress.snapshot();
+                Progress { stage: "reading", done_bytes, total_bytes, host: None }
+            }
+            Some(Work::Indexing { host }) => {
+                Progress { stage: "indexing", done_bytes: 0, total_bytes: 0, host: Some(host.clone()) }
+            }
+            None => Progress { stage: "idle", done_bytes: 0, total_bytes: 0, host: None },
+        }
+    }
+}
+
+impl Drop for Working<'_> {
+    fn drop(&mut self) {
+        self.work.by_run.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.run);
+    }
+}
+
+/// The answer of `/api/progress`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Progress {
+    /// `reading` (the profile), `indexing` (a host's trace-viewer index) or `idle`.
+    pub stage: &'static str,
+    /// While reading: bytes decoded so far.
+    pub done_bytes: u64,
+    /// While reading: bytes to decode in the files opened so far.
+    pub total_bytes: u64,
+    /// While indexing: the host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn work_is_answered_while_its_guard_lives() {
+        let work = RunWork::default();
+        assert_eq!(work.of("r").stage, "idle");
+        let progress = Arc::new(LoadProgress::default());
+        progress.add_input(100);
+        progress.advance(40);
+        {
+            let _reading = work.begin("r", Work::Reading(Arc::clone(&progress)));
+            assert_eq!(work.of("r"), Progress { stage: "reading", done_bytes: 40, total_bytes: 100, host: None });
+            assert_eq!(work.of("other").stage, "idle");
+        }
+        assert_eq!(work.of("r").stage, "idle");
+        let _indexing = work.begin("r", Work::Indexing { host: "h".into() });
+        assert_eq!(work.of("r").host.as_deref(), Some("h"));
+    }
+}
