@@ -3,27 +3,19 @@
 
 use std::sync::Arc;
 
-use axum::Json;
-use axum::extract::State;
-use serde::Deserialize;
-
+use super::runs::RunQuery;
 use crate::error::ApiError;
 use crate::params::{ApiQuery, required};
 use crate::run_work::Progress;
 use crate::state::AppState;
-
-/// The query of `/api/progress`.
-#[derive(Deserialize)]
-pub struct ProgressQuery {
-    /// The run's name.
-    run: Option<String>,
-}
+use axum::Json;
+use axum::extract::State;
 
 /// `GET /api/progress?run=RUN`: `{"stage": "reading", "done_bytes", "total_bytes"}`,
 /// `{"stage": "indexing", "host"}` or `{"stage": "idle"}`; 404 for an unknown run.
 pub async fn progress(
     State(state): State<Arc<AppState>>,
-    ApiQuery(query): ApiQuery<ProgressQuery>,
+    ApiQuery(query): ApiQuery<RunQuery>,
 ) -> Result<Json<Progress>, ApiError> {
     let name = required(&query.run, "run")?;
     state.run(name)?;

@@ -60,11 +60,11 @@ pub async fn runs(State(state): State<Arc<AppState>>) -> Json<Runs> {
     Json(Runs { root: state.shown_root(), runs: catalog.runs().iter().map(|run| RunEntry::of(&state, run)).collect() })
 }
 
-/// The query of `/api/run`.
+/// The query of `/api/run` (and `/api/progress`): the run.
 #[derive(Deserialize)]
 pub struct RunQuery {
     /// The run's name.
-    run: Option<String>,
+    pub(crate) run: Option<String>,
 }
 
 /// `GET /api/run?run=RUN`: the run's entry, read first so `tools` is exact.
