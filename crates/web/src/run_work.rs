@@ -5,6 +5,7 @@
 //! lives, so it disappears however the work ends.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use mlprof_formats::progress::LoadProgress;
@@ -22,28 +23,33 @@ pub enum Work {
     },
 }
 
-/// The work under way, by run name.
+/// The work under way, by run name: the latest piece begun on each run, with the number
+/// that tells it from an earlier one.
 #[derive(Debug, Default)]
 pub struct RunWork {
-    by_run: Mutex<HashMap<String, Work>>,
+    by_run: Mutex<HashMap<String, (u64, Work)>>,
+    begun: AtomicU64,
 }
 
-/// Keeps a piece of work registered; dropping it removes it.
+/// Keeps a piece of work registered; dropping it removes it, unless a later piece on
+/// the same run (another host's index) replaced it.
 pub struct Working<'a> {
     work: &'a RunWork,
     run: String,
+    id: u64,
 }
 
 impl RunWork {
     /// Registers `work` on `run` (replacing what was there) until the guard is dropped.
     pub fn begin(&self, run: &str, work: Work) -> Working<'_> {
-        self.by_run.lock().unwrap_or_else(PoisonError::into_inner).insert(run.to_string(), work);
-        Working { work: self, run: run.to_string() }
+        let id = self.begun.fetch_add(1, Ordering::Relaxed);
+        self.by_run.lock().unwrap_or_else(PoisonError::into_inner).insert(run.to_string(), (id, work));
+        Working { work: self, run: run.to_string(), id }
     }
 
     /// The work under way on `run`, as `/api/progress` answers it.
     pub fn of(&self, run: &str) -> Progress {
-        match self.by_run.lock().unwrap_or_else(PoisonError::into_inner).get(run) {
+        match self.by_run.lock().unwrap_or_else(PoisonError::into_inner).get(run).map(|(_, work)| work) {
             Some(Work::Reading(progress)) => {
                 let (done_bytes, total_bytes) = progress.snapshot();
                 Progress { stage: "reading", done_bytes, total_bytes, host: None }
@@ -58,7 +64,10 @@ impl RunWork {
 
 impl Drop for Working<'_> {
     fn drop(&mut self) {
-        self.work.by_run.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.run);
+        let mut by_run = self.work.by_run.lock().unwrap_or_else(PoisonError::into_inner);
+        if by_run.get(&self.run).is_some_and(|(id, _)| *id == self.id) {
+            by_run.remove(&self.run);
+        }
     }
 }
 
@@ -93,7 +102,11 @@ mod tests {
             assert_eq!(work.of("other").stage, "idle");
         }
         assert_eq!(work.of("r").stage, "idle");
-        let _indexing = work.begin("r", Work::Indexing { host: "h".into() });
-        assert_eq!(work.of("r").host.as_deref(), Some("h"));
+        let first = work.begin("r", Work::Indexing { host: "h".into() });
+        let second = work.begin("r", Work::Indexing { host: "g".into() });
+        drop(first);
+        assert_eq!(work.of("r").host.as_deref(), Some("g"), "the earlier piece ending leaves the later one");
+        drop(second);
+        assert_eq!(work.of("r").stage, "idle");
     }
 }

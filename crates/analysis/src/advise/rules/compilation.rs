@@ -24,12 +24,18 @@ const HIGH_PERCENT: f64 = 15.0;
 
 /// The rule.
 pub fn check(results: &ToolResults) -> Outcome {
-    if results.framework == Framework::Pytorch {
-        return Outcome::NotApplicable(
-            "PyTorch traces do not mark torch.compile's compilation; `TORCH_LOGS=recompiles` prints each \
-             recompile and why"
-                .into(),
-        );
+    match results.framework {
+        Framework::Pytorch => {
+            return Outcome::NotApplicable(
+                "PyTorch traces do not mark torch.compile's compilation; `TORCH_LOGS=recompiles` prints each \
+                 recompile and why"
+                    .into(),
+            );
+        }
+        Framework::Cuda => {
+            return Outcome::NotApplicable("a CUDA program's activity has no framework compilation to see".into());
+        }
+        Framework::Jax | Framework::Tensorflow => {}
     }
     if results.steps().is_empty() {
         return Outcome::NotApplicable("no steps in the profile".into());
@@ -75,13 +81,13 @@ fn fixes(framework: Framework) -> Vec<&'static str> {
             "Keep compiled programs across runs with the persistent cache \
              (`jax.config.update(\"jax_compilation_cache_dir\", DIR)`).",
         ],
-        Framework::Tensorflow | Framework::Cuda => vec![
+        Framework::Tensorflow => vec![
             "Stop retracing: give the `tf.function` an `input_signature` (with `None` for the dimensions that \
              vary) or `reduce_retracing=True`; TensorFlow warns about functions it retraces often.",
             "Keep batch shapes fixed (`dataset.batch(n, drop_remainder=True)`, padded batches) and pass tensors, \
              not Python values that change every step, into the function.",
         ],
-        Framework::Pytorch => Vec::new(),
+        Framework::Pytorch | Framework::Cuda => Vec::new(),
     }
 }
 
