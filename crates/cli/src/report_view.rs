@@ -162,8 +162,8 @@ fn render_table(table: &Table, layout: &TextLayout, out: &mut String) {
     line(out, &mut fit.widths.iter().map(|w| "-".repeat(*w)));
     for row in cells {
         let mut values = fit.shown.iter().zip(&fit.widths).map(|(&c, &w)| {
-            let value = &row[c];
-            if numeric[c] { value.clone() } else { table_fit::shorten_middle(value, w) }
+            let value = row.get(c).map_or("", String::as_str);
+            if numeric[c] { value.to_string() } else { table_fit::shorten_middle(value, w) }
         });
         line(out, &mut values);
     }
