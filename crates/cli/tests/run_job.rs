@@ -119,6 +119,19 @@ fn a_plain_pytorch_loop_is_traced_for_a_number_of_steps() {
     assert_eq!(steps[..3], ["OptimizerStep#1", "OptimizerStep#2", "OptimizerStep#3"], "{source}\n{err}");
 }
 
+#[test]
+fn a_pytorch_job_that_exits_while_kineto_records_exits_cleanly() {
+    // PyTorch 2.11 dies of SIGSEGV at exit when an on-demand trace is still recording (its
+    // global profiler state outlives libkineto); the start-up hook stops the trace first.
+    // A 120 s window asked of a 30 s loop is still recording when the loop ends.
+    let test = "a_pytorch_job_that_exits_while_kineto_records_exits_cleanly";
+    let Some((_logdir, out, err)) = run_torch_loop(test, &["--duration", "120s"], "30") else { return };
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("steps "), "{err}");
+    assert!(err.contains("tracing 120000 ms (Kineto on demand)"), "{err}");
+    assert!(err.contains("exited while Kineto's on-demand trace was recording: stopped it first"), "{err}");
+    assert!(err.contains("the job ended before its trace was written"), "{err}");
+}
+
 /// Runs a JAX or TensorFlow loop under `mlprof run` and checks its server was captured.
 fn assert_captured_through_the_hook(python: &str, loop_script: &str, framework: &str) {
     let logdir = tempfile::tempdir().expect("temp dir");

@@ -10,7 +10,9 @@
 #      and, where Kineto's on-demand mode is off in it (MLPROF_PYTORCH_TRACER=hook, or a
 #      launcher that dropped KINETO_USE_DAEMON), waits for mlprof to ask
 #      (torch-PID.request), then records every thread with torch.profiler for the asked
-#      duration and writes the trace where mlprof said, by rename.
+#      duration and writes the trace where mlprof said, by rename; where on-demand mode is
+#      on, it stops a Kineto trace still recording when the process exits (PyTorch
+#      crashes otherwise).
 # Everything is inside try/except: the hook never raises into the job, never blocks an
 # import, and writes what went wrong to $MLPROF_RUN_DIR/hook.log instead.
 import os
@@ -95,6 +97,33 @@ def _mlprof_install():
         profiler.export_chrome_trace(out + ".tmp")
         os.rename(out + ".tmp", out)
 
+    def stop_ondemand_trace():
+        # PyTorch crashes (SIGSEGV) when a process exits while a Kineto on-demand trace is
+        # recording: the trace's global profiler state is destroyed after libkineto and
+        # logs through it. Registered when torch is imported, this runs after the job's own
+        # atexit handlers and before the interpreter finalizes; stopping the trace here
+        # costs PyTorch's finalization of what it recorded (about a second per 10 s of a
+        # small model's ops) and loses the trace, which could not be written anyway.
+        try:
+            import time
+
+            import torch
+
+            autograd = torch._C._autograd
+            if autograd._profiler_enabled():
+                return  # this thread's own torch.profiler is the job's, not ours to stop
+            began = time.monotonic()
+            try:
+                autograd._disable_profiler()
+            except RuntimeError:
+                return  # no on-demand trace is recording
+            log(
+                "exited while Kineto's on-demand trace was recording: stopped it first (%.1f s), "
+                "as PyTorch crashes when a process exits during one" % (time.monotonic() - began)
+            )
+        except BaseException as e:
+            log("stopping Kineto's on-demand trace at exit: %r" % (e,))
+
     def watch_torch(module):
         import json
         import threading
@@ -108,6 +137,9 @@ def _mlprof_install():
         info = {"pid": pid, "version": getattr(module, "__version__", ""), "kineto_daemon": daemon}
         report("torch-%d.ready" % pid, info)
         if daemon:
+            import atexit
+
+            atexit.register(stop_ondemand_trace)
             return
 
         def serve():
