@@ -187,3 +187,35 @@ fn native_stacks_name_the_c_functions_a_job_spends_its_time_in() {
     let info = ok_stdout(common::mlprof(&["info", &logdir.path().display().to_string()]));
     assert!(info.contains("/host:native"), "{info}");
 }
+
+#[test]
+fn code_compiled_anew_at_the_addresses_of_dropped_code_is_named_by_what_it_is() {
+    // mlprof's py-spy reads each code object's names once (vendor/py-spy/MLPROF_PATCH.md);
+    // this job builds a new function every 20 ms where the last one was, so names kept by
+    // address alone would stay those of the first two phases.
+    let logdir = tempfile::tempdir().expect("temp dir");
+    let script = peers::script("python_fresh_code.py");
+    let out = common::mlprof(&[
+        "run",
+        "--logdir",
+        &logdir.path().display().to_string(),
+        "--duration",
+        "3s",
+        "--",
+        "python3",
+        &script.display().to_string(),
+        "4",
+    ]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let tool = peers::python_tool(logdir.path());
+    let mut phases = std::collections::BTreeSet::new();
+    for line in tool["lines"].as_array().expect("lines") {
+        let Some(k) = line["function"].as_str().and_then(|f| f.strip_prefix("phase_")) else { continue };
+        let k: u64 = k.parse().expect("phase_K");
+        assert_eq!(line["short_file"], format!("<phase_{k}>"), "{line}");
+        assert!([k + 3, k + 4].contains(&line["line"].as_u64().unwrap_or(0)), "{line}");
+        phases.insert(k);
+    }
+    assert!(phases.len() >= 7, "9 phases of 20 ms ran in turn for 3 s, sampled: {phases:?}\n{tool:#}");
+}
