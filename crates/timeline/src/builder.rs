@@ -9,12 +9,14 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use crate::depth::assign_depths;
 use crate::error::BuildError;
 use crate::levels::build_levels;
+use crate::progress::{BuildProgress, BuildStage, COLLECT_REPORT_EVERY};
 
 /// The most events one index holds (event ids are `u32`).
 pub const MAX_EVENTS: u64 = u32::MAX as u64 - 1;
@@ -102,6 +104,7 @@ pub struct TimelineBuilder {
     tracks: Vec<TrackDraft>,
     flows: Vec<(EventRef, EventRef)>,
     events: u64,
+    progress: Option<Arc<BuildProgress>>,
 }
 
 impl TimelineBuilder {
@@ -159,6 +162,11 @@ impl TimelineBuilder {
         let ordinal = draft.events.len() as u32;
         draft.events.push(RawEvent { start_ps, dur_ps: dur_ps.max(0), source, name: name.0, ordinal });
         self.events += 1;
+        if self.events % COLLECT_REPORT_EVERY == 0
+            && let Some(progress) = &self.progress
+        {
+            progress.set_done(self.events);
+        }
         Ok(EventRef { track: track.0, ordinal })
     }
 
@@ -181,10 +189,22 @@ impl TimelineBuilder {
         self.events
     }
 
+    /// Reports this build's progress to `progress` from now on, `expected_events` being
+    /// about how many events will be added (the collecting stage's total).
+    pub fn report_to(&mut self, progress: Arc<BuildProgress>, expected_events: u64) {
+        progress.enter(BuildStage::Collecting, expected_events);
+        progress.set_done(self.events);
+        self.progress = Some(progress);
+    }
+
     /// Lays the index out (see the module docs).
     pub fn finish(self) -> Result<BuiltIndex, BuildError> {
-        let TimelineBuilder { names, sections, mut tracks, flows, events, .. } = self;
+        let TimelineBuilder { names, sections, mut tracks, flows, events, progress, .. } = self;
         let total = usize::try_from(events).map_err(|_| BuildError::TooManyEvents(MAX_EVENTS))?;
+        if let Some(progress) = &progress {
+            progress.enter(BuildStage::LayingOut, events);
+        }
+        let mut laid_out = 0u64;
         let mut out = BuiltIndex::with_capacity(names, total);
         let mut time_order: Vec<u32> = Vec::with_capacity(total);
         let mut ordinal_to_id: Vec<Vec<u32>> = vec![Vec::new(); if flows.is_empty() { 0 } else { tracks.len() }];
@@ -194,7 +214,11 @@ impl TimelineBuilder {
                 let draft = &mut tracks[handle as usize];
                 let raw = std::mem::take(&mut draft.events);
                 let name = std::mem::take(&mut draft.name);
+                laid_out += raw.len() as u64;
                 let ids = out.push_track(name, out.sections.len() as u64, raw, &mut time_order);
+                if let Some(progress) = &progress {
+                    progress.set_done(laid_out);
+                }
                 if let Some(slot) = ordinal_to_id.get_mut(handle as usize) {
                     *slot = ids;
                 }

@@ -1,5 +1,6 @@
 //! What the server is doing for a run while a page waits on it: reading the run's profile
-//! (bytes decoded of bytes to decode) or building a host's trace-viewer index.
+//! (bytes decoded of bytes to decode) or building a host's trace-viewer index (its stage,
+//! and events done of events to do in it).
 //! `GET /api/progress` answers it, so the page shows how far the work has come instead
 //! of a blank view. Each piece of work is registered for as long as a [`Working`] guard
 //! lives, so it disappears however the work ends.
@@ -9,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use mlprof_formats::progress::LoadProgress;
+use mlprof_timeline::BuildProgress;
 use serde::Serialize;
 
 /// One piece of work on a run.
@@ -20,6 +22,8 @@ pub enum Work {
     Indexing {
         /// The host.
         host: String,
+        /// How far the build has come.
+        progress: Arc<BuildProgress>,
     },
 }
 
@@ -52,12 +56,20 @@ impl RunWork {
         match self.by_run.lock().unwrap_or_else(PoisonError::into_inner).get(run).map(|(_, work)| work) {
             Some(Work::Reading(progress)) => {
                 let (done_bytes, total_bytes) = progress.snapshot();
-                Progress { stage: "reading", done_bytes, total_bytes, host: None }
+                Progress { stage: "reading", done_bytes, total_bytes, ..Progress::IDLE }
             }
-            Some(Work::Indexing { host }) => {
-                Progress { stage: "indexing", done_bytes: 0, total_bytes: 0, host: Some(host.clone()) }
+            Some(Work::Indexing { host, progress }) => {
+                let (stage, done_events, total_events) = progress.snapshot();
+                Progress {
+                    stage: "indexing",
+                    host: Some(host.clone()),
+                    index_stage: Some(stage.name()),
+                    done_events,
+                    total_events,
+                    ..Progress::IDLE
+                }
             }
-            None => Progress { stage: "idle", done_bytes: 0, total_bytes: 0, host: None },
+            None => Progress::IDLE,
         }
     }
 }
@@ -83,6 +95,28 @@ pub struct Progress {
     /// While indexing: the host.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// While indexing: `collecting` (events from the profile), `laying out` (ordering
+    /// and levels) or `writing` (the cache file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index_stage: Option<&'static str>,
+    /// While indexing: events done in the index stage (0 while writing).
+    pub done_events: u64,
+    /// While indexing: events to do in the index stage (about, while collecting; 0 while
+    /// writing).
+    pub total_events: u64,
+}
+
+impl Progress {
+    /// Nothing under way.
+    pub const IDLE: Progress = Progress {
+        stage: "idle",
+        done_bytes: 0,
+        total_bytes: 0,
+        host: None,
+        index_stage: None,
+        done_events: 0,
+        total_events: 0,
+    };
 }
 
 #[cfg(test)]
@@ -98,14 +132,20 @@ mod tests {
         progress.advance(40);
         {
             let _reading = work.begin("r", Work::Reading(Arc::clone(&progress)));
-            assert_eq!(work.of("r"), Progress { stage: "reading", done_bytes: 40, total_bytes: 100, host: None });
+            let reading = Progress { stage: "reading", done_bytes: 40, total_bytes: 100, ..Progress::IDLE };
+            assert_eq!(work.of("r"), reading);
             assert_eq!(work.of("other").stage, "idle");
         }
         assert_eq!(work.of("r").stage, "idle");
-        let first = work.begin("r", Work::Indexing { host: "h".into() });
-        let second = work.begin("r", Work::Indexing { host: "g".into() });
+        let indexing = |host: &str| Work::Indexing { host: host.into(), progress: Arc::default() };
+        let first = work.begin("r", indexing("h"));
+        let building = Arc::new(BuildProgress::default());
+        building.enter(mlprof_timeline::BuildStage::LayingOut, 80);
+        let second = work.begin("r", Work::Indexing { host: "g".into(), progress: Arc::clone(&building) });
         drop(first);
-        assert_eq!(work.of("r").host.as_deref(), Some("g"), "the earlier piece ending leaves the later one");
+        let now = work.of("r");
+        assert_eq!(now.host.as_deref(), Some("g"), "the earlier piece ending leaves the later one");
+        assert_eq!((now.index_stage, now.done_events, now.total_events), (Some("laying out"), 0, 80));
         drop(second);
         assert_eq!(work.of("r").stage, "idle");
     }

@@ -13,7 +13,7 @@ import { pollWhileVisible } from './lib/poll.js';
 import { loadPage, optionKeys, setToolSpecs, toolLabel, toolSpec, usesToolApi } from './pages/registry.js';
 import { optionsBar, optionsProblem, toolOptions } from './components/tool_options.js';
 import { hideTooltip } from './charts/common.js';
-import { formatBytes } from './lib/format.js';
+import { formatBytes, formatNumber } from './lib/format.js';
 
 const ALL_HOSTS = 'all';
 const DEFAULT_TOOL = 'overview_page';
@@ -237,7 +237,12 @@ function progressText(now) {
     const percent = now.total_bytes > 0 ? Math.floor((100 * now.done_bytes) / now.total_bytes) : 0;
     return `Reading the profile: ${percent}% (${formatBytes(now.done_bytes)} of ${formatBytes(now.total_bytes)})`;
   }
-  if (now.stage === 'indexing') return `Building the trace viewer's index of host ${now.host}…`;
+  if (now.stage === 'indexing') {
+    const building = `Building the trace viewer's index of host ${now.host}`;
+    if (now.index_stage === 'writing' || !(now.total_events > 0)) return `${building}: ${now.index_stage || 'starting'}…`;
+    const percent = Math.floor((100 * now.done_events) / now.total_events);
+    return `${building}: ${now.index_stage} ${percent}% (${formatNumber(now.done_events)} of ${formatNumber(now.total_events)} events)`;
+  }
   return '';
 }
 

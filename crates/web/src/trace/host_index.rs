@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use mlprof_model::Session;
-use mlprof_timeline::{CacheKey, MAPPING_VERSION, TimelineBuilder, TimelineIndex};
+use mlprof_timeline::{BuildProgress, BuildStage, CacheKey, MAPPING_VERSION, TimelineBuilder, TimelineIndex};
 
 use super::derived::add_derived_lines;
 use super::steps::add_profiler_steps;
@@ -125,13 +125,21 @@ async fn open_or_build(state: &Arc<AppState>, run: &str, host: &str) -> Result<A
     }
     // Loaded before taking a heavy-work permit for the build: the load takes its own.
     let session = state.session(run).await?;
-    let _indexing = state.work().begin(run, Work::Indexing { host: host.to_string() });
+    let progress = Arc::new(BuildProgress::default());
+    let _indexing = state.work().begin(run, Work::Indexing { host: host.to_string(), progress: Arc::clone(&progress) });
     let host = host.to_string();
-    heavy(&what, move || build(&session, &host, &key, path).map(Arc::new)).await?
+    heavy(&what, move || build(&session, &host, &key, path, progress).map(Arc::new)).await?
 }
 
-/// Builds the index of `host_name` of `session` and writes it to `path`.
-fn build(session: &Session, host_name: &str, key: &CacheKey, path: PathBuf) -> Result<TimelineIndex, ApiError> {
+/// Builds the index of `host_name` of `session` and writes it to `path`, telling
+/// `progress` how far it has come.
+fn build(
+    session: &Session,
+    host_name: &str,
+    key: &CacheKey,
+    path: PathBuf,
+    progress: Arc<BuildProgress>,
+) -> Result<TimelineIndex, ApiError> {
     let host = session
         .hosts
         .iter()
@@ -139,10 +147,12 @@ fn build(session: &Session, host_name: &str, key: &CacheKey, path: PathBuf) -> R
         .ok_or_else(|| ApiError::not_found(format!("no host named {host_name:?} in {}", session.path)))?;
     let failed = |e: &dyn std::fmt::Display| ApiError::internal(format!("{}: trace index: {e}", host.source_path));
     let mut builder = TimelineBuilder::new();
+    builder.report_to(Arc::clone(&progress), host.event_count() as u64);
     add_profiler_steps(&mut builder, host).map_err(|e| failed(&e))?;
     add_derived_lines(&mut builder, host).map_err(|e| failed(&e))?;
     builder.add_host(host).map_err(|e| failed(&e))?;
     let built = builder.finish().map_err(|e| failed(&e))?;
+    progress.enter(BuildStage::Writing, 0);
     if built.write(&path, key).is_err() {
         return built.into_index().map_err(|e| failed(&e));
     }
