@@ -162,7 +162,7 @@ impl TimelineBuilder {
         let ordinal = draft.events.len() as u32;
         draft.events.push(RawEvent { start_ps, dur_ps: dur_ps.max(0), source, name: name.0, ordinal });
         self.events += 1;
-        if self.events % COLLECT_REPORT_EVERY == 0
+        if self.events.is_multiple_of(COLLECT_REPORT_EVERY)
             && let Some(progress) = &self.progress
         {
             progress.set_done(self.events);
