@@ -6,20 +6,25 @@
 //! A conversion that fails removes what it created: the files it added and the
 //! directories it made, so a failed `--to xspace` leaves no empty log-directory tree.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
 
 use mlprof_formats::{chrome, output, xspace};
 use mlprof_model::{Host, Session};
 
+use crate::load_progress::CountingWriter;
 use crate::{ConvertTarget, Failure, select};
 
-/// Converts the selected sessions/hosts and returns the paths written.
+/// Converts the selected sessions/hosts and returns the paths written, adding the bytes
+/// written (before any compression) to `written` as they go.
 pub fn convert(
     sessions: &[Session],
     to: ConvertTarget,
     out: &Path,
     session: Option<&str>,
     host: Option<&str>,
+    written_bytes: Option<&AtomicU64>,
 ) -> Result<Vec<String>, Failure> {
     // Every choice is checked before anything is written.
     let plan: Vec<(PathBuf, Vec<&Host>)> = match to {
@@ -54,10 +59,12 @@ pub fn convert(
     let mut written = Vec::new();
     for (path, hosts) in plan {
         let result = created.write(&path, |path| match to {
-            ConvertTarget::ChromeJson => output::write_atomically(path, |w| chrome::write_chrome_trace(&hosts, w)),
+            ConvertTarget::ChromeJson => output::write_atomically(path, |w| {
+                chrome::write_chrome_trace(&hosts, &mut CountingWriter::new(w, written_bytes))
+            }),
             ConvertTarget::Xspace => {
                 let bytes = hosts.first().map(|h| xspace::encode_xspace(h)).unwrap_or_default();
-                output::write_atomically(path, |w| w.write_all(&bytes))
+                output::write_atomically(path, |w| CountingWriter::new(w, written_bytes).write_all(&bytes))
             }
         });
         if let Err(failure) = result {

@@ -309,7 +309,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Convert { path, to, out, session, host } => {
             let sessions = load(&path, verbose)?;
             let started = Instant::now();
-            let written = convert::convert(&sessions, to, &out, session.as_deref(), host.as_deref())?;
+            let written = load_progress::writing(|bytes| {
+                convert::convert(&sessions, to, &out, session.as_deref(), host.as_deref(), bytes.map(|b| &**b))
+            })?;
             if verbose {
                 eprintln!("wrote {} in {:.3} s", written.join(", "), started.elapsed().as_secs_f64());
             } else if written != [out.display().to_string()] {

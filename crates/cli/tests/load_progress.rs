@@ -66,3 +66,28 @@ fn a_long_load_shows_a_bar_on_a_terminal_only() {
     assert!(piped.status.success());
     assert!(piped.stderr.is_empty(), "no bar into a pipe: {}", String::from_utf8_lossy(&piped.stderr));
 }
+
+#[test]
+fn a_long_conversion_shows_what_it_has_written_on_a_terminal_only() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let trace = dir.path().join("big.pt.trace.json");
+    write_trace(&trace, 600_000);
+    // Gzipped, so that writing takes long enough to be shown.
+    let (path, out) = (trace.to_str().expect("UTF-8"), dir.path().join("out.json.gz"));
+    let out = out.to_str().expect("UTF-8");
+    let Some(shown) = on_a_terminal(&["convert", path, out, "--to", "chrome-json"]) else {
+        assert!(std::env::var_os("MLPROF_REQUIRE_PEERS").is_none(), "script(1) is missing");
+        eprintln!("SKIPPED a_long_conversion_shows_what_it_has_written_on_a_terminal_only: no script(1)");
+        return;
+    };
+    assert!(shown.contains("writing: ") && shown.contains("so far"), "the line: {shown:?}");
+    let (last_line, last_clear) = (shown.rfind("writing: "), shown.rfind("\u{1b}[2K"));
+    assert!(last_clear > last_line, "cleared at the end: {:?}", &shown[shown.len().saturating_sub(200)..]);
+    let written = std::fs::metadata(out).expect("the output").len();
+    assert!(written > 1_000_000, "{written} bytes");
+    let quiet = on_a_terminal(&["--quiet", "convert", path, out, "--to", "chrome-json"]).expect("script");
+    assert!(!quiet.contains("writing: "), "--quiet: {quiet:?}");
+    let piped = mlprof(&["convert", path, out, "--to", "chrome-json"]);
+    assert!(piped.status.success());
+    assert!(!String::from_utf8_lossy(&piped.stderr).contains("writing: "), "no line into a pipe");
+}
