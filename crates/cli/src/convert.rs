@@ -17,7 +17,7 @@ use crate::load_progress::CountingWriter;
 use crate::{ConvertTarget, Failure, select};
 
 /// Converts the selected sessions/hosts and returns the paths written, adding the bytes
-/// written (before any compression) to `written` as they go.
+/// written (before any compression) to `written_bytes` as they go.
 pub fn convert(
     sessions: &[Session],
     to: ConvertTarget,
