@@ -123,9 +123,16 @@ fn a_plain_pytorch_loop_is_traced_for_a_number_of_steps() {
 fn a_pytorch_job_that_exits_while_kineto_records_exits_cleanly() {
     // PyTorch 2.11 dies of SIGSEGV at exit when an on-demand trace is still recording (its
     // global profiler state outlives libkineto); the start-up hook stops the trace first.
-    // A 120 s window asked of a 30 s loop is still recording when the loop ends.
+    // A 120 s window asked of a 30 s loop is still recording when the loop ends. The loop
+    // runs on one thread: in the DataLoader loop, a worker forked from its second thread
+    // while a trace recorded once deadlocked on the CPU generator's mutex on a loaded
+    // machine, and this test is about the exit alone.
     let test = "a_pytorch_job_that_exits_while_kineto_records_exits_cleanly";
-    let Some((_logdir, out, err)) = run_torch_loop(test, &["--duration", "120s"], "30") else { return };
+    let Some(python) = peers::python("MLPROF_TORCH_PYTHON", test) else { return };
+    let logdir = tempfile::tempdir().expect("temp dir");
+    let out = run(logdir.path(), &["--duration", "120s"], &[&python, &script("torch_one_thread_loop.py"), "30"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("steps "), "{err}");
     assert!(err.contains("tracing 120000 ms (Kineto on demand)"), "{err}");
     assert!(err.contains("exited while Kineto's on-demand trace was recording: stopped it first"), "{err}");
@@ -135,7 +142,9 @@ fn a_pytorch_job_that_exits_while_kineto_records_exits_cleanly() {
 /// Runs a JAX or TensorFlow loop under `mlprof run` and checks its server was captured.
 fn assert_captured_through_the_hook(python: &str, loop_script: &str, framework: &str) {
     let logdir = tempfile::tempdir().expect("temp dir");
-    let out = run(logdir.path(), &["--delay", "2s", "--duration", "1s"], &[python, &script(loop_script), "15"]);
+    // 3 s: on a loaded machine the framework's server comes up late and its first step
+    // compiles for a second or more inside the capture (1 s once held no whole step).
+    let out = run(logdir.path(), &["--delay", "2s", "--duration", "3s"], &[python, &script(loop_script), "15"]);
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     assert!(err.contains(&format!("mlprof: {framework} ")) && err.contains("profiler server on 127.0.0.1:"), "{err}");
@@ -149,7 +158,7 @@ fn assert_captured_through_the_hook(python: &str, loop_script: &str, framework: 
     assert!(!err.contains("start-up hook:"), "the hook reported a problem: {err}");
     // The loop has no step markers: its steps are the repeated executions of its step.
     let (steps, source) = peers::overview_steps(logdir.path());
-    assert!(steps.len() >= 3, "{} steps in 1 s of a millisecond loop: {source}", steps.len());
+    assert!(steps.len() >= 3, "{} steps in 3 s of a millisecond loop: {source}", steps.len());
     assert!(source.contains("repeated executions of"), "{source}");
 }
 

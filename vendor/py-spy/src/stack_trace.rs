@@ -162,21 +162,25 @@ fn copy_code<C: CodeObject, P: ProcessMemory>(ptr: *const C, process: &P) -> Res
 }
 
 impl CodeCache {
-    /// The file, function and (when `with_table`) line table of the code object `code`
-    /// copied from `address`; `None` when its strings could not be read (a torn read of a
-    /// process that runs on). Only complete reads are kept.
+    /// The file and function of the code object `code` copied from `address`, and, for
+    /// `lasti` (the frame's last instruction), its line from the line table (`None` when
+    /// the table could not be read); `None` when its strings could not be read (a torn
+    /// read of a process that runs on). Only complete reads are kept.
     fn named<C: CodeObject, P: ProcessMemory>(
         &mut self,
         address: usize,
         code: &C,
         code_bytes: &[u8],
         process: &P,
-        with_table: bool,
-    ) -> Option<(String, String, Option<Vec<u8>>)> {
+        lasti: Option<i32>,
+    ) -> Option<(String, String, Option<i32>)> {
+        let with_table = lasti.is_some();
+        let line_of = |table: &[u8]| lasti.map(|lasti| code.get_line_number(lasti, table));
         let identity = code_bytes.get(OBJECT_HEADER..).unwrap_or_default();
         if let Some(cached) = self.entries.get(&address) {
             if cached.identity == identity && (!with_table || cached.line_table.is_some()) {
-                return Some((cached.filename.clone(), cached.name.clone(), cached.line_table.clone()));
+                let line = cached.line_table.as_deref().and_then(line_of);
+                return Some((cached.filename.clone(), cached.name.clone(), line));
             }
         }
         let filename = copy_string(code.filename(), process).ok()?;
@@ -192,6 +196,7 @@ impl CodeCache {
         } else {
             None
         };
+        let line = line_table.as_deref().and_then(line_of);
         if !with_table || line_table.is_some() {
             if self.entries.len() >= CODE_CACHE_CAPACITY {
                 self.entries.clear();
@@ -202,11 +207,11 @@ impl CodeCache {
                     identity: identity.to_vec(),
                     filename: filename.clone(),
                     name: name.clone(),
-                    line_table: line_table.clone(),
+                    line_table,
                 },
             );
         }
-        Some((filename, name, line_table))
+        Some((filename, name, line))
     }
 }
 
@@ -265,9 +270,9 @@ where
 
         // Qualname first (Python 3.11+), else name; the line table only when lines are
         // wanted (mlprof patch: through the cache).
-        let with_table = lineno == LineNo::LastInstruction;
-        let Some((filename, name, line_table)) =
-            cache.named(frame.code() as usize, &code, &code_bytes, process, with_table)
+        let lasti = (lineno == LineNo::LastInstruction).then(|| frame.lasti());
+        let Some((filename, name, line_in_table)) =
+            cache.named(frame.code() as usize, &code, &code_bytes, process, lasti)
         else {
             // Guards against torn reads while sampling without pausing the process.
             frame_ptr = frame.back();
@@ -286,8 +291,7 @@ where
         let line = match lineno {
             LineNo::NoLine => 0,
             LineNo::First => code.first_lineno(),
-            LineNo::LastInstruction => match line_table
-                .map(|table| code.get_line_number(frame.lasti(), &table))
+            LineNo::LastInstruction => match line_in_table
                 .ok_or_else(|| format_err!("Failed to copy line number table"))
             {
                 Ok(line) => line,
