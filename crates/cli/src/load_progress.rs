@@ -84,9 +84,26 @@ impl<W: Write + ?Sized> Write for CountingWriter<'_, W> {
     }
 }
 
-/// Draws the bytes written every [`TICK`] from [`SHOW_AFTER`] on, until `stopped`
-/// disconnects; then clears the line.
+/// Draws the bytes written, with the time so far, until `stopped` disconnects.
 fn draw_writing(written: &AtomicU64, stopped: &mpsc::Receiver<()>) {
+    draw_until_stopped(stopped, "{spinner} writing: {bytes} so far ({elapsed})", |line| {
+        line.set_position(written.load(Ordering::Relaxed));
+        line.tick();
+    });
+}
+
+/// Draws `progress` as a bar of bytes decoded, until `stopped` disconnects.
+fn draw_load(progress: &LoadProgress, stopped: &mpsc::Receiver<()>) {
+    draw_until_stopped(stopped, "reading {bytes}/{total_bytes} {wide_bar} {eta} left", |bar| {
+        let (read, total) = progress.snapshot();
+        bar.set_length(total);
+        bar.set_position(read);
+    });
+}
+
+/// Shows a line in `template` (indicatif's) on stderr from [`SHOW_AFTER`] on, brought up
+/// to date by `update` every [`TICK`], until `stopped` disconnects; then clears it.
+fn draw_until_stopped(stopped: &mpsc::Receiver<()>, template: &str, update: impl Fn(&ProgressBar)) {
     let started = Instant::now();
     let mut line: Option<ProgressBar> = None;
     while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(TICK) {
@@ -95,40 +112,14 @@ fn draw_writing(written: &AtomicU64, stopped: &mpsc::Receiver<()>) {
         }
         let line = line.get_or_insert_with(|| {
             let line = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-            if let Ok(style) = ProgressStyle::with_template("{spinner} writing: {bytes} so far ({elapsed})") {
+            if let Ok(style) = ProgressStyle::with_template(template) {
                 line.set_style(style);
             }
             line
         });
-        line.set_position(written.load(Ordering::Relaxed));
-        line.tick();
+        update(line);
     }
     if let Some(line) = line {
         line.finish_and_clear();
-    }
-}
-
-/// Draws `progress` every [`TICK`] from [`SHOW_AFTER`] on, until `stopped` disconnects;
-/// then clears the bar.
-fn draw_load(progress: &LoadProgress, stopped: &mpsc::Receiver<()>) {
-    let started = Instant::now();
-    let mut bar: Option<ProgressBar> = None;
-    while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(TICK) {
-        if started.elapsed() < SHOW_AFTER {
-            continue;
-        }
-        let (read, total) = progress.snapshot();
-        let bar = bar.get_or_insert_with(|| {
-            let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-            if let Ok(style) = ProgressStyle::with_template("reading {bytes}/{total_bytes} {wide_bar} {eta} left") {
-                bar.set_style(style);
-            }
-            bar
-        });
-        bar.set_length(total);
-        bar.set_position(read);
-    }
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
     }
 }
