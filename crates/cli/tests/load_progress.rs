@@ -3,6 +3,7 @@
 //! stderr is not a terminal.
 
 mod common;
+mod peers;
 
 use std::io::Write;
 use std::path::Path;
@@ -45,18 +46,25 @@ fn on_a_terminal(args: &[&str]) -> Option<String> {
     Some(String::from_utf8_lossy(&std::fs::read(log.path()).expect("the log")).into_owned())
 }
 
+/// [`on_a_terminal`], or `None` after saying that `test` skipped (no `script(1)`), which
+/// fails where peers are required: util-linux is essential on Debian, so CI has it.
+fn on_a_terminal_or_skip(test: &str, args: &[&str]) -> Option<String> {
+    let shown = on_a_terminal(args);
+    if shown.is_none() {
+        assert!(std::env::var_os("MLPROF_REQUIRE_PEERS").is_none(), "script(1) is missing");
+        peers::skipped(test, "no script(1) for a pseudo-terminal");
+    }
+    shown
+}
+
 #[test]
 fn a_long_load_shows_a_bar_on_a_terminal_only() {
     let dir = tempfile::tempdir().expect("a directory");
     let trace = dir.path().join("big.pt.trace.json");
     write_trace(&trace, 600_000);
     let path = trace.to_str().expect("UTF-8");
-    let Some(shown) = on_a_terminal(&["info", path]) else {
-        // util-linux is essential on Debian, so CI has it.
-        assert!(std::env::var_os("MLPROF_REQUIRE_PEERS").is_none(), "script(1) is missing");
-        eprintln!("SKIPPED a_long_load_shows_a_bar_on_a_terminal_only: no script(1) for a pseudo-terminal");
-        return;
-    };
+    let test = "a_long_load_shows_a_bar_on_a_terminal_only";
+    let Some(shown) = on_a_terminal_or_skip(test, &["info", path]) else { return };
     assert!(shown.contains("reading ") && shown.contains("MiB"), "the bar: {shown:?}");
     let (last_bar, last_clear) = (shown.rfind("reading "), shown.rfind("\u{1b}[2K"));
     assert!(last_clear > last_bar, "the bar is cleared at the end: {:?}", &shown[shown.len().saturating_sub(200)..]);
@@ -75,11 +83,8 @@ fn a_long_conversion_shows_what_it_has_written_on_a_terminal_only() {
     // Gzipped, so that writing takes long enough to be shown.
     let (path, out) = (trace.to_str().expect("UTF-8"), dir.path().join("out.json.gz"));
     let out = out.to_str().expect("UTF-8");
-    let Some(shown) = on_a_terminal(&["convert", path, out, "--to", "chrome-json"]) else {
-        assert!(std::env::var_os("MLPROF_REQUIRE_PEERS").is_none(), "script(1) is missing");
-        eprintln!("SKIPPED a_long_conversion_shows_what_it_has_written_on_a_terminal_only: no script(1)");
-        return;
-    };
+    let test = "a_long_conversion_shows_what_it_has_written_on_a_terminal_only";
+    let Some(shown) = on_a_terminal_or_skip(test, &["convert", path, out, "--to", "chrome-json"]) else { return };
     assert!(shown.contains("writing: ") && shown.contains("so far"), "the line: {shown:?}");
     let (last_line, last_clear) = (shown.rfind("writing: "), shown.rfind("\u{1b}[2K"));
     assert!(last_clear > last_line, "cleared at the end: {:?}", &shown[shown.len().saturating_sub(200)..]);
