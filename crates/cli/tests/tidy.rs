@@ -99,6 +99,7 @@ const FORMAT_MARKERS: &[&str] = &["is_kineto", "SourceFormat::"];
 /// This list may only shrink.
 const FORMAT_AWARE: &[&str] = &[
     // Adapters and format facts, by design.
+    "facts/mod.rs",
     "kineto.rs",
     "gpu/transfers/mod.rs",
     "tool_availability.rs",
@@ -106,7 +107,6 @@ const FORMAT_AWARE: &[&str] = &[
     "advise/results.rs",
     "grouping/mod.rs",
     "input_pipeline/dataloader.rs",
-    "kernel_stats/mod.rs",
     "op_metrics/device.rs",
     "op_metrics/host.rs",
     "tfprof/collect/memory.rs",

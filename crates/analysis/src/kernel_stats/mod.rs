@@ -14,192 +14,29 @@
 //! instruction's metadata, from the compiled programs of `/host:metadata`); when the
 //! instruction is unknown it keeps the op its `tf_op` stat names, as in XProf.
 //!
-//! Kineto (PyTorch) traces are read by `kernel_stats::kineto`: launch parameters from
-//! the kernel's args (`registers per thread`, `shared memory`, `grid`, `block`), the op
-//! from the `cpu_op` that launched it, eligibility from the ATen op
-//! ([`aten_op_tensor_core_eligible`]).
-
-mod kineto;
+//! Launches come from the host's facts ([`crate::facts::kernel_launches`]): what a
+//! launch's configuration and op are in each source format is written there.
 
 use std::collections::HashMap;
 
+use mlprof_model::Host;
 use mlprof_model::names::TPU_PLANE_PREFIX;
-use mlprof_model::{Host, Plane};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::datatable::DataTable;
+use crate::facts::{self, KernelLaunch};
+pub use crate::facts::{
+    LaunchParams, aten_op_tensor_core_eligible, einsum_tensor_core_eligible, kernel_uses_tensor_core,
+    op_tensor_core_eligible, parse_kernel_details, tf_op_name,
+};
 use crate::hlo::HloModules;
 use crate::report::{Cell, Report, Section, Table};
-use crate::xstats::{self, StatKeys};
 
 /// The most kernel groups XProf keeps (per host, then over all hosts).
 pub const MAX_KERNELS: usize = 1000;
 
 use mlprof_model::time::{PS_PER_NS, human_duration_us};
-
-/// Substrings of kernel names that mark TensorCore kernels (`volta_h884gemm…`,
-/// `turing_fp16_s1688cudnn…`, `sm80_xmma_gemm…`), as XProf lists them.
-const TENSOR_CORE_KERNEL_PATTERNS: [&str; 19] = [
-    "16816",
-    "c1688",
-    "conv1x1",
-    "conv2d_c1_k1",
-    "dgrad_1x1_stride_2x2",
-    "direct_group",
-    "first_layer_wgrad_kernel",
-    "h1688",
-    "h884",
-    "hmma",
-    "i16832",
-    "i8816",
-    "s884",
-    "s1688",
-    "xmma_gemm",
-    "xmma_implicit_gemm",
-    "xmma_sparse_conv",
-    "xmma_sparse_gemm",
-    "xmma_warp_specialized_implicit_gemm",
-];
-
-/// Op-name suffixes of ops that can run on TensorCores (fused variants end the same;
-/// JAX's `dot_general` and `conv_general_dilated` as XProf 2.24.2 counts them).
-const TENSOR_CORE_OP_SUFFIXES: [&str; 14] = [
-    "Conv2D",
-    "Conv2DBackpropFilter",
-    "Conv2DBackpropInput",
-    "Conv3D",
-    "DepthwiseConv2dNative",
-    "DepthwiseConv2dNativeBackpropFilter",
-    "DepthwiseConv2dNativeBackpropInput",
-    "/MatMul",
-    "FusedMatMul",
-    "/CudnnRNN",
-    "XlaDot",
-    "XlaDotV2",
-    "dot_general",
-    "conv_general_dilated",
-];
-
-/// Op-name substrings of ops that can run on TensorCores (versioned variants included).
-const TENSOR_CORE_OP_SUBSTRINGS: [&str; 4] = ["BatchMatMul", "CudnnRNNV", "CudnnRNNForward", "CudnnRNNBackprop"];
-
-/// A kernel's launch configuration, parsed from its `kernel_details` stat.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct LaunchParams {
-    /// Registers per thread (0 when not given).
-    pub registers_per_thread: u32,
-    /// Static shared memory per block in bytes (0 when not given).
-    pub static_shmem_bytes: u32,
-    /// Dynamic shared memory per block in bytes (0 when not given).
-    pub dynamic_shmem_bytes: u32,
-    /// Threads per block, x/y/z (1,1,1 when not given or malformed).
-    pub block_dim: [u32; 3],
-    /// Blocks per grid, x/y/z (1,1,1 when not given or malformed).
-    pub grid_dim: [u32; 3],
-    /// Theoretical occupancy in percent (0 when not given); single precision, as XProf
-    /// stores it.
-    pub occupancy_pct: f32,
-}
-
-impl Default for LaunchParams {
-    fn default() -> Self {
-        LaunchParams {
-            registers_per_thread: 0,
-            static_shmem_bytes: 0,
-            dynamic_shmem_bytes: 0,
-            block_dim: [1; 3],
-            grid_dim: [1; 3],
-            occupancy_pct: 0.0,
-        }
-    }
-}
-
-/// Parses a CUPTI `kernel_details` string: `key:value` tokens separated by spaces or
-/// newlines (`regs:32 static_shared:0 dynamic_shared:16384 grid:2,1,1 block:32,1,1
-/// occ_pct:50`; older profilers put one per line). Unknown or malformed tokens are
-/// skipped; a field that is missing keeps its default. Never fails.
-pub fn parse_kernel_details(text: &str) -> LaunchParams {
-    let mut params = LaunchParams::default();
-    for token in text.split([' ', '\n']) {
-        let mut parts = token.split(':');
-        let (Some(key), Some(value), None) = (parts.next(), parts.next(), parts.next()) else {
-            continue;
-        };
-        match key {
-            "regs" => set_if_some(&mut params.registers_per_thread, parse_u32(value)),
-            "static_shared" => set_if_some(&mut params.static_shmem_bytes, parse_u32(value)),
-            "dynamic_shared" => set_if_some(&mut params.dynamic_shmem_bytes, parse_u32(value)),
-            "block" => set_if_some(&mut params.block_dim, parse_dim3(value)),
-            "grid" => set_if_some(&mut params.grid_dim, parse_dim3(value)),
-            "occ_pct" => set_if_some(&mut params.occupancy_pct, parse_f64(value).map(|pct| pct as f32)),
-            _ => {}
-        }
-    }
-    params
-}
-
-fn set_if_some<T>(slot: &mut T, value: Option<T>) {
-    if let Some(value) = value {
-        *slot = value;
-    }
-}
-
-/// Whitespace as C's `isspace` sees it (what absl trims before parsing numbers).
-fn is_c_space(c: char) -> bool {
-    matches!(c, ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r')
-}
-
-/// A decimal `u32` with optional surrounding whitespace and `+` sign.
-fn parse_u32(text: &str) -> Option<u32> {
-    text.trim_matches(is_c_space).parse().ok()
-}
-
-/// A decimal real with optional surrounding whitespace.
-fn parse_f64(text: &str) -> Option<f64> {
-    text.trim_matches(is_c_space).parse().ok()
-}
-
-/// Exactly three comma-separated `u32`s.
-fn parse_dim3(text: &str) -> Option<[u32; 3]> {
-    let mut parts = text.split(',');
-    let dims = [parse_u32(parts.next()?)?, parse_u32(parts.next()?)?, parse_u32(parts.next()?)?];
-    parts.next().is_none().then_some(dims)
-}
-
-/// Whether a kernel's name says it runs on TensorCores.
-pub fn kernel_uses_tensor_core(kernel_name: &str) -> bool {
-    TENSOR_CORE_KERNEL_PATTERNS.iter().any(|pattern| kernel_name.contains(pattern))
-}
-
-/// Whether an op (by TF op name) is of a kind that can use TensorCores (convolutions,
-/// matrix multiplications, cuDNN RNNs, XLA dots). Not exhaustive, as in XProf.
-pub fn op_tensor_core_eligible(op_name: &str) -> bool {
-    TENSOR_CORE_OP_SUFFIXES.iter().any(|suffix| op_name.ends_with(suffix))
-        || TENSOR_CORE_OP_SUBSTRINGS.iter().any(|part| op_name.contains(part))
-}
-
-pub use kineto::aten_op_tensor_core_eligible;
-
-/// Whether an einsum `equation` stat describes a two-operand contraction (`ab,bc->ac`),
-/// which can use TensorCores.
-pub fn einsum_tensor_core_eligible(equation: &str) -> bool {
-    if equation.is_empty() {
-        return false;
-    }
-    let mut sides = equation.split("->");
-    match (sides.next(), sides.next(), sides.next()) {
-        (Some(inputs), Some(_), None) => inputs.split(',').count() == 2,
-        _ => false,
-    }
-}
-
-/// The op name in a `tf_op` stat, as XProf's `ParseTfOpFullname` gives it
-/// (`"model/dense/MatMul:MatMul"` → `"model/dense/MatMul"`; the whole string when it is
-/// not a TensorFlow or JAX `name:type`, or is a tf.data iterator).
-pub fn tf_op_name(tf_op_fullname: &str) -> &str {
-    crate::tf_op::parse_tf_op(tf_op_fullname).name
-}
 
 /// What identifies a group of kernel launches, in XProf's tie-break order (name, grid,
 /// block, registers, shared memory, TensorCore use, eligibility, op name).
@@ -337,84 +174,22 @@ pub struct KernelStats {
     pub kernels: Vec<KernelReport>,
 }
 
-/// Stat names read off kernel events, in [`StatKeys`] order.
-const STAT_NAMES: [&str; 5] = ["kernel_details", "tf_op", "equation", "hlo_op", "program_id"];
-
-/// Adds the kernels of one GPU plane to `groups`, naming XLA kernels from `modules`.
-fn collect_plane(plane: &Plane, modules: &HloModules, groups: &mut HashMap<GroupKey, GroupTimes>) {
-    let keys = StatKeys::new(plane, STAT_NAMES);
-    let [details_key, tf_op_key, equation_key, hlo_op_key, program_key] = std::array::from_fn(|i| keys.key(i));
-    if details_key.is_none() {
-        return;
-    }
-    for line in plane.lines.iter().filter(|line| !crate::derived_lines::is_derived_line_id(line.id)) {
-        for event in line.iter() {
-            let duration_ps = event.duration_ps();
-            if duration_ps <= 0 {
-                continue;
-            }
-            // The last value of each stat wins, as in XProf's `GpuEventStats`.
-            let (mut details, mut tf_op, mut equation, mut hlo_op) = ("", "", "", None);
-            let mut program_id = None;
-            for stat in event.stats() {
-                let slot = match Some(stat.key) {
-                    k if k == details_key => &mut details,
-                    k if k == tf_op_key => &mut tf_op,
-                    k if k == equation_key => &mut equation,
-                    k if k == hlo_op_key => {
-                        hlo_op = Some(xstats::as_str(plane, event.store(), stat.value).unwrap_or(""));
-                        continue;
-                    }
-                    k if k == program_key => {
-                        program_id = xstats::as_int(stat.value);
-                        continue;
-                    }
-                    _ => continue,
-                };
-                *slot = xstats::as_str(plane, event.store(), stat.value).unwrap_or("");
-            }
-            if details.is_empty() {
-                continue;
-            }
-            let name = xstats::event_name(plane, &event);
-            let params = parse_kernel_details(details);
-            let uses_tensor_core = kernel_uses_tensor_core(name);
-            let (mut op_name, mut eligible) = if tf_op.is_empty() {
-                (String::new(), false)
-            } else {
-                let op_name = tf_op_name(tf_op);
-                let eligible =
-                    einsum_tensor_core_eligible(equation) || op_tensor_core_eligible(op_name) || uses_tensor_core;
-                (op_name.to_string(), eligible)
-            };
-            let instruction = hlo_op
-                .zip(program_id)
-                .and_then(|(hlo_op, program)| modules.instruction(program, crate::hlo::innermost_hlo_op(hlo_op)));
-            if let Some(instruction) = instruction {
-                // XProf 2.24.2 shows the instruction's framework op name without its type.
-                op_name.clone_from(&instruction.op_name);
-                eligible |= op_tensor_core_eligible(&op_name);
-            }
-            let key = GroupKey {
-                name: name.to_string(),
-                grid_dim: params.grid_dim,
-                block_dim: params.block_dim,
-                registers_per_thread: params.registers_per_thread,
-                static_shmem_bytes: params.static_shmem_bytes,
-                dynamic_shmem_bytes: params.dynamic_shmem_bytes,
-                uses_tensor_core,
-                op_tensor_core_eligible: eligible,
-                op_name,
-            };
-            add_launch(groups, key, duration_ps, params.occupancy_pct);
-        }
-    }
-}
-
-/// Counts one launch of `duration_ps` (truncated to whole ns, as XProf) in its group;
-/// the first launch of a group sets its occupancy.
-fn add_launch(groups: &mut HashMap<GroupKey, GroupTimes>, key: GroupKey, duration_ps: i64, occupancy_pct: f32) {
-    let ns = u64::try_from(duration_ps / PS_PER_NS).unwrap_or(0);
+/// Counts one launch (its duration truncated to whole ns, as XProf) in its group; the
+/// first launch of a group sets its occupancy.
+fn add_launch(groups: &mut HashMap<GroupKey, GroupTimes>, launch: KernelLaunch<'_>) {
+    let ns = u64::try_from(launch.duration_ps / PS_PER_NS).unwrap_or(0);
+    let params = launch.params;
+    let key = GroupKey {
+        name: launch.name.to_string(),
+        grid_dim: params.grid_dim,
+        block_dim: params.block_dim,
+        registers_per_thread: params.registers_per_thread,
+        static_shmem_bytes: params.static_shmem_bytes,
+        dynamic_shmem_bytes: params.dynamic_shmem_bytes,
+        uses_tensor_core: launch.uses_tensor_core,
+        op_tensor_core_eligible: launch.op_tensor_core_eligible,
+        op_name: launch.op_name.to_string(),
+    };
     groups
         .entry(key)
         .and_modify(|times| {
@@ -423,7 +198,13 @@ fn add_launch(groups: &mut HashMap<GroupKey, GroupTimes>, key: GroupKey, duratio
             times.min_ns = times.min_ns.min(ns);
             times.max_ns = times.max_ns.max(ns);
         })
-        .or_insert(GroupTimes { occupancy_pct, occurrences: 1, total_ns: ns, min_ns: ns, max_ns: ns });
+        .or_insert(GroupTimes {
+            occupancy_pct: params.occupancy_pct,
+            occurrences: 1,
+            total_ns: ns,
+            min_ns: ns,
+            max_ns: ns,
+        });
 }
 
 /// Kernel statistics over the GPU planes of `hosts`: each host's launches grouped and
@@ -444,14 +225,7 @@ pub(crate) fn analyze_with(hosts: &[&Host], modules: &[HloModules]) -> KernelSta
             continue;
         }
         let mut groups = HashMap::new();
-        if crate::kineto::is_kineto(host) {
-            stats.gpu_planes += kineto::collect_host(host, &mut groups);
-        } else {
-            for plane in host.planes.iter().filter(|plane| plane.is_gpu()) {
-                stats.gpu_planes += 1;
-                collect_plane(plane, modules, &mut groups);
-            }
-        }
+        stats.gpu_planes += facts::kernel_launches(host, modules, &mut |launch| add_launch(&mut groups, launch));
         let mut reports: Vec<KernelReport> =
             groups.into_iter().map(|(key, times)| KernelReport::from_group(key, times)).collect();
         sort_and_truncate(&mut reports);

@@ -22,8 +22,8 @@
 
 use mlprof_model::{Host, names};
 
-use super::kineto_ops::thread_ops;
 use super::{DbBuilder, HostOpRun, OpMetricsDb, ps};
+use crate::facts::thread_ops;
 use crate::kineto;
 use crate::xstats;
 

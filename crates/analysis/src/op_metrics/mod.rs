@@ -19,7 +19,6 @@ mod device;
 mod host;
 mod kineto_device;
 mod kineto_host;
-mod kineto_ops;
 #[cfg(test)]
 pub(crate) mod kineto_tests;
 mod xla_device;
@@ -32,10 +31,10 @@ use serde::Serialize;
 use crate::derived_lines::is_derived_line_id;
 use crate::grouping::HostGroups;
 
+pub use crate::facts::KinetoOpIndex;
 pub(crate) use device::device_op_metrics_db_with;
 pub use device::{device_op_metrics_db, tf_metrics_db_from_device};
 pub use host::host_op_metrics_db;
-pub use kineto_ops::KinetoOpIndex;
 
 /// Name and category of the row that stands for the time no op ran.
 pub const IDLE: &str = "IDLE";

@@ -19,7 +19,7 @@ use crate::xstats::{self, StatKeys};
 
 /// What a host op event is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum HostOpKind {
+pub(crate) enum HostOpKind {
     /// A `cpu_op` (ATen op, autograd node): its type is its library ([`kineto::op_library`]).
     CpuOp,
     /// A `cuda_runtime` call (`cudaLaunchKernel`, `cudaMemcpyAsync`, …).
@@ -31,7 +31,7 @@ pub(super) enum HostOpKind {
 impl HostOpKind {
     /// The kind of an event of category `category`, `None` when it is no host op
     /// (annotations, Python frames, instants, flows).
-    pub(super) fn of(category: Category) -> Option<HostOpKind> {
+    pub(crate) fn of(category: Category) -> Option<HostOpKind> {
         match category {
             Category::CpuOp => Some(HostOpKind::CpuOp),
             Category::CudaRuntime => Some(HostOpKind::Runtime),
@@ -41,7 +41,7 @@ impl HostOpKind {
     }
 
     /// The op type shown for an op of this kind named `name`.
-    pub(super) fn op_type(self, name: &str) -> &str {
+    pub(crate) fn op_type(self, name: &str) -> &str {
         match self {
             HostOpKind::CpuOp => kineto::op_library(name),
             HostOpKind::Runtime => RUNTIME_TYPE,
@@ -58,7 +58,7 @@ pub const DRIVER_TYPE: &str = "CUDA driver";
 
 /// One host op occurrence of a thread, with its innermost enclosing op.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct ThreadOp {
+pub(crate) struct ThreadOp {
     /// Index of the event in its line.
     pub event: usize,
     /// What the event is.
@@ -80,7 +80,7 @@ impl ThreadOp {
 
 /// The host ops of `line` (cpu ops, runtime and driver calls) sorted by start, longer
 /// first at equal starts, each with the innermost op it starts in.
-pub(super) fn thread_ops(line: &Line, categories: &[Category]) -> Vec<ThreadOp> {
+pub(crate) fn thread_ops(line: &Line, categories: &[Category]) -> Vec<ThreadOp> {
     let mut ops: Vec<ThreadOp> = line
         .iter()
         .filter_map(|event| {

@@ -1,26 +1,28 @@
-//! Kernel statistics of Kineto (PyTorch) traces: the same groups and columns as
-//! XProf's, read from the kernel's Kineto args.
+//! The Kineto adapter (PyTorch's Chrome traces): facts read with the PyTorch
+//! vocabulary of [`crate::kineto`].
 //!
-//! The one design decision to know: Kineto has no `kernel_details` string. Registers
-//! come from `registers per thread`, shared memory from `shared memory` (Kineto's sum
-//! of static and dynamic shared memory, kept as static), grid and block from the `grid`
-//! / `block` arrays, and the occupancy column from Kineto's `est. achieved occupancy %`
-//! (Kineto computes it on the host with CUDA's occupancy calculator from the launch's
-//! block size, registers and shared memory, capped by the blocks the grid has: XProf's
-//! theoretical occupancy, limited to what the grid can fill; 0 where Kineto left it
-//! out, as on AMD GPUs). The
-//! op is the `cpu_op` that launched the kernel (`External id`, else the `cpu_op` around
-//! the launch with the same `correlation`), "" when none did; the op is TensorCore
-//! eligible by [`aten_op_tensor_core_eligible`] or when the kernel uses TensorCores.
-//! Only `kernel` events count: copies and memsets are not kernels.
+//! Kernel launches: only `kernel` events of the GPU planes (copies and memsets are not
+//! kernels). Kineto has no `kernel_details` string: registers come from `registers per
+//! thread`, shared memory from `shared memory` (Kineto's sum of static and dynamic
+//! shared memory, kept as static), grid and block from the `grid` / `block` arrays, and
+//! the occupancy from Kineto's `est. achieved occupancy %` (Kineto computes it on the
+//! host with CUDA's occupancy calculator from the launch's block size, registers and
+//! shared memory, capped by the blocks the grid has: XProf's theoretical occupancy,
+//! limited to what the grid can fill; 0 where Kineto left it out, as on AMD GPUs). The
+//! op is the `cpu_op` that launched the kernel ([`KinetoOpIndex`]: `External id`, else
+//! the `cpu_op` around the launch with the same `correlation`), "" when none did; the
+//! op is TensorCore eligible by [`aten_op_tensor_core_eligible`] or when the kernel
+//! uses TensorCores.
 
-use std::collections::HashMap;
+mod ops;
 
 use mlprof_model::{Event, Host, StatValue};
 
-use super::{GroupKey, GroupTimes, add_launch, kernel_uses_tensor_core};
+pub use ops::KinetoOpIndex;
+pub(crate) use ops::thread_ops;
+
+use super::kernels::{KernelLaunch, LaunchParams, kernel_uses_tensor_core};
 use crate::kineto::{self, Category};
-use crate::op_metrics::KinetoOpIndex;
 use crate::xstats::{self, StatKeys};
 
 /// Kineto arg names read off kernels, in [`StatKeys`] order.
@@ -88,9 +90,9 @@ pub fn aten_op_tensor_core_eligible(op_name: &str) -> bool {
     TENSOR_CORE_OPS.contains(&normalised.as_str())
 }
 
-/// Adds the kernels of every GPU plane of a Kineto `host` to `groups`; returns the
-/// number of GPU planes.
-pub(super) fn collect_host(host: &Host, groups: &mut HashMap<GroupKey, GroupTimes>) -> usize {
+/// Calls `each` with every kernel launch of the GPU planes of a Kineto `host` that has
+/// a positive duration; returns the number of GPU planes.
+pub(super) fn kernel_launches<'h>(host: &'h Host, each: &mut dyn FnMut(KernelLaunch<'h>)) -> usize {
     let index = KinetoOpIndex::new(host);
     let mut planes = 0;
     for plane in host.planes.iter().filter(|plane| plane.is_gpu()) {
@@ -111,22 +113,26 @@ pub(super) fn collect_host(host: &Host, groups: &mut HashMap<GroupKey, GroupTime
                 let count = |i: usize| {
                     xstats::event_int(plane, &event, keys.key(i)).and_then(|v| u32::try_from(v).ok()).unwrap_or(0)
                 };
-                let key = GroupKey {
-                    name: name.to_string(),
-                    grid_dim: dim3(&event, keys.key(2)).unwrap_or([1; 3]),
-                    block_dim: dim3(&event, keys.key(3)).unwrap_or([1; 3]),
-                    registers_per_thread: count(0),
-                    static_shmem_bytes: count(1),
-                    dynamic_shmem_bytes: 0,
-                    uses_tensor_core,
-                    op_tensor_core_eligible: eligible,
-                    op_name: op_name.to_string(),
-                };
                 let occupancy_pct = xstats::event_stat(plane, &event, keys.key(4))
                     .and_then(xstats::as_f64)
                     .filter(|pct| pct.is_finite() && (0.0..=100.0).contains(pct))
                     .unwrap_or(0.0);
-                add_launch(groups, key, duration_ps, occupancy_pct as f32);
+                let params = LaunchParams {
+                    registers_per_thread: count(0),
+                    static_shmem_bytes: count(1),
+                    dynamic_shmem_bytes: 0,
+                    block_dim: dim3(&event, keys.key(3)).unwrap_or([1; 3]),
+                    grid_dim: dim3(&event, keys.key(2)).unwrap_or([1; 3]),
+                    occupancy_pct: occupancy_pct as f32,
+                };
+                each(KernelLaunch {
+                    name,
+                    params,
+                    duration_ps,
+                    op_name,
+                    uses_tensor_core,
+                    op_tensor_core_eligible: eligible,
+                });
             }
         }
     }
@@ -186,7 +192,7 @@ mod tests {
     #[test]
     fn kernels_get_their_launch_arguments_and_op() {
         let host = crate::op_metrics::kineto_tests::sample_host();
-        let stats = super::super::analyze(&[&host]);
+        let stats = crate::kernel_stats::analyze(&[&host]);
         let rows: Vec<KernelRow<'_>> = stats
             .kernels
             .iter()

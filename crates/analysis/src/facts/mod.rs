@@ -1,0 +1,40 @@
+//! Format-neutral facts about a host, each built by exactly one adapter per source
+//! format: [`from_xspace`] (XProf's planes: TensorFlow, JAX, mlprof's own captures)
+//! and [`from_kineto`] (PyTorch's Chrome traces, read with [`crate::kineto`]'s
+//! vocabulary). Tools read the facts and never the format; the functions here are the
+//! one place that asks which format a host was read from.
+//!
+//! Facts so far: the kernel launches of a host's GPUs ([`KernelLaunch`]). The other
+//! tools still read some facts themselves (see `FORMAT_AWARE` in `tidy.rs`).
+//!
+//! Adding a source format: an adapter module here, and an arm in each function below
+//! (the matches are exhaustive, so the compiler lists every fact the new source must
+//! supply).
+
+mod from_kineto;
+mod from_xspace;
+mod kernels;
+
+use mlprof_model::{Host, SourceFormat};
+
+pub(crate) use from_kineto::thread_ops;
+pub use from_kineto::{KinetoOpIndex, aten_op_tensor_core_eligible};
+pub use from_xspace::{einsum_tensor_core_eligible, op_tensor_core_eligible, parse_kernel_details, tf_op_name};
+pub(crate) use kernels::KernelLaunch;
+pub use kernels::{LaunchParams, kernel_uses_tensor_core};
+
+use crate::hlo::HloModules;
+
+/// Calls `each` with every kernel launch of the GPU planes of `host` (XLA kernels
+/// named from its compiled programs `modules`, [`HloModules::for_gpu_kernels`]);
+/// returns the number of GPU planes.
+pub(crate) fn kernel_launches<'h>(
+    host: &'h Host,
+    modules: &'h HloModules,
+    each: &mut dyn FnMut(KernelLaunch<'h>),
+) -> usize {
+    match host.format {
+        SourceFormat::Xspace => from_xspace::kernel_launches(host, modules, each),
+        SourceFormat::Kineto => from_kineto::kernel_launches(host, each),
+    }
+}
