@@ -33,22 +33,25 @@ pub fn candidate_tools(format: SourceFormat) -> Vec<&'static str> {
 
 /// The names of the tools with data in `session` (see crates/web/API.md for the rule).
 pub fn tools_with_data(session: &Session) -> Vec<&'static str> {
-    let hosts = &session.hosts;
     served_tools()
-        .filter(|tool| match tool.spec().availability {
-            Availability::Always => true,
-            Availability::GpuEvents => hosts.iter().any(Host::has_gpu_events),
-            Availability::KinetoGpuEvents => {
-                hosts.iter().any(|h| h.format == SourceFormat::Kineto && h.has_gpu_events())
-            }
-            Availability::HostEvents(wanted) => {
-                hosts.iter().any(|h| h.plane(HOST_PLANE).is_some_and(|plane| plane_uses(plane, &wanted)))
-            }
-            Availability::Plane(name) => hosts.iter().any(|h| h.plane(name).is_some()),
-            Availability::Never => false,
+        .filter(|tool| {
+            matches!(tool.spec().availability, Availability::Always)
+                || session.hosts.iter().any(|host| has_data_on(*tool, host))
         })
         .map(ToolId::name)
         .collect()
+}
+
+/// Whether `tool` has data on `host` (the per-host half of [`tools_with_data`]'s rule).
+pub fn has_data_on(tool: ToolId, host: &Host) -> bool {
+    match tool.spec().availability {
+        Availability::Always => true,
+        Availability::GpuEvents => host.has_gpu_events(),
+        Availability::KinetoGpuEvents => host.format == SourceFormat::Kineto && host.has_gpu_events(),
+        Availability::HostEvents(wanted) => host.plane(HOST_PLANE).is_some_and(|plane| plane_uses(plane, &wanted)),
+        Availability::Plane(name) => host.plane(name).is_some(),
+        Availability::Never => false,
+    }
 }
 
 /// Whether some event of `plane` has a name `wanted` accepts.

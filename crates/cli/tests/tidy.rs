@@ -104,15 +104,12 @@ const FORMAT_AWARE: &[&str] = &[
     "gpu/transfers/mod.rs",
     "tool_availability.rs",
     // Tools still branching on the format (to move behind host facts).
-    "advise/results.rs",
     "grouping/mod.rs",
     "input_pipeline/dataloader.rs",
     "op_metrics/device.rs",
     "op_metrics/host.rs",
     "tfprof/collect/memory.rs",
     "tfprof/collect/mod.rs",
-    "tfprof/render.rs",
-    "tool/shared.rs",
     "trace_diff/trace.rs",
 ];
 

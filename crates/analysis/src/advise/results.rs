@@ -19,23 +19,9 @@ use crate::kernel_stats::KernelStats;
 use crate::overview::Overview;
 use crate::tf_data::TfDataAnalysis;
 use crate::tool::{Analysis, HostMemoryProfile, Options, ToolId, ToolResult};
-use crate::{gpu, kineto, xstats};
+use crate::{facts, gpu, tool_availability, xstats};
 
-/// The framework that wrote the profile: it decides how fixes are worded.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Framework {
-    /// TensorFlow / Keras (XSpace without JAX's version stats).
-    #[default]
-    Tensorflow,
-    /// JAX (XSpace whose `/host:metadata` plane has a `jax_version` stat).
-    Jax,
-    /// PyTorch (Kineto trace).
-    Pytorch,
-    /// A CUDA program with no framework events (XSpace that `mlprof run`'s CUPTI
-    /// injection wrote: its `/host:metadata` plane says `profiler` "mlprof-inject").
-    Cuda,
-}
+pub use crate::facts::Framework;
 
 /// The memory size of one device, as the profile records it with the device.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -128,7 +114,7 @@ pub fn collect(hosts: &[&Host]) -> ToolResults {
     let analysis = Analysis::new(hosts.to_vec(), Options::default());
     let steps: Vec<u64> = analysis.host_steps().iter().map(|h| h.steps.len() as u64).collect();
     let mut results = ToolResults {
-        framework: framework(hosts),
+        framework: Framework::of_profile(hosts.iter().map(|host| facts::framework(host))),
         host_count: hosts.len(),
         transfers: Some(transfers::analyze_with_steps(hosts, &steps, TransfersOptions::default())),
         device_memory: device_memory(hosts),
@@ -144,40 +130,12 @@ pub fn collect(hosts: &[&Host]) -> ToolResults {
             Ok(_) | Err(_) => {}
         }
     }
-    let gpu_traces: Vec<&Host> = hosts.iter().copied().filter(|h| kineto::is_kineto(h) && h.has_gpu_events()).collect();
+    let gpu_traces: Vec<&Host> =
+        hosts.iter().copied().filter(|host| tool_availability::has_data_on(ToolId::Gpu, host)).collect();
     if !gpu_traces.is_empty() {
         results.gpu = Some(gpu::analyze(&gpu_traces, &[]));
     }
     results
-}
-
-/// PyTorch for Kineto traces, JAX when the metadata plane names a JAX version, a CUDA
-/// program when mlprof's injection wrote every host, else TensorFlow.
-fn framework(hosts: &[&Host]) -> Framework {
-    if !hosts.is_empty() && hosts.iter().all(|h| kineto::is_kineto(h)) {
-        return Framework::Pytorch;
-    }
-    let jax =
-        hosts.iter().any(|h| h.plane(names::METADATA_PLANE).is_some_and(|p| p.plane_stat("jax_version").is_some()));
-    let injected = !hosts.is_empty() && hosts.iter().all(|h| recorded_by_injection(h));
-    if jax {
-        Framework::Jax
-    } else if injected {
-        Framework::Cuda
-    } else {
-        Framework::Tensorflow
-    }
-}
-
-/// Whether `mlprof run`'s CUPTI injection wrote this host.
-fn recorded_by_injection(host: &Host) -> bool {
-    host.plane(names::METADATA_PLANE).is_some_and(|plane| {
-        let Some(key) = plane.find_stat_key(names::PROFILER_STAT) else { return false };
-        plane.plane_stats().iter().any(|stat| {
-            let (k, value) = (stat.key, stat.value);
-            k == key && plane.str_value(&plane.metadata_stats, value) == Some(names::MLPROF_INJECT)
-        })
-    })
 }
 
 /// The `memory_size` stat of every GPU plane that has one.

@@ -9,10 +9,14 @@
 //! is named after the framework op of its HLO instruction (the `op_name` of the
 //! instruction's metadata, from the compiled programs of `/host:metadata`) when the
 //! instruction is known.
+//!
+//! The recorder: JAX when the `/host:metadata` plane names a `jax_version`, a CUDA
+//! program when it says mlprof's CUPTI injection wrote it, else TensorFlow.
 
-use mlprof_model::{Host, Plane};
+use mlprof_model::{Host, Plane, names};
 
 use super::kernels::{KernelLaunch, LaunchParams, kernel_uses_tensor_core};
+use super::recorder::Framework;
 use crate::hlo::HloModules;
 use crate::xstats::{self, StatKeys};
 
@@ -29,6 +33,46 @@ pub(super) fn kernel_launches<'h>(
         plane_kernel_launches(plane, modules, each);
     }
     planes
+}
+
+/// The framework that recorded `host`.
+pub(super) fn framework(host: &Host) -> Framework {
+    let metadata = host.plane(names::METADATA_PLANE);
+    if metadata.is_some_and(|plane| plane.plane_stat("jax_version").is_some()) {
+        Framework::Jax
+    } else if metadata.is_some_and(recorded_by_injection) {
+        Framework::Cuda
+    } else {
+        Framework::Tensorflow
+    }
+}
+
+/// Whether `mlprof run`'s CUPTI injection wrote the host of this `/host:metadata` plane.
+fn recorded_by_injection(plane: &Plane) -> bool {
+    let Some(key) = plane.find_stat_key(names::PROFILER_STAT) else { return false };
+    plane.plane_stats().iter().any(|stat| {
+        let (k, value) = (stat.key, stat.value);
+        k == key && plane.str_value(&plane.metadata_stats, value) == Some(names::MLPROF_INJECT)
+    })
+}
+
+/// Whether an HLO module recorded in the `/host:metadata` plane computes gradients:
+/// XProf's `ModelTracker` looks for JAX `transpose(…)` (of a `jvp`) or TF
+/// `gradient_tape` / `gradients` name scopes in the modules' op names. We look for
+/// the same markers in the serialized module (`Hlo Proto` stat) without decoding it.
+pub(super) fn has_gradient_program(host: &Host) -> bool {
+    const MARKERS: [&[u8]; 3] = [b"transpose(jvp(", b"gradient_tape/", b"gradients/"];
+    let Some(plane) = host.plane(names::METADATA_PLANE) else { return false };
+    let Some(key) = plane.find_stat_key("Hlo Proto") else { return false };
+    plane.event_metadata.iter().any(|metadata| {
+        plane.metadata_stats_of(metadata).iter().filter(|stat| stat.key == key).any(|stat| match stat.value {
+            mlprof_model::StatValue::Bytes(bytes) | mlprof_model::StatValue::Str(bytes) => {
+                let data = plane.metadata_stats.bytes(bytes);
+                MARKERS.iter().any(|marker| data.windows(marker.len()).any(|window| window == *marker))
+            }
+            _ => false,
+        })
+    })
 }
 
 /// Stat names read off kernel events, in [`StatKeys`] order.

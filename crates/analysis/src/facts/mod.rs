@@ -4,8 +4,10 @@
 //! vocabulary). Tools read the facts and never the format; the functions here are the
 //! one place that asks which format a host was read from.
 //!
-//! Facts so far: the kernel launches of a host's GPUs ([`KernelLaunch`]). The other
-//! tools still read some facts themselves (see `FORMAT_AWARE` in `tidy.rs`).
+//! Facts so far: the kernel launches of a host's GPUs ([`KernelLaunch`]), who
+//! recorded the host ([`framework`]), whether it trains ([`records_training`]) and how its source lists devices
+//! ([`lists_unused_devices`], [`device_model_name`]). The other tools still read some
+//! facts themselves (see `FORMAT_AWARE` in `tidy.rs`).
 //!
 //! Adding a source format: an adapter module here, and an arm in each function below
 //! (the matches are exhaustive, so the compiler lists every fact the new source must
@@ -14,14 +16,16 @@
 mod from_kineto;
 mod from_xspace;
 mod kernels;
+mod recorder;
 
-use mlprof_model::{Host, SourceFormat};
+use mlprof_model::{Host, Plane, SourceFormat};
 
 pub(crate) use from_kineto::thread_ops;
 pub use from_kineto::{KinetoOpIndex, aten_op_tensor_core_eligible};
 pub use from_xspace::{einsum_tensor_core_eligible, op_tensor_core_eligible, parse_kernel_details, tf_op_name};
 pub(crate) use kernels::KernelLaunch;
 pub use kernels::{LaunchParams, kernel_uses_tensor_core};
+pub use recorder::Framework;
 
 use crate::hlo::HloModules;
 
@@ -36,5 +40,42 @@ pub(crate) fn kernel_launches<'h>(
     match host.format {
         SourceFormat::Xspace => from_xspace::kernel_launches(host, modules, each),
         SourceFormat::Kineto => from_kineto::kernel_launches(host, each),
+    }
+}
+
+/// The framework (or program) that recorded `host`.
+pub fn framework(host: &Host) -> Framework {
+    match host.format {
+        SourceFormat::Xspace => from_xspace::framework(host),
+        SourceFormat::Kineto => Framework::Pytorch,
+    }
+}
+
+/// Whether the source lists devices the job did not use (Kineto's `deviceProperties`
+/// names every GPU of the machine): only device planes with events are the job's.
+pub fn lists_unused_devices(host: &Host) -> bool {
+    match host.format {
+        SourceFormat::Xspace => false,
+        SourceFormat::Kineto => true,
+    }
+}
+
+/// The model name of device plane `plane` of `host`: as the trace names the GPU where
+/// it does (Kineto's `name` of the device), else XProf's name for it
+/// ([`crate::gpu_caps::gpu_model_name`]).
+pub fn device_model_name(host: &Host, plane: &Plane) -> String {
+    let named = match host.format {
+        SourceFormat::Xspace => None,
+        SourceFormat::Kineto => from_kineto::device_name(plane),
+    };
+    named.map_or_else(|| crate::gpu_caps::gpu_model_name(plane), str::to_string)
+}
+
+/// Whether `host` records training: XLA programs that compute gradients (XSpace), a
+/// backward pass (Kineto).
+pub fn records_training(host: &Host) -> bool {
+    match host.format {
+        SourceFormat::Xspace => from_xspace::has_gradient_program(host),
+        SourceFormat::Kineto => crate::kineto::records_backward(host),
     }
 }

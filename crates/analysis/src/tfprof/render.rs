@@ -46,7 +46,7 @@ pub(super) fn unavailable(
     hosts: &[(&Host, &HostGroups)],
     options: &TfprofOptions,
 ) -> Vec<Unavailable> {
-    let kineto = hosts.iter().any(|(host, _)| crate::kineto::is_kineto(host));
+    let pytorch = hosts.iter().any(|(host, _)| crate::facts::framework(host) == crate::facts::Framework::Pytorch);
     let available = &profile.availability;
     let reason = |column: Column| -> Option<String> {
         Some(match column {
@@ -56,7 +56,7 @@ pub(super) fn unavailable(
                     .into()
             }
             Column::OutputBytes if !available.output_bytes => {
-                if kineto && available.memory {
+                if pytorch && available.memory {
                     "PyTorch's memory events do not say which allocations are op outputs".into()
                 } else {
                     "the profile records no output sizes (TensorFlow allocations with region_type=output, XLA \

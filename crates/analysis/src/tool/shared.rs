@@ -17,7 +17,7 @@ use crate::grouping::{HostGroups, StepSource, group_host, group_host_as_xprof};
 use crate::hlo::HloModules;
 use crate::op_metrics::{self, OpMetricsDb};
 use crate::steps::{Breakdown, CombinedSteps, HostSteps, StepOptions, combine_hosts, host_steps};
-use crate::{input_pipeline, kernel_stats, overview, xstats};
+use crate::{facts, input_pipeline, kernel_stats, overview};
 
 /// The hosts of one analysis and the options its tools run with, with what several
 /// tools read, computed on first use.
@@ -207,23 +207,17 @@ impl<'h> Analysis<'h> {
     }
 
     pub(super) fn run_environment(&self) -> overview::RunEnvironment {
-        // Kineto traces list every GPU of the machine in `deviceProperties`: count the
-        // ones the job used, and name them as the trace does.
-        let kineto_host = self.hosts.iter().all(|h| crate::kineto::is_kineto(h));
-        let gpu_planes: Vec<_> = self
+        // Where a source lists every GPU of the machine, count the ones the job used.
+        let gpu_planes: Vec<(&Host, &mlprof_model::Plane)> = self
             .hosts
             .iter()
-            .flat_map(|h| h.planes.iter())
-            .filter(|p| p.is_gpu())
-            .filter(|p| !kineto_host || p.lines.iter().any(|line| !line.is_empty()))
+            .flat_map(|host| host.planes.iter().map(move |plane| (*host, plane)))
+            .filter(|(_, plane)| plane.is_gpu())
+            .filter(|(host, plane)| !facts::lists_unused_devices(host) || plane.lines.iter().any(|l| !l.is_empty()))
             .collect();
-        fn device_name(plane: &mlprof_model::Plane) -> Option<&str> {
-            plane.plane_stat("gpu_device_name").and_then(|value| xstats::as_str(plane, &plane.metadata_stats, value))
-        }
         let device_type = match gpu_planes.first() {
             None => "CPU".to_string(),
-            Some(plane) if kineto_host && let Some(name) = device_name(plane) => name.to_string(),
-            Some(plane) => crate::gpu_caps::gpu_model_name(plane),
+            Some((host, plane)) => facts::device_model_name(host, plane),
         };
         overview::RunEnvironment {
             hosts: self.hosts.iter().map(|h| h.name.clone()).collect(),
@@ -235,28 +229,9 @@ impl<'h> Analysis<'h> {
             }),
             device_type,
             device_core_count: gpu_planes.len(),
-            is_training: self.hosts.iter().any(|h| has_gradient_program(h) || crate::kineto::records_backward(h)),
+            is_training: self.hosts.iter().any(|host| facts::records_training(host)),
         }
     }
-}
-
-/// Whether an HLO module recorded in the `/host:metadata` plane computes gradients:
-/// XProf's `ModelTracker` looks for JAX `transpose(…)` (of a `jvp`) or TF
-/// `gradient_tape` / `gradients` name scopes in the modules' op names. We look for
-/// the same markers in the serialized module (`Hlo Proto` stat) without decoding it.
-fn has_gradient_program(host: &Host) -> bool {
-    const MARKERS: [&[u8]; 3] = [b"transpose(jvp(", b"gradient_tape/", b"gradients/"];
-    let Some(plane) = host.plane(names::METADATA_PLANE) else { return false };
-    let Some(key) = plane.find_stat_key("Hlo Proto") else { return false };
-    plane.event_metadata.iter().any(|metadata| {
-        plane.metadata_stats_of(metadata).iter().filter(|stat| stat.key == key).any(|stat| match stat.value {
-            mlprof_model::StatValue::Bytes(bytes) | mlprof_model::StatValue::Str(bytes) => {
-                let data = plane.metadata_stats.bytes(bytes);
-                MARKERS.iter().any(|marker| data.windows(marker.len()).any(|window| window == *marker))
-            }
-            _ => false,
-        })
-    })
 }
 
 /// Whether `host` holds only what mlprof sampled (and its time span).

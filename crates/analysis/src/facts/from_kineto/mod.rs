@@ -13,10 +13,12 @@
 //! the `cpu_op` around the launch with the same `correlation`), "" when none did; the
 //! op is TensorCore eligible by [`aten_op_tensor_core_eligible`] or when the kernel
 //! uses TensorCores.
+//!
+//! Devices: `deviceProperties` lists every GPU of the machine, each with its `name`.
 
 mod ops;
 
-use mlprof_model::{Event, Host, StatValue};
+use mlprof_model::{Event, Host, Plane, StatValue};
 
 pub use ops::KinetoOpIndex;
 pub(crate) use ops::thread_ops;
@@ -137,6 +139,11 @@ pub(super) fn kernel_launches<'h>(host: &'h Host, each: &mut dyn FnMut(KernelLau
         }
     }
     planes
+}
+
+/// The name the trace gives the GPU of device plane `plane` (`deviceProperties`' `name`).
+pub(super) fn device_name(plane: &Plane) -> Option<&str> {
+    plane.plane_stat("gpu_device_name").and_then(|value| xstats::as_str(plane, &plane.metadata_stats, value))
 }
 
 /// A Kineto `[x, y, z]` arg of `event` (raw JSON text): exactly three integers that
