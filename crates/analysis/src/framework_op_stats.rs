@@ -457,7 +457,7 @@ mod tests {
     use mlprof_model::{Line, PlaneBuilder, SourceFormat, names};
 
     use super::*;
-    use crate::grouping::group_host;
+    use crate::facts::step_groups;
 
     fn host_with(events: &[(&str, i64, i64)]) -> Host {
         let mut builder = PlaneBuilder::new(0, names::HOST_PLANE);
@@ -478,7 +478,7 @@ mod tests {
             ("gradient_tape/dense/MatMul:MatMul", 0, 3_000_000),
             ("dense/Relu:Relu", 5_000_000, 1_000_000),
         ]);
-        let groups = group_host(&host);
+        let groups = step_groups(&host);
         let stats = analyze(&[(&host, &groups)]);
         let rows = &stats.with_idle.rows;
         let names: Vec<_> = rows.iter().map(|r| r.op_name.as_str()).collect();
@@ -505,7 +505,7 @@ mod tests {
         assert!(stats.with_idle.rows.is_empty());
         assert_eq!(stats.with_idle.task_type, "Inference");
         let host = host_with(&[]);
-        let groups = group_host(&host);
+        let groups = step_groups(&host);
         let stats = analyze(&[(&host, &groups)]);
         assert_eq!(stats.with_idle.rows.len(), 1);
         assert!(stats.without_idle.rows.is_empty());

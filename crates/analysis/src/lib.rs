@@ -6,7 +6,7 @@
 pub mod advise;
 pub mod datatable;
 pub mod derived_lines;
-mod facts;
+pub mod facts;
 pub mod framework_op_stats;
 pub mod gpu;
 pub mod gpu_caps;

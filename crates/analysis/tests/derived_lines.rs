@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use mlprof_analysis::derived_lines::{self, DerivedPlane};
-use mlprof_analysis::grouping::{group_host, group_host_as_xprof};
+use mlprof_analysis::facts::{step_groups, step_groups_as_xprof};
 use mlprof_formats::discover::load;
 use mlprof_model::{Host, StatValue};
 use serde_json::Value;
@@ -101,7 +101,7 @@ fn the_xla_gpu_fixture_derives_the_tracks_xprof_shows() {
     let host = host_of("jax_gpu_xla");
     let xprof = xprof_tracks(1);
     let offset = time_offset(&host, &xprof);
-    let derived = derived_lines::derive(&host, &group_host_as_xprof(&host));
+    let derived = derived_lines::derive(&host, &step_groups_as_xprof(&host));
     assert_eq!(derived.len(), 1);
     assert_eq!(host.planes[derived[0].plane].name, "/device:GPU:0");
     let order: Vec<&str> = derived[0].tracks.iter().map(|t| t.name.as_str()).collect();
@@ -132,7 +132,7 @@ fn the_xla_gpu_fixture_derives_the_tracks_xprof_shows() {
         assert_eq!(events, &xprof[name], "{name}");
     }
     // mlprof's own grouping (with its step_num fallback) finds the same steps here.
-    assert_eq!(derived_lines::derive(&host, &group_host(&host)), derived);
+    assert_eq!(derived_lines::derive(&host, &step_groups(&host)), derived);
 }
 
 /// The real JAX GPU trace (H200): XLA runs each `train_step` as one CUDA graph
@@ -145,7 +145,7 @@ fn the_xla_gpu_fixture_derives_the_tracks_xprof_shows() {
 fn the_real_jax_gpu_trace_derives_the_tracks_xprof_shows() {
     let host = host_of("jax_gpu_h200");
     let xprof = xprof_tracks_of("jax_gpu_h200", 1);
-    let derived = derived_lines::derive(&host, &group_host_as_xprof(&host));
+    let derived = derived_lines::derive(&host, &step_groups_as_xprof(&host));
     assert_eq!(derived.len(), 1);
     assert_eq!(host.planes[derived[0].plane].name, "/device:GPU:0");
     // The time origins agree here: both start at the profile start.
@@ -158,7 +158,7 @@ fn the_real_jax_gpu_trace_derives_the_tracks_xprof_shows() {
     let derived_by_xprof = |name: &&String| !name.starts_with("Stream #") && !ours.contains_key(*name);
     let only_xprof: Vec<&str> = xprof.keys().filter(derived_by_xprof).map(String::as_str).collect();
     assert_eq!(only_xprof, ["Command Buffers - from #14", "Launch Stats"]);
-    assert_eq!(derived_lines::derive(&host, &group_host(&host)), derived);
+    assert_eq!(derived_lines::derive(&host, &step_groups(&host)), derived);
 }
 
 #[test]
@@ -166,7 +166,7 @@ fn cpu_only_fixtures_derive_nothing() {
     for case in ["tf_keras2_input_bound", "tf_keras_pipelined", "tf_custom_loop", "jax_profile"] {
         let host = host_of(case);
         assert!(derived_lines::planes_to_derive(&host).is_empty(), "{case}");
-        assert!(derived_lines::derive(&host, &group_host(&host)).is_empty(), "{case}");
+        assert!(derived_lines::derive(&host, &step_groups(&host)).is_empty(), "{case}");
     }
 }
 
@@ -179,8 +179,8 @@ fn cpu_only_fixtures_derive_nothing() {
 fn cupti_injection_profiles_derive_nothing_and_xprof_draws_their_lines_as_read() {
     for (case, device_lines, host_lines) in [("cuda_app_h200_inject", 3, 1), ("jax_h200_inject", 4, 16)] {
         let host = host_of(case);
-        assert!(derived_lines::derive(&host, &group_host_as_xprof(&host)).is_empty(), "{case}");
-        assert!(derived_lines::derive(&host, &group_host(&host)).is_empty(), "{case}");
+        assert!(derived_lines::derive(&host, &step_groups_as_xprof(&host)).is_empty(), "{case}");
+        assert!(derived_lines::derive(&host, &step_groups(&host)).is_empty(), "{case}");
         for (pid, plane_name, lines) in [(1, "/device:GPU:0", device_lines), (701, "/host:CPU", host_lines)] {
             let plane = host.plane(plane_name).expect("plane");
             let mut xprof = xprof_tracks_of(case, pid);

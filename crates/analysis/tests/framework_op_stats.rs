@@ -3,8 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use mlprof_analysis::facts::step_groups;
 use mlprof_analysis::framework_op_stats;
-use mlprof_analysis::grouping::{HostGroups, group_host};
+use mlprof_analysis::grouping::HostGroups;
 use mlprof_formats::discover::load;
 use serde_json::Value;
 
@@ -48,7 +49,7 @@ fn ours_and_xprof(case: &str) -> (Value, Value) {
     let sessions = load(&case_dir(case).join("logdir")).expect("fixture loads");
     assert_eq!(sessions.len(), 1, "{case}");
     let hosts = &sessions[0].hosts;
-    let groups: Vec<HostGroups> = hosts.iter().map(group_host).collect();
+    let groups: Vec<HostGroups> = hosts.iter().map(step_groups).collect();
     let pairs: Vec<_> = hosts.iter().zip(&groups).collect();
     let stats = framework_op_stats::analyze(&pairs);
     let text = std::fs::read_to_string(case_dir(case).join("xprof_out/framework_op_stats.json")).expect("reference");

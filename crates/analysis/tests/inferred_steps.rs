@@ -5,8 +5,9 @@
 
 use std::path::Path;
 
+use mlprof_analysis::facts::{step_groups, step_groups_as_xprof};
+use mlprof_analysis::grouping::StepSource;
 use mlprof_analysis::grouping::executions::infer;
-use mlprof_analysis::grouping::{StepSource, group_host, group_host_as_xprof};
 use mlprof_analysis::steps::{Breakdown, EventType, StepOptions, host_steps};
 use mlprof_analysis::tool::{Analysis, Options, ToolId, ToolResult};
 use mlprof_model::{Host, Line, PlaneBuilder, Session, SourceFormat, StatValue};
@@ -40,11 +41,11 @@ fn train_step_executions(evidence: &str, executions: usize) -> StepSource {
 fn assert_inferred(case: &str, expected: StepSource, evidence: &str, (min_ms, max_ms): (f64, f64)) {
     let session = load(case);
     let [host] = session.hosts.as_slice() else { panic!("one host in {case}") };
-    let xprof = group_host_as_xprof(host);
+    let xprof = step_groups_as_xprof(host);
     assert!(host_steps(host, &xprof, StepOptions::default()).steps.is_empty(), "{case}: XProf finds no step");
     assert!(xprof.step_spans.is_empty());
 
-    let groups = group_host(host);
+    let groups = step_groups(host);
     assert_eq!(groups.source, expected, "{case}");
     let StepSource::ProgramExecutions { evidence: found, groups: count, .. } = &groups.source else { unreachable!() };
     assert!(found.contains(evidence), "{case}: {found}");
@@ -87,7 +88,7 @@ fn profiles_with_step_markers_keep_their_steps() {
     for case in ["jax_profile", "jax_gpu_h200", "tf_custom_loop", "tf_keras2_input_bound", "tf_keras_pipelined"] {
         let session = load(case);
         for host in &session.hosts {
-            let groups = group_host(host);
+            let groups = step_groups(host);
             assert!(
                 matches!(groups.source, StepSource::RootEvents { .. } | StepSource::StepNumEvents { .. }),
                 "{case}: {:?}",
@@ -171,7 +172,7 @@ fn jax_gpu_loop(iterations: i64) -> Host {
 #[test]
 fn gpu_kernels_join_the_step_of_their_launch() {
     let host = jax_gpu_loop(4);
-    let groups = group_host(&host);
+    let groups = step_groups(&host);
     assert_eq!(groups.names, ["train_step 1", "train_step 2", "train_step 3"]);
     // Kernels by their launch, memsets after them. The fourth iteration starts no step
     // (the profile cuts it): its kernel, launched outside every step, takes the step
@@ -207,7 +208,7 @@ fn of_two_programs_executed_alternately_the_heavier_makes_the_steps() {
     }
     cpu.push_line(python);
     let host = host_of(vec![cpu.finish()]);
-    let groups = group_host(&host);
+    let groups = step_groups(&host);
     let StepSource::ProgramExecutions { program, executions, groups: count, .. } = &groups.source else {
         panic!("{:?}", groups.source)
     };
@@ -238,7 +239,7 @@ fn xla_program_runs_are_executions_and_their_ops_are_not() {
     let inferred = infer(&host).expect("a program repeats");
     assert_eq!((inferred.program.as_str(), inferred.executions), ("jit_step", 5));
     assert_eq!(inferred.evidence, "XLA program jit_step (program_id 7)");
-    let steps = host_steps(&host, &group_host(&host), StepOptions::default());
+    let steps = host_steps(&host, &step_groups(&host), StepOptions::default());
     assert_eq!(steps.steps.len(), 4);
     assert!(steps.steps.iter().all(|s| s.duration_ps == 5 * MS && s.ps(EventType::HostCompute) == 3 * MS));
 }
@@ -257,5 +258,5 @@ fn a_program_executed_once_or_in_one_burst_makes_no_steps() {
     cpu.push_line(python);
     let host = host_of(vec![cpu.finish()]);
     assert_eq!(infer(&host), None);
-    assert_eq!(group_host(&host).source, StepSource::None);
+    assert_eq!(step_groups(&host).source, StepSource::None);
 }

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use mlprof_analysis::grouping::group_host;
+use mlprof_analysis::facts::step_groups;
 use mlprof_analysis::memory_profile::{ActivityKind, AllocatorProfile, MemoryProfile, analyze};
 use mlprof_formats::discover::load;
 use mlprof_model::Host;
@@ -35,7 +35,7 @@ fn reference() -> Value {
 
 fn profile() -> (Host, MemoryProfile) {
     let host = host();
-    let profile = analyze(&host, &group_host(&host));
+    let profile = analyze(&host, &step_groups(&host));
     (host, profile)
 }
 

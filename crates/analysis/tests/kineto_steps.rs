@@ -169,7 +169,7 @@ fn traces_without_profiler_steps_say_how_to_get_them() {
     let analysis = input_pipeline(&sessions[0]);
     assert!(analysis.steps.is_empty());
     assert!(!analysis.warnings.is_empty());
-    let groups = mlprof_analysis::grouping::group_host(&sessions[0].hosts[0]);
+    let groups = mlprof_analysis::facts::step_groups(&sessions[0].hosts[0]);
     assert_eq!(groups.source, StepSource::None);
 }
 

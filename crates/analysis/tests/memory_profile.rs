@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use mlprof_analysis::grouping::group_host;
+use mlprof_analysis::facts::step_groups;
 use mlprof_analysis::memory_profile::{MemoryProfile, analyze};
 use mlprof_formats::discover::load;
 use mlprof_model::Host;
@@ -28,7 +28,7 @@ fn host(case: &str) -> Host {
 
 fn profile(case: &str) -> (MemoryProfile, Value, Value) {
     let host = host(case);
-    let profile = analyze(&host, &group_host(&host));
+    let profile = analyze(&host, &step_groups(&host));
     let ours = profile.to_xprof_json();
     let path = case_dir(case).join("xprof_out/memory_profile.json");
     let text = std::fs::read_to_string(&path).expect("XProf output present");
@@ -114,7 +114,7 @@ fn allocator_events_are_all_counted() {
     }
 }
 
-/// Step ids come from the grouping pass (`group_host`); until it assigns XProf's
+/// Step ids come from the grouping pass (`step_groups`); until it assigns XProf's
 /// groups, every event reads as step 0 and the breakdown replays the wrong events.
 #[test]
 fn matches_xprof_step_ids_and_breakdown() {

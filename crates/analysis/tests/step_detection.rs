@@ -2,7 +2,8 @@
 //! marked only with `step_num` (Keras 3), the classic GPU breakdown that includes
 //! host time, and current CUPTI memcpy names (`MemcpyH2D`, `size:`).
 
-use mlprof_analysis::grouping::{StepSource, group_host, group_host_as_xprof};
+use mlprof_analysis::facts::{step_groups, step_groups_as_xprof};
+use mlprof_analysis::grouping::StepSource;
 use mlprof_analysis::steps::{Breakdown, EventType, StepOptions, host_steps};
 use mlprof_model::{Host, Line, PlaneBuilder, SourceFormat, StatValue};
 
@@ -65,7 +66,7 @@ fn ms(ps: i64) -> f64 {
 #[test]
 fn classic_gpu_breakdown_includes_host_time_and_xprof_mode_does_not() {
     let host = gpu_host();
-    let groups = group_host(&host);
+    let groups = step_groups(&host);
     assert_eq!(groups.names, vec!["train 1"]);
 
     let classic = host_steps(&host, &groups, StepOptions { breakdown: Breakdown::Classic, ..StepOptions::default() });
@@ -109,10 +110,10 @@ fn keras3_host(batches: i64) -> Host {
 #[test]
 fn steps_marked_only_with_step_num_are_found_where_xprof_finds_none() {
     let host = keras3_host(3);
-    let xprof = group_host_as_xprof(&host);
+    let xprof = step_groups_as_xprof(&host);
     assert!(host_steps(&host, &xprof, StepOptions::default()).steps.is_empty(), "XProf finds no step");
 
-    let groups = group_host(&host);
+    let groups = step_groups(&host);
     assert_eq!(groups.source, StepSource::StepNumEvents { event_name: "Profiled batch".into(), groups: 3 });
     assert!(groups.source.describe().contains("3 steps from events named \"Profiled batch\" with step_num"));
     let steps = host_steps(&host, &groups, StepOptions::default());
@@ -128,7 +129,7 @@ fn steps_marked_only_with_step_num_are_found_where_xprof_finds_none() {
 #[test]
 fn categories_always_sum_to_the_step_time() {
     for host in [gpu_host(), keras3_host(4)] {
-        let groups = group_host(&host);
+        let groups = step_groups(&host);
         for breakdown in [Breakdown::Classic, Breakdown::Xprof] {
             let steps = host_steps(&host, &groups, StepOptions { breakdown, ..StepOptions::default() });
             for step in &steps.steps {

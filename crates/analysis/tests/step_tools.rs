@@ -164,7 +164,7 @@ const REAL_GPU_CASE: &str = "jax_gpu_h200";
 fn modern_h2d_copies_us_per_group(case: &str) -> std::collections::BTreeMap<i64, f64> {
     let session = load(case);
     let host = &session.hosts[0];
-    let groups = mlprof_analysis::grouping::group_host_as_xprof(host);
+    let groups = mlprof_analysis::facts::step_groups_as_xprof(host);
     let mut per_group = std::collections::BTreeMap::new();
     for (p, plane) in host.planes.iter().enumerate().filter(|(_, p)| p.name.starts_with("/device:GPU:")) {
         for (l, line) in plane.lines.iter().enumerate() {

@@ -104,8 +104,6 @@ const FORMAT_AWARE: &[&str] = &[
     "gpu/transfers/mod.rs",
     "tool_availability.rs",
     // Tools still branching on the format (to move behind host facts).
-    "grouping/mod.rs",
-    "input_pipeline/dataloader.rs",
     "op_metrics/device.rs",
     "op_metrics/host.rs",
     "tfprof/collect/memory.rs",

@@ -23,6 +23,16 @@ pub const TASK_ENVIRONMENT_PLANE: &str = "Task Environment";
 
 /// Line of derived steps.
 pub const STEPS_LINE: &str = "Steps";
+
+/// Whether XProf gives line `id` to the lines it derives (`0xdeadbeef` and the 389 ids
+/// after it: steps, launch stats, name scopes, ops, modules, source, host offload,
+/// host XLA regions and the per-stream device lines). Like XProf's `IsDerivedThreadId`,
+/// it reads the id as a 32-bit `int`.
+pub fn is_derived_line_id(id: i64) -> bool {
+    const DERIVED_MIN: i32 = 0xdead_beef_u32 as i32;
+    const DERIVED_MAX: i32 = DERIVED_MIN + 389;
+    (DERIVED_MIN..=DERIVED_MAX).contains(&(id as i32))
+}
 /// Line of asynchronous XLA ops (skipped by XProf's trace viewer).
 pub const ASYNC_XLA_OPS_LINE: &str = "Async XLA Ops";
 

@@ -106,15 +106,7 @@ impl DerivedEvent {
     }
 }
 
-/// Whether XProf gives line `id` to the lines it derives (`0xdeadbeef` and the 389 ids
-/// after it: steps, launch stats, name scopes, ops, modules, source, host offload,
-/// host XLA regions and the per-stream device lines). Like XProf's `IsDerivedThreadId`,
-/// it reads the id as a 32-bit `int`.
-pub fn is_derived_line_id(id: i64) -> bool {
-    const DERIVED_MIN: i32 = 0xdead_beef_u32 as i32;
-    const DERIVED_MAX: i32 = DERIVED_MIN + 389;
-    (DERIVED_MIN..=DERIVED_MAX).contains(&(id as i32))
-}
+pub use mlprof_model::names::is_derived_line_id;
 
 /// Names of the lines XProf derives (a line called so, or so followed by ` - from #N`,
 /// was derived already).
@@ -156,7 +148,7 @@ pub fn planes_to_derive(host: &Host) -> Vec<usize> {
 }
 
 /// The derived lines of every GPU plane of `host` ([`planes_to_derive`]), with the step
-/// groups of `groups` (from [`crate::grouping::group_host`] on the same host). Planes
+/// groups of `groups` (from [`crate::grouping::step_groups`] on the same host). Planes
 /// where nothing could be derived are left out.
 pub fn derive(host: &Host, groups: &HostGroups) -> Vec<DerivedPlane> {
     let planes = planes_to_derive(host);

@@ -86,7 +86,7 @@ fn plane_kernel_launches<'h>(plane: &'h Plane, modules: &'h HloModules, each: &m
     if details_key.is_none() {
         return;
     }
-    for line in plane.lines.iter().filter(|line| !crate::derived_lines::is_derived_line_id(line.id)) {
+    for line in plane.lines.iter().filter(|line| !names::is_derived_line_id(line.id)) {
         for event in line.iter() {
             let duration_ps = event.duration_ps();
             if duration_ps <= 0 {

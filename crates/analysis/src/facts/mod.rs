@@ -4,7 +4,7 @@
 //! vocabulary). Tools read the facts and never the format; the functions here are the
 //! one place that asks which format a host was read from.
 //!
-//! Facts so far: the kernel launches of a host's GPUs ([`KernelLaunch`]), who
+//! Facts so far: each event's step ([`step_groups`]), the kernel launches of a host's GPUs ([`KernelLaunch`]), who
 //! recorded the host ([`framework`]), whether it trains ([`records_training`]) and how its source lists devices
 //! ([`lists_unused_devices`], [`device_model_name`]). The other tools still read some
 //! facts themselves (see `FORMAT_AWARE` in `tidy.rs`).
@@ -27,7 +27,27 @@ pub(crate) use kernels::KernelLaunch;
 pub use kernels::{LaunchParams, kernel_uses_tensor_core};
 pub use recorder::Framework;
 
+use crate::grouping::{Fallbacks, HostGroups, group_by_markers, profiler_steps};
 use crate::hlo::HloModules;
+
+/// Each event's step on `host`: PyTorch's `ProfilerStep#N` annotations on Kineto
+/// traces, else the step markers by XProf's rules with mlprof's fallbacks (`step_num`
+/// events; on XSpace, repeated executions of one compiled program).
+pub fn step_groups(host: &Host) -> HostGroups {
+    match host.format {
+        SourceFormat::Xspace => group_by_markers(host, Fallbacks { step_num_events: true, repeated_executions: true }),
+        SourceFormat::Kineto => profiler_steps::group(host)
+            .unwrap_or_else(|| group_by_markers(host, Fallbacks { step_num_events: true, repeated_executions: false })),
+    }
+}
+
+/// [`step_groups`] with no fallback beyond XProf's rules, for comparisons with XProf.
+pub fn step_groups_as_xprof(host: &Host) -> HostGroups {
+    match host.format {
+        SourceFormat::Xspace => group_by_markers(host, Fallbacks::NONE),
+        SourceFormat::Kineto => profiler_steps::group(host).unwrap_or_else(|| group_by_markers(host, Fallbacks::NONE)),
+    }
+}
 
 /// Calls `each` with every kernel launch of the GPU planes of `host` (XLA kernels
 /// named from its compiled programs `modules`, [`HloModules::for_gpu_kernels`]);

@@ -205,24 +205,27 @@ pub fn profile_step_number(name: &str) -> Option<i64> {
 
 const LOOP_OPS: [&str; 5] = ["WhileOp-EvalCond", "WhileOp-StartBody", "ForOp", "ParallelForOp", "ForeverOp"];
 
-/// Groups the events of `host` into steps (XProf's `GroupTfEvents` for non-TPU
-/// profiles, plus the `step_num` fallback and the inference from repeated executions
-/// described in the module docs).
-pub fn group_host(host: &Host) -> HostGroups {
-    group(host, true)
+/// What grouping may do beyond XProf's `GroupTfEvents` when a host has no step
+/// markers (both described in the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fallbacks {
+    /// Events that carry `step_num` become the roots.
+    pub step_num_events: bool,
+    /// Then, steps are inferred from repeated executions of one compiled program
+    /// ([`executions`]).
+    pub repeated_executions: bool,
 }
 
-/// Groups exactly as XProf does (no fallback, no inference), for comparisons with it.
-pub fn group_host_as_xprof(host: &Host) -> HostGroups {
-    group(host, false)
+impl Fallbacks {
+    /// None: exactly as XProf groups.
+    pub const NONE: Fallbacks = Fallbacks { step_num_events: false, repeated_executions: false };
 }
 
-fn group(host: &Host, beyond_xprof: bool) -> HostGroups {
-    if crate::kineto::is_kineto(host)
-        && let Some(groups) = profiler_steps::group(host)
-    {
-        return groups;
-    }
+/// Groups the events of `host` into steps by its step markers: XProf's
+/// `GroupTfEvents` for non-TPU profiles, then the `fallbacks` allowed when there are
+/// none. Which rules apply to a host is its source's choice:
+/// [`crate::facts::step_groups`].
+pub fn group_by_markers(host: &Host, fallbacks: Fallbacks) -> HostGroups {
     let has_loop_ops =
         host.planes.iter().any(|plane| plane.event_metadata.iter().any(|m| LOOP_OPS.contains(&m.name.as_str())));
     if has_loop_ops {
@@ -248,7 +251,7 @@ fn group(host: &Host, beyond_xprof: bool) -> HostGroups {
     } else {
         grouper.group_roots(&roots);
         let mut source = StepSource::RootEvents { groups: grouper.names.len() };
-        if beyond_xprof && !grouper.found_step_markers() {
+        if fallbacks.step_num_events && !grouper.found_step_markers() {
             if let Some((event_name, fallback_roots)) = step_num_roots(&forest) {
                 grouper = Grouper::new(&forest);
                 for &root in &fallback_roots {
@@ -259,7 +262,7 @@ fn group(host: &Host, beyond_xprof: bool) -> HostGroups {
                 let found = grouper.names.len();
                 grouper.group_roots(&roots);
                 source = StepSource::StepNumEvents { event_name, groups: found };
-            } else if !crate::kineto::is_kineto(host)
+            } else if fallbacks.repeated_executions
                 && let Some(steps) = executions::infer(host)
             {
                 grouper = executions::group(&forest, &steps);

@@ -17,6 +17,7 @@ use mlprof_model::{Event, Host, Plane, names};
 use serde::Serialize;
 
 use super::Summary;
+use crate::facts::{self, Framework};
 use crate::grouping::profiler_steps::{self, ProfilerStep};
 use crate::kineto::{self, Category, CopyDirection};
 use crate::xstats;
@@ -131,11 +132,11 @@ pub struct DataLoaderAnalysis {
     pub pinned_h2d_copies_per_step: f64,
 }
 
-/// The DataLoader analysis of the Kineto hosts among `hosts`; `None` when none is a
-/// Kineto host with `ProfilerStep#N` steps.
+/// The DataLoader analysis of the PyTorch hosts among `hosts`; `None` when none is a
+/// PyTorch host with `ProfilerStep#N` steps.
 pub fn analyze(hosts: &[&Host]) -> Option<DataLoaderAnalysis> {
     let mut gathered = Gathered::default();
-    for host in hosts.iter().filter(|h| kineto::is_kineto(h)) {
+    for host in hosts.iter().filter(|host| facts::framework(host) == Framework::Pytorch) {
         let steps = profiler_steps::find(host);
         if steps.is_empty() {
             continue;

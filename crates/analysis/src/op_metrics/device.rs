@@ -199,7 +199,7 @@ mod tests {
     use mlprof_model::{Host, Line, PlaneBuilder, SourceFormat};
 
     use super::*;
-    use crate::grouping::group_host;
+    use crate::facts::step_groups;
 
     /// `(name, start_ps, duration_ps, tf_op stat)`.
     type TestEvent<'a> = (&'a str, i64, i64, Option<&'a str>);
@@ -231,7 +231,7 @@ mod tests {
             &[("gemm", 100, 50, Some("model/dense/MatMul:MatMul")), ("relu", 160, 10, Some("model/Relu:Relu"))],
             &[("gemm_splitk", 120, 40, Some("model/dense/MatMul:MatMul")), ("memset", 300, 5, None)],
         ]);
-        let device = device_op_metrics_db(&host, &group_host(&host));
+        let device = device_op_metrics_db(&host, &step_groups(&host));
         let names: Vec<_> = device.metrics.iter().map(|m| m.name.as_str()).collect();
         assert_eq!(names, ["model/dense/MatMul/gemm", "model/Relu/relu", "model/dense/MatMul/gemm_splitk", IDLE]);
         assert_eq!(device.total_op_time_ps, 100);
@@ -252,6 +252,6 @@ mod tests {
     #[test]
     fn cpu_only_hosts_have_an_empty_device_db() {
         let host = Host::new("h", "h", SourceFormat::Xspace);
-        assert_eq!(device_op_metrics_db(&host, &group_host(&host)), OpMetricsDb::default());
+        assert_eq!(device_op_metrics_db(&host, &step_groups(&host)), OpMetricsDb::default());
     }
 }

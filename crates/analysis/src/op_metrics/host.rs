@@ -308,7 +308,7 @@ mod tests {
     use mlprof_model::{Host, Line, PlaneBuilder, SourceFormat, StatValue};
 
     use super::*;
-    use crate::grouping::group_host;
+    use crate::facts::step_groups;
 
     /// `(name, start_ps, duration_ps, tf_op stat)`.
     type TestEvent<'a> = (&'a str, i64, i64, Option<&'a str>);
@@ -336,7 +336,7 @@ mod tests {
     }
 
     fn db_of(host: &Host) -> OpMetricsDb {
-        host_op_metrics_db(host, &group_host(host))
+        host_op_metrics_db(host, &step_groups(host))
     }
 
     fn op<'a>(db: &'a OpMetricsDb, name: &str) -> &'a OpMetrics {

@@ -6,15 +6,15 @@
 use mlprof_model::{Host, Line, PlaneBuilder, SourceFormat, StatValue, names};
 
 use super::*;
+use crate::facts::step_groups;
 use crate::framework_op_stats;
-use crate::grouping::group_host;
 use crate::hlo::tests::sample_metadata_plane;
 
 const US: i64 = 1_000_000;
 
 /// Runs `options` on `host`.
 fn run(host: &Host, options: &TfprofOptions) -> TfprofResult {
-    let groups = group_host(host);
+    let groups = step_groups(host);
     analyze(&[(host, &groups)], options).expect("the view runs")
 }
 
@@ -124,7 +124,7 @@ fn tf_scope_view_nests_op_names_with_cpu_and_device_time() {
 #[test]
 fn tf_op_view_matches_framework_op_stats_per_type() {
     let host = tf_host();
-    let groups = group_host(&host);
+    let groups = step_groups(&host);
     let stats = framework_op_stats::analyze(&[(&host, &groups)]);
     let result = run(&host, &with(View::Op));
     for op_type in ["MatMul", "BiasAdd", "Relu", "Identity"] {
@@ -292,7 +292,7 @@ fn torch_steps_select_and_average() {
     let op = run(&host, &TfprofOptions { view: View::Op, step: StepSelection::Average, ..TfprofOptions::default() });
     // aten::relu: 40 µs in step 1, 20 µs in step 2.
     assert_eq!(row(&op, "aten::relu").own.cpu_ps / US, 30);
-    let groups = group_host(&host);
+    let groups = step_groups(&host);
     let error =
         analyze(&[(&host, &groups)], &TfprofOptions { step: StepSelection::Step(7), ..TfprofOptions::default() })
             .expect_err("no step 7");
@@ -306,13 +306,13 @@ fn torch_steps_select_and_average() {
 #[test]
 fn profiles_without_steps_or_ops_say_so() {
     let host = tf_host();
-    let groups = group_host(&host);
+    let groups = step_groups(&host);
     let error =
         analyze(&[(&host, &groups)], &TfprofOptions { step: StepSelection::Average, ..TfprofOptions::default() })
             .expect_err("no steps");
     assert!(error.nothing_usable && error.to_string().starts_with("--step: the profile has no steps"));
     let empty = Host::new("e", "e", SourceFormat::Xspace);
-    let groups = group_host(&empty);
+    let groups = step_groups(&empty);
     let error = analyze(&[(&empty, &groups)], &TfprofOptions::default()).expect_err("no ops");
     assert!(error.nothing_usable);
 }

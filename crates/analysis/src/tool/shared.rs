@@ -13,7 +13,8 @@ use rayon::prelude::*;
 use mlprof_model::{Host, names};
 
 use super::{Options, ToolError, ToolId, ToolResult};
-use crate::grouping::{HostGroups, StepSource, group_host, group_host_as_xprof};
+use crate::facts::{step_groups, step_groups_as_xprof};
+use crate::grouping::{HostGroups, StepSource};
 use crate::hlo::HloModules;
 use crate::op_metrics::{self, OpMetricsDb};
 use crate::steps::{Breakdown, CombinedSteps, HostSteps, StepOptions, combine_hosts, host_steps};
@@ -76,7 +77,7 @@ impl<'h> Analysis<'h> {
     pub fn groups(&self) -> &[HostGroups] {
         self.groups.get_or_init(|| {
             let xprof = self.options.xprof_compatible;
-            let group = |host: &&Host| if xprof { group_host_as_xprof(host) } else { group_host(host) };
+            let group = |host: &&Host| if xprof { step_groups_as_xprof(host) } else { step_groups(host) };
             if self.hosts.len() > 1 {
                 self.hosts.par_iter().map(group).collect()
             } else {

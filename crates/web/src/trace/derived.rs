@@ -11,7 +11,7 @@
 //! kernel, or a step's first event), so its details are that event's args, and it
 //! starts where that event starts.
 
-use mlprof_analysis::{derived_lines, grouping};
+use mlprof_analysis::{derived_lines, facts};
 use mlprof_model::Host;
 use mlprof_timeline::{BuildError, ModelRef, SectionKind, TimelineBuilder};
 
@@ -26,7 +26,7 @@ pub(crate) fn add_derived_lines(builder: &mut TimelineBuilder, host: &Host) -> R
     if derived_lines::planes_to_derive(host).is_empty() {
         return Ok(());
     }
-    let groups = grouping::group_host(host);
+    let groups = facts::step_groups(host);
     for derived in derived_lines::derive(host, &groups) {
         let Some(plane) = host.planes.get(derived.plane) else { continue };
         let section = builder.section(&section_name(&plane.name), SectionKind::Derived);

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use mlprof_model::{Host, names};
 
 use super::profile::{Profile, Track};
-use crate::grouping::HostGroups;
+use crate::grouping::{HostGroups, StepSource};
 use crate::steps::{StepOptions, host_steps};
 
 /// Collects the records of `hosts` (each with its grouping).
@@ -77,9 +77,10 @@ impl HostContext<'_> {
 }
 
 /// Which step each event of a host belongs to: its group, when that group is a step
-/// of the step database, numbered as users see it: PyTorch's N of `ProfilerStep#N`;
-/// on XSpace the number the step's name ends with (`train 6` → 6, the framework's
-/// step counter), or the group id when names give no distinct numbers.
+/// of the step database, numbered as users see it: N of PyTorch's `ProfilerStep#N`
+/// where the steps come from those annotations; otherwise the number the step's name
+/// ends with (`train 6` → 6, the framework's step counter), or the group id when names
+/// give no distinct numbers.
 pub(super) struct StepLookup {
     numbers: HashMap<i64, i64>,
 }
@@ -88,7 +89,7 @@ impl StepLookup {
     /// The steps of `host`, also recorded in `profile` (numbers and how found).
     fn new(host: &Host, groups: &HostGroups, profile: &mut Profile) -> StepLookup {
         let database = host_steps(host, groups, StepOptions::default());
-        let numbers: HashMap<i64, i64> = if crate::kineto::is_kineto(host) {
+        let numbers: HashMap<i64, i64> = if matches!(groups.source, StepSource::ProfilerSteps { .. }) {
             let known: std::collections::HashSet<i64> = database.steps.iter().map(|s| s.step_num).collect();
             groups
                 .names
