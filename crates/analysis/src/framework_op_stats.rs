@@ -21,6 +21,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::datatable::DataTable;
+use crate::facts;
 use crate::gpu_caps::GpuPeaks;
 use crate::grouping::HostGroups;
 use crate::kernel_stats::{self, KernelStats, OpKernels};
@@ -117,9 +118,9 @@ pub struct FrameworkOpStats {
 /// op-stats combiner does: host databases and device databases each merged by op.
 pub fn analyze(hosts: &[(&Host, &HostGroups)]) -> FrameworkOpStats {
     let host_dbs: Vec<OpMetricsDb> =
-        hosts.iter().map(|(host, groups)| op_metrics::host_op_metrics_db(host, groups)).collect();
+        hosts.iter().map(|(host, groups)| facts::host_op_metrics_db(host, groups)).collect();
     let device_dbs: Vec<OpMetricsDb> =
-        hosts.iter().map(|(host, groups)| op_metrics::device_op_metrics_db(host, groups)).collect();
+        hosts.iter().map(|(host, groups)| facts::device_op_metrics_db(host, groups)).collect();
     let hosts: Vec<&Host> = hosts.iter().map(|(host, _)| *host).collect();
     let kernels = kernel_stats::analyze(&hosts);
     from_dbs(&hosts, &op_metrics::combine_dbs(&host_dbs, false), &device_dbs, &kernels)

@@ -191,7 +191,8 @@ fn kernel_stats_matches_the_reference() {
 fn the_overview_reads_aten_ops_on_the_device() {
     let host = load_host(CASES[0].1);
     let groups = HostGroups::none(&host);
-    let device = op_metrics::tf_metrics_db_from_device(&op_metrics::device_op_metrics_db(&host, &groups), false);
+    let device =
+        op_metrics::tf_metrics_db_from_device(&mlprof_analysis::facts::device_op_metrics_db(&host, &groups), false);
     let mut ops: Vec<_> = device.metrics.iter().collect();
     ops.sort_by_key(|op| std::cmp::Reverse(op.self_time_ps));
     let expected = expected_device_rows(&reference(CASES[0].0));

@@ -72,8 +72,8 @@ fn the_model_and_the_analyses_do_no_io() {
                 continue;
             }
             let text = std::fs::read_to_string(&path).expect("readable");
-            // Unit tests may read fixtures: only the code before them counts.
-            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            // Unit tests may read fixtures: only the code outside them counts.
+            let code = code_outside_tests(&text);
             for (number, line) in code.lines().enumerate() {
                 let line = line.trim_start();
                 if line.starts_with("//") {
@@ -92,24 +92,11 @@ fn the_model_and_the_analyses_do_no_io() {
 /// What naming the source format looks like in analysis code.
 const FORMAT_MARKERS: &[&str] = &["is_kineto", "SourceFormat::"];
 
-/// The analysis files that may name the source format: the adapters (the Kineto
-/// vocabulary; the transfers tool's choice of its per-format view), what a format can
-/// have (`tool_availability`), and — until issue 18's format-neutral host
-/// facts replace their branches — the tools that still read both formats themselves.
-/// This list may only shrink.
-const FORMAT_AWARE: &[&str] = &[
-    // Adapters and format facts, by design.
-    "facts/mod.rs",
-    "kineto.rs",
-    "gpu/transfers/mod.rs",
-    "tool_availability.rs",
-    // Tools still branching on the format (to move behind host facts).
-    "op_metrics/device.rs",
-    "op_metrics/host.rs",
-    "tfprof/collect/memory.rs",
-    "tfprof/collect/mod.rs",
-    "trace_diff/trace.rs",
-];
+/// The analysis files that may name the source format: the host facts (the one place
+/// that picks each fact's adapter), the Kineto vocabulary, the transfers tool's choice
+/// of its per-format view, and what a format can have (`tool_availability`). No tool
+/// reads the format itself (issue 18); this list may only shrink.
+const FORMAT_AWARE: &[&str] = &["facts/mod.rs", "kineto/mod.rs", "gpu/transfers/mod.rs", "tool_availability.rs"];
 
 #[test]
 fn no_new_analysis_code_names_the_source_format() {
@@ -122,7 +109,7 @@ fn no_new_analysis_code_names_the_source_format() {
         }
         let relative = path.strip_prefix(&root).unwrap_or(&path).display().to_string();
         let text = std::fs::read_to_string(&path).expect("readable");
-        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        let code = code_outside_tests(&text);
         let names_format = code
             .lines()
             .filter(|line| !line.trim_start().starts_with("//"))
@@ -186,10 +173,40 @@ fn reexports(root: &str, modules: &[String]) -> Vec<(String, String)> {
     found
 }
 
-/// The source code of `text` that builds into the crate: without its unit tests (what
-/// follows the first `#[cfg(test)]`) and without comments (doc links are no imports).
+/// `text` without its test-only items: each `#[cfg(test)]` with the item after it (a
+/// one-line item such as `mod tests;`, or a block up to its closing brace, counted
+/// by braces on whole lines).
+fn code_outside_tests(text: &str) -> String {
+    let mut kept = String::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if line.trim() != "#[cfg(test)]" {
+            kept.push_str(line);
+            kept.push('\n');
+            continue;
+        }
+        let mut depth = 0i64;
+        for item in lines.by_ref() {
+            depth += item.matches('{').count() as i64 - item.matches('}').count() as i64;
+            if depth <= 0 && (item.trim_end().ends_with(';') || item.trim_end().ends_with('}')) {
+                break;
+            }
+        }
+    }
+    kept
+}
+
+#[test]
+fn test_only_items_are_left_out_and_the_code_after_them_kept() {
+    let text =
+        "use a;\n#[cfg(test)]\nmod helpers;\nfn b() {}\n#[cfg(test)]\nmod tests {\n    fn t() {\n    }\n}\nfn c() {}\n";
+    assert_eq!(code_outside_tests(text), "use a;\nfn b() {}\nfn c() {}\n");
+}
+
+/// The source code of `text` that builds into the crate: without its test-only items
+/// ([`code_outside_tests`]) and without comments (doc links are no imports).
 fn code_without_tests_or_comments(text: &str) -> String {
-    let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+    let code = code_outside_tests(text);
     let mut kept = String::new();
     for line in code.lines() {
         let code = line.split("//").next().unwrap_or_default();

@@ -42,8 +42,9 @@ mod tests;
 
 use std::collections::HashMap;
 
-use mlprof_model::{Host, Plane, SourceFormat, names};
+use mlprof_model::{Host, Plane, names};
 
+use crate::facts;
 use crate::grouping::HostGroups;
 use crate::hlo::HloModules;
 
@@ -133,10 +134,11 @@ fn has_derived_lines(plane: &Plane) -> bool {
 }
 
 /// The planes of `host` that get derived lines: GPU planes with events and without
-/// derived lines of their own, on XSpace hosts. Empty when there is nothing to derive,
-/// so callers can skip grouping the host.
+/// derived lines of their own, on hosts whose source gets them
+/// ([`facts::derives_device_lines`]). Empty when there is nothing to derive, so callers
+/// can skip grouping the host.
 pub fn planes_to_derive(host: &Host) -> Vec<usize> {
-    if host.format != SourceFormat::Xspace {
+    if !facts::derives_device_lines(host) {
         return Vec::new();
     }
     (0..host.planes.len())

@@ -6,7 +6,10 @@
 //!
 //! Facts so far: each event's step ([`step_groups`]), the kernel launches of a host's GPUs ([`KernelLaunch`]), who
 //! recorded the host ([`framework`]), whether it trains ([`records_training`]) and how its source lists devices
-//! ([`lists_unused_devices`], [`device_model_name`]). The other tools still read some
+//! ([`lists_unused_devices`], [`device_model_name`]), XProf's host and device op
+//! databases ([`host_op_metrics_db`], [`device_op_metrics_db`]), the kind of
+//! allocation records ([`allocation_records`]) and whether XProf's derived lines apply
+//! ([`derives_device_lines`]). The other tools still read some
 //! facts themselves (see `FORMAT_AWARE` in `tidy.rs`).
 //!
 //! Adding a source format: an adapter module here, and an arm in each function below
@@ -20,8 +23,7 @@ mod recorder;
 
 use mlprof_model::{Host, Plane, SourceFormat};
 
-pub(crate) use from_kineto::thread_ops;
-pub use from_kineto::{KinetoOpIndex, aten_op_tensor_core_eligible};
+pub use from_kineto::aten_op_tensor_core_eligible;
 pub use from_xspace::{einsum_tensor_core_eligible, op_tensor_core_eligible, parse_kernel_details, tf_op_name};
 pub(crate) use kernels::KernelLaunch;
 pub use kernels::{LaunchParams, kernel_uses_tensor_core};
@@ -29,6 +31,7 @@ pub use recorder::Framework;
 
 use crate::grouping::{Fallbacks, HostGroups, group_by_markers, profiler_steps};
 use crate::hlo::HloModules;
+use crate::op_metrics::{self, OpMetricsDb};
 
 /// Each event's step on `host`: PyTorch's `ProfilerStep#N` annotations on Kineto
 /// traces, else the step markers by XProf's rules with mlprof's fallbacks (`step_num`
@@ -97,5 +100,74 @@ pub fn records_training(host: &Host) -> bool {
     match host.format {
         SourceFormat::Xspace => from_xspace::has_gradient_program(host),
         SourceFormat::Kineto => crate::kineto::records_backward(host),
+    }
+}
+
+/// The host op metrics database of `host` (XProf's `host_op_metrics_db`): TF ops and
+/// tf.data iterators by XProf's rules (XSpace), ATen `cpu_op`s and CUDA runtime /
+/// driver calls (Kineto), with each thread's `IDLE` time.
+pub fn host_op_metrics_db(host: &Host, groups: &HostGroups) -> OpMetricsDb {
+    match host.format {
+        SourceFormat::Xspace => op_metrics::xspace_host_op_metrics_db(host, groups),
+        SourceFormat::Kineto => op_metrics::kineto_host_op_metrics_db(host),
+    }
+}
+
+/// The device op metrics database of `host` (XProf's `device_op_metrics_db`): GPU
+/// kernels by their TF op or XLA instruction (XSpace), kernels, copies and memsets by
+/// the ATen op that launched them (Kineto), with each device's `IDLE` time.
+pub fn device_op_metrics_db(host: &Host, groups: &HostGroups) -> OpMetricsDb {
+    device_op_metrics_db_with(host, groups, &HloModules::for_gpu_kernels(host))
+}
+
+/// [`device_op_metrics_db`] with the host's programs decoded already
+/// ([`HloModules::for_gpu_kernels`]).
+pub(crate) fn device_op_metrics_db_with(host: &Host, groups: &HostGroups, modules: &HloModules) -> OpMetricsDb {
+    match host.format {
+        SourceFormat::Xspace => op_metrics::xspace_device_op_metrics_db(host, groups, modules),
+        SourceFormat::Kineto => op_metrics::kineto_device_op_metrics_db(host),
+    }
+}
+
+/// What a host's source records of allocations, which decides how memory is profiled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AllocationRecords {
+    /// TensorFlow's allocator events (`MemoryAllocation` / `MemoryDeallocation` with
+    /// allocator stats), read by XProf's memory profile.
+    TfAllocatorEvents,
+    /// PyTorch's `[memory]` instants (`profile_memory=True`).
+    PytorchMemoryEvents,
+}
+
+/// The kind of allocation records `host`'s source has (whether it holds any is the
+/// memory tools' to find).
+pub fn allocation_records(host: &Host) -> AllocationRecords {
+    match host.format {
+        SourceFormat::Xspace => AllocationRecords::TfAllocatorEvents,
+        SourceFormat::Kineto => AllocationRecords::PytorchMemoryEvents,
+    }
+}
+
+/// Whether XProf's derived lines (steps, XLA and framework ops and modules, launch
+/// stats per GPU) belong on `host`'s GPU planes: on XSpace, as XProf's trace viewer
+/// draws them; Kineto traces show their own streams, ops and flows instead.
+pub fn derives_device_lines(host: &Host) -> bool {
+    match host.format {
+        SourceFormat::Xspace => true,
+        SourceFormat::Kineto => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_without_planes_have_empty_databases() {
+        let host = mlprof_formats::kineto::read_kineto(br#"{"traceEvents": []}"#, "empty.json", "empty")
+            .expect("an empty trace parses");
+        let groups = HostGroups::none(&host);
+        assert_eq!(device_op_metrics_db(&host, &groups).total_time_ps, 0);
+        assert_eq!(host_op_metrics_db(&host, &groups).total_op_time_ps, 0);
     }
 }

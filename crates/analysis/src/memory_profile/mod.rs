@@ -27,16 +27,20 @@ use std::collections::BTreeMap;
 use mlprof_model::Host;
 use serde::Serialize;
 
+use crate::facts::{self, AllocationRecords};
 use crate::grouping::HostGroups;
 
 pub(crate) use kineto::events::memory_events as kineto_memory_events;
 pub use kineto::{BEFORE_TRACE_ROW, PytorchAllocator};
 
-/// Builds the memory profile of `host`: from PyTorch's `[memory]` events when the host
-/// was read from a Kineto trace, else XProf's computation over TensorFlow's allocator
-/// events with step ids from `groups`.
+/// Builds the memory profile of `host` from the allocation records its source has
+/// ([`facts::allocation_records`]): PyTorch's `[memory]` events, or XProf's computation
+/// over TensorFlow's allocator events with step ids from `groups`.
 pub fn analyze(host: &Host, groups: &HostGroups) -> MemoryProfile {
-    if crate::kineto::is_kineto(host) { kineto::analyze(host) } else { compute::analyze(host, groups) }
+    match facts::allocation_records(host) {
+        AllocationRecords::PytorchMemoryEvents => kineto::analyze(host),
+        AllocationRecords::TfAllocatorEvents => compute::analyze(host, groups),
+    }
 }
 
 /// XProf's cap on the number of points in the memory timeline.

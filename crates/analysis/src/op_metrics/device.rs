@@ -15,22 +15,12 @@ use crate::hlo::HloModules;
 use crate::tf_op::parse_tf_op;
 use crate::xstats::{self, StatSlots};
 
-/// XProf's `device_op_metrics_db` of one host: every GPU plane's kernels that carry a
-/// `tf_op` stat, keyed `<tf op name>/<kernel name>`, and its XLA kernels, keyed by
-/// their HLO instruction, with each plane's `IDLE` row, combined over the planes.
-/// Empty for CPU-only hosts, and for TPU hosts (XProf reads TPU planes differently; not
-/// supported). Kineto hosts: kernels, copies and memsets keyed `<ATen op>/<kernel>`
-/// (see `op_metrics::kineto_device`).
-pub fn device_op_metrics_db(host: &Host, groups: &HostGroups) -> OpMetricsDb {
-    device_op_metrics_db_with(host, groups, &HloModules::for_gpu_kernels(host))
-}
-
-/// [`device_op_metrics_db`] with the host's programs decoded already
-/// ([`HloModules::for_gpu_kernels`]).
-pub(crate) fn device_op_metrics_db_with(host: &Host, groups: &HostGroups, modules: &HloModules) -> OpMetricsDb {
-    if crate::kineto::is_kineto(host) {
-        return super::kineto_device::device_op_metrics_db(host);
-    }
+/// XProf's `device_op_metrics_db` of an XSpace host: every GPU plane's kernels that
+/// carry a `tf_op` stat, keyed `<tf op name>/<kernel name>`, and its XLA kernels, keyed
+/// by their HLO instruction (named from `modules`, the host's programs), with each
+/// plane's `IDLE` row, combined over the planes. Empty for CPU-only hosts, and for TPU
+/// hosts (XProf reads TPU planes differently; not supported).
+pub(crate) fn xspace_device_op_metrics_db(host: &Host, groups: &HostGroups, modules: &HloModules) -> OpMetricsDb {
     if host.planes.iter().any(|plane| plane.name.starts_with(names::TPU_PLANE_PREFIX)) {
         return OpMetricsDb::default();
     }
@@ -75,10 +65,10 @@ fn plane_db(plane: &Plane, plane_index: usize, groups: &HostGroups, modules: &Hl
     builder.finish()
 }
 
-/// Every GPU kernel of an XSpace host that [`device_op_metrics_db`] counts as a TF op
+/// Every GPU kernel of an XSpace host that [`xspace_device_op_metrics_db`] counts as a TF op
 /// (kernels with a `tf_op` stat and no `hlo_op`), one call per kernel. TPU hosts have
 /// none (as in the database).
-pub(super) fn xspace_device_op_runs(host: &Host, groups: &HostGroups, mut visit: impl FnMut(&DeviceOpRun<'_>)) {
+pub(crate) fn xspace_device_op_runs(host: &Host, groups: &HostGroups, mut visit: impl FnMut(&DeviceOpRun<'_>)) {
     if host.planes.iter().any(|plane| plane.name.starts_with(names::TPU_PLANE_PREFIX)) {
         return;
     }
@@ -199,7 +189,7 @@ mod tests {
     use mlprof_model::{Host, Line, PlaneBuilder, SourceFormat};
 
     use super::*;
-    use crate::facts::step_groups;
+    use crate::facts::{device_op_metrics_db, step_groups};
 
     /// `(name, start_ps, duration_ps, tf_op stat)`.
     type TestEvent<'a> = (&'a str, i64, i64, Option<&'a str>);

@@ -31,14 +31,10 @@ const STAT_NAMES: [&str; 6] = [
     "_ipl_stage_cat",
 ];
 
-/// XProf's `host_op_metrics_db` of one host: the framework ops of every thread of the
-/// `/host:CPU` plane with their total and self times, plus one combined `IDLE` row.
-/// Empty when the host has no such plane. Kineto hosts: `cpu_op`s and CUDA runtime /
-/// driver calls (see `op_metrics::kineto_host`).
-pub fn host_op_metrics_db(host: &Host, groups: &HostGroups) -> OpMetricsDb {
-    if crate::kineto::is_kineto(host) {
-        return super::kineto_host::host_op_metrics_db(host);
-    }
+/// XProf's `host_op_metrics_db` of an XSpace host: the framework ops of every thread of
+/// the `/host:CPU` plane with their total and self times, plus one combined `IDLE` row.
+/// Empty when the host has no such plane.
+pub(crate) fn xspace_host_op_metrics_db(host: &Host, groups: &HostGroups) -> OpMetricsDb {
     let mut combined = DbBuilder::default();
     for_each_thread(host, groups, |activities| {
         let mut builder = DbBuilder::default();
@@ -60,9 +56,9 @@ pub fn host_op_metrics_db(host: &Host, groups: &HostGroups) -> OpMetricsDb {
 }
 
 /// Every op run the XSpace host database counts, in replay order per thread: what
-/// [`host_op_metrics_db`] sums, one run at a time (`line` and `event` index the
+/// [`xspace_host_op_metrics_db`] sums, one run at a time (`line` and `event` index the
 /// `/host:CPU` plane).
-pub(super) fn xspace_host_op_runs(host: &Host, groups: &HostGroups, mut visit: impl FnMut(&HostOpRun<'_>)) {
+pub(crate) fn xspace_host_op_runs(host: &Host, groups: &HostGroups, mut visit: impl FnMut(&HostOpRun<'_>)) {
     let mut line = 0;
     for_each_thread(host, groups, |activities| {
         replay(activities, |activity, run| {
@@ -308,7 +304,7 @@ mod tests {
     use mlprof_model::{Host, Line, PlaneBuilder, SourceFormat, StatValue};
 
     use super::*;
-    use crate::facts::step_groups;
+    use crate::facts::{host_op_metrics_db, step_groups};
 
     /// `(name, start_ps, duration_ps, tf_op stat)`.
     type TestEvent<'a> = (&'a str, i64, i64, Option<&'a str>);

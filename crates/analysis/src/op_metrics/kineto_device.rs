@@ -27,7 +27,7 @@ pub(crate) fn is_device_activity(category: Category) -> bool {
 
 /// The device op metrics of a Kineto host: per GPU plane, its activities keyed
 /// `<op>/<kernel>` with the plane's `IDLE` row, combined over the planes.
-pub(super) fn device_op_metrics_db(host: &Host) -> OpMetricsDb {
+pub(crate) fn kineto_device_op_metrics_db(host: &Host) -> OpMetricsDb {
     let index = KinetoOpIndex::new(host);
     let mut combined = DbBuilder::default();
     for (plane_index, plane) in host.planes.iter().enumerate() {
@@ -62,8 +62,8 @@ pub(super) fn device_op_metrics_db(host: &Host) -> OpMetricsDb {
 
 /// Every kernel, copy and memset of the host's GPU planes, each as a run of the
 /// `cpu_op` that launched it (`launched_by`), or of no op (empty `op_name`, type
-/// `Unknown`): what [`device_op_metrics_db`] adds up.
-pub(super) fn kineto_device_op_runs(host: &Host, mut visit: impl FnMut(&DeviceOpRun<'_>)) {
+/// `Unknown`): what [`kineto_device_op_metrics_db`] adds up.
+pub(crate) fn kineto_device_op_runs(host: &Host, mut visit: impl FnMut(&DeviceOpRun<'_>)) {
     let index = KinetoOpIndex::new(host);
     for (plane_index, plane) in host.planes.iter().enumerate() {
         if plane.is_gpu() {

@@ -23,14 +23,14 @@
 use mlprof_model::{Host, names};
 
 use super::{DbBuilder, HostOpRun, OpMetricsDb, ps};
-use crate::facts::thread_ops;
 use crate::kineto;
+use crate::kineto::thread_ops;
 use crate::xstats;
 
 /// The host op metrics of a Kineto host: `cpu_op`s and runtime / driver calls of every
 /// thread of the `/host:CPU` plane with total and self times (ps), plus one combined
 /// `IDLE` row. Empty when the host has no such plane.
-pub(super) fn host_op_metrics_db(host: &Host) -> OpMetricsDb {
+pub(crate) fn kineto_host_op_metrics_db(host: &Host) -> OpMetricsDb {
     let mut combined = DbBuilder::default();
     for_each_thread(host, |_, runs| {
         let mut builder = DbBuilder::default();
@@ -52,9 +52,9 @@ pub(super) fn host_op_metrics_db(host: &Host) -> OpMetricsDb {
     combined.finish()
 }
 
-/// Every host op run of a Kineto host (what [`host_op_metrics_db`] sums), per thread
+/// Every host op run of a Kineto host (what [`kineto_host_op_metrics_db`] sums), per thread
 /// in start order.
-pub(super) fn kineto_host_op_runs(host: &Host, mut visit: impl FnMut(&HostOpRun<'_>)) {
+pub(crate) fn kineto_host_op_runs(host: &Host, mut visit: impl FnMut(&HostOpRun<'_>)) {
     for_each_thread(host, |_, runs| runs.iter().for_each(&mut visit));
 }
 

@@ -6,8 +6,9 @@
 
 use mlprof_model::Host;
 
-use super::{IDLE, OpMetrics, OpMetricsDb, device_op_metrics_db, host_op_metrics_db, tf_metrics_db_from_device};
-use crate::grouping::HostGroups;
+use super::{
+    IDLE, OpMetrics, OpMetricsDb, kineto_device_op_metrics_db, kineto_host_op_metrics_db, tf_metrics_db_from_device,
+};
 
 /// Thread 1: `ProfilerStep#1` [0, 100) around `aten::linear` [10, 60) around
 /// `aten::addmm` [12, 52) around a launch [20, 30); a launch [55, 60.001) in
@@ -48,7 +49,7 @@ fn op<'a>(db: &'a OpMetricsDb, name: &str) -> &'a OpMetrics {
 #[test]
 fn host_ops_are_cpu_ops_and_runtime_calls_with_self_time() {
     let host = sample_host();
-    let db = host_op_metrics_db(&host, &HostGroups::none(&host));
+    let db = kineto_host_op_metrics_db(&host);
     let linear = op(&db, "aten::linear");
     // 50 µs minus addmm (40) and the overhanging launch (5.001), still nested.
     assert_eq!((linear.category.as_str(), linear.time_ps, linear.self_time_ps), ("aten", 50 * US, 4_999_000));
@@ -66,7 +67,7 @@ fn host_ops_are_cpu_ops_and_runtime_calls_with_self_time() {
 #[test]
 fn device_ops_roll_up_to_the_aten_op_that_launched_them() {
     let host = sample_host();
-    let device = device_op_metrics_db(&host, &HostGroups::none(&host));
+    let device = kineto_device_op_metrics_db(&host);
     assert_eq!(op(&device, "aten::addmm/sm80_xmma_gemm_f32").provenance, "aten::addmm");
     assert_eq!(op(&device, "aten::mul/Memcpy HtoD (Pageable -> Device)").time_ps, 5 * US);
     // Span [25, 100) with 55 µs of activity; the stream annotation is no op.
@@ -89,13 +90,4 @@ fn device_ops_roll_up_to_the_aten_op_that_launched_them() {
             (IDLE, IDLE, 0, 20),
         ]
     );
-}
-
-#[test]
-fn hosts_without_planes_have_empty_databases() {
-    let host = mlprof_formats::kineto::read_kineto(br#"{"traceEvents": []}"#, "empty.json", "empty")
-        .expect("an empty trace parses");
-    let groups = HostGroups::none(&host);
-    assert_eq!(device_op_metrics_db(&host, &groups).total_time_ps, 0);
-    assert_eq!(host_op_metrics_db(&host, &groups).total_op_time_ps, 0);
 }

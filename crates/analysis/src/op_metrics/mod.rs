@@ -12,8 +12,9 @@
 //! Kineto (PyTorch) traces have no `tf_op` stats and no `name:Type` op names, so they
 //! get their own readers with the same arithmetic: `kineto_host` (ATen `cpu_op`s and
 //! CUDA runtime calls), `kineto_device` (kernels, copies and memsets attributed to
-//! the ATen op that launched them by [`KinetoOpIndex`]). The public functions branch on
-//! [`crate::kineto::is_kineto`].
+//! the ATen op that launched them by [`KinetoOpIndex`]). Which reader a host gets is
+//! its source's choice: [`crate::facts::host_op_metrics_db`],
+//! [`crate::facts::device_op_metrics_db`].
 
 mod device;
 mod host;
@@ -25,16 +26,16 @@ mod xla_device;
 
 use std::collections::HashMap;
 
-use mlprof_model::Host;
 use serde::Serialize;
 
-use crate::derived_lines::is_derived_line_id;
-use crate::grouping::HostGroups;
+use mlprof_model::names::is_derived_line_id;
 
-pub use crate::facts::KinetoOpIndex;
-pub(crate) use device::device_op_metrics_db_with;
-pub use device::{device_op_metrics_db, tf_metrics_db_from_device};
-pub use host::host_op_metrics_db;
+pub use crate::kineto::KinetoOpIndex;
+pub use device::tf_metrics_db_from_device;
+pub(crate) use device::{xspace_device_op_metrics_db, xspace_device_op_runs};
+pub(crate) use host::{xspace_host_op_metrics_db, xspace_host_op_runs};
+pub(crate) use kineto_device::{kineto_device_op_metrics_db, kineto_device_op_runs};
+pub(crate) use kineto_host::{kineto_host_op_metrics_db, kineto_host_op_runs};
 
 /// Name and category of the row that stands for the time no op ran.
 pub const IDLE: &str = "IDLE";
@@ -230,16 +231,6 @@ pub(crate) struct HostOpRun<'p> {
     pub from_stat: bool,
 }
 
-/// Every host op run of `host`, one call per run, in per-thread replay order: what
-/// [`host_op_metrics_db`] adds up (same nesting, same self times, same names).
-pub(crate) fn host_op_runs(host: &Host, groups: &HostGroups, visit: impl FnMut(&HostOpRun<'_>)) {
-    if crate::kineto::is_kineto(host) {
-        kineto_host::kineto_host_op_runs(host, visit);
-    } else {
-        host::xspace_host_op_runs(host, groups, visit);
-    }
-}
-
 /// One GPU activity (kernel, copy, memset) that the device op metrics database counts
 /// as a run of a framework op.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -267,17 +258,6 @@ pub(crate) struct DeviceOpRun<'p> {
     pub is_eager: bool,
     /// Kineto: the launching `cpu_op` as `(line, event)` in the host's `/host:CPU` plane.
     pub launched_by: Option<(usize, usize)>,
-}
-
-/// Every GPU activity of `host` the device op metrics database counts as an op run,
-/// one call each: XSpace kernels with a `tf_op` stat (no `hlo_op`), Kineto kernels,
-/// copies and memsets with the `cpu_op` that launched them.
-pub(crate) fn device_op_runs(host: &Host, groups: &HostGroups, visit: impl FnMut(&DeviceOpRun<'_>)) {
-    if crate::kineto::is_kineto(host) {
-        kineto_device::kineto_device_op_runs(host, visit);
-    } else {
-        device::xspace_device_op_runs(host, groups, visit);
-    }
 }
 
 /// Non-negative picoseconds as `u64`.

@@ -155,7 +155,7 @@ impl<'h> Analysis<'h> {
     /// The host op metrics of all hosts, combined.
     pub fn host_ops(&self) -> &OpMetricsDb {
         self.host_ops.get_or_init(|| {
-            let dbs = self.per_host(op_metrics::host_op_metrics_db);
+            let dbs = self.per_host(facts::host_op_metrics_db);
             op_metrics::combine_dbs(&dbs, false)
         })
     }
@@ -165,9 +165,7 @@ impl<'h> Analysis<'h> {
         // Sequential, as `per_host`: this runs inside a `OnceLock` initialiser.
         self.device_ops.get_or_init(|| {
             let hosts = self.hosts.iter().zip(self.groups()).zip(self.programs());
-            hosts
-                .map(|((host, groups), programs)| op_metrics::device_op_metrics_db_with(host, groups, programs))
-                .collect()
+            hosts.map(|((host, groups), programs)| facts::device_op_metrics_db_with(host, groups, programs)).collect()
         })
     }
 

@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 
 use mlprof_model::names::{DEVICE_PLANE_PREFIX, HOST_PLANE, chrome};
-use mlprof_model::{Host, Plane, SourceFormat, StatStore, StatValue};
+use mlprof_model::{Host, Plane, StatStore, StatValue};
 
 use crate::derived_lines::is_derived_line_id;
 use crate::gpu::trace::Symbols;
@@ -138,7 +138,8 @@ enum Kept {
 
 /// The rows of one host, with iterations.
 fn read_rows(host: &Host, names: &mut Symbols) -> Vec<Row> {
-    let chrome = host.format == SourceFormat::Kineto || host.chrome.is_some();
+    // Chrome-trace rules for hosts read from a Chrome trace (the reader keeps its extras).
+    let chrome = host.chrome.is_some();
     let origin_us = host.chrome.as_ref().map_or(0, |c| c.origin_us);
     let rounding = chrome && needs_rounding(host);
     let sync_ids: Vec<u32> = SYNC_OPS_ON_GPU.iter().map(|name| names.intern(name)).collect();

@@ -22,7 +22,7 @@ use super::super::profile::{OpRecord, OpSource, Profile, ROOT_PATH};
 use super::python::frame_name;
 use super::{HostContext, flops_of};
 use crate::kineto::{self, Category};
-use crate::op_metrics::{device_op_runs, host_op_runs};
+use crate::op_metrics::{kineto_device_op_runs, kineto_host_op_runs};
 use crate::xstats::{self, StatKeys};
 
 /// The name prefix of `nn.Module` frames (`with_modules=True`).
@@ -58,7 +58,7 @@ pub(super) fn collect(profile: &mut Profile, context: &HostContext<'_>) -> HashM
         let device = context.device(profile, plane_index);
         let mut tracks: HashMap<usize, u32> = HashMap::new();
         let mut shapes: HashMap<String, Option<u32>> = HashMap::new();
-        host_op_runs(host, groups, |run| {
+        kineto_host_op_runs(host, |run| {
             let track = *tracks.entry(run.line).or_insert_with(|| context.track(profile, plane_index, run.line));
             let event = plane.lines.get(run.line).and_then(|line| line.event(run.event));
             let input_shapes = event.and_then(|event| {
@@ -99,7 +99,7 @@ pub(super) fn collect(profile: &mut Profile, context: &HostContext<'_>) -> HashM
         });
         profile.availability.input_shapes |= !shapes.values().all(Option::is_none);
     }
-    device_op_runs(host, groups, |run| {
+    kineto_device_op_runs(host, |run| {
         profile.kinds.insert(OpSource::PyTorch);
         let launched = run.launched_by.and_then(|at| by_event.get(&at)).and_then(|&i| profile.records.get(i));
         let (node, op_type, scope, code, runs) = match launched {

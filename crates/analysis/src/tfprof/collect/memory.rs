@@ -15,6 +15,7 @@ use std::collections::HashMap;
 
 use super::super::profile::{OpRecord, Profile};
 use super::HostContext;
+use crate::facts::{self, AllocationRecords};
 use crate::memory_profile::kineto_memory_events;
 use crate::xstats::{self, StatKeys};
 
@@ -43,10 +44,9 @@ pub(super) fn attribute(
     host_runs: &HashMap<(usize, usize), usize>,
     first: usize,
 ) {
-    let ops = if crate::kineto::is_kineto(context.host) {
-        kineto_ops(context, host_runs)
-    } else {
-        xspace_ops(profile, context, first)
+    let ops = match facts::allocation_records(context.host) {
+        AllocationRecords::PytorchMemoryEvents => kineto_ops(context, host_runs),
+        AllocationRecords::TfAllocatorEvents => xspace_ops(profile, context, first),
     };
     if ops.is_empty() {
         return;

@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use mlprof_model::{Host, names};
 
 use super::profile::{Profile, Track};
+use crate::facts::{self, Framework};
 use crate::grouping::{HostGroups, StepSource};
 use crate::steps::{StepOptions, host_steps};
 
@@ -30,10 +31,11 @@ pub(super) fn collect(hosts: &[(&Host, &HostGroups)]) -> Profile {
         let steps = StepLookup::new(host, groups, &mut profile);
         let context = HostContext { index: host_index, host, groups, steps };
         let first = profile.records.len();
-        let host_records = if crate::kineto::is_kineto(host) {
-            kineto::collect(&mut profile, &context)
-        } else {
-            xspace::collect(&mut profile, &context)
+        // PyTorch's ops (ATen ops, runtime calls, Python frames) or XProf's (TF ops,
+        // tf.data iterators, GPU kernels by `tf_op`).
+        let host_records = match facts::framework(host) {
+            Framework::Pytorch => kineto::collect(&mut profile, &context),
+            Framework::Tensorflow | Framework::Jax | Framework::Cuda => xspace::collect(&mut profile, &context),
         };
         xla::collect(&mut profile, &context);
         memory::attribute(&mut profile, &context, &host_records, first);

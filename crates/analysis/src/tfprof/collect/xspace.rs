@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use super::super::profile::{OpRecord, OpSource, Profile, ROOT_PATH};
 use super::python::LineFrames;
 use super::{HostContext, flops_of};
-use crate::op_metrics::{device_op_runs, host_op_runs};
+use crate::op_metrics::{xspace_device_op_runs, xspace_host_op_runs};
 
 /// Collects the host and device op records of an XSpace host; returns each host op
 /// run's record by `(line, event)` of the `/host:CPU` plane.
@@ -32,7 +32,7 @@ pub(super) fn collect(profile: &mut Profile, context: &HostContext<'_>) -> HashM
         let device = context.device(profile, plane_index);
         let mut tracks: HashMap<usize, u32> = HashMap::new();
         let mut named_by_stat = 0usize;
-        host_op_runs(host, groups, |run| {
+        xspace_host_op_runs(host, groups, |run| {
             let track = *tracks.entry(run.line).or_insert_with(|| context.track(profile, plane_index, run.line));
             let flops =
                 plane.lines.get(run.line).and_then(|l| l.event(run.event)).map_or(0, |e| flops_of(plane, flops, &e));
@@ -70,7 +70,7 @@ pub(super) fn collect(profile: &mut Profile, context: &HostContext<'_>) -> HashM
         }
     }
     let mut flops_keys: HashMap<usize, Option<u32>> = HashMap::new();
-    device_op_runs(host, groups, |run| {
+    xspace_device_op_runs(host, groups, |run| {
         let Some(plane) = host.planes.get(run.plane) else { return };
         let key = *flops_keys.entry(run.plane).or_insert_with(|| plane.find_stat_key("flops"));
         let event = plane.lines.get(run.line).and_then(|l| l.event(run.event));

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use mlprof_model::{Event, Host, Line, Plane, names};
 
-use crate::kineto::{self, Category};
+use super::{self as kineto, Category};
 use crate::xstats::{self, StatKeys};
 
 /// What a host op event is.

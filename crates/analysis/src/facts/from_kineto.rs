@@ -16,15 +16,10 @@
 //!
 //! Devices: `deviceProperties` lists every GPU of the machine, each with its `name`.
 
-mod ops;
-
 use mlprof_model::{Event, Host, Plane, StatValue};
 
-pub use ops::KinetoOpIndex;
-pub(crate) use ops::thread_ops;
-
 use super::kernels::{KernelLaunch, LaunchParams, kernel_uses_tensor_core};
-use crate::kineto::{self, Category};
+use crate::kineto::{self, Category, KinetoOpIndex};
 use crate::xstats::{self, StatKeys};
 
 /// Kineto arg names read off kernels, in [`StatKeys`] order.

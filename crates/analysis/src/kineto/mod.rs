@@ -22,6 +22,11 @@
 //! Kernels join their launch by `correlation` (the reader's `correlation_id` stat) and
 //! their CPU op by `External id`.
 
+mod ops;
+
+pub(crate) use ops::thread_ops;
+pub use ops::{DRIVER_TYPE, DeviceKeys, KinetoOpIndex, RUNTIME_TYPE};
+
 use mlprof_model::names::chrome;
 use mlprof_model::{Event, Host, Plane, SourceFormat};
 
