@@ -18,7 +18,7 @@
 
 use mlprof_model::{Event, Host, Plane, StatValue};
 
-use super::kernels::{KernelLaunch, LaunchParams, kernel_uses_tensor_core};
+use super::kernels::{KernelLaunch, LaunchParams};
 use crate::kineto::{self, Category, KinetoOpIndex};
 use crate::xstats::{self, StatKeys};
 
@@ -104,9 +104,7 @@ pub(super) fn kernel_launches<'h>(host: &'h Host, each: &mut dyn FnMut(KernelLau
                     continue;
                 }
                 let name = xstats::event_name(plane, &event);
-                let uses_tensor_core = kernel_uses_tensor_core(name);
                 let op_name = index.op_of(plane, &device_keys, &event).unwrap_or("");
-                let eligible = !op_name.is_empty() && (aten_op_tensor_core_eligible(op_name) || uses_tensor_core);
                 let count = |i: usize| {
                     xstats::event_int(plane, &event, keys.key(i)).and_then(|v| u32::try_from(v).ok()).unwrap_or(0)
                 };
@@ -122,14 +120,9 @@ pub(super) fn kernel_launches<'h>(host: &'h Host, each: &mut dyn FnMut(KernelLau
                     grid_dim: dim3(&event, keys.key(2)).unwrap_or([1; 3]),
                     occupancy_pct: occupancy_pct as f32,
                 };
-                each(KernelLaunch {
-                    name,
-                    params,
-                    duration_ps,
-                    op_name,
-                    uses_tensor_core,
-                    op_tensor_core_eligible: eligible,
-                });
+                each(KernelLaunch::new(name, params, duration_ps, op_name, |uses_tensor_core| {
+                    !op_name.is_empty() && (aten_op_tensor_core_eligible(op_name) || uses_tensor_core)
+                }));
             }
         }
     }

@@ -15,7 +15,7 @@
 
 use mlprof_model::{Host, Plane, names};
 
-use super::kernels::{KernelLaunch, LaunchParams, kernel_uses_tensor_core};
+use super::kernels::{KernelLaunch, LaunchParams};
 use super::recorder::Framework;
 use crate::hlo::HloModules;
 use crate::xstats::{self, StatKeys};
@@ -117,31 +117,20 @@ fn plane_kernel_launches<'h>(plane: &'h Plane, modules: &'h HloModules, each: &m
             }
             let name = xstats::event_name(plane, &event);
             let params = parse_kernel_details(details);
-            let uses_tensor_core = kernel_uses_tensor_core(name);
-            let (mut op_name, mut eligible) = if tf_op.is_empty() {
-                ("", false)
-            } else {
-                let op_name = tf_op_name(tf_op);
-                let eligible =
-                    einsum_tensor_core_eligible(equation) || op_tensor_core_eligible(op_name) || uses_tensor_core;
-                (op_name, eligible)
-            };
+            let tf_op_name = tf_op_name(tf_op);
             let instruction = hlo_op
                 .zip(program_id)
-                .and_then(|(hlo_op, program)| modules.instruction(program, crate::hlo::innermost_hlo_op(hlo_op)));
-            if let Some(instruction) = instruction {
-                // XProf 2.24.2 shows the instruction's framework op name without its type.
-                op_name = &instruction.op_name;
-                eligible |= op_tensor_core_eligible(op_name);
-            }
-            each(KernelLaunch {
-                name,
-                params,
-                duration_ps,
-                op_name,
-                uses_tensor_core,
-                op_tensor_core_eligible: eligible,
-            });
+                .and_then(|(hlo_op, program)| modules.instruction(program, crate::hlo::innermost_hlo_op(hlo_op)))
+                .map(|instruction| instruction.op_name.as_str());
+            // XProf 2.24.2 shows the instruction's framework op name without its type.
+            let op_name = instruction.unwrap_or(tf_op_name);
+            each(KernelLaunch::new(name, params, duration_ps, op_name, |uses_tensor_core| {
+                let by_tf_op = !tf_op.is_empty()
+                    && (einsum_tensor_core_eligible(equation)
+                        || op_tensor_core_eligible(tf_op_name)
+                        || uses_tensor_core);
+                by_tf_op || instruction.is_some_and(op_tensor_core_eligible)
+            }));
         }
     }
 }

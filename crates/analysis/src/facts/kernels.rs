@@ -21,6 +21,28 @@ pub(crate) struct KernelLaunch<'h> {
     pub op_tensor_core_eligible: bool,
 }
 
+impl<'h> KernelLaunch<'h> {
+    /// A launch of kernel `name` for `op_name`, whose op is TensorCore eligible when
+    /// `op_eligible`, given whether the kernel uses TensorCores, says so.
+    pub fn new(
+        name: &'h str,
+        params: LaunchParams,
+        duration_ps: i64,
+        op_name: &'h str,
+        op_eligible: impl FnOnce(bool) -> bool,
+    ) -> KernelLaunch<'h> {
+        let uses_tensor_core = kernel_uses_tensor_core(name);
+        KernelLaunch {
+            name,
+            params,
+            duration_ps,
+            op_name,
+            uses_tensor_core,
+            op_tensor_core_eligible: op_eligible(uses_tensor_core),
+        }
+    }
+}
+
 /// A kernel's launch configuration (XSpace: its `kernel_details` stat; Kineto: its
 /// launch args).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
