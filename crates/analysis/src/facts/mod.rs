@@ -9,13 +9,15 @@
 //! ([`lists_unused_devices`], [`device_model_name`]), XProf's host and device op
 //! databases ([`host_op_metrics_db`], [`device_op_metrics_db`]), the kind of
 //! allocation records ([`allocation_records`]) and whether XProf's derived lines apply
-//! ([`derives_device_lines`]). The other tools still read some
+//! ([`derives_device_lines`]), and the activity view of host threads, GPU ops, copies
+//! and synchronisations ([`activity_view`]). The other tools still read some
 //! facts themselves (see `FORMAT_AWARE` in `tidy.rs`).
 //!
 //! Adding a source format: an adapter module here, and an arm in each function below
 //! (the matches are exhaustive, so the compiler lists every fact the new source must
 //! supply).
 
+pub mod activity;
 mod from_kineto;
 mod from_xspace;
 mod kernels;
@@ -32,6 +34,7 @@ pub use recorder::Framework;
 use crate::grouping::{Fallbacks, HostGroups, group_by_markers, profiler_steps};
 use crate::hlo::HloModules;
 use crate::op_metrics::{self, OpMetricsDb};
+use activity::ProfileView;
 
 /// Each event's step on `host`: PyTorch's `ProfilerStep#N` annotations on Kineto
 /// traces, else the step markers by XProf's rules with mlprof's fallbacks (`step_num`
@@ -155,6 +158,16 @@ pub fn derives_device_lines(host: &Host) -> bool {
     match host.format {
         SourceFormat::Xspace => true,
         SourceFormat::Kineto => false,
+    }
+}
+
+/// The host threads with their events nested, the GPU devices with their ops, the
+/// runtime call behind each correlation id and the steps of `host`
+/// ([`activity::ProfileView`]): what the transfers tool reads.
+pub fn activity_view(host: &Host) -> ProfileView<'_> {
+    match host.format {
+        SourceFormat::Xspace => from_xspace::activity_view(host),
+        SourceFormat::Kineto => from_kineto::activity_view(host),
     }
 }
 

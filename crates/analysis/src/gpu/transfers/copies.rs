@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::findings::{FindingKind, Location, Occurrence};
 use super::peaks::{DevicePeaks, device_peaks};
-use super::view::{Call, Device, GpuKind, GpuOp, HostKind, HostRef, ProfileView};
+use crate::facts::activity::{Call, Device, GpuKind, GpuOp, HostKind, HostRef, ProfileView};
 use crate::kineto::{Copy, CopyDirection, MemoryKind};
 
 /// Copies smaller than this are latency-bound; bandwidth findings ignore them.

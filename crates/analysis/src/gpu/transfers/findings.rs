@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::view::{HostKind, HostRef, ProfileView};
+use crate::facts::activity::{HostKind, HostRef, ProfileView};
 
 /// Python frames kept per finding.
 pub const STACK_FRAMES: usize = 4;

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::findings::{FindingKind, Location, Occurrence};
-use super::view::{Call, Device, HostKind, ProfileView, Thread};
+use crate::facts::activity::{Call, Device, HostKind, ProfileView, Thread};
 use crate::gpu::intervals;
 use crate::kineto;
 

@@ -3,10 +3,10 @@
 //! synchronous memsets, synchronising APIs, GPU gaps) on PyTorch / Kineto traces and
 //! XSpace GPU profiles, with the host context that explains each one.
 //!
-//! The one design decision to know: every finding reads the source-neutral
-//! [`view::ProfileView`] (host threads with nested events, GPU ops, correlation ids,
-//! step count) that a small adapter per format builds ([`kineto_source`],
-//! [`xspace_source`]); the findings never look at a format.
+//! The one design decision to know: every finding reads the host's source-neutral
+//! activity view ([`crate::facts::activity_view`]: host threads with nested events, GPU
+//! ops, correlation ids, step count), which each format's adapter builds; the findings
+//! never look at a format.
 //!
 //! # Time lost, per finding kind
 //!
@@ -39,18 +39,15 @@
 pub mod copies;
 pub mod findings;
 pub mod gaps;
-pub mod kineto_source;
 pub mod overlap;
 pub mod peaks;
 mod render;
 pub mod syncs;
-pub mod view;
-pub mod xspace_source;
 
 use mlprof_model::Host;
 use serde::Serialize;
 
-use crate::kineto;
+use crate::facts;
 use findings::Finding;
 
 /// The default gap threshold: 100 µs, in ps.
@@ -139,11 +136,7 @@ pub fn analyze_with_steps(hosts: &[&Host], steps: &[u64], options: TransfersOpti
 /// The diagnosis of one host and its findings; `known_steps` is the number of steps the
 /// step database found (0: none), used when the profile's own step source has none.
 pub fn analyze_host(host: &Host, known_steps: u64, options: TransfersOptions) -> (HostTransfers, Vec<Finding>) {
-    let (mut view, source) = if kineto::is_kineto(host) {
-        (kineto_source::view(host), "kineto")
-    } else {
-        (xspace_source::view(host), "xspace")
-    };
+    let (mut view, source) = (facts::activity_view(host), host.format.name());
     if view.steps == 0 && known_steps > 0 {
         view.steps = known_steps;
         view.step_source = "the step groups every step tool uses";

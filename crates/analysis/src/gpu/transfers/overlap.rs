@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::copies::is_flagged;
 use super::findings::{FindingKind, Location, Occurrence};
-use super::view::{Device, GpuKind, HostRef, ProfileView};
+use crate::facts::activity::{Device, GpuKind, HostRef, ProfileView};
 use crate::gpu::intervals;
 use crate::gpu::kernel_type::{KernelType, kernel_type};
 use crate::kineto::CopyDirection;

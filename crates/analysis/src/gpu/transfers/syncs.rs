@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde::Serialize;
 
 use super::findings::{FindingKind, Location, Occurrence};
-use super::view::{Call, GpuKind, HostKind, HostRef, ProfileView, Thread};
+use crate::facts::activity::{Call, GpuKind, HostKind, HostRef, ProfileView, Thread};
 use crate::kineto::CopyDirection;
 
 /// Blocking host calls of one API name (every call, whichever finding it went to).

@@ -15,13 +15,13 @@
 
 use mlprof_model::{Host, Plane, names};
 
-use super::view::{Call, Device, GpuKind, GpuOp, HostEvent, HostKind, ProfileView, Thread};
+use crate::facts::activity::{Call, Device, GpuKind, GpuOp, HostEvent, HostKind, ProfileView, Thread};
 use crate::kineto::{self, Copy, MemoryKind};
 use crate::steps::step_events::memcpy_bytes;
 use crate::xstats::{self, StatKeys};
 
 /// The view of an XSpace host.
-pub fn view(host: &Host) -> ProfileView<'_> {
+pub(in crate::facts) fn view(host: &Host) -> ProfileView<'_> {
     let mut threads = Vec::new();
     for plane in host.planes.iter().filter(|p| p.name == names::HOST_PLANE) {
         let keys = StatKeys::new(plane, [names::CORRELATION_ID]);

@@ -1,8 +1,8 @@
-//! The source-neutral view every finding reads: host threads with their events nested
-//! (each event knows its enclosing event), GPU devices with their ops, the runtime call
-//! behind each correlation id, and the number of steps. The per-format adapters
-//! ([`super::kineto_source`], [`super::xspace_source`]) fill it; nothing after them
-//! looks at a format.
+//! The source-neutral activity view the transfers findings read: host threads with
+//! their events nested (each event knows its enclosing event), GPU devices with their
+//! ops, the runtime call behind each correlation id, and the number of steps. Each
+//! format's adapter fills it ([`super::activity_view`]); nothing after them looks at a
+//! format.
 //!
 //! The design decision to know: names are borrowed from the model (`&'a str`), and
 //! events are sorted by start (longest first on ties) once, so nesting is a stack walk

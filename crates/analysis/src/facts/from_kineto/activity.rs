@@ -4,13 +4,13 @@
 
 use mlprof_model::{Host, Plane, names};
 
-use super::view::{Call, Device, GpuKind, GpuOp, HostEvent, HostKind, ProfileView, Thread};
+use crate::facts::activity::{Call, Device, GpuKind, GpuOp, HostEvent, HostKind, ProfileView, Thread};
 use crate::grouping::profiler_steps;
 use crate::kineto::{self, Category};
 use crate::xstats::{self, StatKeys};
 
 /// The view of a Kineto host.
-pub fn view(host: &Host) -> ProfileView<'_> {
+pub(in crate::facts) fn view(host: &Host) -> ProfileView<'_> {
     let mut threads = Vec::new();
     for plane in host.planes.iter().filter(|p| p.name == names::HOST_PLANE) {
         let categories = kineto::categories(plane);

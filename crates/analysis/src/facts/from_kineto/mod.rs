@@ -16,7 +16,11 @@
 //!
 //! Devices: `deviceProperties` lists every GPU of the machine, each with its `name`.
 
+mod activity;
+
 use mlprof_model::{Event, Host, Plane, StatValue};
+
+pub(super) use activity::view as activity_view;
 
 use super::kernels::{KernelLaunch, LaunchParams};
 use crate::kineto::{self, Category, KinetoOpIndex};

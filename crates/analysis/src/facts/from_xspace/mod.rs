@@ -13,7 +13,11 @@
 //! The recorder: JAX when the `/host:metadata` plane names a `jax_version`, a CUDA
 //! program when it says mlprof's CUPTI injection wrote it, else TensorFlow.
 
+mod activity;
+
 use mlprof_model::{Host, Plane, names};
+
+pub(super) use activity::view as activity_view;
 
 use super::kernels::{KernelLaunch, LaunchParams};
 use super::recorder::Framework;
