@@ -1,21 +1,26 @@
-//! Format-neutral facts about a host, each built by exactly one adapter per source
-//! format: [`from_xspace`] (XProf's planes: TensorFlow, JAX, mlprof's own captures)
-//! and [`from_kineto`] (PyTorch's Chrome traces, read with [`crate::kineto`]'s
-//! vocabulary). Tools read the facts and never the format; the functions here are the
-//! one place that asks which format a host was read from.
+//! Format-neutral facts about a host, the layer between the model and the tools: the
+//! functions here are the one place that asks which format a host was read from, and
+//! each picks its source's adapter — [`from_xspace`] (XProf's planes: TensorFlow,
+//! JAX, mlprof's own captures) or [`from_kineto`] (PyTorch's Chrome traces, read with
+//! [`crate::kineto`]'s vocabulary), or for XProf's op databases and step grouping the
+//! per-format readers of [`crate::op_metrics`] and [`crate::grouping`]. Tools read the
+//! facts and never the format (`tidy.rs` fails if one does).
 //!
-//! Facts so far: each event's step ([`step_groups`]), the kernel launches of a host's GPUs ([`KernelLaunch`]), who
-//! recorded the host ([`framework`]), whether it trains ([`records_training`]) and how its source lists devices
-//! ([`lists_unused_devices`], [`device_model_name`]), XProf's host and device op
-//! databases ([`host_op_metrics_db`], [`device_op_metrics_db`]), the kind of
-//! allocation records ([`allocation_records`]) and whether XProf's derived lines apply
-//! ([`derives_device_lines`]), and the activity view of host threads, GPU ops, copies
-//! and synchronisations ([`activity_view`]). The other tools still read some
-//! facts themselves (see `FORMAT_AWARE` in `tidy.rs`).
+//! The facts:
+//! - steps: each event's step group ([`step_groups`], [`step_groups_as_xprof`]);
+//! - ops: XProf's host and device op databases ([`host_op_metrics_db`],
+//!   [`device_op_metrics_db`]), the GPU kernel launches with their op
+//!   ([`KernelLaunch`]), and the activity view of host threads, GPU ops, copies and
+//!   synchronisations ([`activity_view`]);
+//! - the recorder: who wrote the host ([`framework`]), whether it trains
+//!   ([`records_training`]), how its source lists devices ([`lists_unused_devices`],
+//!   [`device_model_name`]), the kind of allocation records
+//!   ([`allocation_records`]), whether XProf's derived lines apply
+//!   ([`derives_device_lines`]).
 //!
-//! Adding a source format: an adapter module here, and an arm in each function below
-//! (the matches are exhaustive, so the compiler lists every fact the new source must
-//! supply).
+//! Adding a source format: an adapter module here and an arm in each function below;
+//! the matches are exhaustive, so the compiler lists every fact the new source must
+//! supply.
 
 pub mod activity;
 mod from_kineto;
