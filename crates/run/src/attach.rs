@@ -109,17 +109,11 @@ pub async fn attach(
 
     let begin_ns = mlprof_cupti::wire::realtime_ns();
     let started = Instant::now();
-    let sampler = Sampler::start(
+    let sampler = Sampler::start_or_say(
         options.pid,
         SamplerOptions { hz: options.sample_hz, native: options.native_stacks, counters: true },
+        say,
     );
-    let sampler = match sampler {
-        Ok(sampler) => Some(sampler),
-        Err(error) => {
-            say(format!("sampling is off: cannot start its thread: {error}"));
-            None
-        }
-    };
     let ports = listening::local_ports(options.pid);
     let captures = start_captures(&ports, &logdir, &session_id, options.duration);
     let torch = procfs::maps_library(options.pid, "libtorch");
@@ -132,79 +126,17 @@ pub async fn attach(
     }
     let kineto = if torch { start_kineto(options, &session, say) } else { None };
     let kineto_started = kineto.is_some();
-    let mut kineto =
-        kineto.map(|kineto| Box::pin(kineto.record(Instant::now() + attach_kineto::POLL_WAIT, &options.host, say)));
-    let mut kineto_outcome = None;
     say(format!("pid {}: recording for {} s", options.pid, options.duration.as_secs_f64()));
-    tokio::pin!(stop);
-    let window = tokio::time::sleep(options.duration);
-    tokio::pin!(window);
-    let mut stopped = false;
-    // The window, with Kineto's polls answered meanwhile.
-    loop {
-        tokio::select! {
-            () = &mut window => break,
-            () = &mut stop => { stopped = true; break }
-            outcome = async { kineto.as_mut()?.await.into() }, if kineto.is_some() => {
-                kineto_outcome = outcome;
-                kineto = None;
-            }
-        }
-    }
-    // Then Kineto's trace, which started at the process's next poll, until it is written.
-    if let (Some(recording), false) = (kineto.as_mut(), stopped) {
-        say(format!("pid {}: waiting for its Kineto trace", options.pid));
-        tokio::select! {
-            outcome = recording => kineto_outcome = Some(outcome),
-            () = &mut stop => stopped = true,
-        }
-    }
-    drop(kineto);
-    let mut wrote = false;
-    match kineto_outcome {
-        Some(KinetoOutcome::Written(path)) => {
-            wrote = true;
-            let size = std::fs::metadata(&path).map_or(0, |m| m.len());
-            say(format!("pid {}: PyTorch: wrote {} ({:.1} MB)", options.pid, path.display(), size as f64 / 1e6));
-        }
-        Some(KinetoOutcome::Missing(why)) => say(format!("pid {}: PyTorch: no Kineto trace: {why}", options.pid)),
-        None if stopped && kineto_started => {
-            say(format!("pid {}: PyTorch: no Kineto trace: stopped before it was written", options.pid));
-        }
-        None => {}
-    }
+    let (kineto_outcome, stopped) = record_window(kineto, options, stop, say).await;
+    let mut wrote = report_kineto(kineto_outcome, stopped && kineto_started, options.pid, say);
     if stopped {
         say(format!("stopped after {:.1} s", started.elapsed().as_secs_f64()));
     }
     let end_ns = mlprof_cupti::wire::realtime_ns();
     if let Some(sampler) = sampler {
-        let recorded = sampler.window(begin_ns, end_ns);
-        for note in sampler.take_notes() {
-            say(note);
-        }
-        sampler.stop();
-        let host = options.host.clone();
-        let interval = interval_ns(options.sample_hz);
-        let dir = session.clone();
-        let written =
-            tokio::task::spawn_blocking(move || file::write(&recorded, &host, (begin_ns, end_ns), interval, &dir))
-                .await
-                .ok();
-        if let Some(written) = written {
-            wrote |= written.path.is_some();
-            written.lines.into_iter().for_each(say);
-        }
+        wrote |= write_samples(sampler, options, (begin_ns, end_ns), &session, say).await;
     }
-    for (port, task) in captures {
-        match task.await.ok().flatten() {
-            Some(outcome) if !outcome.local_files().is_empty() => {
-                wrote = true;
-                say(format!("pid {}: profiler server {outcome}", options.pid));
-            }
-            Some(outcome) => say(format!("pid {}: port {port} gave no trace: {outcome}", options.pid)),
-            None => say(format!("pid {}: port {port}: the capture did not run", options.pid)),
-        }
-    }
+    wrote |= report_captures(captures, options.pid, say).await;
     if !wrote {
         let _ = std::fs::remove_dir(&session);
     }
@@ -240,12 +172,104 @@ fn start_kineto(options: &AttachOptions, session: &Path, say: &(dyn Fn(String) +
 
 /// Captures every port as a profiler server over the window; a port that serves
 /// something else fails at once.
-fn start_captures(
-    ports: &[u16],
-    logdir: &Path,
-    session_id: &str,
-    duration: Duration,
-) -> Vec<(u16, tokio::task::JoinHandle<Option<mlprof_capture::client::WorkerOutcome>>)> {
+/// Waits out the recording window, answering Kineto's polls meanwhile, then for
+/// Kineto's trace (which starts at the process's next poll) until it is written;
+/// returns what Kineto gave and whether `stop` came first.
+async fn record_window(
+    kineto: Option<KinetoAttach>,
+    options: &AttachOptions,
+    stop: impl std::future::Future<Output = ()>,
+    say: &(dyn Fn(String) + Sync),
+) -> (Option<KinetoOutcome>, bool) {
+    let mut kineto =
+        kineto.map(|kineto| Box::pin(kineto.record(Instant::now() + attach_kineto::POLL_WAIT, &options.host, say)));
+    let mut outcome = None;
+    tokio::pin!(stop);
+    let window = tokio::time::sleep(options.duration);
+    tokio::pin!(window);
+    let mut stopped = false;
+    loop {
+        tokio::select! {
+            () = &mut window => break,
+            () = &mut stop => { stopped = true; break }
+            done = async { kineto.as_mut()?.await.into() }, if kineto.is_some() => {
+                outcome = done;
+                kineto = None;
+            }
+        }
+    }
+    if let (Some(recording), false) = (kineto.as_mut(), stopped) {
+        say(format!("pid {}: waiting for its Kineto trace", options.pid));
+        tokio::select! {
+            done = recording => outcome = Some(done),
+            () = &mut stop => stopped = true,
+        }
+    }
+    (outcome, stopped)
+}
+
+/// Says what Kineto gave (`stopped_early`: the recording was stopped while Kineto had
+/// started); returns whether a trace was written.
+fn report_kineto(outcome: Option<KinetoOutcome>, stopped_early: bool, pid: u32, say: &(dyn Fn(String) + Sync)) -> bool {
+    match outcome {
+        Some(KinetoOutcome::Written(path)) => {
+            let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+            say(format!("pid {pid}: PyTorch: wrote {} ({:.1} MB)", path.display(), size as f64 / 1e6));
+            return true;
+        }
+        Some(KinetoOutcome::Missing(why)) => say(format!("pid {pid}: PyTorch: no Kineto trace: {why}")),
+        None if stopped_early => say(format!("pid {pid}: PyTorch: no Kineto trace: stopped before it was written")),
+        None => {}
+    }
+    false
+}
+
+/// Stops `sampler` and writes what it recorded from `begin_ns` to `end_ns` into
+/// `session`; returns whether a file was written.
+async fn write_samples(
+    sampler: Sampler,
+    options: &AttachOptions,
+    (begin_ns, end_ns): (i64, i64),
+    session: &Path,
+    say: &(dyn Fn(String) + Sync),
+) -> bool {
+    let recorded = sampler.window(begin_ns, end_ns);
+    for note in sampler.take_notes() {
+        say(note);
+    }
+    sampler.stop();
+    let host = options.host.clone();
+    let interval = interval_ns(options.sample_hz);
+    let dir = session.to_path_buf();
+    let written =
+        tokio::task::spawn_blocking(move || file::write(&recorded, &host, (begin_ns, end_ns), interval, &dir))
+            .await
+            .ok();
+    let Some(written) = written else { return false };
+    written.lines.into_iter().for_each(say);
+    written.path.is_some()
+}
+
+/// Says what each profiler-server capture gave; returns whether one wrote files.
+async fn report_captures(captures: Vec<(u16, CaptureTask)>, pid: u32, say: &(dyn Fn(String) + Sync)) -> bool {
+    let mut wrote = false;
+    for (port, task) in captures {
+        match task.await.ok().flatten() {
+            Some(outcome) if !outcome.local_files().is_empty() => {
+                wrote = true;
+                say(format!("pid {pid}: profiler server {outcome}"));
+            }
+            Some(outcome) => say(format!("pid {pid}: port {port} gave no trace: {outcome}")),
+            None => say(format!("pid {pid}: port {port}: the capture did not run")),
+        }
+    }
+    wrote
+}
+
+/// A capture of one profiler server running in the background.
+type CaptureTask = tokio::task::JoinHandle<Option<mlprof_capture::client::WorkerOutcome>>;
+
+fn start_captures(ports: &[u16], logdir: &Path, session_id: &str, duration: Duration) -> Vec<(u16, CaptureTask)> {
     ports
         .iter()
         .map(|&port| {

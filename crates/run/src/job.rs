@@ -130,104 +130,42 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
         None => TraceWindow::Duration(options.duration),
     };
     let mut env = Vec::new();
-    // Without its private directory mlprof traces nothing, but the job still runs.
-    let run_dir = match tempfile::Builder::new().prefix("mlprof-run-").tempdir() {
-        Ok(dir) => Some(dir),
-        Err(error) => {
-            say(format!(
-                "tracing is off: cannot make a private directory in {}: {error}",
-                std::env::temp_dir().display()
-            ));
-            None
-        }
-    };
+    let run_dir = private_directory(say);
     let frameworks = options.device_tracer == DeviceTracer::Auto;
     // MLPROF_PYTORCH_TRACER=hook: PyTorch is traced through the start-up hook alone.
     let kineto = frameworks && !TorchFallback::forced_by_environment();
     let mut daemon =
         run_dir.as_ref().filter(|_| kineto).and_then(|dir| start_kineto_daemon(dir.path(), window, &mut env, say));
-    let hook = run_dir.as_ref().filter(|_| frameworks).and_then(|dir| match Hook::install(dir.path()) {
-        Ok(hook) => {
-            env.extend(hook.environment(std::env::var_os("PYTHONPATH")));
-            Some(hook)
-        }
-        Err(error) => {
-            say(format!("the JAX/TensorFlow start-up hook is off: {error}"));
-            None
-        }
-    });
+    let hook = run_dir.as_ref().filter(|_| frameworks).and_then(|dir| install_hook(dir.path(), &mut env, say));
     let mut cupti = run_dir.as_ref().and_then(|dir| start_cupti(dir.path(), options, &mut env, say));
     let launched = Instant::now();
-    // A signal passed on to the job while CUDA processes record waits for their flush
-    // (see `launch`): the signal thread asks through this channel and waits for the answer.
-    let (flush_asked, mut flush_requests) = tokio::sync::mpsc::channel::<std::sync::mpsc::Sender<()>>(4);
-    launch::set_flusher(Box::new(move |wait| {
-        let (done, answer) = std::sync::mpsc::channel();
-        if flush_asked.try_send(done).is_ok() {
-            let _ = answer.recv_timeout(wait);
-        }
-    }));
+    let mut flush_requests = route_flushes_before_signals();
     let mut child = launch::spawn(&JobCommand { argv: options.argv.clone(), env })?;
-    let sampler = match Sampler::start(
+    let sampler = Sampler::start_or_say(
         child.id(),
         SamplerOptions { hz: options.sample_hz, native: options.native_stacks, counters: true },
-    ) {
-        Ok(sampler) => Some(sampler),
-        Err(error) => {
-            say(format!("sampling is off: cannot start its thread: {error}"));
-            None
-        }
-    };
+        say,
+    );
     let mut link = options.agent.as_ref().and_then(|agent| {
-        let mut tracers = Vec::new();
-        for (on, name) in [
+        let tracers = [
             (daemon.is_some(), "kineto"),
             (hook.is_some(), "hook"),
             (cupti.is_some(), "cupti"),
             (sampler.is_some(), "samples"),
-        ] {
-            if on {
-                tracers.push(name.to_string());
-            }
-        }
+        ];
         let registration = Registration {
             run_pid: std::process::id(),
             pid: child.id(),
             command: options.argv.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" "),
             logdir: logdir.clone(),
-            tracers,
+            tracers: tracers.iter().filter(|(on, _)| *on).map(|(_, name)| name.to_string()).collect(),
             ..Registration::default()
         };
-        match AgentLink::start(agent.address, agent.token.clone(), registration) {
-            Ok(link) => Some(link),
-            Err(error) => {
-                say(format!("the agent is not told about this job: cannot start its thread: {error}"));
-                None
-            }
-        }
+        link_to_agent(agent, registration, say)
     });
     let mut exited = tokio::task::spawn_blocking(move || child.wait());
     let schedule = Schedule { first: launched + options.delay, every: options.every };
-    let mut state = State {
-        rounds: Rounds::new(schedule, SETTLE, MAX_TRACED_PROCESSES),
-        // CUDA programs have no framework warming up: their window may start when CUDA
-        // does (with --delay 0, from the first kernel, as Nsight Systems).
-        cupti_rounds: Rounds::new(schedule, Duration::ZERO, MAX_TRACED_PROCESSES),
-        cupti: CuptiProcesses::default(),
-        writing: Vec::new(),
-        sessions: Sessions::new(&logdir),
-        pending: Vec::new(),
-        server: ServerState::NotSeen,
-        host: options.host.clone(),
-        window,
-        sampler,
-        sample_windows: SampleWindows::default(),
-        sample_interval_ns: crate::sampling::interval_ns(options.sample_hz),
-        torch: TorchFallback::new(TorchFallback::forced_by_environment()),
-        flush_waiters: Vec::new(),
-        asks: Vec::new(),
-        server_tries: HashMap::new(),
-    };
+    let mut state = State::new(schedule, options, &logdir, window, sampler);
     let mut tick = tokio::time::interval(TICK);
     let status = loop {
         tokio::select! {
@@ -260,6 +198,62 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
         let _ = tokio::task::spawn_blocking(move || link.close()).await;
     }
     Ok(RunOutcome { status, sessions: state.sessions.with_anything() })
+}
+
+/// The run's private directory (sockets, the start-up hook); without it mlprof traces
+/// nothing and says so, but the job still runs.
+fn private_directory(say: &(dyn Fn(String) + Sync)) -> Option<tempfile::TempDir> {
+    match tempfile::Builder::new().prefix("mlprof-run-").tempdir() {
+        Ok(dir) => Some(dir),
+        Err(error) => {
+            say(format!(
+                "tracing is off: cannot make a private directory in {}: {error}",
+                std::env::temp_dir().display()
+            ));
+            None
+        }
+    }
+}
+
+/// A signal passed on to the job while CUDA processes record waits for their flush
+/// (see `launch`): the signal thread asks through the returned channel, each ask
+/// carrying where to answer, and waits for the answer.
+fn route_flushes_before_signals() -> tokio::sync::mpsc::Receiver<std::sync::mpsc::Sender<()>> {
+    let (flush_asked, flush_requests) = tokio::sync::mpsc::channel::<std::sync::mpsc::Sender<()>>(4);
+    launch::set_flusher(Box::new(move |wait| {
+        let (done, answer) = std::sync::mpsc::channel();
+        if flush_asked.try_send(done).is_ok() {
+            let _ = answer.recv_timeout(wait);
+        }
+    }));
+    flush_requests
+}
+
+/// Installs the JAX/TensorFlow start-up hook in `run_dir` and adds what the job's
+/// environment needs for it to `env`; says why not when it cannot.
+fn install_hook(run_dir: &Path, env: &mut Vec<(OsString, OsString)>, say: &(dyn Fn(String) + Sync)) -> Option<Hook> {
+    match Hook::install(run_dir) {
+        Ok(hook) => {
+            env.extend(hook.environment(std::env::var_os("PYTHONPATH")));
+            Some(hook)
+        }
+        Err(error) => {
+            say(format!("the JAX/TensorFlow start-up hook is off: {error}"));
+            None
+        }
+    }
+}
+
+/// Registers the job with the agent at `agent`; says why not when the link's thread
+/// cannot start.
+fn link_to_agent(agent: &AgentAddress, registration: Registration, say: &(dyn Fn(String) + Sync)) -> Option<AgentLink> {
+    match AgentLink::start(agent.address, agent.token.clone(), registration) {
+        Ok(link) => Some(link),
+        Err(error) => {
+            say(format!("the agent is not told about this job: cannot start its thread: {error}"));
+            None
+        }
+    }
 }
 
 fn start_kineto_daemon(
@@ -544,6 +538,37 @@ struct OpenAsk {
 }
 
 impl State {
+    /// The state of a job just launched: traces due by `schedule`, written under
+    /// `logdir`, `sampler` sampling it (when it could start).
+    fn new(
+        schedule: Schedule,
+        options: &RunOptions,
+        logdir: &Path,
+        window: TraceWindow,
+        sampler: Option<Sampler>,
+    ) -> State {
+        State {
+            rounds: Rounds::new(schedule, SETTLE, MAX_TRACED_PROCESSES),
+            // CUDA programs have no framework warming up: their window may start when CUDA
+            // does (with --delay 0, from the first kernel, as Nsight Systems).
+            cupti_rounds: Rounds::new(schedule, Duration::ZERO, MAX_TRACED_PROCESSES),
+            cupti: CuptiProcesses::default(),
+            writing: Vec::new(),
+            sessions: Sessions::new(logdir),
+            pending: Vec::new(),
+            server: ServerState::NotSeen,
+            host: options.host.clone(),
+            window,
+            sampler,
+            sample_windows: SampleWindows::default(),
+            sample_interval_ns: crate::sampling::interval_ns(options.sample_hz),
+            torch: TorchFallback::new(TorchFallback::forced_by_environment()),
+            flush_waiters: Vec::new(),
+            asks: Vec::new(),
+            server_tries: HashMap::new(),
+        }
+    }
+
     fn received(&mut self, received: Received, say: &(dyn Fn(String) + Sync)) {
         match received {
             Received::Started(started) => {

@@ -115,6 +115,17 @@ impl Shared {
 }
 
 impl Sampler {
+    /// [`Sampler::start`], or `None` after saying why sampling is off.
+    pub fn start_or_say(root: u32, options: SamplerOptions, say: &(dyn Fn(String) + Sync)) -> Option<Sampler> {
+        match Sampler::start(root, options) {
+            Ok(sampler) => Some(sampler),
+            Err(error) => {
+                say(format!("sampling is off: cannot start its thread: {error}"));
+                None
+            }
+        }
+    }
+
     /// Starts sampling `root` and the processes it starts.
     pub fn start(root: u32, options: SamplerOptions) -> std::io::Result<Sampler> {
         let shared = Arc::new(Shared {
