@@ -235,182 +235,23 @@ impl CuptiProfile {
     /// clock, Unix epoch nanoseconds), with the process's GPUs as `devices` describes
     /// them.
     pub fn to_host(&self, hostname: &str, start_ns: i64, stop_ns: i64, devices: &[DeviceInfo]) -> Host {
-        let device = |ordinal: u32| devices.iter().find(|d| d.ordinal == ordinal);
         let mut host = Host::new(hostname, "", SourceFormat::Xspace);
         host.hostnames.push(hostname.to_string());
         host.profile_start_ns = Some(start_ns);
         host.profile_stop_ns = Some(stop_ns);
         host.warnings = self.warnings();
-        let span = |start: u64, end: u64| -> Option<(i64, i64)> {
-            let s = self.wall_ns(start);
-            let e = self.wall_ns(end.max(start));
-            (s >= start_ns).then(|| {
-                (s.saturating_sub(start_ns).saturating_mul(PS_PER_NS), e.saturating_sub(s).saturating_mul(PS_PER_NS))
-            })
-        };
-        // Which thread made each API call, for the records that only carry its
-        // correlation id; which device each context is on; what each synchronizing call
-        // waited for (a CUPTI synchronization record describes the wait of the API call
-        // with its correlation id: it becomes stats of that call, not a second event the
-        // tools would count twice).
-        let mut thread_of: HashMap<u32, u32> = HashMap::new();
-        let mut device_of_context: HashMap<u32, u32> = HashMap::new();
-        let mut wait_of: HashMap<u32, records::Synchronization> = HashMap::new();
-        for (activity, _) in &self.activities {
-            match activity {
-                Activity::Api(a) => {
-                    thread_of.insert(a.correlation_id, a.thread_id);
-                }
-                Activity::Context { context_id, device_id, .. } => {
-                    device_of_context.insert(*context_id, *device_id);
-                }
-                Activity::Synchronization(s) => {
-                    wait_of.insert(s.correlation_id, *s);
-                }
-                _ => {}
-            }
-        }
-        let mut gpus: HashMap<u32, Gpu> = HashMap::new();
-        let mut cpu = Tracks::new(HOST_PLANE_ID, names::HOST_PLANE);
+        let mut planes = Planes::new(self, start_ns, devices);
         for &(activity, name) in &self.activities {
-            match activity {
-                Activity::Kernel(k) => {
-                    let Some((offset, duration)) = span(k.start_ns, k.end_ns) else { continue };
-                    let occupancy = device(k.device_id).map_or(0.0, |d| occupancy_pct(d, &k));
-                    let gpu = gpus.entry(k.device_id).or_insert_with(|| Gpu::new(k.device_id));
-                    let name = self.name(name).unwrap_or("Kernel");
-                    let details = format!(
-                        "regs:{} static_shared:{} dynamic_shared:{} grid:{},{},{} block:{},{},{} occ_pct:{}",
-                        k.registers_per_thread,
-                        k.static_shared_memory as u32,
-                        k.dynamic_shared_memory as u32,
-                        k.grid[0] as u32,
-                        k.grid[1] as u32,
-                        k.grid[2] as u32,
-                        k.block[0] as u32,
-                        k.block[1] as u32,
-                        k.block[2] as u32,
-                        six_significant(occupancy)
-                    );
-                    gpu.push(i64::from(k.stream_id), StreamWork::Compute, name, offset, duration, |e| {
-                        e.correlation(k.correlation_id);
-                        e.context(k.context_id);
-                        e.double("theoretical_occupancy_pct", occupancy);
-                        e.text("kernel_details", &details);
-                    });
-                }
-                Activity::Memcpy(m) => {
-                    let Some((offset, duration)) = span(m.start_ns, m.end_ns) else { continue };
-                    let (label, work) = memcpy_name(u32::from(m.copy_kind));
-                    let device = m.peer.map_or(m.device_id, |(src, _)| src);
-                    let dest = m.peer.map_or(m.device_id, |(_, dst)| dst);
-                    let details = format!(
-                        "kind_src:{} kind_dst:{} size:{} dest:{} async:{}",
-                        memory_kind_name(u32::from(m.src_kind)),
-                        memory_kind_name(u32::from(m.dst_kind)),
-                        m.bytes,
-                        dest,
-                        u8::from(m.is_async)
-                    );
-                    let gpu = gpus.entry(device).or_insert_with(|| Gpu::new(device));
-                    gpu.push(i64::from(m.stream_id), work, label, offset, duration, |e| {
-                        e.correlation(m.correlation_id);
-                        e.context(m.context_id);
-                        e.text("memcpy_details", &details);
-                    });
-                }
-                Activity::Memset(m) => {
-                    let Some((offset, duration)) = span(m.start_ns, m.end_ns.max(m.start_ns.saturating_add(1))) else {
-                        continue;
-                    };
-                    let details = format!(
-                        "kind:{} num_bytes:{} async:{}",
-                        memory_kind_name(u32::from(m.memory_kind)),
-                        m.bytes,
-                        u8::from(m.is_async)
-                    );
-                    let gpu = gpus.entry(m.device_id).or_insert_with(|| Gpu::new(m.device_id));
-                    gpu.push(
-                        i64::from(m.stream_id),
-                        StreamWork::Memset,
-                        &format!("Memset {}", m.memory_kind),
-                        offset,
-                        duration,
-                        |e| {
-                            e.correlation(m.correlation_id);
-                            e.context(m.context_id);
-                            e.text("Memset_details", &details);
-                        },
-                    );
-                }
-                Activity::Api(a) => {
-                    let Some((offset, duration)) = span(a.start_ns, a.end_ns) else { continue };
-                    let name = self.name(name).unwrap_or("CUDA API");
-                    let wait = wait_of.get(&a.correlation_id);
-                    cpu.push(i64::from(a.thread_id), thread_line(a.thread_id), name, offset, duration, |e| {
-                        e.correlation(a.correlation_id);
-                        if a.return_value != 0 {
-                            e.uint("cuda_error", u64::from(a.return_value));
-                        }
-                        if let Some(wait) = wait {
-                            e.text("synchronization", synchronization_name(wait.kind));
-                            e.context(wait.context_id);
-                            if wait.stream_id != u32::MAX {
-                                e.uint("stream_id", u64::from(wait.stream_id));
-                            }
-                        }
-                    });
-                }
-                // Stats of the API call it belongs to (above).
-                Activity::Synchronization(_) => {}
-                Activity::Memory(m) => {
-                    let Some(&tid) = thread_of.get(&m.correlation_id) else { continue };
-                    let Some((offset, _)) = span(m.timestamp_ns, m.timestamp_ns) else { continue };
-                    let (label, stat) = if m.operation == layout::MEMORY_OP_RELEASE {
-                        ("MemoryFree", "MemFree_details")
-                    } else {
-                        ("MemoryAlloc", "memalloc_details")
-                    };
-                    let details = format!("kind:{} num_bytes:{}", memory_kind_name(m.memory_kind), m.bytes);
-                    let device = device_of_context.get(&m.context_id).copied().unwrap_or(m.device_id);
-                    cpu.push(i64::from(tid), thread_line(tid), label, offset, 0, |e| {
-                        e.uint(names::DEVICE_ID, u64::from(device));
-                        e.correlation(m.correlation_id);
-                        e.text(stat, &details);
-                        e.uint("address", m.address);
-                    });
-                }
-                Activity::Overhead(o) => {
-                    let Some((offset, duration)) = span(o.start_ns, o.end_ns) else { continue };
-                    let label = overhead_name(o.kind);
-                    let [first, second, third] = o.object_id;
-                    // Placed by what it happened on, as XLA places it.
-                    match o.object_kind {
-                        layout::OBJECT_PROCESS | layout::OBJECT_THREAD => {
-                            cpu.push(i64::from(second), thread_line(second), label, offset, duration, |_| {});
-                        }
-                        layout::OBJECT_STREAM => {
-                            let gpu = gpus.entry(first).or_insert_with(|| Gpu::new(first));
-                            gpu.push(i64::from(third), StreamWork::Overhead, label, offset, duration, |_| {});
-                        }
-                        layout::OBJECT_DEVICE | layout::OBJECT_CONTEXT => {
-                            let gpu = gpus.entry(first).or_insert_with(|| Gpu::new(first));
-                            gpu.push(OVERHEAD_LINE_ID, StreamWork::Overhead, label, offset, duration, |_| {});
-                        }
-                        _ => {}
-                    }
-                }
-                Activity::Marker(m) => cpu.marker(&m, self.name(name), span(m.timestamp_ns, m.timestamp_ns)),
-                Activity::ExternalCorrelation { .. } | Activity::Context { .. } => {}
-            }
+            planes.add(&activity, name);
         }
+        let Planes { mut gpus, cpu, .. } = planes;
         // A plane for every GPU the process has, busy or not (as XLA writes them).
         let mut ordinals: Vec<u32> = gpus.keys().copied().chain(devices.iter().map(|d| d.ordinal)).collect();
         ordinals.sort_unstable();
         ordinals.dedup();
         for ordinal in ordinals {
             let gpu = gpus.remove(&ordinal).unwrap_or_else(|| Gpu::new(ordinal));
-            host.planes.push(gpu.finish(device(ordinal)));
+            host.planes.push(gpu.finish(devices.iter().find(|d| d.ordinal == ordinal)));
         }
         host.planes.push(cpu.finish());
         host.planes.push(self.metadata_plane());
@@ -511,6 +352,214 @@ impl EventStats<'_> {
     }
     fn context(&mut self, id: u32) {
         self.text(names::CONTEXT_ID, &format!("$${id}"));
+    }
+}
+
+/// The planes [`CuptiProfile::to_host`] fills as it walks the records: one per GPU by
+/// ordinal and the host's, with what some records need from others.
+struct Planes<'p> {
+    profile: &'p CuptiProfile,
+    /// The window's start, Unix epoch nanoseconds: records before it are left out.
+    start_ns: i64,
+    devices: &'p [DeviceInfo],
+    gpus: HashMap<u32, Gpu>,
+    cpu: Tracks,
+    /// Which thread made each API call, for records that only carry its correlation id.
+    thread_of: HashMap<u32, u32>,
+    /// Which device each context is on.
+    device_of_context: HashMap<u32, u32>,
+    /// What each synchronizing call waited for: a CUPTI synchronization record
+    /// describes the wait of the API call with its correlation id, so it becomes stats
+    /// of that call, not a second event the tools would count twice.
+    wait_of: HashMap<u32, records::Synchronization>,
+}
+
+impl<'p> Planes<'p> {
+    fn new(profile: &'p CuptiProfile, start_ns: i64, devices: &'p [DeviceInfo]) -> Planes<'p> {
+        let mut planes = Planes {
+            profile,
+            start_ns,
+            devices,
+            gpus: HashMap::new(),
+            cpu: Tracks::new(HOST_PLANE_ID, names::HOST_PLANE),
+            thread_of: HashMap::new(),
+            device_of_context: HashMap::new(),
+            wait_of: HashMap::new(),
+        };
+        for (activity, _) in &profile.activities {
+            match activity {
+                Activity::Api(a) => {
+                    planes.thread_of.insert(a.correlation_id, a.thread_id);
+                }
+                Activity::Context { context_id, device_id, .. } => {
+                    planes.device_of_context.insert(*context_id, *device_id);
+                }
+                Activity::Synchronization(s) => {
+                    planes.wait_of.insert(s.correlation_id, *s);
+                }
+                _ => {}
+            }
+        }
+        planes
+    }
+
+    /// Offset from the window's start and duration, picoseconds, of a record from
+    /// `start` to `end` (CUPTI nanoseconds); `None` before the window.
+    fn span(&self, start: u64, end: u64) -> Option<(i64, i64)> {
+        let s = self.profile.wall_ns(start);
+        let e = self.profile.wall_ns(end.max(start));
+        (s >= self.start_ns).then(|| {
+            (s.saturating_sub(self.start_ns).saturating_mul(PS_PER_NS), e.saturating_sub(s).saturating_mul(PS_PER_NS))
+        })
+    }
+
+    fn gpu(&mut self, ordinal: u32) -> &mut Gpu {
+        self.gpus.entry(ordinal).or_insert_with(|| Gpu::new(ordinal))
+    }
+
+    /// Adds one record named `name` where it belongs.
+    fn add(&mut self, activity: &Activity, name: u32) {
+        match activity {
+            Activity::Kernel(k) => self.kernel(k, name),
+            Activity::Memcpy(m) => self.memcpy(m),
+            Activity::Memset(m) => self.memset(m),
+            Activity::Api(a) => self.api(a, name),
+            // Stats of the API call it belongs to.
+            Activity::Synchronization(_) => {}
+            Activity::Memory(m) => self.memory(m),
+            Activity::Overhead(o) => self.overhead(o),
+            Activity::Marker(m) => {
+                let at = self.span(m.timestamp_ns, m.timestamp_ns);
+                self.cpu.marker(m, self.profile.name(name), at);
+            }
+            Activity::ExternalCorrelation { .. } | Activity::Context { .. } => {}
+        }
+    }
+
+    fn kernel(&mut self, k: &Kernel, name: u32) {
+        let Some((offset, duration)) = self.span(k.start_ns, k.end_ns) else { return };
+        let occupancy = self.devices.iter().find(|d| d.ordinal == k.device_id).map_or(0.0, |d| occupancy_pct(d, k));
+        let name = self.profile.name(name).unwrap_or("Kernel");
+        let details = format!(
+            "regs:{} static_shared:{} dynamic_shared:{} grid:{},{},{} block:{},{},{} occ_pct:{}",
+            k.registers_per_thread,
+            k.static_shared_memory as u32,
+            k.dynamic_shared_memory as u32,
+            k.grid[0] as u32,
+            k.grid[1] as u32,
+            k.grid[2] as u32,
+            k.block[0] as u32,
+            k.block[1] as u32,
+            k.block[2] as u32,
+            six_significant(occupancy)
+        );
+        self.gpus.entry(k.device_id).or_insert_with(|| Gpu::new(k.device_id)).push(
+            i64::from(k.stream_id),
+            StreamWork::Compute,
+            name,
+            offset,
+            duration,
+            |e| {
+                e.correlation(k.correlation_id);
+                e.context(k.context_id);
+                e.double("theoretical_occupancy_pct", occupancy);
+                e.text("kernel_details", &details);
+            },
+        );
+    }
+
+    fn memcpy(&mut self, m: &records::Memcpy) {
+        let Some((offset, duration)) = self.span(m.start_ns, m.end_ns) else { return };
+        let (label, work) = memcpy_name(u32::from(m.copy_kind));
+        let device = m.peer.map_or(m.device_id, |(src, _)| src);
+        let dest = m.peer.map_or(m.device_id, |(_, dst)| dst);
+        let details = format!(
+            "kind_src:{} kind_dst:{} size:{} dest:{} async:{}",
+            memory_kind_name(u32::from(m.src_kind)),
+            memory_kind_name(u32::from(m.dst_kind)),
+            m.bytes,
+            dest,
+            u8::from(m.is_async)
+        );
+        self.gpu(device).push(i64::from(m.stream_id), work, label, offset, duration, |e| {
+            e.correlation(m.correlation_id);
+            e.context(m.context_id);
+            e.text("memcpy_details", &details);
+        });
+    }
+
+    fn memset(&mut self, m: &records::Memset) {
+        let Some((offset, duration)) = self.span(m.start_ns, m.end_ns.max(m.start_ns.saturating_add(1))) else {
+            return;
+        };
+        let details = format!(
+            "kind:{} num_bytes:{} async:{}",
+            memory_kind_name(u32::from(m.memory_kind)),
+            m.bytes,
+            u8::from(m.is_async)
+        );
+        let label = format!("Memset {}", m.memory_kind);
+        self.gpu(m.device_id).push(i64::from(m.stream_id), StreamWork::Memset, &label, offset, duration, |e| {
+            e.correlation(m.correlation_id);
+            e.context(m.context_id);
+            e.text("Memset_details", &details);
+        });
+    }
+
+    fn api(&mut self, a: &records::ApiCall, name: u32) {
+        let Some((offset, duration)) = self.span(a.start_ns, a.end_ns) else { return };
+        let name = self.profile.name(name).unwrap_or("CUDA API");
+        let wait = self.wait_of.get(&a.correlation_id);
+        self.cpu.push(i64::from(a.thread_id), thread_line(a.thread_id), name, offset, duration, |e| {
+            e.correlation(a.correlation_id);
+            if a.return_value != 0 {
+                e.uint("cuda_error", u64::from(a.return_value));
+            }
+            if let Some(wait) = wait {
+                e.text("synchronization", synchronization_name(wait.kind));
+                e.context(wait.context_id);
+                if wait.stream_id != u32::MAX {
+                    e.uint("stream_id", u64::from(wait.stream_id));
+                }
+            }
+        });
+    }
+
+    fn memory(&mut self, m: &records::MemoryOperation) {
+        let Some(&tid) = self.thread_of.get(&m.correlation_id) else { return };
+        let Some((offset, _)) = self.span(m.timestamp_ns, m.timestamp_ns) else { return };
+        let (label, stat) = if m.operation == layout::MEMORY_OP_RELEASE {
+            ("MemoryFree", "MemFree_details")
+        } else {
+            ("MemoryAlloc", "memalloc_details")
+        };
+        let details = format!("kind:{} num_bytes:{}", memory_kind_name(m.memory_kind), m.bytes);
+        let device = self.device_of_context.get(&m.context_id).copied().unwrap_or(m.device_id);
+        self.cpu.push(i64::from(tid), thread_line(tid), label, offset, 0, |e| {
+            e.uint(names::DEVICE_ID, u64::from(device));
+            e.correlation(m.correlation_id);
+            e.text(stat, &details);
+            e.uint("address", m.address);
+        });
+    }
+
+    /// An overhead record, placed by what it happened on, as XLA places it.
+    fn overhead(&mut self, o: &records::Overhead) {
+        let Some((offset, duration)) = self.span(o.start_ns, o.end_ns) else { return };
+        let label = overhead_name(o.kind);
+        let [first, second, third] = o.object_id;
+        match o.object_kind {
+            layout::OBJECT_PROCESS | layout::OBJECT_THREAD => {
+                self.cpu.push(i64::from(second), thread_line(second), label, offset, duration, |_| {});
+            }
+            layout::OBJECT_STREAM => {
+                self.gpu(first).push(i64::from(third), StreamWork::Overhead, label, offset, duration, |_| {});
+            }
+            layout::OBJECT_DEVICE | layout::OBJECT_CONTEXT => {
+                self.gpu(first).push(OVERHEAD_LINE_ID, StreamWork::Overhead, label, offset, duration, |_| {});
+            }
+            _ => {}
+        }
     }
 }
 
