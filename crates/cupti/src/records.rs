@@ -341,72 +341,16 @@ pub fn decode(record: &[u8]) -> Result<Activity, RecordError> {
     // cannot fail; `R` still checks rather than indexes.
     let r = R(record);
     Ok(match kind {
-        layout::KIND_KERNEL | layout::KIND_CONCURRENT_KERNEL => {
-            use layout::kernel as k;
-            Activity::Kernel(Kernel {
-                start_ns: r.u64(k::START),
-                end_ns: r.u64(k::END),
-                device_id: r.u32(k::DEVICE_ID),
-                context_id: r.u32(k::CONTEXT_ID),
-                stream_id: r.u32(k::STREAM_ID),
-                grid: [r.i32(k::GRID_X), r.i32(k::GRID_Y), r.i32(k::GRID_Z)],
-                block: [r.i32(k::BLOCK_X), r.i32(k::BLOCK_Y), r.i32(k::BLOCK_Z)],
-                registers_per_thread: r.u16(k::REGISTERS_PER_THREAD),
-                static_shared_memory: r.i32(k::STATIC_SHARED_MEMORY),
-                dynamic_shared_memory: r.i32(k::DYNAMIC_SHARED_MEMORY),
-                correlation_id: r.u32(k::CORRELATION_ID),
-                name: r.u64(k::NAME),
-            })
-        }
+        layout::KIND_KERNEL | layout::KIND_CONCURRENT_KERNEL => Activity::Kernel(read_kernel(&r)),
         // The two copy records share their fields' names (at their own offsets).
         layout::KIND_MEMCPY => Activity::Memcpy(memcpy!(r, layout::memcpy, None)),
         layout::KIND_MEMCPY2 => {
             use layout::memcpy_p2p as p;
             Activity::Memcpy(memcpy!(r, p, Some((r.u32(p::SRC_DEVICE_ID), r.u32(p::DST_DEVICE_ID)))))
         }
-        layout::KIND_MEMSET => {
-            use layout::memset as m;
-            Activity::Memset(Memset {
-                value: r.u32(m::VALUE),
-                bytes: r.u64(m::BYTES),
-                start_ns: r.u64(m::START),
-                end_ns: r.u64(m::END),
-                device_id: r.u32(m::DEVICE_ID),
-                context_id: r.u32(m::CONTEXT_ID),
-                stream_id: r.u32(m::STREAM_ID),
-                correlation_id: r.u32(m::CORRELATION_ID),
-                is_async: u32::from(r.u16(m::FLAGS)) & layout::FLAG_MEMSET_ASYNC != 0,
-                memory_kind: r.u16(m::MEMORY_KIND),
-            })
-        }
-        layout::KIND_RUNTIME | layout::KIND_DRIVER => {
-            use layout::api as a;
-            let cbid = r.u32(a::CBID);
-            Activity::Api(ApiCall {
-                callback: if kind == layout::KIND_RUNTIME {
-                    StringKey::RuntimeCallback(cbid)
-                } else {
-                    StringKey::DriverCallback(cbid)
-                },
-                start_ns: r.u64(a::START),
-                end_ns: r.u64(a::END),
-                process_id: r.u32(a::PROCESS_ID),
-                thread_id: r.u32(a::THREAD_ID),
-                correlation_id: r.u32(a::CORRELATION_ID),
-                return_value: r.u32(a::RETURN_VALUE),
-            })
-        }
-        layout::KIND_SYNCHRONIZATION => {
-            use layout::synchronization as s;
-            Activity::Synchronization(Synchronization {
-                kind: r.u32(s::TYPE),
-                start_ns: r.u64(s::START),
-                end_ns: r.u64(s::END),
-                correlation_id: r.u32(s::CORRELATION_ID),
-                context_id: r.u32(s::CONTEXT_ID),
-                stream_id: r.u32(s::STREAM_ID),
-            })
-        }
+        layout::KIND_MEMSET => Activity::Memset(read_memset(&r)),
+        layout::KIND_RUNTIME | layout::KIND_DRIVER => Activity::Api(read_api(&r, kind)),
+        layout::KIND_SYNCHRONIZATION => Activity::Synchronization(read_synchronization(&r)),
         layout::KIND_EXTERNAL_CORRELATION => {
             use layout::external_correlation as e;
             Activity::ExternalCorrelation {
@@ -415,41 +359,9 @@ pub fn decode(record: &[u8]) -> Result<Activity, RecordError> {
                 correlation_id: r.u32(e::CORRELATION_ID),
             }
         }
-        layout::KIND_MEMORY2 => {
-            use layout::memory as m;
-            Activity::Memory(MemoryOperation {
-                operation: r.u32(m::OPERATION_TYPE),
-                memory_kind: r.u32(m::MEMORY_KIND),
-                correlation_id: r.u32(m::CORRELATION_ID),
-                address: r.u64(m::ADDRESS),
-                bytes: r.u64(m::BYTES),
-                timestamp_ns: r.u64(m::TIMESTAMP),
-                device_id: r.u32(m::DEVICE_ID),
-                context_id: r.u32(m::CONTEXT_ID),
-                stream_id: r.u32(m::STREAM_ID),
-            })
-        }
-        layout::KIND_OVERHEAD => {
-            use layout::overhead as o;
-            Activity::Overhead(Overhead {
-                kind: r.u32(o::OVERHEAD_KIND),
-                start_ns: r.u64(o::START),
-                end_ns: r.u64(o::END),
-                object_kind: r.u32(o::OBJECT_KIND),
-                object_id: [r.u32(o::OBJECT_ID), r.u32(o::OBJECT_ID + 4), r.u32(o::OBJECT_ID + 8)],
-            })
-        }
-        layout::KIND_MARKER => {
-            use layout::marker as m;
-            Activity::Marker(Marker {
-                flags: r.u32(m::FLAGS),
-                timestamp_ns: r.u64(m::TIMESTAMP),
-                id: r.u32(m::ID),
-                thread_id: r.u32(m::OBJECT_ID + 4),
-                name: r.u64(m::NAME),
-                domain: r.u64(m::DOMAIN),
-            })
-        }
+        layout::KIND_MEMORY2 => Activity::Memory(read_memory(&r)),
+        layout::KIND_OVERHEAD => Activity::Overhead(read_overhead(&r)),
+        layout::KIND_MARKER => Activity::Marker(read_marker(&r)),
         layout::KIND_CONTEXT => {
             use layout::context as c;
             Activity::Context {
@@ -460,6 +372,115 @@ pub fn decode(record: &[u8]) -> Result<Activity, RecordError> {
         }
         other => return Err(RecordError::UnknownKind(other)),
     })
+}
+
+/// A kernel record's fields.
+fn read_kernel(r: &R<'_>) -> Kernel {
+    use layout::kernel as k;
+    Kernel {
+        start_ns: r.u64(k::START),
+        end_ns: r.u64(k::END),
+        device_id: r.u32(k::DEVICE_ID),
+        context_id: r.u32(k::CONTEXT_ID),
+        stream_id: r.u32(k::STREAM_ID),
+        grid: [r.i32(k::GRID_X), r.i32(k::GRID_Y), r.i32(k::GRID_Z)],
+        block: [r.i32(k::BLOCK_X), r.i32(k::BLOCK_Y), r.i32(k::BLOCK_Z)],
+        registers_per_thread: r.u16(k::REGISTERS_PER_THREAD),
+        static_shared_memory: r.i32(k::STATIC_SHARED_MEMORY),
+        dynamic_shared_memory: r.i32(k::DYNAMIC_SHARED_MEMORY),
+        correlation_id: r.u32(k::CORRELATION_ID),
+        name: r.u64(k::NAME),
+    }
+}
+
+/// A memset record's fields.
+fn read_memset(r: &R<'_>) -> Memset {
+    use layout::memset as m;
+    Memset {
+        value: r.u32(m::VALUE),
+        bytes: r.u64(m::BYTES),
+        start_ns: r.u64(m::START),
+        end_ns: r.u64(m::END),
+        device_id: r.u32(m::DEVICE_ID),
+        context_id: r.u32(m::CONTEXT_ID),
+        stream_id: r.u32(m::STREAM_ID),
+        correlation_id: r.u32(m::CORRELATION_ID),
+        is_async: u32::from(r.u16(m::FLAGS)) & layout::FLAG_MEMSET_ASYNC != 0,
+        memory_kind: r.u16(m::MEMORY_KIND),
+    }
+}
+
+/// A runtime (`kind` `KIND_RUNTIME`) or driver API record's fields.
+fn read_api(r: &R<'_>, kind: u32) -> ApiCall {
+    use layout::api as a;
+    let cbid = r.u32(a::CBID);
+    ApiCall {
+        callback: if kind == layout::KIND_RUNTIME {
+            StringKey::RuntimeCallback(cbid)
+        } else {
+            StringKey::DriverCallback(cbid)
+        },
+        start_ns: r.u64(a::START),
+        end_ns: r.u64(a::END),
+        process_id: r.u32(a::PROCESS_ID),
+        thread_id: r.u32(a::THREAD_ID),
+        correlation_id: r.u32(a::CORRELATION_ID),
+        return_value: r.u32(a::RETURN_VALUE),
+    }
+}
+
+/// A synchronization record's fields.
+fn read_synchronization(r: &R<'_>) -> Synchronization {
+    use layout::synchronization as s;
+    Synchronization {
+        kind: r.u32(s::TYPE),
+        start_ns: r.u64(s::START),
+        end_ns: r.u64(s::END),
+        correlation_id: r.u32(s::CORRELATION_ID),
+        context_id: r.u32(s::CONTEXT_ID),
+        stream_id: r.u32(s::STREAM_ID),
+    }
+}
+
+/// A memory (alloc/free) record's fields.
+fn read_memory(r: &R<'_>) -> MemoryOperation {
+    use layout::memory as m;
+    MemoryOperation {
+        operation: r.u32(m::OPERATION_TYPE),
+        memory_kind: r.u32(m::MEMORY_KIND),
+        correlation_id: r.u32(m::CORRELATION_ID),
+        address: r.u64(m::ADDRESS),
+        bytes: r.u64(m::BYTES),
+        timestamp_ns: r.u64(m::TIMESTAMP),
+        device_id: r.u32(m::DEVICE_ID),
+        context_id: r.u32(m::CONTEXT_ID),
+        stream_id: r.u32(m::STREAM_ID),
+    }
+}
+
+/// An overhead record's fields.
+fn read_overhead(r: &R<'_>) -> Overhead {
+    use layout::overhead as o;
+    Overhead {
+        kind: r.u32(o::OVERHEAD_KIND),
+        start_ns: r.u64(o::START),
+        end_ns: r.u64(o::END),
+        object_kind: r.u32(o::OBJECT_KIND),
+        object_id: [r.u32(o::OBJECT_ID), r.u32(o::OBJECT_ID + 4), r.u32(o::OBJECT_ID + 8)],
+    }
+}
+
+/// An NVTX marker record's fields.
+fn read_marker(r: &R<'_>) -> Marker {
+    use layout::marker as m;
+    Marker {
+        flags: r.u32(m::FLAGS),
+        timestamp_ns: r.u64(m::TIMESTAMP),
+        id: r.u32(m::ID),
+        thread_id: r.u32(m::OBJECT_ID + 4),
+        name: r.u64(m::NAME),
+        domain: r.u64(m::DOMAIN),
+    }
 }
 
 fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
