@@ -167,6 +167,41 @@ struct Process {
     signal_flush: Option<u32>,
 }
 
+impl Process {
+    /// A process that has just connected and said nothing yet.
+    fn connected(writer: OwnedWriteHalf) -> Process {
+        Process {
+            pid: 0,
+            writer,
+            hello: None,
+            passive: false,
+            phase: Phase::Idle,
+            devices: Vec::new(),
+            traced: false,
+            said_bye: false,
+            signal_flush: None,
+        }
+    }
+
+    /// Takes the process's hello, turning it passive (and saying so) when it speaks
+    /// another protocol; returns whether it records already.
+    fn greeted(&mut self, hello: wire::Hello, say: &mut Vec<String>) -> bool {
+        self.pid = hello.pid;
+        if hello.protocol != wire::PROTOCOL_VERSION {
+            say.push(format!(
+                "CUDA process {}: mlprof-inject speaks protocol {}, this mlprof {}: GPU activity off",
+                hello.pid,
+                hello.protocol,
+                wire::PROTOCOL_VERSION
+            ));
+            self.passive = true;
+        }
+        let recording = hello.recording && !self.passive;
+        self.hello = Some(hello);
+        recording
+    }
+}
+
 /// A finished window, to be filed by the run.
 #[derive(Debug)]
 pub struct Window {
@@ -213,102 +248,95 @@ impl CuptiProcesses {
         duration: Duration,
     ) -> (Vec<String>, Option<Window>) {
         let mut say = Vec::new();
-        let mut done = None;
-        match delivery {
+        let done = match delivery {
             Delivery::Connected(id, writer) => {
                 self.seen += 1;
-                let process = Process {
-                    pid: 0,
-                    writer,
-                    hello: None,
-                    passive: false,
-                    phase: Phase::Idle,
-                    devices: Vec::new(),
-                    traced: false,
-                    said_bye: false,
-                    signal_flush: None,
-                };
-                self.processes.insert(id, process);
+                self.processes.insert(id, Process::connected(writer));
+                None
             }
-            Delivery::Message(id, message) => {
-                let Some(process) = self.processes.get_mut(&id) else { return (say, None) };
-                match message {
-                    FromInjection::Hello(hello) => {
-                        process.pid = hello.pid;
-                        if hello.protocol != wire::PROTOCOL_VERSION {
-                            say.push(format!(
-                                "CUDA process {}: mlprof-inject speaks protocol {}, this mlprof {}: GPU activity off",
-                                hello.pid,
-                                hello.protocol,
-                                wire::PROTOCOL_VERSION
-                            ));
-                            process.passive = true;
-                        }
-                        let recording = hello.recording && !process.passive;
-                        process.hello = Some(hello.clone());
-                        if recording {
-                            self.next_token = self.next_token.wrapping_add(1);
-                            if let Some(line) =
-                                claim_started_window(process, hello, rounds, duration, self.next_token).await
-                            {
-                                say.push(line);
-                            }
-                        }
-                    }
-                    FromInjection::Passive(reason) => {
-                        process.passive = true;
-                        say.push(format!("CUDA process {}: mlprof-inject stays out of CUPTI: {reason}", process.pid));
-                        // It may have been recording (a framework appeared later): keep what
-                        // it had.
-                        done = finish(process, true);
-                    }
-                    FromInjection::Device(device) => {
-                        process.devices.retain(|d| d.ordinal != device.ordinal);
-                        if process.devices.len() < MAX_DEVICES {
-                            process.devices.push(device);
-                        }
-                    }
-                    FromInjection::Note(note) => say.push(format!("CUDA process {}: {note}", process.pid)),
-                    FromInjection::Buffer(buffer) => match &mut process.phase {
-                        Phase::Recording { profile, .. } | Phase::Stopping { profile, .. } => {
-                            profile.add_buffer(&buffer)
-                        }
-                        Phase::Idle => {}
-                    },
-                    FromInjection::Dropped(n) => match &mut process.phase {
-                        Phase::Recording { profile, .. } | Phase::Stopping { profile, .. } => profile.add_dropped(n),
-                        Phase::Idle => {}
-                    },
-                    FromInjection::Flushed(token) => {
-                        if process.signal_flush == Some(token) {
-                            process.signal_flush = None;
-                        }
-                        if matches!(process.phase, Phase::Stopping { token: t, .. } if t == token) {
-                            done = finish(process, false);
-                        }
-                    }
-                    FromInjection::Bye => {
-                        process.said_bye = true;
-                        done = finish(process, true);
-                        say.extend(never_traced(process));
-                    }
+            Delivery::Message(id, message) => self.message(id, message, rounds, duration, &mut say).await,
+            Delivery::Closed(id, error) => self.closed(id, error, rounds, &mut say),
+        };
+        (say, done)
+    }
+
+    /// One message of connection `id`; returns the window it completes, if any.
+    async fn message(
+        &mut self,
+        id: u64,
+        message: FromInjection,
+        rounds: &mut crate::schedule::Rounds,
+        duration: Duration,
+        say: &mut Vec<String>,
+    ) -> Option<Window> {
+        let process = self.processes.get_mut(&id)?;
+        match message {
+            FromInjection::Hello(hello) => {
+                let recording = process.greeted(hello.clone(), say);
+                if recording {
+                    self.next_token = self.next_token.wrapping_add(1);
+                    say.extend(claim_started_window(process, hello, rounds, duration, self.next_token).await);
                 }
             }
-            Delivery::Closed(id, error) => {
-                if let Some(mut process) = self.processes.remove(&id) {
-                    // A short-lived CUDA process must not keep one of the traced slots.
-                    rounds.forget(process.pid as i32);
-                    if let Some(error) = error.filter(|_| !process.said_bye) {
-                        say.push(format!("CUDA process {}: its mlprof-inject connection failed: {error}", process.pid));
-                    }
-                    done = finish(&mut process, true);
-                    if !process.said_bye {
-                        say.extend(never_traced(&process));
-                    }
+            FromInjection::Passive(reason) => {
+                process.passive = true;
+                say.push(format!("CUDA process {}: mlprof-inject stays out of CUPTI: {reason}", process.pid));
+                // It may have been recording (a framework appeared later): keep what it had.
+                return finish(process, true);
+            }
+            FromInjection::Device(device) => {
+                process.devices.retain(|d| d.ordinal != device.ordinal);
+                if process.devices.len() < MAX_DEVICES {
+                    process.devices.push(device);
                 }
+            }
+            FromInjection::Note(note) => say.push(format!("CUDA process {}: {note}", process.pid)),
+            FromInjection::Buffer(buffer) => match &mut process.phase {
+                Phase::Recording { profile, .. } | Phase::Stopping { profile, .. } => profile.add_buffer(&buffer),
+                Phase::Idle => {}
+            },
+            FromInjection::Dropped(n) => match &mut process.phase {
+                Phase::Recording { profile, .. } | Phase::Stopping { profile, .. } => profile.add_dropped(n),
+                Phase::Idle => {}
+            },
+            FromInjection::Flushed(token) => {
+                if process.signal_flush == Some(token) {
+                    process.signal_flush = None;
+                }
+                if matches!(process.phase, Phase::Stopping { token: t, .. } if t == token) {
+                    return finish(process, false);
+                }
+            }
+            FromInjection::Bye => {
+                process.said_bye = true;
+                let done = finish(process, true);
+                say.extend(never_traced(process));
+                return done;
             }
         }
-        (say, done)
+        None
+    }
+
+    /// Connection `id` closed (`error`: how it failed); returns the window it ends, if
+    /// any.
+    fn closed(
+        &mut self,
+        id: u64,
+        error: Option<String>,
+        rounds: &mut crate::schedule::Rounds,
+        say: &mut Vec<String>,
+    ) -> Option<Window> {
+        let mut process = self.processes.remove(&id)?;
+        // A short-lived CUDA process must not keep one of the traced slots.
+        rounds.forget(process.pid as i32);
+        if let Some(error) = error.filter(|_| !process.said_bye) {
+            say.push(format!("CUDA process {}: its mlprof-inject connection failed: {error}", process.pid));
+        }
+        let done = finish(&mut process, true);
+        if !process.said_bye {
+            say.extend(never_traced(&process));
+        }
+        done
     }
 
     /// Starts the windows that are due and stops the ones whose time is up; returns
