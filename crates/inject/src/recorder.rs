@@ -93,56 +93,14 @@ pub fn start() {
     let Ok(stream) = std::os::unix::net::UnixStream::connect(&socket) else { return };
     let pid = std::process::id();
     crate::log(|| "InitializeInjection: connected".to_string());
-    let passive = |stream: std::os::unix::net::UnixStream, reason: String| {
-        crate::log(|| format!("passive: {reason}"));
-        let hello = Hello {
-            protocol: PROTOCOL_VERSION,
-            pid,
-            cupti_api_version: 0,
-            cupti_timestamp_ns: 0,
-            realtime_ns: realtime_ns(),
-            recording: false,
-        };
-        crate::link::say_and_close(stream, &[FromInjection::Hello(hello), FromInjection::Passive(reason)]);
-    };
     let beside_frameworks = std::env::var_os("MLPROF_INJECT_FRAMEWORKS").is_some_and(|v| v == "1");
-    if !beside_frameworks && let Some((framework, library)) = frameworks::framework_tracer() {
-        let reason = if framework == frameworks::OTHER_TOOL {
-            format!("another tool loaded libcupti ({library}) before CUDA started: the GPU activity is that tool's")
-        } else {
-            format!(
-                "{framework} is loaded ({library}) and runs its own CUPTI tracer; mlprof drives that tracer instead"
-            )
-        };
-        return passive(stream, reason);
+    if !beside_frameworks && let Some(reason) = framework_owns_cupti() {
+        return stay_passive(stream, pid, reason);
     }
-    let cupti = match Cupti::load() {
-        Ok(cupti) => cupti,
-        Err(reason) => return passive(stream, reason),
+    let (cupti, version) = match claim_cupti() {
+        Ok(claimed) => claimed,
+        Err(reason) => return stay_passive(stream, pid, reason),
     };
-    let version = match cupti.version().and_then(|v| mlprof_cupti::records::check_version(v).map(|()| v)) {
-        Ok(v) => v,
-        Err(reason) => return passive(stream, format!("{}: {reason}", cupti.path)),
-    };
-    let (subscribed, holder) = cupti.subscribe(on_callback);
-    if subscribed == layout::ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED {
-        let holder = holder.map_or_else(|| "another tool".to_string(), |name| format!("another tool ({name})"));
-        return passive(
-            stream,
-            format!(
-                "{holder} holds CUPTI (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED): the GPU activity is \
-                 that tool's, not mlprof's"
-            ),
-        );
-    }
-    if let Err(reason) = cupti.check(subscribed, "cuptiSubscribe") {
-        return passive(stream, reason);
-    }
-    if let Err(reason) = cupti.register_callbacks(on_buffer_requested, on_buffer_completed) {
-        cupti.unsubscribe();
-        return passive(stream, reason);
-    }
-    cupti.use_system_thread_ids();
     // Set by `mlprof run` when the first window is due at launch: record from the very
     // first kernel, before the parent could answer.
     let record_now = std::env::var_os("MLPROF_INJECT_RECORD_AT_START").is_some_and(|v| v == "1");
@@ -174,6 +132,62 @@ pub fn start() {
         beside_frameworks,
         link,
     };
+    install(injection, record_now);
+}
+
+/// Why a framework's (or another tool's) tracer owns CUPTI in this process, if one
+/// does.
+fn framework_owns_cupti() -> Option<String> {
+    let (framework, library) = frameworks::framework_tracer()?;
+    Some(if framework == frameworks::OTHER_TOOL {
+        format!("another tool loaded libcupti ({library}) before CUDA started: the GPU activity is that tool's")
+    } else {
+        format!("{framework} is loaded ({library}) and runs its own CUPTI tracer; mlprof drives that tracer instead")
+    })
+}
+
+/// Loads libcupti, checks its version and subscribes with the buffer callbacks; returns
+/// it and its API version, or why not (nothing stays registered then).
+fn claim_cupti() -> Result<(Cupti, u32), String> {
+    let cupti = Cupti::load()?;
+    let version = cupti
+        .version()
+        .and_then(|v| mlprof_cupti::records::check_version(v).map(|()| v))
+        .map_err(|reason| format!("{}: {reason}", cupti.path))?;
+    let (subscribed, holder) = cupti.subscribe(on_callback);
+    if subscribed == layout::ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED {
+        let holder = holder.map_or_else(|| "another tool".to_string(), |name| format!("another tool ({name})"));
+        return Err(format!(
+            "{holder} holds CUPTI (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED): the GPU activity is that \
+             tool's, not mlprof's"
+        ));
+    }
+    cupti.check(subscribed, "cuptiSubscribe")?;
+    if let Err(reason) = cupti.register_callbacks(on_buffer_requested, on_buffer_completed) {
+        cupti.unsubscribe();
+        return Err(reason);
+    }
+    cupti.use_system_thread_ids();
+    Ok((cupti, version))
+}
+
+/// Tells the parent this process stays passive, and why, then closes the link.
+fn stay_passive(stream: std::os::unix::net::UnixStream, pid: u32, reason: String) {
+    crate::log(|| format!("passive: {reason}"));
+    let hello = Hello {
+        protocol: PROTOCOL_VERSION,
+        pid,
+        cupti_api_version: 0,
+        cupti_timestamp_ns: 0,
+        realtime_ns: realtime_ns(),
+        recording: false,
+    };
+    crate::link::say_and_close(stream, &[FromInjection::Hello(hello), FromInjection::Passive(reason)]);
+}
+
+/// Makes `injection` the process's, starts its threads and its exit flush, and
+/// records from now on when `record_now`.
+fn install(injection: Injection, record_now: bool) {
     if INJECTION.set(injection).is_ok()
         && let Some(injection) = current()
     {
