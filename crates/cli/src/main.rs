@@ -278,19 +278,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         } => {
             let sessions = load(&path, verbose)?;
             let started = Instant::now();
-            let breakdown = breakdown.map(|breakdown| match breakdown {
-                BreakdownArg::Classic => "classic",
-                BreakdownArg::Xprof => "xprof",
-            });
-            let mut options: Vec<(&'static str, String)> = [
-                ("breakdown", breakdown.map(str::to_string)),
-                ("analyses", analyses),
-                ("gap_threshold", gap_threshold),
-            ]
-            .into_iter()
-            .filter_map(|(key, text)| text.map(|text| (key, text)))
-            .collect();
-            options.extend(tfprof.given());
+            let options = tool_options(breakdown, analyses, gap_threshold, &tfprof);
             let request = analyze::Request {
                 session: session.as_deref(),
                 host: host.as_deref(),
@@ -329,6 +317,27 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Top(args) => agent::run_top(args),
         Command::Serve(args) => serve::run(args, verbose),
     }
+}
+
+/// The tool options given on `mlprof analyze`'s command line, as `(option, text)` for
+/// the tool's option spec to check.
+fn tool_options(
+    breakdown: Option<BreakdownArg>,
+    analyses: Option<String>,
+    gap_threshold: Option<String>,
+    tfprof: &tfprof::TfprofArgs,
+) -> Vec<(&'static str, String)> {
+    let breakdown = breakdown.map(|breakdown| match breakdown {
+        BreakdownArg::Classic => "classic",
+        BreakdownArg::Xprof => "xprof",
+    });
+    let mut options: Vec<(&'static str, String)> =
+        [("breakdown", breakdown.map(str::to_string)), ("analyses", analyses), ("gap_threshold", gap_threshold)]
+            .into_iter()
+            .filter_map(|(key, text)| text.map(|text| (key, text)))
+            .collect();
+    options.extend(tfprof.given());
+    options
 }
 
 /// Prints `text`; a closed pipe (`mlprof … | head`) is not an error.
