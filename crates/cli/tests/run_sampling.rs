@@ -133,7 +133,8 @@ fn gpu_counters_from_nvml_land_on_the_counters_plane() {
     assert!(names.iter().any(|n| n.starts_with("python3 (pid ") && n.ends_with(": CPU (%)")), "{names:?}");
 }
 
-/// A job burning CPU in C (OpenSSL's PBKDF2 and zlib, without the GIL): the kernel's
+/// A job burning CPU in C (OpenSSL's PBKDF2 and zlib, without the GIL) for 7 s, so two
+/// of native sampling's bursts (1 s in every 5 s) fall in it: the kernel's
 /// samples name the functions, and the `python` tool's native section lists them. Where
 /// the kernel refuses `perf_event_open` the run says so in one line and the test says
 /// SKIPPED, unless `CI` or `MLPROF_REQUIRE_PEERS` is set.
@@ -143,7 +144,7 @@ fn native_stacks_name_the_c_functions_a_job_spends_its_time_in() {
     let logdir = tempfile::tempdir().expect("temp dir");
     let job = "import hashlib, time, zlib\n\
                data = bytes(range(256)) * 4000\n\
-               end = time.time() + 2\n\
+               end = time.time() + 7\n\
                while time.time() < end:\n\
                \x20   hashlib.pbkdf2_hmac('sha256', b'pw', b'salt', 20000)\n\
                \x20   zlib.compress(data, 9)\n";

@@ -251,6 +251,9 @@ impl Sampling {
             }
             if self.options.hz > 0 {
                 self.sample_stacks();
+                if let Some(native) = &mut self.native {
+                    native.pace(now);
+                }
                 self.sample_native();
             }
             if self.options.counters && now >= next_counters {

@@ -111,6 +111,10 @@ pub fn open(tid: u32, hz: u32, clock: Clock) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// `PERF_EVENT_IOC_ENABLE` and `PERF_EVENT_IOC_DISABLE` (`_IO('$', 0)`, `_IO('$', 1)`).
+const IOC_ENABLE: libc::c_ulong = 0x2400;
+const IOC_DISABLE: libc::c_ulong = 0x2401;
+
 /// An event's ring buffer, mapped; unmapped (and the event closed) on drop.
 pub struct Ring {
     /// The event: open as long as the ring is mapped.
@@ -119,6 +123,17 @@ pub struct Ring {
     mapped: usize,
     data_offset: usize,
     data_size: usize,
+}
+
+impl Ring {
+    /// Turns the event's sampling on or off. Off, it costs its thread nothing when the
+    /// thread is switched in or out (an active CPU-clock event rearms a timer each time).
+    pub fn set_enabled(&self, on: bool) -> io::Result<()> {
+        let request = if on { IOC_ENABLE } else { IOC_DISABLE };
+        // SAFETY: an ioctl without argument on the perf event descriptor this ring owns.
+        let done = unsafe { libc::ioctl(self._fd.as_raw_fd(), request, 0) };
+        if done < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+    }
 }
 
 /// What one read of a ring found.
