@@ -5,13 +5,13 @@
 
 use libfuzzer_sys::fuzz_target;
 use mlprof_analysis::derived_lines;
-use mlprof_analysis::grouping::group_host;
+use mlprof_analysis::facts::step_groups;
 use mlprof_analysis::tool::{Analysis, BREAKDOWN, Options, ToolId};
 use mlprof_formats::xspace::read_xspace;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(host) = read_xspace(data, "fuzz.xplane.pb", "fuzz") else { return };
-    let _ = derived_lines::derive(&host, &group_host(&host));
+    let _ = derived_lines::derive(&host, &step_groups(&host));
     let mut xprof_breakdown = Options::xprof_compatible();
     let _ = xprof_breakdown.set(&BREAKDOWN, "xprof", "breakdown");
     for options in [Options::default(), xprof_breakdown] {

@@ -4,13 +4,13 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mlprof_analysis::grouping::group_host;
+use mlprof_analysis::facts::step_groups;
 use mlprof_analysis::tfprof::{TfprofOptions, View, analyze};
 use mlprof_formats::xspace::read_xspace;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(host) = read_xspace(data, "fuzz.xplane.pb", "fuzz") else { return };
-    let groups = group_host(&host);
+    let groups = step_groups(&host);
     for view in [View::Scope, View::Op, View::Code, View::Graph] {
         let options = TfprofOptions { view, ..TfprofOptions::default() };
         let _ = analyze(&[(&host, &groups)], &options);

@@ -127,8 +127,8 @@ pub fn analyze(hosts: &[(&Host, &HostGroups)]) -> FrameworkOpStats {
 }
 
 /// [`analyze`] from results computed already: the hosts' combined host database
-/// (`combine_dbs(.., false)` of [`op_metrics::host_op_metrics_db`]), each host's
-/// [`op_metrics::device_op_metrics_db`], in host order, and their
+/// (`combine_dbs(.., false)` of [`crate::facts::host_op_metrics_db`]), each host's
+/// [`crate::facts::device_op_metrics_db`], in host order, and their
 /// [`kernel_stats::analyze`] (for the TensorCore utilisation of GPU ops).
 pub fn from_dbs(
     hosts: &[&Host],
