@@ -453,19 +453,12 @@ impl<'p> Planes<'p> {
             k.block[2] as u32,
             six_significant(occupancy)
         );
-        self.gpus.entry(k.device_id).or_insert_with(|| Gpu::new(k.device_id)).push(
-            i64::from(k.stream_id),
-            StreamWork::Compute,
-            name,
-            offset,
-            duration,
-            |e| {
-                e.correlation(k.correlation_id);
-                e.context(k.context_id);
-                e.double("theoretical_occupancy_pct", occupancy);
-                e.text("kernel_details", &details);
-            },
-        );
+        self.gpu(k.device_id).push(i64::from(k.stream_id), StreamWork::Compute, name, offset, duration, |e| {
+            e.correlation(k.correlation_id);
+            e.context(k.context_id);
+            e.double("theoretical_occupancy_pct", occupancy);
+            e.text("kernel_details", &details);
+        });
     }
 
     fn memcpy(&mut self, m: &records::Memcpy) {
