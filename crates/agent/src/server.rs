@@ -261,6 +261,7 @@ impl Agent {
         let prober = config.probe_every.map(|every| tokio::spawn(probe_jobs(shared.clone(), every, slowdown)));
         let router = axum::Router::new()
             .route("/", get(live_page))
+            .route("/static/{*path}", get(mlprof_web::static_file))
             .route("/api/jobs", get(jobs))
             .route("/api/jobs/stream", get(stream))
             .route("/api/history", get(history_points))
@@ -417,7 +418,7 @@ async fn capture_slowdown(shared: &Shared, job: &JobView, trend: f64) {
     let what =
         session.as_ref().map_or_else(|| "nothing was recorded".to_string(), |s| format!("captured {}", s.display()));
     eprintln!(
-        "mlprof agent: pid {} ({}): step time {trend:+.0} % against its earlier probes: {what}",
+        "mlprof agent: pid {} ({}): step time {trend:+.0}% against its earlier probes: {what}",
         job.pid, job.name
     );
     if let Some(session) = session {
@@ -543,7 +544,8 @@ fn with_runs(mut views: Vec<JobView>, registry: &Mutex<Registry>) -> Vec<JobView
 }
 
 /// The live page: every job, updated each second from [`stream`], with a capture
-/// button per job. Self-contained: it loads nothing from anywhere else.
+/// button per job. It loads nothing from anywhere else: its one script import, the UI's
+/// number formatting, comes from this server's `/static/` (the UI's own files).
 async fn live_page() -> Response {
     let html = include_str!("live.html");
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8"), (header::CACHE_CONTROL, "no-store")], html).into_response()

@@ -28,13 +28,13 @@ pub fn cells(job: &JobView) -> [String; 11] {
     let top = job
         .top_frames
         .first()
-        .map(|f| format!("{:.0} % {}", f.percent, f.frame))
+        .map(|f| format!("{:.0}% {}", f.percent, f.frame))
         .or_else(|| job.sampling_note.clone())
         .unwrap_or_else(|| "—".to_string());
     // The last probe's steps: their mean time and input share.
     let (step, input) = match &job.probe {
         Some(probe) if probe.steps > 0 => {
-            (format!("{:.1} ms", probe.step_time_ms), format!("{:.0}", probe.input_percent))
+            (mlprof_model::human::duration_ms(probe.step_time_ms), format!("{:.0}", probe.input_percent))
         }
         _ => ("—".to_string(), "—".to_string()),
     };
@@ -43,7 +43,7 @@ pub fn cells(job: &JobView) -> [String; 11] {
         cut(&job.user, WIDTHS[1].0),
         job.framework.clone().unwrap_or_else(|| "python".to_string()),
         format!("{:.1}", job.cpu_percent),
-        megabytes(job.rss_bytes),
+        mlprof_model::human::bytes(job.rss_bytes as f64),
         gpu_column(job),
         step,
         job.step_trend_percent.map_or_else(|| "—".to_string(), |t| format!("{t:+.0}%")),
@@ -88,10 +88,10 @@ pub fn render(snapshot: &Snapshot, width: usize) -> String {
 /// The first line: how many jobs, what the agent costs.
 pub fn title(snapshot: &Snapshot) -> String {
     format!(
-        "mlprof top: {} job(s); the agent used {:.1} s of CPU in {:.0} s",
+        "mlprof top: {} job(s); the agent used {} of CPU in {}",
         snapshot.jobs.len(),
-        snapshot.agent_cpu_s,
-        snapshot.uptime_s
+        mlprof_model::human::duration_ms(snapshot.agent_cpu_s * 1e3),
+        mlprof_model::human::duration_ms(snapshot.uptime_s * 1e3)
     )
 }
 
@@ -101,15 +101,6 @@ fn gpu_column(job: &JobView) -> String {
         (Some(busy), _) => format!("{busy:.0}%"),
         (None, true) => "yes".to_string(),
         (None, false) => String::new(),
-    }
-}
-
-/// Bytes as MB, or GB from 10 GB.
-pub fn megabytes(bytes: u64) -> String {
-    if bytes >= 10_000_000_000 {
-        format!("{:.0} GB", bytes as f64 / 1e9)
-    } else {
-        format!("{:.0} MB", bytes as f64 / 1e6)
     }
 }
 
@@ -144,7 +135,7 @@ mod tests {
         let line = text.lines().nth(2).expect("the job's line");
         assert_eq!(
             line,
-            "   4242 a-very-lo… pytorch     187.2  2500 MB  87%    9.6 ms  +40%     12 train.py                 42 % step (train.py:10)"
+            "   4242 a-very-lo… pytorch     187.2 2.33 GiB  87%   9.62 ms  +40%     12 train.py                 42% step (train.py:10)"
         );
         assert!(render(&snapshot, 40).lines().all(|l| l.chars().count() <= 40));
     }

@@ -18,9 +18,10 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Sparkline, Table, TableState};
 
-use crate::top::{HEADERS, WIDTHS, cells, megabytes, title};
+use crate::top::{HEADERS, WIDTHS, cells, title};
 use crate::top_state::{Action, Key, Mode, TopState};
 use crate::{CaptureOutcome, Snapshot, client};
+use mlprof_model::human;
 
 /// How often the agent is asked.
 const REFRESH: Duration = Duration::from_secs(1);
@@ -222,11 +223,11 @@ fn draw_job(frame: &mut Frame, area: Rect, state: &TopState, pid: u32) {
         )),
         Line::raw(format!("command: {}", job.command)),
         Line::raw(format!(
-            "{} process(es) · {} threads · CPU {:.1} % · memory {}",
+            "{} process(es) · {} threads · CPU {:.1}% · memory {}",
             job.pids.len(),
             job.threads,
             job.cpu_percent,
-            megabytes(job.rss_bytes)
+            human::bytes(job.rss_bytes as f64)
         )),
     ];
     let mut placed = vec![format!("cgroup {}", job.cgroup)];
@@ -237,15 +238,15 @@ fn draw_job(frame: &mut Frame, area: Rect, state: &TopState, pid: u32) {
     }
     lines.push(Line::raw(placed.join(" · ")));
     if job.uses_gpu {
-        let busy = job.gpu_busy_percent.map_or_else(String::new, |b| format!(" · {b:.0} % busy"));
-        let memory = job.gpu_memory_bytes.map_or_else(String::new, |m| format!(" · {}", megabytes(m)));
+        let busy = job.gpu_busy_percent.map_or_else(String::new, |b| format!(" · {b:.0}% busy"));
+        let memory = job.gpu_memory_bytes.map_or_else(String::new, |m| format!(" · {}", human::bytes(m as f64)));
         lines.push(Line::raw(format!("GPU {:?}{busy}{memory}", job.gpus)));
     }
     let probe = match (&job.probe, &job.probe_note) {
         (Some(p), _) if p.steps > 0 => format!(
-            "last probe: {} steps of {:.2} ms, {:.0} % waiting for input, top op {}",
+            "last probe: {} steps of {}, {:.0}% waiting for input, top op {}",
             p.steps,
-            p.step_time_ms,
+            human::duration_ms(p.step_time_ms),
             p.input_percent,
             p.top_op.as_deref().unwrap_or("—")
         ),
@@ -258,7 +259,7 @@ fn draw_job(frame: &mut Frame, area: Rect, state: &TopState, pid: u32) {
             .breakdown_ms
             .iter()
             .filter(|(_, ms)| *ms > 0.0)
-            .map(|(category, ms)| format!("{category} {ms:.2} ms"))
+            .map(|(category, ms)| format!("{category} {}", human::duration_ms(*ms)))
             .collect();
         if !parts.is_empty() {
             lines.push(Line::raw(format!("per step: {}", parts.join(" · "))));
@@ -275,14 +276,13 @@ fn draw_job(frame: &mut Frame, area: Rect, state: &TopState, pid: u32) {
         cpu,
     );
     let step_times: Vec<u64> = job.step_history_ms.iter().map(|ms| (ms * 1000.0).round() as u64).collect();
-    let trend = job.step_trend_percent.map_or_else(String::new, |t| format!(", trend {t:+.0} %"));
+    let trend = job.step_trend_percent.map_or_else(String::new, |t| format!(", trend {t:+.0}%"));
     let steps_title = format!(" step time of the last {} probes{trend} ", step_times.len());
     frame.render_widget(
         Sparkline::default().block(Block::default().borders(Borders::TOP).title(steps_title)).data(&step_times),
         steps,
     );
-    let top: Vec<Line> =
-        job.top_frames.iter().map(|f| Line::raw(format!("{:5.1} %  {}", f.percent, f.frame))).collect();
+    let top: Vec<Line> = job.top_frames.iter().map(|f| Line::raw(format!("{:5.1}%  {}", f.percent, f.frame))).collect();
     let block = Block::default().borders(Borders::TOP).title(format!(" Python frames, {} samples ", job.samples));
     frame.render_widget(Paragraph::new(top).block(block), frames);
 }
@@ -310,14 +310,14 @@ mod tests {
         state.update(Snapshot { jobs: vec![job.clone()], ..Snapshot::default() });
         let list = screen(&state);
         assert!(list.contains("CPU%▾"), "{list}");
-        assert!(list.contains("4242") && list.contains("9.6 ms") && list.contains("42 % step (train.py:10)"), "{list}");
+        assert!(list.contains("4242") && list.contains("9.62 ms") && list.contains("42% step (train.py:10)"), "{list}");
         assert!(list.contains("q quit"), "{list}");
         state.key(Key::Char('f'), 10);
         let followed = screen(&state);
         assert!(followed.contains("command: python train.py"), "{followed}");
         assert!(followed.contains("last probe: 104 steps of 9.62 ms"), "{followed}");
-        assert!(followed.contains("trend +40 %"), "{followed}");
-        assert!(followed.contains("per step: Input 1.20 ms · Host compute 8.43 ms"), "{followed}");
+        assert!(followed.contains("trend +40%"), "{followed}");
+        assert!(followed.contains("per step: Input 1.2 ms · Host compute 8.43 ms"), "{followed}");
         state.opened(4242, "/d/s".into(), Ok("Overview\nSteps: 104".into()));
         let opened = screen(&state);
         assert!(opened.contains("pid 4242: /d/s") && opened.contains("Steps: 104"), "{opened}");

@@ -15,8 +15,8 @@
 use std::collections::HashMap;
 
 use mlprof_model::Host;
+use mlprof_model::human;
 use mlprof_model::names::{GPU_PLANE_PREFIX, TPU_PLANE_PREFIX};
-use mlprof_model::time::human_duration;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -358,7 +358,7 @@ impl FrameworkOpStats {
                 Cell::text(if row.is_eager { "yes" } else { "no" }),
             ]);
         }
-        let time = |ps: u64| human_duration(i64::try_from(ps).unwrap_or(i64::MAX));
+        let time = |ps: u64| human::duration(i64::try_from(ps).unwrap_or(i64::MAX));
         let mut totals = format!(
             "Host: {} of op self time in {} of thread time ({} idle).",
             time(self.host_op_time_ps),

@@ -350,9 +350,9 @@ impl Overview {
         let s = &self.steps;
         let mut summary = Section::new("Performance summary")
             .note(format!(
-                "Average step time: {:.1} ms (standard deviation {:.1} ms) over {} steps{}{}. {}",
-                s.step_time_ms.average,
-                s.step_time_ms.standard_deviation,
+                "Average step time: {} (standard deviation {}) over {} steps{}{}. {}",
+                mlprof_model::human::duration_ms(s.step_time_ms.average),
+                mlprof_model::human::duration_ms(s.step_time_ms.standard_deviation),
                 s.steps.len(),
                 crate::input_pipeline::which_steps_in_brackets(&s.steps),
                 if s.steps.is_empty() { "" } else { "; `--tool steps` lists every step and which ones are left out" },

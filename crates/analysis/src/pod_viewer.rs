@@ -276,11 +276,11 @@ impl PodViewer {
             let mut section = Section::new("Stragglers");
             for count in &self.stragglers {
                 section = section.note(format!(
-                    "{} was the slowest host in {} of {} steps, on average {:.1} us behind the fastest.",
+                    "{} was the slowest host in {} of {} steps, on average {} behind the fastest.",
                     count.host,
                     count.steps,
                     self.steps.len(),
-                    count.mean_behind_fastest_us
+                    mlprof_model::human::duration_us(count.mean_behind_fastest_us)
                 ));
             }
             let mut table = Table::new([

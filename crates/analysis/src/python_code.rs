@@ -425,17 +425,17 @@ impl PythonCode {
             ]);
         }
         let mut code = Section::new("Python code by self samples").note(format!(
-            "{} samples of {} threads, one every {:.1} ms; {} found the thread running (holding the GIL, or in native \
+            "{} samples of {} threads, one every {}; {} found the thread running (holding the GIL, or in native \
              code without it) and are what the percentages are of. Waiting threads' samples are left out, as py-spy \
              leaves them out; the threads table shows them.",
             self.samples,
             self.threads.len(),
-            self.sample_interval_ms,
+            mlprof_model::human::duration_ms(self.sample_interval_ms),
             running
         ));
         if let Some(top) = self.lines.first().filter(|r| r.self_samples > 0) {
             code = code.note(format!(
-                "Most time: {} at {} ({:.1} % of running samples, {:.1} % with its callees).",
+                "Most time: {} at {} ({:.1}% of running samples, {:.1}% with its callees).",
                 top.function,
                 top.location(),
                 percent(top.self_samples, running),
@@ -482,7 +482,7 @@ impl PythonCode {
             for n in 0..TOP_PER_STEP {
                 row.push(Cell::text(step.top.get(n).map_or(String::new(), |&(index, samples)| {
                     let line = &self.lines[index];
-                    format!("{} {} ({:.1} %)", line.function, line.location(), percent(samples, step.running_samples))
+                    format!("{} {} ({:.1}%)", line.function, line.location(), percent(samples, step.running_samples))
                 })));
             }
             table.push(row);

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 use mlprof_analysis::advise::{self, Advice, CheckStatus, Finding};
-use mlprof_model::Session;
+use mlprof_model::{Session, human};
 use serde::Serialize;
 
 use crate::{Failure, report_view, select};
@@ -87,7 +87,7 @@ fn render_text(session: &str, hosts: &[&str], advice: &Advice) -> String {
     let framework = serde_json::to_value(advice.framework).ok();
     let framework = framework.as_ref().and_then(|v| v.as_str()).unwrap_or("unknown");
     let steps = match advice.step_time_ps {
-        Some(ps) => format!("{} steps, mean step time {:.3} ms", advice.steps, ps as f64 / 1e9),
+        Some(ps) => format!("{} steps, mean step time {}", advice.steps, human::duration(ps)),
         None => "no steps found, so no time lost per step".to_string(),
     };
     wrap(&mut out, "", &format!("Session {session}, hosts {} ({framework}); {steps}.", hosts.join(", ")));
@@ -129,10 +129,12 @@ fn render_finding(out: &mut String, finding: &Finding) {
     let indent = "   ";
     wrap_first(out, &head, indent, &finding.title);
     let lost = match (finding.time_lost_per_step_ps, finding.step_time_percent) {
-        (Some(ps), Some(percent)) => format!("{:.3} ms per step ({percent:.1}% of the step time)", ps as f64 / 1e9),
-        (Some(ps), None) => format!("{:.3} ms per step", ps as f64 / 1e9),
+        (Some(ps), Some(percent)) => {
+            format!("{} per step ({} of the step time)", human::duration(ps), human::percent(percent))
+        }
+        (Some(ps), None) => format!("{} per step", human::duration(ps)),
         (None, _) => match finding.time_lost_total_ps {
-            Some(ps) => format!("{:.3} ms over the whole profile (no steps to divide by)", ps as f64 / 1e9),
+            Some(ps) => format!("{} over the whole profile (no steps to divide by)", human::duration(ps)),
             None => "not estimated".to_string(),
         },
     };

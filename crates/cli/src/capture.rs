@@ -19,11 +19,10 @@ use std::time::Duration;
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use mlprof_capture::address::Target;
-use mlprof_capture::client::save::megabytes;
 use mlprof_capture::client::{CaptureOptions, Progress, SessionIds, WorkerOutcome, WorkerState, capture};
 use mlprof_capture::untrusted::{display_safe, display_safe_lines};
 use mlprof_model::duration::parse_duration_ps;
-use mlprof_model::time::human_duration;
+use mlprof_model::human;
 
 use crate::{AnalyzeFormat, Failure, analyze};
 
@@ -168,9 +167,9 @@ async fn capture_round(
     if verbose {
         eprintln!(
             "capturing {} into {} (deadline {} per attempt)",
-            human_duration(duration_ps(options.duration)),
+            human::duration(duration_ps(options.duration)),
             options.session_dir().display(),
-            human_duration(duration_ps(options.deadline()))
+            human::duration(duration_ps(options.deadline()))
         );
     }
     let display = Arc::new(WorkerDisplay::new(targets, options.duration));
@@ -240,9 +239,9 @@ impl Progress for WorkerDisplay {
             WorkerState::Connecting { attempt: 1, .. } => "connecting".to_string(),
             WorkerState::Connecting { attempt, attempts } => format!("connecting (attempt {attempt} of {attempts})"),
             WorkerState::Tracing => {
-                format!("waiting: the job is tracing for {}", human_duration(duration_ps(*duration)))
+                format!("waiting: the job is tracing for {}", human::duration(duration_ps(*duration)))
             }
-            WorkerState::Receiving { bytes } => format!("receiving {}", megabytes(bytes)),
+            WorkerState::Receiving { bytes } => format!("receiving {}", human::bytes(bytes as f64)),
             WorkerState::Writing => "writing".to_string(),
             WorkerState::Retrying { attempt, reason } => format!("attempt {attempt} failed: {reason}; retrying"),
         };

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use mlprof_analysis::inventory::{Inventory, LineInventory, PlaneInventory, SpanPs};
-use mlprof_model::time::human_duration;
+use mlprof_model::human;
 
 /// The JSON document (schema in the README).
 pub fn render_json(inventory: &Inventory) -> String {
@@ -14,22 +14,13 @@ pub fn render_json(inventory: &Inventory) -> String {
 
 fn span_text(span: Option<SpanPs>) -> String {
     match span {
-        Some(s) => format!("{} (from {} to {})", human_duration(s.duration_ps), ms(s.start_ps), ms(s.end_ps)),
+        Some(s) => format!("{} (from {} to {})", human::duration(s.duration_ps), ms(s.start_ps), ms(s.end_ps)),
         None => "no timed events".to_string(),
     }
 }
 
 fn ms(ps: i64) -> String {
     format!("{:.3} ms", ps as f64 / 1e9)
-}
-
-fn bytes_text(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 30 => format!("{:.2} GiB", b as f64 / f64::from(1u32 << 30)),
-        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / f64::from(1u32 << 20)),
-        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
-        b => format!("{b} B"),
-    }
 }
 
 /// The human-readable tree.
@@ -42,7 +33,7 @@ pub fn render_table(inventory: &Inventory) -> String {
             session.name,
             session.hosts.len(),
             if session.hosts.len() == 1 { "host" } else { "hosts" },
-            session.events
+            human::count(session.events as f64)
         );
         let _ = writeln!(out, "  path {}", session.path);
         for host in &session.hosts {
@@ -52,8 +43,8 @@ pub fn render_table(inventory: &Inventory) -> String {
                 "  host {}  [{}, {}{rank}]  {} events",
                 host.name,
                 host.format.name(),
-                bytes_text(host.bytes),
-                host.events
+                human::bytes(host.bytes as f64),
+                human::count(host.events as f64)
             );
             let _ = writeln!(out, "    file {}", host.path);
             let _ = writeln!(out, "    span {}", span_text(host.span));
@@ -85,7 +76,7 @@ fn render_plane(out: &mut String, plane: &PlaneInventory) {
         plane.name,
         plane.id,
         plane.lines.len(),
-        plane.events,
+        human::count(plane.events as f64),
         plane.event_metadata,
         plane.stat_metadata
     );
@@ -109,7 +100,7 @@ fn render_plane(out: &mut String, plane: &PlaneInventory) {
     let _ = writeln!(out, "      {:<width$}  {:>10}  span", "line", "events");
     for line in &plane.lines {
         let name: String = shown(line).chars().take(60).collect();
-        let span = line.span.map_or_else(|| "-".to_string(), |s| human_duration(s.duration_ps));
+        let span = line.span.map_or_else(|| "-".to_string(), |s| human::duration(s.duration_ps));
         let _ = writeln!(out, "      {name:<width$}  {:>10}  {span}", line.events);
     }
 }

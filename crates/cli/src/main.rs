@@ -29,6 +29,7 @@ use std::time::Instant;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use mlprof_formats::FormatError;
+use mlprof_model::human;
 
 /// mlprof: where did the time of your ML job go?
 #[derive(Parser)]
@@ -402,11 +403,13 @@ fn load(path: &std::path::Path, verbose: bool) -> Result<Vec<mlprof_model::Sessi
         let bytes: u64 = sessions.iter().flat_map(|s| &s.hosts).map(|h| h.source_bytes).sum();
         let events: usize = sessions.iter().map(|s| s.event_count()).sum();
         eprintln!(
-            "read {} session(s), {events} events, {:.1} MB in {secs:.3} s ({:.0} MB/s stored, {:.2} M events/s)",
+            "read {} session(s), {} events, {} in {} ({} stored, {} events/s)",
             sessions.len(),
-            bytes as f64 / 1e6,
-            bytes as f64 / 1e6 / secs.max(1e-9),
-            events as f64 / 1e6 / secs.max(1e-9),
+            human::count(events as f64),
+            human::bytes(bytes as f64),
+            human::duration_ms(secs * 1e3),
+            human::rate(bytes as f64 / secs.max(1e-9), "B"),
+            human::count((events as f64 / secs.max(1e-9)).round()),
         );
     }
     Ok(sessions)

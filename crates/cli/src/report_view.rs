@@ -126,9 +126,10 @@ fn render_table(table: &Table, layout: &TextLayout, out: &mut String) {
         .collect();
     let key_columns: Vec<usize> =
         table.key_columns.iter().filter_map(|k| table.columns.iter().position(|c| c == k)).collect();
+    let headers: Vec<String> = table.columns.iter().map(|name| header_for_people(name)).collect();
     let fit = table_fit::fit(
         &table_fit::Cells {
-            header: &table.columns,
+            header: &headers,
             rows: cells,
             all_rows: &all_cells,
             numeric: &numeric,
@@ -156,7 +157,7 @@ fn render_table(table: &Table, layout: &TextLayout, out: &mut String) {
         }
         let _ = writeln!(out, "{}", text.trim_end());
     };
-    for header in header_lines(table, &fit) {
+    for header in header_lines(&headers, &fit) {
         line(out, &mut header.into_iter());
     }
     line(out, &mut fit.widths.iter().map(|w| "-".repeat(*w)));
@@ -167,15 +168,21 @@ fn render_table(table: &Table, layout: &TextLayout, out: &mut String) {
         });
         line(out, &mut values);
     }
-    for note in left_out(table, &fit, shown_rows, layout.width) {
+    for note in left_out(table.rows.len(), &headers, &fit, shown_rows, layout.width) {
         write_wrapped(out, &note, layout.width);
     }
 }
 
+/// A column header as the text table shows it: microseconds written `µs`, as every
+/// other duration for people is (csv and json keep XProf's `(us)` names).
+fn header_for_people(name: &str) -> String {
+    name.replace("(us)", "(µs)").replace(" us)", " µs)")
+}
+
 /// The header lines of a fitted table: one, or two where headers are split at a space
 /// (a header that fits its column stays on the second line, over its values).
-fn header_lines(table: &Table, fit: &table_fit::Fit) -> Vec<Vec<String>> {
-    let columns = || fit.shown.iter().zip(&fit.widths).map(|(&c, &w)| (table.columns[c].as_str(), w));
+fn header_lines(headers: &[String], fit: &table_fit::Fit) -> Vec<Vec<String>> {
+    let columns = || fit.shown.iter().zip(&fit.widths).map(|(&c, &w)| (headers[c].as_str(), w));
     if !fit.two_line_headers {
         return vec![columns().map(|(name, w)| table_fit::shorten_end(name, w)).collect()];
     }
@@ -190,9 +197,15 @@ fn header_lines(table: &Table, fit: &table_fit::Fit) -> Vec<Vec<String>> {
 
 /// The lines that say what a fitted table does not show: rows past the top, columns left
 /// out for the width or because they repeat another.
-fn left_out(table: &Table, fit: &table_fit::Fit, shown_rows: usize, width: Option<usize>) -> Vec<String> {
+fn left_out(
+    rows: usize,
+    headers: &[String],
+    fit: &table_fit::Fit,
+    shown_rows: usize,
+    width: Option<usize>,
+) -> Vec<String> {
     let mut notes = Vec::new();
-    let hidden_rows = table.rows.len() - shown_rows;
+    let hidden_rows = rows - shown_rows;
     if hidden_rows > 0 {
         notes.push(format!(
             "… {hidden_rows} more row{} (--top N shows N rows, --all every row, --format csv the whole table)",
@@ -200,14 +213,14 @@ fn left_out(table: &Table, fit: &table_fit::Fit, shown_rows: usize, width: Optio
         ));
     }
     if let (Some(width), false) = (width, fit.dropped.is_empty()) {
-        let names: Vec<&str> = fit.dropped.iter().map(|&c| table.columns[c].as_str()).collect();
+        let names: Vec<&str> = fit.dropped.iter().map(|&c| headers[c].as_str()).collect();
         notes.push(format!(
             "Columns left out to fit {width} characters: {} (a wider terminal or COLUMNS shows them, --format csv has every column)",
             names.join(", ")
         ));
     }
     for &(left, kept) in &fit.repeated {
-        notes.push(format!("{} is not shown: it equals {} in every row.", table.columns[left], table.columns[kept]));
+        notes.push(format!("{} is not shown: it equals {} in every row.", headers[left], headers[kept]));
     }
     notes
 }

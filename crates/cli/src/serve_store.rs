@@ -30,11 +30,11 @@ pub async fn mirror(url: &str, cache: &Path) -> Result<(PathBuf, Mirror), Failur
         )));
     }
     eprintln!(
-        "mlprof serve: {} session(s) of {url} in {} ({} fetched, {:.1} MB)",
+        "mlprof serve: {} session(s) of {url} in {} ({} fetched, {})",
         synced.sessions,
         mirror.profiles().display(),
         synced.fetched,
-        synced.fetched_bytes as f64 / 1e6
+        mlprof_model::human::bytes(synced.fetched_bytes as f64)
     );
     Ok((mirror.profiles(), mirror))
 }

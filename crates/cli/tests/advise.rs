@@ -260,8 +260,8 @@ fn every_cited_number_equals_the_tool_result() {
 fn table_numbers_findings_with_severity_time_lost_evidence_and_fix() {
     let text = ok_stdout(mlprof(&["advise", &data("xspace/tf_keras2_input_bound")]));
     assert!(text.starts_with("== advise ==\n"), "{text}");
-    assert!(text.contains("1. [high] Input-bound: each step waits 59.082 ms for input"), "{text}");
-    assert!(text.contains("Time lost: 59.082 ms per step (91.3% of the step time)"), "{text}");
+    assert!(text.contains("1. [high] Input-bound: each step waits 59.1 ms for input"), "{text}");
+    assert!(text.contains("Time lost: 59.1 ms per step (91.3% of the step time)"), "{text}");
     assert!(text.contains("   Evidence:\n") && text.contains("   Fix:\n"), "{text}");
     assert!(text.contains("## Checks\ninput_bound    found  1 finding\n"), "{text}");
     assert!(text.lines().all(|l| l.chars().count() <= 100 || !l.contains(' ')), "{text}");

@@ -55,7 +55,7 @@ fn table_leads_with_the_biggest_change() {
     assert!(text.starts_with("== trace_diff ==\n"), "{text}");
     assert!(text.contains("10 names: 3 added, 2 removed; of the 5 in both"), "{text}");
     assert!(
-        text.contains("Biggest time changes (test - control): All2All_Pooled_Req +311 us (added); AddmmBackward0 +207 us (added); nccl:all_reduce -67 us (removed)"),
+        text.contains("Biggest time changes (test - control): All2All_Pooled_Req +311 µs (added); AddmmBackward0 +207 µs (added); nccl:all_reduce -67 µs (removed)"),
         "{text}"
     );
     let rows: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("Name ")).skip(2).take(3).collect();

@@ -316,13 +316,7 @@ pub fn inflate_within(compressed: &[u8], shown_path: &str, limit: InflateLimit) 
 
 /// Why inflating stopped at `limit`.
 fn too_large_message(limit: InflateLimit) -> String {
-    let shown = |bytes: u64| {
-        if bytes >= 1 << 30 {
-            format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30))
-        } else {
-            format!("{} MiB", bytes >> 20)
-        }
-    };
+    let shown = |bytes: u64| mlprof_model::human::bytes(bytes as f64);
     let advice = "decompress it to disk first (gunzip -k) so that it can be mapped instead of held in memory";
     match limit {
         InflateLimit::Ratio(bytes) => format!(
@@ -400,7 +394,7 @@ mod tests {
         let bomb = gzip(&vec![0u8; 1 << 20]);
         let err = inflate_within(&bomb, "z.json.gz", InflateLimit::Memory(1000)).unwrap_err().to_string();
         assert!(
-            err.starts_with("z.json.gz: the gzip data inflates to more than 0 MiB, a third of the memory"),
+            err.starts_with("z.json.gz: the gzip data inflates to more than 0.98 KiB, a third of the memory"),
             "{err}"
         );
         assert_eq!(inflate_within(&bomb, "z", InflateLimit::Memory(1 << 20)).unwrap().len(), 1 << 20);

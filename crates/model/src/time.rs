@@ -32,32 +32,6 @@ pub fn write_ps_as_us(out: &mut String, ps: i64) {
     }
 }
 
-/// Formats a picosecond duration for people: `12.3 ms`, `4.56 s`, `789 ns`; `0` for none.
-pub fn human_duration(ps: i64) -> String {
-    if ps == 0 {
-        return "0".into();
-    }
-    let abs = ps.unsigned_abs() as f64;
-    let sign = if ps < 0 { "-" } else { "" };
-    let (value, unit) = if abs >= 1e12 {
-        (abs / 1e12, "s")
-    } else if abs >= 1e9 {
-        (abs / 1e9, "ms")
-    } else if abs >= 1e6 {
-        (abs / 1e6, "us")
-    } else if abs >= 1e3 {
-        (abs / 1e3, "ns")
-    } else {
-        (abs, "ps")
-    };
-    if value >= 100.0 || unit == "ps" { format!("{sign}{value:.0} {unit}") } else { format!("{sign}{value:.3} {unit}") }
-}
-
-/// [`human_duration`] of a duration in microseconds (rounded to the picosecond).
-pub fn human_duration_us(us: f64) -> String {
-    human_duration((us * 1e6).round() as i64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,13 +50,5 @@ mod tests {
         assert_eq!(us(-1), "-0.000001");
         assert_eq!(us(1_495_519_695_800_000), "1495519695.8");
         assert_eq!(us(i64::MIN), "-9223372036854.775808");
-    }
-
-    #[test]
-    fn human_durations_pick_a_unit() {
-        assert_eq!(human_duration(12_300_000_000), "12.300 ms");
-        assert_eq!(human_duration(500), "500 ps");
-        assert_eq!(human_duration(0), "0");
-        assert_eq!(human_duration(4_560_000_000_000), "4.560 s");
     }
 }

@@ -214,7 +214,7 @@ fn report_kineto(outcome: Option<KinetoOutcome>, stopped_early: bool, pid: u32, 
     match outcome {
         Some(KinetoOutcome::Written(path)) => {
             let size = std::fs::metadata(&path).map_or(0, |m| m.len());
-            say(format!("pid {pid}: PyTorch: wrote {} ({:.1} MB)", path.display(), size as f64 / 1e6));
+            say(format!("pid {pid}: PyTorch: wrote {} ({})", path.display(), mlprof_model::human::bytes(size as f64)));
             return true;
         }
         Some(KinetoOutcome::Missing(why)) => say(format!("pid {pid}: PyTorch: no Kineto trace: {why}")),

@@ -21,7 +21,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mlprof_capture::address::Target;
-use mlprof_capture::client::save::megabytes;
 use mlprof_capture::client::{CaptureOptions, NoProgress, SessionIds, WorkerOutcome, capture};
 use tokio::task::JoinHandle;
 
@@ -718,12 +717,12 @@ impl State {
             let written = match mlprof_formats::output::write_bytes_atomically(&target, &bytes) {
                 Ok(()) => {
                     lines.push(format!(
-                        "CUDA process {pid}: wrote {} ({}; {} kernels, {:.3} ms of kernel time, {} copies, {} memsets, \
+                        "CUDA process {pid}: wrote {} ({}; {} kernels, {} of kernel time, {} copies, {} memsets, \
                          {} synchronizations, {} API calls{})",
                         target.display(),
-                        megabytes(bytes.len() as u64),
+                        mlprof_model::human::bytes(bytes.len() as f64),
                         c.kernels,
-                        c.kernel_ns as f64 / 1e6,
+                        mlprof_model::human::duration_us(c.kernel_ns as f64 / 1e3),
                         c.memcpys,
                         c.memsets,
                         c.synchronizations,
@@ -874,7 +873,12 @@ impl State {
         match std::fs::rename(&trace.written_to, &target) {
             Ok(()) => {
                 let size = std::fs::metadata(&target).map(|m| m.len()).unwrap_or(0);
-                say(format!("PyTorch process {}: wrote {} ({})", trace.started.pid, target.display(), megabytes(size)));
+                say(format!(
+                    "PyTorch process {}: wrote {} ({})",
+                    trace.started.pid,
+                    target.display(),
+                    mlprof_model::human::bytes(size as f64)
+                ));
                 self.sessions.add_trace(&dir);
                 self.sample_windows.traced(trace.started.round, realtime_ns());
             }
@@ -1123,7 +1127,10 @@ fn session_files(dir: &Path) -> Vec<String> {
         })
         .unwrap_or_default();
     files.sort();
-    files.into_iter().map(|(path, size)| format!("wrote {} ({})", path.display(), megabytes(size))).collect()
+    files
+        .into_iter()
+        .map(|(path, size)| format!("wrote {} ({})", path.display(), mlprof_model::human::bytes(size as f64)))
+        .collect()
 }
 
 /// Now, Unix epoch nanoseconds (the clock samples and GPU records are stamped with).

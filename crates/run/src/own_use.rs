@@ -43,11 +43,11 @@ impl std::fmt::Display for OwnUse {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "own cost: {:.1} s of CPU over {:.1} s ({:.1} % of one core), at most {:.0} MB of memory",
-            self.cpu_s,
-            self.wall_s,
-            self.core_percent(),
-            self.peak_rss_bytes as f64 / 1e6
+            "own cost: {} of CPU over {} ({} of one core), at most {} of memory",
+            mlprof_model::human::duration_ms(self.cpu_s * 1e3),
+            mlprof_model::human::duration_ms(self.wall_s * 1e3),
+            mlprof_model::human::percent(self.core_percent()),
+            mlprof_model::human::bytes(self.peak_rss_bytes as f64)
         )
     }
 }
@@ -68,6 +68,6 @@ mod tests {
         assert!(after.cpu_s - before.cpu_s > 0.1, "{before:?} {after:?}");
         assert!(after.peak_rss_bytes > 1_000_000, "{after:?}");
         let line = OwnUse { wall_s: 20.0, cpu_s: 3.0, peak_rss_bytes: 48_000_000 }.to_string();
-        assert_eq!(line, "own cost: 3.0 s of CPU over 20.0 s (15.0 % of one core), at most 48 MB of memory");
+        assert_eq!(line, "own cost: 3 s of CPU over 20 s (15.0% of one core), at most 45.8 MiB of memory");
     }
 }

@@ -29,6 +29,7 @@ pub mod tool_request;
 pub mod tool_result;
 pub mod trace;
 
+pub use assets::static_file;
 pub use connections::{DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS, Limits};
 pub use error::{ApiError, ServeError};
 pub use router::router;

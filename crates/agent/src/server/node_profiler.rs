@@ -117,10 +117,10 @@ impl ProfilerService for NodeProfiler {
         let total: u64 = files.iter().map(|(_, _, bytes)| bytes).sum();
         if total > MAX_ANSWER_BYTES {
             return Err(Status::resource_exhausted(format!(
-                "the node's recordings hold {} MB, more than one answer carries ({} MB): ask for a shorter \
+                "the node's recordings hold {}, more than one answer carries ({}): ask for a shorter \
                  duration (they are kept in the agent's data directory, {})",
-                total / 1_000_000,
-                MAX_ANSWER_BYTES / 1_000_000,
+                mlprof_model::human::bytes(total as f64),
+                mlprof_model::human::bytes(MAX_ANSWER_BYTES as f64),
                 self.shared.data_dir.display()
             )));
         }

@@ -106,7 +106,7 @@ impl GpuAnalysis {
             Section::new("Idle time breakdown per stream")
                 .note(
                     "host_wait: the launch came after the stream had drained (the CPU was late); \
-                     kernel_wait: gaps under 30 us between back-to-back ops; other: waits on events, syncs or other streams.",
+                     kernel_wait: gaps under 30 µs between back-to-back ops; other: waits on events, syncs or other streams.",
                 )
                 .with_table(table),
         )
@@ -190,9 +190,9 @@ impl GpuAnalysis {
         Some(
             Section::new("CUDA kernel launches")
                 .note(format!(
-                    "Short GPU ops ran shorter than the launch call (call ≤ {RUNTIME_CUTOFF_US} us): batching them \
-                     (CUDA graphs, fusion) saves launch time. Runtime outliers: calls over {RUNTIME_CUTOFF_US} us. \
-                     Launch delay outliers: GPU start more than {LAUNCH_DELAY_CUTOFF_US} us after the call ended."
+                    "Short GPU ops ran shorter than the launch call (call ≤ {RUNTIME_CUTOFF_US} µs): batching them \
+                     (CUDA graphs, fusion) saves launch time. Runtime outliers: calls over {RUNTIME_CUTOFF_US} µs. \
+                     Launch delay outliers: GPU start more than {LAUNCH_DELAY_CUTOFF_US} µs after the call ended."
                 ))
                 .with_table(table),
         )

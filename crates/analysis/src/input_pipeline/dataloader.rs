@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use mlprof_model::{Event, Host, Plane, names};
+use mlprof_model::{Event, Host, Plane, human, names};
 use serde::Serialize;
 
 use super::Summary;
@@ -301,7 +301,7 @@ impl DataLoaderAnalysis {
     /// copies) is `input_percent` % of its step time.
     pub fn advice(&self, input_percent: f64) -> Vec<String> {
         let mut advice = Vec::new();
-        let wait = self.wait_per_step_ms.average;
+        let wait = human::duration_ms(self.wait_per_step_ms.average);
         if self.calls == 0 {
             if input_percent >= 5.0 {
                 advice.push("No DataLoader iteration was recorded inside the profiled steps: if you feed batches another way, wrap the fetch in torch.profiler.record_function(\"enumerate(DataLoader)#…__next__\") so the profiler can attribute input time.".to_string());
@@ -309,11 +309,11 @@ impl DataLoaderAnalysis {
         } else if input_percent >= 5.0 {
             if self.multiprocess {
                 advice.push(format!(
-                    "The training loop still waits {wait:.2} ms per step for DataLoader workers: increase num_workers (worker processes preparing batches in parallel) and prefetch_factor (batches each worker keeps ready ahead, default 2)."
+                    "The training loop still waits {wait} per step for DataLoader workers: increase num_workers (worker processes preparing batches in parallel) and prefetch_factor (batches each worker keeps ready ahead, default 2)."
                 ));
             } else {
                 advice.push(format!(
-                    "The DataLoader runs in the training process (num_workers=0): {wait:.2} ms per step is spent preparing batches while nothing else runs. Set num_workers > 0 (start with the CPU cores available per GPU, e.g. 4–8) so worker processes prepare the next batches during the step."
+                    "The DataLoader runs in the training process (num_workers=0): {wait} per step is spent preparing batches while nothing else runs. Set num_workers > 0 (start with the CPU cores available per GPU, e.g. 4–8) so worker processes prepare the next batches during the step."
                 ));
             }
             if let Some(top) = self.stages.first().filter(|s| s.percent >= 50.0) {
@@ -338,20 +338,21 @@ impl DataLoaderAnalysis {
             }
         } else {
             advice.push(format!(
-                "The DataLoader is not the bottleneck ({wait:.2} ms per step, {input_percent:.1}% of the step time with host-to-device copies): keep num_workers as it is and look at the other categories."
+                "The DataLoader is not the bottleneck ({wait} per step, {input_percent:.1}% of the step time with host-to-device copies): keep num_workers as it is and look at the other categories."
             ));
         }
         if self.multiprocess && self.median_call_ms > 0.0 && self.call_ms.maximum > 5.0 * self.median_call_ms {
             advice.push(format!(
-                "The slowest DataLoader call took {:.2} ms against a median of {:.2} ms, the signature of worker processes starting (each epoch by default): set persistent_workers=True to keep them between epochs.",
-                self.call_ms.maximum, self.median_call_ms
+                "The slowest DataLoader call took {} against a median of {}, the signature of worker processes starting (each epoch by default): set persistent_workers=True to keep them between epochs.",
+                human::duration_ms(self.call_ms.maximum),
+                human::duration_ms(self.median_call_ms)
             ));
         }
         if self.pageable_h2d_copies_per_step > 0.0 {
             advice.push(format!(
-                "{} host-to-device copies per step read pageable memory ({:.3} ms per step on the GPU), which the driver stages and cannot overlap with compute: set pin_memory=True in the DataLoader and copy with .to(device, non_blocking=True).",
-                mlprof_model::human::count(self.pageable_h2d_copies_per_step),
-                self.pageable_h2d_ms_per_step
+                "{} host-to-device copies per step read pageable memory ({} per step on the GPU), which the driver stages and cannot overlap with compute: set pin_memory=True in the DataLoader and copy with .to(device, non_blocking=True).",
+                human::count(self.pageable_h2d_copies_per_step),
+                human::duration_ms(self.pageable_h2d_ms_per_step)
             ));
         }
         advice

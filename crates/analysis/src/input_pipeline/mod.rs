@@ -19,7 +19,8 @@ use crate::op_metrics::{OpMetrics, OpMetricsDb};
 use crate::report::{Cell, Report, Section, Table};
 use crate::steps::{CombinedSteps, EventType, StepInfo};
 
-use mlprof_model::time::{PS_PER_MS_F64, human_duration};
+use mlprof_model::human;
+use mlprof_model::time::PS_PER_MS_F64;
 
 /// Mean, standard deviation (sample), minimum and maximum of a series (ms or %).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -464,11 +465,6 @@ fn summary_next_step(classification: &str, breakdown: &InputTimeBreakdown) -> St
     }
 }
 
-/// Microseconds for people, in the unit that suits them (`469.211 ms`, `0` for none).
-fn us_text(us: f64) -> String {
-    human_duration((us * 1e6).round() as i64)
-}
-
 /// [`InputPipelineAnalysis::next_step`] from the steps' conclusion: the tool to look at
 /// next, by name.
 fn next_step(result: &InputPipelineAnalysis) -> String {
@@ -769,11 +765,11 @@ impl InputPipelineAnalysis {
     pub fn report(&self) -> Report {
         let mut sections = Vec::new();
         let summary = Section::new("Summary").note(self.bottleneck.input_statement.clone()).note(format!(
-            "Average step time {:.1} ms (standard deviation {:.1} ms, min {:.1} ms, max {:.1} ms) over {} steps{}; {}",
-            self.step_time_ms.average,
-            self.step_time_ms.standard_deviation,
-            self.step_time_ms.minimum,
-            self.step_time_ms.maximum,
+            "Average step time {} (standard deviation {}, min {}, max {}) over {} steps{}; {}",
+            human::duration_ms(self.step_time_ms.average),
+            human::duration_ms(self.step_time_ms.standard_deviation),
+            human::duration_ms(self.step_time_ms.minimum),
+            human::duration_ms(self.step_time_ms.maximum),
             self.steps.len(),
             which_steps_in_brackets(&self.steps),
             self.step_source
@@ -808,8 +804,8 @@ impl InputPipelineAnalysis {
             Section::new("Host-side analysis")
                 .note(format!(
                     "Input time on the host: enqueue {}, demanded file read {}, advanced file read {}, preprocessing {}, unclassified {}.",
-                    us_text(b.enqueue_us), us_text(b.demanded_file_read_us), us_text(b.advanced_file_read_us),
-                    us_text(b.preprocessing_us), us_text(b.unclassified_non_enqueue_us)
+                    human::duration_us(b.enqueue_us), human::duration_us(b.demanded_file_read_us), human::duration_us(b.advanced_file_read_us),
+                    human::duration_us(b.preprocessing_us), human::duration_us(b.unclassified_non_enqueue_us)
                 ))
                 .with_table(ops),
         );
@@ -839,8 +835,13 @@ fn dataloader_section(loader: &dataloader::DataLoaderAnalysis) -> Section {
             if loader.multiprocess { "worker processes" } else { "the training process itself (num_workers=0)" }
         ))
         .note(format!(
-            "Wait per step: average {:.3} ms (standard deviation {:.3} ms, min {:.3} ms, max {:.3} ms); single calls: median {:.3} ms, max {:.3} ms.",
-            w.average, w.standard_deviation, w.minimum, w.maximum, loader.median_call_ms, loader.call_ms.maximum
+            "Wait per step: average {} (standard deviation {}, min {}, max {}); single calls: median {}, max {}.",
+            human::duration_ms(w.average),
+            human::duration_ms(w.standard_deviation),
+            human::duration_ms(w.minimum),
+            human::duration_ms(w.maximum),
+            human::duration_ms(loader.median_call_ms),
+            human::duration_ms(loader.call_ms.maximum)
         ));
     let mut table = Table::new(["Stage", "Time (ms)", "Share of DataLoader time (%)"]);
     for stage in &loader.stages {

@@ -36,7 +36,8 @@ use crate::report::{Cell, Report, Section, Table};
 /// The most kernel groups XProf keeps (per host, then over all hosts).
 pub const MAX_KERNELS: usize = 1000;
 
-use mlprof_model::time::{PS_PER_NS, human_duration_us};
+use mlprof_model::human;
+use mlprof_model::time::PS_PER_NS;
 
 /// What identifies a group of kernel launches, in XProf's tie-break order (name, grid,
 /// block, registers, shared memory, TensorCore use, eligibility, op name).
@@ -302,7 +303,7 @@ impl KernelStats {
                 "{} distinct kernels ({} launches), total kernel time {}; {:.1}% of kernel time is in kernels using TensorCores.",
                 self.kernels.len(),
                 launches,
-                human_duration_us(ns_to_us(total)),
+                human::duration_us(ns_to_us(total)),
                 tc_pct
             ));
             if self.kernels.len() == MAX_KERNELS {

@@ -9,7 +9,6 @@ use super::{
 use crate::report::{Cell, Report, Section, Table};
 
 pub(super) use mlprof_model::time::PS_PER_MS_F64;
-pub(super) const BYTES_PER_MIB: f64 = 1024.0 * 1024.0;
 
 impl MemoryProfile {
     /// The report: a summary per allocator, each allocator's memory timeline, and the
@@ -89,14 +88,14 @@ impl MemoryProfile {
 fn summary_sentence(a: &AllocatorProfile, peak_step: i64) -> String {
     let s = &a.summary;
     format!(
-        "{}: peak memory use in the profile {:.2} MiB at {:.3} ms (step {}) of {:.2} MiB capacity; \
-         lifetime peak {:.2} MiB; {} allocations, {} deallocations.",
+        "{}: peak memory use in the profile {} at {:.3} ms (step {}) of {} capacity; \
+         lifetime peak {}; {} allocations, {} deallocations.",
         a.memory_id,
-        s.peak_stats.peak_bytes_in_use as f64 / BYTES_PER_MIB,
+        mlprof_model::human::bytes(s.peak_stats.peak_bytes_in_use as f64),
         s.peak_stats_time_ps as f64 / PS_PER_MS_F64,
         peak_step,
-        s.memory_capacity_bytes as f64 / BYTES_PER_MIB,
-        s.peak_bytes_usage_lifetime as f64 / BYTES_PER_MIB,
+        mlprof_model::human::bytes(s.memory_capacity_bytes as f64),
+        mlprof_model::human::bytes(s.peak_bytes_usage_lifetime as f64),
         a.total_allocations,
         a.total_deallocations
     )

@@ -116,10 +116,11 @@ impl PythonCode {
             ]);
         }
         let mut section = Section::new("Native code by self samples").note(format!(
-            "{} native samples, taken by the kernel every {:.1} ms of a thread's CPU time (every thread of the job, \
+            "{} native samples, taken by the kernel every {} of a thread's CPU time (every thread of the job, \
              Python or not; user space only), counted where each was innermost. Callers are found through frame \
              pointers only, so a stack may stop early; a function without a symbol is module+0xADDRESS.",
-            self.native_samples, self.sample_interval_ms
+            self.native_samples,
+            mlprof_model::human::duration_ms(self.sample_interval_ms)
         ));
         let more = shown.count().saturating_sub(SHOWN);
         if more > 0 {

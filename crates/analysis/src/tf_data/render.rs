@@ -196,9 +196,10 @@ impl TfDataAnalysis {
     /// The analysis for people: verdict, bottlenecks (main table), pipeline statistics,
     /// and the iterator tree of each pipeline's slowest call with its critical path.
     pub fn report(&self) -> Report {
-        let mut verdict = Section::new("tf.data summary").note(self.summary.clone());
+        // XProf's summary (kept word for word in `xprof-json`) writes microseconds `us`.
+        let mut verdict = Section::new("tf.data summary").note(self.summary.replace(" 50 us.", " 50 µs."));
         if self.is_input_bound {
-            verdict = verdict.note("Input bound: yes (a tf.data call took longer than 50 us).");
+            verdict = verdict.note("Input bound: yes (a tf.data call took longer than 50 µs).");
         }
         let sections =
             vec![verdict, self.bottlenecks_section(), self.pipelines_section(), self.iterator_graph_section()];

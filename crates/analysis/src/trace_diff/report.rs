@@ -119,7 +119,7 @@ impl TraceComparison {
                     } else {
                         String::new()
                     };
-                    format!("{} {} us{what}", clip(&op.name, NOTE_NAME_CHARS), signed_micros(op.diff_duration_us))
+                    format!("{} {}{what}", clip(&op.name, NOTE_NAME_CHARS), signed_duration(op.diff_duration_us))
                 })
                 .collect();
             notes.push(format!("Biggest time changes (test - control): {}.", parts.join("; ")));
@@ -163,8 +163,10 @@ fn micros_cell(us: f64) -> Cell {
 }
 
 /// `+12` / `-3.5`: a signed µs amount as a person reads it.
-fn signed_micros(us: f64) -> String {
-    if us.fract() == 0.0 { format!("{:+}", us as i64) } else { format!("{us:+.3}") }
+/// A change of `us` microseconds with its sign: `+1.5 ms`, `-320 µs`, `0`.
+fn signed_duration(us: f64) -> String {
+    let text = mlprof_model::human::duration_us(us);
+    if us > 0.0 && text != "0" { format!("+{text}") } else { text }
 }
 
 impl TraceComparison {
@@ -248,7 +250,7 @@ mod tests {
         assert_eq!(table.rows[1][6].display(), "7.500");
         let notes = report.sections[0].notes.join("\n");
         assert!(notes.contains("3 names: 1 added, 1 removed; of the 1 in both"), "{notes}");
-        assert!(notes.contains("gone -50 us (removed); new +7.500 us (added); small +2 us"), "{notes}");
+        assert!(notes.contains("gone -50 µs (removed); new +7.5 µs (added); small +2 µs"), "{notes}");
         assert_eq!(clip("abcdef", 4), "abc…");
         assert_eq!(clip("abcd", 4), "abcd");
     }

@@ -68,13 +68,18 @@ impl fmt::Display for Captured {
         match self {
             Captured::Written { files, bytes, tool_data: false } => {
                 let shown: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
-                write!(f, "wrote {} ({})", shown.join(", "), megabytes(*bytes))
+                write!(f, "wrote {} ({})", shown.join(", "), mlprof_model::human::bytes(*bytes as f64))
             }
             Captured::Written { files, bytes, tool_data: true } => {
                 let names: Vec<String> =
                     files.iter().filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
                 let dir = files.first().and_then(|p| p.parent()).map(|p| p.display().to_string()).unwrap_or_default();
-                write!(f, "wrote {} in {dir} ({}, as tool data)", names.join(", "), megabytes(*bytes))
+                write!(
+                    f,
+                    "wrote {} in {dir} ({}, as tool data)",
+                    names.join(", "),
+                    mlprof_model::human::bytes(*bytes as f64)
+                )
             }
             Captured::ServerWroteHere { path } => write!(
                 f,
@@ -90,11 +95,6 @@ impl fmt::Display for Captured {
             ),
         }
     }
-}
-
-/// `bytes` as decimal megabytes with one decimal (`12.3 MB`).
-pub fn megabytes(bytes: u64) -> String {
-    format!("{:.1} MB", bytes as f64 / 1e6)
 }
 
 /// Saves `response` from `target` into `session_dir` (`<repository_root>/<session>`, the

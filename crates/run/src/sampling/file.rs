@@ -3,8 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use mlprof_capture::client::save::megabytes;
-
 use super::layout;
 use super::store::Recorded;
 
@@ -36,7 +34,7 @@ pub fn write(recorded: &Recorded, host: &str, (begin_ns, end_ns): (i64, i64), in
             let line = format!(
                 "sampling: wrote {} ({}; {})",
                 target.display(),
-                megabytes(bytes.len() as u64),
+                mlprof_model::human::bytes(bytes.len() as f64),
                 recorded.summary()
             );
             (Some(target), line)

@@ -44,55 +44,113 @@ export function columnDecimals(cells) {
   return decimals;
 }
 
-const TIME_UNITS = [
+// Durations, sizes, rates, counts and percentages follow mlprof's one rule for numbers
+// (crates/model/src/human.rs, which the terminal uses): the largest unit that keeps the
+// value at least 1, three significant digits, no trailing zeros, thousands grouped,
+// never "-0". Both are checked against crates/model/src/human_cases.json.
+
+/** What a value that is not a finite number reads as. */
+export const MISSING = '—';
+
+const DURATION_UNITS = [
   ['s', 1e12],
   ['ms', 1e9],
   ['µs', 1e6],
   ['ns', 1e3],
+  ['ps', 1],
 ];
 
-/** A duration in picoseconds in the largest unit that keeps it ≥ 1 (`12.3 ms`). */
-export function formatPs(ps, digits = 3) {
+/** A duration in picoseconds: `12.3 ms`, `789 ns`, `0`. */
+export function formatDuration(ps) {
+  if (!Number.isFinite(ps)) return MISSING;
   const magnitude = Math.abs(ps);
-  for (const [unit, scale] of TIME_UNITS) {
-    if (magnitude >= scale) return `${trim(ps / scale, digits)} ${unit}`;
-  }
-  return `${formatNumber(ps)} ps`;
+  if (magnitude < 0.5) return '0';
+  let index = DURATION_UNITS.findIndex(([, size]) => magnitude >= size);
+  if (index < 0) index = DURATION_UNITS.length - 1;
+  // A value that rounds to 1000 of its unit is 1 of the next larger one.
+  if (index > 0 && roundSignificant(magnitude / DURATION_UNITS[index][1]) >= 1000) index -= 1;
+  const [unit, size] = DURATION_UNITS[index];
+  return `${significant(ps / size)} ${unit}`;
 }
 
-/** Milliseconds as `64.71 ms` (or µs below 1 ms). */
+/** Milliseconds as a duration text (`64.7 ms`). */
 export function formatMs(ms) {
-  return formatPs(ms * 1e9);
+  return formatDuration(ms * 1e9);
 }
 
 /** Microseconds as a duration text. */
 export function formatUs(us) {
-  return formatPs(us * 1e6);
+  return formatDuration(us * 1e6);
 }
 
-const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+const SI_PREFIXES = ['', 'k', 'M', 'G', 'T', 'P'];
 
-/** Bytes in binary units (`4.60 MiB`). */
+/** Bytes in binary units (`4.6 MiB`). */
 export function formatBytes(bytes) {
-  let value = Number(bytes);
-  let unit = 0;
-  while (Math.abs(value) >= 1024 && unit < BYTE_UNITS.length - 1) {
-    value /= 1024;
-    unit += 1;
-  }
-  return unit === 0 ? `${formatNumber(value)} B` : `${formatNumber(value, 2)} ${BYTE_UNITS[unit]}`;
+  return scaled(Number(bytes), 1024, BYTE_UNITS, '');
 }
 
-/** A percentage (`91.3%`). */
+/** A rate of `perSecond` `unit`s a second with an SI prefix (`33 GB/s`, `1.24 TFLOP/s`). */
+export function formatRate(perSecond, unit) {
+  return `${scaled(perSecond, 1000, SI_PREFIXES, unit)}/s`;
+}
+
+/** A count or an average of counts: `8`, `7.5`, `1,234,567`. */
+export function formatCount(value) {
+  if (!Number.isFinite(value)) return MISSING;
+  const rounded = Math.round(value * 10) / 10;
+  return unsignedZero(group(Number.isInteger(rounded) ? rounded.toFixed(0) : rounded.toFixed(1)));
+}
+
+/** A percentage (`91.3%`), one decimal unless told otherwise. */
 export function formatPercent(percent, decimals = 1) {
-  return `${formatNumber(percent, decimals)}%`;
+  if (!Number.isFinite(percent)) return MISSING;
+  return `${unsignedZero(group(percent.toFixed(decimals)))}%`;
 }
 
-/** `value` with about `digits` significant digits, at most 3 decimals. */
-function trim(value, digits) {
+/** `value` in the largest of `prefixes` (each `step` times the one before) that keeps it under 1000 when shown. */
+function scaled(value, step, prefixes, unit) {
+  if (!Number.isFinite(value)) return MISSING;
+  let shown = value;
+  let index = 0;
+  while (index + 1 < prefixes.length && roundSignificant(Math.abs(shown)) >= 1000) {
+    shown /= step;
+    index += 1;
+  }
+  return `${significant(shown)} ${prefixes[index]}${unit}`;
+}
+
+/** The decimals that give three significant digits: two below 10, one below 100, none from 100. */
+function decimalsFor(value) {
   const magnitude = Math.abs(value);
-  const decimals = magnitude >= 100 ? 1 : magnitude >= 10 ? 2 : 3;
-  return formatNumber(value, Math.min(decimals, digits));
+  return magnitude >= 100 ? 0 : magnitude >= 10 ? 1 : 2;
+}
+
+/** `value` rounded as `significant` shows it, as a number. */
+function roundSignificant(value) {
+  const factor = 10 ** decimalsFor(value);
+  return Math.round(value * factor) / factor;
+}
+
+/** `value` with three significant digits, trailing zeros removed, thousands grouped (`12.3`, `1,234`). */
+function significant(value) {
+  let text = value.toFixed(decimalsFor(value));
+  if (text.includes('.')) text = text.replace(/\.?0+$/, '');
+  return unsignedZero(group(text));
+}
+
+/** A decimal number's text with commas between groups of three integer digits. */
+function group(text) {
+  const sign = text.startsWith('-') ? '-' : '';
+  const [integer, fraction] = text.slice(sign.length).split('.');
+  const grouped = integer.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  return `${sign}${grouped}${fraction === undefined ? '' : `.${fraction}`}`;
+}
+
+/** The text without the sign of a value that rounded to zero (`-0` → `0`). */
+function unsignedZero(text) {
+  return /^-[0.]+$/.test(text) ? text.slice(1) : text;
 }
 
 /** What a person reads in a cell: numbers with `decimals` decimals, `null` as a dash, text as is. */

@@ -1,11 +1,11 @@
 // Kernel stats: total kernel time by kernel name and by op (pies) and the kernel table.
 
 import { append, h } from '../lib/dom.js';
-import { formatPs } from '../lib/format.js';
+import { formatDuration } from '../lib/format.js';
 import { remainingSections, sectionCard, sectionsStarting } from '../components/report_view.js';
 import { groupSum, pieChart } from '../charts/pie.js';
 
-const duration = (ns) => formatPs(ns * 1000);
+const duration = (ns) => formatDuration(ns * 1000);
 
 /** Renders the kernel statistics in `answer`. */
 export function render(root, answer, ctx) {

@@ -3,7 +3,7 @@
 // and the bottleneck iterator in red.
 
 import { append, clear, h } from '../lib/dom.js';
-import { formatPs } from '../lib/format.js';
+import { formatDuration } from '../lib/format.js';
 import { card, remainingSections, sectionCard, sectionPicker } from '../components/report_view.js';
 import { notesBlock } from '../components/rich_text.js';
 import { dataTable } from '../components/data_table.js';
@@ -40,13 +40,13 @@ export function iteratorTree(host, pipeline, call) {
     return {
       id,
       title: info.name,
-      subtitle: stat ? `total ${formatPs(stat.duration_ps)} · self ${formatPs(stat.self_time_ps)}` : '',
+      subtitle: stat ? `total ${formatDuration(stat.duration_ps)} · self ${formatDuration(stat.self_time_ps)}` : '',
       classes,
       label: `${info.long_name}${isBottleneck ? ' (bottleneck)' : blocking ? ' (critical path)' : ''}`,
       details: () => [
         info.long_name,
-        ['Total', stat ? formatPs(stat.duration_ps) : '—'],
-        ['Self', stat ? formatPs(stat.self_time_ps) : '—'],
+        ['Total', stat ? formatDuration(stat.duration_ps) : '—'],
+        ['Self', stat ? formatDuration(stat.self_time_ps) : '—'],
         ['Calls', stat ? String(stat.num_calls) : '—'],
         ['Critical path', blocking ? 'yes' : 'no'],
         ['Asynchronous', info.is_async ? 'yes' : 'no'],
@@ -79,7 +79,7 @@ export function render(root, answer, ctx) {
     }
     const call = chosen.pipeline.calls[0];
     graph.append(
-      notesBlock([`The slowest call of ${chosen.pipeline.name} on ${chosen.host.host} took ${formatPs(call.latency_ps)}; ${chosen.pipeline.num_slow_calls} of ${chosen.pipeline.num_calls} calls were slower than 50 µs.`]),
+      notesBlock([`The slowest call of ${chosen.pipeline.name} on ${chosen.host.host} took ${formatDuration(call.latency_ps)}; ${chosen.pipeline.num_slow_calls} of ${chosen.pipeline.num_calls} calls were slower than 50 µs.`]),
       treeGraph({
         title: `Iterators of the slowest call of ${chosen.pipeline.name}`,
         root: iteratorTree(chosen.host, chosen.pipeline, call),

@@ -3,7 +3,7 @@
 // bandwidth.
 
 import { append } from '../lib/dom.js';
-import { formatNumber, formatPs } from '../lib/format.js';
+import { formatNumber, formatDuration } from '../lib/format.js';
 import { sectionsWithCharts } from '../components/report_view.js';
 import { stackedColumns } from '../charts/columns.js';
 import { groupSum, pieChart } from '../charts/pie.js';
@@ -12,7 +12,7 @@ function timeLost(result) {
   return pieChart({
     title: 'Time lost by finding kind',
     slices: groupSum(result.findings || [], (finding) => finding.kind, (finding) => finding.time_lost_ps),
-    format: formatPs,
+    format: formatDuration,
     empty: 'No findings.',
   });
 }
@@ -22,7 +22,7 @@ function gapCauses(result) {
   return pieChart({
     title: 'GPU gap time by cause',
     slices: groupSum(causes, (entry) => entry.cause.replaceAll('_', ' '), (entry) => entry.total),
-    format: formatPs,
+    format: formatDuration,
     empty: 'No GPU gap above the threshold.',
   });
 }

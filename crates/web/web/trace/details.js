@@ -3,7 +3,8 @@
 // end), or a merged run's count and span.
 
 import { h } from '../lib/dom.js';
-import { formatDuration, formatTime } from './time.js';
+import { formatDuration } from '../lib/format.js';
+import { formatTime } from './time.js';
 
 /** Renders into `element`; `onJump(eventId)` follows a flow, `onZoom(startPs, endPs)` zooms into a run. */
 export class DetailsPane {

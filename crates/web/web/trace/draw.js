@@ -3,7 +3,8 @@
 // the selected event and the marked range. It reads the scene and changes nothing.
 
 import { LEVEL_HEIGHT, RULER_HEIGHT, TRACK_PADDING, levelCenter, rowsBetween } from './layout.js';
-import { formatDuration, formatTime, rulerTicks } from './time.js';
+import { formatDuration } from '../lib/format.js';
+import { formatTime, rulerTicks } from './time.js';
 
 const FONT = '11px system-ui, sans-serif';
 const LABEL_FONT = '12px system-ui, sans-serif';

@@ -8,7 +8,8 @@
 
 import { isAbort } from './api.js';
 import { h } from '../lib/dom.js';
-import { formatDuration, formatTime } from './time.js';
+import { formatDuration } from '../lib/format.js';
+import { formatTime } from './time.js';
 
 /** How many results one page holds (the total counts all matches). */
 export const SEARCH_PAGE_SIZE = 500;

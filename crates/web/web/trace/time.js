@@ -1,4 +1,5 @@
-// Time formatting and the ruler's tick placement for the trace viewer.
+// Points in time and the ruler's tick placement for the trace viewer (durations are
+// written by lib/format.js, mlprof's one rule for numbers).
 // Every time here is a Number of picoseconds relative to the profile start, as the
 // API sends them; units are chosen for reading (ns/µs/ms/s), never stored.
 
@@ -25,22 +26,12 @@ function trimZeros(text) {
   return text.includes('.') ? text.replace(/\.?0+$/, '') : text;
 }
 
-/** A duration with three significant digits in its natural unit: "12.3 µs". */
-export function formatDuration(ps) {
-  if (!Number.isFinite(ps)) return '–';
-  if (ps === 0) return '0 ps';
-  const [name, size] = unitFor(ps);
-  const value = ps / size;
-  const digits = Math.abs(value) >= 100 ? 0 : Math.abs(value) >= 10 ? 1 : 2;
-  return `${trimZeros(value.toFixed(digits))} ${name}`;
-}
-
 /**
  * A point in time with enough decimals that two times `resolutionPs` apart read
  * differently: "1.234567 s". Used for event starts and the ruler's base.
  */
 export function formatTime(ps, resolutionPs = 1) {
-  if (!Number.isFinite(ps)) return '–';
+  if (!Number.isFinite(ps)) return '—';
   const [name, size] = unitFor(ps === 0 ? resolutionPs : ps);
   const decimals = Math.min(12, Math.max(0, Math.ceil(Math.log10(size / Math.max(1, resolutionPs)))));
   return `${trimZeros((ps / size).toFixed(decimals))} ${name}`;

@@ -18,7 +18,8 @@ import { ViewLoader } from './loader.js';
 import { traceProbe } from './probe.js';
 import { SearchPanel } from './search.js';
 import { TrackStore } from './store.js';
-import { formatDuration, formatTime } from './time.js';
+import { formatDuration } from '../lib/format.js';
+import { formatTime } from './time.js';
 import { centerOn, clampWindow, fitRange, fullWindow, panBy, zoomAround } from './viewport.js';
 
 /**

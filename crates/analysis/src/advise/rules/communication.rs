@@ -116,7 +116,8 @@ fn straggler_evidence(results: &ToolResults) -> Option<Evidence> {
     if spread < STRAGGLER_SPREAD_PERCENT {
         return None;
     }
-    let listed: Vec<String> = per_rank.iter().map(|(rank, us)| format!("rank {rank} {:.1} ms", us / 1e3)).collect();
+    let listed: Vec<String> =
+        per_rank.iter().map(|(rank, us)| format!("rank {rank} {}", mlprof_model::human::duration_us(*us))).collect();
     let mut evidence = Evidence::new(
         "gpu",
         format!(
@@ -196,7 +197,7 @@ mod tests {
         let Outcome::Found(findings) = check(&results) else { panic!("27% exposed must fire") };
         assert_eq!(findings[0].severity, Severity::High);
         assert_eq!(findings[0].time_lost_per_step_ps, Some(27_000_000_000));
-        assert!(findings[0].evidence[0].text.contains("27.0% of the 100.000 ms step"), "{:?}", findings[0].evidence);
+        assert!(findings[0].evidence[0].text.contains("27.0% of the 100 ms step"), "{:?}", findings[0].evidence);
         assert!(findings[0].fixes.iter().any(|f| f.contains("NCCL_DEBUG=INFO")));
         assert!(!findings[0].fixes.iter().any(|f| f.contains("straggling")), "one rank, no straggler");
         let Outcome::Found(findings) = check(&gpu_steps(2, 100.0, &[(CATEGORY, 6.0)])) else { panic!("6% fires") };
@@ -226,10 +227,7 @@ mod tests {
         });
         let Outcome::Found(findings) = check(&results) else { panic!("must fire") };
         let text: Vec<&str> = findings[0].evidence.iter().map(|e| e.text.as_str()).collect();
-        assert!(
-            text.iter().any(|t| t.contains("(rank 0 65.0 ms, rank 1 20.0 ms): rank 1 spends the least")),
-            "{text:?}"
-        );
+        assert!(text.iter().any(|t| t.contains("(rank 0 65 ms, rank 1 20 ms): rank 1 spends the least")), "{text:?}");
         assert!(findings[0].fixes.iter().any(|f| f.contains("straggling rank")));
     }
 }

@@ -155,9 +155,9 @@ fn gap_evidence(results: &ToolResults) -> Option<Evidence> {
         evidence = evidence.cite(format!("findings[{index}].{field}"), value as f64);
     }
     evidence.text = format!(
-        "{} of GPU gaps over {:.0} us (no kernel, copy or memset on any stream); the costliest: {}.",
+        "{} of GPU gaps over {} (no kernel, copy or memset on any stream); the costliest: {}.",
         super::count(gaps.len(), "kind", "kinds"),
-        transfers.gap_threshold_ps as f64 / 1e6,
+        mlprof_model::human::duration(transfers.gap_threshold_ps),
         lines.join("; ")
     );
     Some(evidence)
@@ -180,7 +180,7 @@ mod tests {
         let Outcome::Found(findings) = check(&results(60.0)) else { panic!("60% idle must fire") };
         assert_eq!(findings[0].severity, Severity::High);
         assert_eq!(findings[0].time_lost_per_step_ps, Some(6_000_000_000));
-        assert!(findings[0].evidence[0].text.contains("all others 4.000 ms"), "{}", findings[0].evidence[0].text);
+        assert!(findings[0].evidence[0].text.contains("all others 4 ms"), "{}", findings[0].evidence[0].text);
         assert!(findings[0].fixes[0].contains("as far as memory allows"));
     }
 

@@ -11,7 +11,7 @@
 
 use crate::advise::{Evidence, Finding, Framework, Outcome, Severity, ToolResults, ms_to_ps};
 use crate::input_pipeline::StepBreakdown;
-use mlprof_model::time::{human_duration, human_duration_us};
+use mlprof_model::human;
 
 use super::{ms, tf_data_fixes};
 
@@ -119,7 +119,7 @@ fn dataloader_evidence(loader: &crate::input_pipeline::dataloader::DataLoaderAna
         evidence = evidence.cite("dataloader.stages[0].percent", top.percent);
     }
     if loader.pageable_h2d_copies_per_step > 0.0 {
-        let copies = mlprof_model::human::count(loader.pageable_h2d_copies_per_step);
+        let copies = human::count(loader.pageable_h2d_copies_per_step);
         text.push_str(&format!("; {copies} pageable host-to-device copies per step"));
         evidence = evidence.cite("dataloader.pageable_h2d_copies_per_step", loader.pageable_h2d_copies_per_step);
     }
@@ -145,15 +145,15 @@ fn tf_data_advice(results: &ToolResults) -> Option<TfDataAdvice> {
         Evidence::new(
             "tf_data_bottleneck_analysis",
             format!(
-                "Pipeline {} on {}: {} of {} calls slower than 50 us, the slowest {}; its bottleneck is \
+                "Pipeline {} on {}: {} of {} calls slower than 50 µs, the slowest {}; its bottleneck is \
                  `{iterator}` ({}) with {} of self time in that call.",
                 pipeline.name,
                 host.host,
                 pipeline.num_slow_calls,
                 pipeline.num_calls,
-                human_duration(bottleneck.max_latency_ps),
+                human::duration(bottleneck.max_latency_ps),
                 bottleneck.iterator_long_name,
-                human_duration(bottleneck.iterator_self_time_ps)
+                human::duration(bottleneck.iterator_self_time_ps)
             ),
         )
         .cite("bottlenecks[0].max_latency_ps", bottleneck.max_latency_ps as f64)
@@ -193,7 +193,7 @@ fn py_function_evidence(results: &ToolResults) -> Option<Evidence> {
             "`{}` (a tf.py_function / tf.numpy_function) ran {} times for {} of self time{}.",
             row.op_name,
             row.occurrences,
-            human_duration_us(row.total_self_time_us),
+            human::duration_us(row.total_self_time_us),
             if rows.len() > 1 { format!(", with {} more such ops", rows.len() - 1) } else { String::new() }
         ),
     );

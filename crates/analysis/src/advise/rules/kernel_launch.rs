@@ -6,7 +6,7 @@
 //! launch statistics (kernels shorter than their launch call).
 
 use crate::advise::{Evidence, Finding, Framework, Outcome, Severity, ToolResults, ms_to_ps};
-use mlprof_model::time::human_duration_us;
+use mlprof_model::human;
 
 use super::ms;
 
@@ -69,7 +69,7 @@ pub(super) fn kernel_evidence(results: &ToolResults) -> Option<Evidence> {
             format!(
                 "{launches} kernel launches in the profile ({:.0} per step), {} each on average.",
                 launches as f64 / steps as f64,
-                human_duration_us(total_ns as f64 / launches as f64 / 1e3)
+                human::duration_us(total_ns as f64 / launches as f64 / 1e3)
             ),
         )
         .cite("sum(kernels[].occurrences)", launches as f64)
@@ -91,7 +91,7 @@ fn launch_stats_evidence(results: &ToolResults) -> Vec<Evidence> {
                 "gpu",
                 format!(
                     "Rank {}: {} of {} GPU ops ran shorter than the call that launched them; {} launch calls took \
-                     over 50 us.",
+                     over 50 µs.",
                     rank.rank,
                     rank.short_gpu_kernels,
                     rank.launches.len(),
@@ -159,9 +159,7 @@ mod tests {
         assert_eq!(findings[0].severity, Severity::High);
         assert_eq!(findings[0].time_lost_per_step_ps, Some(2_000_000_000));
         assert!(
-            findings[0].evidence[1]
-                .text
-                .starts_with("400 kernel launches in the profile (200 per step), 2.500 us each")
+            findings[0].evidence[1].text.starts_with("400 kernel launches in the profile (200 per step), 2.5 µs each")
         );
         assert!(findings[0].fixes[0].contains("CUDA graph"));
     }

@@ -15,7 +15,7 @@
 use crate::advise::{Evidence, Finding, Framework, Outcome, Severity, ToolResults};
 use crate::memory_profile::AllocatorProfile;
 
-use super::mib;
+use super::size;
 
 /// The rule's name.
 pub const NAME: &str = "memory";
@@ -82,8 +82,8 @@ fn use_evidence(path: &str, host: &str, allocator: &AllocatorProfile, capacity: 
         format!(
             "{host} {}: peak {} of {} ({percent:.1}%) at {:.3} ms, step {}.",
             allocator.memory_id,
-            mib(peak_bytes),
-            mib(capacity),
+            size(peak_bytes),
+            size(capacity),
             allocator.summary.peak_stats_time_ps as f64 / 1e9,
             allocator.peak_step_id
         ),
@@ -120,11 +120,11 @@ pub fn check(results: &ToolResults) -> Outcome {
         let (peak_bytes, peak_field) = peak(allocator);
         clear = clear.cite(format!("{path}.{peak_field}"), peak_bytes as f64);
         let Some(capacity) = *capacity else {
-            words.push(format!("{} peak {}, no capacity recorded", allocator.memory_id, mib(peak_bytes)));
+            words.push(format!("{} peak {}, no capacity recorded", allocator.memory_id, size(peak_bytes)));
             continue;
         };
         let use_ = use_evidence(path, host, allocator, capacity);
-        words.push(format!("{} peak {} ({:.1}% of capacity)", allocator.memory_id, mib(peak_bytes), use_.percent));
+        words.push(format!("{} peak {} ({:.1}% of capacity)", allocator.memory_id, size(peak_bytes), use_.percent));
         if use_.percent > NEAR_CAPACITY_PERCENT {
             findings.push(near_capacity(results.framework, host, allocator, use_));
             continue;
@@ -145,7 +145,7 @@ fn near_capacity(framework: Framework, host: &str, allocator: &AllocatorProfile,
     let mut largest = Vec::new();
     for (activity, occurrences) in allocator.breakdown().take(LISTED_ALLOCATIONS) {
         let op = if activity.tf_op_name.is_empty() { "unknown op" } else { activity.tf_op_name.as_str() };
-        largest.push(format!("{op} {} ×{occurrences} {}", mib(activity.allocation_bytes), activity.tensor_shape));
+        largest.push(format!("{op} {} ×{occurrences} {}", size(activity.allocation_bytes), activity.tensor_shape));
     }
     let mut finding = Finding::new(
         NAME,

@@ -55,19 +55,17 @@ pub const RULES: [Rule; 11] = [
     Rule { name: transfers::NAME, run: transfers::check },
 ];
 
-/// `ms` with three decimals and the unit.
-fn ms(value: f64) -> String {
-    format!("{value:.3} ms")
-}
+/// Milliseconds as people read them (`168 ms`), by mlprof's one rule.
+use mlprof_model::human::duration_ms as ms;
 
 /// `n` and the singular or plural noun.
 fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-/// Bytes in MiB with two decimals and the unit.
-fn mib(bytes: i64) -> String {
-    format!("{:.2} MiB", bytes as f64 / (1024.0 * 1024.0))
+/// Bytes as people read them (`4.6 MiB`).
+fn size(bytes: i64) -> String {
+    mlprof_model::human::bytes(bytes as f64)
 }
 
 #[cfg(test)]

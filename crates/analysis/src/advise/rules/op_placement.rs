@@ -10,7 +10,7 @@
 
 use crate::advise::{Evidence, Finding, Framework, Outcome, Severity, ToolResults, ms_to_ps};
 use crate::framework_op_stats::OpStatsRow;
-use mlprof_model::time::human_duration_us;
+use mlprof_model::human;
 
 use super::ms;
 
@@ -87,7 +87,7 @@ pub fn check(results: &ToolResults) -> Outcome {
             row.op_name,
             row.op_type,
             row.occurrences,
-            human_duration_us(row.total_self_time_us)
+            human::duration_us(row.total_self_time_us)
         ));
         listed = listed.cite(format!("without_idle.rows[{index}].total_self_time_us"), row.total_self_time_us);
     }

@@ -12,7 +12,7 @@
 
 use crate::advise::{Evidence, Finding, Framework, Outcome, Severity, ToolResults};
 use crate::kernel_stats::KernelReport;
-use mlprof_model::time::human_duration_us;
+use mlprof_model::human;
 
 /// The rule's name.
 pub const NAME: &str = "tensor_core";
@@ -114,7 +114,7 @@ fn flagged_evidence(flagged: &[(usize, &KernelReport, Problem)], conversion_ns: 
             "{} ({op}; {why}; {} launches, {})",
             kernel.name,
             kernel.occurrences,
-            human_duration_us(kernel.total_duration_ns as f64 / 1e3)
+            human::duration_us(kernel.total_duration_ns as f64 / 1e3)
         ));
         listed = listed.cite(format!("kernels[{index}].total_duration_ns"), kernel.total_duration_ns as f64);
     }
@@ -122,8 +122,8 @@ fn flagged_evidence(flagged: &[(usize, &KernelReport, Problem)], conversion_ns: 
         "{} kernel groups: {} in layout conversions, {} in NCHW or non-TensorCore kernels of eligible \
          ops; the longest: {}.",
         flagged.len(),
-        human_duration_us(conversion_ns as f64 / 1e3),
-        human_duration_us(other_ns as f64 / 1e3),
+        human::duration_us(conversion_ns as f64 / 1e3),
+        human::duration_us(other_ns as f64 / 1e3),
         lines.join("; ")
     );
     listed

@@ -204,7 +204,8 @@ pub fn low_bandwidth_findings(view: &ProfileView<'_>, consumed: &HashSet<HostRef
             occurrences.push(Occurrence {
                 kind: FindingKind::LowCopyBandwidth,
                 what: format!(
-                    "{kind} copies ≥ 1 MiB at {achieved:.1} GB/s, {:.0}% of {source}",
+                    "{kind} copies ≥ 1 MiB at {}, {:.0}% of {source}",
+                    mlprof_model::human::rate(achieved * 1e9, "B"),
                     achieved / peak * 100.0
                 ),
                 device: Some(device.ordinal),

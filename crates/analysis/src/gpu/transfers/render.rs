@@ -66,8 +66,8 @@ impl Transfers {
         }
         section
             .note(format!(
-                "GPU gaps: idle longer than {:.0} us on every stream of a device.",
-                self.gap_threshold_ps as f64 / 1e6
+                "GPU gaps: idle longer than {} on every stream of a device.",
+                mlprof_model::human::duration(self.gap_threshold_ps)
             ))
             .note(
                 "Time lost: host time blocked for copies and synchronisations, device time for gaps, bandwidth and \

@@ -2,9 +2,10 @@
 //! (what PyTorch users watch with `torch.cuda.memory_allocated` / `memory_reserved`)
 //! rather than XProf's stack / heap / free wording.
 
-use super::super::output::{BYTES_PER_MIB, PS_PER_MS_F64};
+use super::super::output::PS_PER_MS_F64;
 use super::super::{ActivityKind, AllocatorProfile, MemoryProfile};
 use crate::report::{Cell, Report, Section, Table};
+use mlprof_model::human;
 
 /// The report of a memory profile built from `[memory]` events: a summary per memory
 /// id, each one's timeline, and the blocks live at the peak (the main table).
@@ -49,16 +50,16 @@ pub(in crate::memory_profile) fn report(profile: &MemoryProfile) -> Report {
     Report { tool: "memory_profile".to_string(), sections }
 }
 
-fn mib(bytes: i64) -> f64 {
-    bytes as f64 / BYTES_PER_MIB
+fn size(bytes: i64) -> String {
+    human::bytes(bytes as f64)
 }
 
 fn summary_sentence(a: &AllocatorProfile) -> String {
     let s = &a.summary;
     let mut text = format!(
-        "{}: peak allocated {:.2} MiB at {:.3} ms (step {}); {} allocations, {} frees.",
+        "{}: peak allocated {} at {:.3} ms (step {}); {} allocations, {} frees.",
         a.memory_id,
-        mib(s.peak_stats.heap_allocated_bytes),
+        size(s.peak_stats.heap_allocated_bytes),
         s.peak_stats_time_ps as f64 / PS_PER_MS_F64,
         a.peak_step_id,
         a.total_allocations,
@@ -67,10 +68,10 @@ fn summary_sentence(a: &AllocatorProfile) -> String {
     let Some(p) = &a.pytorch else { return text };
     if p.peak_reserved_bytes > 0 {
         text.push_str(&format!(
-            " Reserved at the peak {:.2} MiB (fragmentation {:.1} %); peak reserved {:.2} MiB at {:.3} ms.",
-            mib(p.reserved_at_peak_bytes),
-            s.peak_stats.fragmentation * 100.0,
-            mib(p.peak_reserved_bytes),
+            " Reserved at the peak {} (fragmentation {}); peak reserved {} at {:.3} ms.",
+            size(p.reserved_at_peak_bytes),
+            human::percent(s.peak_stats.fragmentation * 100.0),
+            size(p.peak_reserved_bytes),
             p.peak_reserved_time_ps as f64 / PS_PER_MS_F64
         ));
     } else {
@@ -78,11 +79,11 @@ fn summary_sentence(a: &AllocatorProfile) -> String {
     }
     if p.allocated_before_trace_at_peak_bytes > 0 || p.frees_without_allocation > 0 {
         text.push_str(&format!(
-            " {:.2} MiB live at the peak was allocated before the trace; {} frees ({:.2} MiB) were of blocks \
+            " {} live at the peak was allocated before the trace; {} frees ({}) were of blocks \
              allocated before it.",
-            mib(p.allocated_before_trace_at_peak_bytes),
+            size(p.allocated_before_trace_at_peak_bytes),
             p.frees_without_allocation,
-            mib(p.frees_without_allocation_bytes)
+            size(p.frees_without_allocation_bytes)
         ));
     }
     text

@@ -56,7 +56,7 @@ export default async function (t) {
     const row = page.locator(`#past tr[data-pid="${ended}"]`);
     await row.waitFor({ timeout: 45_000 });
     assert.match(await row.locator('td').first().textContent(), /^python_hot_loop\.py$/);
-    assert.match(await row.locator('td').nth(3).textContent(), /^\d+ %$/);
+    assert.match(await row.locator('td').nth(3).textContent(), /^\d+%$/);
     assert.ok(await row.locator('svg polyline').count() >= 1, 'its CPU over its life is drawn');
     assert.equal(await page.locator(`#past tr[data-pid="${pid}"]`).count(), 0);
     await t.screenshot('agent_live_history');
