@@ -266,6 +266,8 @@ impl PodViewer {
                 table.push(row);
             }
         }
+        // The categories that take the time stay on a narrow terminal, not the first in order.
+        let table = table.key_columns_by_total(&["Step", "Host", "Step time (us)", "Bottleneck"], &[]);
         let note = if self.steps.is_empty() {
             self.warnings.join(" ")
         } else {

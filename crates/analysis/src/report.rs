@@ -149,16 +149,21 @@ impl Table {
     }
 
     /// Names `lead` as the key columns, followed by the other numeric columns by their
-    /// total over the rows, largest first (the categories that take the most time).
-    pub fn key_columns_by_total(mut self, lead: &[&str]) -> Table {
+    /// total over the rows, largest first (the categories that take the most time), and
+    /// then `after` (numeric columns that are not amounts, such as a start time).
+    pub fn key_columns_by_total(mut self, lead: &[&str], after: &[&str]) -> Table {
         let mut others: Vec<(usize, f64)> = (0..self.columns.len())
-            .filter(|&c| !lead.contains(&self.columns[c].as_str()))
+            .filter(|&c| !lead.contains(&self.columns[c].as_str()) && !after.contains(&self.columns[c].as_str()))
             .filter(|&c| self.rows.iter().all(|row| row.get(c).is_some_and(Cell::is_numeric)))
             .map(|c| (c, self.rows.iter().filter_map(|row| row.get(c)?.as_f64()).filter(|v| v.is_finite()).sum()))
             .collect();
         others.sort_by(|a, b| b.1.total_cmp(&a.1));
-        self.key_columns =
-            lead.iter().map(|c| c.to_string()).chain(others.iter().map(|(c, _)| self.columns[*c].clone())).collect();
+        self.key_columns = lead
+            .iter()
+            .map(|c| c.to_string())
+            .chain(others.iter().map(|(c, _)| self.columns[*c].clone()))
+            .chain(after.iter().map(|c| c.to_string()))
+            .collect();
         self
     }
 

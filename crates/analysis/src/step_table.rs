@@ -103,6 +103,9 @@ impl StepTable {
                 table.push(row);
             }
         }
+        // The categories that take the time stay on a narrow terminal, not the first in order.
+        let table =
+            table.key_columns_by_total(&["Host", "Step", "Name", "Step time (ms)"], &["Start (ms)", "In overview"]);
         let count: usize = self.hosts.iter().map(|h| h.steps.len()).sum();
         let left_out = self.hosts.iter().flat_map(|h| &h.steps).filter(|s| !s.in_overview).count();
         let mut section = Section::new("Steps");

@@ -115,6 +115,22 @@ fn a_narrow_step_table_keeps_the_categories_that_take_the_most() {
 }
 
 #[test]
+fn every_per_step_table_keeps_the_category_an_input_bound_job_waits_on() {
+    // The TF example waits for input in 91 % of each step; Input comes late in table order.
+    for (tool, header) in [("pod_viewer", "Step  Host"), ("steps", "Host  Step"), ("overview_page", "Step")] {
+        let out = ok_stdout(mlprof_at_width(&["analyze", &example("tensorflow"), "--tool", tool], 80));
+        let lines: Vec<&str> = out.lines().collect();
+        let at = lines.iter().position(|l| l.starts_with(header) && l.contains("time")).unwrap_or(0);
+        let headers = format!("{} {}", lines[at.saturating_sub(1)], lines[at]);
+        assert!(headers.contains("Input"), "{tool} at 80 columns must keep Input: {out}");
+        assert!(out.contains("Columns left out to fit 80 characters:"), "{tool} is narrowed: {out}");
+    }
+    let memory = ok_stdout(mlprof_at_width(&["analyze", &example("tensorflow"), "--tool", "memory_profile"], 80));
+    assert!(memory.contains("in profile (bytes)"), "the peak stays: {memory}");
+    assert!(memory.contains("Columns left out to fit 80 characters: #Allocations"), "counts go first: {memory}");
+}
+
+#[test]
 fn every_tool_numbers_steps_as_the_profile_does() {
     // The TF example's steps are `train 5` … `train 10`; PyTorch's `ProfilerStep#551`, 552.
     for (name, numbers) in [("tensorflow", vec![5, 6, 7, 8, 9, 10]), ("pytorch", vec![551, 552])] {

@@ -881,7 +881,7 @@ pub fn step_section(analysis: &InputPipelineAnalysis) -> Section {
         ]);
     }
     // A narrow terminal keeps the step, its time and the categories that take the most.
-    let table = table.key_columns_by_total(&["Step", "Step time (ms)"]);
+    let table = table.key_columns_by_total(&["Step", "Step time (ms)"], &[]);
     Section::new("Step time by category (ms)").with_table(table).main()
 }
 

@@ -133,7 +133,17 @@ fn summary_table(profile: &MemoryProfile) -> Table {
             Cell::num(s.peak_stats.fragmentation * 100.0, 2),
         ]);
     }
-    table
+    table.key_columns(&[
+        "Memory ID",
+        "Peak memory usage in profile (bytes)",
+        "Memory capacity (bytes)",
+        "Peak time (ms)",
+        "Peak step",
+        "Fragmentation (%)",
+        "Heap allocation (bytes)",
+        "Stack reservation (bytes)",
+        "Free memory (bytes)",
+    ])
 }
 
 fn timeline_table(profile: &MemoryProfile, a: &AllocatorProfile) -> Table {

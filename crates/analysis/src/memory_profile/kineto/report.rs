@@ -120,7 +120,15 @@ fn summary_table(allocators: &[AllocatorProfile]) -> Table {
             Cell::Int(p.allocated_before_trace_at_peak_bytes),
         ]);
     }
-    table
+    table.key_columns(&[
+        "Memory ID",
+        "Peak allocated (bytes)",
+        "Peak reserved (bytes)",
+        "Peak time (ms)",
+        "Peak step",
+        "Reserved at peak (bytes)",
+        "Fragmentation at peak (%)",
+    ])
 }
 
 fn timeline_table(a: &AllocatorProfile) -> Table {
