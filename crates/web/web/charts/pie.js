@@ -2,6 +2,7 @@
 // Profiler's pies do), a legend with shares, and hover details per slice.
 
 import { s, h } from '../lib/dom.js';
+import { formatPercent } from '../lib/format.js';
 import { OTHER_COLOR, color, emptyChart, figure, hoverDetails, legend } from './common.js';
 
 /**
@@ -43,12 +44,12 @@ export function pieChart({ title, slices, format = String, maxSlices = 10, empty
       ? s('circle', { r: radius, cx: 0, cy: 0, fill: colors[i] })
       : s('path', { d: arc(radius, angle, angle + sweep), fill: colors[i] });
     angle += sweep;
-    const percent = `${(share * 100).toFixed(1)}%`;
+    const percent = formatPercent(share * 100);
     hoverDetails(mark, `${slice.label}: ${format(slice.value)} (${percent})`,
       () => [slice.label, ['Value', format(slice.value)], ['Share', percent]]);
     svg.append(mark);
   });
-  const items = shown.map((slice, i) => ({ label: slice.label, color: colors[i], note: `${((slice.value / total) * 100).toFixed(1)}%` }));
+  const items = shown.map((slice, i) => ({ label: slice.label, color: colors[i], note: formatPercent((slice.value / total) * 100) }));
   return figure(title, h('div', { class: 'pie-body' }, svg, legend(items, { className: 'pie-legend' })), { className: 'pie-chart' });
 }
 

@@ -3,14 +3,13 @@
 // traces) and recommendations.
 
 import { append, h } from '../lib/dom.js';
-import { formatNumber, formatPercent, formatUs } from '../lib/format.js';
+import { formatMs, formatPercent, formatUs } from '../lib/format.js';
 import { card, remainingSections, sectionCard, sectionPicker } from '../components/report_view.js';
 import { notesBlock } from '../components/rich_text.js';
 import { keyFigures } from '../components/stats.js';
 import { pieChart } from '../charts/pie.js';
 import { inputTone, stepTimeChart } from './step_chart.js';
 
-const ms = (value) => `${formatNumber(value, 2)} ms`;
 
 /** XProf's host-side input time categories (`input_time_breakdown`, µs). */
 const HOST_INPUT_CATEGORIES = [
@@ -34,12 +33,12 @@ export function render(root, answer, ctx) {
   const time = result.step_time_ms;
   const input = result.category_ms.find(([key]) => key === 'infeedTimeMs');
   const figures = keyFigures([
-    { label: 'Average step time', text: ms(time.average), value: time.average, tone: 'highlight' },
-    { label: 'Standard deviation', text: ms(time.standard_deviation), value: time.standard_deviation },
-    { label: 'Minimum', text: ms(time.minimum), value: time.minimum },
-    { label: 'Maximum', text: ms(time.maximum), value: time.maximum },
+    { label: 'Average step time', text: formatMs(time.average), value: time.average, tone: 'highlight' },
+    { label: 'Standard deviation', text: formatMs(time.standard_deviation), value: time.standard_deviation },
+    { label: 'Minimum', text: formatMs(time.minimum), value: time.minimum },
+    { label: 'Maximum', text: formatMs(time.maximum), value: time.maximum },
     { label: 'Waiting for input', text: formatPercent(result.bottleneck.input_percent), value: result.bottleneck.input_percent, tone: inputTone(result.bottleneck.input_percent) },
-    input ? { label: 'Average input time', text: ms(input[1].average), value: input[1].average } : null,
+    input ? { label: 'Average input time', text: formatMs(input[1].average), value: input[1].average } : null,
   ].filter(Boolean), { id: 'step-statistics' });
 
   append(root, [
@@ -69,7 +68,7 @@ function dataloaderChart(dataloader) {
   return h('div', { class: 'chart-row' }, pieChart({
     title: 'DataLoader time by stage',
     slices: dataloader.stages.map((stage) => ({ label: stage.stage, value: stage.time_ms })),
-    format: ms,
+    format: formatMs,
     empty: 'No DataLoader stage was recorded.',
   }));
 }

@@ -2,14 +2,13 @@
 // run environment and the recommendation, as in the TF Profiler's overview.
 
 import { append, h } from '../lib/dom.js';
-import { formatNumber, formatPercent } from '../lib/format.js';
+import { formatMs, formatPercent } from '../lib/format.js';
 import { card, remainingSections, sectionCard, sectionPicker } from '../components/report_view.js';
 import { notesBlock } from '../components/rich_text.js';
 import { keyFigures, properties } from '../components/stats.js';
 import { pieChart } from '../charts/pie.js';
 import { inputTone, stepTimeChart } from './step_chart.js';
 
-const ms = (value) => `${formatNumber(value, 2)} ms`;
 
 /** Renders the overview of `answer.result` with the report's tables. */
 export function render(root, answer, ctx) {
@@ -42,8 +41,8 @@ function summaryFigures(steps, result, format) {
     return entry ? entry[1].average : 0;
   };
   const figures = [
-    { label: 'Average step time', text: ms(time.average), value: time.average, tone: 'highlight', title: `over ${steps.steps.length} steps` },
-    { label: 'Standard deviation', text: ms(time.standard_deviation), value: time.standard_deviation },
+    { label: 'Average step time', text: formatMs(time.average), value: time.average, tone: 'highlight', title: `over ${steps.steps.length} steps` },
+    { label: 'Standard deviation', text: formatMs(time.standard_deviation), value: time.standard_deviation },
     { label: 'Input', text: formatPercent(steps.bottleneck.input_percent), value: steps.bottleneck.input_percent, tone: inputTone(steps.bottleneck.input_percent) },
     { label: 'Steps', text: String(steps.steps.length), value: steps.steps.length },
   ];
@@ -67,7 +66,7 @@ function summaryFigures(steps, result, format) {
   return [
     keyFigures(figures, { id: 'summary-figures' }),
     h('h3', {}, 'Average time per step by category'),
-    properties(categories.map(([label, key]) => [label, ms(average(key))]), { id: 'category-averages' }),
+    properties(categories.map(([label, key]) => [label, formatMs(average(key))]), { id: 'category-averages' }),
     h('h3', {}, 'Op placement'),
     properties(placement),
   ];

@@ -3,13 +3,12 @@
 // the report's tables (every step × host, stragglers).
 
 import { append, clear, h } from '../lib/dom.js';
-import { formatNumber, formatUs } from '../lib/format.js';
+import { formatMs, formatUs } from '../lib/format.js';
 import { card, remainingSections } from '../components/report_view.js';
 import { notesBlock } from '../components/rich_text.js';
 import { stackedColumns } from '../charts/columns.js';
 import { STEP_CATEGORIES } from './step_chart.js';
 
-const ms = (us) => `${formatNumber(us / 1000, 3)} ms`;
 
 /** Renders the pod viewer in `answer`. */
 export function render(root, answer, ctx) {
@@ -39,8 +38,8 @@ export function render(root, answer, ctx) {
       columns: records.map((record) => record.host),
       series: STEP_CATEGORIES.map((category, i) => ({ label: category.label, color: category.color, values: records.map((record) => record.breakdown_us[i] / 1000) })),
       yLabel: 'Time (ms)',
-      format: (value) => `${formatNumber(value, 3)} ms`,
-      details: (i) => [['Step time', ms(records[i].total_duration_us)], ['Bottleneck', records[i].bottleneck], ['Core id', String(records[i].core_id)]],
+      format: formatMs,
+      details: (i) => [['Step time', formatUs(records[i].total_duration_us)], ['Bottleneck', records[i].bottleneck], ['Core id', String(records[i].core_id)]],
     }));
     const straggler = step.straggler;
     clear(about).append(notesBlock(straggler ? [

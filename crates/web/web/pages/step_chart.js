@@ -2,7 +2,7 @@
 // per step, one segment per XProf generic step-time category.
 
 import { stackedColumns } from '../charts/columns.js';
-import { formatNumber } from '../lib/format.js';
+import { formatMs } from '../lib/format.js';
 
 /**
  * XProf's generic step-time categories, in XProf's id order (the order of
@@ -27,7 +27,6 @@ const INPUT_PARTS = [
   { label: 'Input: host to device', field: 'host_to_device_ms', color: '#f06292' },
 ];
 
-const ms = (value) => `${formatNumber(value, value >= 100 ? 0 : value >= 10 ? 1 : 2)} ms`;
 
 /**
  * The chart of `steps` (input-pipeline steps with `step_name`, `step_time_ms` and
@@ -42,8 +41,8 @@ export function stepTimeChart(steps, { title = 'Step-time graph', splitInput = f
     columns: steps.map((step) => step.step_name || `step ${step.step_num}`),
     series: categories.map((category) => ({ label: category.label, color: category.color, values: steps.map((step) => step[category.field] || 0) })),
     yLabel: 'Step time (ms)',
-    format: ms,
-    details: (i) => [['Step time', ms(steps[i].step_time_ms)], ['Step number', String(steps[i].step_num)]],
+    format: formatMs,
+    details: (i) => [['Step time', formatMs(steps[i].step_time_ms)], ['Step number', String(steps[i].step_num)]],
     empty: 'No steps were found in this profile.',
   });
 }

@@ -69,6 +69,19 @@ export function assertShows(assert, text, value, what) {
   assert.ok(Math.abs(shown.value - value) <= tolerance, `${what}: the page shows ${JSON.stringify(text)}, the API says ${value}`);
 }
 
+/** Milliseconds in one of each duration unit the UI writes (lib/format.js). */
+const MS_PER_UNIT = { s: 1e3, ms: 1, µs: 1e-3, ns: 1e-6, ps: 1e-9 };
+
+/** Asserts that `text`, a duration such as `64.7 ms` or `894 µs`, shows `ms` milliseconds to the precision it is shown with. */
+export function assertShowsMs(assert, text, ms, what) {
+  const shown = shownNumber(text);
+  const unit = String(text).trim().split(/\s+/).pop();
+  const scale = shown.value === 0 ? 1 : MS_PER_UNIT[unit];
+  assert.ok(scale !== undefined, `${what}: ${JSON.stringify(text)} has no duration unit`);
+  const tolerance = (0.5 * 10 ** -shown.decimals + 1e-9 * Math.abs(ms / scale)) * scale;
+  assert.ok(Math.abs(shown.value * scale - ms) <= tolerance, `${what}: the page shows ${JSON.stringify(text)}, the API says ${ms} ms`);
+}
+
 /**
  * Asserts that shown table rows equal the API's rows: text cells exactly, number
  * cells to their shown precision (`null` cells as a dash).

@@ -4,7 +4,7 @@
 // when the tool changes, and Export CSV asks for the same breakdown. A bad value in
 // the address is refused in the page, without asking the server.
 
-import { assertRowsMatch, assertSectionTables, assertShows, newestRun, open, ready, readTable, sectionId, toolAnswer, watchToolRequests } from '../lib/ui.mjs';
+import { assertRowsMatch, assertSectionTables, assertShows, assertShowsMs, newestRun, open, ready, readTable, sectionId, toolAnswer, watchToolRequests } from '../lib/ui.mjs';
 
 /** The breakdown the control shows as chosen. */
 function pressed(page) {
@@ -22,8 +22,8 @@ async function assertOverviewShows(t, answer, what) {
   const steps = answer.result.steps;
   const figures = page.locator('#summary-figures');
   const figure = (label) => figures.locator('.stat', { hasText: label }).locator('dd').innerText();
-  assertShows(assert, await figure('Average step time'), steps.step_time_ms.average, `${what}: average step time`);
-  assertShows(assert, await figure('Standard deviation'), steps.step_time_ms.standard_deviation, `${what}: standard deviation`);
+  assertShowsMs(assert, await figure('Average step time'), steps.step_time_ms.average, `${what}: average step time`);
+  assertShowsMs(assert, await figure('Standard deviation'), steps.step_time_ms.standard_deviation, `${what}: standard deviation`);
   assertShows(assert, await figure('Input'), steps.bottleneck.input_percent, `${what}: input share`);
   const section = answer.report.sections.find((s) => s.title.startsWith('Step time by category'));
   const shown = await readTable(page.locator(`#${sectionId(section.title)}`));
@@ -79,7 +79,7 @@ export default async function (t) {
   assert.equal(new URL(page.url()).searchParams.get('breakdown'), 'xprof', 'the breakdown stays when the tool changes');
   assert.equal(await pressed(page), 'xprof');
   const input = await toolAnswer(t, run, 'input_pipeline_analyzer', 'all', { breakdown: 'xprof' });
-  assertShows(assert, await page.locator('#step-statistics .stat', { hasText: 'Average step time' }).locator('dd').innerText(), input.result.step_time_ms.average, 'input pipeline: average step time');
+  assertShowsMs(assert, await page.locator('#step-statistics .stat', { hasText: 'Average step time' }).locator('dd').innerText(), input.result.step_time_ms.average, 'input pipeline: average step time');
   assert.equal(await page.locator('#breakdown-shown').innerText(), shownBreakdown(input.result.step_source), 'input pipeline: which breakdown');
 
   await page.selectOption('#tool-select', 'pod_viewer');

@@ -2,7 +2,7 @@
 // with one column per step, the host-side breakdown (input ops on XSpace, DataLoader
 // stages on PyTorch traces) and the recommendations.
 
-import { assertRowsMatch, assertShows, openToolPage, readTable, sectionId } from '../lib/ui.mjs';
+import { assertRowsMatch, assertShows, assertShowsMs, openToolPage, readTable, sectionId } from '../lib/ui.mjs';
 
 export default async function (t) {
   const { page, assert } = t;
@@ -11,7 +11,7 @@ export default async function (t) {
   const figures = page.locator('#step-statistics');
   const time = result.step_time_ms;
   for (const [label, value] of [['Average step time', time.average], ['Standard deviation', time.standard_deviation], ['Minimum', time.minimum], ['Maximum', time.maximum]]) {
-    assertShows(assert, await figures.locator('.stat', { hasText: label }).locator('dd').innerText(), value, label);
+    assertShowsMs(assert, await figures.locator('.stat', { hasText: label }).locator('dd').innerText(), value, label);
   }
   assertShows(assert, await figures.locator('.stat', { hasText: 'Waiting for input' }).locator('dd').innerText(), result.bottleneck.input_percent, 'input share');
 

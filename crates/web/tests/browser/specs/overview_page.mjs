@@ -2,7 +2,7 @@
 // deviation, one column per step in the step-time graph with hover details, the
 // step table, the top ops, and the run environment.
 
-import { assertRowsMatch, assertShows, openToolPage, readTable, sectionId, tooltipOf, tooltipValue } from '../lib/ui.mjs';
+import { assertRowsMatch, assertShows, assertShowsMs, openToolPage, readTable, sectionId, tooltipOf, tooltipValue } from '../lib/ui.mjs';
 
 export default async function (t) {
   const { page, assert } = t;
@@ -10,8 +10,8 @@ export default async function (t) {
 
   const figures = page.locator('#summary-figures');
   const time = result.steps.step_time_ms;
-  assertShows(assert, await figures.locator('.stat', { hasText: 'Average step time' }).locator('dd').innerText(), time.average, 'average step time');
-  assertShows(assert, await figures.locator('.stat', { hasText: 'Standard deviation' }).locator('dd').innerText(), time.standard_deviation, 'standard deviation');
+  assertShowsMs(assert, await figures.locator('.stat', { hasText: 'Average step time' }).locator('dd').innerText(), time.average, 'average step time');
+  assertShowsMs(assert, await figures.locator('.stat', { hasText: 'Standard deviation' }).locator('dd').innerText(), time.standard_deviation, 'standard deviation');
   assertShows(assert, await figures.locator('.stat', { hasText: 'Steps' }).locator('dd').innerText(), result.steps.steps.length, 'steps');
 
   const steps = result.steps.steps;
@@ -20,9 +20,9 @@ export default async function (t) {
     assert.equal(await columns.count(), steps.length, 'one column per step');
     const tip = await tooltipOf(page, columns.first().locator('rect.hit'));
     assert.ok(tip.includes(steps[0].step_name), `the tooltip names the step: ${tip}`);
-    assertShows(assert, await tooltipValue(page, 'Step time'), steps[0].step_time_ms, 'step time in the tooltip (ms)');
+    assertShowsMs(assert, await tooltipValue(page, 'Step time'), steps[0].step_time_ms, 'step time in the tooltip (ms)');
     if (steps[0].host_compute_ms > 0) {
-      assertShows(assert, await tooltipValue(page, 'Host compute'), steps[0].host_compute_ms, 'host compute in the tooltip (ms)');
+      assertShowsMs(assert, await tooltipValue(page, 'Host compute'), steps[0].host_compute_ms, 'host compute in the tooltip (ms)');
     }
   } else {
     assert.equal(await page.locator('#section-step_time_by_category_ms .chart-empty').count(), 1, 'no steps: the graph says so');

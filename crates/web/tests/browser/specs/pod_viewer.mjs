@@ -2,7 +2,7 @@
 // chart has one stacked column per worker of that step, and hovering a column shows
 // its step time and bottleneck.
 
-import { assertShows, openToolPage, ready, tooltipOf, tooltipValue } from '../lib/ui.mjs';
+import { assertShowsMs, openToolPage, ready, tooltipOf, tooltipValue } from '../lib/ui.mjs';
 
 export default async function (t) {
   const { page, assert } = t;
@@ -24,7 +24,7 @@ export default async function (t) {
     assert.equal(await columns.count(), last.hosts.length, 'one column per worker');
     const tip = await tooltipOf(page, columns.first().locator('rect.hit'));
     assert.ok(tip.startsWith(last.hosts[0].host), `the tooltip names the worker: ${tip}`);
-    assertShows(assert, await tooltipValue(page, 'Step time'), last.hosts[0].total_duration_us / 1000, 'step time in the tooltip (ms)');
+    assertShowsMs(assert, await tooltipValue(page, 'Step time'), last.hosts[0].total_duration_us / 1000, 'step time in the tooltip (ms)');
     assert.ok(tip.includes(last.hosts[0].bottleneck), 'the bottleneck is named');
   }
   await t.screenshot('pod_viewer-last-step');
