@@ -53,7 +53,7 @@ impl SectionKind {
 }
 
 /// An interned event name: an index into the index's name table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct NameId(pub u32);
 
 /// A section being built.

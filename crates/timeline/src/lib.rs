@@ -9,7 +9,8 @@
 //! written to a cache file ([`BuiltIndex::write`]) and opened memory-mapped
 //! ([`TimelineIndex::open`]). Queries: [`TimelineIndex::view`] (what to draw of a
 //! window at a pixel width), [`TimelineIndex::search`] (names, whole trace),
-//! [`TimelineIndex::event`] and [`TimelineIndex::flows_of`].
+//! [`TimelineIndex::event`], [`TimelineIndex::flows_of`] and [`TimelineIndex::aggregate`]
+//! (each name's count, total and self time in a range).
 //!
 //! The one design decision to know: each track's events are stored by depth, then
 //! start time, and events at one depth never overlap (`depth.rs`), so any window is one
@@ -18,6 +19,7 @@
 //! costs about the number of pixels, not the number of events in it.
 //! Times are `i64` picoseconds relative to the profile start.
 
+mod aggregate;
 mod builder;
 mod cache;
 mod checksum;
@@ -45,6 +47,7 @@ pub mod fuzzing {
     }
 }
 
+pub use aggregate::{NameTotals, RangeAggregate};
 pub use builder::{BuiltIndex, EventRef, MAX_EVENTS, NameId, SectionHandle, SectionKind, TimelineBuilder, TrackHandle};
 pub use error::{BuildError, CacheError};
 pub use format::FORMAT_VERSION;

@@ -200,7 +200,7 @@ impl TimelineIndex {
     }
 
     /// The runs of `track`, outermost first.
-    fn track_runs(&self, track: u32) -> Option<&[Run]> {
+    pub(crate) fn track_runs(&self, track: u32) -> Option<&[Run]> {
         let first = self.runs.partition_point(|r| r.track < track);
         let end = self.runs.partition_point(|r| r.track <= track);
         self.track(track).map(|_| &self.runs[first..end])
@@ -430,7 +430,7 @@ impl<'a> GroupCols<'a> {
 }
 
 /// The first index in `range` where `pred` turns false (it must be true on a prefix).
-fn partition(range: std::ops::Range<usize>, pred: &impl Fn(usize) -> bool) -> usize {
+pub(crate) fn partition(range: std::ops::Range<usize>, pred: &impl Fn(usize) -> bool) -> usize {
     let (mut lo, mut hi) = (range.start, range.end);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;

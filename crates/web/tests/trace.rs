@@ -305,6 +305,62 @@ fn pytorch_backward_ops_come_from_their_forward_ops() {
 }
 
 #[test]
+fn a_range_aggregate_equals_the_events_the_view_returns_in_it() {
+    let cache = tempfile::tempdir().expect("cache dir");
+    let fixture = serve(&data(KINETO_RANKS), cache.path());
+    let meta = fixture.json("meta", "");
+    let (start, end) = (meta["start_ps"].as_i64().expect("start"), meta["end_ps"].as_i64().expect("end"));
+    // A window narrow enough that the widest view returns every event on its own.
+    let (from, to) = (start + (end - start) * 2 / 5, start + (end - start) * 2 / 5 + (end - start) / 400);
+    let tracks: Vec<String> = all_track_ids(&meta).iter().map(u64::to_string).collect();
+    let range = format!("&start_ps={from}&end_ps={to}&tracks={}", tracks.join(","));
+    let view = fixture.json("view", &format!("{range}&width_px=16384"));
+    let names = view["names"].as_array().expect("names");
+    let mut expected: std::collections::BTreeMap<String, (u64, i64)> = std::collections::BTreeMap::new();
+    for track in view["tracks"].as_array().expect("tracks") {
+        assert!(track["merged"].as_array().expect("merged").is_empty(), "every event on its own");
+        for e in track["events"].as_array().expect("events") {
+            let (s, d) = (e[0].as_i64().expect("start"), e[1].as_i64().expect("dur"));
+            let inside = (s + d).min(to) - s.max(from);
+            if inside > 0 || (d == 0 && s >= from && s <= to) {
+                let name = names[e[3].as_u64().expect("name") as usize].as_str().expect("text").to_string();
+                let entry = expected.entry(name).or_default();
+                entry.0 += 1;
+                entry.1 += inside.max(0);
+            }
+        }
+    }
+    let aggregate = fixture.json("aggregate", &range);
+    let rows = aggregate["rows"].as_array().expect("rows");
+    assert!(rows.len() > 3, "{aggregate}");
+    assert_eq!(aggregate["events"].as_u64(), Some(expected.values().map(|e| e.0).sum::<u64>()));
+    let got: std::collections::BTreeMap<String, (u64, i64)> = rows
+        .iter()
+        .map(|r| {
+            let (count, total) = (r["count"].as_u64().expect("count"), r["total_ps"].as_i64().expect("total"));
+            assert!(r["self_ps"].as_i64().expect("self") <= total, "{r}");
+            assert_eq!(r["average_ps"].as_i64(), Some(total / count as i64));
+            (r["name"].as_str().expect("name").to_string(), (count, total))
+        })
+        .collect();
+    assert_eq!(got, expected);
+    assert!(rows.windows(2).all(|w| w[0]["total_ps"].as_i64() >= w[1]["total_ps"].as_i64()), "most time first");
+
+    // The same rows as CSV, and a limit that keeps the first.
+    let csv = fixture.raw("aggregate", &format!("{range}&format=csv"));
+    assert_eq!(csv.header("content-type"), Some("text/csv; charset=utf-8"));
+    let text = csv.text();
+    assert_eq!(text.lines().next(), Some("name,count,total_ps,self_ps,average_ps,max_ps"));
+    assert_eq!(text.lines().count(), rows.len() + 1);
+    let one = fixture.json("aggregate", &format!("{range}&limit=1"));
+    assert_eq!(one["rows"].as_array().expect("rows").len(), 1);
+    assert_eq!(one["names"].as_u64(), Some(rows.len() as u64));
+    assert_eq!(one["rows"][0], rows[0]);
+    assert_eq!(fixture.error(&fixture.target("aggregate", "&start_ps=5&end_ps=1")).0, 400);
+    assert_eq!(fixture.error(&fixture.target("aggregate", "&start_ps=0&end_ps=1&format=xml")).0, 400);
+}
+
+#[test]
 fn bad_parameters_are_400_and_unknown_names_404() {
     let cache = tempfile::tempdir().expect("cache dir");
     let fixture = serve(&data(JAX_LOGDIR), cache.path());
@@ -323,6 +379,7 @@ fn bad_parameters_are_400_and_unknown_names_404() {
         (format!("{base}&start_ps=0&end_ps=5&width_px=16385"), 400, "width_px must be between 1 and 16384"),
         (fixture.target("event", "&id=4000000000"), 404, "no event"),
         (fixture.target("event", "&id=-1"), 400, "id"),
+        (fixture.target("event", "&id=99999999999"), 400, "id=\"99999999999\" is out of range"),
         (fixture.target("search", ""), 400, "missing parameter q"),
         (fixture.target("search", "&q=a&limit=1000000"), 400, "limit"),
         (fixture.target("search", "&q=a&after_ps=1&before_ps=2"), 400, "not both"),

@@ -1,6 +1,7 @@
 //! The trace viewer's endpoints, `/api/trace/*` (see API.md, "Trace viewer"):
 //! `meta` (sections and tracks), `view` (what to draw of a window), `event` (one
-//! event with its args and flows) and `search` (names over the whole trace).
+//! event with its args and flows), `search` (names over the whole trace) and
+//! `aggregate` (a marked range's totals by name).
 //!
 //! The one design decision to know: every endpoint answers from the host's
 //! level-of-detail index (`mlprof-timeline`), built once per (run, host) and cached on
@@ -8,6 +9,7 @@
 //! server answers `meta`, `view` and `search` from the cache file without reading the
 //! profile again.
 
+mod aggregate;
 mod derived;
 mod event;
 mod host_index;
@@ -31,4 +33,5 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/view", get(view::view))
         .route("/event", get(event::event))
         .route("/search", get(search::search))
+        .route("/aggregate", get(aggregate::aggregate))
 }

@@ -37,7 +37,14 @@ pub(crate) fn run_and_host(
 /// Parameter `name` parsed as a `T` (400 when missing or malformed).
 pub(crate) fn number<T: FromStr>(value: &Option<String>, name: &str) -> Result<T, ApiError> {
     let text = required(value, name)?;
-    text.trim().parse().map_err(|_| ApiError::bad_request(format!("{name}={text:?} is not a valid number")))
+    text.trim().parse().map_err(|_| {
+        let digits = text.trim().strip_prefix('-').unwrap_or(text.trim());
+        if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+            ApiError::bad_request(format!("{name}={text:?} is out of range"))
+        } else {
+            ApiError::bad_request(format!("{name}={text:?} is not a valid number"))
+        }
+    })
 }
 
 /// Parameter `name` parsed as a `T`, or `default` when absent.

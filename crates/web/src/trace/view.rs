@@ -83,7 +83,7 @@ pub(crate) async fn view(
 /// The `tracks` parameter: comma-separated distinct track ids of this host (400
 /// otherwise, a repeated id included: it would repeat the track's items); `None` (all
 /// tracks) when absent.
-fn parse_tracks(text: Option<&str>, index: &TimelineIndex) -> Result<Option<Vec<u32>>, ApiError> {
+pub(crate) fn parse_tracks(text: Option<&str>, index: &TimelineIndex) -> Result<Option<Vec<u32>>, ApiError> {
     let Some(text) = text else { return Ok(None) };
     let mut ids = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
