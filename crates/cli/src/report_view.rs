@@ -289,7 +289,7 @@ mod tests {
         table.push(vec![Cell::text("a,b"), Cell::num(1.5, 1)]);
         let report = Report { tool: "t".into(), sections: vec![Section::new("S").note("n").with_table(table).main()] };
         let text = render_text(&report, &TextLayout::WHOLE);
-        assert!(text.contains("Op   Time (us)\n---  ---------\nc         20.0\na,b        1.5"), "{text}");
+        assert!(text.contains("Op   Time (µs)\n---  ---------\nc         20.0\na,b        1.5"), "{text}");
     }
 
     #[test]
