@@ -1,8 +1,8 @@
-// The four trace endpoints of API.md ("Trace viewer") for one run and host. Every
+// The trace endpoints of API.md ("Trace viewer") for one run and host. Every
 // call returns parsed JSON or throws an Error carrying the server's one-line message;
 // aborted calls throw an Error whose name is 'AbortError'.
 
-/** Client of /api/trace/{meta,view,event,search} for one run and host. */
+/** Client of /api/trace/{meta,view,event,search,aggregate} for one run and host. */
 export class TraceApi {
   /** `run` and `host` as the page URL names them. */
   constructor(run, host) {
@@ -54,6 +54,26 @@ export class TraceApi {
   /** One event with all its args and flows. */
   event(id, signal) {
     return this.get('event', { id }, signal);
+  }
+
+  /** Totals by name of the events in [startPs, endPs] on `tracks` (at most `limit` rows). */
+  aggregate({ startPs, endPs, tracks, limit }, signal) {
+    return this.get('aggregate', this.rangeParams({ startPs, endPs, tracks, limit }), signal);
+  }
+
+  /** Where the CSV of every row of that range is downloaded from. */
+  aggregateCsvUrl({ startPs, endPs, tracks }) {
+    const query = new URLSearchParams({ run: this.run, host: this.host });
+    for (const [key, value] of Object.entries(this.rangeParams({ startPs, endPs, tracks }))) {
+      if (value !== undefined) query.set(key, String(value));
+    }
+    query.set('format', 'csv');
+    return `/api/trace/aggregate?${query}`;
+  }
+
+  /** The query parameters of a range. */
+  rangeParams({ startPs, endPs, tracks, limit }) {
+    return { start_ps: Math.floor(startPs), end_ps: Math.ceil(endPs), tracks: tracks.join(','), limit };
   }
 
   /**

@@ -1,6 +1,6 @@
 // Mouse and keyboard for the trace viewer, in the conventions of chrome://tracing and
 // Perfetto: W/S zoom, A/D pan, wheel zooms around the pointer, drag pans, shift-drag
-// marks a range. Handlers only translate input into the viewer's methods.
+// marks a range on the tracks it crosses (from the ruler: on every track). Handlers only translate input into the viewer's methods.
 
 /** Pixels a press may move and still count as a click. */
 const CLICK_SLOP_PX = 4;
@@ -52,7 +52,8 @@ export function attachInput(viewer) {
     drag.moved = true;
     if (drag.marking) {
       const ps = viewer.timeAt(x);
-      viewer.setMark({ startPs: Math.min(drag.startPs, ps), endPs: Math.max(drag.startPs, ps) });
+      const tracks = viewer.tracksBetweenY(drag.y, y);
+      viewer.setMark({ startPs: Math.min(drag.startPs, ps), endPs: Math.max(drag.startPs, ps), tracks });
       return;
     }
     const span = drag.window.endPs - drag.window.startPs;

@@ -21,13 +21,16 @@ const END_OF_TIME_PS = '9223372036854775807';
 export class SearchPanel {
   /**
    * `api`: the TraceApi; `windowStartPs()`: where the visible window starts (a new
-   * query starts there); `onJump(result)`: go to a result; `onError(error)`.
+   * query starts there); `onJump(result)`: go to a result; `onError(error)`;
+   * `trackName(id)`: a track's name; `onListChange(shown)`: the list was drawn or hidden.
    */
-  constructor(api, { windowStartPs, onJump, onError }) {
+  constructor(api, { windowStartPs, onJump, onError, trackName, onListChange }) {
     this.api = api;
     this.windowStartPs = windowStartPs;
     this.onJump = onJump;
     this.onError = onError;
+    this.trackName = trackName;
+    this.onListChange = onListChange;
     /** Results per page; tests lower it to cross page boundaries in a few steps. */
     this.pageSize = SEARCH_PAGE_SIZE;
     this.query = '';
@@ -163,6 +166,7 @@ export class SearchPanel {
     if (this.query === '') {
       this.list.hidden = true;
       this.list.replaceChildren();
+      this.onListChange(false);
       return;
     }
     this.list.hidden = false;
@@ -184,16 +188,17 @@ export class SearchPanel {
           h(
             'li',
             { dataset: { index: String(index), event: String(result.id) }, onclick: () => this.select(index) },
-            h('span', { class: 'tv-result-name', title: result.name }, result.name),
+            h('div', { class: 'tv-result-name', title: result.name }, result.name),
             h(
-              'span',
-              { class: 'tv-muted' },
-              ` ${formatTime(result.start_ps, 1000)} · ${formatDuration(result.dur_ps)}`,
+              'div',
+              { class: 'tv-muted tv-result-where' },
+              `${formatTime(result.start_ps, 1000)} · ${formatDuration(result.dur_ps)} · ${this.trackName(result.track)}`,
             ),
           ),
         ),
       ),
     );
+    this.onListChange(true);
   }
 
   /** "k of N": the current match's rank among all matches. */

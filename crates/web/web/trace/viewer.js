@@ -4,8 +4,11 @@
 // (see loader.js), and paints everything on one canvas (draw.js). The viewport and the
 // selected event live in the page URL (`start_ps`, `end_ps`, `event`) so a view can be
 // shared. Module map: api (HTTP), loader (view requests), store (what arrived), layout
-// (rows), viewport (window math), draw (canvas), input (mouse/keys), details, search,
-// help (panes), time and palette (formatting, colours).
+// (rows), viewport (window math), draw (canvas), input (mouse/keys), details, range,
+// search, help (panes), time and palette (formatting, colours). The pane under the
+// timeline opens only when it has something to show (a selected event, a marked
+// range's totals, search results), can be closed and resized, and leaves the timeline
+// the rest of the window.
 
 import { TraceApi, isAbort } from './api.js';
 import { DetailsPane } from './details.js';
@@ -16,6 +19,7 @@ import { attachInput } from './input.js';
 import { LEVEL_HEIGHT, RULER_HEIGHT, TRACK_PADDING, buildLayout, labelWidth, rowAt, rowsBetween } from './layout.js';
 import { ViewLoader } from './loader.js';
 import { traceProbe } from './probe.js';
+import { RangePane } from './range.js';
 import { SearchPanel } from './search.js';
 import { TrackStore } from './store.js';
 import { formatDuration } from '../lib/format.js';
@@ -51,6 +55,10 @@ class TraceViewer {
     this.selected = null;
     this.selectedFlows = [];
     this.mark = null;
+    this.trackNames = new Map();
+    this.detailsShown = false;
+    this.paneTab = 'details';
+    this.paneClosed = false;
     this.frameRequest = 0;
     this.urlTimer = 0;
     this.eventController = null;
@@ -83,12 +91,46 @@ class TraceViewer {
       windowStartPs: () => this.window.startPs,
       onJump: (result) => this.jumpTo(result.id, 'fit', result),
       onError: (error) => this.setStatus(`search: ${error.message}`, true),
+      trackName: (id) => this.trackName(id),
+      onListChange: (shown) => {
+        if (shown) this.paneClosed = false;
+        this.refreshPane();
+      },
     });
     this.detailsElement = h('div', { class: 'tv-details' });
     this.details = new DetailsPane(this.detailsElement, {
       onJump: (id) => this.jumpTo(id, 'center'),
       onZoom: (startPs, endPs) => this.setWindow(fitRange(this.trace, startPs, endPs - startPs)),
     });
+    this.rangeElement = h('div', { class: 'tv-details tv-range-pane', hidden: true });
+    this.range = new RangePane(this.rangeElement, this.api, {
+      trackName: (id) => this.trackName(id),
+      onError: (error) => this.setStatus(`range: ${error.message}`, true),
+    });
+    this.paneTabs = h('div', { class: 'tv-pane-tabs', role: 'tablist' });
+    this.splitter = h('div', { class: 'tv-splitter', title: 'Drag to resize the pane', role: 'separator' });
+    this.bottom = h(
+      'div',
+      { class: 'tv-bottom', hidden: true },
+      this.splitter,
+      h(
+        'div',
+        { class: 'tv-pane-head' },
+        this.paneTabs,
+        h(
+          'button',
+          {
+            class: 'tv-button tv-pane-close',
+            type: 'button',
+            title: 'Close this pane (the selection and the mark stay)',
+            'aria-label': 'Close the pane',
+            onclick: () => this.closePane(),
+          },
+          '×',
+        ),
+      ),
+      h('div', { class: 'tv-pane-body' }, this.detailsElement, this.rangeElement, this.search.list),
+    );
     this.rangeLabel = h('span', { class: 'tv-range' });
     this.markLabel = h('span', { class: 'tv-mark', hidden: true });
     this.status = h('span', { class: 'tv-status' });
@@ -116,10 +158,11 @@ class TraceViewer {
         ),
       ),
       this.stage,
-      h('div', { class: 'tv-bottom' }, this.detailsElement, this.search.list),
+      this.bottom,
     );
     this.root.traceViewerProbe = traceProbe(this);
     this.element.replaceChildren(this.root);
+    this.refreshPane();
     this.stripes = stripePattern(this.ctx);
   }
 
@@ -133,9 +176,9 @@ class TraceViewer {
     this.scroller.addEventListener('scroll', this.onScroll);
     this.resizeObserver = new ResizeObserver(() => this.resize());
     this.resizeObserver.observe(this.stage);
-    this.onWindowResize = () => this.fitHeight();
-    window.addEventListener('resize', this.onWindowResize);
-    this.fitHeight();
+    this.detachSplitter = attachSplitter(this.splitter, this.bottom, this.root);
+    const main = this.element.closest('main');
+    if (main) main.classList.add('tv-full-height');
     this.loadMeta();
   }
 
@@ -148,8 +191,11 @@ class TraceViewer {
     clearTimeout(this.urlTimer);
     cancelAnimationFrame(this.frameRequest);
     if (this.detachInput) this.detachInput();
+    if (this.detachSplitter) this.detachSplitter();
+    this.range.cancel();
+    const main = this.element.closest('main');
+    if (main) main.classList.remove('tv-full-height');
     this.scroller.removeEventListener('scroll', this.onScroll);
-    window.removeEventListener('resize', this.onWindowResize);
     if (this.resizeObserver) this.resizeObserver.disconnect();
     this.root.remove();
   }
@@ -166,6 +212,7 @@ class TraceViewer {
     if (this.destroyed) return;
     this.meta = meta;
     const sections = Array.isArray(meta.sections) ? meta.sections : [];
+    this.trackNames = new Map(sections.flatMap((section) => section.tracks.map((track) => [track.id, track.name])));
     const startPs = Number(meta.start_ps) || 0;
     const endPs = Number(meta.end_ps) || 0;
     this.trace = { startPs, endPs: Math.max(endPs, startPs + 1) };
@@ -275,14 +322,21 @@ class TraceViewer {
     else if (this.mark) this.setWindow(fitRange(this.trace, this.mark.startPs, this.mark.endPs - this.mark.startPs));
   }
 
-  /** Marks [startPs, endPs] (null clears the mark). */
+  /**
+   * Marks [startPs, endPs] on `tracks` (track ids; all tracks when absent) and shows
+   * what the range holds in the pane; null clears the mark.
+   */
   setMark(mark) {
-    this.mark = mark && mark.endPs > mark.startPs ? mark : null;
+    this.mark = mark && mark.endPs > mark.startPs ? { ...mark, tracks: mark.tracks && mark.tracks.length ? mark.tracks : this.allTrackIds() } : null;
     if (this.mark) {
       const { startPs, endPs } = this.mark;
+      this.paneTab = 'range';
+      this.paneClosed = false;
+      this.range.show(this.mark);
       this.markLabel.hidden = false;
+      this.markLabel.title = `${formatTime(startPs, 1000)} – ${formatTime(endPs, 1000)}`;
       this.markLabel.replaceChildren(
-        `Marked ${formatDuration(endPs - startPs)} (${formatTime(startPs, 1000)} – ${formatTime(endPs, 1000)}) `,
+        `Marked ${formatDuration(endPs - startPs)} `,
         h(
           'button',
           { class: 'tv-link', type: 'button', title: 'Clear the mark (Esc)', onclick: () => this.setMark(null) },
@@ -294,17 +348,99 @@ class TraceViewer {
       this.markLabel.hidden = true;
       this.markLabel.replaceChildren();
       delete this.root.dataset.markPs;
+      this.range.cancel();
     }
+    this.refreshPane();
     this.requestDraw();
   }
 
-  /** `M`: marks the selected event's range, or clears the mark when it is that range. */
+  /** `M`: marks the selected event's range on its track, so the pane shows its children. */
   markSelection() {
     if (!this.selected) return;
     const startPs = this.selected.start_ps;
     const endPs = startPs + this.selected.dur_ps;
     if (this.mark && this.mark.startPs === startPs && this.mark.endPs === endPs) this.setMark(null);
-    else this.setMark({ startPs, endPs });
+    else this.setMark({ startPs, endPs, tracks: [this.selected.track] });
+  }
+
+  /** Every track id of the host. */
+  allTrackIds() {
+    return [...this.trackNames.keys()];
+  }
+
+  /** Track `id`'s name. */
+  trackName(id) {
+    return this.trackNames.get(id) ?? `track ${id}`;
+  }
+
+  /**
+   * The tracks whose rows a vertical stretch of the stage covers (stage y from y0 to
+   * y1); a folded section counts with all its tracks; the ruler, or nothing, means all.
+   */
+  tracksBetweenY(y0, y1) {
+    if (Math.min(y0, y1) < RULER_HEIGHT) return this.allTrackIds();
+    const top = Math.min(y0, y1) - RULER_HEIGHT + this.scroller.scrollTop;
+    const bottom = Math.max(y0, y1) - RULER_HEIGHT + this.scroller.scrollTop + 1;
+    const ids = [];
+    for (const row of rowsBetween(this.layout, top, bottom)) {
+      if (row.kind === 'track') ids.push(row.track.id);
+      else if (this.collapsed.has(row.sectionIndex)) ids.push(...row.section.tracks.map((track) => track.id));
+    }
+    return ids.length ? ids : this.allTrackIds();
+  }
+
+  // ---- the pane under the timeline ------------------------------------------------
+
+  /** Opens the pane on the details of an event or merged run. */
+  showDetails() {
+    this.detailsShown = true;
+    this.paneTab = 'details';
+    this.paneClosed = false;
+    this.refreshPane();
+  }
+
+  /** Closes the pane until something new is selected, marked or searched. */
+  closePane() {
+    this.paneClosed = true;
+    this.refreshPane();
+  }
+
+  /** Shows the pane when it has something to show (and was not closed), with its tabs. */
+  refreshPane() {
+    const hasRange = this.mark !== null;
+    const hasDetails = this.detailsShown;
+    const hasSearch = !this.search.list.hidden;
+    if (this.paneTab === 'range' && !hasRange) this.paneTab = 'details';
+    if (this.paneTab === 'details' && !hasDetails && hasRange) this.paneTab = 'range';
+    const open = !this.paneClosed && (hasDetails || hasRange || hasSearch);
+    this.bottom.hidden = !open;
+    this.detailsElement.hidden = !(this.paneTab === 'details' && hasDetails);
+    this.rangeElement.hidden = !(this.paneTab === 'range' && hasRange);
+    this.bottom.classList.toggle('tv-search-only', this.detailsElement.hidden && this.rangeElement.hidden);
+    const tab = (name, label) =>
+      h(
+        'button',
+        {
+          class: 'tv-pane-tab',
+          type: 'button',
+          role: 'tab',
+          'aria-selected': String(this.paneTab === name),
+          onclick: () => {
+            this.paneTab = name;
+            this.refreshPane();
+          },
+        },
+        label,
+      );
+    const tabs = [
+      hasDetails ? tab('details', this.selected ? 'Event' : 'Merged events') : null,
+      hasRange ? tab('range', 'Range') : null,
+      hasSearch && !this.bottom.classList.contains('tv-search-only')
+        ? h('span', { class: 'tv-muted tv-pane-note' }, 'search results at the right')
+        : null,
+    ];
+    this.paneTabs.replaceChildren(...tabs.filter((node) => node !== null));
+    this.root.dataset.pane = open ? this.paneTab : 'closed';
   }
 
   /** Esc: closes the help, else clears the mark, else the selection. */
@@ -353,6 +489,7 @@ class TraceViewer {
     if (hit.kind === 'merged') {
       this.clearSelection();
       this.details.showMerged(hit, hit.row.track.name);
+      this.showDetails();
       return;
     }
     this.selected = {
@@ -374,6 +511,8 @@ class TraceViewer {
     this.selectedFlows = [];
     delete this.root.dataset.selected;
     this.details.showEmpty();
+    this.detailsShown = false;
+    this.refreshPane();
     this.setParams({ event: null });
     this.requestDraw();
   }
@@ -400,6 +539,7 @@ class TraceViewer {
     const controller = new AbortController();
     this.eventController = controller;
     this.details.showLoading();
+    this.showDetails();
     let event;
     try {
       event = await this.api.event(id, controller.signal);
@@ -468,11 +608,6 @@ class TraceViewer {
 
   // ---- drawing and loading --------------------------------------------------------
 
-  fitHeight() {
-    const top = this.root.getBoundingClientRect().top + window.scrollY;
-    this.root.style.height = `${Math.max(460, window.innerHeight - top - 8)}px`;
-  }
-
   resize() {
     const ratio = window.devicePixelRatio || 1;
     const width = this.stage.clientWidth;
@@ -500,7 +635,7 @@ class TraceViewer {
     this.ctx.setTransform(this.ratio, 0, 0, this.ratio, 0, 0);
     const { flowsHidden } = drawScene(this.ctx, this.scene());
     this.flowNote.hidden = flowsHidden === 0;
-    this.flowNote.textContent = `${flowsHidden.toLocaleString('en-US')} flow arrows hidden: zoom in to see them`;
+    this.flowNote.textContent = `${flowsHidden.toLocaleString('en-US')} flow arrows hidden (zoom in)`;
     this.root.dataset.flowsHidden = String(flowsHidden);
   }
 
@@ -590,4 +725,38 @@ function ensureStylesheet() {
     dataset: { traceViewer: '1' },
   });
   document.head.append(link);
+}
+
+/**
+ * Lets `splitter` (the pane's top edge) resize `pane` by dragging, between 80 px and
+ * 75 % of `root`; returns a function that unwires it.
+ */
+function attachSplitter(splitter, pane, root) {
+  let from = null;
+  const down = (event) => {
+    if (event.button !== 0) return;
+    from = { y: event.clientY, height: pane.getBoundingClientRect().height };
+    splitter.setPointerCapture(event.pointerId);
+    event.preventDefault();
+  };
+  const move = (event) => {
+    if (!from) return;
+    const most = root.getBoundingClientRect().height * 0.75;
+    const height = Math.min(most, Math.max(80, from.height + from.y - event.clientY));
+    pane.style.flexBasis = `${Math.round(height)}px`;
+  };
+  const up = (event) => {
+    from = null;
+    if (splitter.hasPointerCapture(event.pointerId)) splitter.releasePointerCapture(event.pointerId);
+  };
+  splitter.addEventListener('pointerdown', down);
+  splitter.addEventListener('pointermove', move);
+  splitter.addEventListener('pointerup', up);
+  splitter.addEventListener('pointercancel', up);
+  return () => {
+    splitter.removeEventListener('pointerdown', down);
+    splitter.removeEventListener('pointermove', move);
+    splitter.removeEventListener('pointerup', up);
+    splitter.removeEventListener('pointercancel', up);
+  };
 }

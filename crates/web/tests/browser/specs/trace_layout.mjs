@@ -1,0 +1,137 @@
+// The trace viewer's room and its range table, at 1280×800 and 1920×1080: the page never
+// scrolls; the timeline takes at least 75 % of the window's height while the pane under
+// it is closed and 55 % while it is open; Shift+drag from the ruler marks a range on
+// every track and the pane lists what it holds exactly as /api/trace/aggregate does
+// (its CSV export holds every name); the shortcut help fits with its Close button; the
+// search results say when, how long and on which track; closing the pane gives the room
+// back. Screenshots of each state at both sizes.
+
+const SIZES = [
+  { width: 1280, height: 800 },
+  { width: 1920, height: 1080 },
+];
+
+/** Runs the checks; `t` is the harness context (see ../run.mjs). */
+export default async function traceLayout(t) {
+  const { page, assert } = t;
+  const { runs } = await t.api('/api/runs');
+  const run = runs.find((candidate) => candidate.hosts.length > 0);
+  assert.ok(run, 'the server lists a run with a host');
+  const query = `run=${encodeURIComponent(run.name)}&host=${encodeURIComponent(run.hosts[0])}`;
+  for (const size of SIZES) {
+    const label = `${size.width}x${size.height}`;
+    await page.setViewportSize(size);
+    await page.goto(new URL(`?${query}&tool=trace_viewer`, t.baseUrl).href);
+    await page.waitForSelector('.tv[data-ready="1"]');
+    await settle(page);
+
+    const closed = await room(page);
+    assert.equal(await page.getAttribute('.tv', 'data-pane'), 'closed', `${label}: no pane before anything is chosen`);
+    assert.ok(closed.page <= size.height, `${label}: the page is ${closed.page} px high in a ${size.height} px window`);
+    assert.ok(closed.timeline >= 0.75 * size.height, `${label}: the timeline gets ${closed.timeline} of ${size.height} px`);
+    await t.screenshot(`trace_layout-${label}-closed`);
+
+    await markFromTheRuler(page, 0.3, 0.6);
+    await page.waitForSelector('.tv-range-pane:not([hidden]) .tv-range-summary');
+    const open = await room(page);
+    assert.equal(await page.getAttribute('.tv', 'data-pane'), 'range', `${label}: the pane shows the range`);
+    assert.ok(open.page <= size.height, `${label}: with the pane, the page is ${open.page} px high`);
+    assert.ok(open.timeline >= 0.55 * size.height, `${label}: with the pane, the timeline gets ${open.timeline} px`);
+    await checkRangeTable(t, query);
+    await t.screenshot(`trace_layout-${label}-range`);
+
+    await page.keyboard.press('?');
+    const close = await page.locator('.tv-help-box button').boundingBox();
+    const help = await page.locator('.tv-help-box').boundingBox();
+    assert.ok(close && close.y + close.height <= size.height && help.y >= 0, `${label}: the help's Close button is on screen`);
+    assert.equal(await page.textContent('.tv-help-box h3'), 'Trace viewer controls');
+    await t.screenshot(`trace_layout-${label}-help`);
+    await page.keyboard.press('Escape');
+
+    await page.click('.tv-pane-close');
+    assert.equal(await page.getAttribute('.tv', 'data-pane'), 'closed');
+    assert.ok((await room(page)).timeline >= 0.75 * size.height, `${label}: closing the pane gives the room back`);
+  }
+  await checkSearchResults(t, query);
+}
+
+/** The stage's height and the page's, in CSS px. */
+function room(page) {
+  return page.evaluate(() => ({
+    timeline: document.querySelector('.tv-stage').getBoundingClientRect().height,
+    page: document.documentElement.scrollHeight,
+  }));
+}
+
+/** Shift+drags along the ruler from `from` to `to` (fractions of the timeline's width). */
+async function markFromTheRuler(page, from, to) {
+  const box = await page.locator('.tv-stage').boundingBox();
+  const { labelWidth } = await page.evaluate(() => document.querySelector('.tv').traceViewerProbe.state());
+  const x = (fraction) => box.x + labelWidth + (box.width - labelWidth) * fraction;
+  const y = box.y + 10;
+  await page.keyboard.down('Shift');
+  await page.mouse.move(x(from), y);
+  await page.mouse.down();
+  await page.mouse.move(x(to), y, { steps: 6 });
+  await page.mouse.up();
+  await page.keyboard.up('Shift');
+}
+
+/** The pane's rows equal /api/trace/aggregate's for the marked range and tracks; the CSV has every name. */
+async function checkRangeTable(t, query) {
+  const { page, assert } = t;
+  const mark = await page.evaluate(() => document.querySelector('.tv').traceViewerProbe.state().mark);
+  assert.ok(mark && mark.endPs > mark.startPs && mark.tracks.length > 0, `a range on tracks is marked: ${JSON.stringify(mark)}`);
+  const range = `start_ps=${Math.floor(mark.startPs)}&end_ps=${Math.ceil(mark.endPs)}&tracks=${mark.tracks.join(',')}`;
+  const answer = await t.api(`/api/trace/aggregate?${query}&${range}&limit=1000`);
+  await page.waitForFunction(() => document.querySelector('.tv-range-pane').dataset.events !== undefined);
+  assert.equal(Number(await page.getAttribute('.tv-range-pane', 'data-events')), answer.events, 'the pane counts the API’s events');
+  const shown = await page.$$eval('.tv-range-table tbody tr', (rows) =>
+    rows.map((row) => ({
+      name: row.cells[0].getAttribute('title'),
+      count: Number(row.cells[1].textContent.replaceAll(',', '')),
+      total_ps: Number(row.cells[2].dataset.ps),
+      self_ps: Number(row.cells[3].dataset.ps),
+    })),
+  );
+  assert.deepEqual(
+    shown,
+    answer.rows.map((row) => ({ name: row.name, count: row.count, total_ps: row.total_ps, self_ps: row.self_ps })),
+    'the range table is the API’s, most time first',
+  );
+  assert.ok(shown.length > 0, 'the middle of the trace holds events');
+  const href = await page.getAttribute('.tv-range-summary a', 'href');
+  const csv = await page.evaluate(async (url) => (await fetch(url)).text(), href);
+  assert.equal(csv.trim().split('\n').length, answer.names + 1, 'the CSV export holds every name');
+  // Sorting by count, largest first.
+  await page.click('.tv-range-table th:nth-child(2) button');
+  const counts = await page.$$eval('.tv-range-table tbody tr', (rows) => rows.map((row) => Number(row.cells[1].textContent.replaceAll(',', ''))));
+  assert.deepEqual(counts, [...counts].sort((a, b) => b - a), 'a click on Count sorts by it');
+}
+
+/** Each search result says its start, duration and track. */
+async function checkSearchResults(t, query) {
+  const { page, assert } = t;
+  const meta = await t.api(`/api/trace/meta?${query}`);
+  const names = new Map(meta.sections.flatMap((section) => section.tracks.map((track) => [track.id, track.name])));
+  const view = await t.api(`/api/trace/view?${query}&start_ps=${meta.start_ps}&end_ps=${meta.end_ps}&width_px=200`);
+  const name = view.names.find((text) => text.length >= 3);
+  assert.ok(name, 'some event has a name to search for');
+  await page.fill('.tv-search-input', name);
+  await page.press('.tv-search-input', 'Enter');
+  await page.waitForSelector('.tv-results:not([hidden]) .tv-results-list li');
+  const found = await t.api(`/api/trace/search?${query}&q=${encodeURIComponent(name)}&limit=1`);
+  const where = await page.textContent('.tv-results-list li .tv-result-where');
+  const [start, duration, track] = where.split(' · ');
+  assert.equal(track, names.get(found.results[0].track), `the first result names its track: ${where}`);
+  assert.match(start, /^[\d.,]+ (s|ms|µs|ns|ps)$/, `the first result gives its start: ${where}`);
+  assert.match(duration, /^(0|[\d.,]+ (s|ms|µs|ns|ps))$/, `the first result gives its duration: ${where}`);
+  await t.screenshot('trace_layout-search');
+}
+
+/** Waits until the viewer has drawn and has nothing in flight. */
+async function settle(page) {
+  await page.waitForFunction(() => Number(document.querySelector('.tv').dataset.frames || 0) > 0);
+  await page.waitForTimeout(150);
+  await page.waitForFunction(() => document.querySelector('.tv').dataset.loading !== '1');
+}
