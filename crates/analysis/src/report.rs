@@ -130,8 +130,9 @@ pub struct Table {
     /// Rows.
     pub rows: Vec<Vec<Cell>>,
     /// The columns that answer the table's question, most important first: what a
-    /// terminal too narrow for every column keeps (not part of the data).
-    #[serde(skip)]
+    /// terminal too narrow for every column keeps, and what the UI shows first (not
+    /// part of the data; left out of JSON when none are named).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub key_columns: Vec<String>,
 }
 

@@ -306,7 +306,7 @@ fn gpu_report_has_every_column_and_a_summary() {
     assert!(section.main);
     assert_eq!(
         section.notes[0],
-        "8 distinct kernels (10 launches), total kernel time 72.345 us; 83.4% of kernel time is in kernels using TensorCores."
+        "8 distinct kernels (10 launches), total kernel time 72.3 µs; 83.4% of kernel time is in kernels using TensorCores."
     );
     let table = section.table.as_ref().expect("table");
     assert_eq!(

@@ -31,7 +31,7 @@ use crate::fwdbwd::{BoundEnds, EndKeys, LineEnds, Role, metadata_roles};
 /// which index events, their [`ModelRef`]s, names, tracks and flows). Bump it whenever
 /// that changes, so indexes cached by an older mapping are rebuilt instead of pointing
 /// at the wrong model events; callers put it in their [`crate::CacheKey`] variant.
-pub const MAPPING_VERSION: u32 = 2;
+pub const MAPPING_VERSION: u32 = 3;
 
 /// Derived lines of device planes, in the order they are shown (XProf's derived
 /// timelines), before the streams.
@@ -188,7 +188,7 @@ impl TimelineBuilder {
             let mut names: Vec<Option<NameId>> = vec![None; plane.event_metadata.len()];
             for line_index in line_order(plane, kind) {
                 let line = &plane.lines[line_index];
-                let track = self.track(section, line.shown_name())?;
+                let track = self.track(section, &track_name(line))?;
                 let steps = line.name == STEPS_LINE;
                 let at = |event: usize| {
                     ModelRef { plane: plane_index as u32, line: line_index as u32, event: event as u32 }
@@ -363,6 +363,20 @@ pub fn event_args(host: &Host, at: ModelRef) -> Option<Vec<(String, String)>> {
     Some(args)
 }
 
+/// What a line's track is called: its name, or, where the profile names it only by its
+/// id (a Kineto thread with no `thread_name` record, `thread N`) or not at all, a name
+/// that says so (`unnamed thread N`, `unnamed line N`).
+fn track_name(line: &Line) -> String {
+    let name = line.shown_name();
+    if name.is_empty() {
+        format!("unnamed line {}", line.display_id)
+    } else if name.strip_prefix("thread ").is_some_and(|id| id == line.display_id.to_string()) {
+        format!("unnamed {name}")
+    } else {
+        name.to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use mlprof_model::{Line, PlaneBuilder, SourceFormat};
@@ -372,6 +386,16 @@ mod tests {
 
     /// (metadata, start, duration, stats) of a test event.
     type TestEvent<'a> = (u32, i64, i64, &'a [(u32, StatValue)]);
+
+    #[test]
+    fn tracks_named_only_by_an_id_say_they_are_unnamed() {
+        let named = |id: i64, name: &str| Line { display_id: id, ..Line::new(id, name) };
+        assert_eq!(track_name(&named(12, "thread 12")), "unnamed thread 12");
+        assert_eq!(track_name(&named(-247_463_936, "thread -247463936")), "unnamed thread -247463936");
+        assert_eq!(track_name(&named(7, "")), "unnamed line 7");
+        assert_eq!(track_name(&named(3, "thread 3 (python)")), "thread 3 (python)");
+        assert_eq!(track_name(&named(3, "thread 4")), "thread 4", "a name that is not its own id stays");
+    }
 
     fn line(id: i64, name: &str, events: &[TestEvent<'_>]) -> Line {
         let mut line = Line::new(id, name);

@@ -227,6 +227,19 @@ fn bad_requests_answer_the_documented_status_and_one_line() {
         assert_eq!(got_status, status, "{target}: {got_message}");
         assert!(got_message.starts_with(message), "{target}: {got_message:?} should start with {message:?}");
     }
+    // A browser at an unknown page gets a page that says so and links to the viewer.
+    let page = fixture.server.get("/nope'x", &[("Accept", "text/html,application/xhtml+xml")]).expect("answered");
+    assert_eq!(page.status, 404);
+    assert!(
+        page.header("content-type").is_some_and(|t| t.starts_with("text/html")),
+        "{:?}",
+        page.header("content-type")
+    );
+    let text = page.text();
+    assert!(text.contains("<h1>No page at /nope&#39;x</h1>") && text.contains("<a href=\"/\">/</a>"), "{text}");
+    let api = fixture.server.get("/api/nope", &[("Accept", "text/html")]).expect("answered");
+    assert_eq!(api.status, 404);
+    assert!(api.text().contains("no such page or endpoint"), "the API answers JSON whatever is accepted");
 }
 
 #[test]
@@ -508,4 +521,48 @@ fn runs_are_discovered_again_at_most_once_per_interval() {
     let fixture = Fixture { server, _cache: cache };
     std::fs::copy(&xplane, profile.join("2026_02_02_00_00_00/vm.xplane.pb")).expect("copied");
     assert_eq!(run_names(&fixture), ["2026_01_01_00_00_00"], "the next scan is an hour away");
+}
+
+/// The files under `dir` (any depth) whose name satisfies `wanted`.
+fn files_under(dir: &Path, wanted: &dyn Fn(&str) -> bool, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("a readable directory").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files_under(&path, wanted, out);
+        } else if path.file_name().and_then(|n| n.to_str()).is_some_and(wanted) {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn serving_the_fixture_directory_lists_every_profile_at_any_depth() {
+    let root = data("");
+    let fixture = serve(&root);
+    let runs = fixture.json("/api/runs");
+    let names: Vec<&str> = runs["runs"].as_array().expect("runs").iter().filter_map(|r| r["name"].as_str()).collect();
+    let relative = |dir: &Path| dir.strip_prefix(&root).expect("under the root").to_string_lossy().into_owned();
+    let mut expected = Vec::new();
+    // Every XSpace session (TensorBoard's plugins/profile/<session>/<host>.xplane.pb).
+    let mut xplanes = Vec::new();
+    files_under(&root, &|name| name.ends_with(".xplane.pb"), &mut xplanes);
+    // A session is named as TensorBoard names it: the run's folder, then the session.
+    expected.extend(
+        xplanes.iter().filter_map(|file| file.parent()).map(|dir| relative(dir).replace("/plugins/profile", "")),
+    );
+    // Every folder of Kineto traces HTA's tests use, one run per folder (rank files inside).
+    let mut traces = Vec::new();
+    files_under(&data("kineto/hta"), &|name| name.ends_with(".json.gz") || name.ends_with(".json"), &mut traces);
+    // (MANIFEST.json beside them lists where they came from.)
+    expected
+        .extend(traces.iter().filter_map(|file| file.parent()).filter(|dir| *dir != data("kineto/hta")).map(&relative));
+    expected.sort();
+    expected.dedup();
+    assert!(expected.len() > 30, "{expected:?}");
+    let missing: Vec<&String> =
+        expected.iter().filter(|dir| !names.iter().any(|name| name.ends_with(dir.as_str()))).collect();
+    assert!(missing.is_empty(), "not listed: {missing:?}\nlisted: {names:?}");
+    // HTA's own layout, served from its folder: one run per folder of rank files.
+    let hta = serve(&data("kineto/hta")).json("/api/runs");
+    assert!(hta["runs"].as_array().expect("runs").len() >= 20, "{hta}");
 }

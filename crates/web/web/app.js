@@ -52,6 +52,27 @@ function resolve(params) {
 }
 
 /**
+ * What the page says when the address asked for a run, tool or host it does not show
+ * (none there, or not for this run) and what it shows instead; '' when it shows what was asked.
+ */
+function replacedNotice(params, { run, host, tool }) {
+  const said = [];
+  const asked = (key) => params.get(key);
+  if (asked('run') && asked('run') !== run.name) said.push(`There is no run named ${asked('run')} in the log directory (any more); showing ${run.name}.`);
+  if (asked('tool') && asked('tool') !== tool) {
+    const known = toolSpec(asked('tool'));
+    said.push(known
+      ? `${toolLabel(asked('tool'))} has nothing to show for ${run.name}; showing ${toolLabel(tool)}.`
+      : `There is no tool named ${asked('tool')}; showing ${toolLabel(tool)}.`);
+  }
+  const askedHost = asked('host');
+  if (askedHost && askedHost !== host && !(askedHost === ALL_HOSTS && tool === 'trace_viewer')) {
+    said.push(`${run.name} has no host named ${askedHost}; showing ${host === ALL_HOSTS ? 'all hosts' : host}.`);
+  }
+  return said.join(' ');
+}
+
+/**
  * Replaces the entry of the run `name` asks for (or the newest) with `/api/run`'s
  * when its tool list is only what the format can have (`tools_exact: false`).
  */
@@ -127,8 +148,7 @@ async function render() {
   if (token !== generation) return;
 
   const { run, host, tool } = resolve(params);
-  const asked = params.get('run');
-  if (asked && asked !== run.name) showNotice(`There is no run named ${asked} in the log directory (any more); showing ${run.name}.`);
+  showNotice(replacedNotice(params, { run, host, tool }));
   shown = { run: run.name, host, tool };
   const fixed = new URLSearchParams(params);
   fixed.set('run', run.name);

@@ -11,11 +11,12 @@ const MARGIN = { top: 12, right: 16, bottom: 48, left: 64 };
 /**
  * A stacked column chart.
  * - `columns`: x labels; `series`: `[{label, values, color?}]`, `values[i]` for column i.
- * - `yLabel`: the y axis title (with the unit; ticks are plain numbers); `format(value)` the values' text in tooltips.
+ * - `yLabel`: the y axis title (with the unit; ticks are plain numbers); `xLabel`: the x axis title;
+ *   `format(value)` the values' text in tooltips.
  * - `details(i)`: extra tooltip lines for column i (after the series values).
  * Series that are zero everywhere are left out of the chart and the legend.
  */
-export function stackedColumns({ title, columns, series, yLabel = '', format = String, details = () => [], empty = 'Nothing to show.' }) {
+export function stackedColumns({ title, columns, series, yLabel = '', xLabel = '', format = String, details = () => [], empty = 'Nothing to show.' }) {
   const drawn = series.map((one, i) => ({ ...one, color: one.color || color(i) }))
     .filter((one) => one.values.some((v) => v > 0));
   const totals = columns.map((_, i) => drawn.reduce((sum, one) => sum + Math.max(0, one.values[i] || 0), 0));
@@ -37,6 +38,9 @@ export function stackedColumns({ title, columns, series, yLabel = '', format = S
   }
   if (yLabel) {
     svg.append(s('text', { class: 'axis-title', transform: `translate(14 ${(HEIGHT - MARGIN.bottom + MARGIN.top) / 2}) rotate(-90)`, 'text-anchor': 'middle' }, yLabel));
+  }
+  if (xLabel) {
+    svg.append(s('text', { class: 'axis-title', x: MARGIN.left + plotWidth / 2, y: HEIGHT - 8, 'text-anchor': 'middle' }, xLabel));
   }
   const labelEvery = Math.ceil(columns.length / Math.floor(plotWidth / 56));
   columns.forEach((label, i) => {

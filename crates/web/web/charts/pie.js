@@ -28,11 +28,15 @@ export function groupSum(items, key, value) {
  * A pie chart.
  * - `slices`: `[{label, value}]`; `format(value)` is the value's text.
  * - `maxSlices`: slices shown before "Other".
+ * One slice is said in a sentence, not drawn as a full circle.
  */
 export function pieChart({ title, slices, format = String, maxSlices = 10, empty = 'Nothing to show.' }) {
   const shown = topSlices(slices, maxSlices);
   const total = shown.reduce((sum, slice) => sum + slice.value, 0);
   if (total <= 0) return emptyChart(title, empty);
+  if (shown.length === 1) {
+    return figure(title, h('p', { class: 'chart-single' }, `All of it is ${shown[0].label} (${format(shown[0].value)}).`), { className: 'pie-chart' });
+  }
   const radius = 90;
   const svg = s('svg', { viewBox: '-100 -100 200 200', class: 'pie', role: 'group', 'aria-label': title });
   let angle = -Math.PI / 2;

@@ -67,8 +67,8 @@ export function mainTable(ctx, { columns, rows, caption, toolbar = [], ...option
 export function sectionCard(section, ctx, { before = null, after = null } = {}) {
   const table = section.table
     ? (section.main
-      ? mainTable(ctx, { columns: section.table.columns, rows: section.table.rows, caption: section.title })
-      : dataTable({ columns: section.table.columns, rows: section.table.rows, caption: section.title, pageSize: 25 }))
+      ? mainTable(ctx, { columns: section.table.columns, rows: section.table.rows, caption: section.title, lead: section.table.key_columns })
+      : dataTable({ columns: section.table.columns, rows: section.table.rows, caption: section.title, pageSize: 25, lead: section.table.key_columns }))
     : null;
   return card(section.title, [before, notesBlock(section.notes), after, table && table.element], {
     id: `section-${slug(section.title)}`,

@@ -1,8 +1,11 @@
 // Sentences from the analyses: plain text with `code` in backticks, and (in
 // XProf's recommendation strings) <a href="…">links</a>. Nothing is parsed as HTML:
-// links become anchors built here, any other markup stays visible as text.
+// links become anchors built here, any other markup stays visible as text. A command
+// that names a tool (`mlprof analyze --tool transfers`, `--tool steps`) is what a
+// terminal user runs; here it becomes a link to that tool's page for the same run.
 
 import { h } from '../lib/dom.js';
+import { toolLabel, toolSpec } from '../pages/registry.js';
 
 const LINK = /<a\s+[^>]*?href="([^"]*)"[^>]*>(.*?)<\/a>/gi;
 
@@ -23,7 +26,18 @@ export function richText(text) {
 }
 
 function codeSpans(text) {
-  return text.split('`').map((part, i) => (i % 2 === 1 ? h('code', {}, part) : part)).filter((n) => n !== '');
+  return text.split('`').map((part, i) => (i % 2 === 1 ? code(part) : part)).filter((n) => n !== '');
+}
+
+/** A code span: a link to the tool's page when it is a command naming a tool the page knows. */
+function code(text) {
+  const tool = /(?:^|\s)--tool\s+([a-z_]+)/.exec(text);
+  if (!tool || !toolSpec(tool[1])) return h('code', {}, text);
+  const here = new URLSearchParams(window.location.search);
+  const params = new URLSearchParams();
+  for (const key of ['run', 'host']) if (here.get(key)) params.set(key, here.get(key));
+  params.set('tool', tool[1]);
+  return h('a', { href: `?${params}`, class: 'tool-link', title: text }, `the ${toolLabel(tool[1])} page`);
 }
 
 function stripTags(text) {

@@ -53,7 +53,8 @@ export function render(root, answer, ctx) {
   function show() {
     const variant = idle === 'include' ? result.with_idle : result.without_idle;
     clear(charts).append(pies(variant.rows));
-    clear(table).append(mainTable(ctx, { columns, rows: tableRows(variant), caption: 'Framework op statistics' }).element);
+    const lead = section && section.table ? section.table.key_columns : [];
+    clear(table).append(mainTable(ctx, { columns, rows: tableRows(variant), caption: 'Framework op statistics', lead }).element);
   }
 
   append(root, [

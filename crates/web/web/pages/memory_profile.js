@@ -51,7 +51,7 @@ export function render(root, answer, ctx) {
     card(`Memory profile summary (${chosen.allocator.memory_id})`, [
       summaryFigures(chosen.allocator),
       notesBlock(summarySection ? summarySection.notes : []),
-      summarySection && summarySection.table ? dataTable({ columns: summarySection.table.columns, rows: summarySection.table.rows, caption: summarySection.title }).element : null,
+      summarySection && summarySection.table ? dataTable({ columns: summarySection.table.columns, rows: summarySection.table.rows, caption: summarySection.title, lead: summarySection.table.key_columns }).element : null,
     ], { id: 'memory-summary' }),
     card(`Memory timeline graph (${chosen.allocator.memory_id})`, [
       timelineChart(chosen.allocator),

@@ -38,11 +38,14 @@ export function stepTimeChart(steps, { title = 'Step-time graph', splitInput = f
     : STEP_CATEGORIES;
   return stackedColumns({
     title,
-    columns: steps.map((step) => step.step_name || `step ${step.step_num}`),
+    // Labelled by the step's number as the profile numbers it (as every mlprof output
+    // does), thinned by the chart; the tooltip gives the name.
+    columns: steps.map((step) => String(step.profile_step ?? step.step_num)),
     series: categories.map((category) => ({ label: category.label, color: category.color, values: steps.map((step) => step[category.field] || 0) })),
     yLabel: 'Step time (ms)',
+    xLabel: 'Step',
     format: formatMs,
-    details: (i) => [['Step time', formatMs(steps[i].step_time_ms)], ['Step number', String(steps[i].step_num)]],
+    details: (i) => [['Step', steps[i].step_name || String(steps[i].profile_step ?? steps[i].step_num)], ['Step time', formatMs(steps[i].step_time_ms)]],
     empty: 'No steps were found in this profile.',
   });
 }

@@ -42,8 +42,8 @@ export class DetailsPane {
         'table',
         { class: 'tv-fields' },
         field('Track', event.track_name ?? String(event.track)),
-        field('Start', `${formatTime(event.start_ps, 1000)}  (${event.start_ps} ps)`),
-        field('Duration', `${formatDuration(event.dur_ps)}  (${event.dur_ps} ps)`),
+        field('Start', formatTime(event.start_ps, 1000), `${event.start_ps} ps`),
+        field('Duration', formatDuration(event.dur_ps), `${event.dur_ps} ps`),
         field('End', formatTime(event.start_ps + event.dur_ps, 1000)),
         field('Depth', String(event.depth)),
         field('Event id', String(event.id)),
@@ -109,6 +109,7 @@ export class DetailsPane {
   }
 }
 
-function field(label, value) {
-  return h('tr', {}, h('th', {}, label), h('td', {}, value));
+/** A row of the fields table; `exact` (the value in picoseconds) shows on hover. */
+function field(label, value, exact = null) {
+  return h('tr', {}, h('th', {}, label), h('td', { title: exact, dataset: exact ? { exact } : null }, value));
 }

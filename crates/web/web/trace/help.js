@@ -4,8 +4,8 @@ import { h } from '../lib/dom.js';
 
 /** Every control of the trace viewer, as [keys, what it does]. */
 export const CONTROLS = [
-  ['W / S', 'zoom in / out (around the mouse pointer, else the middle)'],
-  ['A / D', 'pan left / right'],
+  ['W / S', 'zoom in / out around the mouse pointer (else the middle); hold to zoom smoothly'],
+  ['A / D', 'pan left / right; hold to pan smoothly'],
   ['Wheel, Ctrl+Wheel', 'zoom around the mouse pointer'],
   ['Shift+Wheel, horizontal wheel', 'pan left / right'],
   ['Drag', 'pan (left/right and up/down)'],

@@ -1,5 +1,6 @@
 // Mouse and keyboard for the trace viewer, in the conventions of chrome://tracing and
-// Perfetto: W/S zoom, A/D pan, wheel zooms around the pointer, drag pans, shift-drag
+// Perfetto: W/S zoom, A/D pan (a press moves one step, a held key moves smoothly every
+// frame), wheel zooms around the pointer, drag pans, shift-drag
 // marks a range on the tracks it crosses (from the ruler: on every track). Handlers only translate input into the viewer's methods.
 
 /** Pixels a press may move and still count as a click. */
@@ -8,12 +9,58 @@ const CLICK_SLOP_PX = 4;
 const KEY_ZOOM = 0.8;
 /** Pan per A/D press, as a fraction of the window. */
 const KEY_PAN = 0.12;
+/** A W/S/A/D key held this long (ms) moves the view continuously, every frame, instead of by key repeats. */
+const HOLD_MS = 200;
+/** While held: one press's zoom or pan every this many ms, spread over the frames. */
+const HELD_STEP_MS = 90;
+
+/** What holding each movement key does, per press: [zoom factor or null, pan fraction or null]. */
+const MOVES = {
+  w: [KEY_ZOOM, null],
+  s: [1 / KEY_ZOOM, null],
+  a: [null, -KEY_PAN],
+  d: [null, KEY_PAN],
+};
 
 /** Wires `viewer`'s scroller and the document's keys; returns a function that unwires them. */
 export function attachInput(viewer) {
   const target = viewer.scroller;
   let drag = null;
   let lastX = null;
+  // Movement keys held down (key → when pressed) and the animation frame that moves the view.
+  const held = new Map();
+  let frame = 0;
+  let lastFrame = 0;
+
+  const animate = (now) => {
+    frame = 0;
+    if (held.size === 0) return;
+    const dt = Math.min(100, now - lastFrame);
+    lastFrame = now;
+    for (const [key, since] of held) {
+      if (now - since < HOLD_MS) continue;
+      const [zoom, pan] = MOVES[key];
+      const share = dt / HELD_STEP_MS;
+      if (zoom !== null) viewer.zoom(zoom ** share, viewer.anchorAt(lastX));
+      if (pan !== null) viewer.pan(pan * share);
+    }
+    frame = requestAnimationFrame(animate);
+  };
+  const hold = (key) => {
+    held.set(key, performance.now());
+    if (!frame) {
+      lastFrame = performance.now();
+      frame = requestAnimationFrame(animate);
+    }
+  };
+  const release = (key) => {
+    held.delete(key);
+    if (held.size === 0 && frame) {
+      cancelAnimationFrame(frame);
+      frame = 0;
+    }
+  };
+  const releaseAll = () => [...held.keys()].forEach(release);
 
   const position = (event) => {
     const rect = viewer.stage.getBoundingClientRect();
@@ -98,6 +145,13 @@ export function attachInput(viewer) {
   const onKeyDown = (event) => {
     if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
     const anchor = viewer.anchorAt(lastX);
+    const move = event.key.toLowerCase();
+    if (move in MOVES) {
+      // The first press moves one step; holding it then moves continuously (animate).
+      event.preventDefault();
+      if (event.repeat || held.has(move)) return;
+      hold(move);
+    }
     switch (event.key) {
       case 'w':
       case 'W':
@@ -146,9 +200,19 @@ export function attachInput(viewer) {
   target.addEventListener('pointerup', onPointerUp);
   target.addEventListener('pointercancel', onPointerUp);
   target.addEventListener('pointerleave', onPointerLeave);
+  const onKeyUp = (event) => {
+    const move = event.key.toLowerCase();
+    if (move in MOVES) release(move);
+  };
+
   target.addEventListener('wheel', onWheel, { passive: false });
   document.addEventListener('keydown', onKeyDown);
+  document.addEventListener('keyup', onKeyUp);
+  window.addEventListener('blur', releaseAll);
   return () => {
+    releaseAll();
+    document.removeEventListener('keyup', onKeyUp);
+    window.removeEventListener('blur', releaseAll);
     target.removeEventListener('pointerdown', onPointerDown);
     target.removeEventListener('pointermove', onPointerMove);
     target.removeEventListener('pointerup', onPointerUp);

@@ -1,5 +1,7 @@
-// Fetches /api/trace/view for the visible window: debounced, one request in flight
-// (a newer one aborts the older), answers to anything but the latest request dropped.
+// Fetches /api/trace/view for the visible window: debounced, but never held back longer
+// than MAX_WAIT_MS while the view keeps moving (a held W key or a drag gets fresh
+// detail as it goes); one request in flight (a newer one aborts the older), answers to
+// anything but the latest request dropped.
 // Each request covers the window plus PAD of its width on both sides at the same
 // resolution, so small pans are drawn from data already here and need no request.
 
@@ -9,6 +11,8 @@ import { isAbort } from './api.js';
 const PAD = 0.25;
 /** Quiet time after the last viewport change before a request goes out. */
 const DEBOUNCE_MS = 60;
+/** Longest a wanted request waits while the viewport keeps changing. */
+const MAX_WAIT_MS = 150;
 
 /** Loads view frames for the viewer; `onFrame({query, response})` gets each answer. */
 export class ViewLoader {
@@ -19,6 +23,7 @@ export class ViewLoader {
     this.onError = onError;
     this.sequence = 0;
     this.timer = 0;
+    this.waitingSince = null;
     this.controller = null;
     this.covered = null;
   }
@@ -31,7 +36,13 @@ export class ViewLoader {
     if (visible.tracks.length === 0 || visible.widthPx < 1) return;
     if (this.covered && covers(this.covered, visible)) return;
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.send(visible), DEBOUNCE_MS);
+    const now = performance.now();
+    if (this.waitingSince === null) this.waitingSince = now;
+    const delay = Math.max(0, Math.min(DEBOUNCE_MS, this.waitingSince + MAX_WAIT_MS - now));
+    this.timer = setTimeout(() => {
+      this.waitingSince = null;
+      this.send(visible);
+    }, delay);
   }
 
   /** Forgets what the last answer covered, so the next request always goes out. */
@@ -71,6 +82,7 @@ export class ViewLoader {
   /** Stops the pending timer and the request in flight. */
   cancel() {
     clearTimeout(this.timer);
+    this.waitingSince = null;
     this.sequence++;
     if (this.controller) this.controller.abort();
     this.controller = null;

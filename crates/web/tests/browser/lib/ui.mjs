@@ -45,12 +45,25 @@ export function mainSection(report) {
   return report.sections.find((section) => section.main && section.table);
 }
 
-/** Headers and the visible rows' cell texts of the table under `root` (a locator). */
+/**
+ * The table under `root` (a locator) in the report's column order — `headers` and the
+ * visible rows' cell texts, a column the page leaves out as a repeat read from its twin —
+ * and `shownHeaders`, the headers in the order the page shows them.
+ */
 export async function readTable(root) {
-  return root.locator('table.data').first().evaluate((table) => ({
-    headers: [...table.querySelectorAll('thead th')].map((th) => th.querySelector('button').firstChild.textContent),
-    rows: [...table.querySelectorAll('tbody tr:not(.empty)')].map((tr) => [...tr.cells].map((td) => td.textContent)),
-  }));
+  return root.locator('table.data').first().evaluate((table) => {
+    const columns = JSON.parse(table.dataset.columns);
+    const repeated = JSON.parse(table.dataset.repeated || '[]');
+    const heads = [...table.querySelectorAll('thead th')];
+    const shown = heads.map((th) => Number(th.dataset.column));
+    const rows = [...table.querySelectorAll('tbody tr:not(.empty)')].map((tr) => {
+      const cells = new Array(columns.length).fill('');
+      [...tr.cells].forEach((td, k) => { cells[shown[k]] = td.textContent; });
+      for (const [hidden, twin] of repeated) cells[hidden] = cells[twin];
+      return cells;
+    });
+    return { headers: columns, shownHeaders: shown.map((i) => columns[i]), rows };
+  });
 }
 
 /** The number a person reads in `text` (`1,234.5 ms` → 1234.5) and how many decimals it shows. */
@@ -127,10 +140,18 @@ export async function download(page, locator) {
   return { name: file.suggestedFilename(), text: await readFile(path, 'utf8') };
 }
 
-/** The numbers (`data-value`) of column `index` among the visible rows of the table under `root`. */
+/** The numbers (`data-value`) of report column `index` among the visible rows of the table under `root`. */
 export async function columnValues(root, index) {
-  return root.locator('table.data').first().evaluate((table, column) => [...table.querySelectorAll('tbody tr:not(.empty)')]
-    .map((tr) => tr.cells[column]).map((td) => (td && td.dataset.value !== undefined ? Number(td.dataset.value) : null)), index);
+  return root.locator('table.data').first().evaluate((table, column) => {
+    const at = [...table.querySelectorAll('thead th')].findIndex((th) => Number(th.dataset.column) === column);
+    return [...table.querySelectorAll('tbody tr:not(.empty)')]
+      .map((tr) => tr.cells[at]).map((td) => (td && td.dataset.value !== undefined ? Number(td.dataset.value) : null));
+  }, index);
+}
+
+/** The header cell of report column `index` of the table under `root`, wherever the page shows it. */
+export function headerOf(root, index) {
+  return root.locator(`table.data thead th[data-column="${index}"]`).first();
 }
 
 /** Whether `values` never increase (`descending`) or never decrease. */

@@ -11,6 +11,6 @@ export default async function (t) {
   assert.equal(await temporal.count(), result.temporal_breakdown.length, 'one column per rank');
   const types = result.kernel_breakdown.kernel_types.filter((type) => type.sum_us > 0);
   const pie = page.locator(`#${sectionId('GPU time by kernel type (all ranks)')} svg.pie .mark`);
-  assert.equal(await pie.count(), Math.min(10, types.length), 'one slice per kernel type');
+  assert.equal(await pie.count(), types.length === 1 ? 0 : Math.min(10, types.length), 'one slice per kernel type (one type is said in words)');
   await t.screenshot('gpu-charts');
 }

@@ -5,7 +5,7 @@
 // whatever the filter, as the TF Profiler's Export as CSV does) in the sort shown;
 // a reload restores sort and filter from the URL.
 
-import { assertRowsMatch, columnValues, download, isSorted, mainSection, newestRun, open, parseCsv, readTable, ready, shownNumber, toolAnswer } from '../lib/ui.mjs';
+import { assertRowsMatch, columnValues, download, headerOf, isSorted, mainSection, newestRun, open, parseCsv, readTable, ready, shownNumber, toolAnswer } from '../lib/ui.mjs';
 
 export default async function (t) {
   const { page, assert } = t;
@@ -23,6 +23,8 @@ export default async function (t) {
     }
     const shown = await readTable(root);
     assert.deepEqual(shown.headers, main.table.columns, `${tool}: main table headers`);
+    const lead = (main.table.key_columns || []).filter((name) => shown.shownHeaders.includes(name));
+    assert.deepEqual(shown.shownHeaders.slice(0, lead.length), lead, `${tool}: the columns that answer come first`);
     assertRowsMatch(assert, shown.rows, main.table.rows.slice(0, shown.rows.length), `${tool} main table`);
     assert.equal(shown.rows.length, Math.min(100, main.table.rows.length), `${tool}: first page of rows`);
     if (main.table.rows.length < 2) continue;
@@ -31,7 +33,7 @@ export default async function (t) {
     const column = main.table.columns.findIndex((_, i) => main.table.rows.every((row) => typeof row[i] === 'number')
       && new Set(main.table.rows.map((row) => row[i])).size > 1);
     if (column >= 0) {
-      const header = root.locator('thead th').nth(column);
+      const header = headerOf(root, column);
       await header.locator('button').click();
       assert.equal(await header.getAttribute('aria-sort'), 'descending', `${tool}: first click sorts numbers descending`);
       assert.ok(isSorted(await columnValues(root, column), true), `${tool}: rows descending by ${main.table.columns[column]}`);
@@ -74,7 +76,7 @@ export default async function (t) {
     await page.reload();
     await ready(page);
     if (column >= 0) {
-      assert.equal(await root.locator('thead th').nth(column).getAttribute('aria-sort'), 'ascending', `${tool}: the sort survives a reload`);
+      assert.equal(await headerOf(root, column).getAttribute('aria-sort'), 'ascending', `${tool}: the sort survives a reload`);
     }
     if (needle !== null) assert.equal(await root.locator('input.filter').inputValue(), needle, `${tool}: the filter survives a reload`);
   }

@@ -1,7 +1,8 @@
 // Navigation as in TensorBoard's Profile tab: the root opens the newest run's
 // overview page; the selectors list the runs (newest first), the run's hosts with
 // "all hosts", and the run's tools; choosing one changes the URL, back and forward
-// return to the views before, and a deep link opens its view.
+// return to the views before, a deep link opens its view, and one naming a tool or host
+// the run does not have says what it shows instead.
 
 import { newestRun, open, ready } from '../lib/ui.mjs';
 
@@ -64,6 +65,12 @@ export default async function (t) {
   assert.equal(await page.locator('#host-select').inputValue(), host);
   await open(t, { run: run.name, tool: 'no_such_tool' });
   assert.equal(new URL(page.url()).searchParams.get('tool'), 'overview_page', 'an unknown tool opens the overview');
+  assert.equal(await page.locator('#notice').innerText(), 'There is no tool named no_such_tool; showing Overview.', 'and says so');
+  await open(t, { run: run.name, tool: 'overview_page', host: 'no_such_host' });
+  assert.equal(new URL(page.url()).searchParams.get('host'), 'all', 'an unknown host shows all hosts');
+  assert.equal(await page.locator('#notice').innerText(), `${run.name} has no host named no_such_host; showing all hosts.`, 'and says so');
+  await open(t, { run: run.name, tool: second });
+  assert.equal(await page.locator('#notice').isVisible(), false, 'a view as asked: no notice');
 
   // Choosing another run (where there are several) opens it.
   if (runs.length > 1) {

@@ -15,6 +15,14 @@ export default async function (t) {
   assertShows(assert, await figures.locator('.stat', { hasText: 'Steps' }).locator('dd').innerText(), result.steps.steps.length, 'steps');
 
   const steps = result.steps.steps;
+  const stepsServed = (await t.api('/api/tools')).tools.some((tool) => tool.name === 'steps');
+  if (steps.length > 0 && stepsServed) {
+    // The CLI's hint (`--tool steps`) reads as a link to the Steps page of this run.
+    const link = page.locator('#performance-summary a.tool-link');
+    assert.equal(await link.count(), 1, 'the steps hint is a link');
+    assert.match(await link.getAttribute('href'), /[?&]tool=steps(&|$)/, 'to the Steps page');
+    assert.equal(await link.innerText(), 'the Steps page');
+  }
   const columns = page.locator('#section-step_time_by_category_ms figure .column');
   if (steps.length > 0 && steps.some((step) => step.step_time_ms > 0)) {
     assert.equal(await columns.count(), steps.length, 'one column per step');

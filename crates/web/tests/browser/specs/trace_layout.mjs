@@ -4,7 +4,8 @@
 // every track and the pane lists what it holds exactly as /api/trace/aggregate does
 // (its CSV export holds every name); the shortcut help fits with its Close button; the
 // search results say when, how long and on which track; closing the pane gives the room
-// back. Screenshots of each state at both sizes.
+// back; holding W zooms smoothly and fetches detail as it goes. Screenshots of each
+// state at both sizes.
 
 const SIZES = [
   { width: 1280, height: 800 },
@@ -52,7 +53,29 @@ export default async function traceLayout(t) {
     assert.equal(await page.getAttribute('.tv', 'data-pane'), 'closed');
     assert.ok((await room(page)).timeline >= 0.75 * size.height, `${label}: closing the pane gives the room back`);
   }
+  await checkHeldZoom(t);
   await checkSearchResults(t, query);
+}
+
+/** Holding W zooms smoothly, well past one step, and detail arrives while it is held. */
+async function checkHeldZoom(t) {
+  const { page, assert } = t;
+  const state = () => page.evaluate(() => document.querySelector('.tv').traceViewerProbe.state());
+  const frames = () => page.evaluate(() => Number(document.querySelector('.tv').dataset.frames || 0));
+  await page.keyboard.press('0');
+  await settle(page);
+  const box = await page.locator('.tv-stage').boundingBox();
+  await page.mouse.move(box.x + box.width * 0.6, box.y + box.height / 2);
+  const before = await state();
+  const framesBefore = await frames();
+  await page.keyboard.down('w');
+  await page.waitForTimeout(800);
+  const framesHeld = await frames();
+  await page.keyboard.up('w');
+  const after = await state();
+  const ratio = (after.endPs - after.startPs) / (before.endPs - before.startPs);
+  assert.ok(ratio < 0.8 ** 4, `holding W for 0.8 s zooms in smoothly past one step (span × ${ratio.toFixed(3)})`);
+  assert.ok(framesHeld > framesBefore, 'detail arrives while the key is held, not only at release');
 }
 
 /** The stage's height and the page's, in CSS px. */

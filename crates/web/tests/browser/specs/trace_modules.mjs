@@ -213,6 +213,13 @@ async function runInPage() {
     ['', 'fresh'],
   );
   check('aborts are not errors', errors, []);
+  // A view that keeps moving (a held key) still asks every MAX_WAIT_MS, not only at rest.
+  const before = calls.length;
+  for (let i = 0; i < 20; i++) {
+    loader.request(visible(20000 + i * 1000, 21000 + i * 1000));
+    await sleep(20);
+  }
+  check('a moving view asks while it moves', calls.length - before >= 2, true);
   loader.cancel();
   return checks;
 }

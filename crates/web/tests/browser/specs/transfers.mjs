@@ -12,7 +12,7 @@ export default async function (t) {
   const kinds = [...lost].filter(([, ps]) => ps > 0).sort((a, b) => b[1] - a[1]);
   const findings = report.sections.find((s) => s.main);
   const slices = page.locator(`#${sectionId(findings.title)} svg.pie .mark`);
-  assert.equal(await slices.count(), Math.min(10, kinds.length), 'one slice per finding kind');
-  if (kinds.length) assert.ok((await tooltipOf(page, slices.first())).startsWith(kinds[0][0]), 'the largest slice is the kind that lost most time');
+  assert.equal(await slices.count(), kinds.length === 1 ? 0 : Math.min(10, kinds.length), 'one slice per finding kind (one kind is said in words)');
+  if (kinds.length > 1) assert.ok((await tooltipOf(page, slices.first())).startsWith(kinds[0][0]), 'the largest slice is the kind that lost most time');
   await t.screenshot('transfers-charts');
 }
