@@ -9,7 +9,9 @@
 //!   name carry meaning — down to [`MIN_TEXT_WIDTH`] characters, the most important
 //!   keeping the most; numbers are never shortened, a cut number would lie;
 //! - when even that does not fit, the least important columns are left out (the table's
-//!   key columns first, then the rest in table order), the first key column never.
+//!   key columns first, then the rest in table order), the first key column never;
+//! - the columns shown lead with the key columns, in their order, then the rest in table
+//!   order, so a table starts with what answers its question (as the UI shows it).
 //!
 //! Full values are always in `--format csv` and `json`; the renderer says what it left out.
 
@@ -29,7 +31,7 @@ const ELLIPSIS: char = '…';
 /// The columns of a table the way they fit.
 #[derive(Debug, PartialEq)]
 pub struct Fit {
-    /// The columns shown, by index in the table, in table order.
+    /// The columns shown, by index in the table: the key columns first, then table order.
     pub shown: Vec<usize>,
     /// Each shown column's width in characters (parallel to `shown`).
     pub widths: Vec<usize>,
@@ -64,12 +66,15 @@ pub fn fit(cells: &Cells<'_>, width: Option<usize>) -> Fit {
     let visible: Vec<usize> = (0..count).filter(|c| !repeated.iter().any(|(left, _)| left == c)).collect();
     let value_width = |c: usize| cells.rows.iter().map(|r| r.get(c).map_or(0, |v| chars(v))).max().unwrap_or(0);
     let one_line: Vec<usize> = (0..count).map(|c| value_width(c).max(chars(&cells.header[c]))).collect();
-    let whole = |widths: &[usize]| Fit {
-        widths: visible.iter().map(|&c| widths[c]).collect(),
-        shown: visible.clone(),
-        two_line_headers: false,
-        dropped: Vec::new(),
-        repeated: repeated.clone(),
+    let whole = |widths: &[usize]| {
+        Fit {
+            widths: visible.iter().map(|&c| widths[c]).collect(),
+            shown: visible.clone(),
+            two_line_headers: false,
+            dropped: Vec::new(),
+            repeated: repeated.clone(),
+        }
+        .key_columns_first(&importance)
     };
     let Some(width) = width else {
         return whole(&one_line);
@@ -101,7 +106,17 @@ pub fn fit(cells: &Cells<'_>, width: Option<usize>) -> Fit {
     dropped.sort_unstable();
     let budget = width.saturating_sub(COLUMN_GAP * shown.len().saturating_sub(1));
     let widths = text_widths(&shown, &natural, &minimal, &importance, &numeric, budget);
-    Fit { shown, widths, two_line_headers, dropped, repeated }
+    Fit { shown, widths, two_line_headers, dropped, repeated }.key_columns_first(&importance)
+}
+
+impl Fit {
+    /// The shown columns (with their widths) ordered by `importance`: key columns first.
+    fn key_columns_first(mut self, importance: &[usize]) -> Fit {
+        let mut pairs: Vec<(usize, usize)> = self.shown.iter().copied().zip(self.widths.iter().copied()).collect();
+        pairs.sort_by_key(|&(column, _)| importance[column]);
+        (self.shown, self.widths) = pairs.into_iter().unzip();
+        self
+    }
 }
 
 /// Each column's rank: its position among the key columns, then the rest in table order.
@@ -286,9 +301,9 @@ mod tests {
             key_columns: &[1, 2, 0],
         };
         let fit = fit(&cells, Some(70));
-        assert_eq!(fit.shown, vec![0, 1, 2]);
+        assert_eq!(fit.shown, vec![1, 2, 0], "key columns lead, in their order");
         // The kernel name up to KEY_TEXT_WIDTH first, the op name gets what is left.
-        assert_eq!(fit.widths, vec![70 - 4 - 4 - KEY_TEXT_WIDTH, KEY_TEXT_WIDTH, 4]);
+        assert_eq!(fit.widths, vec![KEY_TEXT_WIDTH, 4, 70 - 4 - 4 - KEY_TEXT_WIDTH]);
     }
 
     #[test]
