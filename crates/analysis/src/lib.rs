@@ -4,6 +4,7 @@
 //! the tool's XProf-compatible JSON ([`datatable`]).
 
 pub mod advise;
+pub mod counters;
 pub mod datatable;
 pub mod derived_lines;
 pub mod facts;

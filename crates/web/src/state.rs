@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use mlprof_analysis::counters::CounterSeries;
 use mlprof_analysis::python_flame::FlameIndex;
 use mlprof_analysis::tool_availability::tools_with_data;
 use mlprof_formats::discover::{HostFile, load_session_counting};
@@ -44,6 +45,8 @@ const OPEN_TRACE_INDEXES: usize = 8;
 
 /// How many runs' (or hosts') flame-graph indexes stay in memory at once.
 const FLAME_INDEXES: usize = 4;
+/// Hosts whose counter series (the trace viewer's counter tracks) are kept.
+const COUNTER_SERIES: usize = 8;
 
 /// One host of one run: the key of its trace index.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -94,6 +97,8 @@ pub struct AppState {
     /// The sampled Python stacks of the flame graph, by the `python` tool request
     /// (run and host) they are of.
     flame_indexes: OnceCache<ToolRequest, Arc<FlameIndex>>,
+    /// The trace viewer's counter series, by run and host.
+    counter_series: OnceCache<HostKey, Arc<Vec<CounterSeries>>>,
     /// What is being read or built for each run, for `/api/progress`.
     work: RunWork,
 }
@@ -115,6 +120,7 @@ impl AppState {
             results: OnceCache::new(CACHED_RESULTS),
             trace_indexes: OnceCache::new(OPEN_TRACE_INDEXES),
             flame_indexes: OnceCache::new(FLAME_INDEXES),
+            counter_series: OnceCache::new(COUNTER_SERIES),
             work: RunWork::default(),
         }
     }
@@ -190,6 +196,7 @@ impl AppState {
             // Their cache files stay, and are only used again if they still match.
             self.trace_indexes.forget_run(run);
             self.flame_indexes.forget_run(run);
+            self.counter_series.forget_run(run);
         }
     }
 
@@ -259,6 +266,12 @@ impl AppState {
     /// [`crate::trace`]).
     pub(crate) fn trace_indexes(&self) -> &OnceCache<HostKey, Arc<TimelineIndex>> {
         &self.trace_indexes
+    }
+
+    /// The trace viewer's counter series, keyed by run and host (read by
+    /// [`crate::trace`]).
+    pub(crate) fn counter_series(&self) -> &OnceCache<HostKey, Arc<Vec<CounterSeries>>> {
+        &self.counter_series
     }
 
     /// The flame graphs' indexes of sampled Python stacks, keyed by the `python` tool

@@ -499,3 +499,38 @@ fn an_index_that_no_longer_matches_the_profile_is_a_409_and_is_rebuilt() {
     let files = std::fs::read_dir(cache.path()).expect("cache dir").count();
     assert_eq!(files, 1, "the stale file replaced, not kept beside the new one");
 }
+
+#[test]
+fn counter_tracks_hold_every_counter_at_most_a_point_per_pixel() {
+    let cache = tempfile::tempdir().expect("cache dir");
+    // PyTorch's memory totals, per device.
+    let fixture = serve(&data(TORCH_LOGDIR), cache.path());
+    let meta = fixture.json("meta", "");
+    let (start, end) = (meta["start_ps"].as_i64().expect("start"), meta["end_ps"].as_i64().expect("end"));
+    let whole = fixture.json("counters", &format!("&start_ps={start}&end_ps={end}&width_px=200"));
+    let series = whole["series"].as_array().expect("series");
+    let allocated = series.iter().find(|s| s["name"] == "Allocated (bytes)").expect("allocated memory");
+    assert!(allocated["group"].as_str().expect("group").starts_with("PyTorch memory, "), "{allocated}");
+    let points = allocated["points"].as_array().expect("points");
+    assert!(!points.is_empty() && points.len() <= 201, "{} points", points.len());
+    let greatest = points.iter().map(|p| p[2].as_f64().expect("max")).fold(0.0, f64::max);
+    assert_eq!(Some(greatest), allocated["max"].as_f64(), "the window's peak is the profile's");
+    assert!(points.iter().all(|p| p[1].as_f64() <= p[2].as_f64()), "least ≤ greatest");
+    let times: Vec<f64> = points.iter().map(|p| p[0].as_f64().expect("time")).collect();
+    assert!(times.windows(2).all(|w| w[0] < w[1]), "in time order, one per pixel");
+    // A window after the last reading still shows the value in force.
+    let after = fixture.json("counters", &format!("&start_ps={end}&end_ps={}&width_px=10", end + 1000));
+    let held = after["series"].as_array().expect("series").iter().find(|s| s["name"] == "Allocated (bytes)");
+    assert_eq!(held.expect("allocated")["points"].as_array().expect("points").len(), 1);
+    assert_eq!(fixture.error(&fixture.target("counters", "&start_ps=5&end_ps=1&width_px=10")).0, 400);
+    assert_eq!(fixture.error(&fixture.target("counters", "&start_ps=0&end_ps=1&width_px=0")).0, 400);
+
+    // What `mlprof run` sampled: CPU and memory per process.
+    let sampled = serve(&data("sampled/python_hot_loop/logdir"), cache.path());
+    let meta = sampled.json("meta", "");
+    let (start, end) = (meta["start_ps"].as_i64().expect("start"), meta["end_ps"].as_i64().expect("end"));
+    let counters = sampled.json("counters", &format!("&start_ps={start}&end_ps={end}&width_px=1000"));
+    let names: Vec<&str> =
+        counters["series"].as_array().expect("series").iter().filter_map(|s| s["name"].as_str()).collect();
+    assert!(names.contains(&"CPU (%)") && names.iter().any(|n| n.starts_with("Resident memory")), "{names:?}");
+}

@@ -17,7 +17,7 @@
 //! [`MemoryProfile::method`].
 
 mod compute;
-mod kineto;
+pub(crate) mod kineto;
 mod output;
 #[cfg(test)]
 mod tests;

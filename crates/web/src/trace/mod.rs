@@ -1,7 +1,7 @@
 //! The trace viewer's endpoints, `/api/trace/*` (see API.md, "Trace viewer"):
 //! `meta` (sections and tracks), `view` (what to draw of a window), `event` (one
-//! event with its args and flows), `search` (names over the whole trace) and
-//! `aggregate` (a marked range's totals by name).
+//! event with its args and flows), `search` (names over the whole trace),
+//! `aggregate` (a marked range's totals by name) and `counters` (counter tracks).
 //!
 //! The one design decision to know: every endpoint answers from the host's
 //! level-of-detail index (`mlprof-timeline`), built once per (run, host) and cached on
@@ -10,6 +10,7 @@
 //! profile again.
 
 mod aggregate;
+mod counters;
 mod derived;
 mod event;
 mod host_index;
@@ -34,4 +35,5 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/event", get(event::event))
         .route("/search", get(search::search))
         .route("/aggregate", get(aggregate::aggregate))
+        .route("/counters", get(counters::counters))
 }

@@ -56,6 +56,12 @@ export class TraceApi {
     return this.get('event', { id }, signal);
   }
 
+  /** The counter series in [startPs, endPs], at most a point per pixel of `widthPx`. */
+  counters({ startPs, endPs, widthPx }, signal) {
+    const width = Math.min(16384, Math.max(1, Math.round(widthPx)));
+    return this.get('counters', { start_ps: Math.floor(startPs), end_ps: Math.ceil(endPs), width_px: width }, signal);
+  }
+
   /** Totals by name of the events in [startPs, endPs] on `tracks` (at most `limit` rows). */
   aggregate({ startPs, endPs, tracks, limit }, signal) {
     return this.get('aggregate', this.rangeParams({ startPs, endPs, tracks, limit }), signal);

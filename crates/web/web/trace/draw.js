@@ -4,6 +4,7 @@
 
 import { LEVEL_HEIGHT, RULER_HEIGHT, TRACK_PADDING, levelCenter, rowsBetween } from './layout.js';
 import { formatDuration } from '../lib/format.js';
+import { colorForName } from './palette.js';
 import { formatTime, rulerTicks } from './time.js';
 
 const FONT = '11px system-ui, sans-serif';
@@ -14,7 +15,8 @@ const FLOW_SPACING_PX = 3;
 
 /**
  * Draws `scene`: `{width, height, labelWidth, window: {startPs, endPs}, trace: {startPs,
- * endPs}, layout, scrollTop, store, collapsed, selected, selectedFlows, mark, stripes}`.
+ * endPs}, layout, scrollTop, store, counters, collapsed, selected, selectedFlows, mark,
+ * stripes}`; `counters` maps a counter row's series key to its latest points.
  * Returns `{flowsHidden}`: how many flow arrows were too dense to draw (0: all drawn).
  */
 export function drawScene(ctx, scene) {
@@ -34,6 +36,7 @@ export function drawScene(ctx, scene) {
   const rows = rowsBetween(scene.layout, scene.scrollTop, scene.scrollTop + height - RULER_HEIGHT);
   for (const row of rows) {
     if (row.kind === 'section') drawSectionHeader(ctx, view, row);
+    else if (row.kind === 'counter') drawCounter(ctx, view, row);
     else drawTrack(ctx, view, row);
   }
   drawOutsideTrace(ctx, view);
@@ -92,6 +95,68 @@ function drawTrack(ctx, view, row) {
   drawStripes(ctx, boxes, data.merged, data.stripeOrder, view.stripes);
   drawBoxes(ctx, boxes, data.events, data.eventOrder, data.colors, 0);
   drawNames(ctx, boxes, data);
+  ctx.restore();
+}
+
+/** The key a counter series is known by: its group and name. */
+export function counterKey(series) {
+  return `${series.group}\u0000${series.name}`;
+}
+
+/**
+ * A counter track: its name and group in the label column, its readings as a stepped
+ * area (each holds until the next) scaled to the series' whole-profile range, each
+ * pixel's least-to-greatest span drawn where readings changed within it.
+ */
+function drawCounter(ctx, view, row) {
+  const y = view.yOf(row.y);
+  ctx.fillStyle = '#ffffff';
+  ctx.fillRect(view.labelWidth, y, view.timelineWidth, row.height);
+  drawGrid(ctx, view, y, row.height);
+  ctx.fillStyle = '#eef1f6';
+  ctx.fillRect(0, y, view.labelWidth, row.height);
+  ctx.fillStyle = '#dde2ea';
+  ctx.fillRect(0, y + row.height - 1, view.width, 1);
+  ctx.fillStyle = '#1d2633';
+  ctx.font = LABEL_FONT;
+  ctx.textBaseline = 'middle';
+  const name = fitText(ctx, row.series.name, view.labelWidth - 22);
+  if (name) ctx.fillText(name, 16, y + 12);
+  ctx.fillStyle = '#5b6676';
+  const group = fitText(ctx, row.series.group, view.labelWidth - 22);
+  if (group) ctx.fillText(group, 16, y + 27);
+  const data = view.counters.get(counterKey(row.series));
+  if (!data || data.points.length === 0) return;
+  const top = y + 3;
+  const bottom = y + row.height - 3;
+  const span = data.max - data.min || 1;
+  const yOfValue = (value) => bottom - ((value - data.min) / span) * (bottom - top);
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(view.labelWidth, y, view.timelineWidth, row.height);
+  ctx.clip();
+  const color = colorForName(row.series.name);
+  ctx.beginPath();
+  ctx.moveTo(Math.max(view.labelWidth, view.xOf(data.points[0][0])), bottom);
+  let last = null;
+  for (const [time, , , value] of data.points) {
+    const x = Math.max(view.labelWidth - 1, view.xOf(time));
+    if (last !== null) ctx.lineTo(x, yOfValue(last));
+    ctx.lineTo(x, yOfValue(value));
+    last = value;
+  }
+  const end = Math.min(view.width, view.xOf(view.trace.endPs));
+  ctx.lineTo(end, yOfValue(last));
+  ctx.lineTo(end, bottom);
+  ctx.closePath();
+  ctx.globalAlpha = 0.35;
+  ctx.fillStyle = color;
+  ctx.fill();
+  ctx.globalAlpha = 1;
+  ctx.fillStyle = color;
+  for (const [time, least, greatest] of data.points) {
+    if (greatest > least) ctx.fillRect(view.xOf(time), yOfValue(greatest), 1, yOfValue(least) - yOfValue(greatest));
+  }
   ctx.restore();
 }
 

@@ -11,6 +11,10 @@ export const SECTION_HEIGHT = 24;
 export const LEVEL_HEIGHT = 18;
 /** Space above and below a track's levels. */
 export const TRACK_PADDING = 3;
+/** Height of a counter track. */
+export const COUNTER_HEIGHT = 38;
+/** The section index of the counter tracks (they come first). */
+export const COUNTERS = 'counters';
 
 /** Width of the label column for a canvas `width` CSS pixels wide. */
 export function labelWidth(width) {
@@ -19,14 +23,27 @@ export function labelWidth(width) {
 
 /**
  * Rows for `sections` (from /api/trace/meta) with the sections whose index is in
- * `collapsed` shown as their header only. Returns `{rows, height, byTrack}`, where a
- * row is `{kind: 'section'|'track', index, sectionIndex, section, track?, y, height}` and
- * `byTrack` maps a track id to its row (or to its section's header when collapsed).
+ * `collapsed` shown as their header only, after a Counters section of `counters` (the
+ * series of /api/trace/counters, `{name, group}`) when there are any. Returns `{rows,
+ * height, byTrack}`, where a row is `{kind: 'section'|'track'|'counter', index,
+ * sectionIndex, section, track?, series?, y, height}` and `byTrack` maps a track id to
+ * its row (or to its section's header when collapsed).
  */
-export function buildLayout(sections, collapsed) {
+export function buildLayout(sections, collapsed, counters = []) {
   const rows = [];
   const byTrack = new Map();
   let y = 0;
+  if (counters.length > 0) {
+    const section = { name: 'Counters', tracks: counters };
+    rows.push({ kind: 'section', index: rows.length, sectionIndex: COUNTERS, section, y, height: SECTION_HEIGHT });
+    y += SECTION_HEIGHT;
+    if (!collapsed.has(COUNTERS)) {
+      for (const series of counters) {
+        rows.push({ kind: 'counter', index: rows.length, sectionIndex: COUNTERS, section, series, y, height: COUNTER_HEIGHT });
+        y += COUNTER_HEIGHT;
+      }
+    }
+  }
   sections.forEach((section, sectionIndex) => {
     const header = { kind: 'section', index: rows.length, sectionIndex, section, y, height: SECTION_HEIGHT };
     rows.push(header);

@@ -3,10 +3,11 @@
 // page size, so a test can step across result pages in a few steps. The viewer's root
 // element carries it as `traceViewerProbe`; nothing in the viewer depends on it.
 
+import { counterKey } from './draw.js';
 import { RULER_HEIGHT, levelCenter, rowsBetween } from './layout.js';
 
 /**
- * `{state(), events(), flows(), setSearchPageSize(n)}` for `viewer`. Positions are CSS
+ * `{state(), events(), counters(), flows(), setSearchPageSize(n)}` for `viewer`. Positions are CSS
  * pixels in the page's viewport, as mouse events use them.
  */
 export function traceProbe(viewer) {
@@ -21,6 +22,7 @@ export function traceProbe(viewer) {
       scrollTop: viewer.scroller.scrollTop,
     }),
     events: () => drawnEvents(viewer),
+    counters: () => drawnCounters(viewer),
     flows: () => drawnFlows(viewer),
     setSearchPageSize: (size) => {
       viewer.search.pageSize = size;
@@ -56,6 +58,18 @@ function drawnEvents(viewer) {
     }
   }
   return out;
+}
+
+/** Counter rows in view: `{name, group, points, y}` (y: the row's middle, page px). */
+function drawnCounters(viewer) {
+  const top = viewer.scroller.scrollTop;
+  const origin = viewer.stage.getBoundingClientRect();
+  return rowsBetween(viewer.layout, top, top + viewer.height() - RULER_HEIGHT)
+    .filter((row) => row.kind === 'counter')
+    .map((row) => {
+      const data = viewer.counterData.get(counterKey(row.series));
+      return { name: row.series.name, group: row.series.group, points: data ? data.points.length : 0, y: origin.top + RULER_HEIGHT + row.y - top + row.height / 2 };
+    });
 }
 
 /** Flows of the latest view answer between known tracks: `{from, to, x0, y0, x1, y1}`. */

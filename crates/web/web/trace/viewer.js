@@ -13,7 +13,7 @@
 import { TraceApi, isAbort } from './api.js';
 import { DetailsPane } from './details.js';
 import { h } from '../lib/dom.js';
-import { drawScene, stripePattern } from './draw.js';
+import { counterKey, drawScene, stripePattern } from './draw.js';
 import { helpOverlay } from './help.js';
 import { attachInput } from './input.js';
 import { LEVEL_HEIGHT, RULER_HEIGHT, TRACK_PADDING, buildLayout, labelWidth, rowAt, rowsBetween } from './layout.js';
@@ -22,7 +22,7 @@ import { traceProbe } from './probe.js';
 import { RangePane } from './range.js';
 import { SearchPanel } from './search.js';
 import { TrackStore } from './store.js';
-import { formatDuration } from '../lib/format.js';
+import { formatBytes, formatDuration, formatNumber } from '../lib/format.js';
 import { formatTime } from './time.js';
 import { centerOn, clampWindow, fitRange, fullWindow, panBy, zoomAround } from './viewport.js';
 
@@ -56,6 +56,10 @@ class TraceViewer {
     this.selectedFlows = [];
     this.mark = null;
     this.trackNames = new Map();
+    /** The counter series (`{name, group}`, the rows of the Counters section) and their latest points by key. */
+    this.counterSeries = [];
+    this.counterData = new Map();
+    this.countersController = null;
     this.detailsShown = false;
     this.paneTab = 'details';
     this.paneClosed = false;
@@ -67,6 +71,7 @@ class TraceViewer {
     this.loader = new ViewLoader(this.api, {
       onFrame: (frame) => {
         this.store.apply(frame);
+        this.loadCounters(frame.query);
         if (this.status.classList.contains('tv-error')) this.setStatus('', false);
         this.root.dataset.frames = String(Number(this.root.dataset.frames || 0) + 1);
         this.requestDraw();
@@ -188,6 +193,7 @@ class TraceViewer {
     this.search.cancel();
     if (this.eventController) this.eventController.abort();
     if (this.metaController) this.metaController.abort();
+    if (this.countersController) this.countersController.abort();
     clearTimeout(this.urlTimer);
     cancelAnimationFrame(this.frameRequest);
     if (this.detachInput) this.detachInput();
@@ -467,9 +473,33 @@ class TraceViewer {
     this.requestView();
   }
 
+  /** Asks for the counter series over the window of a view request (`{startPs, endPs, widthPx}`). */
+  async loadCounters(query) {
+    if (this.countersController) this.countersController.abort();
+    const controller = new AbortController();
+    this.countersController = controller;
+    let answer;
+    try {
+      answer = await this.api.counters(query, controller.signal);
+    } catch (error) {
+      if (!isAbort(error) && this.countersController === controller) this.setStatus(`counters: ${error.message}`, true);
+      return;
+    }
+    if (this.countersController !== controller || this.destroyed) return;
+    this.root.dataset.countersReady = '1';
+    const series = Array.isArray(answer.series) ? answer.series : [];
+    this.counterData = new Map(series.map((one) => [counterKey(one), one]));
+    if (series.length !== this.counterSeries.length) {
+      this.counterSeries = series.map(({ name, group }) => ({ name, group }));
+      this.root.dataset.counters = String(series.length);
+      this.rebuildLayout();
+    }
+    this.requestDraw();
+  }
+
   rebuildLayout() {
     const sections = this.meta && Array.isArray(this.meta.sections) ? this.meta.sections : [];
-    this.layout = buildLayout(sections, this.collapsed);
+    this.layout = buildLayout(sections, this.collapsed, this.counterSeries);
     this.spacer.style.height = `${RULER_HEIGHT + this.layout.height}px`;
     this.root.dataset.tracks = String(this.layout.rows.filter((row) => row.kind === 'track').length);
   }
@@ -589,6 +619,10 @@ class TraceViewer {
       const row = this.rowAtY(y);
       if (row && row.kind === 'track')
         text = `${row.track.name}\n${Number(row.track.events).toLocaleString('en-US')} events, ${row.track.depth} levels`;
+      else if (row && row.kind === 'counter') text = `${row.series.name}\n${row.series.group}`;
+    } else {
+      const row = this.rowAtY(y);
+      if (row && row.kind === 'counter') text = this.counterText(row.series, this.timeAt(x));
     }
     if (text === null) {
       this.hideTooltip();
@@ -600,6 +634,19 @@ class TraceViewer {
     this.tooltip.style.left = flip ? '' : `${x + 14}px`;
     this.tooltip.style.right = flip ? `${this.stage.clientWidth - x + 14}px` : '';
     this.tooltip.style.top = `${Math.min(y + 16, this.stage.clientHeight - 48)}px`;
+  }
+
+  /** The reading of `series` in force at `timePs`, for the tooltip. */
+  counterText(series, timePs) {
+    const data = this.counterData.get(counterKey(series));
+    const points = data ? data.points : [];
+    let at = -1;
+    for (let i = 0; i < points.length && points[i][0] <= timePs; i++) at = i;
+    if (at < 0) return `${series.name}: no reading yet at ${formatTime(timePs, 1000)}`;
+    const [, least, greatest, last] = points[at];
+    const value = series.name.endsWith('(bytes)') ? formatBytes : (number) => formatNumber(number, 2);
+    const range = value(greatest) !== value(least) ? ` (${value(least)} – ${value(greatest)} within the pixel)` : '';
+    return `${series.name}: ${value(last)}${range}\n${series.group}, at ${formatTime(points[at][0], 1000)}`;
   }
 
   hideTooltip() {
@@ -649,6 +696,7 @@ class TraceViewer {
       layout: this.layout,
       scrollTop: this.scroller.scrollTop,
       store: this.store,
+      counters: this.counterData,
       collapsed: this.collapsed,
       selected: this.selected,
       selectedFlows: this.selectedFlows,

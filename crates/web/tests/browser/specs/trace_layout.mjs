@@ -54,7 +54,34 @@ export default async function traceLayout(t) {
     assert.ok((await room(page)).timeline >= 0.75 * size.height, `${label}: closing the pane gives the room back`);
   }
   await checkHeldZoom(t);
+  await checkCounters(t, query);
   await checkSearchResults(t, query);
+}
+
+/** Counter tracks: one row per series of /api/trace/counters, drawn, with its reading on hover. */
+async function checkCounters(t, query) {
+  const { page, assert } = t;
+  const meta = await t.api(`/api/trace/meta?${query}`);
+  const answer = await t.api(`/api/trace/counters?${query}&start_ps=${meta.start_ps}&end_ps=${meta.end_ps}&width_px=100`);
+  await page.goto(new URL(`?${query}&tool=trace_viewer`, t.baseUrl).href);
+  await page.waitForSelector('.tv[data-ready="1"]');
+  await settle(page);
+  if (answer.series.length === 0) {
+    assert.equal(await page.getAttribute('.tv', 'data-counters'), null, 'no counters, no Counters section');
+    return;
+  }
+  await page.waitForSelector('.tv[data-counters]');
+  await settle(page);
+  assert.equal(Number(await page.getAttribute('.tv', 'data-counters')), answer.series.length, 'a counter track per series');
+  const rows = await page.evaluate(() => document.querySelector('.tv').traceViewerProbe.counters());
+  assert.ok(rows.length > 0 && rows.every((row) => answer.series.some((s) => s.name === row.name && s.group === row.group)), JSON.stringify(rows));
+  assert.ok(rows.some((row) => row.points > 0), 'counter readings are drawn');
+  const row = rows.find((one) => one.points > 0);
+  const box = await page.locator('.tv-stage').boundingBox();
+  await page.mouse.move(box.x + box.width * 0.8, row.y);
+  const tip = await page.locator('.tv-tooltip').innerText();
+  assert.ok(tip.startsWith(`${row.name}: `), `the tooltip gives the reading: ${tip}`);
+  await t.screenshot('trace_layout-counters');
 }
 
 /** Holding W zooms smoothly, well past one step, and detail arrives while it is held. */
@@ -155,6 +182,8 @@ async function checkSearchResults(t, query) {
 /** Waits until the viewer has drawn and has nothing in flight. */
 async function settle(page) {
   await page.waitForFunction(() => Number(document.querySelector('.tv').dataset.frames || 0) > 0);
+  // The counter tracks (above the sections) are in place.
+  await page.waitForFunction(() => document.querySelector('.tv').dataset.countersReady === '1');
   await page.waitForTimeout(150);
   await page.waitForFunction(() => document.querySelector('.tv').dataset.loading !== '1');
 }

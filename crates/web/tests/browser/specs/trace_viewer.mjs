@@ -61,6 +61,8 @@ function probe(page, what) {
 /** Waits until the viewer has no request pending or in flight (debounce included). */
 async function settle(page) {
   await page.waitForFunction(() => Number(document.querySelector('.tv').dataset.frames || 0) > 0);
+  // The counter tracks (above the sections) are in place.
+  await page.waitForFunction(() => document.querySelector('.tv').dataset.countersReady === '1');
   await page.waitForTimeout(150);
   await page.waitForFunction(() => document.querySelector('.tv').dataset.loading !== '1');
 }
@@ -332,7 +334,10 @@ async function checkFold(t, meta) {
   const { page, assert } = t;
   const before = Number(await page.getAttribute('.tv', 'data-tracks'));
   const box = await page.locator('.tv-stage').boundingBox();
-  const header = { x: box.x + 60, y: box.y + 26 + 12 }; // the first row under the ruler
+  // The first section's header: the first row under the ruler, after the counter tracks
+  // when there are any (a header of 24 px and 38 px per counter).
+  const counters = Number((await page.getAttribute('.tv', 'data-counters')) || 0);
+  const header = { x: box.x + 60, y: box.y + 26 + (counters ? 24 + 38 * counters : 0) + 12 };
   await page.mouse.click(header.x, header.y);
   const folded = Number(await page.getAttribute('.tv', 'data-tracks'));
   assert.equal(folded, before - meta.sections[0].tracks.length, 'clicking a section header folds it');

@@ -1,0 +1,82 @@
+//! Counter series of a host, drawn by the trace viewer as counter tracks: values over
+//! time, one series per counter and source.
+//!
+//! Where they come from:
+//! - **counter events**: every event carrying XProf's `counter_value` stat — what
+//!   `mlprof run` and `attach` record on `/host:counters` (CPU, memory and I/O of each
+//!   process, NVML's GPU counters), and XProf's own counter lines. A series per (line,
+//!   event name): `python3 (pid 12)` / `CPU (%)`;
+//! - **PyTorch's memory**: the `Total Allocated` and `Total Reserved` bytes after each
+//!   `[memory]` event (`profile_memory=True`), a series each per device.
+//!
+//! Points are in time order; a reading holds until the next one.
+
+use std::collections::BTreeMap;
+
+use mlprof_model::Host;
+use mlprof_model::names::sampled::COUNTER_VALUE_STAT;
+use serde::Serialize;
+
+use crate::memory_profile::kineto::events::memory_events;
+use crate::xstats;
+
+/// One counter over time.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CounterSeries {
+    /// What it counts, with its unit where the source gives one (`CPU (%)`,
+    /// `Allocated (bytes)`).
+    pub name: String,
+    /// Whose it is: the line of its readings (`python3 (pid 12)`, `GPU 0`) or the
+    /// device (`PyTorch memory, cuda:0`).
+    pub group: String,
+    /// Readings as (time in ps from the profile start, value), in time order.
+    pub points: Vec<(i64, f64)>,
+}
+
+/// Every counter series of `host`, grouped, then by name.
+pub fn counter_series(host: &Host) -> Vec<CounterSeries> {
+    let mut series: BTreeMap<(String, String), Vec<(i64, f64)>> = BTreeMap::new();
+    counter_events(host, &mut series);
+    pytorch_memory(host, &mut series);
+    series
+        .into_iter()
+        .map(|((group, name), mut points)| {
+            points.sort_by_key(|&(time, _)| time);
+            CounterSeries { name, group, points }
+        })
+        .collect()
+}
+
+/// The readings of events with a `counter_value` stat, by (line, event name).
+fn counter_events(host: &Host, series: &mut BTreeMap<(String, String), Vec<(i64, f64)>>) {
+    for plane in &host.planes {
+        let Some(key) = plane.find_stat_key(COUNTER_VALUE_STAT) else { continue };
+        for line in &plane.lines {
+            for event in line.iter() {
+                let Some(value) = event.stat(plane, key).and_then(xstats::as_f64) else { continue };
+                let Some(metadata) = plane.metadata_of(&event) else { continue };
+                let name = if metadata.display_name.is_empty() { &metadata.name } else { &metadata.display_name };
+                series
+                    .entry((line.shown_name().to_string(), name.clone()))
+                    .or_default()
+                    .push((event.start_ps(), value));
+            }
+        }
+    }
+}
+
+/// PyTorch's allocated and reserved bytes after each `[memory]` event, per device.
+fn pytorch_memory(host: &Host, series: &mut BTreeMap<(String, String), Vec<(i64, f64)>>) {
+    for event in memory_events(host) {
+        let device = match (event.device_type, event.device_id) {
+            (0, _) => "cpu".to_string(),
+            (1, id) => format!("cuda:{id}"),
+            (kind, id) => format!("device type {kind}:{id}"),
+        };
+        let group = format!("PyTorch memory, {device}");
+        for (name, value) in [("Allocated (bytes)", event.allocated_bytes), ("Reserved (bytes)", event.reserved_bytes)]
+        {
+            series.entry((group.clone(), name.to_string())).or_default().push((event.time_ps, value as f64));
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! `GET /api/trace/counters?run&host&start_ps&end_ps&width_px`: the host's counter
+//! series ([`mlprof_analysis::counters`]) in a window, at most about one point per pixel:
+//! each pixel's readings as their first time, least, greatest and last value, after the
+//! reading in force at the window's start. Series are read off the model once per host
+//! and kept.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::response::Response;
+use mlprof_analysis::counters::{CounterSeries, counter_series};
+use serde::{Deserialize, Serialize};
+
+use super::query::{number, run_and_host};
+use crate::blocking::on_blocking_thread;
+use crate::error::ApiError;
+use crate::params::ApiQuery;
+use crate::state::{AppState, HostKey};
+
+/// Widest window a client may ask for, in pixels (as `view`).
+const MAX_WIDTH_PX: u32 = 16_384;
+
+/// The query of `counters`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct CountersQuery {
+    run: Option<String>,
+    host: Option<String>,
+    start_ps: Option<String>,
+    end_ps: Option<String>,
+    width_px: Option<String>,
+}
+
+/// The answer of `counters`.
+#[derive(Debug, Serialize)]
+pub(crate) struct CountersAnswer {
+    start_ps: i64,
+    end_ps: i64,
+    series: Vec<SeriesAnswer>,
+}
+
+/// One series in the window.
+#[derive(Debug, Serialize)]
+struct SeriesAnswer {
+    name: String,
+    group: String,
+    /// Least and greatest value over the whole profile (a track's scale does not jump
+    /// as the window moves).
+    min: f64,
+    max: f64,
+    /// `[time_ps, least, greatest, last]` per pixel with readings, in time order; the
+    /// first is the reading in force at the window's start (at its own time).
+    points: Vec<[f64; 4]>,
+}
+
+/// `GET /api/trace/counters`.
+pub(crate) async fn counters(
+    State(state): State<Arc<AppState>>,
+    ApiQuery(query): ApiQuery<CountersQuery>,
+) -> Result<Response, ApiError> {
+    let (run, host) = run_and_host(&state, &query.run, &query.host)?;
+    let start_ps: i64 = number(&query.start_ps, "start_ps")?;
+    let end_ps: i64 = number(&query.end_ps, "end_ps")?;
+    let width_px: u32 = number(&query.width_px, "width_px")?;
+    if end_ps < start_ps {
+        return Err(ApiError::bad_request(format!("end_ps ({end_ps}) is before start_ps ({start_ps})")));
+    }
+    if !(1..=MAX_WIDTH_PX).contains(&width_px) {
+        return Err(ApiError::bad_request(format!("width_px must be between 1 and {MAX_WIDTH_PX}, not {width_px}")));
+    }
+    let series = host_series(&state, &run, &host).await?;
+    let answer = on_blocking_thread("trace counters", move || CountersAnswer {
+        start_ps,
+        end_ps,
+        series: series.iter().map(|s| window(s, start_ps, end_ps, width_px)).collect(),
+    })
+    .await?;
+    Ok(crate::streamed::json(answer))
+}
+
+/// The counter series of `host` of `run`: kept, or read off its session.
+async fn host_series(state: &Arc<AppState>, run: &str, host: &str) -> Result<Arc<Vec<CounterSeries>>, ApiError> {
+    let key = HostKey::new(run, host);
+    let owned = (Arc::clone(state), key.clone());
+    state
+        .counter_series()
+        .get_or_compute(&key, move || async move {
+            let (state, key) = owned;
+            let session = state.session(&key.run).await?;
+            on_blocking_thread("reading the counters", move || {
+                let model =
+                    session.hosts.iter().find(|h| h.name == key.host).ok_or_else(|| {
+                        ApiError::not_found(format!("no host named {:?} in run {}", key.host, key.run))
+                    })?;
+                Ok(Arc::new(counter_series(model)))
+            })
+            .await?
+        })
+        .await
+}
+
+/// `series` in `[start_ps, end_ps]` at `width_px` pixels (see the module docs).
+fn window(series: &CounterSeries, start_ps: i64, end_ps: i64, width_px: u32) -> SeriesAnswer {
+    let values = series.points.iter().map(|&(_, v)| v).filter(|v| v.is_finite());
+    let min = values.clone().fold(f64::INFINITY, f64::min);
+    let max = values.fold(f64::NEG_INFINITY, f64::max);
+    let first = series.points.partition_point(|&(t, _)| t < start_ps);
+    let last = series.points.partition_point(|&(t, _)| t <= end_ps);
+    let mut points: Vec<[f64; 4]> = Vec::new();
+    if let Some(&(t, v)) = first.checked_sub(1).and_then(|i| series.points.get(i)) {
+        points.push([t as f64, v, v, v]);
+    }
+    let bucket_ps = ((end_ps - start_ps) / i64::from(width_px)).max(1);
+    let mut bucket = i64::MIN;
+    for &(t, v) in series.points.get(first..last).unwrap_or(&[]) {
+        let at = (t - start_ps) / bucket_ps;
+        match points.last_mut() {
+            Some(point) if at == bucket => {
+                point[1] = point[1].min(v);
+                point[2] = point[2].max(v);
+                point[3] = v;
+            }
+            _ => {
+                bucket = at;
+                points.push([t as f64, v, v, v]);
+            }
+        }
+    }
+    SeriesAnswer {
+        name: series.name.clone(),
+        group: series.group.clone(),
+        min: if min.is_finite() { min } else { 0.0 },
+        max: if max.is_finite() { max } else { 0.0 },
+        points,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_holds_the_reading_in_force_then_one_point_per_pixel() {
+        let series = CounterSeries {
+            name: "CPU (%)".into(),
+            group: "p".into(),
+            points: vec![(0, 5.0), (100, 10.0), (101, 30.0), (102, 20.0), (250, 40.0), (900, 1.0)],
+        };
+        let answer = window(&series, 50, 300, 2);
+        assert_eq!((answer.min, answer.max), (1.0, 40.0));
+        assert_eq!(answer.points, vec![[0.0, 5.0, 5.0, 5.0], [100.0, 10.0, 30.0, 20.0], [250.0, 40.0, 40.0, 40.0]]);
+        assert!(window(&series, 1000, 2000, 10).points == vec![[900.0, 1.0, 1.0, 1.0]], "the last reading holds");
+        assert!(window(&CounterSeries::default(), 0, 10, 1).points.is_empty());
+    }
+}
