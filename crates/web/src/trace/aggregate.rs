@@ -13,7 +13,7 @@ use mlprof_timeline::{RangeAggregate, TimelineIndex};
 use serde::{Deserialize, Serialize};
 
 use super::host_index::{host_index, still_intact};
-use super::query::{number, number_or, run_and_host};
+use super::query::{number_or, run_and_host, time_range};
 use super::view::parse_tracks;
 use crate::blocking::on_blocking_thread;
 use crate::error::ApiError;
@@ -68,11 +68,7 @@ pub(crate) async fn aggregate(
     ApiQuery(query): ApiQuery<AggregateQuery>,
 ) -> Result<Response, ApiError> {
     let (run, host) = run_and_host(&state, &query.run, &query.host)?;
-    let start_ps: i64 = number(&query.start_ps, "start_ps")?;
-    let end_ps: i64 = number(&query.end_ps, "end_ps")?;
-    if end_ps < start_ps {
-        return Err(ApiError::bad_request(format!("end_ps ({end_ps}) is before start_ps ({start_ps})")));
-    }
+    let (start_ps, end_ps) = time_range(&query.start_ps, &query.end_ps)?;
     let limit: usize = number_or(&query.limit, "limit", DEFAULT_LIMIT)?;
     if limit > MAX_LIMIT {
         return Err(ApiError::bad_request(format!("limit must be at most {MAX_LIMIT}, not {limit}")));

@@ -11,14 +11,11 @@ use axum::response::Response;
 use mlprof_analysis::counters::{CounterSeries, counter_series};
 use serde::{Deserialize, Serialize};
 
-use super::query::{number, run_and_host};
+use super::query::{self, run_and_host};
 use crate::blocking::on_blocking_thread;
 use crate::error::ApiError;
 use crate::params::ApiQuery;
 use crate::state::{AppState, HostKey};
-
-/// Widest window a client may ask for, in pixels (as `view`).
-const MAX_WIDTH_PX: u32 = 16_384;
 
 /// The query of `counters`.
 #[derive(Debug, Deserialize)]
@@ -58,20 +55,12 @@ pub(crate) async fn counters(
     ApiQuery(query): ApiQuery<CountersQuery>,
 ) -> Result<Response, ApiError> {
     let (run, host) = run_and_host(&state, &query.run, &query.host)?;
-    let start_ps: i64 = number(&query.start_ps, "start_ps")?;
-    let end_ps: i64 = number(&query.end_ps, "end_ps")?;
-    let width_px: u32 = number(&query.width_px, "width_px")?;
-    if end_ps < start_ps {
-        return Err(ApiError::bad_request(format!("end_ps ({end_ps}) is before start_ps ({start_ps})")));
-    }
-    if !(1..=MAX_WIDTH_PX).contains(&width_px) {
-        return Err(ApiError::bad_request(format!("width_px must be between 1 and {MAX_WIDTH_PX}, not {width_px}")));
-    }
+    let (start_ps, end_ps, width_px) = query::window(&query.start_ps, &query.end_ps, &query.width_px)?;
     let series = host_series(&state, &run, &host).await?;
     let answer = on_blocking_thread("trace counters", move || CountersAnswer {
         start_ps,
         end_ps,
-        series: series.iter().map(|s| window(s, start_ps, end_ps, width_px)).collect(),
+        series: series.iter().map(|s| in_window(s, start_ps, end_ps, width_px)).collect(),
     })
     .await?;
     Ok(crate::streamed::json(answer))
@@ -99,7 +88,7 @@ async fn host_series(state: &Arc<AppState>, run: &str, host: &str) -> Result<Arc
 }
 
 /// `series` in `[start_ps, end_ps]` at `width_px` pixels (see the module docs).
-fn window(series: &CounterSeries, start_ps: i64, end_ps: i64, width_px: u32) -> SeriesAnswer {
+fn in_window(series: &CounterSeries, start_ps: i64, end_ps: i64, width_px: u32) -> SeriesAnswer {
     let values = series.points.iter().map(|&(_, v)| v).filter(|v| v.is_finite());
     let min = values.clone().fold(f64::INFINITY, f64::min);
     let max = values.fold(f64::NEG_INFINITY, f64::max);
@@ -145,10 +134,10 @@ mod tests {
             group: "p".into(),
             points: vec![(0, 5.0), (100, 10.0), (101, 30.0), (102, 20.0), (250, 40.0), (900, 1.0)],
         };
-        let answer = window(&series, 50, 300, 2);
+        let answer = in_window(&series, 50, 300, 2);
         assert_eq!((answer.min, answer.max), (1.0, 40.0));
         assert_eq!(answer.points, vec![[0.0, 5.0, 5.0, 5.0], [100.0, 10.0, 30.0, 20.0], [250.0, 40.0, 40.0, 40.0]]);
-        assert!(window(&series, 1000, 2000, 10).points == vec![[900.0, 1.0, 1.0, 1.0]], "the last reading holds");
-        assert!(window(&CounterSeries::default(), 0, 10, 1).points.is_empty());
+        assert!(in_window(&series, 1000, 2000, 10).points == vec![[900.0, 1.0, 1.0, 1.0]], "the last reading holds");
+        assert!(in_window(&CounterSeries::default(), 0, 10, 1).points.is_empty());
     }
 }

@@ -47,6 +47,34 @@ pub(crate) fn number<T: FromStr>(value: &Option<String>, name: &str) -> Result<T
     })
 }
 
+/// Widest window a client may ask for, in pixels: an answer holds a few items per pixel
+/// (of each depth level of each track, for `view`), so this bounds its size.
+pub(crate) const MAX_WIDTH_PX: u32 = 16_384;
+
+/// `start_ps` and `end_ps` of a request, the end not before the start (400 otherwise).
+pub(crate) fn time_range(start: &Option<String>, end: &Option<String>) -> Result<(i64, i64), ApiError> {
+    let start_ps: i64 = number(start, "start_ps")?;
+    let end_ps: i64 = number(end, "end_ps")?;
+    if end_ps < start_ps {
+        return Err(ApiError::bad_request(format!("end_ps ({end_ps}) is before start_ps ({start_ps})")));
+    }
+    Ok((start_ps, end_ps))
+}
+
+/// [`time_range`] and a `width_px` of 1 to [`MAX_WIDTH_PX`] (400 otherwise): a window to draw.
+pub(crate) fn window(
+    start: &Option<String>,
+    end: &Option<String>,
+    width: &Option<String>,
+) -> Result<(i64, i64, u32), ApiError> {
+    let (start_ps, end_ps) = time_range(start, end)?;
+    let width_px: u32 = number(width, "width_px")?;
+    if !(1..=MAX_WIDTH_PX).contains(&width_px) {
+        return Err(ApiError::bad_request(format!("width_px must be between 1 and {MAX_WIDTH_PX}, not {width_px}")));
+    }
+    Ok((start_ps, end_ps, width_px))
+}
+
 /// Parameter `name` parsed as a `T`, or `default` when absent.
 pub(crate) fn number_or<T: FromStr>(value: &Option<String>, name: &str, default: T) -> Result<T, ApiError> {
     match value.as_deref() {

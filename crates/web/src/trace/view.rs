@@ -11,15 +11,11 @@ use mlprof_timeline::{NameId, TimelineIndex, View, Viewport};
 use serde::{Deserialize, Serialize};
 
 use super::host_index::{host_index, still_intact};
-use super::query::{number, run_and_host};
+use super::query::{run_and_host, window};
 use crate::blocking::on_blocking_thread;
 use crate::error::ApiError;
 use crate::params::ApiQuery;
 use crate::state::AppState;
-
-/// Widest window a client may ask for, in pixels: an answer holds about three items
-/// per pixel per depth level of each track, so this bounds its size.
-const MAX_WIDTH_PX: u32 = 16_384;
 
 /// The query of `view`.
 #[derive(Debug, Deserialize)]
@@ -59,15 +55,7 @@ pub(crate) async fn view(
     ApiQuery(query): ApiQuery<ViewQuery>,
 ) -> Result<Response, ApiError> {
     let (run, host) = run_and_host(&state, &query.run, &query.host)?;
-    let start_ps: i64 = number(&query.start_ps, "start_ps")?;
-    let end_ps: i64 = number(&query.end_ps, "end_ps")?;
-    let width_px: u32 = number(&query.width_px, "width_px")?;
-    if end_ps < start_ps {
-        return Err(ApiError::bad_request(format!("end_ps ({end_ps}) is before start_ps ({start_ps})")));
-    }
-    if !(1..=MAX_WIDTH_PX).contains(&width_px) {
-        return Err(ApiError::bad_request(format!("width_px must be between 1 and {MAX_WIDTH_PX}, not {width_px}")));
-    }
+    let (start_ps, end_ps, width_px) = window(&query.start_ps, &query.end_ps, &query.width_px)?;
     let index = host_index(&state, &run, &host).await?;
     let tracks = parse_tracks(query.tracks.as_deref(), &index)?;
     let reader = Arc::clone(&index);

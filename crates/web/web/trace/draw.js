@@ -63,10 +63,14 @@ function drawSectionHeader(ctx, view, row) {
   ctx.fillText(label, 8, y + row.height / 2);
 }
 
-function drawTrack(ctx, view, row) {
+/**
+ * A row's frame: its timeline background (alternating shades) with the ruler's grid,
+ * the label column, the line under it; leaves the label font and colour set. Returns
+ * the row's top on the canvas.
+ */
+function drawRowFrame(ctx, view, row) {
   const y = view.yOf(row.y);
-  const odd = row.index % 2 === 1;
-  ctx.fillStyle = odd ? '#f7f8fb' : '#ffffff';
+  ctx.fillStyle = row.index % 2 === 1 ? '#f7f8fb' : '#ffffff';
   ctx.fillRect(view.labelWidth, y, view.timelineWidth, row.height);
   drawGrid(ctx, view, y, row.height);
   ctx.fillStyle = '#eef1f6';
@@ -76,6 +80,11 @@ function drawTrack(ctx, view, row) {
   ctx.fillStyle = '#1d2633';
   ctx.font = LABEL_FONT;
   ctx.textBaseline = 'middle';
+  return y;
+}
+
+function drawTrack(ctx, view, row) {
+  const y = drawRowFrame(ctx, view, row);
   const label = fitText(ctx, row.track.name, view.labelWidth - 22);
   // The name stays in sight while a tall track is scrolled partly above the ruler.
   const labelY = Math.min(
@@ -109,17 +118,7 @@ export function counterKey(series) {
  * pixel's least-to-greatest span drawn where readings changed within it.
  */
 function drawCounter(ctx, view, row) {
-  const y = view.yOf(row.y);
-  ctx.fillStyle = '#ffffff';
-  ctx.fillRect(view.labelWidth, y, view.timelineWidth, row.height);
-  drawGrid(ctx, view, y, row.height);
-  ctx.fillStyle = '#eef1f6';
-  ctx.fillRect(0, y, view.labelWidth, row.height);
-  ctx.fillStyle = '#dde2ea';
-  ctx.fillRect(0, y + row.height - 1, view.width, 1);
-  ctx.fillStyle = '#1d2633';
-  ctx.font = LABEL_FONT;
-  ctx.textBaseline = 'middle';
+  const y = drawRowFrame(ctx, view, row);
   const name = fitText(ctx, row.series.name, view.labelWidth - 22);
   if (name) ctx.fillText(name, 16, y + 12);
   ctx.fillStyle = '#5b6676';
