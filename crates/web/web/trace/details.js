@@ -6,13 +6,25 @@ import { h } from '../lib/dom.js';
 import { formatDuration } from '../lib/format.js';
 import { formatTime } from './time.js';
 
-/** Renders into `element`; `onJump(eventId)` follows a flow, `onZoom(startPs, endPs)` zooms into a run. */
+/**
+ * Renders into `element`; `onJump(eventId)` follows a flow, `onZoom(startPs, endPs)`
+ * zooms into a run, `onPin(trackId)` pins or unpins a track, `isPinned(trackId)` says
+ * whether it is pinned.
+ */
 export class DetailsPane {
-  constructor(element, { onJump, onZoom }) {
+  constructor(element, { onJump, onZoom, onPin, isPinned }) {
     this.element = element;
     this.onJump = onJump;
     this.onZoom = onZoom;
+    this.onPin = onPin;
+    this.isPinned = isPinned;
+    this.pinButton = null;
     this.showEmpty();
+  }
+
+  /** Updates the pin button after the event's track was pinned or unpinned. */
+  setPinned(pinned) {
+    if (this.pinButton) this.pinButton.textContent = pinned ? 'Unpin track (P)' : 'Pin track (P)';
   }
 
   /** The hint shown when nothing is selected. */
@@ -36,8 +48,11 @@ export class DetailsPane {
   showEvent(event) {
     const args = event.args && typeof event.args === 'object' ? Object.entries(event.args) : [];
     const flows = Array.isArray(event.flows) ? event.flows : [];
+    this.pinButton = h('button', { class: 'tv-button tv-pin', type: 'button', onclick: () => this.onPin(event.track) });
+    this.setPinned(this.isPinned(event.track));
     this.element.replaceChildren(
       h('h3', { class: 'tv-details-title', title: event.name }, event.name),
+      h('div', { class: 'tv-details-actions' }, this.pinButton),
       h(
         'table',
         { class: 'tv-fields' },

@@ -17,7 +17,8 @@ const FLOW_SPACING_PX = 3;
  * Draws `scene`: `{width, height, labelWidth, window: {startPs, endPs}, trace: {startPs,
  * endPs}, layout, scrollTop, store, counters, collapsed, selected, selectedFlows, mark,
  * stripes}`; `counters` maps a counter row's series key to its latest points.
- * Returns `{flowsHidden}`: how many flow arrows were too dense to draw (0: all drawn).
+ * Returns `{flowsHidden, flowsDrawn}`: how many flow arrows were too dense to draw (0:
+ * all drawn) and how many were drawn.
  */
 export function drawScene(ctx, scene) {
   const { width, height, labelWidth } = scene;
@@ -40,12 +41,12 @@ export function drawScene(ctx, scene) {
     else drawTrack(ctx, view, row);
   }
   drawOutsideTrace(ctx, view);
-  const flowsHidden = drawFlows(ctx, view);
+  const { flowsHidden, flowsDrawn } = drawFlows(ctx, view);
   drawSelection(ctx, view);
   drawMark(ctx, view, RULER_HEIGHT, height);
   ctx.restore();
   drawRuler(ctx, view);
-  return { flowsHidden };
+  return { flowsHidden, flowsDrawn };
 }
 
 function drawSectionHeader(ctx, view, row) {
@@ -274,8 +275,10 @@ function eventY(view, trackId, depth) {
 
 /**
  * Flow arrows: every flow of the latest view answer while there is room (fewer than
- * one per FLOW_SPACING_PX of timeline), then the selected event's flows on top.
- * Returns how many flows were left out for density (0 when all were drawn).
+ * one per FLOW_SPACING_PX of timeline); where there are more, one arrow per
+ * FLOW_SPACING_PX column of their starts, so they stay readable; then the selected
+ * event's flows on top, always. Returns how many flows were left out (0: all drawn)
+ * and how many drawn, as `{flowsHidden, flowsDrawn}`.
  */
 function drawFlows(ctx, view) {
   ctx.save();
@@ -292,13 +295,12 @@ function drawFlows(ctx, view) {
     if (Math.max(x0, x1) < view.labelWidth || Math.min(x0, x1) > view.width) continue;
     arrows.push([x0, y0, x1, y1]);
   }
-  const hidden = arrows.length > view.timelineWidth / FLOW_SPACING_PX ? arrows.length : 0;
-  if (hidden === 0) {
-    ctx.strokeStyle = 'rgba(40, 50, 70, 0.45)';
-    ctx.fillStyle = 'rgba(40, 50, 70, 0.6)';
-    ctx.lineWidth = 1;
-    for (const [x0, y0, x1, y1] of arrows) drawArrow(ctx, x0, y0, x1, y1);
-  }
+  const drawn = arrows.length > view.timelineWidth / FLOW_SPACING_PX ? thinned(arrows) : arrows;
+  const hidden = arrows.length - drawn.length;
+  ctx.strokeStyle = 'rgba(40, 50, 70, 0.45)';
+  ctx.fillStyle = 'rgba(40, 50, 70, 0.6)';
+  ctx.lineWidth = 1;
+  for (const [x0, y0, x1, y1] of drawn) drawArrow(ctx, x0, y0, x1, y1);
   const selected = view.selected;
   if (selected && view.selectedFlows.length > 0) {
     ctx.strokeStyle = 'rgba(200, 40, 40, 0.9)';
@@ -315,7 +317,20 @@ function drawFlows(ctx, view) {
     }
   }
   ctx.restore();
-  return hidden;
+  return { flowsHidden: hidden, flowsDrawn: drawn.length };
+}
+
+/** One arrow per FLOW_SPACING_PX column of the arrows' starts (`[x0, y0, x1, y1]`): the first in each. */
+function thinned(arrows) {
+  const taken = new Set();
+  const kept = [];
+  for (const arrow of arrows) {
+    const column = Math.floor(arrow[0] / FLOW_SPACING_PX);
+    if (taken.has(column)) continue;
+    taken.add(column);
+    kept.push(arrow);
+  }
+  return kept;
 }
 
 function drawArrow(ctx, x0, y0, x1, y1) {

@@ -14,6 +14,7 @@ export const CONTROLS = [
   ['Shift+Drag', 'mark a time range on the tracks it crosses (start on the ruler for every track): the pane below adds up each event name’s count, total and self time in it'],
   ['M', 'mark the selected event’s time range on its track: what runs inside it (again: unmark)'],
   ['F', 'fit the selected event (or the marked range) to the window'],
+  ['P', 'pin the selected event’s track at the top (again: unpin); the filter box shows only the tracks whose name holds its text'],
   ['0', 'reset zoom to the whole trace'],
   ['/', 'focus the search box; Enter: search from the window start, then next result; Shift+Enter: previous'],
   ['Esc', 'clear the mark, then the selection; close this help'],

@@ -180,6 +180,10 @@ export function attachInput(viewer) {
       case 'M':
         viewer.markSelection();
         break;
+      case 'p':
+      case 'P':
+        viewer.togglePinSelected();
+        break;
       case '?':
         viewer.toggleHelp();
         break;

@@ -15,6 +15,8 @@ export const TRACK_PADDING = 3;
 export const COUNTER_HEIGHT = 38;
 /** The section index of the counter tracks (they come first). */
 export const COUNTERS = 'counters';
+/** The section index of the pinned tracks (after the counters). */
+export const PINNED = 'pinned';
 
 /** Width of the label column for a canvas `width` CSS pixels wide. */
 export function labelWidth(width) {
@@ -24,15 +26,31 @@ export function labelWidth(width) {
 /**
  * Rows for `sections` (from /api/trace/meta) with the sections whose index is in
  * `collapsed` shown as their header only, after a Counters section of `counters` (the
- * series of /api/trace/counters, `{name, group}`) when there are any. Returns `{rows,
- * height, byTrack}`, where a row is `{kind: 'section'|'track'|'counter', index,
+ * series of /api/trace/counters, `{name, group}`) when there are any, and a Pinned
+ * section of the tracks whose ids are in `pinned` (in pinning order; they leave their
+ * own section). With a `filter` text, only tracks and counters whose name (or whose
+ * section's name) holds it, ignoring case, and the sections that keep some. Returns
+ * `{rows, height, byTrack}`, where a row is `{kind: 'section'|'track'|'counter', index,
  * sectionIndex, section, track?, series?, y, height}` and `byTrack` maps a track id to
  * its row (or to its section's header when collapsed).
  */
-export function buildLayout(sections, collapsed, counters = []) {
+export function buildLayout(sections, collapsed, counters = [], { pinned = [], filter = '' } = {}) {
   const rows = [];
   const byTrack = new Map();
   let y = 0;
+  const needle = filter.trim().toLowerCase();
+  const matches = (...texts) => needle === '' || texts.some((text) => String(text).toLowerCase().includes(needle));
+  counters = counters.filter((series) => matches(series.name, series.group, 'Counters'));
+  const pinnedSet = new Set(pinned);
+  const allTracks = new Map(sections.flatMap((section) => section.tracks.map((track) => [track.id, track])));
+  const pinnedSection = { name: 'Pinned', tracks: pinned.map((id) => allTracks.get(id)).filter(Boolean) };
+  const shown = [
+    ...(pinnedSection.tracks.length ? [[PINNED, pinnedSection]] : []),
+    ...sections.map((section, sectionIndex) => [
+      sectionIndex,
+      { ...section, tracks: section.tracks.filter((track) => !pinnedSet.has(track.id) && matches(track.name, section.name)) },
+    ]),
+  ].filter(([index, section]) => index === PINNED || section.tracks.length > 0 || needle === '');
   if (counters.length > 0) {
     const section = { name: 'Counters', tracks: counters };
     rows.push({ kind: 'section', index: rows.length, sectionIndex: COUNTERS, section, y, height: SECTION_HEIGHT });
@@ -44,7 +62,7 @@ export function buildLayout(sections, collapsed, counters = []) {
       }
     }
   }
-  sections.forEach((section, sectionIndex) => {
+  shown.forEach(([sectionIndex, section]) => {
     const header = { kind: 'section', index: rows.length, sectionIndex, section, y, height: SECTION_HEIGHT };
     rows.push(header);
     y += SECTION_HEIGHT;

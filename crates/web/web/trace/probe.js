@@ -7,7 +7,8 @@ import { counterKey } from './draw.js';
 import { RULER_HEIGHT, levelCenter, rowsBetween } from './layout.js';
 
 /**
- * `{state(), events(), counters(), flows(), setSearchPageSize(n)}` for `viewer`. Positions are CSS
+ * `{state(), events(), counters(), tracks(), flows(), setSearchPageSize(n)}` for `viewer`
+ * (`tracks()`: the track rows in layout order, `{id, name, section}`). Positions are CSS
  * pixels in the page's viewport, as mouse events use them.
  */
 export function traceProbe(viewer) {
@@ -23,6 +24,7 @@ export function traceProbe(viewer) {
     }),
     events: () => drawnEvents(viewer),
     counters: () => drawnCounters(viewer),
+    tracks: () => viewer.layout.rows.filter((row) => row.kind === 'track').map((row) => ({ id: row.track.id, name: row.track.name, section: row.section.name })),
     flows: () => drawnFlows(viewer),
     setSearchPageSize: (size) => {
       viewer.search.pageSize = size;

@@ -60,6 +60,10 @@ class TraceViewer {
     this.counterSeries = [];
     this.counterData = new Map();
     this.countersController = null;
+    /** Pinned track ids (shown first, in pinning order) and the track filter text, both kept in the URL. */
+    const params = context.params;
+    this.pinned = params && params.get('pinned') ? params.get('pinned').split(',').map(Number).filter(Number.isFinite) : [];
+    this.trackFilter = (params && params.get('track_filter')) || '';
     this.detailsShown = false;
     this.paneTab = 'details';
     this.paneClosed = false;
@@ -106,6 +110,8 @@ class TraceViewer {
     this.details = new DetailsPane(this.detailsElement, {
       onJump: (id) => this.jumpTo(id, 'center'),
       onZoom: (startPs, endPs) => this.setWindow(fitRange(this.trace, startPs, endPs - startPs)),
+      onPin: (track) => this.togglePin(track),
+      isPinned: (track) => this.pinned.includes(track),
     });
     this.rangeElement = h('div', { class: 'tv-details tv-range-pane', hidden: true });
     this.range = new RangePane(this.rangeElement, this.api, {
@@ -136,6 +142,14 @@ class TraceViewer {
       ),
       h('div', { class: 'tv-pane-body' }, this.detailsElement, this.rangeElement, this.search.list),
     );
+    this.filterInput = h('input', {
+      class: 'tv-track-filter',
+      type: 'search',
+      placeholder: 'Filter tracks',
+      'aria-label': 'Show only the tracks whose name holds this text',
+      value: this.trackFilter,
+      oninput: () => this.setTrackFilter(this.filterInput.value),
+    });
     this.rangeLabel = h('span', { class: 'tv-range' });
     this.markLabel = h('span', { class: 'tv-mark', hidden: true });
     this.status = h('span', { class: 'tv-status' });
@@ -147,6 +161,7 @@ class TraceViewer {
         'div',
         { class: 'tv-toolbar' },
         this.search.bar,
+        this.filterInput,
         this.rangeLabel,
         this.markLabel,
         this.flowNote,
@@ -369,6 +384,29 @@ class TraceViewer {
     else this.setMark({ startPs, endPs, tracks: [this.selected.track] });
   }
 
+  /** Shows only the tracks (and counters) whose name holds `text`; '' shows all. */
+  setTrackFilter(text) {
+    this.trackFilter = text;
+    this.rebuildLayout();
+    this.requestDraw();
+    this.requestView();
+    this.setParams({ track_filter: text || null });
+  }
+
+  /** `P`: pins the selected event's track at the top, or unpins it. */
+  togglePinSelected() {
+    if (this.selected) this.togglePin(this.selected.track);
+  }
+
+  /** Pins track `id` first (under the counters), or returns it to its section. */
+  togglePin(id) {
+    this.pinned = this.pinned.includes(id) ? this.pinned.filter((one) => one !== id) : [...this.pinned, id];
+    this.rebuildLayout();
+    this.revealTrack(id);
+    this.setParams({ pinned: this.pinned.length ? this.pinned.join(',') : null });
+    if (this.selected) this.details.setPinned(this.pinned.includes(this.selected.track));
+  }
+
   /** Every track id of the host. */
   allTrackIds() {
     return [...this.trackNames.keys()];
@@ -499,9 +537,10 @@ class TraceViewer {
 
   rebuildLayout() {
     const sections = this.meta && Array.isArray(this.meta.sections) ? this.meta.sections : [];
-    this.layout = buildLayout(sections, this.collapsed, this.counterSeries);
+    this.layout = buildLayout(sections, this.collapsed, this.counterSeries, { pinned: this.pinned, filter: this.trackFilter });
     this.spacer.style.height = `${RULER_HEIGHT + this.layout.height}px`;
     this.root.dataset.tracks = String(this.layout.rows.filter((row) => row.kind === 'track').length);
+    this.root.dataset.pinned = this.pinned.join(',');
   }
 
   /** Click at (x, y): a section header folds, an event is selected, a merged run described. */
@@ -680,9 +719,10 @@ class TraceViewer {
   draw() {
     if (this.destroyed || !this.meta) return;
     this.ctx.setTransform(this.ratio, 0, 0, this.ratio, 0, 0);
-    const { flowsHidden } = drawScene(this.ctx, this.scene());
+    const { flowsHidden, flowsDrawn } = drawScene(this.ctx, this.scene());
+    this.root.dataset.flowsDrawn = String(flowsDrawn);
     this.flowNote.hidden = flowsHidden === 0;
-    this.flowNote.textContent = `${flowsHidden.toLocaleString('en-US')} flow arrows hidden (zoom in)`;
+    this.flowNote.textContent = `${flowsHidden.toLocaleString('en-US')} flow arrows not drawn, too dense (zoom in)`;
     this.root.dataset.flowsHidden = String(flowsHidden);
   }
 

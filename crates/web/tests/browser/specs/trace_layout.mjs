@@ -30,6 +30,10 @@ export default async function traceLayout(t) {
     assert.equal(await page.getAttribute('.tv', 'data-pane'), 'closed', `${label}: no pane before anything is chosen`);
     assert.ok(closed.page <= size.height, `${label}: the page is ${closed.page} px high in a ${size.height} px window`);
     assert.ok(closed.timeline >= 0.75 * size.height, `${label}: the timeline gets ${closed.timeline} of ${size.height} px`);
+    // Too many flows for the width: a readable share is drawn, not none.
+    const hidden = Number(await page.getAttribute('.tv', 'data-flows-hidden'));
+    const drawn = Number(await page.getAttribute('.tv', 'data-flows-drawn'));
+    if (hidden > 0) assert.ok(drawn > 0 && drawn <= size.width / 3, `${label}: ${drawn} flow arrows drawn, ${hidden} left out`);
     await t.screenshot(`trace_layout-${label}-closed`);
 
     await markFromTheRuler(page, 0.3, 0.6);
@@ -54,8 +58,43 @@ export default async function traceLayout(t) {
     assert.ok((await room(page)).timeline >= 0.75 * size.height, `${label}: closing the pane gives the room back`);
   }
   await checkHeldZoom(t);
+  await checkPinAndFilter(t, query);
   await checkCounters(t, query);
   await checkSearchResults(t, query);
+}
+
+/** P pins the selected event's track first (in the URL); the filter box keeps the tracks whose name holds its text. */
+async function checkPinAndFilter(t, query) {
+  const { page, assert } = t;
+  const probe = (what) => page.evaluate((name) => document.querySelector('.tv').traceViewerProbe[name](), what);
+  await page.goto(new URL(`?${query}&tool=trace_viewer`, t.baseUrl).href);
+  await page.waitForSelector('.tv[data-ready="1"]');
+  await settle(page);
+  const before = await probe('tracks');
+  const events = (await probe('events')).filter((event) => event.width >= 4);
+  const target = events.reduce((best, event) => (event.track > best.track ? event : best), events[0]);
+  assert.ok(target, 'an event to select');
+  await page.mouse.click(target.x, target.y);
+  await page.waitForFunction((id) => document.querySelector('.tv').dataset.selected === String(id), target.id);
+  await page.locator('.tv-stage').focus();
+  await page.keyboard.press('p');
+  const pinned = await probe('tracks');
+  assert.equal(pinned[0].id, target.track, 'P puts the track first');
+  assert.equal(pinned[0].section, 'Pinned');
+  assert.equal(pinned.length, before.length, 'a pinned track leaves its section');
+  assert.match(page.url(), new RegExp(`[?&]pinned=${target.track}(&|$)`), 'the pin is in the URL');
+  assert.equal(await page.textContent('.tv-pin'), 'Unpin track (P)');
+  await page.click('.tv-pin');
+  assert.deepEqual((await probe('tracks')).map((track) => track.id), before.map((track) => track.id), 'unpinned, the order is back');
+
+  const word = before[before.length - 1].name.split(/[\s(/]+/).find((part) => part.length >= 3) || before[0].name;
+  await page.fill('.tv-track-filter', word);
+  const filtered = await probe('tracks');
+  assert.ok(filtered.length > 0, `some track matches ${word}`);
+  assert.ok(filtered.every((track) => `${track.name} ${track.section}`.toLowerCase().includes(word.toLowerCase())), `only tracks holding ${word}`);
+  assert.match(page.url(), /[?&]track_filter=/, 'the filter is in the URL');
+  await page.fill('.tv-track-filter', '');
+  assert.equal((await probe('tracks')).length, before.length, 'an empty filter shows every track');
 }
 
 /** Counter tracks: one row per series of /api/trace/counters, drawn, with its reading on hover. */
