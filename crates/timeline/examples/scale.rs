@@ -1,7 +1,8 @@
 //! The timeline index at scale: builds the index of a generated trace of 100 million
 //! events ([`Synthetic::realistic`]: 8 streams, 24 threads, nested stacks, log-uniform
 //! durations, 50 000 names), writes it, reopens it (mapped, checksum verified) and
-//! times random viewport queries, searches and lookups. Prints rates, sizes, latency
+//! times random viewport queries, searches, lookups and range aggregates (the trace
+//! viewer's Shift+drag table, over every track). Prints rates, sizes, latency
 //! percentiles and peak memory (`VmHWM`). Not a test; numbers go into notes.
 //!
 //! ```text
@@ -40,6 +41,7 @@ fn main() -> Result<()> {
     time_viewports(&index, queries, &mut rng);
     time_searches(&index);
     time_lookups(&index, queries, &mut rng);
+    time_aggregates(&index);
     println!("memory at the end: {}", memory());
     drop(index);
     std::fs::remove_file(&path)?;
@@ -158,6 +160,27 @@ fn time_searches(index: &TimelineIndex) {
         let t = Instant::now();
         let found = index.search(query, 100);
         println!("search {query:>22}: {:>9.3} ms, {} matches", ms(t.elapsed()), found.total);
+    }
+}
+
+/// Range aggregates over every track: the whole trace, a tenth and a hundredth of it.
+fn time_aggregates(index: &TimelineIndex) {
+    let (start, end) = index.span_ps();
+    let tracks: Vec<u32> = (0..index.track_count()).collect();
+    for share in [1, 10, 100] {
+        // The whole trace, else a share of it from a third in.
+        let from = if share == 1 { start } else { start + (end - start) / 3 };
+        let to = from + (end - start) / share;
+        let t = Instant::now();
+        let aggregate = index.aggregate(from, to, &tracks);
+        let took = t.elapsed();
+        println!(
+            "aggregate 1/{share:<3} of the trace: {:>9.3} ms, {} events, {} names ({:.1} M events/s)",
+            ms(took),
+            aggregate.events,
+            aggregate.rows.len(),
+            aggregate.events as f64 / 1e6 / took.as_secs_f64().max(1e-9)
+        );
     }
 }
 

@@ -188,7 +188,7 @@ impl TimelineBuilder {
             let mut names: Vec<Option<NameId>> = vec![None; plane.event_metadata.len()];
             for line_index in line_order(plane, kind) {
                 let line = &plane.lines[line_index];
-                let track = self.track(section, &track_name(line))?;
+                let track = self.track(section, &track_name(line, line_index))?;
                 let steps = line.name == STEPS_LINE;
                 let at = |event: usize| {
                     ModelRef { plane: plane_index as u32, line: line_index as u32, event: event as u32 }
@@ -365,11 +365,12 @@ pub fn event_args(host: &Host, at: ModelRef) -> Option<Vec<(String, String)>> {
 
 /// What a line's track is called: its name, or, where the profile names it only by its
 /// id (a Kineto thread with no `thread_name` record, `thread N`) or not at all, a name
-/// that says so (`unnamed thread N`, `unnamed line N`).
-fn track_name(line: &Line) -> String {
+/// that says so (`unnamed thread N`; `unnamed line N` for the plane's `index`th line,
+/// counted from 1, since an unnamed line's id may be a hash of its key).
+fn track_name(line: &Line, index: usize) -> String {
     let name = line.shown_name();
     if name.is_empty() {
-        format!("unnamed line {}", line.display_id)
+        format!("unnamed line {}", index + 1)
     } else if name.strip_prefix("thread ").is_some_and(|id| id == line.display_id.to_string()) {
         format!("unnamed {name}")
     } else {
@@ -390,11 +391,11 @@ mod tests {
     #[test]
     fn tracks_named_only_by_an_id_say_they_are_unnamed() {
         let named = |id: i64, name: &str| Line { display_id: id, ..Line::new(id, name) };
-        assert_eq!(track_name(&named(12, "thread 12")), "unnamed thread 12");
-        assert_eq!(track_name(&named(-247_463_936, "thread -247463936")), "unnamed thread -247463936");
-        assert_eq!(track_name(&named(7, "")), "unnamed line 7");
-        assert_eq!(track_name(&named(3, "thread 3 (python)")), "thread 3 (python)");
-        assert_eq!(track_name(&named(3, "thread 4")), "thread 4", "a name that is not its own id stays");
+        assert_eq!(track_name(&named(12, "thread 12"), 0), "unnamed thread 12");
+        assert_eq!(track_name(&named(-247_463_936, "thread -247463936"), 0), "unnamed thread -247463936");
+        assert_eq!(track_name(&named(5_472_609_002_491_880_000, ""), 6), "unnamed line 7");
+        assert_eq!(track_name(&named(3, "thread 3 (python)"), 0), "thread 3 (python)");
+        assert_eq!(track_name(&named(3, "thread 4"), 0), "thread 4", "a name that is not its own id stays");
     }
 
     fn line(id: i64, name: &str, events: &[TestEvent<'_>]) -> Line {
