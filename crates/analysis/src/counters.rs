@@ -6,6 +6,8 @@
 //!   `mlprof run` and `attach` record on `/host:counters` (CPU, memory and I/O of each
 //!   process, NVML's GPU counters), and XProf's own counter lines. A series per (line,
 //!   event name): `python3 (pid 12)` / `CPU (%)`;
+//! - **Chrome-trace counter events** (`ph: "C"`, as Kineto and other tracers write them):
+//!   each numeric arg a series, named `event arg`, grouped by the event's thread;
 //! - **PyTorch's memory**: the `Total Allocated` and `Total Reserved` bytes after each
 //!   `[memory]` event (`profile_memory=True`), a series each per device.
 //!
@@ -37,6 +39,7 @@ pub struct CounterSeries {
 pub fn counter_series(host: &Host) -> Vec<CounterSeries> {
     let mut series: BTreeMap<(String, String), Vec<(i64, f64)>> = BTreeMap::new();
     counter_events(host, &mut series);
+    chrome_counters(host, &mut series);
     pytorch_memory(host, &mut series);
     series
         .into_iter()
@@ -60,6 +63,32 @@ fn counter_events(host: &Host, series: &mut BTreeMap<(String, String), Vec<(i64,
                     .entry((line.shown_name().to_string(), name.clone()))
                     .or_default()
                     .push((event.start_ps(), value));
+            }
+        }
+    }
+}
+
+/// The numeric args of Chrome-trace counter events (metadata stat `ph` = `C`), by (line,
+/// `event arg`).
+fn chrome_counters(host: &Host, series: &mut BTreeMap<(String, String), Vec<(i64, f64)>>) {
+    for plane in &host.planes {
+        let Some(ph) = plane.find_stat_key("ph") else { continue };
+        let counters: Vec<bool> = plane
+            .event_metadata
+            .iter()
+            .map(|m| plane.metadata_stat(m, ph).and_then(|v| plane.str_value(&plane.metadata_stats, v)) == Some("C"))
+            .collect();
+        if !counters.contains(&true) {
+            continue;
+        }
+        for line in &plane.lines {
+            for event in line.iter().filter(|e| counters.get(e.metadata_index() as usize).copied().unwrap_or(false)) {
+                let name = plane.metadata_of(&event).map_or("", |m| m.name.as_str());
+                for stat in event.stats() {
+                    let Some(value) = xstats::as_f64(stat.value) else { continue };
+                    let key = (line.shown_name().to_string(), format!("{name} {}", plane.stat_name(stat.key)));
+                    series.entry(key).or_default().push((event.start_ps(), value));
+                }
             }
         }
     }

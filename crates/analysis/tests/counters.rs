@@ -52,3 +52,21 @@ fn pytorch_memory_follows_the_totals_of_each_memory_event() {
     assert!(series.iter().any(|s| s.name == "Reserved (bytes)"));
     assert!(allocated.iter().all(|s| s.group.starts_with("PyTorch memory, ")), "{allocated:?}");
 }
+
+#[test]
+fn chrome_counter_events_are_a_series_per_numeric_arg() {
+    let trace = br#"{"traceEvents": [
+      {"ph": "M", "name": "thread_name", "pid": 1, "tid": 7, "args": {"name": "worker"}},
+      {"ph": "X", "name": "op", "pid": 1, "tid": 7, "ts": 1, "dur": 10},
+      {"ph": "C", "name": "queue", "pid": 1, "tid": 7, "ts": 2, "args": {"length": 3, "label": "a"}},
+      {"ph": "C", "name": "queue", "pid": 1, "tid": 7, "ts": 5, "args": {"length": 7.5}}
+    ]}"#;
+    let host = mlprof_formats::kineto::read_kineto(trace, "trace.json", "host").expect("the trace parses");
+    let series = counter_series(&host);
+    assert_eq!(series.len(), 1, "{series:?}");
+    assert_eq!(series[0].name, "queue length");
+    assert_eq!(series[0].group, "worker");
+    let values: Vec<f64> = series[0].points.iter().map(|&(_, v)| v).collect();
+    assert_eq!(values, [3.0, 7.5]);
+    assert!(series[0].points[0].0 < series[0].points[1].0);
+}
