@@ -5,10 +5,8 @@
 // selected event live in the page URL (`start_ps`, `end_ps`, `event`) so a view can be
 // shared. Module map: api (HTTP), loader (view requests), store (what arrived), layout
 // (rows), viewport (window math), draw (canvas), input (mouse/keys), details, range,
-// search, help (panes), time and palette (formatting, colours). The pane under the
-// timeline opens only when it has something to show (a selected event, a marked
-// range's totals, search results), can be closed and resized, and leaves the timeline
-// the rest of the window.
+// search, help (panes), pane (the pane under the timeline that holds them), time and
+// palette (formatting, colours).
 
 import { TraceApi, isAbort } from './api.js';
 import { DetailsPane } from './details.js';
@@ -18,6 +16,7 @@ import { helpOverlay } from './help.js';
 import { attachInput } from './input.js';
 import { LEVEL_HEIGHT, RULER_HEIGHT, TRACK_PADDING, buildLayout, labelWidth, rowAt, rowsBetween } from './layout.js';
 import { ViewLoader } from './loader.js';
+import { BottomPane } from './pane.js';
 import { traceProbe } from './probe.js';
 import { RangePane } from './range.js';
 import { SearchPanel } from './search.js';
@@ -65,8 +64,6 @@ class TraceViewer {
     this.pinned = params && params.get('pinned') ? params.get('pinned').split(',').map(Number).filter(Number.isFinite) : [];
     this.trackFilter = (params && params.get('track_filter')) || '';
     this.detailsShown = false;
-    this.paneTab = 'details';
-    this.paneClosed = false;
     this.frameRequest = 0;
     this.urlTimer = 0;
     this.eventController = null;
@@ -102,7 +99,7 @@ class TraceViewer {
       onError: (error) => this.setStatus(`search: ${error.message}`, true),
       trackName: (id) => this.trackName(id),
       onListChange: (shown) => {
-        if (shown) this.paneClosed = false;
+        if (shown) this.pane.closed = false;
         this.refreshPane();
       },
     });
@@ -118,30 +115,14 @@ class TraceViewer {
       trackName: (id) => this.trackName(id),
       onError: (error) => this.setStatus(`range: ${error.message}`, true),
     });
-    this.paneTabs = h('div', { class: 'tv-pane-tabs', role: 'tablist' });
-    this.splitter = h('div', { class: 'tv-splitter', title: 'Drag to resize the pane', role: 'separator' });
-    this.bottom = h(
-      'div',
-      { class: 'tv-bottom', hidden: true },
-      this.splitter,
-      h(
-        'div',
-        { class: 'tv-pane-head' },
-        this.paneTabs,
-        h(
-          'button',
-          {
-            class: 'tv-button tv-pane-close',
-            type: 'button',
-            title: 'Close this pane (the selection and the mark stay)',
-            'aria-label': 'Close the pane',
-            onclick: () => this.closePane(),
-          },
-          '×',
-        ),
-      ),
-      h('div', { class: 'tv-pane-body' }, this.detailsElement, this.rangeElement, this.search.list),
-    );
+    this.pane = new BottomPane({
+      details: this.detailsElement,
+      range: this.rangeElement,
+      results: this.search.list,
+      onShown: (what) => {
+        this.root.dataset.pane = what;
+      },
+    });
     this.filterInput = h('input', {
       class: 'tv-track-filter',
       type: 'search',
@@ -178,7 +159,7 @@ class TraceViewer {
         ),
       ),
       this.stage,
-      this.bottom,
+      this.pane.element,
     );
     this.root.traceViewerProbe = traceProbe(this);
     this.element.replaceChildren(this.root);
@@ -196,7 +177,7 @@ class TraceViewer {
     this.scroller.addEventListener('scroll', this.onScroll);
     this.resizeObserver = new ResizeObserver(() => this.resize());
     this.resizeObserver.observe(this.stage);
-    this.detachSplitter = attachSplitter(this.splitter, this.bottom, this.root);
+    this.detachSplitter = this.pane.attachSplitter(this.root);
     const main = this.element.closest('main');
     if (main) main.classList.add('tv-full-height');
     this.loadMeta();
@@ -351,8 +332,7 @@ class TraceViewer {
     this.mark = mark && mark.endPs > mark.startPs ? { ...mark, tracks: mark.tracks && mark.tracks.length ? mark.tracks : this.allTrackIds() } : null;
     if (this.mark) {
       const { startPs, endPs } = this.mark;
-      this.paneTab = 'range';
-      this.paneClosed = false;
+      this.pane.open('range');
       this.range.show(this.mark);
       this.markLabel.hidden = false;
       this.markLabel.title = `${formatTime(startPs, 1000)} – ${formatTime(endPs, 1000)}`;
@@ -438,53 +418,17 @@ class TraceViewer {
   /** Opens the pane on the details of an event or merged run. */
   showDetails() {
     this.detailsShown = true;
-    this.paneTab = 'details';
-    this.paneClosed = false;
+    this.pane.open('details');
     this.refreshPane();
   }
 
-  /** Closes the pane until something new is selected, marked or searched. */
-  closePane() {
-    this.paneClosed = true;
-    this.refreshPane();
-  }
-
-  /** Shows the pane when it has something to show (and was not closed), with its tabs. */
+  /** Tells the pane what it has to show. */
   refreshPane() {
-    const hasRange = this.mark !== null;
-    const hasDetails = this.detailsShown;
-    const hasSearch = !this.search.list.hidden;
-    if (this.paneTab === 'range' && !hasRange) this.paneTab = 'details';
-    if (this.paneTab === 'details' && !hasDetails && hasRange) this.paneTab = 'range';
-    const open = !this.paneClosed && (hasDetails || hasRange || hasSearch);
-    this.bottom.hidden = !open;
-    this.detailsElement.hidden = !(this.paneTab === 'details' && hasDetails);
-    this.rangeElement.hidden = !(this.paneTab === 'range' && hasRange);
-    this.bottom.classList.toggle('tv-search-only', this.detailsElement.hidden && this.rangeElement.hidden);
-    const tab = (name, label) =>
-      h(
-        'button',
-        {
-          class: 'tv-pane-tab',
-          type: 'button',
-          role: 'tab',
-          'aria-selected': String(this.paneTab === name),
-          onclick: () => {
-            this.paneTab = name;
-            this.refreshPane();
-          },
-        },
-        label,
-      );
-    const tabs = [
-      hasDetails ? tab('details', this.selected ? 'Event' : 'Merged events') : null,
-      hasRange ? tab('range', 'Range') : null,
-      hasSearch && !this.bottom.classList.contains('tv-search-only')
-        ? h('span', { class: 'tv-muted tv-pane-note' }, 'search results at the right')
-        : null,
-    ];
-    this.paneTabs.replaceChildren(...tabs.filter((node) => node !== null));
-    this.root.dataset.pane = open ? this.paneTab : 'closed';
+    this.pane.refresh({
+      hasDetails: this.detailsShown,
+      hasRange: this.mark !== null,
+      detailsLabel: this.selected ? 'Event' : 'Merged events',
+    });
   }
 
   /** Esc: closes the help, else clears the mark, else the selection. */
@@ -813,38 +757,4 @@ function ensureStylesheet() {
     dataset: { traceViewer: '1' },
   });
   document.head.append(link);
-}
-
-/**
- * Lets `splitter` (the pane's top edge) resize `pane` by dragging, between 80 px and
- * 75 % of `root`; returns a function that unwires it.
- */
-function attachSplitter(splitter, pane, root) {
-  let from = null;
-  const down = (event) => {
-    if (event.button !== 0) return;
-    from = { y: event.clientY, height: pane.getBoundingClientRect().height };
-    splitter.setPointerCapture(event.pointerId);
-    event.preventDefault();
-  };
-  const move = (event) => {
-    if (!from) return;
-    const most = root.getBoundingClientRect().height * 0.75;
-    const height = Math.min(most, Math.max(80, from.height + from.y - event.clientY));
-    pane.style.flexBasis = `${Math.round(height)}px`;
-  };
-  const up = (event) => {
-    from = null;
-    if (splitter.hasPointerCapture(event.pointerId)) splitter.releasePointerCapture(event.pointerId);
-  };
-  splitter.addEventListener('pointerdown', down);
-  splitter.addEventListener('pointermove', move);
-  splitter.addEventListener('pointerup', up);
-  splitter.addEventListener('pointercancel', up);
-  return () => {
-    splitter.removeEventListener('pointerdown', down);
-    splitter.removeEventListener('pointermove', move);
-    splitter.removeEventListener('pointerup', up);
-    splitter.removeEventListener('pointercancel', up);
-  };
 }
