@@ -2,9 +2,8 @@
 // coloured segment per series, hover details per column.
 
 import { s, h } from '../lib/dom.js';
-import { color, emptyChart, figure, hoverDetails, legend, linear, niceTicks, tickFormatter } from './common.js';
+import { chartWidth, color, emptyChart, figure, hoverDetails, legend, linear, niceTicks, tickFormatter } from './common.js';
 
-const WIDTH = 760;
 const HEIGHT = 300;
 const MARGIN = { top: 12, right: 16, bottom: 48, left: 64 };
 
@@ -23,6 +22,7 @@ export function stackedColumns({ title, columns, series, yLabel = '', xLabel = '
   const max = Math.max(0, ...totals);
   if (columns.length === 0 || max <= 0) return emptyChart(title, empty);
 
+  const WIDTH = chartWidth();
   const ticks = niceTicks(0, max);
   const tickText = tickFormatter(ticks);
   const top = ticks[ticks.length - 1];

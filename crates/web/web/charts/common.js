@@ -132,6 +132,18 @@ export function figure(title, body, { className = '' } = {}) {
   return h('figure', { class: `chart ${className}`.trim() }, title ? h('figcaption', {}, title) : null, body);
 }
 
+/**
+ * The width (CSS px) a full-width chart is drawn at: the page's content width when it is
+ * drawn, between 760 and 1600, so its text stays at its size on wide screens instead of
+ * the chart stopping at a fixed width or growing tall.
+ */
+export function chartWidth() {
+  const main = document.querySelector('main');
+  // The page's padding and a card's padding and border.
+  const width = main ? main.clientWidth - 90 : 760;
+  return Math.round(Math.min(1600, Math.max(760, width)));
+}
+
 /** The text shown instead of a chart with nothing to draw. */
 export function emptyChart(title, message) {
   return figure(title, h('p', { class: 'chart-empty' }, message));

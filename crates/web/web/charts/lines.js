@@ -3,9 +3,8 @@
 // shows its details; legend entries hide and show series.
 
 import { s, h } from '../lib/dom.js';
-import { color, emptyChart, figure, hideTooltip, legend, linear, niceTicks, showTooltip, tickFormatter } from './common.js';
+import { chartWidth, color, emptyChart, figure, hideTooltip, legend, linear, niceTicks, showTooltip, tickFormatter } from './common.js';
 
-const WIDTH = 760;
 const HEIGHT = 320;
 const MARGIN = { top: 14, right: 70, bottom: 44, left: 76 };
 
@@ -19,6 +18,7 @@ const MARGIN = { top: 14, right: 70, bottom: 44, left: 76 };
  */
 export function lineChart({ title, x, xLabel = '', xFormat = null, left, right = null, details, steps = false }) {
   if (x.length === 0) return emptyChart(title, 'No points.');
+  const WIDTH = chartWidth();
   const axes = [left, right].filter(Boolean);
   let colorIndex = 0;
   const all = [];

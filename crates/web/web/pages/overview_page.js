@@ -76,9 +76,11 @@ function environment(env) {
   return properties([
     ['Hosts', `${env.hosts.length}: ${env.hosts.join(', ')}`],
     ['Device type', env.device_type],
-    ['Device cores', String(env.device_core_count)],
-    ['Job', env.is_training ? 'training' : 'not known to be training'],
-  ], { id: 'environment' });
+    // A CPU-only profile has no device cores to count.
+    env.device_core_count > 0 ? ['Device cores', String(env.device_core_count)] : null,
+    // XProf marks training by its own signs; their absence does not make a job inference.
+    ['Job', env.is_training ? 'training' : 'training not detected'],
+  ].filter((row) => row !== null), { id: 'environment' });
 }
 
 function precision(result) {

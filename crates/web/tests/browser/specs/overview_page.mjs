@@ -26,6 +26,9 @@ export default async function (t) {
   const columns = page.locator('#section-step_time_by_category_ms figure .column');
   if (steps.length > 0 && steps.some((step) => step.step_time_ms > 0)) {
     assert.equal(await columns.count(), steps.length, 'one column per step');
+    // The chart takes the card's width (1400 px window: about 1000 px), not a fixed 900 px, at its height.
+    const chart = await page.locator('#section-step_time_by_category_ms svg.columns').boundingBox();
+    assert.ok(chart.width > 950 && chart.height < 330, `the step chart is ${chart.width}×${chart.height} px`);
     const tip = await tooltipOf(page, columns.first().locator('rect.hit'));
     assert.ok(tip.includes(steps[0].step_name), `the tooltip names the step: ${tip}`);
     assertShowsMs(assert, await tooltipValue(page, 'Step time'), steps[0].step_time_ms, 'step time in the tooltip (ms)');
