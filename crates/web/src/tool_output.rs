@@ -7,6 +7,7 @@
 //! JSON value, never references into the session — so a cached result outlives its
 //! session being dropped from memory.
 
+use std::fmt::Debug;
 use std::sync::Arc;
 
 use mlprof_analysis::tool::{Analysis, Options, ToolId};
@@ -14,7 +15,7 @@ use mlprof_model::Session;
 
 use crate::blocking::on_blocking_thread;
 use crate::error::ApiError;
-use crate::once_cache::OnceCache;
+use crate::once_cache::{OnceCache, RunKey};
 use crate::select;
 use crate::state::AppState;
 use crate::tool_request::ToolRequest;
@@ -31,22 +32,27 @@ pub async fn tool_output(state: &Arc<AppState>, request: &ToolRequest) -> Result
     .await
 }
 
-/// The value `cache` holds for `request`, or `make` of the request's run's session,
-/// computed on a blocking thread (to its end, even if every request waiting for it goes
-/// away; a panic answers 500 naming `what`) and kept in `cache`.
-pub(crate) async fn from_session<V: Send + Sync + 'static>(
+/// The value `cache` holds for `key` (a tool request, a run's host), or `make` of the
+/// session of the key's run, computed on a blocking thread (to its end, even if every
+/// request waiting for it goes away; a panic answers 500 naming `what`) and kept in
+/// `cache`.
+pub(crate) async fn from_session<K, V>(
     state: &Arc<AppState>,
-    cache: &OnceCache<ToolRequest, Arc<V>>,
-    request: &ToolRequest,
+    cache: &OnceCache<K, Arc<V>>,
+    key: &K,
     what: String,
-    make: impl FnOnce(&Session, ToolRequest) -> Result<V, ApiError> + Send + 'static,
-) -> Result<Arc<V>, ApiError> {
-    let owned = (Arc::clone(state), request.clone());
+    make: impl FnOnce(&Session, K) -> Result<V, ApiError> + Send + 'static,
+) -> Result<Arc<V>, ApiError>
+where
+    K: RunKey + Clone + Eq + Debug + Send + Sync + 'static,
+    V: Send + Sync + 'static,
+{
+    let owned = (Arc::clone(state), key.clone());
     cache
-        .get_or_compute(request, move || async move {
-            let (state, request) = owned;
-            let session = state.session(&request.run).await?;
-            on_blocking_thread(what, move || make(&session, request)).await?.map(Arc::new)
+        .get_or_compute(key, move || async move {
+            let (state, key) = owned;
+            let session = state.session(key.run()).await?;
+            on_blocking_thread(what, move || make(&session, key)).await?.map(Arc::new)
         })
         .await
 }

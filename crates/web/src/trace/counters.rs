@@ -16,6 +16,7 @@ use crate::blocking::on_blocking_thread;
 use crate::error::ApiError;
 use crate::params::ApiQuery;
 use crate::state::{AppState, HostKey};
+use crate::tool_output::from_session;
 
 /// The query of `counters`.
 #[derive(Debug, Deserialize)]
@@ -68,23 +69,16 @@ pub(crate) async fn counters(
 
 /// The counter series of `host` of `run`: kept, or read off its session.
 async fn host_series(state: &Arc<AppState>, run: &str, host: &str) -> Result<Arc<Vec<CounterSeries>>, ApiError> {
-    let key = HostKey::new(run, host);
-    let owned = (Arc::clone(state), key.clone());
-    state
-        .counter_series()
-        .get_or_compute(&key, move || async move {
-            let (state, key) = owned;
-            let session = state.session(&key.run).await?;
-            on_blocking_thread("reading the counters", move || {
-                let model =
-                    session.hosts.iter().find(|h| h.name == key.host).ok_or_else(|| {
-                        ApiError::not_found(format!("no host named {:?} in run {}", key.host, key.run))
-                    })?;
-                Ok(Arc::new(counter_series(model)))
-            })
-            .await?
-        })
-        .await
+    let what = "reading the counters".to_string();
+    from_session(state, state.counter_series(), &HostKey::new(run, host), what, |session, key| {
+        let model = session
+            .hosts
+            .iter()
+            .find(|h| h.name == key.host)
+            .ok_or_else(|| ApiError::not_found(format!("no host named {:?} in run {}", key.host, key.run)))?;
+        Ok(counter_series(model))
+    })
+    .await
 }
 
 /// `series` in `[start_ps, end_ps]` at `width_px` pixels (see the module docs).
