@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepared for the next GPU session (not yet run): where attach's cost to a job comes from.
+# Fourth GPU session (H100), first call (348 s): where attach's cost to a job comes from.
 # The jobs on CPUs 0-11, mlprof on 12-15, phases alternating attach (Python + native
 # stacks), attach --no-native and attach --sample-hz 0 (counters only), and the agent.
 # Run from the repo root on the device machine with a stripped mlprof in .dev/mlprof.
