@@ -2,7 +2,8 @@
 `mlprof attach`.
 
 The main thread spends its time in `hot_spin` for SECONDS (argv[1]) of wall time while
-a thread named `waiter` sleeps; with `workers` as argv[2], two forked worker processes
+a thread named `waiter` sleeps (in `time.sleep`, so only the OS's thread state says it
+idles); with `workers` as argv[2], two forked worker processes
 spin in `worker_spin` meanwhile. Prints `ready` once running (for attach) and `done`.
 """
 import multiprocessing
@@ -25,8 +26,9 @@ def worker_spin(seconds):
 
 
 def waiter(stop):
-    while not stop.wait(0.05):
-        pass
+    # time.sleep leaves no Python frame of its own: only the OS can tell this thread idles.
+    while not stop.is_set():
+        time.sleep(0.05)
 
 
 def main():

@@ -193,11 +193,14 @@ impl PythonSpy {
     // implementation of get_stack_traces, where we have a type for the InterpreterState
     fn _get_stack_traces<I: InterpreterState>(&mut self) -> Result<Vec<StackTrace>, Error> {
         // Query the OS to get if each thread in the process is running or not
+        // mlprof patch: only when the process is to be locked (the activity must be read
+        // before the lock, or every thread reads as stopped); otherwise each Python
+        // thread's activity is read after its stack (`python_thread_activity`), so a
+        // process with many threads that run no Python (XLA's and CUDA's pools) costs a
+        // sample nothing for them.
+        let activity_upfront = !self.config.gil_only && self.config.blocking == LockingStrategy::Lock;
         let mut thread_activity = HashMap::new();
-        if self.config.gil_only {
-            // Don't need to collect thread activity if we're only getting the
-            // GIL thread: If we're holding the GIL we're by definition active.
-        } else {
+        if activity_upfront {
             for thread in self.process.threads()?.iter() {
                 let threadid: Tid = thread.id()?;
                 let Ok(active) = thread.active() else {
@@ -283,7 +286,14 @@ impl PythonSpy {
                 // linux can see issues where pthread_ids get recycled for new OS threads,
                 // which totally breaks the caching we were doing here. Detect this and retry
                 if let Some(tid) = os_thread_id {
-                    if !thread_activity.is_empty() && !thread_activity.contains_key(&tid) {
+                    // mlprof patch: a thread whose activity cannot be read is not (or no
+                    // longer) one of the process's threads.
+                    let gone = if activity_upfront {
+                        !thread_activity.is_empty() && !thread_activity.contains_key(&tid)
+                    } else {
+                        !self.config.gil_only && python_thread_activity(self.process.pid, tid).is_none()
+                    };
+                    if gone {
                         info!("clearing away thread id caches, thread {} has exited", tid);
                         self.python_thread_ids.clear();
                         self.python_thread_names.clear();
@@ -307,8 +317,16 @@ impl PythonSpy {
             trace.active = true;
             if let Some(id) = trace.os_thread_id {
                 let id = id as Tid;
-                if let Some(active) = thread_activity.get(&id as _) {
-                    trace.active = *active;
+                // mlprof patch: read here, for this thread only, unless read up front.
+                let active = if activity_upfront {
+                    thread_activity.get(&id as _).copied()
+                } else if self.config.gil_only {
+                    None
+                } else {
+                    python_thread_activity(self.process.pid, id)
+                };
+                if let Some(active) = active {
+                    trace.active = active;
                 }
             }
 
@@ -633,4 +651,20 @@ impl PythonSpy {
             .insert(filename.to_owned(), shortened.clone());
         shortened
     }
+}
+
+/// mlprof patch: whether thread `tid` of process `pid` is running (`R` in its
+/// `/proc/PID/task/TID/stat`), or None when it is not a thread of `pid` (gone, or an id
+/// from another process) or its state cannot be read. One open and one read, no regular
+/// expression: this runs for every Python thread of every sample.
+fn python_thread_activity(pid: Pid, tid: Tid) -> Option<bool> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
+    let mut buf = [0u8; 512];
+    let read = file.read(&mut buf).ok()?;
+    let stat = buf.get(..read)?;
+    // The name, in parentheses, may itself hold ')': the state follows the last one.
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let state = stat.get(close + 1..)?.iter().find(|b| !b.is_ascii_whitespace())?;
+    Some(*state == b'R')
 }
