@@ -59,8 +59,16 @@ fn yield_to_the_job() {
 const STOP_WAIT: Duration = Duration::from_secs(2);
 /// How often `/proc` counters are read.
 const COUNTER_INTERVAL: Duration = Duration::from_millis(100);
-/// How often the process tree is looked at for new processes.
+/// How often the process tree is looked at for new processes, at least (see
+/// [`tree_interval`]).
 const TREE_INTERVAL: Duration = Duration::from_millis(250);
+/// At a low sample rate the tree is looked at once every this many samples: a look reads
+/// a file per thread of the tree (a JAX process on a GPU has 68 threads), which at the
+/// agent's 5 Hz cost more than the samples themselves.
+const SAMPLES_PER_TREE_LOOK: u32 = 5;
+/// How often the process tree is looked at, at most: a new process (a DataLoader worker)
+/// is sampled within a second.
+const TREE_INTERVAL_MAX: Duration = Duration::from_secs(1);
 /// How long a process that maps Python is given to bring its interpreter up before
 /// mlprof stops trying to read its stacks.
 const ATTACH_PATIENCE: Duration = Duration::from_secs(10);
@@ -75,6 +83,14 @@ const ATTACH_RETRY_MAX: Duration = Duration::from_secs(2);
 /// The interval between stack samples at `hz`, ns (the counters' interval at 0 Hz).
 pub fn interval_ns(hz: u32) -> i64 {
     if hz == 0 { COUNTER_INTERVAL.as_nanos() as i64 } else { 1_000_000_000 / i64::from(hz.min(MAX_HZ)) }
+}
+
+/// How often the process tree is looked at when sampling at `hz`: every
+/// [`TREE_INTERVAL`], or every [`SAMPLES_PER_TREE_LOOK`] samples when that is longer, up
+/// to [`TREE_INTERVAL_MAX`] (1 s at the agent's 5 Hz).
+fn tree_interval(hz: u32) -> Duration {
+    let samples = Duration::from_nanos(interval_ns(hz).unsigned_abs()) * SAMPLES_PER_TREE_LOOK;
+    if hz == 0 { TREE_INTERVAL } else { samples.clamp(TREE_INTERVAL, TREE_INTERVAL_MAX) }
 }
 
 /// What to sample.
@@ -241,13 +257,14 @@ impl Sampling {
         let mut next_sample = Instant::now();
         let mut next_tree = next_sample;
         let mut next_counters = next_sample;
+        let tree_every = tree_interval(self.options.hz);
         while !self.shared.stop.load(Ordering::Relaxed) {
             let now = Instant::now();
             if now >= next_tree {
                 if !self.look_at_tree(now) {
                     break;
                 }
-                next_tree = now + TREE_INTERVAL;
+                next_tree = now + tree_every;
             }
             if self.options.hz > 0 {
                 self.sample_stacks();
@@ -488,5 +505,20 @@ pub fn ptrace_hint(error: &str) -> &'static str {
          CAP_SYS_PTRACE: in a container, --cap-add SYS_PTRACE)"
     } else {
         ""
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tree_is_looked_at_every_quarter_second_or_every_five_samples_up_to_a_second() {
+        assert_eq!(tree_interval(100), Duration::from_millis(250));
+        assert_eq!(tree_interval(1000), Duration::from_millis(250));
+        assert_eq!(tree_interval(10), Duration::from_millis(500));
+        assert_eq!(tree_interval(5), Duration::from_secs(1));
+        assert_eq!(tree_interval(1), Duration::from_secs(1));
+        assert_eq!(tree_interval(0), Duration::from_millis(250));
     }
 }
