@@ -137,6 +137,24 @@ fn gpu_traces_have_no_dataloader_section_advice_about_input_unless_input_bound()
 }
 
 #[test]
+fn all_others_time_is_not_called_input_on_pytorch() {
+    // XProf would say "POTENTIALLY input-bound" (15.2 % 'All others') beside a 0.3 % input.
+    let analysis = input_pipeline(&load("tests/data/kineto/torch_gpu_h200/logdir")[0]);
+    let b = &analysis.bottleneck;
+    assert_eq!(b.input_classification, "both", "{b:?}");
+    assert!(b.input_percent < 1.0, "{b:?}");
+    assert!(
+        b.input_statement.starts_with("The steps are not waiting for input (the DataLoader: 0.3% of the step time)")
+            && b.input_statement.contains("15.2% of the step time is 'All others'"),
+        "{}",
+        b.input_statement
+    );
+    assert!(!b.input_statement.contains("input-bound"), "{}", b.input_statement);
+    assert!(analysis.next_step.contains("--tool transfers"), "{}", analysis.next_step);
+    assert!(!analysis.next_step.contains("DataLoader section"), "{}", analysis.next_step);
+}
+
+#[test]
 fn ranks_are_aligned_by_step_number_and_the_straggler_is_named() {
     let reference = reference();
     let sessions = load("tests/data/kineto/hta/trace_filter");

@@ -303,27 +303,48 @@ pub fn analyze(steps: &CombinedSteps, host_ops: &OpMetricsDb, step_source: Strin
 }
 
 /// Adds the DataLoader analysis of the PyTorch hosts among `hosts` (if any) to
-/// `result`, with PyTorch's advice in place of XProf's tf.data recommendations.
+/// `result`, with PyTorch's advice in place of XProf's tf.data recommendations, and
+/// sentences in PyTorch's terms: where XProf would call the steps "POTENTIALLY
+/// input-bound" for their 'All others' time while the DataLoader wait is small, the
+/// statement says the DataLoader is not the cause and what 'All others' is.
 pub fn add_dataloader_analysis(result: &mut InputPipelineAnalysis, hosts: &[&Host]) {
     let Some(analysis) = dataloader::analyze(hosts) else { return };
     result.recommendations = analysis.advice(result.bottleneck.input_percent);
-    let input_bound = matches!(result.bottleneck.input_classification.as_str(), "host" | "both");
-    result.summary_next_step = if !input_bound {
-        "You may skip the rest of this page.".into()
-    } else if analysis.calls > 0 {
+    let waiting = result.bottleneck.input_percent >= MODERATELY_INPUT_BOUND_PERCENT;
+    let others_only = result.bottleneck.input_classification == "both" && !waiting;
+    if others_only {
+        let input = if analysis.calls > 0 {
+            format!("the DataLoader: {}% of the step time", one_digit(result.bottleneck.input_percent))
+        } else {
+            "no DataLoader wait was recorded".to_string()
+        };
+        result.bottleneck.input_statement = format!(
+            "The steps are not waiting for input ({input}), but {}% of the step time is 'All others': host time \
+             outside the recorded ops (Python between ops, synchronisation, I/O).",
+            one_digit(share_of_step_time(&result.steps, |s| s.other_ms)),
+        );
+    }
+    result.summary_next_step = if waiting && analysis.calls > 0 {
         "Look at the DataLoader section of the input pipeline analyzer for where the input time goes and what to change.".into()
+    } else if waiting {
+        "No DataLoader wait was recorded in these steps, so the input time is host time outside recorded ops (Python, synchronisation): `mlprof analyze --tool transfers` shows what the host was doing while the GPU waited.".into()
+    } else if others_only {
+        "'All others' is host time outside recorded ops (Python between ops, synchronisation): `mlprof analyze --tool transfers` shows what the host was doing while the GPU waited.".into()
     } else {
-        "No DataLoader wait was recorded in these steps, so the 'All others' time is host time outside recorded ops (Python, synchronisation): `mlprof analyze --tool transfers` shows what the host was doing while the GPU waited.".into()
+        "The DataLoader does not hold the steps back: the step-time categories show where the time goes.".into()
     };
-    result.next_step = if input_bound && analysis.calls > 0 {
+    result.next_step = if waiting && analysis.calls > 0 {
         "input_pipeline_analyzer's DataLoader section shows where the input time goes and what to change.".into()
-    } else if input_bound {
+    } else if waiting || others_only {
         result.summary_next_step.clone()
     } else {
         next_step(result)
     };
     result.dataloader = Some(analysis);
 }
+
+/// XProf's threshold for "MODERATELY input-bound": the input share of the step time, %.
+const MODERATELY_INPUT_BOUND_PERCENT: f64 = 5.0;
 
 fn category_summary(result: &InputPipelineAnalysis, id: &str) -> Summary {
     result.category_ms.iter().find(|(key, _)| key == id).map(|(_, s)| *s).unwrap_or_default()
@@ -332,6 +353,13 @@ fn category_summary(result: &InputPipelineAnalysis, id: &str) -> Summary {
 /// XProf's `OneDigit`: `%.1f`.
 pub fn one_digit(value: f64) -> String {
     format!("{value:.1}")
+}
+
+/// The share of all steps' time spent in one category (`part` of each step), % (0
+/// without step time).
+fn share_of_step_time(steps: &[StepBreakdown], part: fn(&StepBreakdown) -> f64) -> f64 {
+    let step: f64 = steps.iter().map(|s| s.step_time_ms).sum();
+    if step == 0.0 { 0.0 } else { 100.0 * steps.iter().map(part).sum::<f64>() / step }
 }
 
 fn bottleneck(steps: &[StepBreakdown], tf_data_used: bool) -> Bottleneck {
@@ -348,7 +376,7 @@ fn bottleneck(steps: &[StepBreakdown], tf_data_used: bool) -> Bottleneck {
             ..Bottleneck::default()
         };
     }
-    let percent = |f: fn(&StepBreakdown) -> f64| 100.0 * total(f) / step;
+    let percent = |f: fn(&StepBreakdown) -> f64| share_of_step_time(steps, f);
     let input = percent(|s| s.input_ms);
     let output = percent(|s| s.output_ms);
     let compute = percent(|s| s.device_compute_ms);
@@ -379,7 +407,7 @@ fn classify_input(b: &mut Bottleneck, input: f64, all_other: f64) -> bool {
             "Your program is HIGHLY input-bound because {}% of the total step time sampled is waiting for input. Therefore, you should first focus on reducing the input time.",
             one_digit(input)
         );
-    } else if input >= 5.0 {
+    } else if input >= MODERATELY_INPUT_BOUND_PERCENT {
         b.input_classification = "both".into();
         b.input_statement = format!(
             "Your program is MODERATELY input-bound because {}% of the total step time sampled is waiting for input. Therefore, you would need to reduce both the input time and other time.",
