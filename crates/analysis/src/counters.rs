@@ -9,7 +9,11 @@
 //! - **Chrome-trace counter events** (`ph: "C"`, as Kineto and other tracers write them):
 //!   each numeric arg a series, named `event arg`, grouped by the event's thread;
 //! - **PyTorch's memory**: the `Total Allocated` and `Total Reserved` bytes after each
-//!   `[memory]` event (`profile_memory=True`), a series each per device.
+//!   `[memory]` event (`profile_memory=True`), a series each per device;
+//! - **GPU queue lengths**: HTA's queue length of each stream (ops launched and not yet
+//!   started, [`crate::gpu::queue`]) on hosts whose GPU ops carry streams and
+//!   correlations (Kineto traces), over HTA's window (the last `ProfilerStep` is left
+//!   out when there are two or more).
 //!
 //! Points are in time order; a reading holds until the next one.
 
@@ -41,6 +45,7 @@ pub fn counter_series(host: &Host) -> Vec<CounterSeries> {
     counter_events(host, &mut series);
     chrome_counters(host, &mut series);
     pytorch_memory(host, &mut series);
+    queue_lengths(host, &mut series);
     series
         .into_iter()
         .map(|((group, name), mut points)| {
@@ -109,3 +114,17 @@ fn pytorch_memory(host: &Host, series: &mut BTreeMap<(String, String), Vec<(i64,
         }
     }
 }
+
+/// Each CUDA stream's queue length, by (`GPU stream N`, `Queue length (ops)`).
+fn queue_lengths(host: &Host, series: &mut BTreeMap<(String, String), Vec<(i64, f64)>>) {
+    let context = crate::gpu::Context::new(&[host], crate::gpu::trace::CpuRows::Correlated);
+    for queue in crate::gpu::queue::queue_series(&context) {
+        series
+            .entry((format!("GPU stream {}", queue.stream), QUEUE_LENGTH.to_string()))
+            .or_default()
+            .extend(queue.points.iter().map(|&(time, length)| (time, length as f64)));
+    }
+}
+
+/// The name of a stream's queue-length series.
+pub const QUEUE_LENGTH: &str = "Queue length (ops)";

@@ -43,8 +43,44 @@ pub struct StreamQueue {
     pub relative_duration_at_max_queue_length: f64,
 }
 
+/// One stream's queue length over time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueSeries {
+    /// The rank.
+    pub rank: i64,
+    /// The CUDA stream.
+    pub stream: i64,
+    /// (time in ps from the profile start, queue length after the change there), in time
+    /// order: one point per launch and per GPU op start.
+    pub points: Vec<(i64, i64)>,
+}
+
 /// Every rank's queues, by rank and stream.
 pub fn queue_length(context: &Context) -> Vec<StreamQueue> {
+    let durations: HashMap<i64, i64> = context.traces.ranks.iter().map(|rank| (rank.rank, rank.duration_ps)).collect();
+    queue_series(context)
+        .into_iter()
+        .map(|QueueSeries { rank, stream, points }| {
+            let duration_ps = durations.get(&rank).copied().unwrap_or(0);
+            let at_max: i64 =
+                points.windows(2).filter(|pair| pair[0].1 >= MAX_QUEUE_LENGTH).map(|pair| pair[1].0 - pair[0].0).sum();
+            StreamQueue {
+                rank,
+                stream,
+                queue_length: describe(points.iter().map(|&(_, length)| length as f64).collect()),
+                duration_at_max_queue_length_us: us(at_max),
+                relative_duration_at_max_queue_length: if duration_ps > 0 {
+                    at_max as f64 / duration_ps as f64
+                } else {
+                    0.0
+                },
+            }
+        })
+        .collect()
+}
+
+/// Every rank's queue length over time, by rank and stream.
+pub fn queue_series(context: &Context) -> Vec<QueueSeries> {
     let enqueue_ids: Vec<u32> = ENQUEUE_NAMES.iter().filter_map(|name| context.traces.symbols.id(name)).collect();
     let mut result = Vec::new();
     for rank in &context.traces.ranks {
@@ -70,25 +106,11 @@ pub fn queue_length(context: &Context) -> Vec<StreamQueue> {
         changes.sort_unstable();
         let mut per_stream: BTreeMap<i64, Vec<(i64, i64)>> = BTreeMap::new();
         for (time, _, stream, change) in changes {
-            let series = per_stream.entry(stream).or_default();
-            let length = series.last().map_or(0, |&(_, length)| length) + change;
-            series.push((time, length));
+            let points = per_stream.entry(stream).or_default();
+            let length = points.last().map_or(0, |&(_, length)| length) + change;
+            points.push((time, length));
         }
-        for (stream, series) in per_stream {
-            let at_max: i64 =
-                series.windows(2).filter(|pair| pair[0].1 >= MAX_QUEUE_LENGTH).map(|pair| pair[1].0 - pair[0].0).sum();
-            result.push(StreamQueue {
-                rank: rank.rank,
-                stream,
-                queue_length: describe(series.iter().map(|&(_, length)| length as f64).collect()),
-                duration_at_max_queue_length_us: us(at_max),
-                relative_duration_at_max_queue_length: if rank.duration_ps > 0 {
-                    at_max as f64 / rank.duration_ps as f64
-                } else {
-                    0.0
-                },
-            });
-        }
+        result.extend(per_stream.into_iter().map(|(stream, points)| QueueSeries { rank: rank.rank, stream, points }));
     }
     result
 }
