@@ -39,20 +39,39 @@ pub struct CounterSeries {
     pub points: Vec<(i64, f64)>,
 }
 
-/// Every counter series of `host`, grouped, then by name.
+/// Every counter series of `host`, by group (numbers in it by value), then by name.
 pub fn counter_series(host: &Host) -> Vec<CounterSeries> {
     let mut series: BTreeMap<(String, String), Vec<(i64, f64)>> = BTreeMap::new();
     counter_events(host, &mut series);
     chrome_counters(host, &mut series);
     pytorch_memory(host, &mut series);
     queue_lengths(host, &mut series);
-    series
+    let mut series: Vec<CounterSeries> = series
         .into_iter()
         .map(|((group, name), mut points)| {
             points.sort_by_key(|&(time, _)| time);
             CounterSeries { name, group, points }
         })
-        .collect()
+        .collect();
+    series
+        .sort_by(|a, b| numbers_by_value(&a.group).cmp(&numbers_by_value(&b.group)).then_with(|| a.name.cmp(&b.name)));
+    series
+}
+
+/// `text` as a sort key in which runs of digits compare by value (`GPU stream 7` before
+/// `GPU stream 23`, `cuda:2` before `cuda:10`).
+fn numbers_by_value(text: &str) -> Vec<(String, u64)> {
+    let mut key = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let letters = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let (word, after) = rest.split_at(letters);
+        let digits = after.find(|c: char| !c.is_ascii_digit()).unwrap_or(after.len());
+        let (number, after) = after.split_at(digits);
+        key.push((word.to_string(), number.parse().unwrap_or(u64::MAX)));
+        rest = after;
+    }
+    key
 }
 
 /// The readings of events with a `counter_value` stat, by (line, event name).
@@ -128,3 +147,15 @@ fn queue_lengths(host: &Host, series: &mut BTreeMap<(String, String), Vec<(i64, 
 
 /// The name of a stream's queue-length series.
 pub const QUEUE_LENGTH: &str = "Queue length (ops)";
+
+#[cfg(test)]
+mod tests {
+    use super::numbers_by_value;
+
+    #[test]
+    fn groups_sort_with_their_numbers_by_value() {
+        let mut groups = vec!["GPU stream 203", "GPU stream 23", "GPU stream 7", "cuda:10", "cuda:2", "GPU 0"];
+        groups.sort_by_key(|g| numbers_by_value(g));
+        assert_eq!(groups, ["GPU 0", "GPU stream 7", "GPU stream 23", "GPU stream 203", "cuda:2", "cuda:10"]);
+    }
+}
