@@ -2,7 +2,7 @@
 // coloured segment per series, hover details per column.
 
 import { s, h } from '../lib/dom.js';
-import { chartWidth, color, emptyChart, figure, hoverDetails, legend, linear, niceTicks, tickFormatter } from './common.js';
+import { chartWidth, redrawnOnResize, color, emptyChart, figure, hoverDetails, legend, linear, niceTicks, tickFormatter } from './common.js';
 
 const HEIGHT = 300;
 const MARGIN = { top: 12, right: 16, bottom: 48, left: 64 };
@@ -15,7 +15,12 @@ const MARGIN = { top: 12, right: 16, bottom: 48, left: 64 };
  * - `details(i)`: extra tooltip lines for column i (after the series values).
  * Series that are zero everywhere are left out of the chart and the legend.
  */
-export function stackedColumns({ title, columns, series, yLabel = '', xLabel = '', format = String, details = () => [], empty = 'Nothing to show.' }) {
+export function stackedColumns(options) {
+  return redrawnOnResize(() => drawStackedColumns(options));
+}
+
+/** The chart at the current `chartWidth()`, drawn anew after each resize that changes it. */
+function drawStackedColumns({ title, columns, series, yLabel = '', xLabel = '', format = String, details = () => [], empty = 'Nothing to show.' }) {
   const drawn = series.map((one, i) => ({ ...one, color: one.color || color(i) }))
     .filter((one) => one.values.some((v) => v > 0));
   const totals = columns.map((_, i) => drawn.reduce((sum, one) => sum + Math.max(0, one.values[i] || 0), 0));

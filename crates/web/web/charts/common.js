@@ -134,14 +134,54 @@ export function figure(title, body, { className = '' } = {}) {
 
 /**
  * The width (CSS px) a full-width chart is drawn at: the page's content width when it is
- * drawn, between 760 and 1600, so its text stays at its size on wide screens instead of
- * the chart stopping at a fixed width or growing tall.
+ * drawn (and again after a resize, see `redrawnOnResize`), between 760 and 1600, so its
+ * text stays at its size on wide screens instead of the chart stopping at a fixed width
+ * or growing tall.
  */
 export function chartWidth() {
   const main = document.querySelector('main');
   // The page's padding and a card's padding and border.
   const width = main ? main.clientWidth - 90 : 760;
   return Math.round(Math.min(1600, Math.max(760, width)));
+}
+
+/** The draw function and width of each chart drawn through `redrawnOnResize`. */
+const redraws = new WeakMap();
+let redrawTimer = 0;
+
+/**
+ * `draw()`'s chart, drawn again by `draw` when a window resize changes `chartWidth()`
+ * (150 ms after the last resize event), so its text keeps its size rather than the SVG
+ * scaling with the window. Hover and legend choices start afresh on the new chart.
+ */
+export function redrawnOnResize(draw) {
+  const chart = draw();
+  remember(chart, draw);
+  if (!redrawTimer) {
+    redrawTimer = -1;
+    window.addEventListener('resize', () => {
+      clearTimeout(redrawTimer);
+      redrawTimer = setTimeout(redrawResized, 150);
+    });
+  }
+  return chart;
+}
+
+function remember(chart, draw) {
+  chart.dataset.redraw = '';
+  chart.dataset.drawnWidth = String(chartWidth());
+  redraws.set(chart, draw);
+}
+
+function redrawResized() {
+  const width = String(chartWidth());
+  for (const chart of document.querySelectorAll('[data-redraw]')) {
+    const draw = redraws.get(chart);
+    if (!draw || chart.dataset.drawnWidth === width) continue;
+    const next = draw();
+    remember(next, draw);
+    chart.replaceWith(next);
+  }
 }
 
 /** The text shown instead of a chart with nothing to draw. */

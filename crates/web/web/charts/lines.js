@@ -3,7 +3,7 @@
 // shows its details; legend entries hide and show series.
 
 import { s, h } from '../lib/dom.js';
-import { chartWidth, color, emptyChart, figure, hideTooltip, legend, linear, niceTicks, showTooltip, tickFormatter } from './common.js';
+import { chartWidth, redrawnOnResize, color, emptyChart, figure, hideTooltip, legend, linear, niceTicks, showTooltip, tickFormatter } from './common.js';
 
 const HEIGHT = 320;
 const MARGIN = { top: 14, right: 70, bottom: 44, left: 76 };
@@ -16,7 +16,12 @@ const MARGIN = { top: 14, right: 70, bottom: 44, left: 76 };
  * - `details(i)`: tooltip lines for point i (strings or `[label, value, color]`).
  * - `steps`: draw each value as holding until the next point (counters such as memory in use).
  */
-export function lineChart({ title, x, xLabel = '', xFormat = null, left, right = null, details, steps = false }) {
+export function lineChart(options) {
+  return redrawnOnResize(() => drawLineChart(options));
+}
+
+/** The chart at the current `chartWidth()`, drawn anew after each resize that changes it. */
+function drawLineChart({ title, x, xLabel = '', xFormat = null, left, right = null, details, steps = false }) {
   if (x.length === 0) return emptyChart(title, 'No points.');
   const WIDTH = chartWidth();
   const axes = [left, right].filter(Boolean);

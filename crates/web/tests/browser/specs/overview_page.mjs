@@ -29,6 +29,19 @@ export default async function (t) {
     // The chart takes the card's width (1400 px window: about 1000 px), not a fixed 900 px, at its height.
     const chart = await page.locator('#section-step_time_by_category_ms svg.columns').boundingBox();
     assert.ok(chart.width > 950 && chart.height < 330, `the step chart is ${chart.width}×${chart.height} px`);
+    // A wider window draws the chart anew at the new width (its text keeps its size).
+    const svg = page.locator('#section-step_time_by_category_ms svg.columns');
+    const before = await svg.getAttribute('viewBox');
+    const size = page.viewportSize();
+    await page.setViewportSize({ width: 1920, height: size.height });
+    await page.waitForFunction((old) => {
+      const now = document.querySelector('#section-step_time_by_category_ms svg.columns');
+      return now && now.getAttribute('viewBox') !== old;
+    }, before);
+    const wide = await svg.boundingBox();
+    assert.ok(wide.width > chart.width + 400 && wide.height < 330, `redrawn at ${wide.width}×${wide.height} px`);
+    assert.equal(await columns.count(), steps.length, 'the redrawn chart has every column');
+    await page.setViewportSize(size);
     const tip = await tooltipOf(page, columns.first().locator('rect.hit'));
     assert.ok(tip.includes(steps[0].step_name), `the tooltip names the step: ${tip}`);
     assertShowsMs(assert, await tooltipValue(page, 'Step time'), steps[0].step_time_ms, 'step time in the tooltip (ms)');
