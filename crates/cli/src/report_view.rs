@@ -86,7 +86,7 @@ pub fn render_text(report: &Report, layout: &TextLayout) -> String {
             if !section.notes.is_empty() {
                 out.push('\n');
             }
-            render_table(table, layout, &mut out);
+            render_table(table, section.main, layout, &mut out);
         }
     }
     out
@@ -113,7 +113,7 @@ fn write_wrapped(out: &mut String, text: &str, width: Option<usize>) {
     }
 }
 
-fn render_table(table: &Table, layout: &TextLayout, out: &mut String) {
+fn render_table(table: &Table, main: bool, layout: &TextLayout, out: &mut String) {
     if table.rows.is_empty() {
         let _ = writeln!(out, "(no rows)");
         return;
@@ -168,7 +168,7 @@ fn render_table(table: &Table, layout: &TextLayout, out: &mut String) {
         });
         line(out, &mut values);
     }
-    for note in left_out(table.rows.len(), &headers, &fit, shown_rows, layout.width) {
+    for note in left_out(table.rows.len(), &headers, &fit, shown_rows, layout.width, main) {
         write_wrapped(out, &note, layout.width);
     }
 }
@@ -196,26 +196,29 @@ fn header_lines(headers: &[String], fit: &table_fit::Fit) -> Vec<Vec<String>> {
 }
 
 /// The lines that say what a fitted table does not show: rows past the top, columns left
-/// out for the width or because they repeat another.
+/// out for the width or because they repeat another. The whole of a tool's `main` table
+/// is in `--format csv`; every table's data is in `--format json`.
 fn left_out(
     rows: usize,
     headers: &[String],
     fit: &table_fit::Fit,
     shown_rows: usize,
     width: Option<usize>,
+    main: bool,
 ) -> Vec<String> {
+    let whole = if main { "--format csv" } else { "--format json" };
     let mut notes = Vec::new();
     let hidden_rows = rows - shown_rows;
     if hidden_rows > 0 {
         notes.push(format!(
-            "… {hidden_rows} more row{} (--top N shows N rows, --all every row, --format csv the whole table)",
+            "… {hidden_rows} more row{} (--top N shows N rows, --all every row, {whole} the whole table)",
             if hidden_rows == 1 { "" } else { "s" }
         ));
     }
     if let (Some(width), false) = (width, fit.dropped.is_empty()) {
         let names: Vec<&str> = fit.dropped.iter().map(|&c| headers[c].as_str()).collect();
         notes.push(format!(
-            "Columns left out to fit {width} characters: {} (a wider terminal or COLUMNS shows them, --format csv has every column)",
+            "Columns left out to fit {width} characters: {} (a wider terminal or COLUMNS shows them, {whole} has every column)",
             names.join(", ")
         ));
     }
@@ -302,5 +305,30 @@ mod tests {
         let text = render_text(&report, &TextLayout::WHOLE);
         assert!(text.contains(&format!("{long}        2.0\n")), "long row");
         assert!(text.contains(&format!("short{}   123456.0\n", " ".repeat(70_000 - 5))), "short row");
+    }
+
+    #[test]
+    fn rows_past_the_top_are_in_csv_for_the_main_table_and_in_json_for_the_others() {
+        let table = || {
+            let mut table = Table::new(["Kernel", "Time (us)"]);
+            for i in 0..3 {
+                table.push(vec![Cell::text(format!("k{i}")), Cell::num(f64::from(i), 1)]);
+            }
+            table
+        };
+        let report = Report {
+            tool: "t".into(),
+            sections: vec![Section::new("Main").with_table(table()).main(), Section::new("Other").with_table(table())],
+        };
+        let text = render_text(&report, &TextLayout { width: None, top: Some(1) });
+        let hints: Vec<&str> = text.lines().filter(|l| l.starts_with("… 2 more rows")).collect();
+        assert_eq!(
+            hints,
+            [
+                "… 2 more rows (--top N shows N rows, --all every row, --format csv the whole table)",
+                "… 2 more rows (--top N shows N rows, --all every row, --format json the whole table)",
+            ],
+            "{text}"
+        );
     }
 }

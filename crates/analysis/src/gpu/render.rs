@@ -6,9 +6,6 @@ use super::GpuAnalysis;
 use super::launch::{LAUNCH_DELAY_CUTOFF_US, RUNTIME_CUTOFF_US};
 use super::queue::MAX_QUEUE_LENGTH;
 
-/// Kernels listed in the table view; the rest are in `json` and `hta-csv`.
-const KERNELS_SHOWN: usize = 25;
-
 impl GpuAnalysis {
     /// Sections in reading order: temporal breakdown (the main table), idle time,
     /// kernel types, top kernels, overlap, launches, queues, memory bandwidth.
@@ -129,7 +126,7 @@ impl GpuAnalysis {
             "Max (us)",
             "Std dev (us)",
         ]);
-        for k in breakdown.kernels.iter().take(KERNELS_SHOWN) {
+        for k in &breakdown.kernels {
             kernels.push(vec![
                 Cell::Int(k.rank),
                 Cell::text(k.kernel_type.name()),
@@ -142,14 +139,10 @@ impl GpuAnalysis {
                 Cell::num(k.stddev_us, 1),
             ]);
         }
-        let mut top = Section::new("Kernels by total time");
-        if breakdown.kernels.len() > KERNELS_SHOWN {
-            top = top.note(format!(
-                "The {KERNELS_SHOWN} longest of {} (rank, kernel) pairs; all are in --format json and hta-csv.",
-                breakdown.kernels.len()
-            ));
-        }
-        vec![Section::new("GPU time by kernel type (all ranks)").with_table(types), top.with_table(kernels)]
+        vec![
+            Section::new("GPU time by kernel type (all ranks)").with_table(types),
+            Section::new("Kernels by total time").with_table(kernels),
+        ]
     }
 
     fn overlap_section(&self) -> Option<Section> {
