@@ -105,6 +105,20 @@ pub struct TimelineBuilder {
     flows: Vec<(EventRef, EventRef)>,
     events: u64,
     progress: Option<Arc<BuildProgress>>,
+    placement: Placement,
+}
+
+/// Where the next host's sections and events go when several hosts share one timeline
+/// (see [`TimelineBuilder::place_host`]); the default places nothing differently.
+#[derive(Clone, Debug, Default)]
+struct Placement {
+    /// Put before each section's name (`rank1 · `).
+    section_prefix: String,
+    /// Added to each event's start, ps.
+    offset_ps: i64,
+    /// Added to the plane of each event's [`crate::ModelRef`]: the host's planes come
+    /// after those of the hosts placed before it.
+    plane_base: u32,
 }
 
 impl TimelineBuilder {
@@ -113,9 +127,24 @@ impl TimelineBuilder {
         TimelineBuilder::default()
     }
 
+    /// From now on, sections are named `prefix` + their name, events start `offset_ps`
+    /// later than they are added, and their model references count planes from
+    /// `plane_base` (the planes of the hosts placed before): how several hosts (ranks)
+    /// share one time axis, each under its own name and shifted to align with the
+    /// others. A reader finds an event's host by its plane (see [`crate::ModelRef`]).
+    pub fn place_host(&mut self, prefix: &str, offset_ps: i64, plane_base: u32) {
+        self.placement = Placement { section_prefix: prefix.to_string(), offset_ps, plane_base };
+    }
+
+    /// The first plane of the host being added (see [`TimelineBuilder::place_host`]).
+    pub(crate) fn plane_base(&self) -> u32 {
+        self.placement.plane_base
+    }
+
     /// Adds a section after the ones added so far (sections are shown in this order).
     pub fn section(&mut self, name: &str, kind: SectionKind) -> SectionHandle {
-        self.sections.push(SectionDraft { name: name.to_string(), kind, tracks: Vec::new() });
+        let name = format!("{}{name}", self.placement.section_prefix);
+        self.sections.push(SectionDraft { name, kind, tracks: Vec::new() });
         SectionHandle(self.sections.len() as u32 - 1)
     }
 
@@ -160,6 +189,7 @@ impl TimelineBuilder {
         let draft = self.tracks.get_mut(track.0 as usize).ok_or(BuildError::UnknownTrack(track.0))?;
         // Below MAX_EVENTS, so it fits.
         let ordinal = draft.events.len() as u32;
+        let start_ps = start_ps.saturating_add(self.placement.offset_ps);
         draft.events.push(RawEvent { start_ps, dur_ps: dur_ps.max(0), source, name: name.0, ordinal });
         self.events += 1;
         if self.events.is_multiple_of(COLLECT_REPORT_EVERY)

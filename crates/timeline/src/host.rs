@@ -190,10 +190,12 @@ impl TimelineBuilder {
                 let line = &plane.lines[line_index];
                 let track = self.track(section, &track_name(line, line_index))?;
                 let steps = line.name == STEPS_LINE;
+                let plane_base = self.plane_base();
                 let at = |event: usize| {
-                    ModelRef { plane: plane_index as u32, line: line_index as u32, event: event as u32 }
+                    let plane = plane_base.saturating_add(plane_index as u32);
+                    ModelRef { plane, line: line_index as u32, event: event as u32 }
                         .pack()
-                        .ok_or(BuildError::SourceOutOfRange { plane: plane_index, line: line_index })
+                        .ok_or(BuildError::SourceOutOfRange { plane: plane as usize, line: line_index })
                 };
                 let mut aggregated = line.events.occurrences.iter().map(|&(i, _)| i as usize).peekable();
                 let mut line_ends = LineEnds::default();
@@ -288,7 +290,9 @@ impl TimelineBuilder {
         events: impl IntoIterator<Item = (i64, i64, String, ModelRef)>,
     ) -> Result<TrackHandle, BuildError> {
         let track = self.track(section, name)?;
+        let plane_base = self.plane_base();
         for (start_ps, dur_ps, event_name, at) in events {
+            let at = ModelRef { plane: plane_base.saturating_add(at.plane), ..at };
             let source =
                 at.pack().ok_or(BuildError::SourceOutOfRange { plane: at.plane as usize, line: at.line as usize })?;
             let name = self.name(&event_name);

@@ -534,3 +534,102 @@ fn counter_tracks_hold_every_counter_at_most_a_point_per_pixel() {
         counters["series"].as_array().expect("series").iter().filter_map(|s| s["name"].as_str()).collect();
     assert!(names.contains(&"CPU (%)") && names.iter().any(|n| n.starts_with("Resident memory")), "{names:?}");
 }
+
+/// A run with two ranks (HTA's `trace_filter`: `sampled_rank-0` and `sampled_rank-1`).
+const TWO_RANKS: &str = "kineto/hta/trace_filter";
+
+#[test]
+fn every_host_shares_one_time_axis_by_clock_or_by_step() {
+    let cache = tempfile::tempdir().expect("cache dir");
+    let fixture = serve(&data(TWO_RANKS), cache.path());
+    let session = mlprof_formats::discover::load(&data(TWO_RANKS)).expect("loads").pop().expect("a session");
+    assert_eq!(session.hosts.len(), 2);
+    let one = |host: &str, endpoint: &str, params: &str| {
+        get_json(
+            &fixture.server,
+            &format!("/api/trace/{endpoint}?run={}&host={}{params}", encode(&fixture.run), encode(host)),
+        )
+    };
+    let metas: Vec<Value> = session.hosts.iter().map(|h| one(&h.name, "meta", "")).collect();
+    for together in ["all", "all@steps"] {
+        let meta = one(together, "meta", "");
+        // Every host's sections, named after their host, and every event of both.
+        let names: Vec<&str> =
+            meta["sections"].as_array().expect("sections").iter().filter_map(|s| s["name"].as_str()).collect();
+        let want: Vec<String> = session
+            .hosts
+            .iter()
+            .zip(&metas)
+            .flat_map(|(h, m)| {
+                m["sections"]
+                    .as_array()
+                    .expect("sections")
+                    .iter()
+                    .map(move |s| format!("{} · {}", h.name, s["name"].as_str().unwrap_or("")))
+            })
+            .collect();
+        assert_eq!(names, want, "{together}");
+        let events: u64 = metas.iter().map(|m| m["events"].as_u64().expect("events")).sum();
+        assert_eq!(meta["events"].as_u64(), Some(events), "{together}");
+        let (start, end) = (meta["start_ps"].as_i64().expect("start"), meta["end_ps"].as_i64().expect("end"));
+        let all = one(together, "view", &format!("&start_ps={start}&end_ps={end}&width_px=16384"));
+        assert_eq!(shown(&all), events, "{together}: no event lost");
+
+        // Each host's first step, found in its own Steps track of the shared index.
+        let step_starts: Vec<(String, i64, Value)> = session
+            .hosts
+            .iter()
+            .map(|h| {
+                let section = meta["sections"]
+                    .as_array()
+                    .expect("sections")
+                    .iter()
+                    .find(|s| s["name"] == format!("{} · Steps", h.name))
+                    .expect("a Steps section per host");
+                let track = section["tracks"][0]["id"].as_u64().expect("track");
+                let view =
+                    one(together, "view", &format!("&start_ps={start}&end_ps={end}&width_px=16384&tracks={track}"));
+                let first = view["tracks"][0]["events"][0].clone();
+                let name = view["names"][first[3].as_u64().expect("name") as usize].as_str().expect("name").to_string();
+                (name, first[0].as_i64().expect("start"), first)
+            })
+            .collect();
+        let steps = |h: &Host| mlprof_analysis::grouping::profiler_steps::find(h);
+        if together == "all@steps" {
+            assert_eq!(meta["alignment"], "aligned on step 551, the first step every host recorded");
+            assert_eq!(step_starts[0].0, step_starts[1].0, "the same step first on both");
+            assert_eq!(step_starts[0].1, step_starts[1].1, "that step starts at one time on both ranks");
+        } else {
+            assert_eq!(meta["alignment"], "aligned by the hosts' clocks");
+            // Each rank's step sits where its wall clock puts it.
+            let (a, b) = (&session.hosts[0], &session.hosts[1]);
+            let clocks_apart_ps = (a.profile_start_ns.expect("a start") - b.profile_start_ns.expect("a start")) * 1000;
+            let steps_apart_ps = clocks_apart_ps + steps(a)[0].begin_ps - steps(b)[0].begin_ps;
+            assert_eq!(step_starts[0].1 - step_starts[1].1, steps_apart_ps);
+        }
+        // An event's details come from its own host's model, as on that host alone.
+        for (i, host) in session.hosts.iter().enumerate() {
+            let alone =
+                one(&host.name, "view", &format!("&start_ps=0&end_ps={}&width_px=16384&tracks=0", metas[i]["end_ps"]));
+            let first_alone = &alone["tracks"][0]["events"][0];
+            let details_alone = one(&host.name, "event", &format!("&id={}", first_alone[4]));
+            let details = one(together, "event", &format!("&id={}", step_starts[i].2[4]));
+            assert_eq!(details["args"], details_alone["args"], "{together} {}", host.name);
+            assert_eq!(details["name"], details_alone["name"]);
+            assert_eq!(details["start_ps"].as_i64(), Some(step_starts[i].1));
+        }
+        // Counters: each host's, named after it.
+        let counters = one(together, "counters", &format!("&start_ps={start}&end_ps={end}&width_px=100"));
+        for host in &session.hosts {
+            let prefix = format!("{} · ", host.name);
+            assert!(
+                counters["series"]
+                    .as_array()
+                    .expect("series")
+                    .iter()
+                    .any(|s| s["group"].as_str().is_some_and(|g| g.starts_with(&prefix))),
+                "{together}: {counters}"
+            );
+        }
+    }
+}

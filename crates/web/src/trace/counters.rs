@@ -12,6 +12,7 @@ use mlprof_analysis::counters::{CounterSeries, counter_series};
 use serde::{Deserialize, Serialize};
 
 use super::query::{self, run_and_host};
+use super::together;
 use crate::blocking::on_blocking_thread;
 use crate::error::ApiError;
 use crate::params::ApiQuery;
@@ -71,6 +72,9 @@ pub(crate) async fn counters(
 async fn host_series(state: &Arc<AppState>, run: &str, host: &str) -> Result<Arc<Vec<CounterSeries>>, ApiError> {
     let what = "reading the counters".to_string();
     from_session(state, state.counter_series(), &HostKey::new(run, host), what, |session, key| {
+        if together::is_together(&key.host) {
+            return Ok(together::counters(session, &together::placements(session, &key.host).0));
+        }
         let model = session
             .hosts
             .iter()

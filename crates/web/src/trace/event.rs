@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::host_index::{discard_host_index, host_index, still_intact};
 use super::query::{number, run_and_host};
+use super::together;
 use crate::error::ApiError;
 use crate::params::ApiQuery;
 use crate::state::AppState;
@@ -65,15 +66,22 @@ pub(crate) async fn event(
         .event(id)
         .ok_or_else(|| ApiError::not_found(format!("no event {id} on host {host} (it has {})", index.event_count())))?;
     let session = state.session(&run).await?;
-    let model_host = session
-        .hosts
-        .iter()
-        .find(|h| h.name == host)
-        .ok_or_else(|| ApiError::not_found(format!("no host named {host:?} in run {run}")))?;
-    let at = ModelRef::unpack(event.source);
+    let (model_host, offset_ps, at) = if together::is_together(&host) {
+        let placed = together::placements(&session, &host).0;
+        together::locate(&session, &placed, ModelRef::unpack(event.source))
+            .ok_or_else(|| ApiError::internal(format!("run {run}: event {id} names no host")))?
+    } else {
+        let model_host = session
+            .hosts
+            .iter()
+            .find(|h| h.name == host)
+            .ok_or_else(|| ApiError::not_found(format!("no host named {host:?} in run {run}")))?;
+        (model_host, 0, ModelRef::unpack(event.source))
+    };
     let spans_several = in_derived_section(&index, event.track);
     let same_event = at.resolve(model_host).is_some_and(|(_, model)| {
-        model.start_ps() == event.start_ps && (spans_several || model.duration_ps().max(0) == event.dur_ps)
+        model.start_ps().saturating_add(offset_ps) == event.start_ps
+            && (spans_several || model.duration_ps().max(0) == event.dur_ps)
     });
     if !same_event {
         discard_host_index(&state, &run, &host).await?;

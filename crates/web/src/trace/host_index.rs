@@ -23,6 +23,7 @@ use mlprof_timeline::{BuildProgress, BuildStage, CacheKey, MAPPING_VERSION, Time
 
 use super::derived::add_derived_lines;
 use super::steps::add_profiler_steps;
+use super::together;
 use crate::blocking::{heavy, on_blocking_thread};
 use crate::error::ApiError;
 use crate::run_work::Work;
@@ -30,8 +31,8 @@ use crate::state::{AppState, HostKey};
 
 /// What this server adds to a host's events, and its version. Change it whenever the
 /// index built here would differ; [`recipe`] adds the versions of the rest.
-const SERVE_RECIPE: &str =
-    "mlprof serve trace v2: host planes, Kineto ProfilerStep steps section, XProf-derived GPU line sections";
+const SERVE_RECIPE: &str = "mlprof serve trace v3: host planes, Kineto ProfilerStep steps section, XProf-derived GPU line \
+                            sections; every host together on one axis";
 
 /// The cache key's variant: [`SERVE_RECIPE`], this mlprof's version (a new release may
 /// read profiles differently, moving model events) and mlprof-timeline's
@@ -99,12 +100,31 @@ pub(crate) async fn discard_host_index(state: &Arc<AppState>, run: &str, host: &
 }
 
 /// The cache key of `host` of `run` as its profile is now, and its cache file's path.
+/// For every host together ([`together`]) the key is the first host's file and the
+/// variant names every host's file with its size and modification time.
 async fn cache_file(state: &AppState, run: &str, host: &str) -> Result<(CacheKey, PathBuf), ApiError> {
-    let source = state.host_file(run, host)?.path;
+    let names: Vec<String> = if together::is_together(host) {
+        state.run(run)?.host_names().map(str::to_string).collect()
+    } else {
+        vec![host.to_string()]
+    };
+    let sources =
+        names.iter().map(|name| Ok(state.host_file(run, name)?.path)).collect::<Result<Vec<_>, ApiError>>()?;
     let dir = state.cache_dir().to_path_buf();
     let stem = format!("{run}-{host}");
+    let together = together::is_together(host).then(|| host.to_string());
     on_blocking_thread("trace index key", move || {
-        let key = CacheKey::for_file(&source, &recipe()).map_err(|e| ApiError::internal(e.to_string()))?;
+        let internal = |e: &dyn std::fmt::Display| ApiError::internal(e.to_string());
+        let mut variant = recipe();
+        if let Some(host) = together {
+            variant.push_str(&format!("; {host}"));
+            for source in &sources {
+                let key = CacheKey::for_file(source, "").map_err(|e| internal(&e))?;
+                variant.push_str(&format!("; {} {} {}", key.source_path, key.source_bytes, key.source_modified_ns));
+            }
+        }
+        let first = sources.first().ok_or_else(|| ApiError::not_found(format!("run {stem} has no host")))?;
+        let key = CacheKey::for_file(first, &variant).map_err(|e| internal(&e))?;
         let path = dir.join(key.file_name(&stem));
         Ok((key, path))
     })
@@ -131,8 +151,8 @@ async fn open_or_build(state: &Arc<AppState>, run: &str, host: &str) -> Result<A
     heavy(&what, move || build(&session, &host, &key, path, progress).map(Arc::new)).await?
 }
 
-/// Builds the index of `host_name` of `session` and writes it to `path`, telling
-/// `progress` how far it has come.
+/// Builds the index of `host_name` of `session` (or of every host together) and writes
+/// it to `path`, telling `progress` how far it has come.
 fn build(
     session: &Session,
     host_name: &str,
@@ -140,17 +160,25 @@ fn build(
     path: PathBuf,
     progress: Arc<BuildProgress>,
 ) -> Result<TimelineIndex, ApiError> {
-    let host = session
-        .hosts
-        .iter()
-        .find(|h| h.name == host_name)
-        .ok_or_else(|| ApiError::not_found(format!("no host named {host_name:?} in {}", session.path)))?;
-    let failed = |e: &dyn std::fmt::Display| ApiError::internal(format!("{}: trace index: {e}", host.source_path));
+    let failed = |e: &dyn std::fmt::Display| ApiError::internal(format!("{}: trace index: {e}", key.source_path));
     let mut builder = TimelineBuilder::new();
-    builder.report_to(Arc::clone(&progress), host.event_count() as u64);
-    add_profiler_steps(&mut builder, host).map_err(|e| failed(&e))?;
-    add_derived_lines(&mut builder, host).map_err(|e| failed(&e))?;
-    builder.add_host(host).map_err(|e| failed(&e))?;
+    if together::is_together(host_name) {
+        let events = session.hosts.iter().map(|h| h.event_count() as u64).sum();
+        builder.report_to(Arc::clone(&progress), events);
+        for placement in together::placements(session, host_name).0 {
+            let Some(host) = session.hosts.get(placement.host) else { continue };
+            builder.place_host(&together::section_prefix(host), placement.offset_ps, placement.plane_base);
+            add_host_sections(&mut builder, host).map_err(|e| failed(&e))?;
+        }
+    } else {
+        let host = session
+            .hosts
+            .iter()
+            .find(|h| h.name == host_name)
+            .ok_or_else(|| ApiError::not_found(format!("no host named {host_name:?} in {}", session.path)))?;
+        builder.report_to(Arc::clone(&progress), host.event_count() as u64);
+        add_host_sections(&mut builder, host).map_err(|e| failed(&e))?;
+    }
     let built = builder.finish().map_err(|e| failed(&e))?;
     progress.enter(BuildStage::Writing, 0);
     if built.write(&path, key).is_err() {
@@ -158,4 +186,14 @@ fn build(
     }
     drop(built);
     TimelineIndex::open(&path, key).map_err(|e| failed(&e))
+}
+
+/// A host's sections: its steps (PyTorch), XProf's derived GPU lines, then its planes.
+fn add_host_sections(
+    builder: &mut TimelineBuilder,
+    host: &mlprof_model::Host,
+) -> Result<(), mlprof_timeline::BuildError> {
+    add_profiler_steps(builder, host)?;
+    add_derived_lines(builder, host)?;
+    builder.add_host(host)
 }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::host_index::{host_index, still_intact};
 use super::query::run_and_host;
+use super::together;
 use crate::error::ApiError;
 use crate::params::ApiQuery;
 use crate::state::AppState;
@@ -29,6 +30,9 @@ pub(crate) struct MetaAnswer {
     end_ps: i64,
     events: u64,
     sections: Vec<SectionAnswer>,
+    /// For every host together (`host=all`, `all@steps`): how the hosts were aligned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    alignment: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -66,6 +70,11 @@ pub(crate) async fn meta(
                 .collect(),
         })
         .collect();
+    let alignment = if together::is_together(&host) {
+        Some(together::placements(&*state.session(&run).await?, &host).1)
+    } else {
+        None
+    };
     still_intact(&state, &run, &host, &index).await?;
-    Ok(Json(MetaAnswer { host: host.to_string(), start_ps, end_ps, events: index.event_count(), sections }))
+    Ok(Json(MetaAnswer { host: host.to_string(), start_ps, end_ps, events: index.event_count(), sections, alignment }))
 }

@@ -7,7 +7,7 @@
 //! level-of-detail index (`mlprof-timeline`), built once per (run, host) and cached on
 //! disk (`host_index.rs`); only `event` reads the model, for the args, so a restarted
 //! server answers `meta`, `view` and `search` from the cache file without reading the
-//! profile again.
+//! profile again. `host=all` puts every host of a run on one time axis (`together.rs`).
 
 mod aggregate;
 mod counters;
@@ -18,6 +18,7 @@ mod meta;
 mod query;
 mod search;
 mod steps;
+mod together;
 mod view;
 
 use std::sync::Arc;

@@ -3,12 +3,14 @@
 
 use std::str::FromStr;
 
+use super::together;
 use crate::error::ApiError;
 use crate::params::required;
 use crate::state::AppState;
 
-/// The run and host a trace request is about, checked against the catalog. `host=all`
-/// stands for the run's only host; the trace viewer shows one host at a time.
+/// The run and host a trace request is about, checked against the catalog.
+/// `host=all` (by the hosts' clocks) and `host=all@steps` (on their first common step)
+/// stand for every host of the run on one time axis, or for its only host.
 pub(crate) fn run_and_host(
     state: &AppState,
     run: &Option<String>,
@@ -17,16 +19,11 @@ pub(crate) fn run_and_host(
     let entry = state.run(required(run, "run")?)?;
     let host = required(host, "host")?;
     let mut hosts = entry.host_names();
-    let file_host = if host == "all" {
+    let file_host = if together::is_together(host) {
         match (hosts.next(), hosts.next()) {
             (Some(only), None) => only.to_string(),
-            _ => {
-                let known: Vec<&str> = entry.host_names().collect();
-                return Err(ApiError::bad_request(format!(
-                    "the trace viewer shows one host at a time; pick one of: {}",
-                    known.join(", ")
-                )));
-            }
+            (None, _) => return Err(ApiError::not_found(format!("run {} has no host", entry.name))),
+            _ => host.to_string(),
         }
     } else {
         state.host_file(&entry.name, host)?.host_name
