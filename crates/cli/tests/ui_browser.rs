@@ -117,6 +117,15 @@ fn ui_pytorch_logdir() {
     run_specs("torch_profile", "kineto/torch_profile/logdir");
 }
 
+/// Two ranks on one time axis (HTA's two-rank `trace_filter`): the `trace_ranks` spec
+/// only (the other specs run on single-host fixtures above).
+#[test]
+fn ui_pytorch_two_ranks() {
+    if peers_present("pytorch_two_ranks") {
+        run_node("pytorch_two_ranks", &repo_root().join("tests/data/kineto/hta/trace_filter"), &["trace_ranks"], &[]);
+    }
+}
+
 /// The python tool's page on a real sampled session (`mlprof run` on
 /// `tests/peers/python_hot_loop.py`): its flame graph draws `hot_spin`, zooms, and
 /// redraws for one thread (the `python` spec only; the other specs are about trace tools).

@@ -16,6 +16,8 @@ import { hideTooltip } from './charts/common.js';
 import { formatBytes, formatNumber } from './lib/format.js';
 
 const ALL_HOSTS = 'all';
+/** Every host on the trace viewer's time axis, aligned on their first common step (`all` aligns their clocks). */
+const ALL_HOSTS_BY_STEPS = 'all@steps';
 const DEFAULT_TOOL = 'overview_page';
 /** How often the run list is asked for while the page is visible (the server rescans at most every 5 s). */
 const RUNS_POLL_MS = 15_000;
@@ -44,11 +46,29 @@ function resolve(params) {
   const tools = run.tools || [];
   const asked = params.get('tool');
   const tool = tools.includes(asked) ? asked : (tools.includes(DEFAULT_TOOL) ? DEFAULT_TOOL : tools[0]);
-  let host = params.get('host') || ALL_HOSTS;
-  if (host !== ALL_HOSTS && !run.hosts.includes(host)) host = ALL_HOSTS;
-  // The trace viewer shows one host's timeline.
-  if (tool === 'trace_viewer' && host === ALL_HOSTS) host = run.hosts[0];
+  // The trace viewer opens on one host; every host together is asked for by name.
+  const fallback = tool === 'trace_viewer' ? run.hosts[0] : ALL_HOSTS;
+  const choices = hostChoices(run, tool);
+  let host = params.get('host') || fallback;
+  if (!choices.includes(host)) host = host === ALL_HOSTS_BY_STEPS && choices.includes(ALL_HOSTS) ? ALL_HOSTS : fallback;
   return { run, host, tool };
+}
+
+/**
+ * The hosts a tool can show: every host together or one; the trace viewer shows every host
+ * on one time axis (aligned by clock or by step) only where there are several.
+ */
+function hostChoices(run, tool) {
+  if (tool !== 'trace_viewer') return [ALL_HOSTS, ...run.hosts];
+  return run.hosts.length > 1 ? [ALL_HOSTS, ALL_HOSTS_BY_STEPS, ...run.hosts] : run.hosts;
+}
+
+/** A host choice as the selector names it (for the trace viewer, how every host is aligned). */
+function hostLabel(run, host, tool) {
+  const all = `All hosts (${run.hosts.length})`;
+  if (host === ALL_HOSTS) return tool === 'trace_viewer' ? `${all} by clock` : all;
+  if (host === ALL_HOSTS_BY_STEPS) return `${all} by step`;
+  return host;
 }
 
 /**
@@ -66,7 +86,9 @@ function replacedNotice(params, { run, host, tool }) {
       : `There is no tool named ${asked('tool')}; showing ${toolLabel(tool)}.`);
   }
   const askedHost = asked('host');
-  if (askedHost && askedHost !== host && !(askedHost === ALL_HOSTS && tool === 'trace_viewer')) {
+  // A run's only host stands for all of them; aligning by step is the trace viewer's.
+  const stoodFor = (askedHost === ALL_HOSTS && run.hosts.length === 1) || (askedHost === ALL_HOSTS_BY_STEPS && host === ALL_HOSTS);
+  if (askedHost && askedHost !== host && !stoodFor) {
     said.push(`${run.name} has no host named ${askedHost}; showing ${host === ALL_HOSTS ? 'all hosts' : host}.`);
   }
   return said.join(' ');
@@ -101,8 +123,7 @@ function fillRunSelector(selected) {
 
 function fillSelectors({ run, host, tool }) {
   fillRunSelector(run.name);
-  const hosts = tool === 'trace_viewer' ? run.hosts : [ALL_HOSTS, ...run.hosts];
-  clear(elements.host).append(...hosts.map((name) => option(name, name === ALL_HOSTS ? `All hosts (${run.hosts.length})` : name, name === host)));
+  clear(elements.host).append(...hostChoices(run, tool).map((name) => option(name, hostLabel(run, name, tool), name === host)));
   clear(elements.tool).append(...run.tools.map((name) => option(name, toolLabel(name), name === tool)));
 }
 
@@ -193,7 +214,7 @@ async function render() {
   });
   const header = h('header', { class: 'page-header' },
     h('h1', {}, toolLabel(tool)),
-    h('p', { class: 'page-context' }, `${run.name} · ${host === ALL_HOSTS ? `all hosts (${run.hosts.join(', ')})` : host}`),
+    h('p', { class: 'page-context' }, `${run.name} · ${host === ALL_HOSTS || host === ALL_HOSTS_BY_STEPS ? `all hosts (${run.hosts.join(', ')})` : host}`),
     bar && bar.element);
   clear(page).append(header, body);
   if (problem) {
@@ -322,7 +343,12 @@ function showMessage(title, text) {
 async function start() {
   elements.run.addEventListener('change', () => navigate({ run: elements.run.value, host: null, tool: elements.tool.value }));
   elements.host.addEventListener('change', () => navigate({ host: elements.host.value }));
-  elements.tool.addEventListener('change', () => navigate({ tool: elements.tool.value }));
+  elements.tool.addEventListener('change', () => {
+    const tool = elements.tool.value;
+    // Other tools' default (every host combined) does not carry over as a choice to see every host's timeline.
+    const fromDefault = tool === 'trace_viewer' && currentParams().get('host') === ALL_HOSTS;
+    navigate(fromDefault ? { tool, host: null } : { tool });
+  });
   window.addEventListener('popstate', render);
   elements.reload.title = RELOAD_TITLE;
   try {

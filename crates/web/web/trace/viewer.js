@@ -135,6 +135,7 @@ class TraceViewer {
     this.markLabel = h('span', { class: 'tv-mark', hidden: true });
     this.status = h('span', { class: 'tv-status' });
     this.flowNote = h('span', { class: 'tv-muted tv-flow-note', hidden: true });
+    this.alignmentNote = h('span', { class: 'tv-muted tv-alignment', hidden: true });
     this.root = h(
       'div',
       { class: 'tv' },
@@ -144,6 +145,7 @@ class TraceViewer {
         this.search.bar,
         this.filterInput,
         this.rangeLabel,
+        this.alignmentNote,
         this.markLabel,
         this.flowNote,
         this.status,
@@ -218,6 +220,9 @@ class TraceViewer {
     const startPs = Number(meta.start_ps) || 0;
     const endPs = Number(meta.end_ps) || 0;
     this.trace = { startPs, endPs: Math.max(endPs, startPs + 1) };
+    // Every host on one axis (host=all): how they were aligned.
+    this.alignmentNote.hidden = !meta.alignment;
+    this.alignmentNote.textContent = meta.alignment ? `Hosts ${meta.alignment}` : '';
     this.rebuildLayout();
     if (sections.every((section) => section.tracks.length === 0)) {
       this.showMessage('This host has no trace events.', false);
