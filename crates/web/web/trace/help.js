@@ -9,6 +9,7 @@ export const CONTROLS = [
   ['Wheel, Ctrl+Wheel', 'zoom around the mouse pointer'],
   ['Shift+Wheel, horizontal wheel', 'pan left / right'],
   ['Drag', 'pan (left/right and up/down)'],
+  ['Drag a track’s name', 'move the track up or down within its section (or among the pinned tracks); the order stays in the address'],
   ['Wheel over the track names, scrollbar', 'scroll tracks up / down'],
   ['Click', 'select an event (details below); click a section header to fold it'],
   ['Shift+Drag', 'mark a time range on the tracks it crosses (start on the ruler for every track): the pane below adds up each event name’s count, total and self time in it'],

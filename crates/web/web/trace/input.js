@@ -1,7 +1,9 @@
 // Mouse and keyboard for the trace viewer, in the conventions of chrome://tracing and
 // Perfetto: W/S zoom, A/D pan (a press moves one step, a held key moves smoothly every
 // frame), wheel zooms around the pointer, drag pans, shift-drag
-// marks a range on the tracks it crosses (from the ruler: on every track). Handlers only translate input into the viewer's methods.
+// marks a range on the tracks it crosses (from the ruler: on every track), dragging a
+// track's name moves the track within its section. Handlers only translate input into
+// the viewer's methods.
 
 /** Pixels a press may move and still count as a click. */
 const CLICK_SLOP_PX = 4;
@@ -81,6 +83,8 @@ export function attachInput(viewer) {
       marking: event.shiftKey && x >= viewer.labelWidth(),
       startPs: viewer.timeAt(x),
       moved: false,
+      // A track's name: the drag moves the track.
+      track: !event.shiftKey && x < viewer.labelWidth() ? viewer.movableTrackAt(y) : null,
     };
     viewer.hideTooltip();
     event.preventDefault();
@@ -97,6 +101,12 @@ export function attachInput(viewer) {
     const dy = y - drag.y;
     if (!drag.moved && Math.abs(dx) + Math.abs(dy) < CLICK_SLOP_PX) return;
     drag.moved = true;
+    if (drag.track) {
+      target.style.cursor = 'grabbing';
+      const over = viewer.movableTrackAt(y);
+      if (over) viewer.moveTrack(drag.track.track.id, over.track.id);
+      return;
+    }
     if (drag.marking) {
       const ps = viewer.timeAt(x);
       const tracks = viewer.tracksBetweenY(drag.y, y);
@@ -113,6 +123,10 @@ export function attachInput(viewer) {
     if (!drag) return;
     const { x, y } = position(event);
     const wasClick = !drag.moved;
+    if (drag.track && drag.moved) {
+      target.style.cursor = '';
+      viewer.commitTrackOrder();
+    }
     drag = null;
     if (target.hasPointerCapture(event.pointerId)) target.releasePointerCapture(event.pointerId);
     if (wasClick) viewer.clickAt(x, y);

@@ -28,13 +28,14 @@ export function labelWidth(width) {
  * `collapsed` shown as their header only, after a Counters section of `counters` (the
  * series of /api/trace/counters, `{name, group}`) when there are any, and a Pinned
  * section of the tracks whose ids are in `pinned` (in pinning order; they leave their
- * own section). With a `filter` text, only tracks and counters whose name (or whose
+ * own section). Tracks whose ids are in `order` come in that order within their section
+ * (the others after them, as listed). With a `filter` text, only tracks and counters whose name (or whose
  * section's name) holds it, ignoring case, and the sections that keep some. Returns
  * `{rows, height, byTrack}`, where a row is `{kind: 'section'|'track'|'counter', index,
  * sectionIndex, section, track?, series?, y, height}` and `byTrack` maps a track id to
  * its row (or to its section's header when collapsed).
  */
-export function buildLayout(sections, collapsed, counters = [], { pinned = [], filter = '' } = {}) {
+export function buildLayout(sections, collapsed, counters = [], { pinned = [], filter = '', order = [] } = {}) {
   const rows = [];
   const byTrack = new Map();
   let y = 0;
@@ -44,11 +45,16 @@ export function buildLayout(sections, collapsed, counters = [], { pinned = [], f
   const pinnedSet = new Set(pinned);
   const allTracks = new Map(sections.flatMap((section) => section.tracks.map((track) => [track.id, track])));
   const pinnedSection = { name: 'Pinned', tracks: pinned.map((id) => allTracks.get(id)).filter(Boolean) };
+  const rank = new Map(order.map((id, i) => [id, i]));
+  const ordered = (tracks) => tracks
+    .map((track, i) => [rank.has(track.id) ? rank.get(track.id) : order.length + i, track])
+    .sort((a, b) => a[0] - b[0])
+    .map(([, track]) => track);
   const shown = [
     ...(pinnedSection.tracks.length ? [[PINNED, pinnedSection]] : []),
     ...sections.map((section, sectionIndex) => [
       sectionIndex,
-      { ...section, tracks: section.tracks.filter((track) => !pinnedSet.has(track.id) && matches(track.name, section.name)) },
+      { ...section, tracks: ordered(section.tracks).filter((track) => !pinnedSet.has(track.id) && matches(track.name, section.name)) },
     ]),
   ].filter(([index, section]) => index === PINNED || section.tracks.length > 0 || needle === '');
   if (counters.length > 0) {

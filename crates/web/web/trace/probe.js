@@ -24,7 +24,17 @@ export function traceProbe(viewer) {
     }),
     events: () => drawnEvents(viewer),
     counters: () => drawnCounters(viewer),
-    tracks: () => viewer.layout.rows.filter((row) => row.kind === 'track').map((row) => ({ id: row.track.id, name: row.track.name, section: row.section.name })),
+    tracks: () => {
+      const origin = viewer.stage.getBoundingClientRect();
+      const top = viewer.scroller.scrollTop;
+      // y: the middle of the track's row on the page (it may be scrolled out of view).
+      return viewer.layout.rows.filter((row) => row.kind === 'track').map((row) => ({
+        id: row.track.id,
+        name: row.track.name,
+        section: row.section.name,
+        y: origin.top + RULER_HEIGHT + row.y - top + row.height / 2,
+      }));
+    },
     flows: () => drawnFlows(viewer),
     setSearchPageSize: (size) => {
       viewer.search.pageSize = size;

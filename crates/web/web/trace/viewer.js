@@ -14,7 +14,7 @@ import { h } from '../lib/dom.js';
 import { counterKey, drawScene, stripePattern } from './draw.js';
 import { helpOverlay } from './help.js';
 import { attachInput } from './input.js';
-import { LEVEL_HEIGHT, RULER_HEIGHT, TRACK_PADDING, buildLayout, labelWidth, rowAt, rowsBetween } from './layout.js';
+import { LEVEL_HEIGHT, PINNED, RULER_HEIGHT, TRACK_PADDING, buildLayout, labelWidth, rowAt, rowsBetween } from './layout.js';
 import { ViewLoader } from './loader.js';
 import { BottomPane } from './pane.js';
 import { traceProbe } from './probe.js';
@@ -62,6 +62,8 @@ class TraceViewer {
     /** Pinned track ids (shown first, in pinning order) and the track filter text, both kept in the URL. */
     const params = context.params;
     this.pinned = params && params.get('pinned') ? params.get('pinned').split(',').map(Number).filter(Number.isFinite) : [];
+    /** Track ids in the order the user dragged them to, within their sections (URL `track_order`). */
+    this.trackOrder = params && params.get('track_order') ? params.get('track_order').split(',').map(Number).filter(Number.isFinite) : [];
     this.trackFilter = (params && params.get('track_filter')) || '';
     this.detailsShown = false;
     this.frameRequest = 0;
@@ -392,6 +394,51 @@ class TraceViewer {
     if (this.selected) this.details.setPinned(this.pinned.includes(this.selected.track));
   }
 
+  /**
+   * The track row a label drag may move at stage position `y` (a track of a
+   * section or of the pinned ones), or null.
+   */
+  movableTrackAt(y) {
+    const row = this.rowAtY(y);
+    return row && row.kind === 'track' ? row : null;
+  }
+
+  /**
+   * Moves track `id` to where track `target` is, in the same section (the pinned tracks
+   * reorder the pins); the others shift. The order goes to the URL when the drag ends
+   * (`commitTrackOrder`).
+   */
+  moveTrack(id, target) {
+    if (id === target) return;
+    const rows = this.layout.rows.filter((row) => row.kind === 'track');
+    const from = rows.find((row) => row.track.id === id);
+    const to = rows.find((row) => row.track.id === target);
+    if (!from || !to || from.sectionIndex !== to.sectionIndex) return;
+    const ids = rows.filter((row) => row.sectionIndex === from.sectionIndex).map((row) => row.track.id);
+    ids.splice(ids.indexOf(id), 1);
+    ids.splice(ids.indexOf(target) + (to.y > from.y ? 1 : 0), 0, id);
+    if (from.sectionIndex === PINNED) {
+      this.pinned = ids;
+    } else {
+      // The section's whole order: its tracks hidden by the filter keep their places after it.
+      const section = this.meta.sections[from.sectionIndex];
+      const rest = section.tracks.map((track) => track.id).filter((one) => !ids.includes(one));
+      const inSection = new Set(section.tracks.map((track) => track.id));
+      this.trackOrder = [...this.trackOrder.filter((one) => !inSection.has(one)), ...ids, ...rest];
+    }
+    this.rebuildLayout();
+    this.requestDraw();
+    this.requestView();
+  }
+
+  /** Keeps the track order and pins in the URL (after a label drag). */
+  commitTrackOrder() {
+    this.setParams({
+      track_order: this.trackOrder.length ? this.trackOrder.join(',') : null,
+      pinned: this.pinned.length ? this.pinned.join(',') : null,
+    });
+  }
+
   /** Every track id of the host. */
   allTrackIds() {
     return [...this.trackNames.keys()];
@@ -486,10 +533,11 @@ class TraceViewer {
 
   rebuildLayout() {
     const sections = this.meta && Array.isArray(this.meta.sections) ? this.meta.sections : [];
-    this.layout = buildLayout(sections, this.collapsed, this.counterSeries, { pinned: this.pinned, filter: this.trackFilter });
+    this.layout = buildLayout(sections, this.collapsed, this.counterSeries, { pinned: this.pinned, filter: this.trackFilter, order: this.trackOrder });
     this.spacer.style.height = `${RULER_HEIGHT + this.layout.height}px`;
     this.root.dataset.tracks = String(this.layout.rows.filter((row) => row.kind === 'track').length);
     this.root.dataset.pinned = this.pinned.join(',');
+    this.root.dataset.trackOrder = this.trackOrder.join(',');
   }
 
   /** Click at (x, y): a section header folds, an event is selected, a merged run described. */

@@ -59,6 +59,7 @@ export default async function traceLayout(t) {
   }
   await checkHeldZoom(t);
   await checkPinAndFilter(t, query);
+  await checkReorder(t, query);
   await checkCounters(t, query);
   await checkSearchResults(t, query);
 }
@@ -95,6 +96,38 @@ async function checkPinAndFilter(t, query) {
   assert.match(page.url(), /[?&]track_filter=/, 'the filter is in the URL');
   await page.fill('.tv-track-filter', '');
   assert.equal((await probe('tracks')).length, before.length, 'an empty filter shows every track');
+}
+
+/** Dragging a track's name onto the track above moves it there, within its section; the order is in the URL and survives a reload. */
+async function checkReorder(t, query) {
+  const { page, assert } = t;
+  const probe = (what) => page.evaluate((name) => document.querySelector('.tv').traceViewerProbe[name](), what);
+  await page.goto(new URL(`?${query}&tool=trace_viewer`, t.baseUrl).href);
+  await page.waitForSelector('.tv[data-ready="1"]');
+  await settle(page);
+  const before = await probe('tracks');
+  // The first section shown with two tracks or more, both on screen.
+  const height = page.viewportSize().height;
+  const index = before.findIndex((track, i) => i > 0 && before[i - 1].section === track.section && track.y < height - 10);
+  if (index < 0) t.skip('no section with two tracks in view');
+  const [upper, lower] = [before[index - 1], before[index]];
+  const box = await page.locator('.tv-stage').boundingBox();
+  const x = box.x + 40;
+  await page.mouse.move(x, lower.y);
+  await page.mouse.down();
+  await page.mouse.move(x, lower.y - 4, { steps: 2 });
+  await page.mouse.move(x, upper.y, { steps: 4 });
+  await page.mouse.up();
+  const after = await probe('tracks');
+  assert.deepEqual([after[index - 1].id, after[index].id], [lower.id, upper.id], `${lower.name} now comes before ${upper.name}`);
+  assert.equal(after.length, before.length, 'no track lost');
+  assert.ok(after.every((track, i) => track.section === before[i].section), 'every track stays in its section');
+  await page.waitForURL((url) => (url.searchParams.get('track_order') || '').split(',').includes(String(lower.id)));
+  await page.reload();
+  await page.waitForSelector('.tv[data-ready="1"]');
+  await settle(page);
+  const reloaded = await probe('tracks');
+  assert.deepEqual(reloaded.map((track) => track.id), after.map((track) => track.id), 'the order survives a reload');
 }
 
 /** Counter tracks: one row per series of /api/trace/counters, drawn, with its reading on hover. */
