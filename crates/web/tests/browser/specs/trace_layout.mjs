@@ -67,10 +67,7 @@ export default async function traceLayout(t) {
 /** P pins the selected event's track first (in the URL); the filter box keeps the tracks whose name holds its text. */
 async function checkPinAndFilter(t, query) {
   const { page, assert } = t;
-  const probe = (what) => page.evaluate((name) => document.querySelector('.tv').traceViewerProbe[name](), what);
-  await page.goto(new URL(`?${query}&tool=trace_viewer`, t.baseUrl).href);
-  await page.waitForSelector('.tv[data-ready="1"]');
-  await settle(page);
+  const probe = await openViewer(t, query);
   const before = await probe('tracks');
   const events = (await probe('events')).filter((event) => event.width >= 4);
   const target = events.reduce((best, event) => (event.track > best.track ? event : best), events[0]);
@@ -101,10 +98,7 @@ async function checkPinAndFilter(t, query) {
 /** Dragging a track's name onto the track above moves it there, within its section; the order is in the URL and survives a reload. */
 async function checkReorder(t, query) {
   const { page, assert } = t;
-  const probe = (what) => page.evaluate((name) => document.querySelector('.tv').traceViewerProbe[name](), what);
-  await page.goto(new URL(`?${query}&tool=trace_viewer`, t.baseUrl).href);
-  await page.waitForSelector('.tv[data-ready="1"]');
-  await settle(page);
+  const probe = await openViewer(t, query);
   const before = await probe('tracks');
   // The first section shown with two tracks or more, both on screen.
   const height = page.viewportSize().height;
@@ -249,6 +243,15 @@ async function checkSearchResults(t, query) {
   assert.match(start, /^[\d.,]+ (s|ms|µs|ns|ps)$/, `the first result gives its start: ${where}`);
   assert.match(duration, /^(0|[\d.,]+ (s|ms|µs|ns|ps))$/, `the first result gives its duration: ${where}`);
   await t.screenshot('trace_layout-search');
+}
+
+/** Opens the trace viewer on `query`, waits for it, and returns a caller of its probe. */
+async function openViewer(t, query) {
+  const { page } = t;
+  await page.goto(new URL(`?${query}&tool=trace_viewer`, t.baseUrl).href);
+  await page.waitForSelector('.tv[data-ready="1"]');
+  await settle(page);
+  return (what) => page.evaluate((name) => document.querySelector('.tv').traceViewerProbe[name](), what);
 }
 
 /** Waits until the viewer has drawn and has nothing in flight. */
