@@ -1,6 +1,7 @@
 //! Every host (rank) of a run on one time axis: the trace endpoints' `host=all` for a
 //! run with two or more hosts, aligned by the hosts' clocks, and `host=all@steps`,
-//! aligned on the first step every host recorded (multi-rank PyTorch, multi-host JAX).
+//! aligned on the first step every host recorded, as the step tools find steps
+//! (multi-rank PyTorch, multi-host JAX and TensorFlow).
 //!
 //! One index holds them all: each host's sections are named `HOST · SECTION`, its
 //! events shifted by its offset, and its model references count planes after those of
@@ -8,9 +9,8 @@
 //! plane. Hosts are placed by rank, then name.
 
 use mlprof_analysis::counters::{CounterSeries, counter_series};
-use mlprof_analysis::grouping::profiler_steps;
-use mlprof_model::names::STEPS_LINE;
-use mlprof_model::{Host, Session, SourceFormat};
+use mlprof_analysis::steps::StepOptions;
+use mlprof_model::{Host, Session};
 use mlprof_timeline::ModelRef;
 
 /// Every host, aligned by their clocks.
@@ -89,23 +89,12 @@ fn step_starts(hosts: &[&Host]) -> Option<(i64, Vec<i64>)> {
     Some((common, starts))
 }
 
-/// A host's steps as (number, start ps): PyTorch's `ProfilerStep#N`, or the numbers on
-/// XProf's device `Steps` lines.
+/// A host's steps as (number as the profile numbers it, start ps), found as every step
+/// tool finds them (PyTorch's `ProfilerStep#N`, XProf's step markers and fallbacks).
 fn steps_of(host: &Host) -> Vec<(i64, i64)> {
-    if host.format == SourceFormat::Kineto {
-        return profiler_steps::find(host).iter().map(|s| (s.number, s.begin_ps)).collect();
-    }
-    let mut steps = Vec::new();
-    for plane in &host.planes {
-        for line in plane.lines.iter().filter(|l| l.name == STEPS_LINE) {
-            for event in line.iter() {
-                let number = plane.metadata_of(&event).and_then(|m| m.name.trim().parse::<i64>().ok());
-                if let Some(number) = number {
-                    steps.push((number, event.start_ps()));
-                }
-            }
-        }
-    }
+    let groups = mlprof_analysis::facts::step_groups(host);
+    let found = mlprof_analysis::steps::host_steps(host, &groups, StepOptions::default());
+    let mut steps: Vec<(i64, i64)> = found.steps.iter().map(|s| (s.profile_step, s.begin_ps)).collect();
     steps.sort_unstable();
     steps.dedup_by_key(|s| s.0);
     steps
@@ -141,4 +130,28 @@ pub(crate) fn counters(session: &Session, placed: &[Placement]) -> Vec<CounterSe
 /// The name put before each section of `host`.
 pub(crate) fn section_prefix(host: &Host) -> String {
     format!("{} · ", host.name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(relative: &str) -> Session {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(relative);
+        mlprof_formats::discover::load(&path).expect("loads").pop().expect("a session")
+    }
+
+    #[test]
+    fn steps_are_found_as_the_step_tools_find_them() {
+        // (case, first step number and how many there are), as `mlprof analyze --tool steps` lists them.
+        for (case, first, count) in [
+            ("xspace/jax_profile/logdir", 2, 10),
+            ("xspace/tf_keras2_input_bound/logdir", 5, 6),
+            ("kineto/hta/trace_filter", 551, 2),
+        ] {
+            let session = session(case);
+            let steps = steps_of(&session.hosts[0]);
+            assert_eq!((steps.first().map(|s| s.0), steps.len()), (Some(first), count), "{case}");
+        }
+    }
 }
