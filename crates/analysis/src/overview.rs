@@ -350,10 +350,10 @@ impl Overview {
         let s = &self.steps;
         let mut summary = Section::new("Performance summary")
             .note(format!(
-                "Average step time: {} (standard deviation {}) over {} steps{}{}. {}",
+                "Average step time: {} (standard deviation {}) over {}{}{}. {}",
                 mlprof_model::human::duration_ms(s.step_time_ms.average),
                 mlprof_model::human::duration_ms(s.step_time_ms.standard_deviation),
-                s.steps.len(),
+                mlprof_model::human::counted(s.steps.len(), "step", "steps"),
                 crate::input_pipeline::which_steps_in_brackets(&s.steps),
                 if s.steps.is_empty() { "" } else { "; `--tool steps` lists every step and which ones are left out" },
                 s.step_source

@@ -49,7 +49,8 @@ fn assert_inferred(case: &str, expected: StepSource, evidence: &str, (min_ms, ma
     assert_eq!(groups.source, expected, "{case}");
     let StepSource::ProgramExecutions { evidence: found, groups: count, .. } = &groups.source else { unreachable!() };
     assert!(found.contains(evidence), "{case}: {found}");
-    assert!(groups.source.describe().starts_with(&format!("{count} steps inferred from ")), "{case}");
+    let steps = mlprof_model::human::counted(*count, "step", "steps");
+    assert!(groups.source.describe().starts_with(&format!("{steps} inferred from ")), "{case}");
     assert_eq!(groups.step_spans.len(), *count);
     assert_eq!(groups.names.first().map(String::as_str), Some("train_step 1"));
     assert_eq!(groups.names.last(), Some(&format!("train_step {count}")));

@@ -87,7 +87,9 @@ fn render_text(session: &str, hosts: &[&str], advice: &Advice) -> String {
     let framework = serde_json::to_value(advice.framework).ok();
     let framework = framework.as_ref().and_then(|v| v.as_str()).unwrap_or("unknown");
     let steps = match advice.step_time_ps {
-        Some(ps) => format!("{} steps, mean step time {}", advice.steps, human::duration(ps)),
+        Some(ps) => {
+            format!("{}, mean step time {}", human::counted(advice.steps, "step", "steps"), human::duration(ps))
+        }
         None => "no steps found, so no time lost per step".to_string(),
     };
     wrap(&mut out, "", &format!("Session {session}, hosts {} ({framework}); {steps}.", hosts.join(", ")));

@@ -101,6 +101,11 @@ pub fn count(value: f64) -> String {
     unsigned_zero(group_thousands(&text))
 }
 
+/// A whole number of things with its noun: `1 step`, `0 steps`, `1,234 steps`.
+pub fn counted(n: usize, singular: &str, plural: &str) -> String {
+    format!("{} {}", group_thousands(&n.to_string()), if n == 1 { singular } else { plural })
+}
+
 /// A percentage with one decimal: `27.4%`.
 pub fn percent(percent: f64) -> String {
     if !percent.is_finite() {
@@ -173,6 +178,14 @@ fn unsigned_zero(text: String) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn counted_things_take_their_noun_in_the_singular_for_one() {
+        assert_eq!(counted(1, "step", "steps"), "1 step");
+        assert_eq!(counted(0, "step", "steps"), "0 steps");
+        assert_eq!(counted(1234, "step group", "step groups"), "1,234 step groups");
+    }
+
     use super::*;
 
     /// The cases the UI's `lib/format.js` is checked against too.

@@ -84,33 +84,47 @@ pub enum StepSource {
     },
 }
 
+/// `1 step`, `3 steps`.
+fn steps(n: usize) -> String {
+    mlprof_model::human::counted(n, "step", "steps")
+}
+
+/// `1 step group`, `3 step groups`.
+fn step_groups(n: usize) -> String {
+    mlprof_model::human::counted(n, "step group", "step groups")
+}
+
 impl StepSource {
     /// One sentence saying how the steps were found.
     pub fn describe(&self) -> String {
         match self {
             StepSource::None => "No step markers found.".to_string(),
             StepSource::RootEvents { groups } => {
-                format!("{groups} step groups from root events (stat `_r` or TraceContext), as XProf finds them.")
+                format!("{} from root events (stat `_r` or TraceContext), as XProf finds them.", step_groups(*groups))
             }
-            StepSource::TfLoop { groups } => format!("{groups} step groups from TensorFlow loop iterations."),
+            StepSource::TfLoop { groups } => format!("{} from TensorFlow loop iterations.", step_groups(*groups)),
             StepSource::StepNumEvents { event_name, groups } => format!(
-                "{groups} steps from events named \"{event_name}\" with step_num (no root flag `_r`; XProf finds no steps here)."
+                "{} from events named \"{event_name}\" with step_num (no root flag `_r`; XProf finds no steps here).",
+                steps(*groups)
             ),
             StepSource::SkippedLoopOps => {
                 "Step grouping skipped: the profile has TensorFlow loop ops (as XProf does).".to_string()
             }
             StepSource::ProfilerSteps { groups, inferred_from: None } => format!(
-                "{groups} steps from PyTorch's ProfilerStep#N annotations (host events by time, GPU events by their launch)."
+                "{} from PyTorch's ProfilerStep#N annotations (host events by time, GPU events by their launch).",
+                steps(*groups)
             ),
             StepSource::ProfilerSteps { groups, inferred_from: Some(annotation) } => format!(
-                "{groups} steps inferred from PyTorch's \"{annotation}\" annotations: no ProfilerStep#N markers, so a \
+                "{} inferred from PyTorch's \"{annotation}\" annotations: no ProfilerStep#N markers, so a \
                  step runs from the end of one optimizer step to the end of the next (host events by time, GPU events \
-                 by their launch)."
+                 by their launch).",
+                steps(*groups)
             ),
             StepSource::ProgramExecutions { evidence, executions, groups, .. } => format!(
-                "{groups} steps inferred from {executions} repeated executions of {evidence}: no step markers, so a \
+                "{} inferred from {executions} repeated executions of {evidence}: no step markers, so a \
                  step runs from the start of one execution to the start of the next (host events by time, GPU events \
-                 by their launch)."
+                 by their launch).",
+                steps(*groups)
             ),
         }
     }

@@ -793,12 +793,12 @@ impl InputPipelineAnalysis {
     pub fn report(&self) -> Report {
         let mut sections = Vec::new();
         let summary = Section::new("Summary").note(self.bottleneck.input_statement.clone()).note(format!(
-            "Average step time {} (standard deviation {}, min {}, max {}) over {} steps{}; {}",
+            "Average step time {} (standard deviation {}, min {}, max {}) over {}{}; {}",
             human::duration_ms(self.step_time_ms.average),
             human::duration_ms(self.step_time_ms.standard_deviation),
             human::duration_ms(self.step_time_ms.minimum),
             human::duration_ms(self.step_time_ms.maximum),
-            self.steps.len(),
+            human::counted(self.steps.len(), "step", "steps"),
             which_steps_in_brackets(&self.steps),
             self.step_source
         ));
