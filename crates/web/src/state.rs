@@ -31,6 +31,7 @@ use crate::rescan::{DEFAULT_RESCAN_INTERVAL, Due, EndOnDrop, Rescan};
 use crate::run_work::{RunWork, Work};
 use crate::tool_request::ToolRequest;
 use crate::tool_result::ToolOutput;
+use crate::trace::together::Placements;
 
 pub use crate::error::ApiError;
 
@@ -47,6 +48,8 @@ const OPEN_TRACE_INDEXES: usize = 8;
 const FLAME_INDEXES: usize = 4;
 /// Hosts whose counter series (the trace viewer's counter tracks) are kept.
 const COUNTER_SERIES: usize = 8;
+/// Runs whose hosts' placements on one time axis are kept (per alignment).
+const PLACEMENTS: usize = 8;
 
 /// One host of one run: the key of its trace index.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -99,6 +102,8 @@ pub struct AppState {
     flame_indexes: OnceCache<ToolRequest, Arc<FlameIndex>>,
     /// The trace viewer's counter series, by run and host.
     counter_series: OnceCache<HostKey, Arc<Vec<CounterSeries>>>,
+    /// Every host of a run on one time axis, by run and `all` / `all@steps`.
+    placements: OnceCache<HostKey, Arc<Placements>>,
     /// What is being read or built for each run, for `/api/progress`.
     work: RunWork,
 }
@@ -121,6 +126,7 @@ impl AppState {
             trace_indexes: OnceCache::new(OPEN_TRACE_INDEXES),
             flame_indexes: OnceCache::new(FLAME_INDEXES),
             counter_series: OnceCache::new(COUNTER_SERIES),
+            placements: OnceCache::new(PLACEMENTS),
             work: RunWork::default(),
         }
     }
@@ -197,6 +203,7 @@ impl AppState {
             self.trace_indexes.forget_run(run);
             self.flame_indexes.forget_run(run);
             self.counter_series.forget_run(run);
+            self.placements.forget_run(run);
         }
     }
 
@@ -272,6 +279,12 @@ impl AppState {
     /// [`crate::trace`]).
     pub(crate) fn counter_series(&self) -> &OnceCache<HostKey, Arc<Vec<CounterSeries>>> {
         &self.counter_series
+    }
+
+    /// Every host of a run placed on one time axis, keyed by run and `all` /
+    /// `all@steps` (read by [`crate::trace`]).
+    pub(crate) fn placements(&self) -> &OnceCache<HostKey, Arc<Placements>> {
+        &self.placements
     }
 
     /// The flame graphs' indexes of sampled Python stacks, keyed by the `python` tool

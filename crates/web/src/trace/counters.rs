@@ -73,7 +73,7 @@ async fn host_series(state: &Arc<AppState>, run: &str, host: &str) -> Result<Arc
     let what = "reading the counters".to_string();
     from_session(state, state.counter_series(), &HostKey::new(run, host), what, |session, key| {
         if together::is_together(&key.host) {
-            return Ok(together::counters(session, &together::placements(session, &key.host).0));
+            return Ok(together::counters(session, &together::placements(session, &key.host).hosts));
         }
         let model = session
             .hosts

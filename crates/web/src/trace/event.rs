@@ -67,8 +67,8 @@ pub(crate) async fn event(
         .ok_or_else(|| ApiError::not_found(format!("no event {id} on host {host} (it has {})", index.event_count())))?;
     let session = state.session(&run).await?;
     let (model_host, offset_ps, at) = if together::is_together(&host) {
-        let placed = together::placements(&session, &host).0;
-        together::locate(&session, &placed, ModelRef::unpack(event.source))
+        let placed = together::placed(&state, &run, &host).await?;
+        together::locate(&session, &placed.hosts, ModelRef::unpack(event.source))
             .ok_or_else(|| ApiError::internal(format!("run {run}: event {id} names no host")))?
     } else {
         let model_host = session

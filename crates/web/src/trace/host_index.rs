@@ -165,7 +165,7 @@ fn build(
     if together::is_together(host_name) {
         let events = session.hosts.iter().map(|h| h.event_count() as u64).sum();
         builder.report_to(Arc::clone(&progress), events);
-        for placement in together::placements(session, host_name).0 {
+        for placement in together::placements(session, host_name).hosts {
             let Some(host) = session.hosts.get(placement.host) else { continue };
             builder.place_host(&together::section_prefix(host), placement.offset_ps, placement.plane_base);
             add_host_sections(&mut builder, host).map_err(|e| failed(&e))?;

@@ -71,7 +71,7 @@ pub(crate) async fn meta(
         })
         .collect();
     let alignment = if together::is_together(&host) {
-        Some(together::placements(&*state.session(&run).await?, &host).1)
+        Some(together::placed(&state, &run, &host).await?.alignment.clone())
     } else {
         None
     };

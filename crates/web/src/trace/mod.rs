@@ -18,7 +18,7 @@ mod meta;
 mod query;
 mod search;
 mod steps;
-mod together;
+pub(crate) mod together;
 mod view;
 
 use std::sync::Arc;

@@ -8,10 +8,16 @@
 //! the hosts before it ([`Placement::plane_base`]), so an event's host is found from its
 //! plane. Hosts are placed by rank, then name.
 
+use std::sync::Arc;
+
 use mlprof_analysis::counters::{CounterSeries, counter_series};
 use mlprof_analysis::steps::StepOptions;
 use mlprof_model::{Host, Session};
 use mlprof_timeline::ModelRef;
+
+use crate::error::ApiError;
+use crate::state::{AppState, HostKey};
+use crate::tool_output::from_session;
 
 /// Every host, aligned by their clocks.
 pub(crate) const ALL: &str = "all";
@@ -34,9 +40,28 @@ pub(crate) struct Placement {
     pub plane_base: u32,
 }
 
-/// The hosts of `session` placed on one axis (by steps for [`ALL_BY_STEPS`]), and a
+/// Every host of a run placed on one axis.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Placements {
+    /// Each host's placement, in the order shown.
+    pub hosts: Vec<Placement>,
+    /// How they were aligned, as a sentence's end (`aligned by the hosts' clocks`).
+    pub alignment: String,
+}
+
+/// The placements of `host` (`all` or `all@steps`) of `run`: kept, or worked out from
+/// its session (by steps, that runs the step analysis of every host) and kept.
+pub(crate) async fn placed(state: &Arc<AppState>, run: &str, host: &str) -> Result<Arc<Placements>, ApiError> {
+    let what = "placing the hosts on one time axis".to_string();
+    from_session(state, state.placements(), &HostKey::new(run, host), what, |session, key| {
+        Ok(placements(session, &key.host))
+    })
+    .await
+}
+
+/// The hosts of `session` placed on one axis (by steps for [`ALL_BY_STEPS`]), with a
 /// sentence saying how they were aligned.
-pub(crate) fn placements(session: &Session, host: &str) -> (Vec<Placement>, String) {
+pub(crate) fn placements(session: &Session, host: &str) -> Placements {
     let mut order: Vec<usize> = (0..session.hosts.len()).collect();
     order.sort_by(|&a, &b| {
         let (a, b) = (&session.hosts[a], &session.hosts[b]);
@@ -50,7 +75,7 @@ pub(crate) fn placements(session: &Session, host: &str) -> (Vec<Placement>, Stri
     // The latest start goes to the earliest time: no host begins before 0.
     let latest = starts.iter().copied().max().unwrap_or(0);
     let mut plane_base = 0u32;
-    let placed = order
+    let hosts = order
         .iter()
         .zip(&starts)
         .map(|(&index, &start)| {
@@ -60,7 +85,7 @@ pub(crate) fn placements(session: &Session, host: &str) -> (Vec<Placement>, Stri
             placement
         })
         .collect();
-    (placed, how)
+    Placements { hosts, alignment: how }
 }
 
 /// Each host's reference time (ps) such that equal values are the same moment: its
