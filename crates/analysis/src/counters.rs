@@ -11,8 +11,7 @@
 //! - **PyTorch's memory**: the `Total Allocated` and `Total Reserved` bytes after each
 //!   `[memory]` event (`profile_memory=True`), a series each per device;
 //! - **GPU queue lengths**: HTA's queue length of each stream (ops launched and not yet
-//!   started, [`crate::gpu::queue`]) on hosts whose GPU ops carry streams and
-//!   correlations (Kineto traces), over HTA's window (the last `ProfilerStep` is left
+//!   started, [`crate::gpu::queue`]) on Kineto traces, over HTA's window (the last `ProfilerStep` is left
 //!   out when there are two or more).
 //!
 //! Points are in time order; a reading holds until the next one.
@@ -134,8 +133,12 @@ fn pytorch_memory(host: &Host, series: &mut BTreeMap<(String, String), Vec<(i64,
     }
 }
 
-/// Each CUDA stream's queue length, by (`GPU stream N`, `Queue length (ops)`).
+/// Each CUDA stream's queue length, by (`GPU stream N`, `Queue length (ops)`), on Kineto
+/// traces (HTA's input; reading the rows of another host would cost a pass for nothing).
 fn queue_lengths(host: &Host, series: &mut BTreeMap<(String, String), Vec<(i64, f64)>>) {
+    if host.format != mlprof_model::SourceFormat::Kineto {
+        return;
+    }
     let context = crate::gpu::Context::new(&[host], crate::gpu::trace::CpuRows::Correlated);
     for queue in crate::gpu::queue::queue_series(&context) {
         series
