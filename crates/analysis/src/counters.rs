@@ -11,8 +11,8 @@
 //! - **PyTorch's memory**: the `Total Allocated` and `Total Reserved` bytes after each
 //!   `[memory]` event (`profile_memory=True`), a series each per device;
 //! - **GPU queue lengths**: HTA's queue length of each stream (ops launched and not yet
-//!   started, [`crate::gpu::queue`]) on Kineto traces, over HTA's window (the last `ProfilerStep` is left
-//!   out when there are two or more).
+//!   started, [`crate::gpu::queue`]) on Kineto traces, over HTA's window (the last
+//!   `ProfilerStep` is left out when there are two or more).
 //!
 //! Points are in time order; a reading holds until the next one.
 
