@@ -87,7 +87,8 @@ function replacedNotice(params, { run, host, tool }) {
   }
   const askedHost = asked('host');
   // A run's only host stands for all of them; aligning by step is the trace viewer's.
-  const stoodFor = (askedHost === ALL_HOSTS && run.hosts.length === 1) || (askedHost === ALL_HOSTS_BY_STEPS && host === ALL_HOSTS);
+  const everyHost = askedHost === ALL_HOSTS || askedHost === ALL_HOSTS_BY_STEPS;
+  const stoodFor = everyHost && (run.hosts.length === 1 || host === ALL_HOSTS);
   if (askedHost && askedHost !== host && !stoodFor) {
     said.push(`${run.name} has no host named ${askedHost}; showing ${host === ALL_HOSTS ? 'all hosts' : host}.`);
   }
