@@ -27,11 +27,12 @@ export function traceProbe(viewer) {
     tracks: () => {
       const origin = viewer.stage.getBoundingClientRect();
       const top = viewer.scroller.scrollTop;
-      // y: the middle of the track's row on the page (it may be scrolled out of view).
+      // top, y: the top and the middle of the track's row on the page (it may be scrolled out of view).
       return viewer.layout.rows.filter((row) => row.kind === 'track').map((row) => ({
         id: row.track.id,
         name: row.track.name,
         section: row.section.name,
+        top: origin.top + RULER_HEIGHT + row.y - top,
         y: origin.top + RULER_HEIGHT + row.y - top + row.height / 2,
       }));
     },
