@@ -11,7 +11,7 @@
 //! - **PyTorch's memory**: the `Total Allocated` and `Total Reserved` bytes after each
 //!   `[memory]` event (`profile_memory=True`), a series each per device;
 //! - **GPU queue lengths**: HTA's queue length of each stream (ops launched and not yet
-//!   started, [`crate::gpu::queue`]) on Kineto traces, over HTA's window (the last
+//!   started, [`crate::gpu::queue`]) on PyTorch traces, over HTA's window (the last
 //!   `ProfilerStep` is left out when there are two or more).
 //!
 //! Points are in time order; a reading holds until the next one.
@@ -133,10 +133,10 @@ fn pytorch_memory(host: &Host, series: &mut BTreeMap<(String, String), Vec<(i64,
     }
 }
 
-/// Each CUDA stream's queue length, by (`GPU stream N`, `Queue length (ops)`), on Kineto
+/// Each CUDA stream's queue length, by (`GPU stream N`, `Queue length (ops)`), on PyTorch
 /// traces (HTA's input; reading the rows of another host would cost a pass for nothing).
 fn queue_lengths(host: &Host, series: &mut BTreeMap<(String, String), Vec<(i64, f64)>>) {
-    if host.format != mlprof_model::SourceFormat::Kineto {
+    if crate::facts::framework(host) != crate::facts::Framework::Pytorch {
         return;
     }
     let context = crate::gpu::Context::new(&[host], crate::gpu::trace::CpuRows::Correlated);

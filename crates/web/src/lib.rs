@@ -14,6 +14,7 @@ pub mod connections;
 pub mod error;
 pub mod once_cache;
 pub mod params;
+pub mod placements;
 pub mod rescan;
 mod router;
 pub mod run_work;

@@ -27,11 +27,11 @@ use mlprof_timeline::TimelineIndex;
 use crate::blocking::heavy;
 use crate::catalog::{Catalog, Run, RunLookup};
 use crate::once_cache::{OnceCache, RunKey};
+use crate::placements::Placements;
 use crate::rescan::{DEFAULT_RESCAN_INTERVAL, Due, EndOnDrop, Rescan};
 use crate::run_work::{RunWork, Work};
 use crate::tool_request::ToolRequest;
 use crate::tool_result::ToolOutput;
-use crate::trace::together::Placements;
 
 pub use crate::error::ApiError;
 

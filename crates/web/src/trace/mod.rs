@@ -18,7 +18,7 @@ mod meta;
 mod query;
 mod search;
 mod steps;
-pub(crate) mod together;
+mod together;
 mod view;
 
 use std::sync::Arc;

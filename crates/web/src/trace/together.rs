@@ -16,6 +16,7 @@ use mlprof_model::{Host, Session};
 use mlprof_timeline::ModelRef;
 
 use crate::error::ApiError;
+use crate::placements::{Placement, Placements};
 use crate::state::{AppState, HostKey};
 use crate::tool_output::from_session;
 
@@ -27,26 +28,6 @@ pub(crate) const ALL_BY_STEPS: &str = "all@steps";
 /// Whether `host` names every host of a run rather than one.
 pub(crate) fn is_together(host: &str) -> bool {
     host == ALL || host == ALL_BY_STEPS
-}
-
-/// Where one host goes on the shared axis.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Placement {
-    /// Its position in the session's hosts.
-    pub host: usize,
-    /// Added to its events' starts, ps.
-    pub offset_ps: i64,
-    /// The plane number its first plane has in the index.
-    pub plane_base: u32,
-}
-
-/// Every host of a run placed on one axis.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Placements {
-    /// Each host's placement, in the order shown.
-    pub hosts: Vec<Placement>,
-    /// How they were aligned, as a sentence's end (`aligned by the hosts' clocks`).
-    pub alignment: String,
 }
 
 /// The placements of `host` (`all` or `all@steps`) of `run`: kept, or worked out from
