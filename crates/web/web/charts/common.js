@@ -145,8 +145,10 @@ export function chartWidth() {
   return Math.round(Math.min(1600, Math.max(760, width)));
 }
 
-/** The draw function and width of each chart drawn through `redrawnOnResize`. */
+/** The draw function of each chart drawn through `redrawnOnResize` (its width is in its `data-drawn-width`). */
 const redraws = new WeakMap();
+/** Whether the window's resize events are listened to yet. */
+let listening = false;
 let redrawTimer = 0;
 
 /**
@@ -157,8 +159,8 @@ let redrawTimer = 0;
 export function redrawnOnResize(draw) {
   const chart = draw();
   remember(chart, draw);
-  if (!redrawTimer) {
-    redrawTimer = -1;
+  if (!listening) {
+    listening = true;
     window.addEventListener('resize', () => {
       clearTimeout(redrawTimer);
       redrawTimer = setTimeout(redrawResized, 150);
