@@ -112,10 +112,11 @@ fn a_plain_pytorch_loop_is_traced_for_a_number_of_steps() {
     let test = "a_plain_pytorch_loop_is_traced_for_a_number_of_steps";
     let Some((logdir, _, err)) = run_torch_loop(test, &["--steps", "3"], "40") else { return };
     assert!(err.contains("tracing 3 steps (Kineto on demand)"), "{err}");
-    let (steps, source) = peers::overview_steps(logdir.path());
+    // Every step: the overview leaves out the first and last of more than 5.
+    let (steps, source) = peers::every_step(logdir.path());
     // Kineto checks for the end of its window asynchronously: a loop of 5 ms steps now and
-    // then gets a step or two more, always after the ones asked for.
-    assert!((3..=6).contains(&steps.len()), "{steps:?}\n{source}\n{err}");
+    // then gets a few steps more (4 in one CI run), always after the ones asked for.
+    assert!((3..=8).contains(&steps.len()), "{steps:?}\n{source}\n{err}");
     assert_eq!(steps[..3], ["OptimizerStep#1", "OptimizerStep#2", "OptimizerStep#3"], "{source}\n{err}");
 }
 

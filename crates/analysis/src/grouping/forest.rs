@@ -231,6 +231,13 @@ impl AncestorSearch {
     }
 }
 
+/// Where a walk up the nesting parents ended: with its answer, or at a node with link
+/// parents, from which a breadth-first search goes on.
+enum Chain {
+    Ends(Option<u32>),
+    Linked { node: u32, include_self: bool },
+}
+
 /// Adjacency lists in one array: the targets of node `n` are
 /// `targets[offsets[n]..offsets[n + 1]]`.
 #[derive(Default)]
@@ -344,7 +351,12 @@ impl<'h> Forest<'h> {
     /// The nodes `node` hangs under: its nesting parent first, then link parents.
     fn parents(&self, node: u32) -> impl Iterator<Item = u32> + '_ {
         let nest = self.nest_parent.get(node as usize).copied().filter(|&p| p != NONE);
-        let from = self.extra_parents.partition_point(|&(child, _)| child < node);
+        // Most nodes have no link parent: the bit says so without a binary search.
+        let from = if self.has_extra_parents(node) {
+            self.extra_parents.partition_point(|&(child, _)| child < node)
+        } else {
+            self.extra_parents.len()
+        };
         let extra = self.extra_parents[from..].iter().take_while(move |&&(child, _)| child == node).map(|&(_, p)| p);
         nest.into_iter().chain(extra)
     }
@@ -485,20 +497,48 @@ impl<'h> Forest<'h> {
     /// Breadth-first search over parents (optionally from `node` itself) for the first
     /// node satisfying `found`.
     pub fn find_ancestor(&self, node: u32, include_self: bool, mut found: impl FnMut(u32) -> bool) -> Option<u32> {
-        // Most events hang under a chain of nesting parents only; a breadth-first search
-        // of a chain is the chain itself, so walk it without a queue or a seen set.
+        match self.nesting_chain(node, include_self, &mut found) {
+            Chain::Ends(result) => result,
+            Chain::Linked { node, include_self } => self.search_ancestors(node, include_self, found),
+        }
+    }
+
+    /// [`Forest::find_ancestor`] for many nodes with one `found`: the searches past the
+    /// first linked node of each chain are kept in `cache`, since many events (every op
+    /// of one executor run) reach the same one.
+    pub fn find_ancestor_cached(
+        &self,
+        node: u32,
+        include_self: bool,
+        mut found: impl FnMut(u32) -> bool,
+        cache: &mut FxMap<(u32, bool), Option<u32>>,
+    ) -> Option<u32> {
+        match self.nesting_chain(node, include_self, &mut found) {
+            Chain::Ends(result) => result,
+            Chain::Linked { node, include_self } => {
+                *cache.entry((node, include_self)).or_insert_with(|| self.search_ancestors(node, include_self, found))
+            }
+        }
+    }
+
+    /// Walks the chain of nesting parents from `node` while it has no link parent.
+    /// Most events hang under such a chain only, and a breadth-first search of a chain
+    /// is the chain itself. Where a node with link parents is reached, the search from
+    /// `node` goes on as a search from it: the nodes before it have one parent each and
+    /// failed `found`, so they change neither the order nor the result.
+    fn nesting_chain(&self, node: u32, include_self: bool, found: &mut impl FnMut(u32) -> bool) -> Chain {
         let mut current = node;
         let mut check = include_self;
         loop {
             if self.has_extra_parents(current) {
-                return self.search_ancestors(node, include_self, found);
+                return Chain::Linked { node: current, include_self: check };
             }
             if check && found(current) {
-                return Some(current);
+                return Chain::Ends(Some(current));
             }
             match self.nest_parent.get(current as usize) {
                 Some(&parent) if parent != NONE => current = parent,
-                _ => return None,
+                _ => return Chain::Ends(None),
             }
             check = true;
         }
@@ -644,6 +684,26 @@ mod tests {
         assert_eq!(forest.children(1), &[2]);
         assert_eq!(forest.parents(2).collect::<Vec<_>>(), vec![1]);
         assert_eq!(forest.parents(3).count(), 0);
+    }
+
+    #[test]
+    fn searches_up_a_nesting_chain_find_what_a_full_search_finds() {
+        // Kernel 4 hangs under launch 2 by a link; launch 2 under `train` 0 by nesting.
+        let host = host();
+        let forest = Forest::build(&host);
+        let mut cache = FxMap::default();
+        for target in 0..forest.len() {
+            for node in 0..forest.len() {
+                for include_self in [false, true] {
+                    let full = AncestorSearch::default().run(&forest, node, include_self, |n| n == target);
+                    assert_eq!(forest.find_ancestor(node, include_self, |n| n == target), full, "{node} -> {target}");
+                    let cached = forest.find_ancestor_cached(node, include_self, |n| n == target, &mut cache);
+                    assert_eq!(cached, full, "{node} -> {target}, cached");
+                }
+            }
+            cache.clear();
+        }
+        assert_eq!(forest.find_ancestor(4, false, |n| n == 0), Some(0));
     }
 
     #[test]

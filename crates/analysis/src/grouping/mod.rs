@@ -468,12 +468,13 @@ fn eager_events(forest: &Forest<'_>) -> Vec<(u32, u32, u32)> {
         return Vec::new();
     }
     let mut eager = Vec::new();
+    let mut searched = mlprof_model::fxhash::FxMap::default();
+    let is_execute = |n: u32| forest.kinds[n as usize] == Kind::EagerKernelExecute;
     for node in 0..forest.len() {
         if !matches!(forest.kinds[node as usize], Kind::KernelExecute | Kind::TfOpRun) {
             continue;
         }
-        let Some(execute) = forest.find_ancestor(node, true, |n| forest.kinds[n as usize] == Kind::EagerKernelExecute)
-        else {
+        let Some(execute) = forest.find_ancestor_cached(node, true, is_execute, &mut searched) else {
             continue;
         };
         if forest.int_stat(execute, IS_FUNC) == Some(0) {

@@ -221,6 +221,14 @@ impl ToolId {
         })
     }
 
+    /// Whether the tool reads the hosts' step groups (the steps, or ops by step): all
+    /// but the kernel statistics, the tf.data analysis, HTA's GPU analyses and the trace
+    /// viewer, which read events alone, so they skip grouping (most of the work after
+    /// decoding on a TensorFlow profile).
+    pub fn reads_steps(self) -> bool {
+        !matches!(self, ToolId::KernelStats | ToolId::TfDataBottleneckAnalysis | ToolId::Gpu | ToolId::TraceViewer)
+    }
+
     /// XProf's tools (what `--tool all` runs), in order.
     pub fn xprof_tools() -> impl Iterator<Item = ToolId> {
         ToolId::ALL.into_iter().filter(|tool| tool.spec().xprof)
@@ -290,7 +298,7 @@ impl Analysis<'_> {
         if matches!(tool, ToolId::Gpu | ToolId::Transfers) && !hosts.iter().any(|host| host.has_gpu_events()) {
             return Err(ToolError { message: no_gpu_activity(tool), nothing_usable: true });
         }
-        if !matches!(tool, ToolId::Gpu | ToolId::Transfers | ToolId::TraceViewer) {
+        if tool.reads_steps() {
             // Grouped here, not first inside another shared result's initialiser,
             // where grouping hosts in parallel could deadlock (see `Analysis::per_host`).
             self.groups();

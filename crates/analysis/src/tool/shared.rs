@@ -107,7 +107,9 @@ impl<'h> Analysis<'h> {
         // side by side first rather than one after the other inside the first tool.
         let needs = |wanted: &[ToolId]| tools.iter().any(|tool| wanted.contains(tool));
         use ToolId::*;
-        self.groups();
+        if tools.iter().any(|tool| tool.reads_steps()) {
+            self.groups();
+        }
         rayon::join(
             || needs(&[OverviewPage, InputPipelineAnalyzer, PodViewer]).then(|| self.host_steps()),
             || needs(&[OverviewPage, InputPipelineAnalyzer, FrameworkOpStats]).then(|| self.host_ops()),

@@ -93,32 +93,43 @@ pub fn start_example() -> Peer {
     Peer::start(example_binary(), &["--port", "0", "--seconds", "120"])
 }
 
-/// The overview page of `logdir` as JSON: its step names and how they were found.
+/// The overview page of `logdir` as JSON: its step names and how they were found. With
+/// more than 5 steps the overview leaves out the first and the last, as XProf's does;
+/// [`every_step`] has them all.
 pub fn overview_steps(logdir: &Path) -> (Vec<String>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_mlprof"))
-        .args(["analyze", &logdir.display().to_string(), "--tool", "overview_page", "--format", "json"])
-        .output()
-        .expect("mlprof runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let json: Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    let json = analyze_json(logdir, "overview_page");
     let steps = &json["tools"]["overview_page"]["steps"];
-    let names = steps["steps"]
-        .as_array()
-        .expect("a step list")
-        .iter()
-        .map(|s| s["step_name"].as_str().unwrap_or_default().to_string())
-        .collect();
-    (names, steps["step_source"].as_str().unwrap_or_default().to_string())
+    (step_names(&steps["steps"]), steps["step_source"].as_str().unwrap_or_default().to_string())
+}
+
+/// Every step of `logdir` (`--tool steps`, none left out), host after host, and how
+/// they were found.
+pub fn every_step(logdir: &Path) -> (Vec<String>, String) {
+    let json = analyze_json(logdir, "steps");
+    let hosts = json["hosts"].as_array().expect("a host list");
+    let names = hosts.iter().flat_map(|host| step_names(&host["steps"])).collect();
+    (names, json["step_source"].as_str().unwrap_or_default().to_string())
+}
+
+/// The `step_name` of each step in a JSON step list.
+fn step_names(steps: &Value) -> Vec<String> {
+    let steps = steps.as_array().expect("a step list");
+    steps.iter().map(|s| s["step_name"].as_str().unwrap_or_default().to_string()).collect()
 }
 
 /// The `python` tool's JSON for `logdir` (`mlprof analyze LOGDIR --tool python`).
 pub fn python_tool(logdir: &Path) -> Value {
+    analyze_json(logdir, "python")
+}
+
+/// `mlprof analyze LOGDIR --tool TOOL --format json`, which must succeed, as JSON.
+fn analyze_json(logdir: &Path, tool: &str) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_mlprof"))
-        .args(["analyze", &logdir.display().to_string(), "--tool", "python", "--format", "json"])
+        .args(["analyze", &logdir.display().to_string(), "--tool", tool, "--format", "json"])
         .output()
         .expect("mlprof runs");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).expect("JSON")
+    serde_json::from_slice(&out.stdout).expect("JSON output")
 }
 
 /// The pids whose threads the `python` tool's JSON has samples of (from the thread
