@@ -521,6 +521,26 @@ impl R<'_> {
 /// mock-CUPTI tests and in `mlprof run`'s.
 pub mod build {
     use crate::layout;
+    use crate::wire::DeviceInfo;
+
+    /// An H100 SXM as the driver describes it (132 SMs, 80 GiB, 3.35 TB/s), ordinal 0.
+    pub fn h100() -> DeviceInfo {
+        DeviceInfo {
+            ordinal: 0,
+            name: "NVIDIA H100".into(),
+            clock_khz: 1_980_000,
+            multiprocessors: 132,
+            compute_capability_major: 9,
+            compute_capability_minor: 0,
+            max_threads_per_multiprocessor: 2048,
+            warp_size: 32,
+            max_registers_per_multiprocessor: 65536,
+            max_shared_memory_per_multiprocessor: 233_472,
+            max_blocks_per_multiprocessor: 32,
+            memory_bandwidth: 3_352_320_000_000,
+            memory_size: 80 << 30,
+        }
+    }
 
     /// A zeroed record of `kind` and `size` bytes.
     pub fn record(kind: u32, size: usize) -> Vec<u8> {

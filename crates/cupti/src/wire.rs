@@ -510,17 +510,9 @@ mod tests {
         round_trip(FromInjection::Device(DeviceInfo {
             ordinal: 1,
             name: "NVIDIA H200".into(),
-            clock_khz: 1_980_000,
-            multiprocessors: 132,
-            compute_capability_major: 9,
-            compute_capability_minor: 0,
-            max_threads_per_multiprocessor: 2048,
-            warp_size: 32,
-            max_registers_per_multiprocessor: 65536,
-            max_shared_memory_per_multiprocessor: 233_472,
-            max_blocks_per_multiprocessor: 32,
             memory_bandwidth: 4_800_000_000_000,
             memory_size: 150_754_820_096,
+            ..crate::records::build::h100()
         }));
         round_trip(FromInjection::Passive("another CUPTI subscriber".into()));
         round_trip(FromInjection::Buffer(Buffer {

@@ -10,6 +10,7 @@
 //! and reports errors with the file and the byte offset or JSON line/column.
 
 pub mod chrome;
+pub mod cupti_xspace;
 pub mod discover;
 pub mod error;
 pub mod input;
