@@ -160,25 +160,48 @@ struct PendingLine {
     events: Vec<PendingEvent>,
 }
 
-/// One event before it is stored: offset and duration (ps), metadata index, stats.
+/// One event before it is stored: offset and duration (ps), metadata index, and where
+/// its stats are in [`Tracks::stats`] (a range: one allocation for all events).
 struct PendingEvent {
     offset: i64,
     duration: i64,
     metadata: u32,
-    stats: Vec<(u32, Value)>,
+    stats: (u32, u32),
 }
 
-/// A stat value before it is stored.
+/// A stat value before it is stored; a text by its index in [`Tracks::texts`] (kernel
+/// details and contexts repeat from event to event: each distinct one is held once).
+#[derive(Clone, Copy)]
 enum Value {
     Uint(u64),
     Double(f64),
-    Text(String),
+    Text(u32),
+}
+
+/// Distinct texts, each held once.
+#[derive(Default)]
+struct Texts {
+    list: Vec<String>,
+    ids: HashMap<String, u32>,
+}
+
+impl Texts {
+    fn id(&mut self, text: &str) -> u32 {
+        if let Some(&id) = self.ids.get(text) {
+            return id;
+        }
+        let id = self.list.len() as u32;
+        self.list.push(text.to_string());
+        self.ids.insert(text.to_string(), id);
+        id
+    }
 }
 
 /// One event's stats, as it is built.
 struct EventStats<'a> {
     plane: &'a mut PlaneBuilder,
-    stats: Vec<(u32, Value)>,
+    stats: &'a mut Vec<(u32, Value)>,
+    texts: &'a mut Texts,
 }
 
 impl EventStats<'_> {
@@ -192,7 +215,8 @@ impl EventStats<'_> {
     }
     fn text(&mut self, name: &str, v: &str) {
         let key = self.plane.stat_key(name);
-        self.stats.push((key, Value::Text(v.to_string())));
+        let id = self.texts.id(v);
+        self.stats.push((key, Value::Text(id)));
     }
     fn correlation(&mut self, id: u32) {
         self.uint(names::CORRELATION_ID, u64::from(id));
@@ -410,11 +434,20 @@ struct Tracks {
     /// NVTX ranges open per (thread, marker id): start offset and name.
     /// By marker id: (thread, start offset, name) of each open range with that id.
     open_ranges: HashMap<u32, Vec<(u32, i64, u32)>>,
+    /// Every pending event's stats, in arrival order.
+    stats: Vec<(u32, Value)>,
+    texts: Texts,
 }
 
 impl Tracks {
     fn new(id: i64, name: &str) -> Tracks {
-        Tracks { plane: PlaneBuilder::new(id, name), lines: HashMap::new(), open_ranges: HashMap::new() }
+        Tracks {
+            plane: PlaneBuilder::new(id, name),
+            lines: HashMap::new(),
+            open_ranges: HashMap::new(),
+            stats: Vec::new(),
+            texts: Texts::default(),
+        }
     }
 
     fn push(
@@ -427,9 +460,10 @@ impl Tracks {
         stats: impl FnOnce(&mut EventStats<'_>),
     ) {
         let metadata = self.plane.event_metadata(event, 0, |_| Vec::new());
-        let mut e = EventStats { plane: &mut self.plane, stats: Vec::new() };
+        let first = self.stats.len() as u32;
+        let mut e = EventStats { plane: &mut self.plane, stats: &mut self.stats, texts: &mut self.texts };
         stats(&mut e);
-        let stats = e.stats;
+        let stats = (first, self.stats.len() as u32);
         let pending = self.lines.entry(line).or_insert_with(|| PendingLine {
             name: line_name,
             work: Vec::new(),
@@ -468,7 +502,7 @@ impl Tracks {
                     offset: start,
                     duration: offset.saturating_sub(start).max(0),
                     metadata,
-                    stats: Vec::new(),
+                    stats: (0, 0),
                 });
             }
         } else if let Some(name) = name {
@@ -484,13 +518,14 @@ impl Tracks {
             let mut line = Line::new(id, pending.name);
             let mut events = pending.events;
             events.sort_by_key(|e| (e.offset, std::cmp::Reverse(e.duration)));
-            for PendingEvent { offset, duration, metadata, stats } in events {
-                for (key, value) in stats {
+            for PendingEvent { offset, duration, metadata, stats: (first, end) } in events {
+                for &(key, value) in self.stats.get(first as usize..end as usize).unwrap_or_default() {
                     match value {
                         Value::Uint(v) => line.stats.push(key, StatValue::Uint(v)),
                         Value::Double(v) => line.stats.push(key, StatValue::Double(v)),
                         Value::Text(t) => {
-                            let _ = line.stats.push_str(key, &t);
+                            let _ =
+                                line.stats.push_str(key, self.texts.list.get(t as usize).map_or("", String::as_str));
                         }
                     }
                 }
@@ -624,6 +659,19 @@ fn overhead_name(kind: u32) -> &'static str {
         layout::OVERHEAD_ACTIVITY_BUFFER_REQUEST => "ACTIVITY_BUFFER_REQUEST",
         layout::OVERHEAD_UVM_ACTIVITY_INIT => "UVM_ACTIVITY_INIT",
         _ => "<UNKNOWN>",
+    }
+}
+
+/// `cudaLaunchKernel_v7000` → `cudaLaunchKernel`: CUPTI's callback names carry the API
+/// version they appeared in.
+pub fn without_version(name: &str) -> &str {
+    match name.rsplit_once("_v") {
+        Some((base, digits))
+            if !base.is_empty() && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            base
+        }
+        _ => name,
     }
 }
 

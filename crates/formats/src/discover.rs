@@ -1,8 +1,9 @@
 //! Finding the profiles behind a path, the way TensorBoard and HTA do.
 //!
 //! A path may be:
-//! - one file: an XSpace (`<host>.xplane.pb`, `.xplane.pb.gz`) or a Kineto/Chrome trace
-//!   (`*.pt.trace.json`, `*.json`, `*.json.gz`); anything else is sniffed by content;
+//! - one file: an XSpace (`<host>.xplane.pb`, `.xplane.pb.gz`), a Kineto/Chrome trace
+//!   (`*.pt.trace.json`, `*.json`, `*.json.gz`) or an Nsight Systems SQLite export
+//!   (`*.sqlite`, read into the XSpace layout); anything else is sniffed by content;
 //! - a profile session directory holding `<host>.xplane.pb` files (one per host), and
 //!   PyTorch's `<worker>.pt.trace.json[.gz]` traces beside them (as `mlprof run` and
 //!   `mlprof attach` write a PyTorch job's session: its Kineto trace and its samples);
@@ -62,6 +63,8 @@ pub struct SessionFiles {
 const XSPACE_SUFFIXES: &[&str] = &[".xplane.pb", ".xplane.pb.gz"];
 const TRACE_SUFFIXES: &[&str] = &[".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json"];
 const PYTORCH_TRACE_SUFFIXES: &[&str] = &[".pt.trace.json.gz", ".pt.trace.json"];
+/// Nsight Systems SQLite exports, read into the XSpace layout ([`crate::nsys`]).
+const NSYS_SUFFIXES: &[&str] = &[".sqlite"];
 
 /// Something below a log directory that discovery left out, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -183,6 +186,12 @@ pub fn read_host_file(file: &HostFile) -> Result<Host> {
 /// truncated or rewritten while it was read is a [`FormatError::Changed`], whatever
 /// the decoder made of it.
 pub fn read_host_file_with(file: &HostFile, options: &LoadOptions) -> Result<Host> {
+    if file.format == SourceFormat::Xspace && crate::nsys::is_sqlite(&head_bytes(&file.path, 16)?) {
+        // An Nsight Systems export, laid out as an XSpace GPU profile: SQLite reads it.
+        let mut host = crate::nsys::read_nsys(&file.path, &file.host_name)?;
+        host.source_bytes = std::fs::metadata(&file.path).map_or(0, |m| m.len());
+        return Ok(host);
+    }
     let shown = file.path.display().to_string();
     let loaded = load_file_with(&file.path, options)?;
     let progress = FileProgress::start(options.progress.as_deref(), loaded.bytes.len() as u64);
@@ -212,6 +221,9 @@ pub fn classify_file(path: &Path) -> Result<HostFile> {
     if let Some(host) = strip_any(&file_name, TRACE_SUFFIXES) {
         return Ok(HostFile { path: path.to_path_buf(), format: SourceFormat::Kineto, host_name: host });
     }
+    if let Some(host) = strip_any(&file_name, NSYS_SUFFIXES) {
+        return Ok(HostFile { path: path.to_path_buf(), format: SourceFormat::Xspace, host_name: host });
+    }
     let host_name = file_name.strip_suffix(".gz").unwrap_or(&file_name).to_string();
     let format = sniff(path)?.ok_or_else(|| {
         FormatError::unrecognized(
@@ -236,6 +248,8 @@ fn sniff(path: &Path) -> Result<Option<SourceFormat>> {
     );
     Ok(if json {
         Some(SourceFormat::Kineto)
+    } else if crate::nsys::is_sqlite(&head) {
+        Some(SourceFormat::Xspace)
     } else if matches!(head[0], 0x0a | 0x12 | 0x1a | 0x22) {
         // XSpace's first field is normally `planes` (1, LEN) or `hostnames` (4, LEN).
         Some(SourceFormat::Xspace)

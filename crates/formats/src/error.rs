@@ -78,6 +78,15 @@ pub enum FormatError {
         /// The limit and why it is there.
         message: String,
     },
+    /// SQLite could not read a database (an Nsight Systems export): corrupt, truncated,
+    /// encrypted, or not a database.
+    #[error("{path}: SQLite: {message}")]
+    Sqlite {
+        /// The file.
+        path: String,
+        /// SQLite's message.
+        message: String,
+    },
     /// The file is not a profile mlprof reads (empty, wrong format, no events …).
     #[error("{path}: {message}")]
     Unrecognized {

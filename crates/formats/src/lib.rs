@@ -16,6 +16,7 @@ pub mod error;
 pub mod input;
 pub mod kineto;
 pub mod limits;
+pub mod nsys;
 pub mod output;
 pub mod progress;
 pub mod wire;

@@ -55,6 +55,9 @@ pub const PROFILER_STAT: &str = "profiler";
 /// [`PROFILER_STAT`] of a profile `mlprof run` recorded with its CUPTI injection: a CUDA
 /// program's activity, with no framework's events.
 pub const MLPROF_INJECT: &str = "mlprof-inject";
+/// [`PROFILER_STAT`] of an Nsight Systems export read into the XSpace layout: CUDA
+/// activity of any program, framework or not, as for [`MLPROF_INJECT`].
+pub const NSYS: &str = "nsys";
 
 /// Stat of an event that is the root of a step group (XProf's `_r`, `kIsRoot`), an integer
 /// level.

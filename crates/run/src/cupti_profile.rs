@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use mlprof_cupti::records::{self, Activity};
 use mlprof_cupti::wire::{Buffer, DeviceInfo, Hello, StringKey};
-use mlprof_formats::cupti_xspace::{self, Clock, NO_NAME, Records};
+use mlprof_formats::cupti_xspace::{self, Clock, NO_NAME, Records, without_version};
 use mlprof_model::{Host, names};
 
 /// The most memory one window of one process may hold, bytes: decoded records (each
@@ -210,19 +210,6 @@ impl CuptiProfile {
         let mut host = cupti_xspace::to_host(&records, hostname, (start_ns, stop_ns), devices, &metadata);
         host.warnings = self.warnings();
         host
-    }
-}
-
-/// `cudaLaunchKernel_v7000` → `cudaLaunchKernel`: CUPTI's callback names carry the API
-/// version they appeared in.
-fn without_version(name: &str) -> &str {
-    match name.rsplit_once("_v") {
-        Some((base, digits))
-            if !base.is_empty() && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) =>
-        {
-            base
-        }
-        _ => name,
     }
 }
 

@@ -44,19 +44,20 @@ pub(super) fn framework(host: &Host) -> Framework {
     let metadata = host.plane(names::METADATA_PLANE);
     if metadata.is_some_and(|plane| plane.plane_stat("jax_version").is_some()) {
         Framework::Jax
-    } else if metadata.is_some_and(recorded_by_injection) {
+    } else if metadata.is_some_and(recorded_by_cupti_tool) {
         Framework::Cuda
     } else {
         Framework::Tensorflow
     }
 }
 
-/// Whether `mlprof run`'s CUPTI injection wrote the host of this `/host:metadata` plane.
-fn recorded_by_injection(plane: &Plane) -> bool {
+/// Whether a tool that records any CUDA program wrote the host of this `/host:metadata`
+/// plane (`mlprof run`'s CUPTI injection, Nsight Systems), not a framework's profiler.
+fn recorded_by_cupti_tool(plane: &Plane) -> bool {
     let Some(key) = plane.find_stat_key(names::PROFILER_STAT) else { return false };
     plane.plane_stats().iter().any(|stat| {
         let (k, value) = (stat.key, stat.value);
-        k == key && plane.str_value(&plane.metadata_stats, value) == Some(names::MLPROF_INJECT)
+        k == key && matches!(plane.str_value(&plane.metadata_stats, value), Some(names::MLPROF_INJECT | names::NSYS))
     })
 }
 

@@ -1,0 +1,61 @@
+//! Nsight Systems exports through the command line: the XSpace tools read an export's
+//! kernels, copies and runtime calls as they read a CUDA profile of mlprof's own, and a
+//! file that is not an export is one line and exit code 2.
+
+mod common;
+
+use common::{data_str, mlprof, ok_stdout};
+use serde_json::Value;
+
+const EXPORT: &str = "nsys/testcuda_2026_1/report1.sqlite";
+
+fn analyze_json(tool: &str) -> Value {
+    let out = ok_stdout(mlprof(&["analyze", &data_str(EXPORT), "--tool", tool, "--format", "json"]));
+    let json: Value = serde_json::from_str(&out).expect("JSON");
+    // XProf's tools are written under "tools"; mlprof's own at the top.
+    if json["tools"].is_object() { json["tools"][tool].clone() } else { json }
+}
+
+#[test]
+fn kernel_stats_and_transfers_read_an_export() {
+    // One kernel, launched 4 times, 536.542 µs in all (its rows' end - start).
+    let json = analyze_json("kernel_stats");
+    let kernels = json["kernels"].as_array().expect("kernels");
+    assert_eq!(kernels.len(), 1, "{json:#}");
+    assert_eq!(kernels[0]["occurrences"], 4);
+    assert_eq!(kernels[0]["total_duration_ns"].as_f64(), Some(536_542.0), "{:#}", kernels[0]);
+    assert_eq!(kernels[0]["block_dim"], serde_json::json!([256, 1, 1]));
+    // The device's limits come from TARGET_INFO_GPU: 6 blocks of 256 threads fill an SM.
+    assert_eq!(kernels[0]["occupancy_pct"], 100.0);
+    // The host waits on one event, and each stream's copies never overlap its other
+    // copies: what a systems engineer looks for.
+    let json = analyze_json("transfers");
+    let kinds: Vec<&str> =
+        json["findings"].as_array().expect("findings").iter().filter_map(|f| f["kind"].as_str()).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "serialized_copy").count(), 4, "{json:#}");
+    assert!(json.to_string().contains("cudaEventSynchronize") && json.to_string().contains("HtoD pinned"), "{json:#}");
+}
+
+#[test]
+fn info_names_the_export_and_its_gpu_and_advice_a_cuda_program() {
+    let out = ok_stdout(mlprof(&["info", &data_str(EXPORT)]));
+    assert!(out.contains("NVIDIA GeForce RTX 4060 Ti") && out.contains("profiler=nsys"), "{out}");
+    assert!(out.contains("Host Threads/17068"), "{out}");
+    // A CUDA program's activity, worded as such, not as a TensorFlow job's.
+    let advice = ok_stdout(mlprof(&["advise", &data_str(EXPORT)]));
+    assert!(advice.contains("hosts report1 (cuda)"), "{advice}");
+}
+
+#[test]
+fn a_truncated_export_is_one_line_and_exit_code_2() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let real = std::fs::read(common::data(EXPORT)).expect("fixture");
+    let cut = dir.path().join("cut.sqlite");
+    std::fs::write(&cut, &real[..real.len() / 3]).expect("write");
+    let out = mlprof(&["analyze", cut.to_str().expect("UTF-8"), "--tool", "kernel_stats"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("cut.sqlite"), "{err}");
+    assert!(out.stdout.is_empty(), "no partial output");
+}

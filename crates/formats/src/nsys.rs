@@ -1,0 +1,545 @@
+//! Nsight Systems SQLite exports (`nsys export --type sqlite`, `nsys profile
+//! --export=sqlite`): the CUDA activity of every process in the report, read from its
+//! tables and laid out by [`crate::cupti_xspace`] exactly as `mlprof-inject`'s records
+//! are, so every tool reads an export as it reads an XSpace GPU profile.
+//!
+//! What is read, by table (every table and column is optional: nsys creates tables
+//! only when they hold rows, and adds columns, not always at the end, from version to
+//! version; third-party tools such as DLProf and Extra-P add their own):
+//! - `CUPTI_ACTIVITY_KIND_KERNEL`: kernels (name from `demangledName`, else
+//!   `shortName`, through `StringIds`), with grid, block, registers and shared memory;
+//! - `CUPTI_ACTIVITY_KIND_MEMCPY` / `_MEMSET`: copies and memsets (`copyKind` is
+//!   CUPTI's memcpy kind; nsys numbers memory kinds from 0 = pageable where CUPTI has
+//!   0 = unknown, so they move up by one);
+//! - `CUPTI_ACTIVITY_KIND_RUNTIME`: CUDA runtime and driver calls by name (the
+//!   `_v3020`-style version suffix dropped), on their thread, linked to the work they
+//!   started by `correlationId`; `CUPTI_ACTIVITY_KIND_SYNCHRONIZATION` says what a
+//!   synchronizing call waited for;
+//! - `NVTX_EVENTS`: push/pop and start/end ranges (`eventType` 59, 60) and marks (34),
+//!   named `NVTX:<domain>:<message>` as mlprof-inject names them (the message from
+//!   `text`, else `textId`; the domain from its `eventType` 75 row);
+//! - `TARGET_INFO_GPU`: each GPU's name, clock, SMs, memory, bandwidth and limits (for
+//!   the device planes' stats and kernel occupancy);
+//! - `TARGET_INFO_SESSION_START_TIME.utcEpochNs`: the report's start on the wall clock.
+//!
+//! Times are nanoseconds from the report's start. `globalTid` packs the process id in
+//! bits 24-47 and the thread id in bits 0-23. Strings are read as bytes and decoded
+//! leniently (Windows exports hold text in the machine's code page).
+//!
+//! The one design decision to know: rows become CUPTI records ([`Activity`]) and the
+//! layout is the one `mlprof run` writes, so nsys's data meets the tools through the
+//! same path as mlprof's own GPU recording; what the layout cannot hold (OS runtime
+//! calls, CPU samples, GPU metrics) is not read yet.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use mlprof_cupti::layout;
+use mlprof_cupti::records::{self, Activity};
+use mlprof_cupti::wire::{DeviceInfo, StringKey};
+use mlprof_model::{Host, names};
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags};
+
+use crate::cupti_xspace::{self, Clock, NO_NAME, Records};
+use crate::error::{FormatError, Result};
+
+/// The first 16 bytes of every SQLite database file.
+pub const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+/// The longest name kept, bytes (kernel names of templated code run to kilobytes).
+const MAX_NAME: usize = 64 << 10;
+
+/// NVTX `eventType`s (nsys's `ENUM_NSYS_EVENT_TYPE`).
+const NVTX_MARK: i64 = 34;
+const NVTX_PUSH_POP_RANGE: i64 = 59;
+const NVTX_START_END_RANGE: i64 = 60;
+const NVTX_DOMAIN_CREATE: i64 = 75;
+
+/// Whether `head`, a file's first bytes, is a SQLite database.
+pub fn is_sqlite(head: &[u8]) -> bool {
+    head.starts_with(SQLITE_MAGIC)
+}
+
+/// Reads the Nsight Systems export at `path` as one host named `host_name`.
+pub fn read_nsys(path: &Path, host_name: &str) -> Result<Host> {
+    let shown = path.display().to_string();
+    let export = Export::open(path, &shown)?;
+    let mut host = export.host(host_name)?;
+    host.source_path = shown;
+    Ok(host)
+}
+
+/// An open export and what every table's rows refer to.
+struct Export {
+    db: Connection,
+    shown: String,
+    strings: HashMap<i64, String>,
+}
+
+impl Export {
+    fn open(path: &Path, shown: &str) -> Result<Export> {
+        // Read-only and immutable: no lock, no journal beside the file, nothing written.
+        let uri = format!("file:{}?immutable=1", uri_path(path));
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let db = Connection::open_with_flags(uri, flags).map_err(|e| sqlite_error(shown, &e))?;
+        let mut export = Export { db, shown: shown.to_string(), strings: HashMap::new() };
+        if export.columns("StringIds")?.is_empty() {
+            return Err(FormatError::unrecognized(
+                shown,
+                "a SQLite database without a StringIds table: not an Nsight Systems export",
+            ));
+        }
+        export.strings = export.read_strings()?;
+        Ok(export)
+    }
+
+    /// The columns of `table`, empty when there is no such table.
+    fn columns(&self, table: &str) -> Result<Vec<String>> {
+        let mut statement =
+            self.db.prepare("SELECT name FROM pragma_table_info(?1)").map_err(|e| sqlite_error(&self.shown, &e))?;
+        let rows = statement.query_map([table], |row| row.get::<_, String>(0)).map_err(|e| self.error(&e))?;
+        rows.collect::<std::result::Result<Vec<_>, _>>().map_err(|e| self.error(&e))
+    }
+
+    fn error(&self, e: &rusqlite::Error) -> FormatError {
+        sqlite_error(&self.shown, e)
+    }
+
+    fn read_strings(&self) -> Result<HashMap<i64, String>> {
+        let mut strings = HashMap::new();
+        self.rows("StringIds", &["id", "value"], |row| {
+            if let (Some(id), Some(text)) = (row.int(0), row.text(1)) {
+                strings.insert(id, text);
+            }
+        })?;
+        Ok(strings)
+    }
+
+    /// Calls `each` with every row of `table`, its `wanted` columns in order (a column
+    /// the table lacks reads as NULL). Nothing when the table is absent.
+    fn rows(&self, table: &str, wanted: &[&str], mut each: impl FnMut(&Row<'_>)) -> Result<()> {
+        let present = self.columns(table)?;
+        if present.is_empty() {
+            return Ok(());
+        }
+        let select: Vec<String> = wanted
+            .iter()
+            .map(|c| if present.iter().any(|p| p == c) { format!("\"{c}\"") } else { "NULL".to_string() })
+            .collect();
+        let sql = format!("SELECT {} FROM \"{table}\"", select.join(", "));
+        let mut statement = self.db.prepare(&sql).map_err(|e| self.error(&e))?;
+        let mut rows = statement.query([]).map_err(|e| self.error(&e))?;
+        while let Some(row) = rows.next().map_err(|e| self.error(&e))? {
+            each(&Row { row });
+        }
+        Ok(())
+    }
+
+    fn string(&self, id: Option<i64>) -> Option<&str> {
+        id.and_then(|id| self.strings.get(&id)).map(String::as_str)
+    }
+
+    fn host(&self, host_name: &str) -> Result<Host> {
+        let start_ns = self.session_start_ns()?;
+        let mut names = Names::default();
+        let mut activities: Vec<(Activity, u32)> = Vec::new();
+        let mut last_ns: u64 = 0;
+        let mut end_at = |end: u64| last_ns = last_ns.max(end);
+        self.kernels(&mut names, &mut activities, &mut end_at)?;
+        let async_calls = self.async_calls()?;
+        self.copies(&async_calls, &mut activities, &mut end_at)?;
+        self.api_calls(&mut names, &mut activities, &mut end_at)?;
+        self.nvtx(&mut names, &mut activities, &mut end_at)?;
+        let devices = self.devices()?;
+        let records = Records {
+            activities: &activities,
+            names: &names.list,
+            clock: Clock { cupti_ns: 0, realtime_ns: start_ns },
+        };
+        let stop_ns = start_ns.saturating_add(i64::try_from(last_ns).unwrap_or(i64::MAX));
+        let version = self.product_version()?;
+        let metadata = [(names::PROFILER_STAT, names::NSYS), ("nsys_version", version.as_deref().unwrap_or("unknown"))];
+        Ok(cupti_xspace::to_host(&records, host_name, (start_ns, stop_ns), &devices, &metadata))
+    }
+
+    /// The report's start, Unix epoch nanoseconds (0 where the export does not say).
+    fn session_start_ns(&self) -> Result<i64> {
+        let mut start = None;
+        self.rows("TARGET_INFO_SESSION_START_TIME", &["utcEpochNs"], |row| start = start.or(row.int(0)))?;
+        Ok(start.unwrap_or(0).max(0))
+    }
+
+    /// `EXPORT_PRODUCT_VERSION` from the metadata table (`META_DATA_EXPORT` from nsys
+    /// 2023.4, `EXPORT_META_DATA` before).
+    fn product_version(&self) -> Result<Option<String>> {
+        let mut version = None;
+        for table in ["META_DATA_EXPORT", "EXPORT_META_DATA"] {
+            self.rows(table, &["name", "value"], |row| {
+                if row.text(0).as_deref() == Some("EXPORT_PRODUCT_VERSION") {
+                    version = version.take().or_else(|| row.text(1));
+                }
+            })?;
+        }
+        Ok(version)
+    }
+
+    fn kernels(&self, names: &mut Names, out: &mut Vec<(Activity, u32)>, end_at: &mut impl FnMut(u64)) -> Result<()> {
+        let columns = device_columns(&[
+            "demangledName",
+            "shortName",
+            "gridX",
+            "gridY",
+            "gridZ",
+            "blockX",
+            "blockY",
+            "blockZ",
+            "registersPerThread",
+            "staticSharedMemory",
+            "dynamicSharedMemory",
+        ]);
+        self.rows("CUPTI_ACTIVITY_KIND_KERNEL", &columns, |row| {
+            let work = row.device_work();
+            end_at(work.end_ns);
+            let kernel = records::Kernel {
+                start_ns: work.start_ns,
+                end_ns: work.end_ns,
+                device_id: work.device_id,
+                context_id: work.context_id,
+                stream_id: work.stream_id,
+                grid: [row.i32(8), row.i32(9), row.i32(10)],
+                block: [row.i32(11), row.i32(12), row.i32(13)],
+                registers_per_thread: u16::try_from(row.int(14).unwrap_or(0).max(0)).unwrap_or(u16::MAX),
+                static_shared_memory: row.i32(15),
+                dynamic_shared_memory: row.i32(16),
+                correlation_id: work.correlation_id,
+                name: 0,
+            };
+            let name = self.string(row.int(6)).or_else(|| self.string(row.int(7)));
+            out.push((Activity::Kernel(kernel), names.id(name)));
+        })
+    }
+
+    /// The correlation ids of the runtime calls that return before their work is done
+    /// (`cudaMemcpyAsync`, `cuMemsetD8Async`): nsys keeps no asynchronous flag on a copy
+    /// or memset, so the call that started it says.
+    fn async_calls(&self) -> Result<HashSet<i64>> {
+        let mut calls = HashSet::new();
+        self.rows("CUPTI_ACTIVITY_KIND_RUNTIME", &["correlationId", "nameId"], |row| {
+            let name = self.string(row.int(1)).map(cupti_xspace::without_version).unwrap_or("");
+            if let (Some(id), true) = (row.int(0), name.contains("Async")) {
+                calls.insert(id);
+            }
+        })?;
+        Ok(calls)
+    }
+
+    fn copies(
+        &self,
+        async_calls: &HashSet<i64>,
+        out: &mut Vec<(Activity, u32)>,
+        end_at: &mut impl FnMut(u64),
+    ) -> Result<()> {
+        let columns = device_columns(&["bytes", "copyKind", "srcKind", "dstKind", "srcDeviceId", "dstDeviceId"]);
+        self.rows("CUPTI_ACTIVITY_KIND_MEMCPY", &columns, |row| {
+            let work = row.device_work();
+            end_at(work.end_ns);
+            let copy_kind = row.u32(7);
+            let peer = (copy_kind == layout::MEMCPY_PTOP).then(|| (row.u32(10), row.u32(11)));
+            let copy = records::Memcpy {
+                copy_kind: u8::try_from(copy_kind).unwrap_or(0),
+                src_kind: cupti_memory_kind(row.int(8)) as u8,
+                dst_kind: cupti_memory_kind(row.int(9)) as u8,
+                is_async: async_calls.contains(&i64::from(work.correlation_id)),
+                bytes: row.u64(6),
+                start_ns: work.start_ns,
+                end_ns: work.end_ns,
+                device_id: work.device_id,
+                context_id: work.context_id,
+                stream_id: work.stream_id,
+                peer,
+                correlation_id: work.correlation_id,
+            };
+            out.push((Activity::Memcpy(copy), NO_NAME));
+        })?;
+        let columns = device_columns(&["value", "bytes", "memKind"]);
+        self.rows("CUPTI_ACTIVITY_KIND_MEMSET", &columns, |row| {
+            let work = row.device_work();
+            end_at(work.end_ns);
+            let memset = records::Memset {
+                value: row.u32(6),
+                bytes: row.u64(7),
+                start_ns: work.start_ns,
+                end_ns: work.end_ns,
+                device_id: work.device_id,
+                context_id: work.context_id,
+                stream_id: work.stream_id,
+                correlation_id: work.correlation_id,
+                is_async: async_calls.contains(&i64::from(work.correlation_id)),
+                memory_kind: cupti_memory_kind(row.int(8)) as u16,
+            };
+            out.push((Activity::Memset(memset), NO_NAME));
+        })
+    }
+
+    fn api_calls(&self, names: &mut Names, out: &mut Vec<(Activity, u32)>, end_at: &mut impl FnMut(u64)) -> Result<()> {
+        let columns = ["start", "end", "globalTid", "correlationId", "nameId", "returnValue"];
+        self.rows("CUPTI_ACTIVITY_KIND_RUNTIME", &columns, |row| {
+            let (start_ns, end_ns) = row.span(0, 1);
+            end_at(end_ns);
+            let (process_id, thread_id) = process_and_thread(row.int(2));
+            let call = records::ApiCall {
+                callback: StringKey::Pointer(0),
+                start_ns,
+                end_ns,
+                process_id,
+                thread_id,
+                correlation_id: row.u32(3),
+                return_value: row.u32(5),
+            };
+            let name = self.string(row.int(4)).map(cupti_xspace::without_version);
+            out.push((Activity::Api(call), names.id(name)));
+        })?;
+        let columns = ["start", "end", "contextId", "streamId", "correlationId", "syncType"];
+        self.rows("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", &columns, |row| {
+            let (start_ns, end_ns) = row.span(0, 1);
+            let wait = records::Synchronization {
+                kind: row.u32(5),
+                start_ns,
+                end_ns,
+                correlation_id: row.u32(4),
+                context_id: row.u32(2),
+                stream_id: row.int(3).and_then(|s| u32::try_from(s).ok()).unwrap_or(u32::MAX),
+            };
+            out.push((Activity::Synchronization(wait), NO_NAME));
+        })
+    }
+
+    /// NVTX ranges as a start and an end marker each (paired by a fresh id), marks as
+    /// instantaneous markers.
+    fn nvtx(&self, names: &mut Names, out: &mut Vec<(Activity, u32)>, end_at: &mut impl FnMut(u64)) -> Result<()> {
+        let columns = ["start", "end", "eventType", "text", "textId", "globalTid", "endGlobalTid", "domainId"];
+        let mut domains: HashMap<i64, String> = HashMap::new();
+        self.rows("NVTX_EVENTS", &columns, |row| {
+            if row.int(2) == Some(NVTX_DOMAIN_CREATE)
+                && let (Some(domain), Some(name)) =
+                    (row.int(7), row.text(3).or_else(|| self.string(row.int(4)).map(str::to_string)))
+            {
+                domains.insert(domain, name);
+            }
+        })?;
+        let mut next_id: u32 = 1;
+        self.rows("NVTX_EVENTS", &columns, |row| {
+            let kind = row.int(2);
+            if !matches!(kind, Some(NVTX_MARK | NVTX_PUSH_POP_RANGE | NVTX_START_END_RANGE)) {
+                return;
+            }
+            let message = row.text(3).or_else(|| self.string(row.int(4)).map(str::to_string)).unwrap_or_default();
+            let name = match row.int(7).filter(|&d| d != 0).and_then(|d| domains.get(&d)) {
+                Some(domain) => format!("NVTX:{domain}:{message}"),
+                None => format!("NVTX:{message}"),
+            };
+            let name = names.id(Some(&name));
+            let (_, thread_id) = process_and_thread(row.int(5));
+            let start_ns = row.u64(0);
+            let marker = |flags: u32, timestamp_ns: u64, thread_id: u32, id: u32| {
+                Activity::Marker(records::Marker { flags, timestamp_ns, id, thread_id, name: 0, domain: 0 })
+            };
+            if kind == Some(NVTX_MARK) || row.int(1).is_none() {
+                out.push((marker(layout::MARKER_FLAG_INSTANTANEOUS, start_ns, thread_id, 0), name));
+                return;
+            }
+            let (_, end_ns) = row.span(0, 1);
+            end_at(end_ns);
+            let end_thread = row.int(6).map_or(thread_id, |tid| process_and_thread(Some(tid)).1);
+            let id = next_id;
+            next_id = next_id.wrapping_add(1);
+            out.push((marker(layout::MARKER_FLAG_START, start_ns, thread_id, id), name));
+            out.push((marker(layout::MARKER_FLAG_END, end_ns, end_thread, id), NO_NAME));
+        })
+    }
+
+    /// The GPUs of `TARGET_INFO_GPU`, by CUDA ordinal (`cuDevice`, else `id`).
+    fn devices(&self) -> Result<Vec<DeviceInfo>> {
+        let columns = [
+            "id",
+            "cuDevice",
+            "name",
+            "totalMemory",
+            "memoryBandwidth",
+            "clockRate",
+            "smCount",
+            "maxShmemPerSm",
+            "maxRegistersPerSm",
+            "threadsPerWarp",
+            "maxWarpsPerSm",
+            "maxBlocksPerSm",
+            "computeMajor",
+            "computeMinor",
+        ];
+        let mut devices: Vec<DeviceInfo> = Vec::new();
+        self.rows("TARGET_INFO_GPU", &columns, |row| {
+            let ordinal = row.int(1).or(row.int(0)).and_then(|o| u32::try_from(o).ok()).unwrap_or(0);
+            let warp = row.int(9).unwrap_or(0);
+            let device = DeviceInfo {
+                ordinal,
+                name: row.text(2).unwrap_or_default(),
+                clock_khz: row.int(5).unwrap_or(0) / 1000,
+                multiprocessors: row.int(6).unwrap_or(0),
+                compute_capability_major: row.int(12).unwrap_or(0),
+                compute_capability_minor: row.int(13).unwrap_or(0),
+                max_threads_per_multiprocessor: row.int(10).unwrap_or(0).saturating_mul(warp),
+                warp_size: warp,
+                max_registers_per_multiprocessor: row.int(8).unwrap_or(0),
+                max_shared_memory_per_multiprocessor: row.int(7).unwrap_or(0),
+                max_blocks_per_multiprocessor: row.int(11).unwrap_or(0),
+                memory_bandwidth: row.u64(4),
+                memory_size: row.u64(3),
+            };
+            if !devices.iter().any(|d| d.ordinal == ordinal) {
+                devices.push(device);
+            }
+        })?;
+        Ok(devices)
+    }
+}
+
+/// The columns every device activity table starts with, in [`Row::device_work`]'s
+/// order, then `extra` (read from index [`DEVICE_COLUMNS`]'s length on).
+fn device_columns<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    DEVICE_COLUMNS.iter().chain(extra).copied().collect()
+}
+
+/// See [`device_columns`].
+const DEVICE_COLUMNS: [&str; 6] = ["start", "end", "deviceId", "contextId", "streamId", "correlationId"];
+
+/// Where and when one device activity ran: start and end (ns from the report's start),
+/// device, context, stream and correlation id.
+struct DeviceWork {
+    start_ns: u64,
+    end_ns: u64,
+    device_id: u32,
+    context_id: u32,
+    stream_id: u32,
+    correlation_id: u32,
+}
+
+/// One row, its columns read leniently: a NULL, a missing column or a value of another
+/// type reads as absent, never as an error.
+struct Row<'r> {
+    row: &'r rusqlite::Row<'r>,
+}
+
+impl Row<'_> {
+    fn int(&self, at: usize) -> Option<i64> {
+        match self.row.get_ref(at).ok()? {
+            ValueRef::Integer(v) => Some(v),
+            ValueRef::Real(v) if v.is_finite() => Some(v as i64),
+            _ => None,
+        }
+    }
+
+    fn u32(&self, at: usize) -> u32 {
+        self.int(at).and_then(|v| u32::try_from(v).ok()).unwrap_or(0)
+    }
+
+    fn i32(&self, at: usize) -> i32 {
+        self.int(at).and_then(|v| i32::try_from(v).ok()).unwrap_or(0)
+    }
+
+    fn u64(&self, at: usize) -> u64 {
+        self.int(at).and_then(|v| u64::try_from(v).ok()).unwrap_or(0)
+    }
+
+    /// Start and end (ns from the report's start) of columns `start` and `end`; an end
+    /// before the start (or none) is the start.
+    fn span(&self, start: usize, end: usize) -> (u64, u64) {
+        let start_ns = self.u64(start);
+        (start_ns, self.u64(end).max(start_ns))
+    }
+
+    /// The [`DEVICE_COLUMNS`] of a row read with [`device_columns`].
+    fn device_work(&self) -> DeviceWork {
+        let (start_ns, end_ns) = self.span(0, 1);
+        DeviceWork {
+            start_ns,
+            end_ns,
+            device_id: self.u32(2),
+            context_id: self.u32(3),
+            stream_id: self.u32(4),
+            correlation_id: self.u32(5),
+        }
+    }
+
+    fn text(&self, at: usize) -> Option<String> {
+        match self.row.get_ref(at).ok()? {
+            ValueRef::Text(bytes) | ValueRef::Blob(bytes) => {
+                let bytes = &bytes[..bytes.len().min(MAX_NAME)];
+                Some(String::from_utf8_lossy(bytes).into_owned())
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Names interned for [`Records::names`].
+#[derive(Default)]
+struct Names {
+    list: Vec<String>,
+    ids: HashMap<String, u32>,
+}
+
+impl Names {
+    fn id(&mut self, name: Option<&str>) -> u32 {
+        let Some(name) = name else { return NO_NAME };
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        let id = u32::try_from(self.list.len()).unwrap_or(NO_NAME);
+        self.list.push(name.to_string());
+        self.ids.insert(name.to_string(), id);
+        id
+    }
+}
+
+/// Process and thread id of an nsys `globalTid` (pid in bits 24-47, tid in bits 0-23).
+fn process_and_thread(global_tid: Option<i64>) -> (u32, u32) {
+    let tid = global_tid.unwrap_or(0);
+    (((tid >> 24) & 0xFF_FFFF) as u32, (tid & 0xFF_FFFF) as u32)
+}
+
+/// CUPTI's memory kind of an nsys memory kind (`ENUM_CUDA_MEM_KIND`: 0 pageable …
+/// 6 managed static, 7 unknown; CUPTI: 0 unknown, 1 pageable … 7 managed static).
+fn cupti_memory_kind(nsys: Option<i64>) -> u32 {
+    match nsys {
+        Some(kind @ 0..=6) => kind as u32 + 1,
+        _ => 0,
+    }
+}
+
+/// `path` for a SQLite `file:` URI: `%`, `?` and `#` escaped (`%` first).
+fn uri_path(path: &Path) -> String {
+    path.to_string_lossy().replace('%', "%25").replace('?', "%3f").replace('#', "%23")
+}
+
+fn sqlite_error(shown: &str, e: &rusqlite::Error) -> FormatError {
+    FormatError::Sqlite { path: shown.to_string(), message: e.to_string() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_ids_memory_kinds_and_uris_read_as_nsys_writes_them() {
+        // 0x10042AC000000 + 0x42AC: pid 17068 (bits 24-47), tid 17068, host id 1 << 48.
+        assert_eq!(process_and_thread(Some(0x1_0042_AC00_42AC)), (0x42AC, 0x42AC));
+        assert_eq!(process_and_thread(None), (0, 0));
+        assert_eq!(cupti_memory_kind(Some(0)), layout::MEMORY_KIND_PAGEABLE);
+        assert_eq!(cupti_memory_kind(Some(2)), layout::MEMORY_KIND_DEVICE);
+        assert_eq!(cupti_memory_kind(Some(7)), 0);
+        assert_eq!(uri_path(Path::new("/tmp/a?b#c%d.sqlite")), "/tmp/a%3fb%23c%25d.sqlite");
+        assert!(is_sqlite(b"SQLite format 3\0rest"));
+        assert!(!is_sqlite(b"SQLite format 2\0rest"));
+    }
+}

@@ -1,0 +1,153 @@
+//! The Nsight Systems reader against real exports of three nsys versions (2022.1 on
+//! Windows, 2022.4, 2026.1; `tests/data/nsys/`): what each table becomes in the XSpace
+//! layout, checked against counts and sums computed from the same files with Python's
+//! `sqlite3` (the README of `tests/data` lists the queries' results), and the errors for
+//! files that are not exports.
+
+use std::path::{Path, PathBuf};
+
+use mlprof_formats::discover;
+use mlprof_model::{Host, Plane, names};
+
+fn fixture(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/nsys").join(path)
+}
+
+fn load(path: &str) -> Host {
+    let mut sessions = discover::load(&fixture(path)).expect("the export loads");
+    assert_eq!(sessions.len(), 1, "{path}: one session");
+    let mut hosts = sessions.remove(0).hosts;
+    assert_eq!(hosts.len(), 1, "{path}: one host");
+    hosts.remove(0)
+}
+
+fn plane<'h>(host: &'h Host, name: &str) -> &'h Plane {
+    host.planes.iter().find(|p| p.name == name).unwrap_or_else(|| panic!("no plane {name}"))
+}
+
+/// `(event name, duration ps, stat `stat` as text)` of every event on `plane`'s lines
+/// whose names start with `line_prefix`.
+fn events(plane: &Plane, line_prefix: &str, stat: &str) -> Vec<(String, i64, String)> {
+    let key = plane.stat_metadata.iter().position(|m| m.name == stat).map(|k| k as u32);
+    let mut out = Vec::new();
+    for line in plane.lines.iter().filter(|l| l.name.starts_with(line_prefix)) {
+        for event in line.iter() {
+            let name = plane.event_metadata[event.metadata_index() as usize].name.clone();
+            let text = key
+                .and_then(|key| event.own_stat(key))
+                .map(|value| plane.format_value(event.store(), value))
+                .unwrap_or_default();
+            out.push((name, event.duration_ps(), text));
+        }
+    }
+    out
+}
+
+fn plane_text_stat(plane: &Plane, name: &str) -> Option<String> {
+    plane.plane_stat(name).map(|value| plane.format_value(&plane.metadata_stats, value))
+}
+
+#[test]
+fn a_2026_export_gives_its_kernels_copies_and_runtime_calls() {
+    // 4 kernels (536,542 ns in all), 8 host-to-device copies of 100 MB and 4
+    // device-to-host ones, 44 runtime calls on one thread, an RTX 4060 Ti.
+    let host = load("testcuda_2026_1/report1.sqlite");
+    let gpu = plane(&host, "/device:GPU:0");
+    let kernels: Vec<_> = events(gpu, "Stream #", "kernel_details")
+        .into_iter()
+        .filter(|(name, _, _)| !name.starts_with("Memcpy"))
+        .collect();
+    assert_eq!(kernels.len(), 4);
+    assert_eq!(kernels.iter().map(|k| k.1).sum::<i64>(), 536_542_000);
+    assert_eq!(kernels[0].0, "add_parallel(const float *, const float *, float *, int)");
+    assert!(kernels[0].2.starts_with("regs:16 static_shared:0 dynamic_shared:0 grid:97657,1,1 block:256,1,1"));
+    let copies = events(gpu, "Stream #", "memcpy_details");
+    let h2d: Vec<_> = copies.iter().filter(|c| c.0 == "MemcpyH2D").collect();
+    let d2h: Vec<_> = copies.iter().filter(|c| c.0 == "MemcpyD2H").collect();
+    assert_eq!((h2d.len(), d2h.len()), (8, 4));
+    assert_eq!(h2d.iter().map(|c| c.1).sum::<i64>(), 61_322_687_000);
+    // Pinned host memory (srcKind 1 in nsys's numbering), started by cudaMemcpyAsync.
+    assert_eq!(h2d[0].2, "kind_src:pinned kind_dst:device size:100000000 dest:0 async:1");
+    assert_eq!(plane_text_stat(gpu, "gpu_device_name").as_deref(), Some("NVIDIA GeForce RTX 4060 Ti"));
+
+    let cpu = plane(&host, names::HOST_PLANE);
+    let calls = events(cpu, "Host Threads/17068", "");
+    assert_eq!(calls.len(), 44);
+    assert_eq!(calls.iter().filter(|c| c.0 == "cudaMemcpyAsync").count(), 12, "names without _v3020");
+    assert_eq!(calls.iter().filter(|c| c.0 == "cudaLaunchKernel").count(), 4);
+    let metadata = plane(&host, names::METADATA_PLANE);
+    assert_eq!(plane_text_stat(metadata, "nsys_version").as_deref(), Some("2026.1.1.204"));
+    assert_eq!(host.profile_start_ns, Some(1_769_308_002_162_486_533));
+}
+
+#[test]
+fn a_2022_windows_export_with_text_in_a_code_page_reads() {
+    // Its EXPORT_USER is not UTF-8 (`Gei\xe1`), which stops Python's sqlite3: 12
+    // kernels, 30 copies and 17 memsets over 15 streams, 184 runtime calls and 76 NVTX
+    // push/pop ranges on one thread.
+    let host = load("extrap_2022_1_win/profile1.sqlite");
+    let gpu = plane(&host, "/device:GPU:0");
+    let ops = events(gpu, "Stream #", "");
+    assert_eq!(ops.len(), 12 + 30 + 17);
+    assert_eq!(ops.iter().filter(|o| o.0.starts_with("Memset")).count(), 17);
+    assert_eq!(ops.iter().filter(|o| o.0.starts_with("Memcpy")).count(), 30);
+    assert_eq!(gpu.lines.len(), 15);
+    let cpu = plane(&host, names::HOST_PLANE);
+    let nvtx = events(cpu, "Host Threads/", "");
+    assert_eq!(nvtx.len(), 184 + 76);
+    let ranges: Vec<_> = cpu.lines.iter().filter(|l| l.name.ends_with("/NVTX")).collect();
+    assert_eq!(ranges.iter().map(|l| l.len()).sum::<usize>(), 76);
+}
+
+#[test]
+fn nvtx_ranges_marks_and_domains_become_events_on_each_threads_nvtx_line() {
+    // Made by nsys 2022.4.2 from `nvtx_workload.py`: 7 marks, 17 push/pop ranges (on the
+    // main thread and two workers, in domain "worker"), 5 start/end ranges of 5.09 ms
+    // and more; the messages are in StringIds (textId), not in `text`.
+    let host = load("nvtx_2022_4/nvtx_py.sqlite");
+    let cpu = plane(&host, names::HOST_PLANE);
+    let all = events(cpu, "Host Threads/", "");
+    assert_eq!(all.len(), 7 + 17 + 5);
+    assert_eq!(cpu.lines.len(), 3, "the main thread and two workers");
+    let count = |name: &str| all.iter().filter(|e| e.0 == name).count();
+    assert_eq!(count("NVTX:async_range"), 5);
+    assert_eq!(count("NVTX:mlprof_test:step_mark"), 5);
+    assert_eq!(count("NVTX:start_mark"), 1);
+    assert_eq!(all.iter().filter(|e| e.0.starts_with("NVTX:worker:thread_")).count(), 2);
+    let first_async = all.iter().find(|e| e.0 == "NVTX:async_range").expect("a start/end range");
+    // Its row: start 46,397,824 ns, end 51,490,149 ns.
+    assert_eq!(first_async.1, (51_490_149 - 46_397_824) * 1000);
+    assert!(host.planes.iter().all(|p| !p.is_gpu()), "no CUDA activity, no GPU plane");
+}
+
+#[test]
+fn files_that_are_not_exports_are_one_line_errors() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // A SQLite database of something else.
+    let other = dir.path().join("other.sqlite");
+    let db = rusqlite::Connection::open(&other).expect("create");
+    db.execute_batch("CREATE TABLE t(x INTEGER); INSERT INTO t VALUES (1);").expect("fill");
+    drop(db);
+    let error = discover::load(&other).expect_err("not an export").to_string();
+    assert!(error.contains("other.sqlite") && error.contains("not an Nsight Systems export"), "{error}");
+    // An export cut after its first pages.
+    let real = std::fs::read(fixture("testcuda_2026_1/report1.sqlite")).expect("fixture");
+    for keep in [100, 4096, 65_536, real.len() / 2] {
+        let cut = dir.path().join(format!("cut_{keep}.sqlite"));
+        std::fs::write(&cut, &real[..keep]).expect("write");
+        let error = discover::load(&cut).expect_err("truncated").to_string();
+        assert!(error.contains(&format!("cut_{keep}.sqlite")) && !error.contains('\n'), "{error}");
+    }
+    // Bytes overwritten in the middle: an error or a host, never a panic.
+    let mut damaged = real.clone();
+    for byte in damaged.iter_mut().skip(8192).step_by(97).take(2000) {
+        *byte ^= 0x5a;
+    }
+    let path = dir.path().join("damaged.sqlite");
+    std::fs::write(&path, &damaged).expect("write");
+    let _ = discover::load(&path);
+    // Empty.
+    let empty = dir.path().join("empty.sqlite");
+    std::fs::write(&empty, b"").expect("write");
+    assert!(discover::load(&empty).is_err());
+}
