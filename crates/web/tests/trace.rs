@@ -633,3 +633,27 @@ fn every_host_shares_one_time_axis_by_clock_or_by_step() {
         }
     }
 }
+
+#[test]
+fn an_nsight_systems_export_shows_its_streams_threads_and_launch_flows() {
+    // 4 kernels and 12 copies on 4 streams, 44 runtime calls on one thread.
+    let cache = tempfile::tempdir().expect("cache dir");
+    let fixture = serve(&data("nsys/testcuda_2026_1/report1.sqlite"), cache.path());
+    let meta = fixture.json("meta", "");
+    assert_eq!(meta["events"].as_u64(), Some(60));
+    let tracks: Vec<&str> = meta["sections"]
+        .as_array()
+        .expect("sections")
+        .iter()
+        .flat_map(|s| s["tracks"].as_array().expect("tracks"))
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(tracks.iter().filter(|t| t.starts_with("Stream #")).count(), 4, "{tracks:?}");
+    assert!(tracks.contains(&"Host Threads/17068"), "{tracks:?}");
+    // A kernel comes from its cudaLaunchKernel: the same correlation id.
+    let kernel = fixture.json("search", "&q=add_parallel&limit=1");
+    let id = kernel["results"][0]["id"].as_u64().expect("a kernel");
+    let kernel = fixture.json("event", &format!("&id={id}"));
+    let launch = kernel["flows"].as_array().expect("flows").iter().find(|f| f["direction"] == "in").expect("launch");
+    assert_eq!(launch["name"], "cudaLaunchKernel", "{launch}");
+}
