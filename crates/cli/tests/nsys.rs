@@ -59,3 +59,28 @@ fn a_truncated_export_is_one_line_and_exit_code_2() {
     assert!(err.contains("cut.sqlite"), "{err}");
     assert!(out.stdout.is_empty(), "no partial output");
 }
+
+#[test]
+fn numbered_nvtx_ranges_are_the_steps_of_an_export_without_other_markers() {
+    // nvtx_workload.py wraps each of its 5 iterations in `step_0` … `step_4` (domain
+    // mlprof_test): 4 steps, each from one range's start to the next one's (the rows'
+    // starts: 36,283,319 ns, 51,525,275 ns, …, 97,137,179 ns).
+    let out = ok_stdout(mlprof(&[
+        "analyze",
+        &data_str("nsys/nvtx_2022_4/nvtx_py.sqlite"),
+        "--tool",
+        "steps",
+        "--format",
+        "json",
+    ]));
+    let json: Value = serde_json::from_str(&out).expect("JSON");
+    let steps = json["hosts"][0]["steps"].as_array().expect("steps");
+    let names: Vec<&str> = steps.iter().filter_map(|s| s["step_name"].as_str()).collect();
+    assert_eq!(names, ["mlprof_test:step 1", "mlprof_test:step 2", "mlprof_test:step 3", "mlprof_test:step 4"]);
+    let starts_ns = [36_283_319.0, 51_525_275.0, 66_734_213.0, 81_966_429.0, 97_137_179.0];
+    for (step, pair) in steps.iter().zip(starts_ns.windows(2)) {
+        let ms = step["step_time_ms"].as_f64().expect("ms");
+        assert!((ms - (pair[1] - pair[0]) / 1e6).abs() < 1e-3, "{step}");
+    }
+    assert!(json["step_source"].as_str().is_some_and(|s| s.contains("NVTX range mlprof_test:step")), "{json}");
+}

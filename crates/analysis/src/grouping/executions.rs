@@ -10,7 +10,10 @@
 //!   calling a `tf.function`; and `EagerLocalExecute: __inference_f_N`, the run of its
 //!   concrete function;
 //! - an event with a `program_id` or `hlo_module` stat but no `hlo_op`: the run of an XLA
-//!   executable (an event with `hlo_op` is one of its ops).
+//!   executable (an event with `hlo_op` is one of its ops);
+//! - an NVTX range (or mark) the program itself records, `NVTX:<domain>:<message>` in a
+//!   CUDA profile of mlprof-inject or an Nsight Systems export, its step number left out
+//!   of the message (`step_3` and `step_4` are two executions of `step`).
 //!
 //! Executions of one program that overlap in time (a dispatch nested in one of the same
 //! name, the same program on several threads at once) count as one.
@@ -64,6 +67,10 @@ enum Evidence {
     TfFunctionRun,
     /// An event with `program_id` / `hlo_module` and no `hlo_op`.
     XlaProgram,
+    /// An NVTX range or mark, `NVTX:<domain>:<message>` as mlprof-inject and the Nsight
+    /// Systems reader name them; the step number a message ends with is not part of the
+    /// program (`step_3`, `ProfilerStep#3` are `step`, `ProfilerStep`).
+    NvtxRange,
 }
 
 /// One program: how it shows, its name (the function, the concrete function or the HLO
@@ -173,8 +180,27 @@ fn evidence_in_name(name: &str) -> Option<(Evidence, &str)> {
     if let Some(function) = dispatched.filter(|f| !f.is_empty()) {
         return Some((Evidence::JaxDispatch, function));
     }
+    if let Some(range) = name.strip_prefix(NVTX_PREFIX) {
+        let unnumbered = without_step_number(range);
+        return (!unnumbered.is_empty()).then_some((Evidence::NvtxRange, unnumbered));
+    }
     let run = name.strip_prefix("EagerLocalExecute: ").filter(|f| f.starts_with(INFERENCE_PREFIX))?;
     Some((Evidence::TfFunctionRun, run))
+}
+
+/// How NVTX ranges and marks are named in the XSpace layout of CUDA activity.
+const NVTX_PREFIX: &str = "NVTX:";
+
+/// `step_3` → `step`, `ProfilerStep#12` → `ProfilerStep`, `iteration 7` → `iteration`: a
+/// message without the number it ends with and the separator before it; a message that is
+/// only a number stays as it is.
+fn without_step_number(message: &str) -> &str {
+    let digits = message.trim_end_matches(|c: char| c.is_ascii_digit());
+    if digits.len() == message.len() {
+        return message;
+    }
+    let base = digits.trim_end_matches(['#', '_', ' ', '-', ':', '.']);
+    if base.is_empty() { message } else { base }
 }
 
 /// The prefix of a `tf.function`'s concrete function (`__inference_train_step_140`).
@@ -236,6 +262,7 @@ fn describe(host: &Host, (evidence, name, program_id): ProgramKey<'_>) -> (Strin
             let id = program_id.map(|id| format!(" (program_id {id})")).unwrap_or_default();
             (program.clone(), format!("XLA program {program}{id}"))
         }
+        Evidence::NvtxRange => (name.to_string(), format!("NVTX range {name} (numbered or not)")),
     }
 }
 
@@ -321,6 +348,13 @@ mod tests {
         assert_eq!(evidence_in_name("EagerLocalExecute: MatMul"), None);
         assert_eq!(concrete_function_name("__inference_train_step_140"), "train_step");
         assert_eq!(concrete_function_name("__inference_step"), "step");
+        let nvtx = |name| evidence_in_name(name).map(|(_, program)| program);
+        assert_eq!(nvtx("NVTX:ProfilerStep#12"), Some("ProfilerStep"));
+        assert_eq!(nvtx("NVTX:train:step_3"), Some("train:step"));
+        assert_eq!(nvtx("NVTX:iteration 7"), Some("iteration"));
+        assert_eq!(nvtx("NVTX:forward"), Some("forward"));
+        assert_eq!(nvtx("NVTX:42"), Some("42"));
+        assert_eq!(nvtx("NVTX:"), None);
     }
 
     #[test]
