@@ -202,19 +202,29 @@ struct EventStats<'a> {
     plane: &'a mut PlaneBuilder,
     stats: &'a mut Vec<(u32, Value)>,
     texts: &'a mut Texts,
+    /// The keys of the few stat names events carry, so each event looks up none.
+    keys: &'a mut Vec<(&'static str, u32)>,
 }
 
 impl EventStats<'_> {
-    fn uint(&mut self, name: &str, v: u64) {
+    fn key(&mut self, name: &'static str) -> u32 {
+        if let Some(&(_, key)) = self.keys.iter().find(|(known, _)| *known == name) {
+            return key;
+        }
         let key = self.plane.stat_key(name);
+        self.keys.push((name, key));
+        key
+    }
+    fn uint(&mut self, name: &'static str, v: u64) {
+        let key = self.key(name);
         self.stats.push((key, Value::Uint(v)));
     }
-    fn double(&mut self, name: &str, v: f64) {
-        let key = self.plane.stat_key(name);
+    fn double(&mut self, name: &'static str, v: f64) {
+        let key = self.key(name);
         self.stats.push((key, Value::Double(v)));
     }
-    fn text(&mut self, name: &str, v: &str) {
-        let key = self.plane.stat_key(name);
+    fn text(&mut self, name: &'static str, v: &str) {
+        let key = self.key(name);
         let id = self.texts.id(v);
         self.stats.push((key, Value::Text(id)));
     }
@@ -437,6 +447,7 @@ struct Tracks {
     /// Every pending event's stats, in arrival order.
     stats: Vec<(u32, Value)>,
     texts: Texts,
+    stat_keys: Vec<(&'static str, u32)>,
 }
 
 impl Tracks {
@@ -447,6 +458,7 @@ impl Tracks {
             open_ranges: HashMap::new(),
             stats: Vec::new(),
             texts: Texts::default(),
+            stat_keys: Vec::new(),
         }
     }
 
@@ -461,7 +473,12 @@ impl Tracks {
     ) {
         let metadata = self.plane.event_metadata(event, 0, |_| Vec::new());
         let first = self.stats.len() as u32;
-        let mut e = EventStats { plane: &mut self.plane, stats: &mut self.stats, texts: &mut self.texts };
+        let mut e = EventStats {
+            plane: &mut self.plane,
+            stats: &mut self.stats,
+            texts: &mut self.texts,
+            keys: &mut self.stat_keys,
+        };
         stats(&mut e);
         let stats = (first, self.stats.len() as u32);
         let pending = self.lines.entry(line).or_insert_with(|| PendingLine {

@@ -215,8 +215,9 @@ impl Export {
                 correlation_id: work.correlation_id,
                 name: 0,
             };
-            let name = self.string(row.int(6)).or_else(|| self.string(row.int(7)));
-            out.push((Activity::Kernel(kernel), names.id(name)));
+            let string = row.int(6).filter(|id| self.strings.contains_key(id)).or(row.int(7));
+            let name = names.of_string(string, |id| self.string(Some(id)).map(str::to_string));
+            out.push((Activity::Kernel(kernel), name));
         })
     }
 
@@ -225,9 +226,13 @@ impl Export {
     /// or memset, so the call that started it says.
     fn async_calls(&self) -> Result<HashSet<i64>> {
         let mut calls = HashSet::new();
+        let mut is_async: HashMap<i64, bool> = HashMap::new();
         self.rows("CUPTI_ACTIVITY_KIND_RUNTIME", &["correlationId", "nameId"], |row| {
-            let name = self.string(row.int(1)).map(cupti_xspace::without_version).unwrap_or("");
-            if let (Some(id), true) = (row.int(0), name.contains("Async")) {
+            let (Some(id), Some(name)) = (row.int(0), row.int(1)) else { return };
+            let async_call = *is_async.entry(name).or_insert_with(|| {
+                self.string(Some(name)).is_some_and(|n| cupti_xspace::without_version(n).contains("Async"))
+            });
+            if async_call {
                 calls.insert(id);
             }
         })?;
@@ -297,8 +302,10 @@ impl Export {
                 correlation_id: row.u32(3),
                 return_value: row.u32(5),
             };
-            let name = self.string(row.int(4)).map(cupti_xspace::without_version);
-            out.push((Activity::Api(call), names.id(name)));
+            let name = names.of_string(row.int(4), |id| {
+                self.string(Some(id)).map(|name| cupti_xspace::without_version(name).to_string())
+            });
+            out.push((Activity::Api(call), name));
         })?;
         let columns = ["start", "end", "contextId", "streamId", "correlationId", "syncType"];
         self.rows("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", &columns, |row| {
@@ -487,9 +494,22 @@ impl Row<'_> {
 struct Names {
     list: Vec<String>,
     ids: HashMap<String, u32>,
+    /// By `StringIds` id: most rows name what others named before.
+    by_string: HashMap<i64, u32>,
 }
 
 impl Names {
+    /// The name of `StringIds` entry `string` (through `name_of`, once per entry).
+    fn of_string(&mut self, string: Option<i64>, name_of: impl FnOnce(i64) -> Option<String>) -> u32 {
+        let Some(string) = string else { return NO_NAME };
+        if let Some(&id) = self.by_string.get(&string) {
+            return id;
+        }
+        let id = self.id(name_of(string).as_deref());
+        self.by_string.insert(string, id);
+        id
+    }
+
     fn id(&mut self, name: Option<&str>) -> u32 {
         let Some(name) = name else { return NO_NAME };
         if let Some(&id) = self.ids.get(name) {
