@@ -169,7 +169,7 @@ struct PendingEvent {
     stats: (u32, u32),
 }
 
-/// A stat value before it is stored; a text by its index in [`Tracks::texts`] (kernel
+/// A stat value before it is stored; a text by its number in [`Tracks::texts`] (kernel
 /// details and contexts repeat from event to event: each distinct one is held once).
 #[derive(Clone, Copy)]
 enum Value {
@@ -178,22 +178,29 @@ enum Value {
     Text(u32),
 }
 
-/// Distinct texts, each held once.
-#[derive(Default)]
-struct Texts {
+/// Distinct texts, each held once and numbered in arrival order: the records' names,
+/// and the stat texts that repeat from event to event (kernel details, contexts).
+#[derive(Clone, Debug, Default)]
+pub struct Interned {
     list: Vec<String>,
     ids: HashMap<String, u32>,
 }
 
-impl Texts {
-    fn id(&mut self, text: &str) -> u32 {
+impl Interned {
+    /// The number of `text`, given it on first sight.
+    pub fn id(&mut self, text: &str) -> u32 {
         if let Some(&id) = self.ids.get(text) {
             return id;
         }
-        let id = self.list.len() as u32;
+        let id = u32::try_from(self.list.len()).unwrap_or(NO_NAME);
         self.list.push(text.to_string());
         self.ids.insert(text.to_string(), id);
         id
+    }
+
+    /// The texts, by number.
+    pub fn list(&self) -> &[String] {
+        &self.list
     }
 }
 
@@ -201,7 +208,7 @@ impl Texts {
 struct EventStats<'a> {
     plane: &'a mut PlaneBuilder,
     stats: &'a mut Vec<(u32, Value)>,
-    texts: &'a mut Texts,
+    texts: &'a mut Interned,
     /// The keys of the few stat names events carry, so each event looks up none.
     keys: &'a mut Vec<(&'static str, u32)>,
 }
@@ -446,7 +453,7 @@ struct Tracks {
     open_ranges: HashMap<u32, Vec<(u32, i64, u32)>>,
     /// Every pending event's stats, in arrival order.
     stats: Vec<(u32, Value)>,
-    texts: Texts,
+    texts: Interned,
     stat_keys: Vec<(&'static str, u32)>,
 }
 
@@ -457,7 +464,7 @@ impl Tracks {
             lines: HashMap::new(),
             open_ranges: HashMap::new(),
             stats: Vec::new(),
-            texts: Texts::default(),
+            texts: Interned::default(),
             stat_keys: Vec::new(),
         }
     }
@@ -542,7 +549,7 @@ impl Tracks {
                         Value::Double(v) => line.stats.push(key, StatValue::Double(v)),
                         Value::Text(t) => {
                             let _ =
-                                line.stats.push_str(key, self.texts.list.get(t as usize).map_or("", String::as_str));
+                                line.stats.push_str(key, self.texts.list().get(t as usize).map_or("", String::as_str));
                         }
                     }
                 }

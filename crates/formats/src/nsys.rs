@@ -41,7 +41,7 @@ use mlprof_model::{Host, names};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
-use crate::cupti_xspace::{self, Clock, NO_NAME, Records};
+use crate::cupti_xspace::{self, Clock, Interned, NO_NAME, Records};
 use crate::error::{FormatError, Result};
 
 /// The first 16 bytes of every SQLite database file.
@@ -96,8 +96,7 @@ impl Export {
 
     /// The columns of `table`, empty when there is no such table.
     fn columns(&self, table: &str) -> Result<Vec<String>> {
-        let mut statement =
-            self.db.prepare("SELECT name FROM pragma_table_info(?1)").map_err(|e| sqlite_error(&self.shown, &e))?;
+        let mut statement = self.db.prepare("SELECT name FROM pragma_table_info(?1)").map_err(|e| self.error(&e))?;
         let rows = statement.query_map([table], |row| row.get::<_, String>(0)).map_err(|e| self.error(&e))?;
         rows.collect::<std::result::Result<Vec<_>, _>>().map_err(|e| self.error(&e))
     }
@@ -147,14 +146,13 @@ impl Export {
         let mut last_ns: u64 = 0;
         let mut end_at = |end: u64| last_ns = last_ns.max(end);
         self.kernels(&mut names, &mut activities, &mut end_at)?;
-        let async_calls = self.async_calls()?;
+        let async_calls = self.api_calls(&mut names, &mut activities, &mut end_at)?;
         self.copies(&async_calls, &mut activities, &mut end_at)?;
-        self.api_calls(&mut names, &mut activities, &mut end_at)?;
         self.nvtx(&mut names, &mut activities, &mut end_at)?;
         let devices = self.devices()?;
         let records = Records {
             activities: &activities,
-            names: &names.list,
+            names: names.interned.list(),
             clock: Clock { cupti_ns: 0, realtime_ns: start_ns },
         };
         let stop_ns = start_ns.saturating_add(i64::try_from(last_ns).unwrap_or(i64::MAX));
@@ -221,24 +219,6 @@ impl Export {
         })
     }
 
-    /// The correlation ids of the runtime calls that return before their work is done
-    /// (`cudaMemcpyAsync`, `cuMemsetD8Async`): nsys keeps no asynchronous flag on a copy
-    /// or memset, so the call that started it says.
-    fn async_calls(&self) -> Result<HashSet<i64>> {
-        let mut calls = HashSet::new();
-        let mut is_async: HashMap<i64, bool> = HashMap::new();
-        self.rows("CUPTI_ACTIVITY_KIND_RUNTIME", &["correlationId", "nameId"], |row| {
-            let (Some(id), Some(name)) = (row.int(0), row.int(1)) else { return };
-            let async_call = *is_async.entry(name).or_insert_with(|| {
-                self.string(Some(name)).is_some_and(|n| cupti_xspace::without_version(n).contains("Async"))
-            });
-            if async_call {
-                calls.insert(id);
-            }
-        })?;
-        Ok(calls)
-    }
-
     fn copies(
         &self,
         async_calls: &HashSet<i64>,
@@ -287,7 +267,18 @@ impl Export {
         })
     }
 
-    fn api_calls(&self, names: &mut Names, out: &mut Vec<(Activity, u32)>, end_at: &mut impl FnMut(u64)) -> Result<()> {
+    /// The CUDA runtime and driver calls, and what synchronizing ones waited for; returns
+    /// the correlation ids of the calls that return before their work is done
+    /// (`cudaMemcpyAsync`, `cuMemsetD8Async`): nsys keeps no asynchronous flag on a copy
+    /// or memset, so the call that started it says.
+    fn api_calls(
+        &self,
+        names: &mut Names,
+        out: &mut Vec<(Activity, u32)>,
+        end_at: &mut impl FnMut(u64),
+    ) -> Result<HashSet<i64>> {
+        let mut async_calls = HashSet::new();
+        let mut is_async: HashMap<i64, bool> = HashMap::new();
         let columns = ["start", "end", "globalTid", "correlationId", "nameId", "returnValue"];
         self.rows("CUPTI_ACTIVITY_KIND_RUNTIME", &columns, |row| {
             let (start_ns, end_ns) = row.span(0, 1);
@@ -306,6 +297,12 @@ impl Export {
                 self.string(Some(id)).map(|name| cupti_xspace::without_version(name).to_string())
             });
             out.push((Activity::Api(call), name));
+            let returns_early = row.int(4).is_some_and(|id| {
+                *is_async.entry(id).or_insert_with(|| self.string(Some(id)).is_some_and(|n| n.contains("Async")))
+            });
+            if let (true, Some(correlation)) = (returns_early, row.int(3)) {
+                async_calls.insert(correlation);
+            }
         })?;
         let columns = ["start", "end", "contextId", "streamId", "correlationId", "syncType"];
         self.rows("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", &columns, |row| {
@@ -319,7 +316,8 @@ impl Export {
                 stream_id: row.int(3).and_then(|s| u32::try_from(s).ok()).unwrap_or(u32::MAX),
             };
             out.push((Activity::Synchronization(wait), NO_NAME));
-        })
+        })?;
+        Ok(async_calls)
     }
 
     /// NVTX ranges as a start and an end marker each (paired by a fresh id), marks as
@@ -346,7 +344,7 @@ impl Export {
                 Some(domain) => format!("NVTX:{domain}:{message}"),
                 None => format!("NVTX:{message}"),
             };
-            let name = names.id(Some(&name));
+            let name = names.interned.id(&name);
             let (_, thread_id) = process_and_thread(row.int(5));
             let start_ns = row.u64(0);
             let marker = |flags: u32, timestamp_ns: u64, thread_id: u32, id: u32| {
@@ -489,12 +487,11 @@ impl Row<'_> {
     }
 }
 
-/// Names interned for [`Records::names`].
+/// Names interned for [`Records::names`], also by `StringIds` id: most rows name what
+/// others named before.
 #[derive(Default)]
 struct Names {
-    list: Vec<String>,
-    ids: HashMap<String, u32>,
-    /// By `StringIds` id: most rows name what others named before.
+    interned: Interned,
     by_string: HashMap<i64, u32>,
 }
 
@@ -505,19 +502,8 @@ impl Names {
         if let Some(&id) = self.by_string.get(&string) {
             return id;
         }
-        let id = self.id(name_of(string).as_deref());
+        let id = name_of(string).map_or(NO_NAME, |name| self.interned.id(&name));
         self.by_string.insert(string, id);
-        id
-    }
-
-    fn id(&mut self, name: Option<&str>) -> u32 {
-        let Some(name) = name else { return NO_NAME };
-        if let Some(&id) = self.ids.get(name) {
-            return id;
-        }
-        let id = u32::try_from(self.list.len()).unwrap_or(NO_NAME);
-        self.list.push(name.to_string());
-        self.ids.insert(name.to_string(), id);
         id
     }
 }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use mlprof_cupti::records::{self, Activity};
 use mlprof_cupti::wire::{Buffer, DeviceInfo, Hello, StringKey};
-use mlprof_formats::cupti_xspace::{self, Clock, NO_NAME, Records, without_version};
+use mlprof_formats::cupti_xspace::{self, Clock, Interned, NO_NAME, Records, without_version};
 use mlprof_model::{Host, names};
 
 /// The most memory one window of one process may hold, bytes: decoded records (each
@@ -23,8 +23,7 @@ const MAX_NAME: usize = 64 << 10;
 #[derive(Debug)]
 pub struct CuptiProfile {
     hello: Hello,
-    names: Vec<String>,
-    name_ids: HashMap<String, u32>,
+    names: Interned,
     activities: Vec<(Activity, u32)>,
     /// Bytes of records taken.
     bytes: usize,
@@ -60,8 +59,7 @@ impl CuptiProfile {
     pub fn new(hello: Hello) -> CuptiProfile {
         CuptiProfile {
             hello,
-            names: Vec::new(),
-            name_ids: HashMap::new(),
+            names: Interned::default(),
             activities: Vec::new(),
             bytes: 0,
             buffers_over_cap: 0,
@@ -135,7 +133,7 @@ impl CuptiProfile {
             }
             _ => None,
         };
-        name.map_or(NO_NAME, |n| self.intern(n))
+        name.map_or(NO_NAME, |n| self.names.id(&n))
     }
 
     /// Records CUPTI dropped (no buffer free).
@@ -187,22 +185,12 @@ impl CuptiProfile {
         out
     }
 
-    fn intern(&mut self, name: String) -> u32 {
-        if let Some(&id) = self.name_ids.get(&name) {
-            return id;
-        }
-        let id = self.names.len() as u32;
-        self.names.push(name.clone());
-        self.name_ids.insert(name, id);
-        id
-    }
-
     /// The window as one host named `hostname`, from `start_ns` to `stop_ns` (wall
     /// clock, Unix epoch nanoseconds), with the process's GPUs as `devices` describes
     /// them; `/host:metadata` says mlprof-inject recorded it, with which CUPTI.
     pub fn to_host(&self, hostname: &str, start_ns: i64, stop_ns: i64, devices: &[DeviceInfo]) -> Host {
         let clock = Clock { cupti_ns: self.hello.cupti_timestamp_ns, realtime_ns: self.hello.realtime_ns };
-        let records = Records { activities: &self.activities, names: &self.names, clock };
+        let records = Records { activities: &self.activities, names: self.names.list(), clock };
         let v = self.hello.cupti_api_version;
         // CUPTI 13 numbers its API versions MMmmpp (130001); CUPTI 12 counted up (26 = 12.8).
         let version = if v >= 10_000 { format!("{}.{}", v / 10_000, v / 100 % 100) } else { format!("API {v}") };
