@@ -22,6 +22,10 @@
 //!   the device planes' stats and kernel occupancy);
 //! - `TARGET_INFO_SESSION_START_TIME.utcEpochNs`: the report's start on the wall clock.
 //!
+//! Memory: every row becomes a record, then an event of the model, so what an export
+//! costs grows with its rows (about 6 times the file for one of kernels and their
+//! launches); GPUs and lines are bounded by [`crate::limits`] like any source's.
+//!
 //! Times are nanoseconds from the report's start. `globalTid` packs the process id in
 //! bits 24-47 and the thread id in bits 0-23. Strings are read as bytes and decoded
 //! leniently (Windows exports hold text in the machine's code page).
@@ -43,6 +47,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::cupti_xspace::{self, Clock, Interned, NO_NAME, Records};
 use crate::error::{FormatError, Result};
+use crate::limits;
 
 /// The first 16 bytes of every SQLite database file.
 pub const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
@@ -149,6 +154,7 @@ impl Export {
         let async_calls = self.api_calls(&mut names, &mut activities, &mut end_at)?;
         self.copies(&async_calls, &mut activities, &mut end_at)?;
         self.nvtx(&mut names, &mut activities, &mut end_at)?;
+        self.check_structure(&activities)?;
         let devices = self.devices()?;
         let records = Records {
             activities: &activities,
@@ -159,6 +165,34 @@ impl Export {
         let version = self.product_version()?;
         let metadata = [(names::PROFILER_STAT, names::NSYS), ("nsys_version", version.as_deref().unwrap_or("unknown"))];
         Ok(cupti_xspace::to_host(&records, host_name, (start_ns, stop_ns), &devices, &metadata))
+    }
+
+    /// Refuses an export whose rows would make more GPU planes or lines (streams,
+    /// threads) than [`limits`] allows: rows of a few bytes each could otherwise ask
+    /// for a plane or a line apiece.
+    fn check_structure(&self, activities: &[(Activity, u32)]) -> Result<()> {
+        let mut devices = HashSet::new();
+        let mut lines = HashSet::new();
+        for (activity, _) in activities {
+            let (device, line) = match activity {
+                Activity::Kernel(k) => (Some(k.device_id), (k.device_id, k.stream_id, false)),
+                Activity::Memcpy(m) => (Some(m.device_id), (m.device_id, m.stream_id, false)),
+                Activity::Memset(m) => (Some(m.device_id), (m.device_id, m.stream_id, false)),
+                Activity::Api(a) => (None, (0, a.thread_id, true)),
+                Activity::Marker(m) => (None, (0, m.thread_id, true)),
+                _ => continue,
+            };
+            devices.extend(device);
+            lines.insert(line);
+            if devices.len() > limits::MAX_PLANES {
+                return Err(FormatError::unrecognized(&self.shown, limits::too_many("GPUs", limits::MAX_PLANES)));
+            }
+            if lines.len() > limits::MAX_LINES {
+                let what = "streams and threads";
+                return Err(FormatError::unrecognized(&self.shown, limits::too_many(what, limits::MAX_LINES)));
+            }
+        }
+        Ok(())
     }
 
     /// The report's start, Unix epoch nanoseconds (0 where the export does not say).

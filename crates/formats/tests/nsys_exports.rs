@@ -151,3 +151,24 @@ fn files_that_are_not_exports_are_one_line_errors() {
     std::fs::write(&empty, b"").expect("write");
     assert!(discover::load(&empty).is_err());
 }
+
+#[test]
+fn an_export_that_asks_for_a_gpu_per_row_is_refused() {
+    // 65,537 kernels on as many devices: a few bytes a row, a plane each.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("planes.sqlite");
+    let mut db = rusqlite::Connection::open(&path).expect("create");
+    db.execute_batch(
+        "CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value TEXT);
+         CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start INTEGER, end INTEGER, deviceId INTEGER);",
+    )
+    .expect("tables");
+    let rows = db.transaction().expect("transaction");
+    for device in 0..=65_536 {
+        rows.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (0, 1, ?1)", [device]).expect("row");
+    }
+    rows.commit().expect("commit");
+    drop(db);
+    let error = discover::load(&path).expect_err("refused").to_string();
+    assert!(error.contains("planes.sqlite") && error.contains("more than 65536 GPUs"), "{error}");
+}
