@@ -58,13 +58,19 @@ mod tests {
 
     #[test]
     fn busy_work_shows_as_cpu_and_the_line_says_it() {
+        // Spin until the process has used 0.1 s more CPU: on a loaded machine 200 ms of
+        // wall time gave only 0.08 s of it (failed beside four busy processes). Ten
+        // seconds of spinning without that much CPU time means the count is wrong.
         let since = Instant::now();
         let before = OwnUse::now(since).expect("getrusage");
         let mut x = 0u64;
-        while since.elapsed().as_millis() < 200 {
-            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        let mut after = before;
+        while after.cpu_s - before.cpu_s <= 0.1 && since.elapsed().as_secs() < 10 {
+            for _ in 0..100_000 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+            after = OwnUse::now(since).expect("getrusage");
         }
-        let after = OwnUse::now(since).expect("getrusage");
         assert!(after.cpu_s - before.cpu_s > 0.1, "{before:?} {after:?}");
         assert!(after.peak_rss_bytes > 1_000_000, "{after:?}");
         let line = OwnUse { wall_s: 20.0, cpu_s: 3.0, peak_rss_bytes: 48_000_000 }.to_string();
