@@ -36,6 +36,8 @@ use mlprof_cupti::records::{self, Activity, Kernel};
 use mlprof_cupti::wire::DeviceInfo;
 use mlprof_model::{Host, Line, PlaneBuilder, SourceFormat, StatValue, names, time::PS_PER_NS};
 
+use crate::intern::Interner;
+
 /// XProf's id of the `/host:CPU` plane (`kHostPlaneId`).
 const HOST_PLANE_ID: i64 = 49;
 /// XLA's line id for overhead on a device or context (`0xdeadbeef + 6` as a C `int`).
@@ -68,14 +70,14 @@ pub struct Records<'a> {
     /// NVTX range's `NVTX:<domain>:<message>`.
     pub activities: &'a [(Activity, u32)],
     /// The names.
-    pub names: &'a [String],
+    pub names: &'a Interner,
     /// How the records' timestamps map to the wall clock.
     pub clock: Clock,
 }
 
 impl Records<'_> {
     fn name(&self, id: u32) -> Option<&str> {
-        self.names.get(id as usize).map(String::as_str)
+        (id != NO_NAME && (id as usize) < self.names.len()).then(|| self.names.get(id))
     }
 }
 
@@ -169,7 +171,7 @@ struct PendingEvent {
     stats: (u32, u32),
 }
 
-/// A stat value before it is stored; a text by its number in [`Tracks::texts`] (kernel
+/// A stat value before it is stored; a text by its id in [`Tracks::texts`] (kernel
 /// details and contexts repeat from event to event: each distinct one is held once).
 #[derive(Clone, Copy)]
 enum Value {
@@ -178,37 +180,11 @@ enum Value {
     Text(u32),
 }
 
-/// Distinct texts, each held once and numbered in arrival order: the records' names,
-/// and the stat texts that repeat from event to event (kernel details, contexts).
-#[derive(Clone, Debug, Default)]
-pub struct Interned {
-    list: Vec<String>,
-    ids: HashMap<String, u32>,
-}
-
-impl Interned {
-    /// The number of `text`, given it on first sight.
-    pub fn id(&mut self, text: &str) -> u32 {
-        if let Some(&id) = self.ids.get(text) {
-            return id;
-        }
-        let id = u32::try_from(self.list.len()).unwrap_or(NO_NAME);
-        self.list.push(text.to_string());
-        self.ids.insert(text.to_string(), id);
-        id
-    }
-
-    /// The texts, by number.
-    pub fn list(&self) -> &[String] {
-        &self.list
-    }
-}
-
 /// One event's stats, as it is built.
 struct EventStats<'a> {
     plane: &'a mut PlaneBuilder,
     stats: &'a mut Vec<(u32, Value)>,
-    texts: &'a mut Interned,
+    texts: &'a mut Interner,
     /// The keys of the few stat names events carry, so each event looks up none.
     keys: &'a mut Vec<(&'static str, u32)>,
 }
@@ -232,7 +208,7 @@ impl EventStats<'_> {
     }
     fn text(&mut self, name: &'static str, v: &str) {
         let key = self.key(name);
-        let id = self.texts.id(v);
+        let id = self.texts.intern(v).unwrap_or(NO_NAME);
         self.stats.push((key, Value::Text(id)));
     }
     fn correlation(&mut self, id: u32) {
@@ -453,7 +429,7 @@ struct Tracks {
     open_ranges: HashMap<u32, Vec<(u32, i64, u32)>>,
     /// Every pending event's stats, in arrival order.
     stats: Vec<(u32, Value)>,
-    texts: Interned,
+    texts: Interner,
     stat_keys: Vec<(&'static str, u32)>,
 }
 
@@ -464,7 +440,7 @@ impl Tracks {
             lines: HashMap::new(),
             open_ranges: HashMap::new(),
             stats: Vec::new(),
-            texts: Interned::default(),
+            texts: Interner::default(),
             stat_keys: Vec::new(),
         }
     }
@@ -548,8 +524,7 @@ impl Tracks {
                         Value::Uint(v) => line.stats.push(key, StatValue::Uint(v)),
                         Value::Double(v) => line.stats.push(key, StatValue::Double(v)),
                         Value::Text(t) => {
-                            let _ =
-                                line.stats.push_str(key, self.texts.list().get(t as usize).map_or("", String::as_str));
+                            let _ = line.stats.push_str(key, self.texts.get(t));
                         }
                     }
                 }

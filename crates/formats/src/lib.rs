@@ -14,6 +14,7 @@ pub mod cupti_xspace;
 pub mod discover;
 pub mod error;
 pub mod input;
+pub mod intern;
 pub mod kineto;
 pub mod limits;
 pub mod nsys;

@@ -45,8 +45,9 @@ use mlprof_model::{Host, names};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
-use crate::cupti_xspace::{self, Clock, Interned, NO_NAME, Records};
+use crate::cupti_xspace::{self, Clock, NO_NAME, Records};
 use crate::error::{FormatError, Result};
+use crate::intern::Interner;
 use crate::limits;
 
 /// The first 16 bytes of every SQLite database file.
@@ -158,7 +159,7 @@ impl Export {
         let devices = self.devices()?;
         let records = Records {
             activities: &activities,
-            names: names.interned.list(),
+            names: &names.interned,
             clock: Clock { cupti_ns: 0, realtime_ns: start_ns },
         };
         let stop_ns = start_ns.saturating_add(i64::try_from(last_ns).unwrap_or(i64::MAX));
@@ -378,7 +379,7 @@ impl Export {
                 Some(domain) => format!("NVTX:{domain}:{message}"),
                 None => format!("NVTX:{message}"),
             };
-            let name = names.interned.id(&name);
+            let name = names.interned.intern(&name).unwrap_or(NO_NAME);
             let (_, thread_id) = process_and_thread(row.int(5));
             let start_ns = row.u64(0);
             let marker = |flags: u32, timestamp_ns: u64, thread_id: u32, id: u32| {
@@ -525,7 +526,7 @@ impl Row<'_> {
 /// others named before.
 #[derive(Default)]
 struct Names {
-    interned: Interned,
+    interned: Interner,
     by_string: HashMap<i64, u32>,
 }
 
@@ -536,7 +537,7 @@ impl Names {
         if let Some(&id) = self.by_string.get(&string) {
             return id;
         }
-        let id = name_of(string).map_or(NO_NAME, |name| self.interned.id(&name));
+        let id = name_of(string).and_then(|name| self.interned.intern(&name).ok()).unwrap_or(NO_NAME);
         self.by_string.insert(string, id);
         id
     }

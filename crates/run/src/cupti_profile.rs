@@ -9,7 +9,8 @@ use std::collections::HashMap;
 
 use mlprof_cupti::records::{self, Activity};
 use mlprof_cupti::wire::{Buffer, DeviceInfo, Hello, StringKey};
-use mlprof_formats::cupti_xspace::{self, Clock, Interned, NO_NAME, Records, without_version};
+use mlprof_formats::cupti_xspace::{self, Clock, NO_NAME, Records, without_version};
+use mlprof_formats::intern::Interner;
 use mlprof_model::{Host, names};
 
 /// The most memory one window of one process may hold, bytes: decoded records (each
@@ -23,7 +24,7 @@ const MAX_NAME: usize = 64 << 10;
 #[derive(Debug)]
 pub struct CuptiProfile {
     hello: Hello,
-    names: Interned,
+    names: Interner,
     activities: Vec<(Activity, u32)>,
     /// Bytes of records taken.
     bytes: usize,
@@ -59,7 +60,7 @@ impl CuptiProfile {
     pub fn new(hello: Hello) -> CuptiProfile {
         CuptiProfile {
             hello,
-            names: Interned::default(),
+            names: Interner::default(),
             activities: Vec::new(),
             bytes: 0,
             buffers_over_cap: 0,
@@ -133,7 +134,7 @@ impl CuptiProfile {
             }
             _ => None,
         };
-        name.map_or(NO_NAME, |n| self.names.id(&n))
+        name.and_then(|n| self.names.intern(&n).ok()).unwrap_or(NO_NAME)
     }
 
     /// Records CUPTI dropped (no buffer free).
@@ -190,7 +191,7 @@ impl CuptiProfile {
     /// them; `/host:metadata` says mlprof-inject recorded it, with which CUPTI.
     pub fn to_host(&self, hostname: &str, start_ns: i64, stop_ns: i64, devices: &[DeviceInfo]) -> Host {
         let clock = Clock { cupti_ns: self.hello.cupti_timestamp_ns, realtime_ns: self.hello.realtime_ns };
-        let records = Records { activities: &self.activities, names: self.names.list(), clock };
+        let records = Records { activities: &self.activities, names: &self.names, clock };
         let v = self.hello.cupti_api_version;
         // CUPTI 13 numbers its API versions MMmmpp (130001); CUPTI 12 counted up (26 = 12.8).
         let version = if v >= 10_000 { format!("{}.{}", v / 10_000, v / 100 % 100) } else { format!("API {v}") };

@@ -47,7 +47,6 @@
 //! Host plane first, then device planes by id.
 
 mod fast;
-mod intern;
 mod number;
 mod parse;
 mod walk;
@@ -67,7 +66,7 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::error::{FormatError, JsonPosition, Result};
-use intern::fnv63;
+use crate::intern::fnv63;
 use number::{PS_PER_US, Scalar, classify};
 use parse::{NO_CAT, Reader, TopSeed};
 use walk::{Release, walk_chunked};

@@ -17,8 +17,8 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::intern::{FxMap, Interner};
 use super::number::{Micros, PS_PER_US, Scalar, classify, parse_micros, unescape_into};
+use crate::intern::{FxMap, Interner};
 
 /// What a Chrome trace must look like at the top.
 pub(crate) const EXPECTED_TRACE: &str = "a Chrome trace: an object with \"traceEvents\" or an array of events";

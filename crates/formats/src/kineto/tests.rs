@@ -228,7 +228,7 @@ fn metadata_records_are_kept_not_events() {
         plane.lines[0].chrome_track,
         Some((TrackId::Str("Spans".into()), TrackId::Str("PyTorch Profiler".into())))
     );
-    assert_eq!(plane.lines[0].id, super::intern::fnv63("PyTorch Profiler"));
+    assert_eq!(plane.lines[0].id, crate::intern::fnv63("PyTorch Profiler"));
     assert_eq!(plane.lines[1].name, "");
     assert_eq!(event_stats(plane, 1, 0), pairs(&[("@s", "g")]));
 }

@@ -1,4 +1,5 @@
-//! Fast hashing and string interning for the Kineto reader.
+//! Fast hashing and string interning for the readers (Kineto's names and args, the
+//! names of CUDA activity and the texts of its stats).
 //!
 //! Interning a string that was seen before allocates nothing; a new one is copied, so
 //! that the interner never reads the input again where it first saw a string (the
@@ -19,7 +20,7 @@ const NO_ID: u32 = u32::MAX;
 
 /// Dense ids for strings, in first-seen order.
 #[derive(Debug)]
-pub(crate) struct Interner {
+pub struct Interner {
     map: FxMap<Box<str>, u32>,
     list: Vec<Box<str>>,
     /// The id last looked up through each slot (see [`cache_slot`]).
@@ -74,6 +75,11 @@ impl Interner {
         self.list.len()
     }
 
+    /// Whether nothing is interned yet.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
     /// The strings in id order.
     pub fn into_strings(self) -> Vec<Box<str>> {
         self.list
@@ -82,7 +88,7 @@ impl Interner {
 
 /// More than `u32::MAX` distinct entries.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct TooMany;
+pub struct TooMany;
 
 /// A stable 63-bit FNV-1a hash (the line id of a string thread id).
 pub(crate) fn fnv63(s: &str) -> i64 {
