@@ -627,11 +627,7 @@ fn jobs_started_by_run_register_and_are_captured_through_their_run() {
             // step inference wanted regular periods, and a job the scheduler keeps pausing
             // has none; fixture jax_plain_loop_busy). What the capture holds, line by line.
             let run_said = std::fs::read_to_string(logdir.path().join(format!("{name}.err"))).unwrap_or_default();
-            let info = Command::new(env!("CARGO_BIN_EXE_mlprof"))
-                .args(["-v".as_ref(), "info".as_ref(), job_logdir.as_os_str()])
-                .output()
-                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-                .unwrap_or_default();
+            let info = peers::what_it_holds(job_logdir);
             panic!("{name}: {source}: {steps:?}\n{err}\nits run said:\n{run_said}\nthe capture:\n{info}");
         }
     }

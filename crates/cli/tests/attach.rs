@@ -147,11 +147,7 @@ fn a_pytorch_job_with_kinetos_on_demand_mode_on_is_traced_by_kineto() {
     if steps.len() < 5 {
         // Failed once in CI on a loaded machine (no step at all in the 2 s trace): what
         // the trace holds, line by line, and what attach said, for the next look.
-        let info = Command::new(env!("CARGO_BIN_EXE_mlprof"))
-            .args(["-v".as_ref(), "info".as_ref(), session.as_os_str()])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default();
+        let info = peers::what_it_holds(&session);
         panic!("{source}: {steps:?}\nattach said:\n{err}\nthe session:\n{info}");
     }
     assert!(source.contains("Optimizer.step#SGD.step"), "{source}");

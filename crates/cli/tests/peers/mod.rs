@@ -111,6 +111,16 @@ pub fn every_step(logdir: &Path) -> (Vec<String>, String) {
     (names, json["step_source"].as_str().unwrap_or_default().to_string())
 }
 
+/// What `path` holds, line by line (`mlprof -v info`), for a failure's message; empty
+/// when it cannot be read.
+pub fn what_it_holds(path: &Path) -> String {
+    Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["-v".as_ref(), "info".as_ref(), path.as_os_str()])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+}
+
 /// The `step_name` of each step in a JSON step list.
 fn step_names(steps: &Value) -> Vec<String> {
     let steps = steps.as_array().expect("a step list");
