@@ -120,11 +120,13 @@ fn a_pytorch_job_with_kinetos_on_demand_mode_on_is_traced_by_kineto() {
         .stderr(Stdio::null())
         .spawn()
         .expect("the job starts"));
-    // Kineto starts polling once torch is imported.
+    // Kineto starts polling once torch is imported; the loop starts once the DataLoader's
+    // two workers run (a window that opened before them, on a loaded machine, held no
+    // step: failed once in CI).
     let maps = format!("/proc/{}/maps", job.0.id());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !std::fs::read_to_string(&maps).is_ok_and(|m| m.contains("libtorch")) {
-        assert!(std::time::Instant::now() < deadline, "torch was not loaded within 60 s");
+    while !std::fs::read_to_string(&maps).is_ok_and(|m| m.contains("libtorch")) || children(job.0.id()) < 2 {
+        assert!(std::time::Instant::now() < deadline, "torch or its DataLoader workers not started within 60 s");
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
     let logdir = tempfile::tempdir().expect("temp dir");
@@ -158,4 +160,11 @@ fn a_pytorch_job_with_kinetos_on_demand_mode_on_is_traced_by_kineto() {
         .iter()
         .any(|l| l["short_file"].as_str().is_some_and(|f| f.ends_with("torch_plain_loop.py")));
     assert!(loop_lines, "{tool:#}");
+}
+
+/// The child processes of process `pid`, from every thread's `children` list.
+fn children(pid: u32) -> usize {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return 0 };
+    let lists = tasks.flatten().map(|task| std::fs::read_to_string(task.path().join("children")).unwrap_or_default());
+    lists.map(|list| list.split_whitespace().count()).sum()
 }
