@@ -356,47 +356,59 @@ impl Export {
     }
 
     /// NVTX ranges as a start and an end marker each (paired by a fresh id), marks as
-    /// instantaneous markers.
+    /// instantaneous markers; one pass over the table, the names made once every domain
+    /// (an `eventType` 75 row, wherever it is) is known.
     fn nvtx(&self, names: &mut Names, out: &mut Vec<(Activity, u32)>, end_at: &mut impl FnMut(u64)) -> Result<()> {
         let columns = ["start", "end", "eventType", "text", "textId", "globalTid", "endGlobalTid", "domainId"];
         let mut domains: HashMap<i64, String> = HashMap::new();
-        self.rows("NVTX_EVENTS", &columns, |row| {
-            if row.int(2) == Some(NVTX_DOMAIN_CREATE)
-                && let (Some(domain), Some(name)) =
-                    (row.int(7), row.text(3).or_else(|| self.string(row.int(4)).map(str::to_string)))
-            {
-                domains.insert(domain, name);
-            }
-        })?;
-        let mut next_id: u32 = 1;
+        let mut events: Vec<NvtxEvent> = Vec::new();
         self.rows("NVTX_EVENTS", &columns, |row| {
             let kind = row.int(2);
+            let message = || row.text(3).or_else(|| self.string(row.int(4)).map(str::to_string));
+            if kind == Some(NVTX_DOMAIN_CREATE) {
+                if let (Some(domain), Some(name)) = (row.int(7), message()) {
+                    domains.insert(domain, name);
+                }
+                return;
+            }
             if !matches!(kind, Some(NVTX_MARK | NVTX_PUSH_POP_RANGE | NVTX_START_END_RANGE)) {
                 return;
             }
-            let message = row.text(3).or_else(|| self.string(row.int(4)).map(str::to_string)).unwrap_or_default();
-            let name = match row.int(7).filter(|&d| d != 0).and_then(|d| domains.get(&d)) {
-                Some(domain) => format!("NVTX:{domain}:{message}"),
-                None => format!("NVTX:{message}"),
+            let thread_id = process_and_thread(row.int(5)).1;
+            let range = (kind != Some(NVTX_MARK) && row.int(1).is_some()).then(|| {
+                let end_thread = row.int(6).map_or(thread_id, |tid| process_and_thread(Some(tid)).1);
+                (row.span(0, 1).1, end_thread)
+            });
+            let domain = row.int(7).filter(|&d| d != 0);
+            events.push(NvtxEvent {
+                start_ns: row.u64(0),
+                thread_id,
+                range,
+                domain,
+                message: message().unwrap_or_default(),
+            });
+        })?;
+        let mut next_id: u32 = 1;
+        for event in events {
+            let name = match event.domain.and_then(|d| domains.get(&d)) {
+                Some(domain) => format!("NVTX:{domain}:{}", event.message),
+                None => format!("NVTX:{}", event.message),
             };
             let name = names.interned.intern(&name).unwrap_or(NO_NAME);
-            let (_, thread_id) = process_and_thread(row.int(5));
-            let start_ns = row.u64(0);
             let marker = |flags: u32, timestamp_ns: u64, thread_id: u32, id: u32| {
                 Activity::Marker(records::Marker { flags, timestamp_ns, id, thread_id, name: 0, domain: 0 })
             };
-            if kind == Some(NVTX_MARK) || row.int(1).is_none() {
-                out.push((marker(layout::MARKER_FLAG_INSTANTANEOUS, start_ns, thread_id, 0), name));
-                return;
-            }
-            let (_, end_ns) = row.span(0, 1);
+            let Some((end_ns, end_thread)) = event.range else {
+                out.push((marker(layout::MARKER_FLAG_INSTANTANEOUS, event.start_ns, event.thread_id, 0), name));
+                continue;
+            };
             end_at(end_ns);
-            let end_thread = row.int(6).map_or(thread_id, |tid| process_and_thread(Some(tid)).1);
             let id = next_id;
             next_id = next_id.wrapping_add(1);
-            out.push((marker(layout::MARKER_FLAG_START, start_ns, thread_id, id), name));
+            out.push((marker(layout::MARKER_FLAG_START, event.start_ns, event.thread_id, id), name));
             out.push((marker(layout::MARKER_FLAG_END, end_ns, end_thread, id), NO_NAME));
-        })
+        }
+        Ok(())
     }
 
     /// The GPUs of `TARGET_INFO_GPU`, by CUDA ordinal (`cuDevice`, else `id`).
@@ -462,6 +474,16 @@ struct DeviceWork {
     context_id: u32,
     stream_id: u32,
     correlation_id: u32,
+}
+
+/// One NVTX range or mark as read, before its domain's name is known.
+struct NvtxEvent {
+    start_ns: u64,
+    thread_id: u32,
+    /// A range's end (ns) and the thread that ended it; `None` for a mark.
+    range: Option<(u64, u32)>,
+    domain: Option<i64>,
+    message: String,
 }
 
 /// One row, its columns read leniently: a NULL, a missing column or a value of another
