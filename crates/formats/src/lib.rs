@@ -19,6 +19,7 @@ pub mod kineto;
 pub mod limits;
 pub mod nsys;
 pub mod output;
+pub mod pickle;
 pub mod progress;
 pub mod wire;
 pub mod xspace;

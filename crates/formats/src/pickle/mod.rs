@@ -1,0 +1,524 @@
+//! A decoder of the data-only subset of Python's pickle format (protocols 2 to 5):
+//! `None`, booleans, integers up to 64 bits, floats, strings, lists, tuples and dicts,
+//! with the memo that lets one object be referred to many times. It is what PyTorch's
+//! memory snapshots (`torch.cuda.memory._dump_snapshot`) are written with.
+//!
+//! The one design decision to know: nothing here ever runs pickle code. Opcodes that
+//! name a class or call one (`GLOBAL`, `STACK_GLOBAL`, `REDUCE`, `BUILD`, `INST`,
+//! `OBJ`, `NEWOBJ`, persistent ids, extensions) are an error, as is any opcode outside
+//! the subset. Objects live in [`Objects`], an arena addressed by index, so a list a
+//! file refers to a million times through the memo is stored once. A reader that only
+//! needs a compact form of the dicts of a long list hands an [`Absorb`] to [`decode`]:
+//! each dict appended to a list is offered to it, and a dict it takes is dropped from
+//! the arena, so a multi-GB file never holds all its dicts at once.
+//!
+//! Memory is bounded by the input: each opcode byte adds at most one object, the stack
+//! and the memo hold at most one entry per opcode, and nothing recurses.
+
+use std::collections::HashMap;
+
+/// A decoded value: scalars inline, everything else an index into [`Objects`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Value {
+    /// Python `None`.
+    None,
+    /// A `bool`.
+    Bool(bool),
+    /// An `int` that fits 64 bits.
+    Int(i64),
+    /// A `float`.
+    Float(f64),
+    /// A `str`: index into [`Objects::str`].
+    Str(u32),
+    /// A `list`: index into [`Objects::list`].
+    List(u32),
+    /// A `tuple`: index into [`Objects::tuple`].
+    Tuple(u32),
+    /// A `dict`: index into [`Objects::dict`].
+    Dict(u32),
+    /// A dict an [`Absorb`] took: its token.
+    Taken(u32),
+}
+
+/// The strings, lists, tuples and dicts of one pickle.
+#[derive(Debug, Default)]
+pub struct Objects {
+    strings: Vec<Box<str>>,
+    lists: Vec<Vec<Value>>,
+    tuples: Vec<Box<[Value]>>,
+    dicts: Vec<Vec<(Value, Value)>>,
+    /// Per dict, the token an [`Absorb`] gave it ([`NOT_TAKEN`] when kept).
+    taken: Vec<u32>,
+}
+
+const NOT_TAKEN: u32 = u32::MAX;
+
+impl Objects {
+    /// The text of string `id` ("" for an unknown id).
+    pub fn str(&self, id: u32) -> &str {
+        self.strings.get(id as usize).map_or("", |s| s)
+    }
+
+    /// The items of list `id` (empty for an unknown id).
+    pub fn list(&self, id: u32) -> &[Value] {
+        self.lists.get(id as usize).map_or(&[], Vec::as_slice)
+    }
+
+    /// The items of tuple `id` (empty for an unknown id).
+    pub fn tuple(&self, id: u32) -> &[Value] {
+        self.tuples.get(id as usize).map_or(&[], |t| t)
+    }
+
+    /// The `(key, value)` pairs of dict `id` in insertion order (a key set twice keeps
+    /// both pairs; the later wins in [`Objects::get`]).
+    pub fn dict(&self, id: u32) -> &[(Value, Value)] {
+        self.dicts.get(id as usize).map_or(&[], Vec::as_slice)
+    }
+
+    /// The value under string key `key` in dict `id`.
+    pub fn get(&self, id: u32, key: &str) -> Option<Value> {
+        self.dict(id).iter().rev().find(|(k, _)| matches!(k, Value::Str(s) if self.str(*s) == key)).map(|(_, v)| *v)
+    }
+
+    /// The text of `value` when it is a string.
+    pub fn text(&self, value: Value) -> Option<&str> {
+        match value {
+            Value::Str(id) => Some(self.str(id)),
+            _ => None,
+        }
+    }
+
+    /// The items of `value` when it is a list or a tuple (empty otherwise).
+    pub fn items(&self, value: Value) -> &[Value] {
+        match value {
+            Value::List(id) => self.list(id),
+            Value::Tuple(id) => self.tuple(id),
+            _ => &[],
+        }
+    }
+}
+
+/// A reader that takes dicts out of the arena as they are appended to lists.
+pub trait Absorb {
+    /// Offered each dict (complete: pickle writes a dict's items before using it) the
+    /// first time it is appended to a list. `Ok(Some(token))` takes it: the list holds
+    /// [`Value::Taken`]`(token)` and the dict's items are dropped; `Ok(None)` keeps it.
+    /// An error stops the decoding.
+    fn absorb(&mut self, objects: &Objects, dict: u32) -> Result<Option<u32>, String>;
+}
+
+/// An [`Absorb`] that takes nothing.
+pub struct KeepAll;
+
+impl Absorb for KeepAll {
+    fn absorb(&mut self, _: &Objects, _: u32) -> Result<Option<u32>, String> {
+        Ok(None)
+    }
+}
+
+/// Why a pickle could not be decoded, and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PickleError {
+    /// Byte offset of the opcode.
+    pub offset: u64,
+    /// What was wrong.
+    pub message: String,
+}
+
+/// Whether `head` starts like a binary pickle (`PROTO` 2 to 5).
+pub fn is_pickle(head: &[u8]) -> bool {
+    matches!(head, [0x80, 2..=5, ..])
+}
+
+/// Decodes a whole pickle: the objects and the value `STOP` returns.
+pub fn decode(bytes: &[u8], absorb: &mut dyn Absorb) -> Result<(Objects, Value), PickleError> {
+    let mut decoder = Decoder { bytes, pos: 0, objects: Objects::default(), stack: Vec::new(), marks: Vec::new() };
+    let mut memo = Memo::default();
+    loop {
+        let at = decoder.pos;
+        let fail = |message: String| PickleError { offset: at as u64, message };
+        let opcode = decoder.byte().map_err(fail)?;
+        match decoder.step(opcode, &mut memo, absorb).map_err(fail)? {
+            Flow::Next => {}
+            Flow::Stop(value) => return Ok((decoder.objects, value)),
+        }
+    }
+}
+
+/// The memo: dense as protocol 4's `MEMOIZE` fills it, sparse for `BINPUT` indices
+/// far ahead (a crafted index must not allocate its size).
+#[derive(Default)]
+struct Memo {
+    dense: Vec<Value>,
+    sparse: HashMap<u64, Value>,
+}
+
+impl Memo {
+    fn put(&mut self, index: u64, value: Value) {
+        match usize::try_from(index) {
+            Ok(i) if i < self.dense.len() => self.dense[i] = value,
+            Ok(i) if i == self.dense.len() => self.dense.push(value),
+            _ => {
+                self.sparse.insert(index, value);
+            }
+        }
+    }
+
+    fn get(&self, index: u64) -> Result<Value, String> {
+        let dense = usize::try_from(index).ok().and_then(|i| self.dense.get(i));
+        dense.or_else(|| self.sparse.get(&index)).copied().ok_or_else(|| format!("memo entry {index} is not defined"))
+    }
+}
+
+enum Flow {
+    Next,
+    Stop(Value),
+}
+
+struct Decoder<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    objects: Objects,
+    stack: Vec<Value>,
+    /// Stack lengths at each `MARK`.
+    marks: Vec<usize>,
+}
+
+impl Decoder<'_> {
+    fn take(&mut self, n: usize) -> Result<&[u8], String> {
+        let end = self.pos.checked_add(n).filter(|&end| end <= self.bytes.len()).ok_or_else(|| {
+            format!(
+                "the file ends inside an opcode's argument ({n} bytes needed, {} left)",
+                self.bytes.len() - self.pos
+            )
+        })?;
+        let slice = &self.bytes[self.pos..end];
+        self.pos = end;
+        Ok(slice)
+    }
+
+    fn byte(&mut self) -> Result<u8, String> {
+        let b = *self.bytes.get(self.pos).ok_or("the file ends before the pickle's STOP opcode")?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    fn le(&mut self, n: usize) -> Result<u64, String> {
+        Ok(self.take(n)?.iter().rev().fold(0u64, |acc, &b| (acc << 8) | u64::from(b)))
+    }
+
+    /// A length argument, checked against what is left of the file.
+    fn length(&mut self, n: usize) -> Result<usize, String> {
+        let len = self.le(n)?;
+        usize::try_from(len)
+            .ok()
+            .filter(|&len| len <= self.bytes.len() - self.pos)
+            .ok_or_else(|| format!("a length of {len} bytes runs past the end of the file"))
+    }
+
+    fn pop(&mut self) -> Result<Value, String> {
+        let floor = self.marks.last().copied().unwrap_or(0);
+        if self.stack.len() <= floor {
+            return Err("an opcode pops from an empty stack".to_string());
+        }
+        self.stack.pop().ok_or_else(|| "an opcode pops from an empty stack".to_string())
+    }
+
+    fn top(&self) -> Result<Value, String> {
+        self.stack.last().copied().ok_or_else(|| "an opcode reads an empty stack".to_string())
+    }
+
+    /// The values pushed since the last `MARK`, which is removed.
+    fn pop_mark(&mut self) -> Result<Vec<Value>, String> {
+        let mark = self.marks.pop().ok_or("an opcode needs a MARK and there is none")?;
+        Ok(self.stack.split_off(mark.min(self.stack.len())))
+    }
+
+    fn push_str(&mut self, raw: &[u8]) -> Value {
+        let text = String::from_utf8_lossy(raw).into_owned().into_boxed_str();
+        self.objects.strings.push(text);
+        Value::Str((self.objects.strings.len() - 1) as u32)
+    }
+
+    fn new_list(&mut self, items: Vec<Value>) -> Value {
+        self.objects.lists.push(items);
+        Value::List((self.objects.lists.len() - 1) as u32)
+    }
+
+    fn new_tuple(&mut self, items: Vec<Value>) -> Value {
+        self.objects.tuples.push(items.into_boxed_slice());
+        Value::Tuple((self.objects.tuples.len() - 1) as u32)
+    }
+
+    fn new_dict(&mut self, pairs: Vec<(Value, Value)>) -> Value {
+        self.objects.dicts.push(pairs);
+        self.objects.taken.push(NOT_TAKEN);
+        Value::Dict((self.objects.dicts.len() - 1) as u32)
+    }
+
+    fn append(&mut self, list: Value, items: Vec<Value>, absorb: &mut dyn Absorb) -> Result<(), String> {
+        let Value::List(id) = list else {
+            return Err(format!("APPEND to a {} (only lists are supported)", kind(list)));
+        };
+        let mut kept = Vec::with_capacity(items.len());
+        for item in items {
+            kept.push(match item {
+                Value::Dict(dict) => self.offer(dict, absorb)?,
+                other => other,
+            });
+        }
+        let target = self.objects.lists.get_mut(id as usize).ok_or("APPEND to an unknown list")?;
+        target.extend(kept);
+        Ok(())
+    }
+
+    fn offer(&mut self, dict: u32, absorb: &mut dyn Absorb) -> Result<Value, String> {
+        let taken = self.objects.taken.get(dict as usize).copied().unwrap_or(NOT_TAKEN);
+        if taken != NOT_TAKEN {
+            return Ok(Value::Taken(taken));
+        }
+        match absorb.absorb(&self.objects, dict)? {
+            Some(token) => {
+                if let Some(slot) = self.objects.taken.get_mut(dict as usize) {
+                    *slot = token;
+                }
+                if let Some(items) = self.objects.dicts.get_mut(dict as usize) {
+                    *items = Vec::new();
+                }
+                Ok(Value::Taken(token))
+            }
+            None => Ok(Value::Dict(dict)),
+        }
+    }
+
+    fn set_items(&mut self, dict: Value, flat: Vec<Value>) -> Result<(), String> {
+        let Value::Dict(id) = dict else {
+            return Err(format!("SETITEMS on a {} (only dicts are supported)", kind(dict)));
+        };
+        if flat.len() % 2 != 0 {
+            return Err("SETITEMS with an odd number of keys and values".to_string());
+        }
+        let target = self.objects.dicts.get_mut(id as usize).ok_or("SETITEMS on an unknown dict")?;
+        target.extend(flat.chunks_exact(2).map(|pair| (pair[0], pair[1])));
+        Ok(())
+    }
+
+    fn step(&mut self, opcode: u8, memo: &mut Memo, absorb: &mut dyn Absorb) -> Result<Flow, String> {
+        let value = match opcode {
+            0x80 => {
+                let protocol = self.byte()?;
+                if !(2..=5).contains(&protocol) {
+                    return Err(format!("pickle protocol {protocol} is not supported (2 to 5 are)"));
+                }
+                return Ok(Flow::Next);
+            }
+            0x95 => {
+                self.take(8)?; // FRAME: a length hint.
+                return Ok(Flow::Next);
+            }
+            b'.' => {
+                let value = self.pop()?;
+                return Ok(Flow::Stop(value));
+            }
+            b'(' => {
+                self.marks.push(self.stack.len());
+                return Ok(Flow::Next);
+            }
+            b'0' => {
+                self.pop()?;
+                return Ok(Flow::Next);
+            }
+            b'1' => {
+                self.pop_mark()?;
+                return Ok(Flow::Next);
+            }
+            b'2' => self.top()?,
+            b'N' => Value::None,
+            0x88 => Value::Bool(true),
+            0x89 => Value::Bool(false),
+            b'J' => Value::Int(i64::from(self.le(4)? as u32 as i32)),
+            b'K' => Value::Int(self.le(1)? as i64),
+            b'M' => Value::Int(self.le(2)? as i64),
+            0x8a => {
+                let n = self.length(1)?;
+                self.long(n)?
+            }
+            0x8b => {
+                let n = self.length(4)?;
+                self.long(n)?
+            }
+            b'G' => {
+                let raw = self.take(8)?;
+                let mut be = [0u8; 8];
+                be.copy_from_slice(raw);
+                Value::Float(f64::from_be_bytes(be))
+            }
+            0x8c | b'U' => {
+                let n = self.length(1)?;
+                let raw = self.take(n)?.to_vec();
+                self.push_str(&raw)
+            }
+            b'X' | b'T' => {
+                let n = self.length(4)?;
+                let raw = self.take(n)?.to_vec();
+                self.push_str(&raw)
+            }
+            0x8d => {
+                let n = self.length(8)?;
+                let raw = self.take(n)?.to_vec();
+                self.push_str(&raw)
+            }
+            b']' => self.new_list(Vec::new()),
+            b'l' => {
+                let items = self.pop_mark()?;
+                let list = self.new_list(Vec::new());
+                self.append(list, items, absorb)?;
+                list
+            }
+            b'a' => {
+                let item = self.pop()?;
+                let list = self.top()?;
+                self.append(list, vec![item], absorb)?;
+                return Ok(Flow::Next);
+            }
+            b'e' => {
+                let items = self.pop_mark()?;
+                let list = self.top()?;
+                self.append(list, items, absorb)?;
+                return Ok(Flow::Next);
+            }
+            b'}' => self.new_dict(Vec::new()),
+            b'd' => {
+                let flat = self.pop_mark()?;
+                let dict = self.new_dict(Vec::new());
+                self.set_items(dict, flat)?;
+                dict
+            }
+            b's' => {
+                let value = self.pop()?;
+                let key = self.pop()?;
+                let dict = self.top()?;
+                self.set_items(dict, vec![key, value])?;
+                return Ok(Flow::Next);
+            }
+            b'u' => {
+                let flat = self.pop_mark()?;
+                let dict = self.top()?;
+                self.set_items(dict, flat)?;
+                return Ok(Flow::Next);
+            }
+            b')' => self.new_tuple(Vec::new()),
+            0x85..=0x87 => {
+                let n = usize::from(opcode - 0x84);
+                let mut items = Vec::with_capacity(n);
+                for _ in 0..n {
+                    items.push(self.pop()?);
+                }
+                items.reverse();
+                self.new_tuple(items)
+            }
+            b't' => {
+                let items = self.pop_mark()?;
+                self.new_tuple(items)
+            }
+            0x94 => {
+                memo.put(memo.dense.len() as u64, self.top()?);
+                return Ok(Flow::Next);
+            }
+            b'q' | b'r' => {
+                let index = self.le(if opcode == b'q' { 1 } else { 4 })?;
+                memo.put(index, self.top()?);
+                return Ok(Flow::Next);
+            }
+            b'p' => {
+                let index = self.decimal_line()?;
+                memo.put(index, self.top()?);
+                return Ok(Flow::Next);
+            }
+            b'h' => memo.get(self.le(1)?)?,
+            b'j' => memo.get(self.le(4)?)?,
+            b'g' => {
+                let index = self.decimal_line()?;
+                memo.get(index)?
+            }
+            b'c' | 0x93 | b'R' | b'b' | b'i' | b'o' | 0x81 | 0x92 | b'P' | b'Q' | 0x82..=0x84 => {
+                return Err(format!(
+                    "opcode {} names or calls Python code; mlprof never runs pickle code, and memory snapshots \
+                     hold only dicts, lists, strings and numbers",
+                    opcode_name(opcode)
+                ));
+            }
+            other => return Err(format!("opcode {} is not supported", opcode_name(other))),
+        };
+        self.stack.push(value);
+        Ok(Flow::Next)
+    }
+
+    /// `LONG1`/`LONG4`: a little-endian two's-complement integer of `n` bytes.
+    fn long(&mut self, n: usize) -> Result<Value, String> {
+        let raw = self.take(n)?;
+        let Some(&last) = raw.last() else { return Ok(Value::Int(0)) };
+        let negative = last & 0x80 != 0;
+        let fill = if negative { 0xff } else { 0 };
+        let fits = raw.get(8..).is_none_or(|high| high.iter().all(|&b| b == fill))
+            && raw.get(7).is_none_or(|&b| (b & 0x80 != 0) == negative);
+        if !fits {
+            return Err(format!("an integer of {n} bytes does not fit 64 bits"));
+        }
+        let mut buf = [fill; 8];
+        let k = n.min(8);
+        buf[..k].copy_from_slice(&raw[..k]);
+        Ok(Value::Int(i64::from_le_bytes(buf)))
+    }
+
+    /// The decimal argument of protocol 0's `PUT`/`GET`, up to a newline.
+    fn decimal_line(&mut self) -> Result<u64, String> {
+        let rest = &self.bytes[self.pos..];
+        let end = rest.iter().position(|&b| b == b'\n').ok_or("PUT/GET without its newline")?;
+        let text = std::str::from_utf8(&rest[..end]).map_err(|_| "PUT/GET index is not text")?;
+        let index = text.trim().parse::<u64>().map_err(|_| format!("PUT/GET index {text:?} is not a number"))?;
+        self.pos += end + 1;
+        Ok(index)
+    }
+}
+
+fn kind(value: Value) -> &'static str {
+    match value {
+        Value::None => "None",
+        Value::Bool(_) => "bool",
+        Value::Int(_) => "int",
+        Value::Float(_) => "float",
+        Value::Str(_) => "str",
+        Value::List(_) => "list",
+        Value::Tuple(_) => "tuple",
+        Value::Dict(_) | Value::Taken(_) => "dict",
+    }
+}
+
+fn opcode_name(opcode: u8) -> String {
+    let name = match opcode {
+        b'c' => "GLOBAL",
+        0x93 => "STACK_GLOBAL",
+        b'R' => "REDUCE",
+        b'b' => "BUILD",
+        b'i' => "INST",
+        b'o' => "OBJ",
+        0x81 => "NEWOBJ",
+        0x92 => "NEWOBJ_EX",
+        b'P' => "PERSID",
+        b'Q' => "BINPERSID",
+        0x82..=0x84 => "EXT",
+        b'B' | b'C' | 0x8e => "BYTES",
+        0x8f => "EMPTY_SET",
+        0x90 => "ADDITEMS",
+        0x91 => "FROZENSET",
+        0x96 => "BYTEARRAY8",
+        0x97 => "NEXT_BUFFER",
+        0x98 => "READONLY_BUFFER",
+        _ => return format!("0x{opcode:02x}"),
+    };
+    format!("{name} (0x{opcode:02x})")
+}
+
+#[cfg(test)]
+mod tests;
