@@ -3,7 +3,9 @@
 //! A path may be:
 //! - one file: an XSpace (`<host>.xplane.pb`, `.xplane.pb.gz`), a Kineto/Chrome trace
 //!   (`*.pt.trace.json`, `*.json`, `*.json.gz`) or an Nsight Systems SQLite export
-//!   (`*.sqlite`, read into the XSpace layout); anything else is sniffed by content;
+//!   (`*.sqlite`, read into the XSpace layout) or a PyTorch memory snapshot
+//!   (`*.pickle`, `*.pkl`, read into the Kineto layout); anything else is sniffed by
+//!   content;
 //! - a profile session directory holding `<host>.xplane.pb` files (one per host), and
 //!   PyTorch's `<worker>.pt.trace.json[.gz]` traces beside them (as `mlprof run` and
 //!   `mlprof attach` write a PyTorch job's session: its Kineto trace and its samples);
@@ -65,6 +67,8 @@ const TRACE_SUFFIXES: &[&str] = &[".pt.trace.json.gz", ".pt.trace.json", ".json.
 const PYTORCH_TRACE_SUFFIXES: &[&str] = &[".pt.trace.json.gz", ".pt.trace.json"];
 /// Nsight Systems SQLite exports, read into the XSpace layout ([`crate::nsys`]).
 const NSYS_SUFFIXES: &[&str] = &[".sqlite"];
+/// PyTorch memory snapshots, read into the Kineto layout ([`crate::torch_memory`]).
+const SNAPSHOT_SUFFIXES: &[&str] = &[".pickle", ".pkl"];
 
 /// Something below a log directory that discovery left out, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -194,6 +198,14 @@ pub fn read_host_file_with(file: &HostFile, options: &LoadOptions) -> Result<Hos
     }
     let shown = file.path.display().to_string();
     let loaded = load_file_with(&file.path, options)?;
+    if file.format == SourceFormat::Kineto && crate::torch_memory::is_memory_snapshot(&loaded.bytes) {
+        // A PyTorch memory snapshot, laid out as a trace with `[memory]` events.
+        let decoded = crate::torch_memory::read_memory_snapshot(&loaded.bytes, &shown, &file.host_name);
+        loaded.unchanged()?;
+        let mut host = decoded?;
+        host.source_bytes = loaded.stored_bytes;
+        return Ok(host);
+    }
     let progress = FileProgress::start(options.progress.as_deref(), loaded.bytes.len() as u64);
     let decoded = match file.format {
         SourceFormat::Xspace => crate::xspace::read_xspace(&loaded.bytes, &shown, &file.host_name),
@@ -224,12 +236,15 @@ pub fn classify_file(path: &Path) -> Result<HostFile> {
     if let Some(host) = strip_any(&file_name, NSYS_SUFFIXES) {
         return Ok(HostFile { path: path.to_path_buf(), format: SourceFormat::Xspace, host_name: host });
     }
+    if let Some(host) = strip_any(&file_name, SNAPSHOT_SUFFIXES) {
+        return Ok(HostFile { path: path.to_path_buf(), format: SourceFormat::Kineto, host_name: host });
+    }
     let host_name = file_name.strip_suffix(".gz").unwrap_or(&file_name).to_string();
     let format = sniff(path)?.ok_or_else(|| {
         FormatError::unrecognized(
             path.display().to_string(),
-            "unrecognized file: expected an XSpace protobuf (.xplane.pb) or a Kineto/Chrome trace (.json), \
-             and the content looks like neither",
+            "unrecognized file: expected an XSpace protobuf (.xplane.pb), a Kineto/Chrome trace (.json), an \
+             Nsight Systems export (.sqlite) or a PyTorch memory snapshot (.pickle), and the content looks like none",
         )
     })?;
     Ok(HostFile { path: path.to_path_buf(), format, host_name })
@@ -250,6 +265,8 @@ fn sniff(path: &Path) -> Result<Option<SourceFormat>> {
         Some(SourceFormat::Kineto)
     } else if crate::nsys::is_sqlite(&head) {
         Some(SourceFormat::Xspace)
+    } else if crate::torch_memory::is_memory_snapshot(&head) {
+        Some(SourceFormat::Kineto)
     } else if matches!(head[0], 0x0a | 0x12 | 0x1a | 0x22) {
         // XSpace's first field is normally `planes` (1, LEN) or `hostnames` (4, LEN).
         Some(SourceFormat::Xspace)

@@ -51,6 +51,16 @@ pub enum FormatError {
         /// What was found and what was expected.
         message: String,
     },
+    /// A pickle (a PyTorch memory snapshot) is malformed or holds more than data.
+    #[error("{path}: pickle byte offset {offset}: {message}")]
+    Pickle {
+        /// The file.
+        path: String,
+        /// Byte offset of the opcode in the (decompressed) file.
+        offset: u64,
+        /// What was found and what was expected.
+        message: String,
+    },
     /// A JSON trace is malformed or not shaped like a Chrome trace.
     #[error("{path}: JSON {position}: {message}")]
     Json {

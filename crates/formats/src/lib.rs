@@ -21,6 +21,7 @@ pub mod nsys;
 pub mod output;
 pub mod pickle;
 pub mod progress;
+pub mod torch_memory;
 pub mod wire;
 pub mod xspace;
 

@@ -3,6 +3,7 @@
 //! trace phases and Kineto categories in [`chrome`], what mlprof samples in [`sampled`].
 
 pub mod chrome;
+pub mod memory_snapshot;
 pub mod sampled;
 
 /// Host threads (TraceMe, CUPTI API callbacks, Python tracer), one line per thread.

@@ -19,6 +19,8 @@
 mod compute;
 pub(crate) mod kineto;
 mod output;
+pub mod snapshot;
+mod snapshot_report;
 #[cfg(test)]
 mod tests;
 
@@ -38,7 +40,14 @@ pub use kineto::{BEFORE_TRACE_ROW, PytorchAllocator};
 /// over TensorFlow's allocator events with step ids from `groups`.
 pub fn analyze(host: &Host, groups: &HostGroups) -> MemoryProfile {
     match facts::allocation_records(host) {
-        AllocationRecords::PytorchMemoryEvents => kineto::analyze(host),
+        AllocationRecords::PytorchMemoryEvents => {
+            let mut profile = kineto::analyze(host);
+            if let Some(found) = snapshot::analyze(host) {
+                profile.method = Some(snapshot::METHOD.to_string());
+                profile.snapshot = Some(found);
+            }
+            profile
+        }
         AllocationRecords::TfAllocatorEvents => compute::analyze(host, groups),
     }
 }
@@ -64,6 +73,10 @@ pub struct MemoryProfile {
     /// the report shows ([`MemoryProfile::shown_step`]); `xprof-json` keeps the ids.
     #[serde(skip)]
     pub profile_steps: BTreeMap<i64, i64>,
+    /// PyTorch memory snapshots only: stacks, segments, OOMs and streams
+    /// ([`snapshot::SnapshotMemory`]); `None` (and absent from the JSON) otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<snapshot::SnapshotMemory>,
 }
 
 impl MemoryProfile {

@@ -1,5 +1,5 @@
 //! A decoder of the data-only subset of Python's pickle format (protocols 2 to 5):
-//! `None`, booleans, integers up to 64 bits, floats, strings, lists, tuples and dicts,
+//! `None`, booleans, integers of up to 64 bits (signed or unsigned), floats, strings, lists, tuples and dicts,
 //! with the memo that lets one object be referred to many times. It is what PyTorch's
 //! memory snapshots (`torch.cuda.memory._dump_snapshot`) are written with.
 //!
@@ -24,8 +24,11 @@ pub enum Value {
     None,
     /// A `bool`.
     Bool(bool),
-    /// An `int` that fits 64 bits.
+    /// An `int` that fits 64 bits signed.
     Int(i64),
+    /// An `int` from 2^63 to 2^64 - 1 (PyTorch writes `uint64_t` fields such as an
+    /// unknown frame's line, 2^64 - 1, as Python ints).
+    Uint(u64),
     /// A `float`.
     Float(f64),
     /// A `str`: index into [`Objects::str`].
@@ -460,15 +463,22 @@ impl Decoder<'_> {
         let Some(&last) = raw.last() else { return Ok(Value::Int(0)) };
         let negative = last & 0x80 != 0;
         let fill = if negative { 0xff } else { 0 };
-        let fits = raw.get(8..).is_none_or(|high| high.iter().all(|&b| b == fill))
-            && raw.get(7).is_none_or(|&b| (b & 0x80 != 0) == negative);
-        if !fits {
+        // Beyond 8 bytes only a sign byte may follow: 0 for an unsigned 64-bit value.
+        let (low, high) = raw.split_at(n.min(8));
+        if high.iter().any(|&b| b != fill) || high.len() > 1 {
             return Err(format!("an integer of {n} bytes does not fit 64 bits"));
         }
         let mut buf = [fill; 8];
-        let k = n.min(8);
-        buf[..k].copy_from_slice(&raw[..k]);
-        Ok(Value::Int(i64::from_le_bytes(buf)))
+        buf[..low.len()].copy_from_slice(low);
+        let bits = u64::from_le_bytes(buf);
+        let top_set = bits >> 63 == 1;
+        Ok(match (high.is_empty(), negative, top_set) {
+            (true, _, _) => Value::Int(bits as i64),
+            (false, false, true) => Value::Uint(bits),
+            (false, false, false) => Value::Int(bits as i64),
+            (false, true, true) => Value::Int(bits as i64),
+            (false, true, false) => return Err(format!("an integer of {n} bytes does not fit 64 bits")),
+        })
     }
 
     /// The decimal argument of protocol 0's `PUT`/`GET`, up to a newline.
@@ -486,7 +496,7 @@ fn kind(value: Value) -> &'static str {
     match value {
         Value::None => "None",
         Value::Bool(_) => "bool",
-        Value::Int(_) => "int",
+        Value::Int(_) | Value::Uint(_) => "int",
         Value::Float(_) => "float",
         Value::Str(_) => "str",
         Value::List(_) => "list",

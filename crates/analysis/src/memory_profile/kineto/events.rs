@@ -43,6 +43,9 @@ pub(crate) struct MemoryEvent {
     pub op_event: Option<usize>,
     /// N of the enclosing `ProfilerStep#N`; -1 outside every step.
     pub step: i64,
+    /// The name of the event's own stack where the source records one (memory
+    /// snapshots), [`crate::memory_profile::snapshot::stack_label`].
+    pub stack_label: Option<String>,
 }
 
 /// The op that was running when a memory event happened.
@@ -67,7 +70,7 @@ pub(crate) fn memory_events(host: &Host) -> Vec<MemoryEvent> {
 }
 
 /// The stat keys a memory event and its op are read with, in this order.
-const STAT_NAMES: [&str; 9] = [
+const STAT_NAMES: [&str; 10] = [
     "Addr",
     "Bytes",
     "Total Allocated",
@@ -77,6 +80,7 @@ const STAT_NAMES: [&str; 9] = [
     "Ev Idx",
     "Input Dims",
     "Input type",
+    mlprof_model::names::memory_snapshot::FRAMES_STAT,
 ];
 const ADDR: usize = 0;
 const BYTES: usize = 1;
@@ -87,6 +91,7 @@ const DEVICE_ID: usize = 5;
 const EV_IDX: usize = 6;
 const INPUT_DIMS: usize = 7;
 const INPUT_TYPE: usize = 8;
+const FRAMES: usize = 9;
 
 fn read_plane(plane: &Plane, plane_index: usize, steps: &[ProfilerStep], out: &mut Vec<MemoryEvent>) {
     let is_memory: Vec<bool> = plane.event_metadata.iter().map(|m| m.name == MEMORY_EVENT).collect();
@@ -131,6 +136,8 @@ fn read_plane(plane: &Plane, plane_index: usize, steps: &[ProfilerStep], out: &m
                     input_types: compact_json(plane, op, keys.key(INPUT_TYPE)),
                 }),
                 step: profiler_steps::step_at(steps, event.start_ps()).map_or(-1, |i| steps[i].number),
+                stack_label: xstats::event_str(plane, event, keys.key(FRAMES))
+                    .map(crate::memory_profile::snapshot::stack_label),
             });
         }
     }

@@ -28,7 +28,7 @@ use super::{
     ActivityKind, AggregationStats, AllocatorProfile, MAX_TIMELINE_SNAPSHOTS, MemoryActivity, MemoryProfile,
     MemorySnapshot, MemorySummary,
 };
-use events::{MemoryEvent, memory_events};
+use events::{MemoryEvent, OpInfo, memory_events};
 pub(super) use report::report;
 
 /// The one sentence saying how a PyTorch memory profile is obtained.
@@ -93,6 +93,7 @@ pub(super) fn analyze(host: &Host) -> MemoryProfile {
         hlo_modules: Vec::new(),
         method: Some(METHOD.to_string()),
         profile_steps: Default::default(),
+        snapshot: None,
     }
 }
 
@@ -152,7 +153,10 @@ fn stats_of(event: &MemoryEvent) -> AggregationStats {
 /// The snapshot of one event; the op, input types and dims are those of its op.
 fn snapshot_of(event: &MemoryEvent) -> MemorySnapshot {
     let size = event.bytes.saturating_abs();
-    let op = event.op.clone().unwrap_or_default();
+    let op = event.op.clone().unwrap_or_else(|| OpInfo {
+        name: event.stack_label.clone().unwrap_or_default(),
+        ..OpInfo::default()
+    });
     MemorySnapshot {
         time_ps: event.time_ps,
         offset_ps: event.offset_ps,

@@ -40,13 +40,21 @@ pub(in crate::memory_profile) fn report(profile: &MemoryProfile) -> Report {
         Section::new("Memory breakdown at the peak").with_table(breakdown_table(&profile.allocators)).main();
     for allocator in &profile.allocators {
         breakdown = breakdown.note(format!(
-            "{}: blocks live at the peak ({:.3} ms), largest first, with the op running when each was allocated \
-             and that op's input types and shapes; identical blocks are merged into one row.",
+            "{}: blocks live at the peak ({:.3} ms), largest first, with {}; identical blocks are merged into one \
+             row.",
             allocator.memory_id,
-            allocator.summary.peak_stats_time_ps as f64 / PS_PER_MS_F64
+            allocator.summary.peak_stats_time_ps as f64 / PS_PER_MS_F64,
+            if profile.snapshot.is_some() {
+                "the stack that allocated each (its first frame in the user's code)"
+            } else {
+                "the op running when each was allocated and that op's input types and shapes"
+            }
         ));
     }
     sections.push(breakdown);
+    if let Some(snapshot) = &profile.snapshot {
+        sections.extend(super::super::snapshot_report::sections(snapshot));
+    }
     Report { tool: "memory_profile".to_string(), sections }
 }
 

@@ -1,0 +1,547 @@
+//! What a PyTorch memory snapshot tells beyond the `[memory]` timeline: which stacks
+//! hold the memory at the peak and at the end, how fragmented the segments are, what
+//! was live at each out-of-memory error, the largest allocations and each stream's
+//! peak. Read from the events the snapshot reader writes
+//! (`mlprof_formats::torch_memory`; names in [`mlprof_model::names::memory_snapshot`]).
+//!
+//! The one design decision to know: the peak is the one the timeline reports (the last
+//! event reaching the largest `Total Allocated`), and the blocks live at it are found
+//! by replaying allocations and frees by address up to it, in the same order; blocks
+//! the trace never allocated (from before it began) are not attributed to a stack.
+//! A stack is named by its first frame in the user's own code (a Python file outside
+//! PyTorch), else its first Python frame, else its first frame.
+
+use std::collections::{BTreeMap, HashMap};
+
+use mlprof_model::names::memory_snapshot::{
+    BLOCK_STATE_STAT, DEVICE_FREE_STAT, FRAMES_STAT, SEGMENT_EVENT, SNAPSHOT_CATEGORY, STREAM_STAT,
+};
+use mlprof_model::{Event, Host, Plane};
+use serde::Serialize;
+
+use crate::kineto::MEMORY_EVENT;
+use crate::xstats::{self, StatKeys};
+
+/// How a memory snapshot's profile is obtained, in one sentence.
+pub(super) const METHOD: &str = "From a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot): allocated = \
+     torch.cuda.memory_allocated() (up at alloc, down at free_requested), reserved = torch.cuda.memory_reserved() \
+     (segments allocated or mapped), both rebuilt backwards from the snapshot's segments and blocks; each \
+     allocation is named by its stack's first frame in the user's code.";
+
+/// Rows kept in each table (largest first).
+pub const TOP_ROWS: usize = 20;
+
+/// What a memory snapshot adds, per device.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SnapshotMemory {
+    /// One entry per device, by ordinal.
+    pub devices: Vec<SnapshotDevice>,
+}
+
+/// One device's memory as its snapshot records it. Bytes are bytes; times are
+/// picoseconds relative to the profile start.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SnapshotDevice {
+    /// `cuda:N`.
+    pub memory_id: String,
+    /// Segments at the snapshot.
+    pub segments: u64,
+    /// Their bytes (`torch.cuda.memory_reserved()` at the snapshot).
+    pub reserved_bytes: i64,
+    /// Bytes of blocks handed out (`active_allocated`).
+    pub allocated_bytes: i64,
+    /// Bytes of freed blocks still waiting for their streams (`active_pending_free`).
+    pub pending_free_bytes: i64,
+    /// Bytes of free blocks inside the segments (`inactive`): reserved but unusable
+    /// for a larger request when split into small pieces.
+    pub free_bytes: i64,
+    /// The largest free block of any segment: the largest request served without a
+    /// new `cudaMalloc` (within the block's pool and stream).
+    pub largest_free_block_bytes: i64,
+    /// `free_bytes / reserved_bytes` (0 when nothing is reserved).
+    pub fragmentation: f64,
+    /// The segments with the most free bytes.
+    pub fragmented_segments: Vec<SegmentRow>,
+    /// Blocks live at the timeline's peak, grouped by the stack that allocated them.
+    pub live_at_peak: Vec<StackRow>,
+    /// When that peak was, picoseconds.
+    pub peak_time_ps: i64,
+    /// Blocks allocated at the snapshot, grouped by stack.
+    pub live_at_snapshot: Vec<StackRow>,
+    /// The largest allocations of the trace.
+    pub largest_allocations: Vec<AllocationRow>,
+    /// Each stream's allocations and peak.
+    pub streams: Vec<StreamRow>,
+    /// Every out-of-memory error of the trace.
+    pub ooms: Vec<OomRow>,
+}
+
+/// A segment at the snapshot.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SegmentRow {
+    /// Its address.
+    pub address: u64,
+    /// The stream whose pool holds it.
+    pub stream: i64,
+    /// `large` or `small`.
+    pub segment_type: String,
+    /// Its size.
+    pub total_bytes: i64,
+    /// Bytes handed out.
+    pub allocated_bytes: i64,
+    /// Bytes in free blocks.
+    pub free_bytes: i64,
+    /// Its largest free block.
+    pub largest_free_block_bytes: i64,
+    /// Its blocks.
+    pub blocks: u64,
+}
+
+/// Blocks grouped by the stack that allocated them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct StackRow {
+    /// The stack's name: its first frame in the user's code (`file:line:function`).
+    pub label: String,
+    /// Their bytes.
+    pub bytes: i64,
+    /// How many blocks.
+    pub blocks: u64,
+    /// The whole stack, one `file:line:function` per line, innermost first ("" when
+    /// none was recorded).
+    pub frames: String,
+}
+
+/// One allocation of the trace.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct AllocationRow {
+    /// When, picoseconds.
+    pub time_ps: i64,
+    /// Its bytes.
+    pub bytes: i64,
+    /// Its stream.
+    pub stream: i64,
+    /// The stack's name ([`StackRow::label`]).
+    pub label: String,
+    /// When it was freed (`free_requested`), picoseconds; `None` when still live at
+    /// the snapshot.
+    pub freed_at_ps: Option<i64>,
+}
+
+/// One stream's allocations.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct StreamRow {
+    /// The stream (`cudaStream_t` as an integer; 0 is the default stream).
+    pub stream: i64,
+    /// Allocations on it.
+    pub allocations: u64,
+    /// The most bytes its allocations in the trace held at once.
+    pub peak_bytes: i64,
+    /// When, picoseconds.
+    pub peak_time_ps: i64,
+}
+
+/// An out-of-memory error.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct OomRow {
+    /// When, picoseconds.
+    pub time_ps: i64,
+    /// The stream of the failed request.
+    pub stream: i64,
+    /// The bytes asked for.
+    pub requested_bytes: i64,
+    /// The device's free bytes the driver reported.
+    pub device_free_bytes: i64,
+    /// Allocated bytes then.
+    pub allocated_bytes: i64,
+    /// Reserved bytes then.
+    pub reserved_bytes: i64,
+    /// The largest holders then, by stack (at most 5).
+    pub live: Vec<StackRow>,
+}
+
+/// The stat keys read, in this order.
+const KEYS: [&str; 10] = [
+    "Addr",
+    "Bytes",
+    "Device Id",
+    STREAM_STAT,
+    FRAMES_STAT,
+    "Total Allocated",
+    "Total Reserved",
+    DEVICE_FREE_STAT,
+    BLOCK_STATE_STAT,
+    "Segment Type",
+];
+const ADDR: usize = 0;
+const BYTES: usize = 1;
+const DEVICE: usize = 2;
+const STREAM: usize = 3;
+const FRAMES: usize = 4;
+const ALLOCATED: usize = 5;
+const RESERVED: usize = 6;
+const DEVICE_FREE: usize = 7;
+const STATE: usize = 8;
+const SEGMENT_TYPE: usize = 9;
+
+/// The snapshot part of `host`'s memory profile; `None` when it was not read from a
+/// memory snapshot (no segment, block or snapshot entry events).
+pub(super) fn analyze(host: &Host) -> Option<SnapshotMemory> {
+    let mut devices: BTreeMap<i64, Device<'_>> = BTreeMap::new();
+    let mut any = false;
+    for plane in &host.planes {
+        let kinds = Kinds::of(plane);
+        if !kinds.snapshot.contains(&true) {
+            continue;
+        }
+        any = true;
+        let keys = StatKeys::new(plane, KEYS);
+        for line in &plane.lines {
+            for event in line.iter() {
+                let m = event.metadata_index() as usize;
+                let read = Read { plane, keys: &keys, event };
+                let device = devices.entry(read.int(DEVICE).unwrap_or(0)).or_default();
+                if kinds.memory.get(m).copied().unwrap_or(false) {
+                    device.memory.push(read.memory());
+                } else if kinds.segment.get(m).copied().unwrap_or(false) {
+                    device.segments.push(read.segment());
+                } else if kinds.snapshot.get(m).copied().unwrap_or(false) {
+                    let name = plane.event_metadata.get(m).map_or("", |meta| meta.name.as_str());
+                    if name == "oom" {
+                        device.ooms.push((read.memory(), read.int(DEVICE_FREE).unwrap_or(0)));
+                    } else if read.str(STATE).is_some() {
+                        device.blocks.push(read.block());
+                    }
+                }
+            }
+        }
+    }
+    any.then(|| SnapshotMemory {
+        devices: devices.into_iter().map(|(ordinal, device)| device.summarize(ordinal)).collect(),
+    })
+}
+
+/// Which event metadata of a plane are what.
+struct Kinds {
+    memory: Vec<bool>,
+    segment: Vec<bool>,
+    snapshot: Vec<bool>,
+}
+
+impl Kinds {
+    fn of(plane: &Plane) -> Kinds {
+        let key = plane.find_stat_key(mlprof_model::names::chrome::CAT_STAT);
+        let snapshot: Vec<bool> = plane
+            .event_metadata
+            .iter()
+            .map(|meta| {
+                let cat = key.and_then(|key| {
+                    let stat = plane.metadata_stats_of(meta).iter().find(|stat| stat.key == key)?;
+                    xstats::as_str(plane, &plane.metadata_stats, stat.value)
+                });
+                cat == Some(SNAPSHOT_CATEGORY)
+            })
+            .collect();
+        Kinds {
+            memory: plane.event_metadata.iter().map(|meta| meta.name == MEMORY_EVENT).collect(),
+            segment: plane
+                .event_metadata
+                .iter()
+                .zip(&snapshot)
+                .map(|(meta, &snap)| snap && meta.name == SEGMENT_EVENT)
+                .collect(),
+            snapshot,
+        }
+    }
+}
+
+/// The stats of one event.
+struct Read<'a, 'k> {
+    plane: &'a Plane,
+    keys: &'k StatKeys<10>,
+    event: Event<'a>,
+}
+
+impl<'a> Read<'a, '_> {
+    fn int(&self, i: usize) -> Option<i64> {
+        xstats::event_int(self.plane, &self.event, self.keys.key(i))
+    }
+
+    fn str(&self, i: usize) -> Option<&'a str> {
+        xstats::event_str(self.plane, &self.event, self.keys.key(i))
+    }
+
+    fn memory(&self) -> MemoryEntry<'a> {
+        MemoryEntry {
+            time_ps: self.event.start_ps(),
+            address: self.int(ADDR).unwrap_or(0),
+            bytes: self.int(BYTES).unwrap_or(0),
+            stream: self.int(STREAM).unwrap_or(0),
+            frames: self.str(FRAMES).unwrap_or(""),
+            allocated: self.int(ALLOCATED).unwrap_or(0),
+            reserved: self.int(RESERVED).unwrap_or(0),
+        }
+    }
+
+    fn segment(&self) -> SegmentRow {
+        SegmentRow {
+            address: self.int(ADDR).unwrap_or(0) as u64,
+            stream: self.int(STREAM).unwrap_or(0),
+            segment_type: self.str(SEGMENT_TYPE).unwrap_or("").to_string(),
+            total_bytes: self.int(BYTES).unwrap_or(0),
+            ..SegmentRow::default()
+        }
+    }
+
+    fn block(&self) -> BlockEntry<'a> {
+        BlockEntry {
+            segment: xstats::event_int(self.plane, &self.event, self.plane.find_stat_key("Segment Addr")).unwrap_or(0)
+                as u64,
+            bytes: self.int(BYTES).unwrap_or(0),
+            state: self.str(STATE).unwrap_or(""),
+            frames: self.str(FRAMES).unwrap_or(""),
+        }
+    }
+}
+
+/// A `[memory]` or `oom` event.
+#[derive(Clone, Copy)]
+struct MemoryEntry<'a> {
+    time_ps: i64,
+    address: i64,
+    bytes: i64,
+    stream: i64,
+    frames: &'a str,
+    allocated: i64,
+    reserved: i64,
+}
+
+struct BlockEntry<'a> {
+    segment: u64,
+    bytes: i64,
+    state: &'a str,
+    frames: &'a str,
+}
+
+#[derive(Default)]
+struct Device<'a> {
+    memory: Vec<MemoryEntry<'a>>,
+    ooms: Vec<(MemoryEntry<'a>, i64)>,
+    segments: Vec<SegmentRow>,
+    blocks: Vec<BlockEntry<'a>>,
+}
+
+impl Device<'_> {
+    fn summarize(mut self, ordinal: i64) -> SnapshotDevice {
+        // The timeline's order and peak (see `kineto::analyze`).
+        self.memory.sort_by_key(|e| e.time_ps);
+        let peak = self
+            .memory
+            .iter()
+            .enumerate()
+            .fold(None::<(usize, i64)>, |best, (i, e)| match best {
+                Some((_, most)) if e.allocated < most => best,
+                _ => Some((i, e.allocated)),
+            })
+            .map(|(i, _)| i);
+        let mut out = SnapshotDevice { memory_id: format!("cuda:{ordinal}"), ..SnapshotDevice::default() };
+        self.replay(peak, &mut out);
+        self.fragmentation(&mut out);
+        let live: Vec<(&str, i64)> = self
+            .blocks
+            .iter()
+            .filter(|b| b.state == "active_allocated")
+            .map(|b| (b.frames, b.bytes))
+            .collect();
+        out.live_at_snapshot = by_stack(live.into_iter(), TOP_ROWS);
+        out
+    }
+
+    fn replay(&self, peak: Option<usize>, out: &mut SnapshotDevice) {
+        let mut live: HashMap<i64, usize> = HashMap::new();
+        let mut freed_at: HashMap<usize, i64> = HashMap::new();
+        let mut streams: BTreeMap<i64, StreamRow> = BTreeMap::new();
+        let mut ooms = self.ooms.iter().peekable();
+        let mut oom_rows = Vec::new();
+        let live_rows = |live: &HashMap<i64, usize>, top: usize| {
+            by_stack(live.values().filter_map(|&i| self.memory.get(i)).map(|e| (e.frames, e.bytes)), top)
+        };
+        for (index, entry) in self.memory.iter().enumerate() {
+            while let Some((oom, free)) = ooms.next_if(|(oom, _)| oom.time_ps < entry.time_ps) {
+                oom_rows.push(oom_row(oom, *free, live_rows(&live, 5)));
+            }
+            let stream = streams.entry(entry.stream).or_insert(StreamRow { stream: entry.stream, ..StreamRow::default() });
+            if entry.bytes >= 0 {
+                live.insert(entry.address, index);
+                stream.allocations += 1;
+            } else if let Some(alloc) = live.remove(&entry.address) {
+                freed_at.insert(alloc, entry.time_ps);
+            }
+            if Some(index) == peak {
+                out.live_at_peak = live_rows(&live, TOP_ROWS);
+                out.peak_time_ps = entry.time_ps;
+            }
+        }
+        for (oom, free) in ooms {
+            oom_rows.push(oom_row(oom, *free, live_rows(&live, 5)));
+        }
+        out.ooms = oom_rows;
+        out.streams = stream_peaks(&self.memory, streams);
+        let mut allocations: Vec<usize> = (0..self.memory.len()).filter(|&i| self.memory[i].bytes > 0).collect();
+        allocations.sort_by_key(|&i| (std::cmp::Reverse(self.memory[i].bytes), self.memory[i].time_ps, i));
+        out.largest_allocations = allocations
+            .into_iter()
+            .take(TOP_ROWS)
+            .map(|i| {
+                let e = &self.memory[i];
+                AllocationRow {
+                    time_ps: e.time_ps,
+                    bytes: e.bytes,
+                    stream: e.stream,
+                    label: stack_label(e.frames),
+                    freed_at_ps: freed_at.get(&i).copied(),
+                }
+            })
+            .collect();
+    }
+
+    fn fragmentation(&mut self, out: &mut SnapshotDevice) {
+        let mut by_segment: HashMap<u64, usize> = HashMap::new();
+        for (i, segment) in self.segments.iter().enumerate() {
+            by_segment.insert(segment.address, i);
+            out.reserved_bytes = out.reserved_bytes.saturating_add(segment.total_bytes);
+        }
+        out.segments = self.segments.len() as u64;
+        for block in &self.blocks {
+            let segment = by_segment.get(&block.segment).and_then(|&i| self.segments.get_mut(i));
+            match block.state {
+                "active_allocated" => out.allocated_bytes = out.allocated_bytes.saturating_add(block.bytes),
+                "active_pending_free" => out.pending_free_bytes = out.pending_free_bytes.saturating_add(block.bytes),
+                _ => {
+                    out.free_bytes = out.free_bytes.saturating_add(block.bytes);
+                    out.largest_free_block_bytes = out.largest_free_block_bytes.max(block.bytes);
+                }
+            }
+            if let Some(segment) = segment {
+                segment.blocks += 1;
+                if block.state == "inactive" {
+                    segment.free_bytes = segment.free_bytes.saturating_add(block.bytes);
+                    segment.largest_free_block_bytes = segment.largest_free_block_bytes.max(block.bytes);
+                } else if block.state == "active_allocated" {
+                    segment.allocated_bytes = segment.allocated_bytes.saturating_add(block.bytes);
+                }
+            }
+        }
+        out.fragmentation =
+            if out.reserved_bytes > 0 { out.free_bytes as f64 / out.reserved_bytes as f64 } else { 0.0 };
+        let mut segments: Vec<SegmentRow> = self.segments.iter().filter(|s| s.free_bytes > 0).cloned().collect();
+        segments.sort_by_key(|s| (std::cmp::Reverse(s.free_bytes), s.address));
+        segments.truncate(TOP_ROWS);
+        out.fragmented_segments = segments;
+    }
+}
+
+fn oom_row(oom: &MemoryEntry<'_>, device_free: i64, live: Vec<StackRow>) -> OomRow {
+    OomRow {
+        time_ps: oom.time_ps,
+        stream: oom.stream,
+        requested_bytes: oom.bytes,
+        device_free_bytes: device_free,
+        allocated_bytes: oom.allocated,
+        reserved_bytes: oom.reserved,
+        live,
+    }
+}
+
+/// Each stream's peak of bytes held by its allocations in the trace.
+fn stream_peaks(memory: &[MemoryEntry<'_>], mut streams: BTreeMap<i64, StreamRow>) -> Vec<StreamRow> {
+    let mut held: HashMap<i64, i64> = HashMap::new();
+    let mut owner: HashMap<i64, (i64, i64)> = HashMap::new();
+    for entry in memory {
+        if entry.bytes >= 0 {
+            owner.insert(entry.address, (entry.stream, entry.bytes));
+            let now = held.entry(entry.stream).or_default();
+            *now = now.saturating_add(entry.bytes);
+            if let Some(row) = streams.get_mut(&entry.stream).filter(|row| *now > row.peak_bytes) {
+                row.peak_bytes = *now;
+                row.peak_time_ps = entry.time_ps;
+            }
+        } else if let Some((stream, bytes)) = owner.remove(&entry.address) {
+            let now = held.entry(stream).or_default();
+            *now = now.saturating_sub(bytes);
+        }
+    }
+    streams.into_values().collect()
+}
+
+/// `(frames, bytes)` grouped by stack, most bytes first, at most `top` rows.
+fn by_stack<'a>(blocks: impl Iterator<Item = (&'a str, i64)>, top: usize) -> Vec<StackRow> {
+    let mut groups: HashMap<&str, (i64, u64)> = HashMap::new();
+    for (frames, bytes) in blocks {
+        let group = groups.entry(frames).or_default();
+        *group = (group.0.saturating_add(bytes), group.1 + 1);
+    }
+    let mut rows: Vec<StackRow> = groups
+        .into_iter()
+        .map(|(frames, (bytes, blocks))| StackRow {
+            label: stack_label(frames),
+            bytes,
+            blocks,
+            frames: frames.to_string(),
+        })
+        .collect();
+    rows.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.frames.cmp(&b.frames)));
+    rows.truncate(top);
+    rows
+}
+
+/// The name of a stack (`file:line:function` lines, innermost first): its first frame
+/// in the user's code (a `.py` file outside PyTorch's package), else its first Python
+/// frame; for a C++-only stack (autograd's backward threads), the autograd node
+/// (`DivBackward0 (autograd)`) or else the ATen op (`aten::div_Tensor`) that
+/// allocated; else its first frame past the allocator's own; `(no stack recorded)`
+/// for none.
+pub fn stack_label(frames: &str) -> String {
+    let python = |line: &&str| line.split(':').next().is_some_and(|file| file.ends_with(".py"));
+    let in_torch = |line: &&str| line.contains("/torch/") || line.starts_with("torch/");
+    let lines = || frames.lines().filter(|line| !line.is_empty());
+    if let Some(line) = lines().find(|line| python(line) && !in_torch(line)).or_else(|| lines().find(python)) {
+        return shorten_path(line);
+    }
+    let name = |line: &str| line.splitn(3, ':').nth(2).unwrap_or(line).to_string();
+    let autograd_node = lines().find_map(|line| {
+        let function = name(line);
+        let (node, _) = function.split("torch::autograd::generated::").nth(1)?.split_once("::apply(")?;
+        (!node.contains("::")).then(|| format!("{node} (autograd)"))
+    });
+    let aten_op = || {
+        lines().find_map(|line| {
+            let function = name(line);
+            let op = function.split("at::_ops::").nth(1)?.split("::").next()?.to_string();
+            Some(format!("aten::{op}"))
+        })
+    };
+    autograd_node
+        .or_else(aten_op)
+        .or_else(|| user_frames(frames).next().map(|line| shorten_path(line)))
+        .unwrap_or_else(|| "(no stack recorded)".to_string())
+}
+
+/// The frames of a stack from the first one past the caching allocator and the stack
+/// recorder themselves (what the allocation's caller did).
+pub fn user_frames(frames: &str) -> impl Iterator<Item = &str> {
+    const INTERNAL: [&str; 6] =
+        ["torch::unwind", "CapturedTraceback", "gather_with_cpp", "CUDACachingAllocator", "empty_generic", "empty_cuda"];
+    let all = frames.lines().filter(|line| !line.is_empty());
+    let internal = |line: &&str| INTERNAL.iter().any(|pattern| line.contains(pattern));
+    let skip = all.clone().take_while(internal).count();
+    let skip = if skip == all.clone().count() { 0 } else { skip };
+    all.skip(skip)
+}
+
+/// `…/a/b/c.py:12:f` → `b/c.py:12:f`.
+fn shorten_path(line: &str) -> String {
+    let (file, rest) = line.split_once(':').unwrap_or((line, ""));
+    let parts: Vec<&str> = file.rsplitn(3, '/').collect();
+    let short = if parts.len() == 3 { format!("{}/{}", parts[1], parts[0]) } else { file.to_string() };
+    if rest.is_empty() { short } else { format!("{short}:{rest}") }
+}

@@ -1,0 +1,517 @@
+//! Reader of PyTorch CUDA memory snapshots (`torch.cuda.memory._dump_snapshot`, a
+//! pickle of `torch.cuda.memory._snapshot()`; also a pickled
+//! `torch.cuda.memory_snapshot()`, the segments alone) into a [`Host`] shaped like a
+//! PyTorch profiler trace with `profile_memory=True`, so the memory profile, the trace
+//! viewer's counter tracks and the steps read it as they read Kineto's `[memory]`
+//! events. [`host`] documents the mapping.
+//!
+//! The one design decision to know: the file is decoded by [`crate::pickle`] (never by
+//! running pickle code), and each trace entry is turned into a compact [`TraceEntry`]
+//! as soon as the decoder completes it, so a multi-GB snapshot never holds its
+//! millions of entry dicts at once. Stacks are kept once per distinct frame list (the
+//! snapshot shares them through the pickle memo: a million frame references are a few
+//! thousand lists).
+//!
+//! The layouts read, by PyTorch release (keys missing in a file are simply absent):
+//! segments with `blocks` (2.1+; older blocks carry `history` instead of `address` and
+//! `frames`), `device_traces` (2.0+), `time_us` on entries (2.2+), `allocator_settings`
+//! (2.3+), `external_annotations` (2.5+), `compile_context` (2.8+), `user_metadata`
+//! (2.10+); `segment_map`/`segment_unmap` with expandable segments; `oom` entries
+//! carry `device_free` in place of `addr`.
+
+mod host;
+
+use std::collections::HashMap;
+
+use mlprof_model::Host;
+
+use crate::error::{FormatError, Result};
+use crate::pickle::{self, Absorb, Objects, Value};
+
+pub use host::snapshot_host;
+
+/// Whether `head` (a file's first bytes) starts like a pickle ([`crate::pickle::is_pickle`]).
+pub fn is_memory_snapshot(head: &[u8]) -> bool {
+    pickle::is_pickle(head)
+}
+
+/// Reads the memory snapshot in `bytes` (the file `path`) into a host named `host_name`.
+pub fn read_memory_snapshot(bytes: &[u8], path: &str, host_name: &str) -> Result<Host> {
+    let snapshot = decode_snapshot(bytes, path)?;
+    snapshot_host(&snapshot, path, host_name).map_err(|message| FormatError::unrecognized(path, message))
+}
+
+/// What an allocator trace entry did (`action`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// A block handed out (`alloc`).
+    Alloc,
+    /// `free` called; the block waits for its streams (`free_requested`).
+    FreeRequested,
+    /// The block is reusable (`free_completed`).
+    FreeCompleted,
+    /// `cudaMalloc` of a segment (`segment_alloc`).
+    SegmentAlloc,
+    /// `cudaFree` of a segment (`segment_free`).
+    SegmentFree,
+    /// Pages mapped into an expandable segment (`segment_map`).
+    SegmentMap,
+    /// Pages unmapped from an expandable segment (`segment_unmap`).
+    SegmentUnmap,
+    /// The snapshot was taken (`snapshot`).
+    Snapshot,
+    /// An allocation failed for lack of memory (`oom`).
+    Oom,
+    /// Anything else (a newer release's action): string id in [`Snapshot::texts`].
+    Other(u32),
+}
+
+impl Action {
+    fn parse(text: &str, texts: &mut Texts) -> Action {
+        match text {
+            "alloc" => Action::Alloc,
+            "free_requested" => Action::FreeRequested,
+            "free_completed" => Action::FreeCompleted,
+            "segment_alloc" => Action::SegmentAlloc,
+            "segment_free" => Action::SegmentFree,
+            "segment_map" => Action::SegmentMap,
+            "segment_unmap" => Action::SegmentUnmap,
+            "snapshot" => Action::Snapshot,
+            "oom" => Action::Oom,
+            other => Action::Other(texts.id(other)),
+        }
+    }
+
+    /// The name PyTorch writes for it.
+    pub fn name<'s>(self, snapshot: &'s Snapshot) -> &'s str {
+        match self {
+            Action::Alloc => "alloc",
+            Action::FreeRequested => "free_requested",
+            Action::FreeCompleted => "free_completed",
+            Action::SegmentAlloc => "segment_alloc",
+            Action::SegmentFree => "segment_free",
+            Action::SegmentMap => "segment_map",
+            Action::SegmentUnmap => "segment_unmap",
+            Action::Snapshot => "snapshot",
+            Action::Oom => "oom",
+            Action::Other(id) => snapshot.text(id),
+        }
+    }
+}
+
+/// One allocator trace entry. Bytes are bytes; `time_us` is Unix epoch microseconds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceEntry {
+    /// The device ordinal (the entry's index in `device_traces`).
+    pub device: i64,
+    /// What happened.
+    pub action: Action,
+    /// The block's or segment's address (`addr`; 0 for `oom`).
+    pub address: u64,
+    /// Bytes (`size`; for `oom`, the bytes asked for).
+    pub size: i64,
+    /// The stream (`stream`, the `cudaStream_t` as an integer; 0 is the default stream).
+    pub stream: i64,
+    /// When (`time_us`; PyTorch 2.2+), Unix epoch microseconds.
+    pub time_us: Option<i64>,
+    /// The stack recorded with it: index into [`Snapshot::stacks`].
+    pub stack: Option<u32>,
+    /// `oom` only: the device's free bytes the driver reported (`device_free`).
+    pub device_free: Option<i64>,
+    /// `compile_context` (PyTorch 2.8+) when not `N/A`: string id.
+    pub compile_context: Option<u32>,
+    /// `user_metadata` (PyTorch 2.10+) when not empty: string id.
+    pub user_metadata: Option<u32>,
+}
+
+/// One block of a segment at the time of the snapshot. Bytes are bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Block {
+    /// Its address.
+    pub address: u64,
+    /// Its size.
+    pub size: i64,
+    /// The bytes its caller asked for.
+    pub requested_size: i64,
+    /// `active_allocated`, `active_pending_free` or `inactive`: string id.
+    pub state: u32,
+    /// The stack that allocated it, when recorded.
+    pub stack: Option<u32>,
+}
+
+/// One segment (one `cudaMalloc`, or an expandable segment) at the time of the
+/// snapshot. Bytes are bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Segment {
+    /// The device ordinal.
+    pub device: i64,
+    /// Its address.
+    pub address: u64,
+    /// Its size (`total_size`).
+    pub total_size: i64,
+    /// Bytes of blocks handed out (`allocated_size`).
+    pub allocated_size: i64,
+    /// Bytes of blocks allocated or waiting for their streams (`active_size`).
+    pub active_size: i64,
+    /// Bytes callers asked for (`requested_size`).
+    pub requested_size: i64,
+    /// The stream whose pool holds it.
+    pub stream: i64,
+    /// `large` or `small`: string id.
+    pub segment_type: u32,
+    /// The memory pool (`segment_pool_id`; `(0, 0)` is the default pool).
+    pub pool: (i64, i64),
+    /// Whether it is an expandable segment.
+    pub is_expandable: bool,
+    /// The stack that allocated it, when recorded.
+    pub stack: Option<u32>,
+    /// Its blocks, by address.
+    pub blocks: Vec<Block>,
+}
+
+/// A `record_function` range start or end (`external_annotations`, PyTorch 2.5+).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Annotation {
+    /// The device ordinal.
+    pub device: i64,
+    /// Whether it starts (`START`) or ends (`END`) the range.
+    pub starts: bool,
+    /// The range's name (`ProfilerStep#3`, `Optimizer.step#AdamW.step`): string id.
+    pub name: u32,
+    /// When, Unix epoch microseconds.
+    pub time_us: i64,
+}
+
+/// One frame of a stack, as the snapshot records it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Frame {
+    /// The function (`forward`, or a demangled C++ symbol).
+    pub name: String,
+    /// The file (`??` or empty for C++ frames without debug information).
+    pub filename: String,
+    /// The line (0 when unknown).
+    pub line: i64,
+}
+
+/// A decoded memory snapshot.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Snapshot {
+    /// The segments, in file order.
+    pub segments: Vec<Segment>,
+    /// Every device's trace entries, device by device, each device's in its order.
+    pub entries: Vec<TraceEntry>,
+    /// `external_annotations`, in file order.
+    pub annotations: Vec<Annotation>,
+    /// The distinct stacks, innermost frame first.
+    pub stacks: Vec<Vec<Frame>>,
+    /// `allocator_settings` as `(key, value as Python prints it)`.
+    pub allocator_settings: Vec<(String, String)>,
+    /// Whether the file is a bare list of segments (`torch.cuda.memory_snapshot()`).
+    pub segments_only: bool,
+    texts: Vec<String>,
+}
+
+impl Snapshot {
+    /// String `id` of the snapshot's own table ("" when unknown).
+    pub fn text(&self, id: u32) -> &str {
+        self.texts.get(id as usize).map_or("", String::as_str)
+    }
+}
+
+/// A string table.
+#[derive(Default)]
+struct Texts {
+    list: Vec<String>,
+    index: HashMap<String, u32>,
+}
+
+impl Texts {
+    fn id(&mut self, text: &str) -> u32 {
+        if let Some(&id) = self.index.get(text) {
+            return id;
+        }
+        self.list.push(text.to_string());
+        let id = (self.list.len() - 1) as u32;
+        self.index.insert(text.to_string(), id);
+        id
+    }
+}
+
+/// The state of one decoding: the entries taken so far and the tables they point into.
+#[derive(Default)]
+struct Reader {
+    entries: Vec<TraceEntry>,
+    texts: Texts,
+    stacks: Vec<Vec<Frame>>,
+    /// Pickle list id → stack index.
+    stack_of_list: HashMap<u32, u32>,
+    /// Distinct stack contents → stack index (two lists with the same frames are one).
+    stack_index: HashMap<Vec<Frame>, u32>,
+}
+
+impl Reader {
+    fn stack(&mut self, objects: &Objects, frames: Option<Value>) -> Option<u32> {
+        let Some(Value::List(list)) = frames else { return None };
+        if let Some(&id) = self.stack_of_list.get(&list) {
+            return Some(id);
+        }
+        let frames: Vec<Frame> = objects
+            .list(list)
+            .iter()
+            .filter_map(|&frame| {
+                let Value::Dict(frame) = frame else { return None };
+                Some(Frame {
+                    name: text_of(objects, objects.get(frame, "name")),
+                    filename: text_of(objects, objects.get(frame, "filename")),
+                    line: int_of(objects.get(frame, "line")).unwrap_or(0),
+                })
+            })
+            .collect();
+        let id = match self.stack_index.get(&frames) {
+            Some(&id) => id,
+            None => {
+                self.stacks.push(frames.clone());
+                let id = (self.stacks.len() - 1) as u32;
+                self.stack_index.insert(frames, id);
+                id
+            }
+        };
+        self.stack_of_list.insert(list, id);
+        Some(id)
+    }
+
+    fn optional_text(&mut self, objects: &Objects, value: Option<Value>, absent: &str) -> Option<u32> {
+        let text = objects.text(value?)?;
+        (text != absent).then(|| self.texts.id(text))
+    }
+}
+
+impl Absorb for Reader {
+    fn absorb(&mut self, objects: &Objects, dict: u32) -> std::result::Result<Option<u32>, String> {
+        let Some(action) = objects.get(dict, "action").and_then(|v| objects.text(v)) else { return Ok(None) };
+        let action = Action::parse(action, &mut self.texts);
+        let token = u32::try_from(self.entries.len()).map_err(|_| "more than 4 billion trace entries".to_string())?;
+        let stack = self.stack(objects, objects.get(dict, "frames"));
+        let compile_context = self.optional_text(objects, objects.get(dict, "compile_context"), "N/A");
+        let user_metadata = self.optional_text(objects, objects.get(dict, "user_metadata"), "");
+        self.entries.push(TraceEntry {
+            device: -1,
+            action,
+            address: int_of(objects.get(dict, "addr")).unwrap_or(0) as u64,
+            size: int_of(objects.get(dict, "size")).unwrap_or(0),
+            stream: int_of(objects.get(dict, "stream")).unwrap_or(0),
+            time_us: int_of(objects.get(dict, "time_us")),
+            stack,
+            device_free: int_of(objects.get(dict, "device_free")),
+            compile_context,
+            user_metadata,
+        });
+        Ok(Some(token))
+    }
+}
+
+fn int_of(value: Option<Value>) -> Option<i64> {
+    match value? {
+        Value::Int(v) => Some(v),
+        // `uint64_t` fields: 2^64 - 1 stands for -1 ("unknown").
+        Value::Uint(v) => Some(v as i64),
+        Value::Bool(b) => Some(i64::from(b)),
+        Value::Float(f) if f.is_finite() => Some(f as i64),
+        _ => None,
+    }
+}
+
+fn text_of(objects: &Objects, value: Option<Value>) -> String {
+    value.and_then(|v| objects.text(v)).unwrap_or("").to_string()
+}
+
+/// Decodes the snapshot in `bytes` (the file `path`).
+pub fn decode_snapshot(bytes: &[u8], path: &str) -> Result<Snapshot> {
+    if !pickle::is_pickle(bytes) {
+        return Err(FormatError::unrecognized(
+            path,
+            "not a PyTorch memory snapshot: a snapshot is a binary pickle (protocol 2 to 5), and this file does not \
+             start like one",
+        ));
+    }
+    let mut reader = Reader::default();
+    let (objects, top) = pickle::decode(bytes, &mut reader).map_err(|e| FormatError::Pickle {
+        path: path.to_string(),
+        offset: e.offset,
+        message: e.message,
+    })?;
+    let mut snapshot = Snapshot::default();
+    let segments = match top {
+        Value::Dict(top) => {
+            let segments = objects.get(top, "segments");
+            let traces = objects.get(top, "device_traces");
+            if segments.is_none() && traces.is_none() {
+                return Err(FormatError::unrecognized(
+                    path,
+                    "a pickle, but not a PyTorch memory snapshot: its dict has neither `segments` nor \
+                     `device_traces`",
+                ));
+            }
+            read_traces(&objects, traces, &mut reader.entries);
+            snapshot.annotations = read_annotations(&objects, objects.get(top, "external_annotations"), &mut reader);
+            snapshot.allocator_settings = read_settings(&objects, objects.get(top, "allocator_settings"));
+            segments
+        }
+        Value::List(_) => {
+            snapshot.segments_only = true;
+            Some(top)
+        }
+        _ => {
+            return Err(FormatError::unrecognized(
+                path,
+                "a pickle, but not a PyTorch memory snapshot: it holds neither a dict nor a list of segments",
+            ));
+        }
+    };
+    snapshot.segments = read_segments(&objects, segments, &mut reader);
+    if reader.entries.iter().any(|e| e.device < 0) {
+        return Err(FormatError::unrecognized(
+            path,
+            "a trace entry of the memory snapshot lies outside `device_traces`: not a snapshot PyTorch wrote",
+        ));
+    }
+    snapshot.entries = reader.entries;
+    snapshot.stacks = reader.stacks;
+    snapshot.texts = reader.texts.list;
+    Ok(snapshot)
+}
+
+/// Gives each taken entry its device: its list's index in `device_traces`.
+fn read_traces(objects: &Objects, traces: Option<Value>, entries: &mut [TraceEntry]) {
+    let Some(traces) = traces else { return };
+    for (device, list) in objects.items(traces).iter().enumerate() {
+        for item in objects.items(*list) {
+            if let Value::Taken(token) = item
+                && let Some(entry) = entries.get_mut(*token as usize)
+            {
+                entry.device = device as i64;
+            }
+        }
+    }
+}
+
+fn read_annotations(objects: &Objects, list: Option<Value>, reader: &mut Reader) -> Vec<Annotation> {
+    let Some(list) = list else { return Vec::new() };
+    objects
+        .items(list)
+        .iter()
+        .filter_map(|&item| {
+            let Value::Dict(dict) = item else { return None };
+            let stage = objects.get(dict, "stage").and_then(|v| objects.text(v))?;
+            let name = objects.get(dict, "name").and_then(|v| objects.text(v))?;
+            Some(Annotation {
+                device: int_of(objects.get(dict, "device")).unwrap_or(0),
+                starts: stage == "START",
+                name: reader.texts.id(name),
+                time_us: int_of(objects.get(dict, "time_us"))?,
+            })
+        })
+        .collect()
+}
+
+fn read_settings(objects: &Objects, settings: Option<Value>) -> Vec<(String, String)> {
+    let Some(Value::Dict(dict)) = settings else { return Vec::new() };
+    objects
+        .dict(dict)
+        .iter()
+        .filter_map(|&(key, value)| Some((objects.text(key)?.to_string(), python_text(objects, value))))
+        .collect()
+}
+
+/// A setting's value as Python prints it (one level of containers).
+fn python_text(objects: &Objects, value: Value) -> String {
+    match value {
+        Value::None => "None".to_string(),
+        Value::Bool(b) => if b { "True" } else { "False" }.to_string(),
+        Value::Int(v) => v.to_string(),
+        Value::Uint(v) => v.to_string(),
+        Value::Float(f) => format!("{f:?}"),
+        Value::Str(id) => objects.str(id).to_string(),
+        Value::Dict(id) => {
+            let pairs: Vec<String> = objects
+                .dict(id)
+                .iter()
+                .map(|&(k, v)| format!("{}: {}", scalar_text(objects, k), scalar_text(objects, v)))
+                .collect();
+            format!("{{{}}}", pairs.join(", "))
+        }
+        Value::List(_) | Value::Tuple(_) => {
+            let items: Vec<String> = objects.items(value).iter().map(|&v| scalar_text(objects, v)).collect();
+            format!("[{}]", items.join(", "))
+        }
+        Value::Taken(_) => String::new(),
+    }
+}
+
+fn scalar_text(objects: &Objects, value: Value) -> String {
+    match value {
+        Value::Str(id) => format!("{:?}", objects.str(id)),
+        Value::Dict(_) | Value::List(_) | Value::Tuple(_) | Value::Taken(_) => "…".to_string(),
+        other => python_text(objects, other),
+    }
+}
+
+fn read_segments(objects: &Objects, segments: Option<Value>, reader: &mut Reader) -> Vec<Segment> {
+    let Some(segments) = segments else { return Vec::new() };
+    let mut out = Vec::new();
+    for &item in objects.items(segments) {
+        let Value::Dict(dict) = item else { continue };
+        let int = |key: &str| int_of(objects.get(dict, key));
+        let address = int("address").unwrap_or(0) as u64;
+        let mut segment = Segment {
+            device: int("device").unwrap_or(0),
+            address,
+            total_size: int("total_size").unwrap_or(0),
+            allocated_size: int("allocated_size").unwrap_or(0),
+            active_size: int("active_size").unwrap_or(0),
+            requested_size: int("requested_size").unwrap_or(0),
+            stream: int("stream").unwrap_or(0),
+            segment_type: reader.texts.id(objects.get(dict, "segment_type").and_then(|v| objects.text(v)).unwrap_or("")),
+            pool: pool_of(objects, objects.get(dict, "segment_pool_id")),
+            is_expandable: matches!(objects.get(dict, "is_expandable"), Some(Value::Bool(true))),
+            stack: None,
+            blocks: Vec::new(),
+        };
+        segment.stack = reader.stack(objects, objects.get(dict, "frames"));
+        let mut offset = address;
+        for &block in objects.items(objects.get(dict, "blocks").unwrap_or(Value::None)) {
+            let Value::Dict(block) = block else { continue };
+            let size = int_of(objects.get(block, "size")).unwrap_or(0);
+            // Blocks before PyTorch 2.1 have no address or frames, but a `history`
+            // of allocations whose last entry is the live one.
+            let last = objects.items(objects.get(block, "history").unwrap_or(Value::None)).last().copied();
+            let history = |key: &str| match last {
+                Some(Value::Dict(entry)) => objects.get(entry, key),
+                _ => None,
+            };
+            let frames = objects.get(block, "frames").or_else(|| history("frames"));
+            let state = objects.get(block, "state").and_then(|v| objects.text(v)).unwrap_or("");
+            let stack = reader.stack(objects, frames);
+            segment.blocks.push(Block {
+                address: int_of(objects.get(block, "address")).map_or(offset, |a| a as u64),
+                size,
+                requested_size: int_of(objects.get(block, "requested_size"))
+                    .or_else(|| int_of(history("real_size")))
+                    .unwrap_or(size),
+                state: reader.texts.id(state),
+                stack,
+            });
+            offset = offset.wrapping_add(size.max(0) as u64);
+        }
+        out.push(segment);
+    }
+    out
+}
+
+fn pool_of(objects: &Objects, value: Option<Value>) -> (i64, i64) {
+    let items = value.map_or(&[][..], |v| objects.items(v));
+    match items {
+        [a, b, ..] => (int_of(Some(*a)).unwrap_or(0), int_of(Some(*b)).unwrap_or(0)),
+        _ => (0, 0),
+    }
+}
