@@ -21,6 +21,10 @@
 //! - a directory of Kineto traces, one per rank (files that do not look like a trace,
 //!   such as PyTorch's `memory_timeline.raw.json.gz`, are skipped).
 //!
+//! Wherever Kineto traces are looked for, PyTorch memory snapshots (`*.pickle`,
+//! `*.pkl` whose first bytes name a snapshot's keys) are hosts too, so a snapshot
+//! beside its run's trace opens with it.
+//!
 //! Sessions are returned sorted by name (XProf session names are timestamps, so the
 //! last is the newest); hosts by rank, then name.
 //!
@@ -198,7 +202,10 @@ pub fn read_host_file_with(file: &HostFile, options: &LoadOptions) -> Result<Hos
     }
     let shown = file.path.display().to_string();
     let loaded = load_file_with(&file.path, options)?;
-    if file.format == SourceFormat::Kineto && crate::torch_memory::is_memory_snapshot(&loaded.bytes) {
+    let named_snapshot =
+        file.path.file_name().is_some_and(|n| strip_any(&n.to_string_lossy(), SNAPSHOT_SUFFIXES).is_some());
+    if file.format == SourceFormat::Kineto && (named_snapshot || crate::torch_memory::is_memory_snapshot(&loaded.bytes))
+    {
         // A PyTorch memory snapshot, laid out as a trace with `[memory]` events.
         let decoded = crate::torch_memory::read_memory_snapshot(&loaded.bytes, &shown, &file.host_name);
         loaded.unchanged()?;
@@ -392,7 +399,9 @@ impl Walk {
         self.traces_among(&entries, suffixes)
     }
 
-    /// The files among `entries` named with one of `suffixes` that look like a trace.
+    /// The files among `entries` named with one of `suffixes` that look like a trace,
+    /// and the PyTorch memory snapshots among them (`*.pickle`, `*.pkl` that start
+    /// like one: other pickles, such as a dataset cache, are left alone).
     fn traces_among(&mut self, entries: &[PathBuf], suffixes: &[&str]) -> Vec<HostFile> {
         let mut found = Vec::new();
         for p in entries {
@@ -400,6 +409,16 @@ impl Walk {
                 continue;
             }
             let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            if let Some(host) = strip_any(&name, SNAPSHOT_SUFFIXES) {
+                match head_bytes(p, 64 * 1024) {
+                    Ok(head) if crate::torch_memory::looks_like_memory_snapshot(&head) => {
+                        found.push(HostFile { path: p.clone(), format: SourceFormat::Kineto, host_name: host })
+                    }
+                    Ok(_) => {}
+                    Err(e) => self.skip(p, e.to_string()),
+                }
+                continue;
+            }
             let Some(host) = strip_any(&name, suffixes) else { continue };
             match looks_like_trace(p) {
                 Ok(true) => found.push(HostFile { path: p.clone(), format: SourceFormat::Kineto, host_name: host }),

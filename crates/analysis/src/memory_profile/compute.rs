@@ -32,7 +32,14 @@ pub fn analyze(host: &Host, groups: &HostGroups) -> MemoryProfile {
     });
     let profile_steps =
         ids.filter(|&id| groups.name_of(id).is_some()).map(|id| (id, groups.profile_step(id))).collect();
-    MemoryProfile { has_host_plane: true, allocators, hlo_modules: hlo_modules(host), method: None, profile_steps, snapshot: None }
+    MemoryProfile {
+        has_host_plane: true,
+        allocators,
+        hlo_modules: hlo_modules(host),
+        method: None,
+        profile_steps,
+        snapshot: None,
+    }
 }
 
 /// The stats XProf reads off a memory event.

@@ -97,7 +97,7 @@ pub struct SegmentRow {
     pub blocks: u64,
 }
 
-/// Blocks grouped by the stack that allocated them.
+/// Blocks grouped by the name of the stack that allocated them ([`stack_label`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct StackRow {
     /// The stack's name: its first frame in the user's code (`file:line:function`).
@@ -106,8 +106,10 @@ pub struct StackRow {
     pub bytes: i64,
     /// How many blocks.
     pub blocks: u64,
-    /// The whole stack, one `file:line:function` per line, innermost first ("" when
-    /// none was recorded).
+    /// How many distinct stacks share the name.
+    pub stacks: u64,
+    /// The stack holding most of the bytes, one `file:line:function` per line,
+    /// innermost first ("" when none was recorded).
     pub frames: String,
 }
 
@@ -346,12 +348,8 @@ impl Device<'_> {
         let mut out = SnapshotDevice { memory_id: format!("cuda:{ordinal}"), ..SnapshotDevice::default() };
         self.replay(peak, &mut out);
         self.fragmentation(&mut out);
-        let live: Vec<(&str, i64)> = self
-            .blocks
-            .iter()
-            .filter(|b| b.state == "active_allocated")
-            .map(|b| (b.frames, b.bytes))
-            .collect();
+        let live: Vec<(&str, i64)> =
+            self.blocks.iter().filter(|b| b.state == "active_allocated").map(|b| (b.frames, b.bytes)).collect();
         out.live_at_snapshot = by_stack(live.into_iter(), TOP_ROWS);
         out
     }
@@ -369,7 +367,8 @@ impl Device<'_> {
             while let Some((oom, free)) = ooms.next_if(|(oom, _)| oom.time_ps < entry.time_ps) {
                 oom_rows.push(oom_row(oom, *free, live_rows(&live, 5)));
             }
-            let stream = streams.entry(entry.stream).or_insert(StreamRow { stream: entry.stream, ..StreamRow::default() });
+            let stream =
+                streams.entry(entry.stream).or_insert(StreamRow { stream: entry.stream, ..StreamRow::default() });
             if entry.bytes >= 0 {
                 live.insert(entry.address, index);
                 stream.allocations += 1;
@@ -473,30 +472,48 @@ fn stream_peaks(memory: &[MemoryEntry<'_>], mut streams: BTreeMap<i64, StreamRow
     streams.into_values().collect()
 }
 
-/// `(frames, bytes)` grouped by stack, most bytes first, at most `top` rows.
+/// `(frames, bytes)` grouped by [`stack_label`], most bytes first, at most `top` rows;
+/// each row shows the stack that holds most of its bytes.
 fn by_stack<'a>(blocks: impl Iterator<Item = (&'a str, i64)>, top: usize) -> Vec<StackRow> {
-    let mut groups: HashMap<&str, (i64, u64)> = HashMap::new();
+    let mut by_frames: HashMap<&str, (i64, u64)> = HashMap::new();
     for (frames, bytes) in blocks {
-        let group = groups.entry(frames).or_default();
+        let group = by_frames.entry(frames).or_default();
         *group = (group.0.saturating_add(bytes), group.1 + 1);
     }
-    let mut rows: Vec<StackRow> = groups
-        .into_iter()
-        .map(|(frames, (bytes, blocks))| StackRow {
-            label: stack_label(frames),
-            bytes,
-            blocks,
-            frames: frames.to_string(),
-        })
-        .collect();
-    rows.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.frames.cmp(&b.frames)));
+    let mut by_label: HashMap<String, StackRow> = HashMap::new();
+    let mut largest: HashMap<String, i64> = HashMap::new();
+    for (frames, (bytes, blocks)) in by_frames {
+        let label = stack_label(frames);
+        let most = largest.entry(label.clone()).or_insert(-1);
+        let row = by_label.entry(label.clone()).or_insert_with(|| StackRow { label, ..StackRow::default() });
+        row.bytes = row.bytes.saturating_add(bytes);
+        row.blocks += blocks;
+        row.stacks += 1;
+        if bytes > *most || (bytes == *most && frames < row.frames.as_str()) {
+            *most = bytes;
+            row.frames = frames.to_string();
+        }
+    }
+    let mut rows: Vec<StackRow> = by_label.into_values().collect();
+    rows.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.label.cmp(&b.label)));
     rows.truncate(top);
     rows
 }
 
+/// The frames of `row`'s stack worth showing: from its label's frame outwards (only
+/// Python frames when the label is one), else past the allocator's own frames.
+pub fn shown_frames(row: &StackRow) -> Vec<&str> {
+    let lines: Vec<&str> = row.frames.lines().filter(|line| !line.is_empty()).collect();
+    let python = |line: &&str| line.split(':').next().is_some_and(|file| file.ends_with(".py"));
+    match lines.iter().position(|line| shorten_path(line) == row.label) {
+        Some(at) if python(&lines[at]) => lines[at..].iter().copied().filter(python).collect(),
+        _ => user_frames(&row.frames).collect(),
+    }
+}
+
 /// The name of a stack (`file:line:function` lines, innermost first): its first frame
-/// in the user's code (a `.py` file outside PyTorch's package), else its first Python
-/// frame; for a C++-only stack (autograd's backward threads), the autograd node
+/// in the user's code (a `.py` file outside PyTorch and outside installed packages),
+/// else its first Python frame outside PyTorch, else its first Python frame; for a C++-only stack (autograd's backward threads), the autograd node
 /// (`DivBackward0 (autograd)`) or else the ATen op (`aten::div_Tensor`) that
 /// allocated; else its first frame past the allocator's own; `(no stack recorded)`
 /// for none.
@@ -504,7 +521,12 @@ pub fn stack_label(frames: &str) -> String {
     let python = |line: &&str| line.split(':').next().is_some_and(|file| file.ends_with(".py"));
     let in_torch = |line: &&str| line.contains("/torch/") || line.starts_with("torch/");
     let lines = || frames.lines().filter(|line| !line.is_empty());
-    if let Some(line) = lines().find(|line| python(line) && !in_torch(line)).or_else(|| lines().find(python)) {
+    let installed = |line: &&str| line.contains("-packages/");
+    let python_site = lines()
+        .find(|line| python(line) && !in_torch(line) && !installed(line))
+        .or_else(|| lines().find(|line| python(line) && !in_torch(line)))
+        .or_else(|| lines().find(python));
+    if let Some(line) = python_site {
         return shorten_path(line);
     }
     let name = |line: &str| line.splitn(3, ':').nth(2).unwrap_or(line).to_string();
@@ -529,8 +551,14 @@ pub fn stack_label(frames: &str) -> String {
 /// The frames of a stack from the first one past the caching allocator and the stack
 /// recorder themselves (what the allocation's caller did).
 pub fn user_frames(frames: &str) -> impl Iterator<Item = &str> {
-    const INTERNAL: [&str; 6] =
-        ["torch::unwind", "CapturedTraceback", "gather_with_cpp", "CUDACachingAllocator", "empty_generic", "empty_cuda"];
+    const INTERNAL: [&str; 6] = [
+        "torch::unwind",
+        "CapturedTraceback",
+        "gather_with_cpp",
+        "CUDACachingAllocator",
+        "empty_generic",
+        "empty_cuda",
+    ];
     let all = frames.lines().filter(|line| !line.is_empty());
     let internal = |line: &&str| INTERNAL.iter().any(|pattern| line.contains(pattern));
     let skip = all.clone().take_while(internal).count();
@@ -539,7 +567,7 @@ pub fn user_frames(frames: &str) -> impl Iterator<Item = &str> {
 }
 
 /// `…/a/b/c.py:12:f` → `b/c.py:12:f`.
-fn shorten_path(line: &str) -> String {
+pub fn shorten_path(line: &str) -> String {
     let (file, rest) = line.split_once(':').unwrap_or((line, ""));
     let parts: Vec<&str> = file.rsplitn(3, '/').collect();
     let short = if parts.len() == 3 { format!("{}/{}", parts[1], parts[0]) } else { file.to_string() };

@@ -5,19 +5,18 @@
 use mlprof_model::human;
 
 use super::output::PS_PER_MS_F64;
-use super::snapshot::{SnapshotDevice, SnapshotMemory, StackRow, user_frames};
+use super::snapshot::{SnapshotDevice, SnapshotMemory, StackRow, shorten_path, shown_frames};
 use crate::report::{Cell, Section, Table};
 
 /// The snapshot's sections, after the timeline's.
 pub(super) fn sections(snapshot: &SnapshotMemory) -> Vec<Section> {
     let devices = &snapshot.devices;
-    let mut by_stack = Section::new("Memory by stack at the peak").with_table(stack_table(
-        devices.iter().map(|d| (d, d.live_at_peak.as_slice())),
-    ));
+    let mut by_stack = Section::new("Memory by stack at the peak")
+        .with_table(stack_table(devices.iter().map(|d| (d, d.live_at_peak.as_slice()))));
     for d in devices.iter().filter(|d| !d.live_at_peak.is_empty()) {
         by_stack = by_stack.note(format!(
-            "{}: blocks live at the peak ({:.3} ms) that the trace allocated, grouped by the stack that allocated \
-             them, most bytes first (at most {} stacks).",
+            "{}: blocks live at the peak ({:.3} ms) that the trace allocated, grouped by where they were \
+             allocated (the stack's first frame in the user's code), most bytes first (at most {} rows).",
             d.memory_id,
             d.peak_time_ps as f64 / PS_PER_MS_F64,
             super::snapshot::TOP_ROWS
@@ -44,7 +43,7 @@ pub(super) fn sections(snapshot: &SnapshotMemory) -> Vec<Section> {
 }
 
 fn stack_table<'a>(rows: impl Iterator<Item = (&'a SnapshotDevice, &'a [StackRow])>) -> Table {
-    let mut table = Table::new(["Memory ID", "Stack", "Size (bytes)", "Blocks", "Frames"]);
+    let mut table = Table::new(["Memory ID", "Stack", "Size (bytes)", "Blocks", "Stacks", "Frames (largest stack)"]);
     for (device, stacks) in rows {
         for row in stacks {
             table.push(vec![
@@ -52,7 +51,8 @@ fn stack_table<'a>(rows: impl Iterator<Item = (&'a SnapshotDevice, &'a [StackRow
                 Cell::text(&row.label),
                 Cell::Int(row.bytes),
                 Cell::Int(row.blocks as i64),
-                Cell::text(user_frames(&row.frames).take(8).collect::<Vec<_>>().join(" ← ")),
+                Cell::Int(row.stacks as i64),
+                Cell::text(shown_frames(row).into_iter().take(6).map(shorten_path).collect::<Vec<_>>().join(" ← ")),
             ]);
         }
     }

@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use mlprof_model::names::HOST_PLANE;
 use mlprof_model::names::chrome::{CAT_STAT, PH_STAT};
-use mlprof_model::{Host, Line, PlaneBuilder, SourceFormat, StatValue, TrackId};
+use mlprof_model::{ChromeTraceInfo, Host, Line, PlaneBuilder, SourceFormat, StatValue, TrackId};
 
 use mlprof_model::names::memory_snapshot::{
     ACTION_STAT, ALLOCATED_STAT, ANNOTATIONS_LINE, BLOCK_STATE_STAT, DEVICE_FREE_STAT, FRAMES_STAT, RESERVED_STAT,
@@ -37,6 +37,13 @@ use mlprof_model::names::memory_snapshot::{
 use super::{Action, Snapshot, TraceEntry};
 
 const MEMORY_EVENT: &str = "[memory]";
+
+/// A stat value before it is stored: text goes into its line's own store.
+enum Val {
+    Int(i64),
+    Ref(u32),
+    Text(String),
+}
 const PS_PER_US: i64 = 1_000_000;
 
 /// The host of `snapshot`, read from the file `path`, named `host_name`.
@@ -71,6 +78,11 @@ pub fn snapshot_host(snapshot: &Snapshot, path: &str, host_name: &str) -> Result
         builder.push_line(line);
     }
     host.planes.push(builder.finish());
+    // Written back as a Chrome trace, the events keep Kineto's shape.
+    host.chrome = Some(ChromeTraceInfo {
+        origin_us: if clock.synthetic { 0 } else { clock.origin_us.unwrap_or(0) },
+        ..ChromeTraceInfo::default()
+    });
     if let Some(origin) = clock.origin_us.filter(|_| !clock.synthetic) {
         host.profile_start_ns = origin.checked_mul(1000);
         host.profile_stop_ns = host.profile_start_ns.map(|start| start.saturating_add(clock.end_ps / 1000));
@@ -92,7 +104,8 @@ struct Clock {
 
 impl Clock {
     fn of(snapshot: &Snapshot) -> Clock {
-        let times = snapshot.entries.iter().filter_map(|e| e.time_us).chain(snapshot.annotations.iter().map(|a| a.time_us));
+        let times =
+            snapshot.entries.iter().filter_map(|e| e.time_us).chain(snapshot.annotations.iter().map(|a| a.time_us));
         let origin_us = times.clone().min();
         let synthetic = snapshot.entries.iter().all(|e| e.time_us.is_none());
         let mut per_device: HashMap<i64, i64> = HashMap::new();
@@ -237,26 +250,29 @@ impl Planes {
         })
     }
 
-    fn stack_ref(&mut self, snapshot: &Snapshot, stack: Option<u32>) -> Option<StatValue> {
+    fn stack_ref(&mut self, snapshot: &Snapshot, stack: Option<u32>) -> Option<Val> {
         let frames = snapshot.stacks.get(stack? as usize)?;
         if frames.is_empty() {
             return None;
         }
         let text: Vec<String> = frames.iter().map(|f| format!("{}:{}:{}", f.filename, f.line, f.name)).collect();
-        Some(StatValue::Ref(self.builder.stat_key(&text.join("\n"))))
+        Some(Val::Ref(self.builder.stat_key(&text.join("\n"))))
     }
 
-    fn push(&mut self, at: (i64, u8, i64), metadata: u32, start_ps: i64, duration_ps: i64, stats: Vec<(&str, StatValue)>) {
-        let keyed: Vec<(u32, StatValue)> = stats.into_iter().map(|(name, v)| (self.builder.stat_key(name), v)).collect();
+    fn push(&mut self, at: (i64, u8, i64), metadata: u32, start_ps: i64, duration_ps: i64, stats: Vec<(&str, Val)>) {
+        let keyed: Vec<(u32, Val)> = stats.into_iter().map(|(name, v)| (self.builder.stat_key(name), v)).collect();
         let line = self.line(at.0, at.1, at.2);
         for (key, value) in keyed {
-            line.stats.push(key, value);
+            match value {
+                Val::Int(v) => line.stats.push(key, StatValue::Int(v)),
+                Val::Ref(v) => line.stats.push(key, StatValue::Ref(v)),
+                // A line's texts past 4 GiB are dropped rather than failing the file.
+                Val::Text(text) => {
+                    let _ = line.stats.push_str(key, &text);
+                }
+            }
         }
         line.push_event(metadata, start_ps, duration_ps);
-    }
-
-    fn text(&mut self, text: &str) -> Option<StatValue> {
-        self.builder.metadata_str(text).ok()
     }
 
     fn entry(&mut self, snapshot: &Snapshot, entry: &TraceEntry, time_ps: i64, totals: Option<(i64, i64)>) {
@@ -268,26 +284,26 @@ impl Planes {
         let metadata = self.metadata(name, cat, Some("i"));
         let (allocated, reserved) = totals.unwrap_or_default();
         let mut stats = vec![
-            ("Addr", StatValue::Int(entry.address as i64)),
-            ("Bytes", StatValue::Int(bytes)),
-            (ALLOCATED_STAT, StatValue::Int(allocated)),
-            (RESERVED_STAT, StatValue::Int(reserved)),
-            ("Device Type", StatValue::Int(1)),
-            ("Device Id", StatValue::Int(entry.device)),
-            (STREAM_STAT, StatValue::Int(entry.stream)),
-            (ACTION_STAT, StatValue::Ref(self.builder.stat_key(entry.action.name(snapshot)))),
+            ("Addr", Val::Int(entry.address as i64)),
+            ("Bytes", Val::Int(bytes)),
+            (ALLOCATED_STAT, Val::Int(allocated)),
+            (RESERVED_STAT, Val::Int(reserved)),
+            ("Device Type", Val::Int(1)),
+            ("Device Id", Val::Int(entry.device)),
+            (STREAM_STAT, Val::Int(entry.stream)),
+            (ACTION_STAT, Val::Ref(self.builder.stat_key(entry.action.name(snapshot)))),
         ];
         if let Some(free) = entry.device_free {
-            stats.push((DEVICE_FREE_STAT, StatValue::Int(free)));
+            stats.push((DEVICE_FREE_STAT, Val::Int(free)));
         }
         if let Some(frames) = self.stack_ref(snapshot, entry.stack) {
             stats.push((FRAMES_STAT, frames));
         }
-        if let Some(context) = entry.compile_context.and_then(|id| self.text(snapshot.text(id))) {
-            stats.push(("Compile Context", context));
+        if let Some(id) = entry.compile_context {
+            stats.push(("Compile Context", Val::Text(snapshot.text(id).to_string())));
         }
-        if let Some(metadata) = entry.user_metadata.and_then(|id| self.text(snapshot.text(id))) {
-            stats.push(("User Metadata", metadata));
+        if let Some(id) = entry.user_metadata {
+            stats.push(("User Metadata", Val::Text(snapshot.text(id).to_string())));
         }
         self.push((entry.device, ENTRIES, entry.stream), metadata, time_ps, 0, stats);
     }
@@ -327,21 +343,17 @@ impl Planes {
             let start = allocated_at.get(&(segment.device, segment.address)).copied().unwrap_or(0).min(end);
             let metadata = self.metadata(SEGMENT_EVENT, SNAPSHOT_CATEGORY, None);
             let mut stats = vec![
-                ("Addr", StatValue::Int(segment.address as i64)),
-                ("Bytes", StatValue::Int(segment.total_size)),
-                ("Allocated Bytes", StatValue::Int(segment.allocated_size)),
-                ("Active Bytes", StatValue::Int(segment.active_size)),
-                ("Requested Bytes", StatValue::Int(segment.requested_size)),
-                ("Device Id", StatValue::Int(segment.device)),
-                (STREAM_STAT, StatValue::Int(segment.stream)),
-                ("Expandable", StatValue::Int(i64::from(segment.is_expandable))),
+                ("Addr", Val::Int(segment.address as i64)),
+                ("Bytes", Val::Int(segment.total_size)),
+                ("Allocated Bytes", Val::Int(segment.allocated_size)),
+                ("Active Bytes", Val::Int(segment.active_size)),
+                ("Requested Bytes", Val::Int(segment.requested_size)),
+                ("Device Id", Val::Int(segment.device)),
+                (STREAM_STAT, Val::Int(segment.stream)),
+                ("Expandable", Val::Int(i64::from(segment.is_expandable))),
             ];
-            if let Some(kind) = self.text(snapshot.text(segment.segment_type)) {
-                stats.push(("Segment Type", kind));
-            }
-            if let Some(pool) = self.text(&format!("({}, {})", segment.pool.0, segment.pool.1)) {
-                stats.push(("Pool", pool));
-            }
+            stats.push(("Segment Type", Val::Text(snapshot.text(segment.segment_type).to_string())));
+            stats.push(("Pool", Val::Text(format!("({}, {})", segment.pool.0, segment.pool.1))));
             if let Some(frames) = self.stack_ref(snapshot, segment.stack) {
                 stats.push((FRAMES_STAT, frames));
             }
@@ -349,13 +361,13 @@ impl Planes {
             for block in &segment.blocks {
                 let metadata = self.metadata(snapshot.text(block.state), SNAPSHOT_CATEGORY, Some("i"));
                 let mut stats = vec![
-                    ("Addr", StatValue::Int(block.address as i64)),
-                    ("Bytes", StatValue::Int(block.size)),
-                    ("Requested Bytes", StatValue::Int(block.requested_size)),
-                    ("Segment Addr", StatValue::Int(segment.address as i64)),
-                    ("Device Id", StatValue::Int(segment.device)),
-                    (STREAM_STAT, StatValue::Int(segment.stream)),
-                    (BLOCK_STATE_STAT, StatValue::Ref(self.builder.stat_key(snapshot.text(block.state)))),
+                    ("Addr", Val::Int(block.address as i64)),
+                    ("Bytes", Val::Int(block.size)),
+                    ("Requested Bytes", Val::Int(block.requested_size)),
+                    ("Segment Addr", Val::Int(segment.address as i64)),
+                    ("Device Id", Val::Int(segment.device)),
+                    (STREAM_STAT, Val::Int(segment.stream)),
+                    (BLOCK_STATE_STAT, Val::Ref(self.builder.stat_key(snapshot.text(block.state)))),
                 ];
                 if let Some(frames) = self.stack_ref(snapshot, block.stack) {
                     stats.push((FRAMES_STAT, frames));

@@ -35,6 +35,14 @@ pub fn is_memory_snapshot(head: &[u8]) -> bool {
     pickle::is_pickle(head)
 }
 
+/// Whether a file's first bytes (up to 64 KiB) look like a memory snapshot rather than
+/// any other pickle: a pickle that names a snapshot's keys early (`segments`,
+/// `device_traces`, or a segment's `segment_type` for a bare list of segments).
+pub fn looks_like_memory_snapshot(head: &[u8]) -> bool {
+    let names = |key: &[u8]| head.windows(key.len()).any(|w| w == key);
+    pickle::is_pickle(head) && (names(b"segments") || names(b"device_traces") || names(b"segment_type"))
+}
+
 /// Reads the memory snapshot in `bytes` (the file `path`) into a host named `host_name`.
 pub fn read_memory_snapshot(bytes: &[u8], path: &str, host_name: &str) -> Result<Host> {
     let snapshot = decode_snapshot(bytes, path)?;
@@ -471,7 +479,9 @@ fn read_segments(objects: &Objects, segments: Option<Value>, reader: &mut Reader
             active_size: int("active_size").unwrap_or(0),
             requested_size: int("requested_size").unwrap_or(0),
             stream: int("stream").unwrap_or(0),
-            segment_type: reader.texts.id(objects.get(dict, "segment_type").and_then(|v| objects.text(v)).unwrap_or("")),
+            segment_type: reader
+                .texts
+                .id(objects.get(dict, "segment_type").and_then(|v| objects.text(v)).unwrap_or("")),
             pool: pool_of(objects, objects.get(dict, "segment_pool_id")),
             is_expandable: matches!(objects.get(dict, "is_expandable"), Some(Value::Bool(true))),
             stack: None,

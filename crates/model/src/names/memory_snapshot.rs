@@ -24,4 +24,3 @@ pub const RESERVED_STAT: &str = "Total Reserved";
 pub const ACTION_STAT: &str = "Action";
 /// The name prefix of the annotation lines.
 pub const ANNOTATIONS_LINE: &str = "annotations";
-

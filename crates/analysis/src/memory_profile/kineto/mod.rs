@@ -153,10 +153,10 @@ fn stats_of(event: &MemoryEvent) -> AggregationStats {
 /// The snapshot of one event; the op, input types and dims are those of its op.
 fn snapshot_of(event: &MemoryEvent) -> MemorySnapshot {
     let size = event.bytes.saturating_abs();
-    let op = event.op.clone().unwrap_or_else(|| OpInfo {
-        name: event.stack_label.clone().unwrap_or_default(),
-        ..OpInfo::default()
-    });
+    let op = event
+        .op
+        .clone()
+        .unwrap_or_else(|| OpInfo { name: event.stack_label.clone().unwrap_or_default(), ..OpInfo::default() });
     MemorySnapshot {
         time_ps: event.time_ps,
         offset_ps: event.offset_ps,

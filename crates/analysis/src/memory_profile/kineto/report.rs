@@ -15,9 +15,12 @@ pub(in crate::memory_profile) fn report(profile: &MemoryProfile) -> Report {
         summary = summary.note(method.clone());
     }
     if profile.allocators.is_empty() {
-        summary = summary.note(
-            "No [memory] events: profile with torch.profiler.profile(profile_memory=True) to record allocations.",
-        );
+        summary = summary.note(if profile.snapshot.is_some() {
+            "The snapshot has no allocator trace, only its state at the end: call \
+             torch.cuda.memory._record_memory_history() before the code to trace (PyTorch 2.0+)."
+        } else {
+            "No [memory] events: profile with torch.profiler.profile(profile_memory=True) to record allocations."
+        });
     }
     for allocator in &profile.allocators {
         summary = summary.note(summary_sentence(allocator));
