@@ -117,6 +117,13 @@ fn ui_pytorch_logdir() {
     run_specs("torch_profile", "kineto/torch_profile/logdir");
 }
 
+/// A PyTorch memory snapshot (real, PyTorch 2.3–2.9): every spec, the memory page's
+/// snapshot tables and the trace viewer's `[memory]` counter tracks among them.
+#[test]
+fn ui_memory_snapshot() {
+    run_specs("memory_snapshot", "torch_memory/silmont_2_x/mem_snapshot.pickle");
+}
+
 /// Two ranks on one time axis (HTA's two-rank `trace_filter`): the `trace_ranks` spec
 /// only (the other specs run on single-host fixtures above).
 #[test]

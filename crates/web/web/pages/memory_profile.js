@@ -1,7 +1,9 @@
 // The memory profile: per allocator (memory id) a summary, the timeline of stack,
 // heap and free memory with fragmentation on a second axis (hover details per
 // point), and the breakdown of live allocations at the peak. On PyTorch traces
-// the lines are allocated, reserved and free memory.
+// the lines are allocated, reserved and free memory; on PyTorch memory snapshots a
+// point's details name the allocating stack, and the snapshot's own tables
+// (memory by stack, fragmentation, OOMs, …) follow as report sections.
 
 import { append, h } from '../lib/dom.js';
 import { formatBytes, formatNumber, formatPercent } from '../lib/format.js';
@@ -54,7 +56,7 @@ export function render(root, answer, ctx) {
       summarySection && summarySection.table ? dataTable({ columns: summarySection.table.columns, rows: summarySection.table.rows, caption: summarySection.title, lead: summarySection.table.key_columns }).element : null,
     ], { id: 'memory-summary' }),
     card(`Memory timeline graph (${chosen.allocator.memory_id})`, [
-      timelineChart(chosen.allocator),
+      timelineChart(chosen.allocator, Boolean(result.find((entry) => entry.host === chosen.host)?.profile.snapshot)),
       notesBlock(timelineSection ? timelineSection.notes : []),
       timelineSection && timelineSection.table ? h('details', { class: 'timeline-table' }, h('summary', {}, `Timeline events (${timelineSection.table.rows.length})`),
         dataTable({ columns: timelineSection.table.columns, rows: timelineSection.table.rows, caption: timelineSection.title, pageSize: 25 }).element) : null,
@@ -83,7 +85,7 @@ function summaryFigures(allocator) {
   return keyFigures(figures.filter(Boolean), { id: 'memory-figures' });
 }
 
-function timelineChart(allocator) {
+function timelineChart(allocator, snapshot) {
   const points = allocator.timeline;
   const pytorch = Boolean(allocator.pytorch);
   const stat = (key) => points.map((point) => Number(point.stats[key]) || 0);
@@ -105,21 +107,21 @@ function timelineChart(allocator) {
     xLabel: 'Time (ms)',
     left: { label: 'Memory (MiB)', scale: MIB, series },
     right: { label: 'Fragmentation (%)', max: 100, series: [{ label: 'Fragmentation', values: points.map((p) => fraction(p.stats.fragmentation) * 100), color: '#db4437' }] },
-    details: (i) => pointDetails(points[i], pytorch),
+    details: (i) => pointDetails(points[i], pytorch, snapshot),
     steps: true,
   });
 }
 
-function pointDetails(point, pytorch) {
+function pointDetails(point, pytorch, snapshot) {
   const { activity, stats } = point;
   return [
     `${activity.kind} at ${msText(point.time_ps)}`,
-    ['Op', activity.tf_op_name || '—'],
+    [snapshot ? 'Stack' : 'Op', activity.tf_op_name || '—'],
     ['Step', String(activity.step_id)],
     ['Size', formatBytes(activity.allocation_bytes)],
     pytorch ? null : ['Requested', formatBytes(activity.requested_bytes)],
-    ['Shape', activity.tensor_shape || '—'],
-    ['Data type', activity.data_type || '—'],
+    snapshot ? null : ['Shape', activity.tensor_shape || '—'],
+    snapshot ? null : ['Data type', activity.data_type || '—'],
     activity.region_type ? ['Region', activity.region_type] : null,
     pytorch ? ['Allocated', formatBytes(stats.heap_allocated_bytes)] : ['Heap', formatBytes(stats.heap_allocated_bytes)],
     pytorch ? ['Reserved', formatBytes(stats.reserved_bytes)] : ['Stack', formatBytes(stats.stack_reserved_bytes)],

@@ -1,7 +1,9 @@
 // The memory profile: the summary figures equal the API's, the timeline chart
 // has a point per timeline entry with hover (and keyboard) details, free memory
 // can be shown and hidden from the legend, and the breakdown table at the peak
-// equals the report's.
+// equals the report's. On a PyTorch memory snapshot, the memory by stack at the
+// peak and the fragmentation tables equal the report's, and a point's details name
+// its allocating stack.
 
 import { assertRowsMatch, mainSection, openToolPage, readTable, shownNumber } from '../lib/ui.mjs';
 
@@ -53,4 +55,16 @@ export default async function (t) {
   const main = mainSection(report);
   const shown = await readTable(page.locator('#main-table'));
   assertRowsMatch(assert, shown.rows, main.table.rows.slice(0, 100), 'breakdown at the peak');
+
+  if (result[0].profile.snapshot) {
+    for (const [id, title] of [['section-memory_by_stack_at_the_peak', 'Memory by stack at the peak'], ['section-fragmentation_at_the_snapshot', 'Fragmentation at the snapshot']]) {
+      const section = report.sections.find((s) => s.title === title);
+      const table = await readTable(page.locator(`#${id}`));
+      assertRowsMatch(assert, table.rows, section.table.rows.slice(0, 25), title);
+    }
+    await plot.focus();
+    await page.keyboard.press('End');
+    assert.ok((await tip.innerText()).includes('Stack'), 'a snapshot point names its stack');
+    await t.screenshot('memory_profile-snapshot');
+  }
 }
