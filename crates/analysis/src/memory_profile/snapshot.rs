@@ -544,7 +544,7 @@ pub fn stack_label(frames: &str) -> String {
     };
     autograd_node
         .or_else(aten_op)
-        .or_else(|| user_frames(frames).next().map(|line| shorten_path(line)))
+        .or_else(|| user_frames(frames).next().map(shorten_path))
         .unwrap_or_else(|| "(no stack recorded)".to_string())
 }
 

@@ -298,7 +298,7 @@ impl Decoder<'_> {
         let Value::Dict(id) = dict else {
             return Err(format!("SETITEMS on a {} (only dicts are supported)", kind(dict)));
         };
-        if flat.len() % 2 != 0 {
+        if !flat.len().is_multiple_of(2) {
             return Err("SETITEMS with an odd number of keys and values".to_string());
         }
         let target = self.objects.dicts.get_mut(id as usize).ok_or("SETITEMS on an unknown dict")?;

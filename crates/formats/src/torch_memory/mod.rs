@@ -91,7 +91,7 @@ impl Action {
     }
 
     /// The name PyTorch writes for it.
-    pub fn name<'s>(self, snapshot: &'s Snapshot) -> &'s str {
+    pub fn name(self, snapshot: &Snapshot) -> &str {
         match self {
             Action::Alloc => "alloc",
             Action::FreeRequested => "free_requested",
