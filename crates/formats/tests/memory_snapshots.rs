@@ -111,7 +111,7 @@ fn expandable_segments_an_oom_and_two_devices() {
     assert!(snapshot.segments.iter().all(|s| s.is_expandable));
     let oom: Vec<_> = snapshot.entries.iter().filter(|e| e.action == Action::Oom).collect();
     assert_eq!(oom.len(), 2);
-    assert_eq!(oom[0].device_free, Some(95 << 20));
+    assert_eq!(snapshot.extras_of(oom[0]).and_then(|e| e.device_free), Some(95 << 20));
     assert_eq!(oom[0].size, 80 << 30);
     assert_eq!((oom[0].device, oom[1].device), (0, 1));
     let host = read("generated/expandable_oom_2_devices.pickle");

@@ -1,6 +1,7 @@
 //! A decoder of the data-only subset of Python's pickle format (protocols 2 to 5):
-//! `None`, booleans, integers of up to 64 bits (signed or unsigned), floats, strings, lists, tuples and dicts,
-//! with the memo that lets one object be referred to many times. It is what PyTorch's
+//! `None`, booleans, integers of up to 64 bits (signed or unsigned), floats, strings,
+//! lists, tuples and dicts, with the memo that lets one object be referred to many
+//! times. It is what PyTorch's
 //! memory snapshots (`torch.cuda.memory._dump_snapshot`) are written with.
 //!
 //! The one design decision to know: nothing here ever runs pickle code. Opcodes that
@@ -8,9 +9,9 @@
 //! `OBJ`, `NEWOBJ`, persistent ids, extensions) are an error, as is any opcode outside
 //! the subset. Objects live in [`Objects`], an arena addressed by index, so a list a
 //! file refers to a million times through the memo is stored once. A reader that only
-//! needs a compact form of the dicts of a long list hands an [`Absorb`] to [`decode`]:
-//! each dict appended to a list is offered to it, and a dict it takes is dropped from
-//! the arena, so a multi-GB file never holds all its dicts at once.
+//! needs a compact form of many small dicts hands an [`Absorb`] to [`decode`]: each
+//! small dict is offered to it as its items are decoded, and a dict it takes is never
+//! stored, so a multi-GB file of millions of records never holds them as dicts.
 //!
 //! Memory is bounded by the input: each opcode byte adds at most one object, the stack
 //! and the memo hold at most one entry per opcode, and nothing recurses.
@@ -49,12 +50,24 @@ pub struct Objects {
     strings: Vec<Box<str>>,
     lists: Vec<Vec<Value>>,
     tuples: Vec<Box<[Value]>>,
-    dicts: Vec<Vec<(Value, Value)>>,
-    /// Per dict, the token an [`Absorb`] gave it ([`NOT_TAKEN`] when kept).
-    taken: Vec<u32>,
+    /// Every dict's items, dict after dict.
+    dict_items: Vec<(Value, Value)>,
+    dicts: Vec<DictSlot>,
 }
 
-const NOT_TAKEN: u32 = u32::MAX;
+/// Where a dict's items are in [`Objects::dict_items`], or the token of a dict an
+/// [`Absorb`] took (`len` = [`TAKEN`], `start` = the token).
+#[derive(Clone, Copy, Debug, Default)]
+struct DictSlot {
+    start: u32,
+    len: u32,
+}
+
+const TAKEN: u32 = u32::MAX;
+
+/// CPython's pickler writes a dict's items in batches of this many: a batch this
+/// long may be followed by more, so only a shorter one is a whole dict.
+const BATCH: usize = 1000;
 
 impl Objects {
     /// The text of string `id` ("" for an unknown id).
@@ -75,12 +88,29 @@ impl Objects {
     /// The `(key, value)` pairs of dict `id` in insertion order (a key set twice keeps
     /// both pairs; the later wins in [`Objects::get`]).
     pub fn dict(&self, id: u32) -> &[(Value, Value)] {
-        self.dicts.get(id as usize).map_or(&[], Vec::as_slice)
+        match self.dicts.get(id as usize) {
+            Some(slot) if slot.len != TAKEN => {
+                let start = slot.start as usize;
+                self.dict_items.get(start..start + slot.len as usize).unwrap_or(&[])
+            }
+            _ => &[],
+        }
+    }
+
+    /// `value`, or [`Value::Taken`] when it is a dict an [`Absorb`] took.
+    fn resolved(&self, value: Value) -> Value {
+        match value {
+            Value::Dict(id) => match self.dicts.get(id as usize) {
+                Some(slot) if slot.len == TAKEN => Value::Taken(slot.start),
+                _ => value,
+            },
+            other => other,
+        }
     }
 
     /// The value under string key `key` in dict `id`.
     pub fn get(&self, id: u32, key: &str) -> Option<Value> {
-        self.dict(id).iter().rev().find(|(k, _)| matches!(k, Value::Str(s) if self.str(*s) == key)).map(|(_, v)| *v)
+        get_in(self, self.dict(id), key)
     }
 
     /// The text of `value` when it is a string.
@@ -101,20 +131,26 @@ impl Objects {
     }
 }
 
-/// A reader that takes dicts out of the arena as they are appended to lists.
+/// The value under string key `key` among `pairs` (the last one set wins).
+pub fn get_in(objects: &Objects, pairs: &[(Value, Value)], key: &str) -> Option<Value> {
+    pairs.iter().rev().find(|(k, _)| matches!(k, Value::Str(s) if objects.str(*s) == key)).map(|(_, v)| *v)
+}
+
+/// A reader that takes dicts out of the arena as they are decoded.
 pub trait Absorb {
-    /// Offered each dict (complete: pickle writes a dict's items before using it) the
-    /// first time it is appended to a list. `Ok(Some(token))` takes it: the list holds
-    /// [`Value::Taken`]`(token)` and the dict's items are dropped; `Ok(None)` keeps it.
-    /// An error stops the decoding.
-    fn absorb(&mut self, objects: &Objects, dict: u32) -> Result<Option<u32>, String>;
+    /// Offered each dict whose items are set in one go (`SETITEMS` or `DICT` on an
+    /// empty dict, fewer than 1000 items: all a pickler writes of a small dict), with
+    /// those items. `Ok(Some(token))` takes it: its items are never stored, and the
+    /// lists it is appended to hold [`Value::Taken`]`(token)`; `Ok(None)` keeps it. An
+    /// error stops the decoding.
+    fn absorb(&mut self, objects: &Objects, pairs: &[(Value, Value)]) -> Result<Option<u32>, String>;
 }
 
 /// An [`Absorb`] that takes nothing.
 pub struct KeepAll;
 
 impl Absorb for KeepAll {
-    fn absorb(&mut self, _: &Objects, _: u32) -> Result<Option<u32>, String> {
+    fn absorb(&mut self, _: &Objects, _: &[(Value, Value)]) -> Result<Option<u32>, String> {
         Ok(None)
     }
 }
@@ -220,8 +256,7 @@ impl Decoder<'_> {
     }
 
     fn pop(&mut self) -> Result<Value, String> {
-        let floor = self.marks.last().copied().unwrap_or(0);
-        if self.stack.len() <= floor {
+        if self.stack.len() <= self.floor() {
             return Err("an opcode pops from an empty stack".to_string());
         }
         self.stack.pop().ok_or_else(|| "an opcode pops from an empty stack".to_string())
@@ -231,10 +266,9 @@ impl Decoder<'_> {
         self.stack.last().copied().ok_or_else(|| "an opcode reads an empty stack".to_string())
     }
 
-    /// The values pushed since the last `MARK`, which is removed.
-    fn pop_mark(&mut self) -> Result<Vec<Value>, String> {
-        let mark = self.marks.pop().ok_or("an opcode needs a MARK and there is none")?;
-        Ok(self.stack.split_off(mark.min(self.stack.len())))
+    /// The lowest stack position the current mark leaves to pop.
+    fn floor(&self) -> usize {
+        self.marks.last().copied().unwrap_or(0)
     }
 
     fn push_str(&mut self, raw: &[u8]) -> Value {
@@ -253,56 +287,88 @@ impl Decoder<'_> {
         Value::Tuple((self.objects.tuples.len() - 1) as u32)
     }
 
-    fn new_dict(&mut self, pairs: Vec<(Value, Value)>) -> Value {
-        self.objects.dicts.push(pairs);
-        self.objects.taken.push(NOT_TAKEN);
+    fn new_dict(&mut self) -> Value {
+        self.objects.dicts.push(DictSlot::default());
         Value::Dict((self.objects.dicts.len() - 1) as u32)
     }
 
-    fn append(&mut self, list: Value, items: Vec<Value>, absorb: &mut dyn Absorb) -> Result<(), String> {
+    /// Where the values pushed since the last `MARK` start; the mark is removed.
+    fn take_mark(&mut self) -> Result<usize, String> {
+        let mark = self.marks.pop().ok_or("an opcode needs a MARK and there is none")?;
+        Ok(mark.min(self.stack.len()))
+    }
+
+    /// The value just below position `from` of the stack (the container a marked
+    /// group of values goes into).
+    fn below(&self, from: usize) -> Result<Value, String> {
+        from.checked_sub(1)
+            .and_then(|i| self.stack.get(i))
+            .copied()
+            .ok_or_else(|| "an opcode reads an empty stack".to_string())
+    }
+
+    /// Appends the stack's values from `from` on to `list` (a dict an [`Absorb`]
+    /// took as its token), and removes them from the stack.
+    fn append_from(&mut self, list: Value, from: usize) -> Result<(), String> {
         let Value::List(id) = list else {
             return Err(format!("APPEND to a {} (only lists are supported)", kind(list)));
         };
-        let mut kept = Vec::with_capacity(items.len());
-        for item in items {
-            kept.push(match item {
-                Value::Dict(dict) => self.offer(dict, absorb)?,
+        let objects = &mut self.objects;
+        let target = objects.lists.get_mut(id as usize).ok_or("APPEND to an unknown list")?;
+        for &value in &self.stack[from..] {
+            target.push(match value {
+                Value::Dict(dict) => match objects.dicts.get(dict as usize) {
+                    Some(slot) if slot.len == TAKEN => Value::Taken(slot.start),
+                    _ => value,
+                },
                 other => other,
             });
         }
-        let target = self.objects.lists.get_mut(id as usize).ok_or("APPEND to an unknown list")?;
-        target.extend(kept);
+        self.stack.truncate(from);
         Ok(())
     }
 
-    fn offer(&mut self, dict: u32, absorb: &mut dyn Absorb) -> Result<Value, String> {
-        let taken = self.objects.taken.get(dict as usize).copied().unwrap_or(NOT_TAKEN);
-        if taken != NOT_TAKEN {
-            return Ok(Value::Taken(taken));
-        }
-        match absorb.absorb(&self.objects, dict)? {
-            Some(token) => {
-                if let Some(slot) = self.objects.taken.get_mut(dict as usize) {
-                    *slot = token;
-                }
-                if let Some(items) = self.objects.dicts.get_mut(dict as usize) {
-                    *items = Vec::new();
-                }
-                Ok(Value::Taken(token))
-            }
-            None => Ok(Value::Dict(dict)),
-        }
-    }
-
-    fn set_items(&mut self, dict: Value, flat: Vec<Value>) -> Result<(), String> {
+    /// Sets the stack's key/value pairs from `from` on in `dict` (offering a whole
+    /// small dict to `absorb` first), and removes them from the stack.
+    fn set_items_from(&mut self, dict: Value, from: usize, absorb: &mut dyn Absorb) -> Result<(), String> {
         let Value::Dict(id) = dict else {
             return Err(format!("SETITEMS on a {} (only dicts are supported)", kind(dict)));
         };
+        let flat = &self.stack[from..];
         if !flat.len().is_multiple_of(2) {
             return Err("SETITEMS with an odd number of keys and values".to_string());
         }
-        let target = self.objects.dicts.get_mut(id as usize).ok_or("SETITEMS on an unknown dict")?;
-        target.extend(flat.chunks_exact(2).map(|pair| (pair[0], pair[1])));
+        let slot = *self.objects.dicts.get(id as usize).ok_or("SETITEMS on an unknown dict")?;
+        if slot.len == TAKEN {
+            return Err("SETITEMS on a dict already read whole".to_string());
+        }
+        let pairs: Vec<(Value, Value)> =
+            flat.chunks_exact(2).map(|pair| (pair[0], self.objects.resolved(pair[1]))).collect();
+        self.stack.truncate(from);
+        if slot.len == 0 && pairs.len() < BATCH {
+            if let Some(token) = absorb.absorb(&self.objects, &pairs)? {
+                self.objects.dicts[id as usize] = DictSlot { start: token, len: TAKEN };
+                return Ok(());
+            }
+        }
+        let objects = &mut self.objects;
+        let end = objects.dict_items.len();
+        let mut start = slot.start as usize;
+        if slot.len > 0 && start + slot.len as usize != end {
+            // More items for a dict that is not the last one stored: move it to the end.
+            let old = start..start + slot.len as usize;
+            objects.dict_items.extend_from_within(old);
+            start = end;
+        } else if slot.len == 0 {
+            start = end;
+        }
+        objects.dict_items.extend(pairs);
+        let len = objects.dict_items.len() - start;
+        let fits = |n: usize| u32::try_from(n).ok().filter(|&n| n != TAKEN);
+        let (Some(start), Some(len)) = (fits(start), fits(len)) else {
+            return Err("more than 4 billion dict items".to_string());
+        };
+        objects.dicts[id as usize] = DictSlot { start, len };
         Ok(())
     }
 
@@ -332,7 +398,8 @@ impl Decoder<'_> {
                 return Ok(Flow::Next);
             }
             b'1' => {
-                self.pop_mark()?;
+                let from = self.take_mark()?;
+                self.stack.truncate(from);
                 return Ok(Flow::Next);
             }
             b'2' => self.top()?,
@@ -373,41 +440,50 @@ impl Decoder<'_> {
             }
             b']' => self.new_list(Vec::new()),
             b'l' => {
-                let items = self.pop_mark()?;
+                let from = self.take_mark()?;
                 let list = self.new_list(Vec::new());
-                self.append(list, items, absorb)?;
+                self.append_from(list, from)?;
                 list
             }
             b'a' => {
-                let item = self.pop()?;
-                let list = self.top()?;
-                self.append(list, vec![item], absorb)?;
+                let from = self
+                    .stack
+                    .len()
+                    .checked_sub(1)
+                    .filter(|&i| i >= self.floor())
+                    .ok_or("APPEND with an empty stack")?;
+                let list = self.below(from)?;
+                self.append_from(list, from)?;
                 return Ok(Flow::Next);
             }
             b'e' => {
-                let items = self.pop_mark()?;
-                let list = self.top()?;
-                self.append(list, items, absorb)?;
+                let from = self.take_mark()?;
+                let list = self.below(from)?;
+                self.append_from(list, from)?;
                 return Ok(Flow::Next);
             }
-            b'}' => self.new_dict(Vec::new()),
+            b'}' => self.new_dict(),
             b'd' => {
-                let flat = self.pop_mark()?;
-                let dict = self.new_dict(Vec::new());
-                self.set_items(dict, flat)?;
+                let from = self.take_mark()?;
+                let dict = self.new_dict();
+                self.set_items_from(dict, from, absorb)?;
                 dict
             }
             b's' => {
-                let value = self.pop()?;
-                let key = self.pop()?;
-                let dict = self.top()?;
-                self.set_items(dict, vec![key, value])?;
+                let from = self
+                    .stack
+                    .len()
+                    .checked_sub(2)
+                    .filter(|&i| i >= self.floor())
+                    .ok_or("SETITEM with an empty stack")?;
+                let dict = self.below(from)?;
+                self.set_items_from(dict, from, absorb)?;
                 return Ok(Flow::Next);
             }
             b'u' => {
-                let flat = self.pop_mark()?;
-                let dict = self.top()?;
-                self.set_items(dict, flat)?;
+                let from = self.take_mark()?;
+                let dict = self.below(from)?;
+                self.set_items_from(dict, from, absorb)?;
                 return Ok(Flow::Next);
             }
             b')' => self.new_tuple(Vec::new()),
@@ -421,7 +497,8 @@ impl Decoder<'_> {
                 self.new_tuple(items)
             }
             b't' => {
-                let items = self.pop_mark()?;
+                let from = self.take_mark()?;
+                let items = self.stack.split_off(from);
                 self.new_tuple(items)
             }
             0x94 => {

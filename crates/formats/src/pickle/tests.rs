@@ -56,8 +56,8 @@ fn protocols_2_and_4_decode_to_the_same_shared_objects() {
 struct TakeEntries(Vec<String>);
 
 impl Absorb for TakeEntries {
-    fn absorb(&mut self, objects: &Objects, dict: u32) -> Result<Option<u32>, String> {
-        let Some(action) = objects.get(dict, "action").and_then(|v| objects.text(v)) else { return Ok(None) };
+    fn absorb(&mut self, objects: &Objects, pairs: &[(Value, Value)]) -> Result<Option<u32>, String> {
+        let Some(action) = get_in(objects, pairs, "action").and_then(|v| objects.text(v)) else { return Ok(None) };
         self.0.push(action.to_string());
         Ok(Some(self.0.len() as u32 - 1))
     }

@@ -14,24 +14,24 @@
 //!
 //! | Snapshot | Model (plane `/host:CPU`) |
 //! |---|---|
-//! | `alloc`, `free_requested` entries | `[memory]` instants (cat `cpu_instant_event`, as Kineto writes them) on a line per device and stream, `cuda:<d> stream <s>`; stats `Addr`, `Bytes` (negative for a free), `Total Allocated`, `Total Reserved`, `Device Type` 1, `Device Id`, `Ev Idx` (the entry's index on its device), `Stream`, [`FRAMES_STAT`] |
-//! | every other entry (`free_completed`, `segment_*`, `snapshot`, `oom`, newer actions) | an instant named by its action, cat [`SNAPSHOT_CATEGORY`], on the same line, with the same stats (`Bytes` positive) and [`DEVICE_FREE_STAT`] on `oom` |
+//! | `alloc`, `free_requested` entries | `[memory]` instants (cat `cpu_instant_event`, as Kineto writes them) on a line per device and stream, `cuda:<d> stream <s>`; stats `Addr`, `Bytes` (negative for a free), `Total Allocated`, `Total Reserved`, [`FRAMES_STAT`]; metadata stats (one metadata per name and line) `Device Type` 1, `Device Id`, `Stream` |
+//! | every other entry (`free_completed`, `segment_*`, `snapshot`, `oom`, newer actions) | an instant named by its action, cat [`SNAPSHOT_CATEGORY`], on the same line, with the same stats (`Bytes` positive), [`DEVICE_FREE_STAT`] on `oom`, `Compile Context` and `User Metadata` where set |
 //! | `frames` | [`FRAMES_STAT`]: a `Ref` to the stack's text, one `filename:line:name` per frame, innermost first (as PyTorch's memory viewer writes them) |
 //! | `time_us` | the event time; time 0 is the earliest entry or annotation. Snapshots without times (PyTorch < 2.2) place each device's entries 1 µs apart in trace order, and say so in [`Host::warnings`] |
 //! | `external_annotations` | complete events (cat `user_annotation`) on `annotations cuda:<d>`, a `START` paired with the next `END` of its name; so `ProfilerStep#N` ranges are steps |
-//! | `segments` | one event per segment (named [`SEGMENT_EVENT`]) on `segments cuda:<d>`, from its last `segment_alloc` in the trace (else time 0) to the snapshot; stats `Addr`, `Bytes` (total size), `Allocated Bytes`, `Active Bytes`, `Requested Bytes`, `Stream`, `Segment Type`, `Pool`, `Expandable`, [`FRAMES_STAT`] |
-//! | blocks | an instant per block at the snapshot time on `blocks cuda:<d>`, named by its state; stats `Addr`, `Bytes`, `Requested Bytes`, `Segment Addr`, `Stream`, [`BLOCK_STATE_STAT`], [`FRAMES_STAT`] |
+//! | `segments` | one event per segment (named [`SEGMENT_EVENT`]) on `segments cuda:<d>`, from its last `segment_alloc` in the trace (else time 0) to the snapshot; stats `Addr`, `Bytes` (total size), `Allocated Bytes`, `Active Bytes`, `Requested Bytes`, `Stream`, `Segment Type`, `Pool`, `Expandable`, [`FRAMES_STAT`]; metadata stat `Device Id` |
+//! | blocks | an instant per block at the snapshot time on `blocks cuda:<d>`, named by its state; stats `Addr`, `Bytes`, `Requested Bytes`, `Segment Addr`, `Stream`, [`BLOCK_STATE_STAT`], [`FRAMES_STAT`]; metadata stat `Device Id` |
 //! | `allocator_settings` | plane stats, one per setting |
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use mlprof_model::names::HOST_PLANE;
 use mlprof_model::names::chrome::{CAT_STAT, PH_STAT};
 use mlprof_model::{ChromeTraceInfo, Host, Line, PlaneBuilder, SourceFormat, StatValue, TrackId};
 
 use mlprof_model::names::memory_snapshot::{
-    ACTION_STAT, ALLOCATED_STAT, ANNOTATIONS_LINE, BLOCK_STATE_STAT, DEVICE_FREE_STAT, FRAMES_STAT, RESERVED_STAT,
-    SEGMENT_EVENT, SNAPSHOT_CATEGORY, STREAM_STAT,
+    ALLOCATED_STAT, ANNOTATIONS_LINE, BLOCK_STATE_STAT, DEVICE_FREE_STAT, FRAMES_STAT, RESERVED_STAT, SEGMENT_EVENT,
+    SNAPSHOT_CATEGORY, STREAM_STAT,
 };
 
 use super::{Action, Snapshot, TraceEntry};
@@ -57,10 +57,10 @@ pub fn snapshot_host(snapshot: &Snapshot, path: &str, host_name: &str) -> Result
                 .to_string(),
         );
     }
-    let totals = Totals::rebuild(snapshot, &mut host.warnings);
-    let mut planes = Planes { builder: PlaneBuilder::new(0, HOST_PLANE), lines: BTreeMap::new() };
+    let mut totals = Totals::rebuild(snapshot, &mut host.warnings);
+    let mut planes = Planes::new();
     for (index, entry) in snapshot.entries.iter().enumerate() {
-        planes.entry(snapshot, entry, clock.time_ps(index, entry), totals.after.get(index).copied());
+        planes.entry(snapshot, entry, clock.time_ps(index, entry), totals.after(entry));
     }
     planes.annotations(snapshot, &clock);
     planes.segments(snapshot, &clock);
@@ -73,11 +73,7 @@ pub fn snapshot_host(snapshot: &Snapshot, path: &str, host_name: &str) -> Result
         })
         .collect();
     planes.builder.set_plane_stats(settings);
-    let Planes { mut builder, lines } = planes;
-    for (_, line) in lines {
-        builder.push_line(line);
-    }
-    host.planes.push(builder.finish());
+    host.planes.push(planes.finish());
     // Written back as a Chrome trace, the events keep Kineto's shape.
     host.chrome = Some(ChromeTraceInfo {
         origin_us: if clock.synthetic { 0 } else { clock.origin_us.unwrap_or(0) },
@@ -108,7 +104,7 @@ impl Clock {
             snapshot.entries.iter().filter_map(|e| e.time_us).chain(snapshot.annotations.iter().map(|a| a.time_us));
         let origin_us = times.clone().min();
         let synthetic = snapshot.entries.iter().all(|e| e.time_us.is_none());
-        let mut per_device: HashMap<i64, i64> = HashMap::new();
+        let mut per_device: HashMap<u32, i64> = HashMap::new();
         let index_on_device: Vec<i64> = snapshot
             .entries
             .iter()
@@ -138,9 +134,9 @@ impl Clock {
     }
 }
 
-/// Allocated and reserved bytes of each entry's device after it.
+/// Allocated and reserved bytes of each device, replayed entry by entry.
 struct Totals {
-    after: Vec<(i64, i64)>,
+    current: HashMap<i64, (i64, i64)>,
 }
 
 impl Totals {
@@ -158,7 +154,7 @@ impl Totals {
         let mut change: HashMap<i64, (i64, i64)> = HashMap::new();
         for entry in &snapshot.entries {
             let (allocated, reserved) = delta(entry);
-            let sum = change.entry(entry.device).or_default();
+            let sum = change.entry(i64::from(entry.device)).or_default();
             *sum = (sum.0.saturating_add(allocated), sum.1.saturating_add(reserved));
         }
         let mut current: HashMap<i64, (i64, i64)> = HashMap::new();
@@ -176,17 +172,15 @@ impl Totals {
             }
             current.insert(device, (start.0.max(0), start.1.max(0)));
         }
-        let after = snapshot
-            .entries
-            .iter()
-            .map(|entry| {
-                let (allocated, reserved) = delta(entry);
-                let now = current.entry(entry.device).or_default();
-                *now = (now.0.saturating_add(allocated).max(0), now.1.saturating_add(reserved).max(0));
-                *now
-            })
-            .collect();
-        Totals { after }
+        Totals { current }
+    }
+
+    /// The totals of `entry`'s device after it (entries must come in trace order).
+    fn after(&mut self, entry: &TraceEntry) -> (i64, i64) {
+        let (allocated, reserved) = delta(entry);
+        let now = self.current.entry(i64::from(entry.device)).or_default();
+        *now = (now.0.saturating_add(allocated).max(0), now.1.saturating_add(reserved).max(0));
+        *now
     }
 }
 
@@ -201,11 +195,8 @@ fn delta(entry: &TraceEntry) -> (i64, i64) {
     }
 }
 
-/// The plane under construction and its lines by (device, kind, stream).
-struct Planes {
-    builder: PlaneBuilder,
-    lines: BTreeMap<(i64, u8, i64), Line>,
-}
+/// A line: (device, kind, stream), ordered as lines are shown.
+type LineKey = (i64, u8, i64);
 
 /// Line kinds, in the order lines are shown.
 const ENTRIES: u8 = 0;
@@ -213,55 +204,123 @@ const ANNOTATIONS: u8 = 1;
 const SEGMENTS: u8 = 2;
 const BLOCKS: u8 = 3;
 
+/// The stat keys every entry uses, interned once.
+struct Keys {
+    addr: u32,
+    bytes: u32,
+    allocated: u32,
+    reserved: u32,
+    frames: u32,
+}
+
+/// The plane under construction and its lines.
+struct Planes {
+    builder: PlaneBuilder,
+    lines: Vec<(LineKey, Line)>,
+    line_index: HashMap<LineKey, usize>,
+    /// Per (line, action), the event metadata of entries.
+    entry_metadata: HashMap<(usize, Action), u32>,
+    /// Per stack, the `Ref` key of its text (`None` for an empty stack), once built.
+    stack_keys: HashMap<u32, Option<u32>>,
+    keys: Keys,
+}
+
 impl Planes {
-    fn line(&mut self, device: i64, kind: u8, stream: i64) -> &mut Line {
-        let count = self.lines.len() as i64;
-        self.lines.entry((device, kind, stream)).or_insert_with(|| {
-            let name = match kind {
-                ENTRIES => format!("cuda:{device} stream {stream}"),
-                ANNOTATIONS => format!("{ANNOTATIONS_LINE} cuda:{device}"),
-                SEGMENTS => format!("segments cuda:{device}"),
-                _ => format!("blocks cuda:{device}"),
-            };
-            let id = count + 1;
-            let mut line = Line::new(id, name);
-            line.display_id = id;
-            line.chrome_track = Some((TrackId::Int(device), TrackId::Int(id)));
-            line
-        })
+    fn new() -> Planes {
+        let mut builder = PlaneBuilder::new(0, HOST_PLANE);
+        let keys = Keys {
+            addr: builder.stat_key("Addr"),
+            bytes: builder.stat_key("Bytes"),
+            allocated: builder.stat_key(ALLOCATED_STAT),
+            reserved: builder.stat_key(RESERVED_STAT),
+            frames: builder.stat_key(FRAMES_STAT),
+        };
+        Planes {
+            builder,
+            lines: Vec::new(),
+            line_index: HashMap::new(),
+            entry_metadata: HashMap::new(),
+            stack_keys: HashMap::new(),
+            keys,
+        }
     }
 
-    /// Event metadata `name` with cat `cat` and ph `ph` (`None` for complete events).
-    fn metadata(&mut self, name: &str, cat: &str, ph: Option<&str>) -> u32 {
-        let variant = u32::from(ph.is_some());
+    /// The lines, in the order they are shown.
+    fn finish(self) -> mlprof_model::Plane {
+        let Planes { mut builder, mut lines, .. } = self;
+        lines.sort_by_key(|(key, _)| *key);
+        builder.reserve_lines(lines.len());
+        for (_, line) in lines {
+            builder.push_line(line);
+        }
+        builder.finish()
+    }
+
+    /// The index of line `key`, created on first use.
+    fn line(&mut self, key: LineKey) -> usize {
+        if let Some(&index) = self.line_index.get(&key) {
+            return index;
+        }
+        let (device, kind, stream) = key;
+        let name = match kind {
+            ENTRIES => format!("cuda:{device} stream {stream}"),
+            ANNOTATIONS => format!("{ANNOTATIONS_LINE} cuda:{device}"),
+            SEGMENTS => format!("segments cuda:{device}"),
+            _ => format!("blocks cuda:{device}"),
+        };
+        let index = self.lines.len();
+        let id = index as i64 + 1;
+        let mut line = Line::new(id, name);
+        line.display_id = id;
+        line.chrome_track = Some((TrackId::Int(device), TrackId::Int(id)));
+        self.lines.push((key, line));
+        self.line_index.insert(key, index);
+        index
+    }
+
+    /// Event metadata `name` of line `line` with cat `cat` and ph `ph` (`None` for
+    /// complete events); its stats say the line's device (and stream, for entries).
+    fn metadata(&mut self, line: usize, name: &str, cat: &str, ph: Option<&str>) -> u32 {
+        let ((device, kind, stream), _) = self.lines[line];
+        let variant = u32::try_from(line).unwrap_or(u32::MAX);
         self.builder.event_metadata(name, variant, |b| {
             let mut stats = Vec::new();
-            let key = b.stat_key(CAT_STAT);
-            if let Ok(v) = b.metadata_str(cat) {
-                stats.push((key, v));
-            }
-            if let Some(ph) = ph {
-                let key = b.stat_key(PH_STAT);
-                if let Ok(v) = b.metadata_str(ph) {
-                    stats.push((key, v));
+            for (key, text) in [(CAT_STAT, Some(cat)), (PH_STAT, ph)] {
+                if let Some(text) = text {
+                    let key = b.stat_key(key);
+                    if let Ok(v) = b.metadata_str(text) {
+                        stats.push((key, v));
+                    }
                 }
+            }
+            if kind == ENTRIES {
+                stats.push((b.stat_key("Device Type"), StatValue::Int(1)));
+            }
+            stats.push((b.stat_key("Device Id"), StatValue::Int(device)));
+            if kind == ENTRIES {
+                stats.push((b.stat_key(STREAM_STAT), StatValue::Int(stream)));
             }
             stats
         })
     }
 
-    fn stack_ref(&mut self, snapshot: &Snapshot, stack: Option<u32>) -> Option<Val> {
-        let frames = snapshot.stacks.get(stack? as usize)?;
-        if frames.is_empty() {
-            return None;
+    fn stack_key(&mut self, snapshot: &Snapshot, stack: Option<u32>) -> Option<u32> {
+        let stack = stack?;
+        if let Some(&key) = self.stack_keys.get(&stack) {
+            return key;
         }
-        let text: Vec<String> = frames.iter().map(|f| format!("{}:{}:{}", f.filename, f.line, f.name)).collect();
-        Some(Val::Ref(self.builder.stat_key(&text.join("\n"))))
+        let key = snapshot.stacks.get(stack as usize).filter(|frames| !frames.is_empty()).map(|frames| {
+            let text: Vec<String> = frames.iter().map(|f| format!("{}:{}:{}", f.filename, f.line, f.name)).collect();
+            self.builder.stat_key(&text.join("\n"))
+        });
+        self.stack_keys.insert(stack, key);
+        key
     }
 
-    fn push(&mut self, at: (i64, u8, i64), metadata: u32, start_ps: i64, duration_ps: i64, stats: Vec<(&str, Val)>) {
+    /// Adds an event to line `line` with `stats` (named; text goes into the line's store).
+    fn push(&mut self, line: usize, metadata: u32, start_ps: i64, duration_ps: i64, stats: Vec<(&str, Val)>) {
         let keyed: Vec<(u32, Val)> = stats.into_iter().map(|(name, v)| (self.builder.stat_key(name), v)).collect();
-        let line = self.line(at.0, at.1, at.2);
+        let line = &mut self.lines[line].1;
         for (key, value) in keyed {
             match value {
                 Val::Int(v) => line.stats.push(key, StatValue::Int(v)),
@@ -275,37 +334,45 @@ impl Planes {
         line.push_event(metadata, start_ps, duration_ps);
     }
 
-    fn entry(&mut self, snapshot: &Snapshot, entry: &TraceEntry, time_ps: i64, totals: Option<(i64, i64)>) {
-        let (name, cat, bytes) = match entry.action {
-            Action::Alloc => (MEMORY_EVENT, "cpu_instant_event", entry.size),
-            Action::FreeRequested => (MEMORY_EVENT, "cpu_instant_event", entry.size.saturating_neg()),
-            other => (other.name(snapshot), SNAPSHOT_CATEGORY, entry.size),
+    fn entry(&mut self, snapshot: &Snapshot, entry: &TraceEntry, time_ps: i64, totals: (i64, i64)) {
+        let line = self.line((i64::from(entry.device), ENTRIES, entry.stream));
+        let metadata = match self.entry_metadata.get(&(line, entry.action)) {
+            Some(&metadata) => metadata,
+            None => {
+                let (name, cat) = match entry.action {
+                    Action::Alloc | Action::FreeRequested => (MEMORY_EVENT, "cpu_instant_event"),
+                    other => (other.name(snapshot), SNAPSHOT_CATEGORY),
+                };
+                let metadata = self.metadata(line, name, cat, Some("i"));
+                self.entry_metadata.insert((line, entry.action), metadata);
+                metadata
+            }
         };
-        let metadata = self.metadata(name, cat, Some("i"));
-        let (allocated, reserved) = totals.unwrap_or_default();
-        let mut stats = vec![
-            ("Addr", Val::Int(entry.address as i64)),
-            ("Bytes", Val::Int(bytes)),
-            (ALLOCATED_STAT, Val::Int(allocated)),
-            (RESERVED_STAT, Val::Int(reserved)),
-            ("Device Type", Val::Int(1)),
-            ("Device Id", Val::Int(entry.device)),
-            (STREAM_STAT, Val::Int(entry.stream)),
-            (ACTION_STAT, Val::Ref(self.builder.stat_key(entry.action.name(snapshot)))),
-        ];
-        if let Some(free) = entry.device_free {
-            stats.push((DEVICE_FREE_STAT, Val::Int(free)));
+        let bytes = if entry.action == Action::FreeRequested { entry.size.saturating_neg() } else { entry.size };
+        let (allocated, reserved) = totals;
+        let frames = self.stack_key(snapshot, entry.stack);
+        let keys = &self.keys;
+        let stats = &mut self.lines[line].1.stats;
+        stats.push(keys.addr, StatValue::Int(entry.address as i64));
+        stats.push(keys.bytes, StatValue::Int(bytes));
+        stats.push(keys.allocated, StatValue::Int(allocated));
+        stats.push(keys.reserved, StatValue::Int(reserved));
+        if let Some(frames) = frames {
+            stats.push(keys.frames, StatValue::Ref(frames));
         }
-        if let Some(frames) = self.stack_ref(snapshot, entry.stack) {
-            stats.push((FRAMES_STAT, frames));
+        let mut extra = Vec::new();
+        if let Some(extras) = snapshot.extras_of(entry) {
+            if let Some(free) = extras.device_free {
+                extra.push((DEVICE_FREE_STAT, Val::Int(free)));
+            }
+            if let Some(id) = extras.compile_context {
+                extra.push(("Compile Context", Val::Text(snapshot.text(id).to_string())));
+            }
+            if let Some(id) = extras.user_metadata {
+                extra.push(("User Metadata", Val::Text(snapshot.text(id).to_string())));
+            }
         }
-        if let Some(id) = entry.compile_context {
-            stats.push(("Compile Context", Val::Text(snapshot.text(id).to_string())));
-        }
-        if let Some(id) = entry.user_metadata {
-            stats.push(("User Metadata", Val::Text(snapshot.text(id).to_string())));
-        }
-        self.push((entry.device, ENTRIES, entry.stream), metadata, time_ps, 0, stats);
+        self.push(line, metadata, time_ps, 0, extra);
     }
 
     fn annotations(&mut self, snapshot: &Snapshot, clock: &Clock) {
@@ -326,8 +393,9 @@ impl Planes {
         }
         ranges.sort_by_key(|&((device, _), start, end)| (device, start, std::cmp::Reverse(end)));
         for ((device, name), start, end) in ranges {
-            let metadata = self.metadata(snapshot.text(name), "user_annotation", None);
-            self.push((device, ANNOTATIONS, 0), metadata, start, end.saturating_sub(start).max(0), Vec::new());
+            let line = self.line((device, ANNOTATIONS, 0));
+            let metadata = self.metadata(line, snapshot.text(name), "user_annotation", None);
+            self.push(line, metadata, start, end.saturating_sub(start).max(0), Vec::new());
         }
     }
 
@@ -335,44 +403,45 @@ impl Planes {
         let mut allocated_at: HashMap<(i64, u64), i64> = HashMap::new();
         for (index, entry) in snapshot.entries.iter().enumerate() {
             if entry.action == Action::SegmentAlloc {
-                allocated_at.insert((entry.device, entry.address), clock.time_ps(index, entry));
+                allocated_at.insert((i64::from(entry.device), entry.address), clock.time_ps(index, entry));
             }
         }
         let end = clock.end_ps;
         for segment in &snapshot.segments {
             let start = allocated_at.get(&(segment.device, segment.address)).copied().unwrap_or(0).min(end);
-            let metadata = self.metadata(SEGMENT_EVENT, SNAPSHOT_CATEGORY, None);
+            let line = self.line((segment.device, SEGMENTS, 0));
+            let metadata = self.metadata(line, SEGMENT_EVENT, SNAPSHOT_CATEGORY, None);
             let mut stats = vec![
                 ("Addr", Val::Int(segment.address as i64)),
                 ("Bytes", Val::Int(segment.total_size)),
                 ("Allocated Bytes", Val::Int(segment.allocated_size)),
                 ("Active Bytes", Val::Int(segment.active_size)),
                 ("Requested Bytes", Val::Int(segment.requested_size)),
-                ("Device Id", Val::Int(segment.device)),
                 (STREAM_STAT, Val::Int(segment.stream)),
                 ("Expandable", Val::Int(i64::from(segment.is_expandable))),
+                ("Segment Type", Val::Text(snapshot.text(segment.segment_type).to_string())),
+                ("Pool", Val::Text(format!("({}, {})", segment.pool.0, segment.pool.1))),
             ];
-            stats.push(("Segment Type", Val::Text(snapshot.text(segment.segment_type).to_string())));
-            stats.push(("Pool", Val::Text(format!("({}, {})", segment.pool.0, segment.pool.1))));
-            if let Some(frames) = self.stack_ref(snapshot, segment.stack) {
-                stats.push((FRAMES_STAT, frames));
+            if let Some(frames) = self.stack_key(snapshot, segment.stack) {
+                stats.push((FRAMES_STAT, Val::Ref(frames)));
             }
-            self.push((segment.device, SEGMENTS, 0), metadata, start, end - start, stats);
+            self.push(line, metadata, start, end - start, stats);
+            let line = self.line((segment.device, BLOCKS, 0));
             for block in &segment.blocks {
-                let metadata = self.metadata(snapshot.text(block.state), SNAPSHOT_CATEGORY, Some("i"));
+                let state = snapshot.text(block.state);
+                let metadata = self.metadata(line, state, SNAPSHOT_CATEGORY, Some("i"));
                 let mut stats = vec![
                     ("Addr", Val::Int(block.address as i64)),
                     ("Bytes", Val::Int(block.size)),
                     ("Requested Bytes", Val::Int(block.requested_size)),
                     ("Segment Addr", Val::Int(segment.address as i64)),
-                    ("Device Id", Val::Int(segment.device)),
                     (STREAM_STAT, Val::Int(segment.stream)),
-                    (BLOCK_STATE_STAT, Val::Ref(self.builder.stat_key(snapshot.text(block.state)))),
+                    (BLOCK_STATE_STAT, Val::Ref(self.builder.stat_key(state))),
                 ];
-                if let Some(frames) = self.stack_ref(snapshot, block.stack) {
-                    stats.push((FRAMES_STAT, frames));
+                if let Some(frames) = self.stack_key(snapshot, block.stack) {
+                    stats.push((FRAMES_STAT, Val::Ref(frames)));
                 }
-                self.push((segment.device, BLOCKS, 0), metadata, end, 0, stats);
+                self.push(line, metadata, end, 0, stats);
             }
         }
     }

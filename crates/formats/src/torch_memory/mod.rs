@@ -110,8 +110,6 @@ impl Action {
 /// One allocator trace entry. Bytes are bytes; `time_us` is Unix epoch microseconds.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TraceEntry {
-    /// The device ordinal (the entry's index in `device_traces`).
-    pub device: i64,
     /// What happened.
     pub action: Action,
     /// The block's or segment's address (`addr`; 0 for `oom`).
@@ -124,6 +122,15 @@ pub struct TraceEntry {
     pub time_us: Option<i64>,
     /// The stack recorded with it: index into [`Snapshot::stacks`].
     pub stack: Option<u32>,
+    /// The device ordinal (the entry's index in `device_traces`).
+    pub device: u32,
+    /// What few entries have ([`Snapshot::extras`]): index, or `u32::MAX` for none.
+    pub extra: u32,
+}
+
+/// What only a few trace entries carry, kept aside so every entry stays small.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EntryExtras {
     /// `oom` only: the device's free bytes the driver reported (`device_free`).
     pub device_free: Option<i64>,
     /// `compile_context` (PyTorch 2.8+) when not `N/A`: string id.
@@ -208,6 +215,8 @@ pub struct Snapshot {
     pub segments: Vec<Segment>,
     /// Every device's trace entries, device by device, each device's in its order.
     pub entries: Vec<TraceEntry>,
+    /// What few entries carry beyond the common fields ([`TraceEntry::extra`]).
+    pub extras: Vec<EntryExtras>,
     /// `external_annotations`, in file order.
     pub annotations: Vec<Annotation>,
     /// The distinct stacks, innermost frame first.
@@ -223,6 +232,11 @@ impl Snapshot {
     /// String `id` of the snapshot's own table ("" when unknown).
     pub fn text(&self, id: u32) -> &str {
         self.texts.get(id as usize).map_or("", String::as_str)
+    }
+
+    /// The extras of `entry`, when it has any.
+    pub fn extras_of(&self, entry: &TraceEntry) -> Option<&EntryExtras> {
+        self.extras.get(entry.extra as usize)
     }
 }
 
@@ -245,10 +259,48 @@ impl Texts {
     }
 }
 
+/// A trace entry's key.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Field {
+    Action,
+    Addr,
+    Size,
+    Stream,
+    TimeUs,
+    Frames,
+    DeviceFree,
+    CompileContext,
+    UserMetadata,
+    Other,
+}
+
+impl Field {
+    fn of(key: &str) -> Field {
+        match key {
+            "action" => Field::Action,
+            "addr" => Field::Addr,
+            "size" => Field::Size,
+            "stream" => Field::Stream,
+            "time_us" => Field::TimeUs,
+            "frames" => Field::Frames,
+            "device_free" => Field::DeviceFree,
+            "compile_context" => Field::CompileContext,
+            "user_metadata" => Field::UserMetadata,
+            _ => Field::Other,
+        }
+    }
+}
+
 /// The state of one decoding: the entries taken so far and the tables they point into.
 #[derive(Default)]
 struct Reader {
     entries: Vec<TraceEntry>,
+    extras: Vec<EntryExtras>,
+    /// Pickle string id → the entry field it names (keys are memoized strings, so a
+    /// handful of ids cover millions of entries).
+    fields: HashMap<u32, Field>,
+    /// Pickle string id → the action it names.
+    actions: HashMap<u32, Action>,
     texts: Texts,
     stacks: Vec<Vec<Frame>>,
     /// Pickle list id → stack index.
@@ -295,25 +347,47 @@ impl Reader {
 }
 
 impl Absorb for Reader {
-    fn absorb(&mut self, objects: &Objects, dict: u32) -> std::result::Result<Option<u32>, String> {
-        let Some(action) = objects.get(dict, "action").and_then(|v| objects.text(v)) else { return Ok(None) };
-        let action = Action::parse(action, &mut self.texts);
+    fn absorb(&mut self, objects: &Objects, pairs: &[(Value, Value)]) -> std::result::Result<Option<u32>, String> {
+        let mut action = None;
+        let mut entry = TraceEntry {
+            action: Action::Alloc,
+            address: 0,
+            size: 0,
+            stream: 0,
+            time_us: None,
+            stack: None,
+            device: u32::MAX,
+            extra: u32::MAX,
+        };
+        let mut extras = EntryExtras::default();
+        for &(key, value) in pairs {
+            let Value::Str(key) = key else { continue };
+            let field = *self.fields.entry(key).or_insert_with(|| Field::of(objects.str(key)));
+            match field {
+                Field::Action => {
+                    let Value::Str(id) = value else { continue };
+                    let texts = &mut self.texts;
+                    action = Some(*self.actions.entry(id).or_insert_with(|| Action::parse(objects.str(id), texts)));
+                }
+                Field::Addr => entry.address = int_of(Some(value)).unwrap_or(0) as u64,
+                Field::Size => entry.size = int_of(Some(value)).unwrap_or(0),
+                Field::Stream => entry.stream = int_of(Some(value)).unwrap_or(0),
+                Field::TimeUs => entry.time_us = int_of(Some(value)),
+                Field::Frames => entry.stack = self.stack(objects, Some(value)),
+                Field::DeviceFree => extras.device_free = int_of(Some(value)),
+                Field::CompileContext => extras.compile_context = self.optional_text(objects, Some(value), "N/A"),
+                Field::UserMetadata => extras.user_metadata = self.optional_text(objects, Some(value), ""),
+                Field::Other => {}
+            }
+        }
+        let Some(action) = action else { return Ok(None) };
+        entry.action = action;
+        if extras != EntryExtras::default() {
+            entry.extra = u32::try_from(self.extras.len()).unwrap_or(u32::MAX);
+            self.extras.push(extras);
+        }
         let token = u32::try_from(self.entries.len()).map_err(|_| "more than 4 billion trace entries".to_string())?;
-        let stack = self.stack(objects, objects.get(dict, "frames"));
-        let compile_context = self.optional_text(objects, objects.get(dict, "compile_context"), "N/A");
-        let user_metadata = self.optional_text(objects, objects.get(dict, "user_metadata"), "");
-        self.entries.push(TraceEntry {
-            device: -1,
-            action,
-            address: int_of(objects.get(dict, "addr")).unwrap_or(0) as u64,
-            size: int_of(objects.get(dict, "size")).unwrap_or(0),
-            stream: int_of(objects.get(dict, "stream")).unwrap_or(0),
-            time_us: int_of(objects.get(dict, "time_us")),
-            stack,
-            device_free: int_of(objects.get(dict, "device_free")),
-            compile_context,
-            user_metadata,
-        });
+        self.entries.push(entry);
         Ok(Some(token))
     }
 }
@@ -377,13 +451,14 @@ pub fn decode_snapshot(bytes: &[u8], path: &str) -> Result<Snapshot> {
         }
     };
     snapshot.segments = read_segments(&objects, segments, &mut reader);
-    if reader.entries.iter().any(|e| e.device < 0) {
+    if reader.entries.iter().any(|e| e.device == u32::MAX) {
         return Err(FormatError::unrecognized(
             path,
             "a trace entry of the memory snapshot lies outside `device_traces`: not a snapshot PyTorch wrote",
         ));
     }
     snapshot.entries = reader.entries;
+    snapshot.extras = reader.extras;
     snapshot.stacks = reader.stacks;
     snapshot.texts = reader.texts.list;
     Ok(snapshot)
@@ -397,7 +472,7 @@ fn read_traces(objects: &Objects, traces: Option<Value>, entries: &mut [TraceEnt
             if let Value::Taken(token) = item
                 && let Some(entry) = entries.get_mut(*token as usize)
             {
-                entry.device = device as i64;
+                entry.device = u32::try_from(device).unwrap_or(u32::MAX);
             }
         }
     }

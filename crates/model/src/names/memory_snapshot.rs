@@ -20,7 +20,5 @@ pub const BLOCK_STATE_STAT: &str = "State";
 pub const ALLOCATED_STAT: &str = "Total Allocated";
 /// The stat holding the reserved bytes after an event (Kineto's name).
 pub const RESERVED_STAT: &str = "Total Reserved";
-/// The stat holding the action of an entry.
-pub const ACTION_STAT: &str = "Action";
 /// The name prefix of the annotation lines.
 pub const ANNOTATIONS_LINE: &str = "annotations";
