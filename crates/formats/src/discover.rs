@@ -207,7 +207,14 @@ pub fn read_host_file_with(file: &HostFile, options: &LoadOptions) -> Result<Hos
     if file.format == SourceFormat::Kineto && (named_snapshot || crate::torch_memory::is_memory_snapshot(&loaded.bytes))
     {
         // A PyTorch memory snapshot, laid out as a trace with `[memory]` events.
-        let decoded = crate::torch_memory::read_memory_snapshot(&loaded.bytes, &shown, &file.host_name);
+        let progress = FileProgress::start(options.progress.as_deref(), loaded.bytes.len() as u64);
+        let release = |range: Range<usize>| {
+            progress.advance(range.len() as u64);
+            loaded.bytes.release(range)
+        };
+        let decoded =
+            crate::torch_memory::read_memory_snapshot_releasing(&loaded.bytes, &release, &shown, &file.host_name);
+        progress.finish();
         loaded.unchanged()?;
         let mut host = decoded?;
         host.source_bytes = loaded.stored_bytes;

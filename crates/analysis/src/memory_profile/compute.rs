@@ -314,9 +314,17 @@ fn copy_allocation_details(snapshots: &mut [MemorySnapshot]) {
 /// stack + heap bytes — `count1` boxes of `width` snapshots, then boxes of
 /// `width + 1`, exactly `max` boxes in all; in each box the first largest wins.
 pub(super) fn sample_timeline(snapshots: &[MemorySnapshot], max: usize) -> Vec<MemorySnapshot> {
-    let total = snapshots.len();
+    sample_indices(snapshots.len(), max, |i| snapshots[i].used_bytes())
+        .into_iter()
+        .map(|i| snapshots[i].clone())
+        .collect()
+}
+
+/// [`sample_timeline`]'s choice among `total` snapshots whose stack + heap bytes
+/// `used` gives: every index up to `max`, else the first largest of each box.
+pub(super) fn sample_indices(total: usize, max: usize, used: impl Fn(usize) -> i64) -> Vec<usize> {
     if total <= max || max == 0 {
-        return snapshots.to_vec();
+        return (0..total).collect();
     }
     let width = total / max;
     let count1 = max * (width + 1) - total;
@@ -325,11 +333,10 @@ pub(super) fn sample_timeline(snapshots: &[MemorySnapshot], max: usize) -> Vec<M
     let mut boxes = |width: usize, count: usize, start: usize| {
         for i in 0..count {
             let from = start + width * i;
-            let chosen = snapshots
-                .get(from..from + width)
-                .and_then(|b| b.iter().reduce(|best, s| if s.used_bytes() > best.used_bytes() { s } else { best }));
+            let chosen =
+                (from..(from + width).min(total)).reduce(|best, j| if used(j) > used(best) { j } else { best });
             if let Some(chosen) = chosen {
-                sampled.push(chosen.clone());
+                sampled.push(chosen);
             }
         }
     };

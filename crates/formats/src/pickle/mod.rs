@@ -171,15 +171,37 @@ pub fn is_pickle(head: &[u8]) -> bool {
 
 /// Decodes a whole pickle: the objects and the value `STOP` returns.
 pub fn decode(bytes: &[u8], absorb: &mut dyn Absorb) -> Result<(Objects, Value), PickleError> {
+    decode_releasing(bytes, absorb, &|_| {})
+}
+
+/// Bytes decoded between two calls of [`decode_releasing`]'s `release`.
+const RELEASE_EVERY_BYTES: usize = 16 << 20;
+
+/// [`decode`], calling `release` with each range of bytes it is done with (every 16
+/// MiB, and the rest at the end): nothing refers back to bytes, so a mapped file
+/// need not stay resident.
+pub fn decode_releasing(
+    bytes: &[u8],
+    absorb: &mut dyn Absorb,
+    release: &dyn Fn(std::ops::Range<usize>),
+) -> Result<(Objects, Value), PickleError> {
     let mut decoder = Decoder { bytes, pos: 0, objects: Objects::default(), stack: Vec::new(), marks: Vec::new() };
     let mut memo = Memo::default();
+    let mut released = 0;
     loop {
+        if decoder.pos - released >= RELEASE_EVERY_BYTES {
+            release(released..decoder.pos);
+            released = decoder.pos;
+        }
         let at = decoder.pos;
         let fail = |message: String| PickleError { offset: at as u64, message };
         let opcode = decoder.byte().map_err(fail)?;
         match decoder.step(opcode, &mut memo, absorb).map_err(fail)? {
             Flow::Next => {}
-            Flow::Stop(value) => return Ok((decoder.objects, value)),
+            Flow::Stop(value) => {
+                release(released..decoder.pos);
+                return Ok((decoder.objects, value));
+            }
         }
     }
 }
@@ -345,11 +367,12 @@ impl Decoder<'_> {
         let pairs: Vec<(Value, Value)> =
             flat.chunks_exact(2).map(|pair| (pair[0], self.objects.resolved(pair[1]))).collect();
         self.stack.truncate(from);
-        if slot.len == 0 && pairs.len() < BATCH {
-            if let Some(token) = absorb.absorb(&self.objects, &pairs)? {
-                self.objects.dicts[id as usize] = DictSlot { start: token, len: TAKEN };
-                return Ok(());
-            }
+        if slot.len == 0
+            && pairs.len() < BATCH
+            && let Some(token) = absorb.absorb(&self.objects, &pairs)?
+        {
+            self.objects.dicts[id as usize] = DictSlot { start: token, len: TAKEN };
+            return Ok(());
         }
         let objects = &mut self.objects;
         let end = objects.dict_items.len();

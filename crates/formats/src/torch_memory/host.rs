@@ -15,7 +15,7 @@
 //! | Snapshot | Model (plane `/host:CPU`) |
 //! |---|---|
 //! | `alloc`, `free_requested` entries | `[memory]` instants (cat `cpu_instant_event`, as Kineto writes them) on a line per device and stream, `cuda:<d> stream <s>`; stats `Addr`, `Bytes` (negative for a free), `Total Allocated`, `Total Reserved`, [`FRAMES_STAT`]; metadata stats (one metadata per name and line) `Device Type` 1, `Device Id`, `Stream` |
-//! | every other entry (`free_completed`, `segment_*`, `snapshot`, `oom`, newer actions) | an instant named by its action, cat [`SNAPSHOT_CATEGORY`], on the same line, with the same stats (`Bytes` positive), [`DEVICE_FREE_STAT`] on `oom`, `Compile Context` and `User Metadata` where set |
+//! | every other entry (`free_completed`, `segment_*`, `snapshot`, `oom`, newer actions) | an instant named by its action, cat [`SNAPSHOT_CATEGORY`], on the same line, with the same stats (`Bytes` positive; the totals only where they change and on `oom`), [`DEVICE_FREE_STAT`] on `oom`, `Compile Context` and `User Metadata` where set |
 //! | `frames` | [`FRAMES_STAT`]: a `Ref` to the stack's text, one `filename:line:name` per frame, innermost first (as PyTorch's memory viewer writes them) |
 //! | `time_us` | the event time; time 0 is the earliest entry or annotation. Snapshots without times (PyTorch < 2.2) place each device's entries 1 µs apart in trace order, and say so in [`Host::warnings`] |
 //! | `external_annotations` | complete events (cat `user_annotation`) on `annotations cuda:<d>`, a `START` paired with the next `END` of its name; so `ProfilerStep#N` ranges are steps |
@@ -59,6 +59,7 @@ pub fn snapshot_host(snapshot: &Snapshot, path: &str, host_name: &str) -> Result
     }
     let mut totals = Totals::rebuild(snapshot, &mut host.warnings);
     let mut planes = Planes::new();
+    planes.reserve_entry_lines(snapshot);
     for (index, entry) in snapshot.entries.iter().enumerate() {
         planes.entry(snapshot, entry, clock.time_ps(index, entry), totals.after(entry));
     }
@@ -184,6 +185,17 @@ impl Totals {
     }
 }
 
+/// Whether an entry's event carries the totals after it: those that change them,
+/// and `oom` (what was allocated and reserved when it failed).
+fn carries_totals(action: Action) -> bool {
+    !matches!(action, Action::FreeCompleted | Action::Snapshot | Action::Other(_))
+}
+
+/// How many stats an entry's event gets (its extras aside).
+fn entry_stats(entry: &TraceEntry) -> usize {
+    2 + 2 * usize::from(carries_totals(entry.action)) + usize::from(entry.stack.is_some())
+}
+
 /// How an entry changes (allocated, reserved) bytes.
 fn delta(entry: &TraceEntry) -> (i64, i64) {
     match entry.action {
@@ -278,6 +290,31 @@ impl Planes {
         index
     }
 
+    /// Creates the entry lines with room for exactly their events and stats (a
+    /// snapshot of millions of entries would otherwise leave up to half of each line's
+    /// columns unused).
+    fn reserve_entry_lines(&mut self, snapshot: &Snapshot) {
+        let mut counts: HashMap<LineKey, (usize, usize)> = HashMap::new();
+        for entry in &snapshot.entries {
+            let count = counts.entry((i64::from(entry.device), ENTRIES, entry.stream)).or_default();
+            count.0 += 1;
+            count.1 += entry_stats(entry);
+        }
+        let mut keys: Vec<LineKey> = counts.keys().copied().collect();
+        keys.sort_unstable();
+        for key in keys {
+            let (events, stats) = counts[&key];
+            let line = self.line(key);
+            let line = &mut self.lines[line].1;
+            let columns = &mut line.events;
+            columns.offset_ps.reserve_exact(events);
+            columns.duration_ps.reserve_exact(events);
+            columns.metadata.reserve_exact(events);
+            columns.stat_start.reserve_exact(events);
+            line.stats.reserve(stats, 0);
+        }
+    }
+
     /// Event metadata `name` of line `line` with cat `cat` and ph `ph` (`None` for
     /// complete events); its stats say the line's device (and stream, for entries).
     fn metadata(&mut self, line: usize, name: &str, cat: &str, ph: Option<&str>) -> u32 {
@@ -355,8 +392,10 @@ impl Planes {
         let stats = &mut self.lines[line].1.stats;
         stats.push(keys.addr, StatValue::Int(entry.address as i64));
         stats.push(keys.bytes, StatValue::Int(bytes));
-        stats.push(keys.allocated, StatValue::Int(allocated));
-        stats.push(keys.reserved, StatValue::Int(reserved));
+        if carries_totals(entry.action) {
+            stats.push(keys.allocated, StatValue::Int(allocated));
+            stats.push(keys.reserved, StatValue::Int(reserved));
+        }
         if let Some(frames) = frames {
             stats.push(keys.frames, StatValue::Ref(frames));
         }

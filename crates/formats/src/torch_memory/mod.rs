@@ -45,7 +45,18 @@ pub fn looks_like_memory_snapshot(head: &[u8]) -> bool {
 
 /// Reads the memory snapshot in `bytes` (the file `path`) into a host named `host_name`.
 pub fn read_memory_snapshot(bytes: &[u8], path: &str, host_name: &str) -> Result<Host> {
-    let snapshot = decode_snapshot(bytes, path)?;
+    read_memory_snapshot_releasing(bytes, &|_| {}, path, host_name)
+}
+
+/// [`read_memory_snapshot`], calling `release` with each range of `bytes` it is done
+/// with (a mapped file then does not stay resident).
+pub fn read_memory_snapshot_releasing(
+    bytes: &[u8],
+    release: &dyn Fn(std::ops::Range<usize>),
+    path: &str,
+    host_name: &str,
+) -> Result<Host> {
+    let snapshot = decode_snapshot_releasing(bytes, release, path)?;
     snapshot_host(&snapshot, path, host_name).map_err(|message| FormatError::unrecognized(path, message))
 }
 
@@ -409,6 +420,11 @@ fn text_of(objects: &Objects, value: Option<Value>) -> String {
 
 /// Decodes the snapshot in `bytes` (the file `path`).
 pub fn decode_snapshot(bytes: &[u8], path: &str) -> Result<Snapshot> {
+    decode_snapshot_releasing(bytes, &|_| {}, path)
+}
+
+/// [`decode_snapshot`], releasing the bytes it is done with ([`pickle::decode_releasing`]).
+fn decode_snapshot_releasing(bytes: &[u8], release: &dyn Fn(std::ops::Range<usize>), path: &str) -> Result<Snapshot> {
     if !pickle::is_pickle(bytes) {
         return Err(FormatError::unrecognized(
             path,
@@ -417,7 +433,7 @@ pub fn decode_snapshot(bytes: &[u8], path: &str) -> Result<Snapshot> {
         ));
     }
     let mut reader = Reader::default();
-    let (objects, top) = pickle::decode(bytes, &mut reader).map_err(|e| FormatError::Pickle {
+    let (objects, top) = pickle::decode_releasing(bytes, &mut reader, release).map_err(|e| FormatError::Pickle {
         path: path.to_string(),
         offset: e.offset,
         message: e.message,
@@ -457,6 +473,9 @@ pub fn decode_snapshot(bytes: &[u8], path: &str) -> Result<Snapshot> {
             "a trace entry of the memory snapshot lies outside `device_traces`: not a snapshot PyTorch wrote",
         ));
     }
+    drop(objects);
+    // Millions of entries: give back what the vector grew past them.
+    reader.entries.shrink_to_fit();
     snapshot.entries = reader.entries;
     snapshot.extras = reader.extras;
     snapshot.stacks = reader.stacks;

@@ -7,6 +7,9 @@
 //! keeping a stack of the ops open at the current time, so the cost is
 //! O((ops + events) log ops) rather than ops × events.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use mlprof_model::{Event, Host, Plane, StatValue};
 use serde_json::Value;
 
@@ -44,8 +47,9 @@ pub(crate) struct MemoryEvent {
     /// N of the enclosing `ProfilerStep#N`; -1 outside every step.
     pub step: i64,
     /// The name of the event's own stack where the source records one (memory
-    /// snapshots), [`crate::memory_profile::snapshot::stack_label`].
-    pub stack_label: Option<String>,
+    /// snapshots), [`crate::memory_profile::snapshot::stack_label`]; shared by the
+    /// events of one stack.
+    pub stack_label: Option<Arc<str>>,
 }
 
 /// The op that was running when a memory event happened.
@@ -116,6 +120,7 @@ fn read_plane(plane: &Plane, plane_index: usize, steps: &[ProfilerStep], out: &m
         memory.sort_by_key(|event| (event.start_ps(), event.index()));
         ops.sort_by_key(|op| (op.start_ps(), std::cmp::Reverse(op.duration_ps()), op.index()));
         let enclosing = innermost_enclosing(&ops, &memory);
+        let mut labels: HashMap<u32, Arc<str>> = HashMap::new();
         for (event, op) in memory.iter().zip(enclosing) {
             let int = |i: usize| xstats::event_int(plane, event, keys.key(i));
             out.push(MemoryEvent {
@@ -136,10 +141,26 @@ fn read_plane(plane: &Plane, plane_index: usize, steps: &[ProfilerStep], out: &m
                     input_types: compact_json(plane, op, keys.key(INPUT_TYPE)),
                 }),
                 step: profiler_steps::step_at(steps, event.start_ps()).map_or(-1, |i| steps[i].number),
-                stack_label: xstats::event_str(plane, event, keys.key(FRAMES))
-                    .map(crate::memory_profile::snapshot::stack_label),
+                stack_label: stack_label(plane, event, keys.key(FRAMES), &mut labels),
             });
         }
+    }
+}
+
+/// The name of `event`'s stack (stat `key`), computed once per interned stack.
+fn stack_label(
+    plane: &Plane,
+    event: &Event<'_>,
+    key: Option<u32>,
+    labels: &mut HashMap<u32, Arc<str>>,
+) -> Option<Arc<str>> {
+    let label = |text: &str| Arc::from(crate::memory_profile::snapshot::stack_label(text));
+    match xstats::event_stat(plane, event, key)? {
+        StatValue::Ref(id) => {
+            let text = plane.stat_metadata.get(id as usize)?.name.as_str();
+            Some(labels.entry(id).or_insert_with(|| label(text)).clone())
+        }
+        _ => xstats::event_str(plane, event, key).map(label),
     }
 }
 

@@ -23,7 +23,7 @@ use mlprof_model::Host;
 use mlprof_model::names::HOST_PLANE;
 use serde::Serialize;
 
-use super::compute::{keep_referenced, merge_rows, sample_timeline};
+use super::compute::{keep_referenced, merge_rows, sample_indices};
 use super::{
     ActivityKind, AggregationStats, AllocatorProfile, MAX_TIMELINE_SNAPSHOTS, MemoryActivity, MemoryProfile,
     MemorySnapshot, MemorySummary,
@@ -150,19 +150,21 @@ fn stats_of(event: &MemoryEvent) -> AggregationStats {
     }
 }
 
-/// The snapshot of one event; the op, input types and dims are those of its op.
-fn snapshot_of(event: &MemoryEvent) -> MemorySnapshot {
+/// The snapshot of `event`; the op, input types and dims are those of `source`'s op
+/// (the event itself, or for a free the allocation it frees): its name, or else the
+/// name of its stack.
+fn snapshot_of(event: &MemoryEvent, source: &MemoryEvent) -> MemorySnapshot {
     let size = event.bytes.saturating_abs();
-    let op = event
-        .op
-        .clone()
-        .unwrap_or_else(|| OpInfo { name: event.stack_label.clone().unwrap_or_default(), ..OpInfo::default() });
+    let op = source.op.clone().unwrap_or_else(|| OpInfo {
+        name: source.stack_label.as_deref().unwrap_or_default().to_string(),
+        ..OpInfo::default()
+    });
     MemorySnapshot {
         time_ps: event.time_ps,
         offset_ps: event.offset_ps,
         stats: stats_of(event),
         activity: MemoryActivity {
-            kind: if event.bytes < 0 { ActivityKind::Deallocation } else { ActivityKind::Allocation },
+            kind: kind_of(event),
             requested_bytes: size,
             allocation_bytes: size,
             address: event.address,
@@ -173,6 +175,10 @@ fn snapshot_of(event: &MemoryEvent) -> MemorySnapshot {
             tensor_shape: op.input_dims,
         },
     }
+}
+
+fn kind_of(event: &MemoryEvent) -> ActivityKind {
+    if event.bytes < 0 { ActivityKind::Deallocation } else { ActivityKind::Allocation }
 }
 
 /// Index of the last event with the largest allocated total (XProf's `>=`).
@@ -199,40 +205,37 @@ fn reserved_peak_index(events: &[MemoryEvent]) -> usize {
 
 /// The replay of allocations and frees by address.
 struct Replay {
-    /// Snapshot indices of the blocks live right after the peak event.
+    /// Event indices of the blocks live right after the peak event.
     live_at_peak: Vec<usize>,
+    /// Per event, the event whose op it shows: a free shows the allocation it frees
+    /// (as XProf copies allocation details onto deallocations), any other event itself.
+    source: Vec<u32>,
     /// Frees of addresses with no live allocation, over the whole trace.
     frees_without_allocation: u64,
     /// Their bytes.
     frees_without_allocation_bytes: i64,
 }
 
-/// Replays every event; deallocations take the op, input types and dims of the
-/// allocation they free (as XProf copies allocation details onto deallocations).
-fn replay(snapshots: &mut [MemorySnapshot], peak: usize) -> Replay {
+/// Replays every event, in time order.
+fn replay(events: &[MemoryEvent], peak: usize) -> Replay {
     let mut live: HashMap<u64, usize> = HashMap::new();
-    let mut result =
-        Replay { live_at_peak: Vec::new(), frees_without_allocation: 0, frees_without_allocation_bytes: 0 };
-    for index in 0..snapshots.len() {
-        let Some(snapshot) = snapshots.get(index) else { break };
-        let address = snapshot.activity.address;
-        match snapshot.activity.kind {
+    let mut result = Replay {
+        live_at_peak: Vec::new(),
+        source: (0..events.len()).map(|i| u32::try_from(i).unwrap_or(u32::MAX)).collect(),
+        frees_without_allocation: 0,
+        frees_without_allocation_bytes: 0,
+    };
+    for (index, event) in events.iter().enumerate() {
+        match kind_of(event) {
             ActivityKind::Allocation => {
-                live.insert(address, index);
+                live.insert(event.address, index);
             }
-            ActivityKind::Deallocation => match live.remove(&address).and_then(|alloc| snapshots.get(alloc)) {
-                Some(alloc) => {
-                    let from = alloc.activity.clone();
-                    if let Some(to) = snapshots.get_mut(index) {
-                        to.activity.tf_op_name = from.tf_op_name;
-                        to.activity.data_type = from.data_type;
-                        to.activity.tensor_shape = from.tensor_shape;
-                    }
-                }
+            ActivityKind::Deallocation => match live.remove(&event.address) {
+                Some(alloc) => result.source[index] = u32::try_from(alloc).unwrap_or(u32::MAX),
                 None => {
                     result.frees_without_allocation += 1;
                     result.frees_without_allocation_bytes =
-                        result.frees_without_allocation_bytes.saturating_add(snapshot.activity.allocation_bytes);
+                        result.frees_without_allocation_bytes.saturating_add(event.bytes.saturating_abs());
                 }
             },
         }
@@ -246,10 +249,20 @@ fn replay(snapshots: &mut [MemorySnapshot], peak: usize) -> Replay {
 
 /// The profile of one device's allocator from its events in time order.
 fn allocator(device_type: i64, device_id: i64, events: &[MemoryEvent]) -> AllocatorProfile {
-    let mut snapshots: Vec<MemorySnapshot> = events.iter().map(snapshot_of).collect();
     let peak = peak_index(events);
-    let replayed = replay(&mut snapshots, peak);
-    let timeline = sample_timeline(&snapshots, MAX_TIMELINE_SNAPSHOTS);
+    let replayed = replay(events, peak);
+    // Snapshots are made only for the events shown (millions of events would
+    // otherwise each hold a copy of their op's name).
+    let snapshot_at = |i: usize| {
+        let source = replayed.source.get(i).and_then(|&s| events.get(s as usize));
+        snapshot_of(&events[i], source.unwrap_or(&events[i]))
+    };
+    let timeline: Vec<MemorySnapshot> =
+        sample_indices(events.len(), MAX_TIMELINE_SNAPSHOTS, |i| events[i].allocated_bytes)
+            .into_iter()
+            .map(snapshot_at)
+            .collect();
+    let live: Vec<MemorySnapshot> = replayed.live_at_peak.iter().map(|&i| snapshot_at(i)).collect();
 
     let peak_event = events.get(peak).cloned().unwrap_or_default();
     let peak_stats = AggregationStats { peak_bytes_in_use: peak_event.allocated_bytes, ..stats_of(&peak_event) };
@@ -261,11 +274,7 @@ fn allocator(device_type: i64, device_id: i64, events: &[MemoryEvent]) -> Alloca
         peak_stats_offset_ps: peak_event.offset_ps,
     };
 
-    let live_bytes = replayed
-        .live_at_peak
-        .iter()
-        .filter_map(|&i| snapshots.get(i))
-        .fold(0i64, |sum, s| sum.saturating_add(s.activity.allocation_bytes));
+    let live_bytes = live.iter().fold(0i64, |sum, s| sum.saturating_add(s.activity.allocation_bytes));
     let before_trace = peak_event.allocated_bytes.saturating_sub(live_bytes);
     let mut special_allocations = Vec::new();
     if before_trace > 0 {
@@ -278,15 +287,13 @@ fn allocator(device_type: i64, device_id: i64, events: &[MemoryEvent]) -> Alloca
             ..MemoryActivity::default()
         });
     }
-    let entries = replayed
-        .live_at_peak
-        .iter()
-        .filter_map(|&i| Some((i64::try_from(i).ok()?, &snapshots.get(i)?.activity)))
-        .collect();
+    // Rows point at positions in `live`, which keeps the events' order.
+    let entries = live.iter().enumerate().map(|(k, s)| (k as i64, &s.activity)).collect();
     let rows = merge_rows(entries, &special_allocations);
-    let (active_allocations, peak_snapshots) = keep_referenced(rows, &snapshots);
+    let (active_allocations, peak_snapshots) = keep_referenced(rows, &live);
 
     let count = |list: &[MemorySnapshot], kind| list.iter().filter(|s| s.activity.kind == kind).count() as u64;
+    let count_events = |kind| events.iter().filter(|e| kind_of(e) == kind).count() as u64;
     let last = events.last().cloned().unwrap_or_default();
     let reserved_peak = events.get(reserved_peak_index(events)).cloned().unwrap_or_default();
     let pytorch = PytorchAllocator {
@@ -306,8 +313,8 @@ fn allocator(device_type: i64, device_id: i64, events: &[MemoryEvent]) -> Alloca
     };
     AllocatorProfile {
         memory_id: memory_id(device_type, device_id),
-        total_allocations: count(&snapshots, ActivityKind::Allocation),
-        total_deallocations: count(&snapshots, ActivityKind::Deallocation),
+        total_allocations: count_events(ActivityKind::Allocation),
+        total_deallocations: count_events(ActivityKind::Deallocation),
         timeline_allocations: count(&timeline, ActivityKind::Allocation),
         timeline_deallocations: count(&timeline, ActivityKind::Deallocation),
         summary,
