@@ -12,7 +12,7 @@ with the final state: each step allocates activations in the step's segments and
 them; parameters allocated before the loop stay live.
 
     gen_memory_snapshot.py OUT [--steps N] [--tensors-per-step K] [--devices D]
-        [--expandable] [--oom] [--no-times] [--protocol P]
+        [--expandable] [--oom] [--no-times] [--protocol P] [--start-us T]
 """
 
 import argparse
@@ -142,6 +142,8 @@ def main():
     parser.add_argument("--oom", action="store_true")
     parser.add_argument("--no-times", action="store_true")
     parser.add_argument("--protocol", type=int, default=4)
+    parser.add_argument("--start-us", type=int, default=1_750_000_000_000_000,
+                        help="Unix epoch microseconds of the first entry (to sit beside a trace)")
     args = parser.parse_args()
 
     with open(args.out, "wb", buffering=1 << 20) as out:
@@ -187,7 +189,7 @@ def main():
         w.dict_end()
         w.string("external_annotations")
         w.list_start()
-        base = 1_750_000_000_000_000
+        base = args.start_us
         for step in range(args.steps):
             span = step_us(args)
             for stage, at in (("START", step * span), ("END", step * span + span - 10)):
@@ -208,7 +210,7 @@ def main():
 
 def simulate(device, args):
     """The segments at the end and the trace entries of one device's loop."""
-    base = 1_750_000_000_000_000
+    base = args.start_us
     address = 0x7F0000000000 + (device << 36)
     entries = []
     params = []  # (address, size, site)

@@ -634,6 +634,65 @@ fn every_host_shares_one_time_axis_by_clock_or_by_step() {
     }
 }
 
+/// A PyTorch memory snapshot beside its run's trace: one run of two hosts, and on the
+/// shared axis the snapshot's allocated and reserved memory sit under the trace's
+/// steps and ops where the two clocks put them.
+#[test]
+fn a_memory_snapshot_beside_its_trace_is_drawn_on_the_traces_axis() {
+    let dir = tempfile::tempdir().expect("run dir");
+    let trace = "worker0.1795289102612280864.pt.trace.json";
+    std::fs::copy(data(TORCH_LOGDIR).join(trace), dir.path().join(trace)).expect("copy trace");
+    // Generated to start 1 ms after the trace (scripts/gen_memory_snapshot.py --start-us).
+    std::fs::copy(
+        data("torch_memory/generated/beside_torch_profile.pickle"),
+        dir.path().join("memory_snapshot.pickle"),
+    )
+    .expect("copy snapshot");
+    let cache = tempfile::tempdir().expect("cache dir");
+    let fixture = serve(dir.path(), cache.path());
+    let runs = get_json(&fixture.server, "/api/runs");
+    assert_eq!(runs["runs"].as_array().expect("runs").len(), 1, "{runs}");
+    let hosts: Vec<&str> =
+        runs["runs"][0]["hosts"].as_array().expect("hosts").iter().filter_map(|h| h.as_str()).collect();
+    assert_eq!(hosts.len(), 2, "{hosts:?}");
+    let target =
+        |endpoint: &str, params: &str| format!("/api/trace/{endpoint}?run={}&host=all{params}", encode(&fixture.run));
+    let meta = get_json(&fixture.server, &target("meta", ""));
+    assert_eq!(meta["alignment"], "aligned by the hosts' clocks");
+    let (start, end) = (meta["start_ps"].as_i64().expect("start"), meta["end_ps"].as_i64().expect("end"));
+    let counters =
+        get_json(&fixture.server, &target("counters", &format!("&start_ps={start}&end_ps={end}&width_px=4000")));
+    let series = counters["series"].as_array().expect("series");
+    let allocated: Vec<&Value> = series.iter().filter(|s| s["name"] == "Allocated (bytes)").collect();
+    let of_snapshot = allocated
+        .iter()
+        .find(|s| s["group"].as_str().is_some_and(|g| g.starts_with("memory_snapshot · ")))
+        .unwrap_or_else(|| panic!("the snapshot's allocated memory: {counters}"));
+    // The snapshot's first entry (a segment_map, then the 1 MiB parameters) is 1 ms
+    // after the trace's first event by the clocks, plus its own offset.
+    let first = of_snapshot["points"][0][0].as_f64().expect("time") - start as f64;
+    assert!((1.0e9..1.1e9).contains(&first), "first point {first} ps in: {of_snapshot}");
+    // The same peak as the snapshot alone shows.
+    let alone = format!("/api/trace/meta?run={}&host=memory_snapshot", encode(&fixture.run));
+    let alone_meta = get_json(&fixture.server, &alone);
+    let alone_counters = get_json(
+        &fixture.server,
+        &format!(
+            "/api/trace/counters?run={}&host=memory_snapshot&start_ps=0&end_ps={}&width_px=100",
+            encode(&fixture.run),
+            alone_meta["end_ps"]
+        ),
+    );
+    let alone_max = alone_counters["series"]
+        .as_array()
+        .expect("series")
+        .iter()
+        .find(|s| s["name"] == "Allocated (bytes)")
+        .and_then(|s| s["max"].as_f64());
+    assert_eq!(of_snapshot["max"].as_f64(), alone_max);
+    assert!(alone_max.is_some_and(|max| max > f64::from(4 << 20)), "parameters and a step's activations");
+}
+
 #[test]
 fn an_nsight_systems_export_shows_its_streams_threads_and_launch_flows() {
     // 4 kernels and 12 copies on 4 streams, 44 runtime calls on one thread.
