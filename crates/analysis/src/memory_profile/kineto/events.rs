@@ -41,7 +41,7 @@ pub(crate) struct MemoryEvent {
     /// `Total Reserved` after the event, bytes.
     pub reserved_bytes: i64,
     /// The innermost enclosing `cpu_op`, when there is one.
-    pub op: Option<OpInfo>,
+    pub op: Option<Box<OpInfo>>,
     /// That op's event index in the memory event's line (`position.1`).
     pub op_event: Option<usize>,
     /// N of the enclosing `ProfilerStep#N`; -1 outside every step.
@@ -135,10 +135,12 @@ fn read_plane(plane: &Plane, plane_index: usize, steps: &[ProfilerStep], out: &m
                 allocated_bytes: int(TOTAL_ALLOCATED).unwrap_or(0),
                 reserved_bytes: int(TOTAL_RESERVED).unwrap_or(0),
                 op_event: op.map(|op| op.index()),
-                op: op.map(|op| OpInfo {
-                    name: xstats::event_name(plane, op).to_string(),
-                    input_dims: compact_json(plane, op, keys.key(INPUT_DIMS)),
-                    input_types: compact_json(plane, op, keys.key(INPUT_TYPE)),
+                op: op.map(|op| {
+                    Box::new(OpInfo {
+                        name: xstats::event_name(plane, op).to_string(),
+                        input_dims: compact_json(plane, op, keys.key(INPUT_DIMS)),
+                        input_types: compact_json(plane, op, keys.key(INPUT_TYPE)),
+                    })
                 }),
                 step: profiler_steps::step_at(steps, event.start_ps()).map_or(-1, |i| steps[i].number),
                 stack_label: stack_label(plane, event, keys.key(FRAMES), &mut labels),

@@ -17,7 +17,7 @@ mod report;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use mlprof_model::Host;
 use mlprof_model::names::HOST_PLANE;
@@ -75,16 +75,13 @@ pub struct PytorchAllocator {
 
 /// Builds the memory profile of a Kineto host from its `[memory]` events.
 pub(super) fn analyze(host: &Host) -> MemoryProfile {
-    let mut by_device: BTreeMap<(i64, i64), Vec<MemoryEvent>> = BTreeMap::new();
-    for event in memory_events(host) {
-        by_device.entry((event.device_type, event.device_id)).or_default().push(event);
-    }
-    let mut allocators: Vec<AllocatorProfile> = by_device
-        .into_iter()
-        .map(|((device_type, device_id), mut events)| {
-            events.sort_by_key(|e| (e.time_ps, e.ev_idx, e.position));
-            allocator(device_type, device_id, &events)
-        })
+    // One vector sorted by device, then time: no copy per device (a snapshot has
+    // millions of events).
+    let mut events = memory_events(host);
+    events.sort_by_key(|e| (e.device_type, e.device_id, e.time_ps, e.ev_idx, e.position));
+    let mut allocators: Vec<AllocatorProfile> = events
+        .chunk_by(|a, b| (a.device_type, a.device_id) == (b.device_type, b.device_id))
+        .map(|events| allocator(events[0].device_type, events[0].device_id, events))
         .collect();
     allocators.sort_by(|a, b| a.memory_id.cmp(&b.memory_id));
     MemoryProfile {
@@ -155,7 +152,7 @@ fn stats_of(event: &MemoryEvent) -> AggregationStats {
 /// name of its stack.
 fn snapshot_of(event: &MemoryEvent, source: &MemoryEvent) -> MemorySnapshot {
     let size = event.bytes.saturating_abs();
-    let op = source.op.clone().unwrap_or_else(|| OpInfo {
+    let op = source.op.as_deref().cloned().unwrap_or_else(|| OpInfo {
         name: source.stack_label.as_deref().unwrap_or_default().to_string(),
         ..OpInfo::default()
     });
