@@ -84,3 +84,29 @@ fn numbered_nvtx_ranges_are_the_steps_of_an_export_without_other_markers() {
     }
     assert!(json["step_source"].as_str().is_some_and(|s| s.contains("NVTX range mlprof_test:step")), "{json}");
 }
+
+#[test]
+fn htas_gpu_analyses_read_an_export_as_a_pytorch_trace() {
+    // Python's sqlite3 over CUPTI_ACTIVITY_KIND_KERNEL / _MEMCPY with HTA's rounding of
+    // each op to whole µs (start up, end down): kernels 532 µs, copies 91,636 µs; the
+    // fastest host-to-device copy, 100,000,000 bytes in 7,661,204 ns, is 13.053 GB/s.
+    let out = ok_stdout(mlprof(&["analyze", &data_str(EXPORT), "--tool", "gpu", "--format", "json"]));
+    let json: Value = serde_json::from_str(&out).expect("JSON");
+    let temporal = &json["temporal_breakdown"][0];
+    assert_eq!(temporal["compute_time_us"], 532.0, "{json:#}");
+    assert_eq!(temporal["non_compute_time_us"], 91_636.0);
+    let kernels = json["kernel_breakdown"]["kernels"].as_array().expect("kernels");
+    let add = kernels.iter().find(|k| k["kernel_type"] == "COMPUTATION").expect("the kernel");
+    assert_eq!((add["count"].as_i64(), add["sum_us"].as_f64()), (Some(4), Some(532.0)));
+    // Each stream is a CUPTI stream line, each launch linked to its work.
+    let streams: Vec<i64> =
+        json["queue_length_summary"].as_array().expect("queues").iter().filter_map(|q| q["stream"].as_i64()).collect();
+    assert!(streams.len() >= 4 && streams.iter().all(|&s| (13..=16).contains(&s)), "{streams:?}");
+    let launches = json["cuda_kernel_launch_stats"][0]["launches"].as_array().expect("launches");
+    assert_eq!(launches.len(), 16, "4 kernel launches and 12 cudaMemcpyAsync");
+    let h2d = json["memory_bw_summary"].as_array().expect("bandwidth").iter().find(|m| m["name"] == "MemcpyH2D");
+    let h2d = h2d.expect("host-to-device copies");
+    assert_eq!(h2d["memory_bw_gbps"]["count"], 8);
+    let max = h2d["memory_bw_gbps"]["max"].as_f64().expect("max");
+    assert!((max - 100_000_000.0 / 7_661_204.0).abs() < 1e-6, "{max}");
+}

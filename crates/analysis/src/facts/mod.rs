@@ -16,7 +16,9 @@
 //!   ([`records_training`]), how its source lists devices ([`lists_unused_devices`],
 //!   [`device_model_name`]), the kind of allocation records
 //!   ([`allocation_records`]), whether XProf's derived lines apply
-//!   ([`derives_device_lines`]).
+//!   ([`derives_device_lines`]);
+//! - HTA's view of the events: their categories and streams ([`hta_categories`],
+//!   [`hta_line_stream`]).
 //!
 //! Adding a source format: an adapter module here and an arm in each function below;
 //! the matches are exhaustive, so the compiler lists every fact the new source must
@@ -163,6 +165,28 @@ pub fn derives_device_lines(host: &Host) -> bool {
     match host.format {
         SourceFormat::Xspace => true,
         SourceFormat::Kineto => false,
+    }
+}
+
+/// How Holistic Trace Analysis reads `plane`'s events: per event metadata, the
+/// Chrome `cat` and `ph` of the rows it keeps (`None` for the others) — Kineto's own
+/// on PyTorch traces, the categories a PyTorch trace would give them on XSpace GPU
+/// profiles.
+pub(crate) fn hta_categories<'p>(host: &Host, plane: &'p Plane) -> Vec<Option<(&'p str, Option<&'p str>)>> {
+    match host.format {
+        SourceFormat::Xspace => from_xspace::hta_view::categories(plane),
+        SourceFormat::Kineto => crate::hta_read::kept_categories(plane),
+    }
+}
+
+/// Where HTA's `stream` column comes from for the events of `line`: each event's
+/// `stream` arg (`Some(None)`, PyTorch traces and host lines), the line itself
+/// (`Some(Some(stream))`, the stream lines of XSpace GPU planes), or nowhere because
+/// HTA would not see the line (`None`, XProf's derived lines).
+pub(crate) fn hta_line_stream(host: &Host, plane: &Plane, line: &mlprof_model::Line) -> Option<Option<i64>> {
+    match host.format {
+        SourceFormat::Xspace => from_xspace::hta_view::line_stream(plane, line),
+        SourceFormat::Kineto => Some(None),
     }
 }
 

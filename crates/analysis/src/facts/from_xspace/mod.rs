@@ -14,6 +14,7 @@
 //! program when it says mlprof's CUPTI injection wrote it, else TensorFlow.
 
 mod activity;
+pub(crate) mod hta_view;
 
 use mlprof_model::{Host, Plane, names};
 

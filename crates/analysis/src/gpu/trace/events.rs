@@ -11,11 +11,12 @@ use mlprof_model::names::chrome;
 use mlprof_model::{Host, Line, Plane, Stat, names};
 
 use super::{Row, Symbols};
+use crate::facts;
 use crate::hta_read::{
-    SYNC_OPS_ON_GPU, kept_categories, needs_rounding, round_start_to_us, round_to_us, rounded_start_before,
-    stream_number,
+    SYNC_OPS_ON_GPU, needs_rounding, round_start_to_us, round_to_us, rounded_start_before, stream_number,
 };
-use crate::xstats::{StatKeys, as_f64, as_int};
+use crate::steps::step_events::memcpy_bytes;
+use crate::xstats::{StatKeys, as_f64, as_int, as_str};
 
 /// Where an event is: its line (in [`HostEvents`]' order) and its index there.
 #[derive(Clone, Copy, Debug)]
@@ -29,15 +30,16 @@ pub(super) struct EventAt {
 struct PlaneKinds<'h> {
     plane: &'h Plane,
     kinds: Vec<Option<(u32, u32)>>,
-    keys: StatKeys<3>,
+    keys: StatKeys<4>,
 }
 
 /// One host's events, ready to be read as rows.
 pub(super) struct HostEvents<'h> {
     host: &'h Host,
     planes: Vec<PlaneKinds<'h>>,
-    /// Every line HTA reads, with the index of its plane in `planes`.
-    lines: Vec<(usize, &'h Line)>,
+    /// Every line HTA reads, with the index of its plane in `planes` and the stream
+    /// of its events when the line is the stream (XSpace GPU profiles).
+    lines: Vec<(usize, &'h Line, Option<i64>)>,
     sync_ids: Vec<u32>,
     /// `Some(origin_us)` when the trace needs HTA's rounding to whole µs.
     rounding: Option<i64>,
@@ -54,14 +56,18 @@ impl<'h> HostEvents<'h> {
             .filter(|plane| plane.name == names::HOST_PLANE || plane.name.starts_with(names::DEVICE_PLANE_PREFIX))
             .map(|plane| PlaneKinds {
                 plane,
-                kinds: metadata_kinds(plane, symbols),
-                keys: StatKeys::new(plane, ["stream", "correlation_id", "memory bandwidth (GB/s)"]),
+                kinds: metadata_kinds(host, plane, symbols),
+                keys: StatKeys::new(plane, ["stream", "correlation_id", "memory bandwidth (GB/s)", "memcpy_details"]),
             })
             .collect();
         let lines = planes
             .iter()
             .enumerate()
-            .flat_map(|(index, kinds)| kinds.plane.lines.iter().map(move |line| (index, line)))
+            .flat_map(|(index, kinds)| {
+                kinds.plane.lines.iter().filter_map(move |line| {
+                    facts::hta_line_stream(host, kinds.plane, line).map(|stream| (index, line, stream))
+                })
+            })
             .collect();
         let rounding = needs_rounding(host).then(|| host.chrome.as_ref().map_or(0, |chrome| chrome.origin_us));
         HostEvents { host, planes, lines, sync_ids, rounding }
@@ -82,7 +88,7 @@ impl<'h> HostEvents<'h> {
             .iter()
             .map(|kinds| kinds.kinds.iter().map(|kind| kind.is_some_and(|(name, _)| wanted(name))).collect())
             .collect();
-        for (line_index, &(plane_index, line)) in self.lines.iter().enumerate() {
+        for (line_index, &(plane_index, line, line_stream)) in self.lines.iter().enumerate() {
             let (Some(kinds), Some(selected)) = (self.planes.get(plane_index), selected.get(plane_index)) else {
                 continue;
             };
@@ -91,7 +97,7 @@ impl<'h> HostEvents<'h> {
                     continue;
                 }
                 let at = EventAt { line: line_index as u32, index: index as u32 };
-                if let Some(row) = self.unrounded_row(kinds, line, index) {
+                if let Some(row) = self.unrounded_row(kinds, line, line_stream, index) {
                     visit(at, &row);
                 }
             }
@@ -100,8 +106,9 @@ impl<'h> HostEvents<'h> {
 
     /// The row of the kept event at `at` (times rounded, no links yet).
     pub fn read(&self, at: EventAt) -> Option<Row> {
-        let &(plane_index, line) = self.lines.get(at.line as usize)?;
-        self.unrounded_row(self.planes.get(plane_index)?, line, at.index as usize).map(|row| self.rounded(row))
+        let &(plane_index, line, line_stream) = self.lines.get(at.line as usize)?;
+        self.unrounded_row(self.planes.get(plane_index)?, line, line_stream, at.index as usize)
+            .map(|row| self.rounded(row))
     }
 
     /// `row` (from [`HostEvents::each`]) with HTA's times.
@@ -126,7 +133,13 @@ impl<'h> HostEvents<'h> {
 
     /// The row of event `index` of `line`, if HTA keeps it (times as stored, no
     /// links yet).
-    fn unrounded_row(&self, kinds: &PlaneKinds<'_>, line: &Line, index: usize) -> Option<Row> {
+    fn unrounded_row(
+        &self,
+        kinds: &PlaneKinds<'_>,
+        line: &Line,
+        line_stream: Option<i64>,
+        index: usize,
+    ) -> Option<Row> {
         let events = &line.events;
         let (name, cat) = (*kinds.kinds.get(*events.metadata.get(index)? as usize)?)?;
         let from = *events.stat_start.get(index)? as usize;
@@ -134,7 +147,8 @@ impl<'h> HostEvents<'h> {
         let stats = line.stats.stats().get(from..to).unwrap_or(&[]);
         let (ts_ps, dur_ps) =
             (line.start_ps().saturating_add(*events.offset_ps.get(index)?), *events.duration_ps.get(index)?);
-        let (stream, correlation, memory_bw_gbps) = read_args(kinds, line, stats);
+        let (stream, correlation, memory_bw_gbps) = read_args(kinds, line, stats, *events.duration_ps.get(index)?);
+        let stream = line_stream.unwrap_or(stream);
         let on_gpu = (stream >= 0 && correlation >= 0) || self.sync_ids.contains(&name);
         Some(Row {
             name,
@@ -152,9 +166,10 @@ impl<'h> HostEvents<'h> {
 }
 
 /// `(stream, correlation, memory bandwidth)` as HTA reads them off one event's
-/// stats (-1, -1, 0 when absent).
-fn read_args(kinds: &PlaneKinds<'_>, line: &Line, stats: &[Stat]) -> (i64, i64, f64) {
-    let (mut stream, mut correlation, mut memory_bw_gbps) = (-1, -1, 0.0);
+/// stats (-1, -1, 0 when absent). A copy of an XSpace profile has no bandwidth arg:
+/// its bytes (`memcpy_details`) over its duration give it, as Kineto computes it.
+fn read_args(kinds: &PlaneKinds<'_>, line: &Line, stats: &[Stat], duration_ps: i64) -> (i64, i64, f64) {
+    let (mut stream, mut correlation, mut memory_bw_gbps, mut copied_bytes) = (-1, -1, None, 0);
     for stat in stats {
         let (key, value) = (Some(stat.key), stat.value);
         if key == kinds.keys.key(0) {
@@ -162,16 +177,20 @@ fn read_args(kinds: &PlaneKinds<'_>, line: &Line, stats: &[Stat]) -> (i64, i64, 
         } else if key == kinds.keys.key(1) {
             correlation = as_int(value).unwrap_or(-1);
         } else if key == kinds.keys.key(2) {
-            memory_bw_gbps = as_f64(value).unwrap_or(0.0);
+            memory_bw_gbps = Some(as_f64(value).unwrap_or(0.0));
+        } else if key == kinds.keys.key(3) {
+            copied_bytes = as_str(kinds.plane, &line.stats, value).map_or(0, memcpy_bytes);
         }
     }
-    (stream, correlation, memory_bw_gbps)
+    let from_bytes =
+        || if copied_bytes > 0 && duration_ps > 0 { copied_bytes as f64 * 1000.0 / duration_ps as f64 } else { 0.0 };
+    (stream, correlation, memory_bw_gbps.unwrap_or_else(from_bytes))
 }
 
 /// Per event metadata of `plane`: `(name, cat)` symbol ids for rows HTA keeps
 /// (complete events with a category other than `Trace`), `None` for the others.
-fn metadata_kinds(plane: &Plane, symbols: &mut Symbols) -> Vec<Option<(u32, u32)>> {
-    kept_categories(plane)
+fn metadata_kinds(host: &Host, plane: &Plane, symbols: &mut Symbols) -> Vec<Option<(u32, u32)>> {
+    facts::hta_categories(host, plane)
         .into_iter()
         .zip(&plane.event_metadata)
         .map(|(kept, metadata)| {
