@@ -18,6 +18,10 @@
 //! - `NVTX_EVENTS`: push/pop and start/end ranges (`eventType` 59, 60) and marks (34),
 //!   named `NVTX:<domain>:<message>` as mlprof-inject names them (the message from
 //!   `text`, else `textId`; the domain from its `eventType` 75 row);
+//! - `OSRT_API`: OS runtime calls (`ioctl`, `poll`, `pthread_cond_wait`, file I/O), on
+//!   a plane of their own ([`OS_RUNTIME_PLANE`]), a line per thread, each call named by
+//!   its function with its `return_value`: what the threads waited on between CUDA
+//!   calls (the XProf tools do not read that plane; the trace viewer shows it);
 //! - `TARGET_INFO_GPU`: each GPU's name, clock, SMs, memory, bandwidth and limits (for
 //!   the device planes' stats and kernel occupancy);
 //! - `TARGET_INFO_SESSION_START_TIME.utcEpochNs`: the report's start on the wall clock.
@@ -32,8 +36,9 @@
 //!
 //! The one design decision to know: rows become CUPTI records ([`Activity`]) and the
 //! layout is the one `mlprof run` writes, so nsys's data meets the tools through the
-//! same path as mlprof's own GPU recording; what the layout cannot hold (OS runtime
-//! calls, CPU samples, GPU metrics) is not read yet.
+//! same path as mlprof's own GPU recording. OS runtime calls, which that layout has no
+//! place for, get their own plane; CPU samples, GPU metrics and CUDA memory usage
+//! events are not read yet.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -49,6 +54,9 @@ use crate::cupti_xspace::{self, Clock, NO_NAME, Records};
 use crate::error::{FormatError, Result};
 use crate::intern::Interner;
 use crate::limits;
+
+/// The plane holding an export's OS runtime calls (`OSRT_API`).
+pub const OS_RUNTIME_PLANE: &str = "/host:OS runtime";
 
 /// The first 16 bytes of every SQLite database file.
 pub const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
@@ -165,7 +173,59 @@ impl Export {
         let stop_ns = start_ns.saturating_add(i64::try_from(last_ns).unwrap_or(i64::MAX));
         let version = self.product_version()?;
         let metadata = [(names::PROFILER_STAT, names::NSYS), ("nsys_version", version.as_deref().unwrap_or("unknown"))];
-        Ok(cupti_xspace::to_host(&records, host_name, (start_ns, stop_ns), &devices, &metadata))
+        let mut host = cupti_xspace::to_host(&records, host_name, (start_ns, stop_ns), &devices, &metadata);
+        if let Some(plane) = self.os_runtime()? {
+            let at = host.planes.len().saturating_sub(1);
+            host.planes.insert(at, plane);
+        }
+        Ok(host)
+    }
+
+    /// The OS runtime calls (`OSRT_API`): a line per thread, in thread order; `None`
+    /// when the export has none.
+    fn os_runtime(&self) -> Result<Option<mlprof_model::Plane>> {
+        let mut builder = mlprof_model::PlaneBuilder::new(0, OS_RUNTIME_PLANE);
+        let return_value = builder.stat_key("return_value");
+        let mut lines: HashMap<u32, mlprof_model::Line> = HashMap::new();
+        let mut names: HashMap<i64, u32> = HashMap::new();
+        let mut too_many = false;
+        let columns = ["start", "end", "globalTid", "nameId", "returnValue"];
+        self.rows("OSRT_API", &columns, |row| {
+            let (start_ns, end_ns) = row.span(0, 1);
+            let thread = process_and_thread(row.int(2)).1;
+            if !lines.contains_key(&thread) && lines.len() >= limits::MAX_LINES {
+                too_many = true;
+                return;
+            }
+            let name_id = row.int(3).unwrap_or(-1);
+            let metadata = *names.entry(name_id).or_insert_with(|| {
+                let name = self.string(Some(name_id)).unwrap_or("(unnamed)");
+                builder.event_metadata(name, 0, |_| Vec::new())
+            });
+            let line = lines.entry(thread).or_insert_with(|| {
+                let mut line = mlprof_model::Line::new(i64::from(thread), format!("OS runtime/{thread}"));
+                line.display_id = i64::from(thread);
+                line
+            });
+            line.stats.push(return_value, mlprof_model::StatValue::Int(row.int(4).unwrap_or(0)));
+            let to_ps = |ns: u64| i64::try_from(ns).unwrap_or(i64::MAX).saturating_mul(1000);
+            line.push_event(metadata, to_ps(start_ns), to_ps(end_ns.saturating_sub(start_ns)));
+        })?;
+        if too_many {
+            let what = "threads with OS runtime calls";
+            return Err(FormatError::unrecognized(&self.shown, limits::too_many(what, limits::MAX_LINES)));
+        }
+        if lines.is_empty() {
+            return Ok(None);
+        }
+        let mut threads: Vec<u32> = lines.keys().copied().collect();
+        threads.sort_unstable();
+        for thread in threads {
+            if let Some(line) = lines.remove(&thread) {
+                builder.push_line(line);
+            }
+        }
+        Ok(Some(builder.finish()))
     }
 
     /// Refuses an export whose rows would make more GPU planes or lines (streams,

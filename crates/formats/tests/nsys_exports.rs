@@ -172,3 +172,24 @@ fn an_export_that_asks_for_a_gpu_per_row_is_refused() {
     let error = discover::load(&path).expect_err("refused").to_string();
     assert!(error.contains("planes.sqlite") && error.contains("more than 65536 GPUs"), "{error}");
 }
+
+#[test]
+fn os_runtime_calls_are_a_plane_of_their_own_with_a_line_per_thread() {
+    // Python's sqlite3: 906 OSRT_API rows on 5 threads; `ioctl` 786 times, 695,032,793
+    // ns in all; `poll` 15 times.
+    let host = load("testcuda_2026_1/report1.sqlite");
+    let plane = plane(&host, mlprof_formats::nsys::OS_RUNTIME_PLANE);
+    assert_eq!(plane.lines.len(), 5);
+    assert_eq!(plane.event_count(), 906);
+    let calls = events(plane, "OS runtime/", "return_value");
+    let ioctl: Vec<_> = calls.iter().filter(|(name, _, _)| name == "ioctl").collect();
+    assert_eq!(ioctl.len(), 786);
+    assert_eq!(ioctl.iter().map(|(_, duration, _)| duration).sum::<i64>(), 695_032_793_000);
+    assert_eq!(calls.iter().filter(|(name, _, _)| name == "poll").count(), 15);
+    // A plane beside XProf's: between the host plane and the metadata plane.
+    assert!(plane_names(&host).ends_with(&["/host:CPU", mlprof_formats::nsys::OS_RUNTIME_PLANE, "/host:metadata"]));
+}
+
+fn plane_names(host: &Host) -> Vec<&str> {
+    host.planes.iter().map(|p| p.name.as_str()).collect()
+}

@@ -695,11 +695,12 @@ fn a_memory_snapshot_beside_its_trace_is_drawn_on_the_traces_axis() {
 
 #[test]
 fn an_nsight_systems_export_shows_its_streams_threads_and_launch_flows() {
-    // 4 kernels and 12 copies on 4 streams, 44 runtime calls on one thread.
+    // 4 kernels and 12 copies on 4 streams, 44 runtime calls on one thread, and 906
+    // OS runtime calls on 5 threads.
     let cache = tempfile::tempdir().expect("cache dir");
     let fixture = serve(&data("nsys/testcuda_2026_1/report1.sqlite"), cache.path());
     let meta = fixture.json("meta", "");
-    assert_eq!(meta["events"].as_u64(), Some(60));
+    assert_eq!(meta["events"].as_u64(), Some(60 + 906));
     let tracks: Vec<&str> = meta["sections"]
         .as_array()
         .expect("sections")
@@ -709,6 +710,7 @@ fn an_nsight_systems_export_shows_its_streams_threads_and_launch_flows() {
         .collect();
     assert_eq!(tracks.iter().filter(|t| t.starts_with("Stream #")).count(), 4, "{tracks:?}");
     assert!(tracks.contains(&"Host Threads/17068"), "{tracks:?}");
+    assert!(tracks.contains(&"OS runtime/17068"), "{tracks:?}");
     // A kernel comes from its cudaLaunchKernel: the same correlation id.
     let kernel = fixture.json("search", "&q=add_parallel&limit=1");
     let id = kernel["results"][0]["id"].as_u64().expect("a kernel");
