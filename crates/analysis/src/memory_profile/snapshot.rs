@@ -162,7 +162,7 @@ pub struct OomRow {
 }
 
 /// The stat keys read, in this order.
-const KEYS: [&str; 10] = [
+const KEYS: [&str; 11] = [
     "Addr",
     "Bytes",
     "Device Id",
@@ -173,6 +173,7 @@ const KEYS: [&str; 10] = [
     DEVICE_FREE_STAT,
     BLOCK_STATE_STAT,
     "Segment Type",
+    "Segment Addr",
 ];
 const ADDR: usize = 0;
 const BYTES: usize = 1;
@@ -184,6 +185,7 @@ const RESERVED: usize = 6;
 const DEVICE_FREE: usize = 7;
 const STATE: usize = 8;
 const SEGMENT_TYPE: usize = 9;
+const SEGMENT_ADDR: usize = 10;
 
 /// The snapshot part of `host`'s memory profile; `None` when it was not read from a
 /// memory snapshot (no segment, block or snapshot entry events).
@@ -231,17 +233,9 @@ struct Kinds {
 
 impl Kinds {
     fn of(plane: &Plane) -> Kinds {
-        let key = plane.find_stat_key(mlprof_model::names::chrome::CAT_STAT);
-        let snapshot: Vec<bool> = plane
-            .event_metadata
-            .iter()
-            .map(|meta| {
-                let cat = key.and_then(|key| {
-                    let stat = plane.metadata_stats_of(meta).iter().find(|stat| stat.key == key)?;
-                    xstats::as_str(plane, &plane.metadata_stats, stat.value)
-                });
-                cat == Some(SNAPSHOT_CATEGORY)
-            })
+        let snapshot: Vec<bool> = crate::hta_read::kept_categories(plane)
+            .into_iter()
+            .map(|kept| kept.is_some_and(|(cat, _)| cat == SNAPSHOT_CATEGORY))
             .collect();
         Kinds {
             memory: plane.event_metadata.iter().map(|meta| meta.name == MEMORY_EVENT).collect(),
@@ -259,7 +253,7 @@ impl Kinds {
 /// The stats of one event.
 struct Read<'a, 'k> {
     plane: &'a Plane,
-    keys: &'k StatKeys<10>,
+    keys: &'k StatKeys<11>,
     event: Event<'a>,
 }
 
@@ -296,8 +290,7 @@ impl<'a> Read<'a, '_> {
 
     fn block(&self) -> BlockEntry<'a> {
         BlockEntry {
-            segment: xstats::event_int(self.plane, &self.event, self.plane.find_stat_key("Segment Addr")).unwrap_or(0)
-                as u64,
+            segment: self.int(SEGMENT_ADDR).unwrap_or(0) as u64,
             bytes: self.int(BYTES).unwrap_or(0),
             state: self.str(STATE).unwrap_or(""),
             frames: self.str(FRAMES).unwrap_or(""),

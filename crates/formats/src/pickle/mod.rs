@@ -185,7 +185,8 @@ pub fn decode_releasing(
     absorb: &mut dyn Absorb,
     release: &dyn Fn(std::ops::Range<usize>),
 ) -> Result<(Objects, Value), PickleError> {
-    let mut decoder = Decoder { bytes, pos: 0, objects: Objects::default(), stack: Vec::new(), marks: Vec::new() };
+    let mut decoder =
+        Decoder { bytes, pos: 0, objects: Objects::default(), stack: Vec::new(), marks: Vec::new(), pairs: Vec::new() };
     let mut memo = Memo::default();
     let mut released = 0;
     loop {
@@ -243,6 +244,8 @@ struct Decoder<'a> {
     stack: Vec<Value>,
     /// Stack lengths at each `MARK`.
     marks: Vec<usize>,
+    /// The pairs of the dict being set (reused from dict to dict).
+    pairs: Vec<(Value, Value)>,
 }
 
 impl Decoder<'_> {
@@ -364,14 +367,15 @@ impl Decoder<'_> {
         if slot.len == TAKEN {
             return Err("SETITEMS on a dict already read whole".to_string());
         }
-        let pairs: Vec<(Value, Value)> =
-            flat.chunks_exact(2).map(|pair| (pair[0], self.objects.resolved(pair[1]))).collect();
+        // One buffer for every dict: millions of small dicts allocate nothing here.
+        let mut pairs = std::mem::take(&mut self.pairs);
+        pairs.clear();
+        pairs.extend(flat.chunks_exact(2).map(|pair| (pair[0], self.objects.resolved(pair[1]))));
         self.stack.truncate(from);
-        if slot.len == 0
-            && pairs.len() < BATCH
-            && let Some(token) = absorb.absorb(&self.objects, &pairs)?
-        {
+        let taken = if slot.len == 0 && pairs.len() < BATCH { absorb.absorb(&self.objects, &pairs)? } else { None };
+        if let Some(token) = taken {
             self.objects.dicts[id as usize] = DictSlot { start: token, len: TAKEN };
+            self.pairs = pairs;
             return Ok(());
         }
         let objects = &mut self.objects;
@@ -385,7 +389,8 @@ impl Decoder<'_> {
         } else if slot.len == 0 {
             start = end;
         }
-        objects.dict_items.extend(pairs);
+        objects.dict_items.extend_from_slice(&pairs);
+        self.pairs = pairs;
         let len = objects.dict_items.len() - start;
         let fits = |n: usize| u32::try_from(n).ok().filter(|&n| n != TAKEN);
         let (Some(start), Some(len)) = (fits(start), fits(len)) else {

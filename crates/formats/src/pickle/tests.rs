@@ -107,3 +107,15 @@ fn memo_references_to_undefined_entries_and_empty_stacks_are_errors() {
     // A far memo index is kept sparse, not allocated.
     assert_eq!(decode(b"\x80\x02Nr\xff\xff\xff\x7f0j\xff\xff\xff\x7f.", &mut KeepAll).expect("ok").1, Value::None);
 }
+
+#[test]
+fn a_dict_set_in_two_goes_around_another_keeps_all_its_items() {
+    // A = {1: 2}; B = {5: 6}; A[3] = B (protocol 0's SETITEM after B's items).
+    let (objects, top) = decode(b"\x80\x02}(K\x01K\x02uK\x03}(K\x05K\x06us.", &mut KeepAll).expect("decodes");
+    let Value::Dict(a) = top else { panic!("a dict") };
+    let pairs = objects.dict(a);
+    assert_eq!(pairs.len(), 2);
+    assert_eq!(pairs[0], (Value::Int(1), Value::Int(2)));
+    let (Value::Int(3), Value::Dict(b)) = pairs[1] else { panic!("{pairs:?}") };
+    assert_eq!(objects.dict(b), &[(Value::Int(5), Value::Int(6))]);
+}
