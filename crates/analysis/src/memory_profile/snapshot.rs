@@ -327,8 +327,10 @@ struct Device<'a> {
 
 impl Device<'_> {
     fn summarize(mut self, ordinal: i64) -> SnapshotDevice {
-        // The timeline's order and peak (see `kineto::analyze`).
+        // The timeline's order and peak (see `kineto::analyze`); OOMs of every stream
+        // in time order too.
         self.memory.sort_by_key(|e| e.time_ps);
+        self.ooms.sort_by_key(|(oom, _)| oom.time_ps);
         let peak = self
             .memory
             .iter()
