@@ -204,32 +204,19 @@ pub fn read_host_file_with(file: &HostFile, options: &LoadOptions) -> Result<Hos
     let loaded = load_file_with(&file.path, options)?;
     let named_snapshot =
         file.path.file_name().is_some_and(|n| strip_any(&n.to_string_lossy(), SNAPSHOT_SUFFIXES).is_some());
-    if file.format == SourceFormat::Kineto && (named_snapshot || crate::torch_memory::is_memory_snapshot(&loaded.bytes))
-    {
-        // A PyTorch memory snapshot, laid out as a trace with `[memory]` events.
-        let progress = FileProgress::start(options.progress.as_deref(), loaded.bytes.len() as u64);
-        let release = |range: Range<usize>| {
-            progress.advance(range.len() as u64);
-            loaded.bytes.release(range)
-        };
-        let decoded =
-            crate::torch_memory::read_memory_snapshot_releasing(&loaded.bytes, &release, &shown, &file.host_name);
-        progress.finish();
-        loaded.unchanged()?;
-        let mut host = decoded?;
-        host.source_bytes = loaded.stored_bytes;
-        return Ok(host);
-    }
+    let snapshot = named_snapshot || crate::torch_memory::is_memory_snapshot(&loaded.bytes);
     let progress = FileProgress::start(options.progress.as_deref(), loaded.bytes.len() as u64);
+    let release = |range: Range<usize>| {
+        progress.advance(range.len() as u64);
+        loaded.bytes.release(range)
+    };
     let decoded = match file.format {
         SourceFormat::Xspace => crate::xspace::read_xspace(&loaded.bytes, &shown, &file.host_name),
-        SourceFormat::Kineto => {
-            let release = |range: Range<usize>| {
-                progress.advance(range.len() as u64);
-                loaded.bytes.release(range)
-            };
-            crate::kineto::read_kineto_releasing(&loaded.bytes, &release, &shown, &file.host_name)
+        // A PyTorch memory snapshot, laid out as a trace with `[memory]` events.
+        SourceFormat::Kineto if snapshot => {
+            crate::torch_memory::read_memory_snapshot_releasing(&loaded.bytes, &release, &shown, &file.host_name)
         }
+        SourceFormat::Kineto => crate::kineto::read_kineto_releasing(&loaded.bytes, &release, &shown, &file.host_name),
     };
     progress.finish();
     loaded.unchanged()?;
