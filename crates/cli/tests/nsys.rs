@@ -110,3 +110,28 @@ fn htas_gpu_analyses_read_an_export_as_a_pytorch_trace() {
     let max = h2d["memory_bw_gbps"]["max"].as_f64().expect("max");
     assert!((max - 100_000_000.0 / 7_661_204.0).abs() < 1e-6, "{max}");
 }
+
+#[test]
+fn the_memory_profile_of_an_export_is_its_cuda_allocations() {
+    // Python's sqlite3: per memory kind of device 0, 15 allocations and 15 frees of
+    // 4,000,000 bytes, peaking at 20,000,000.
+    let out = ok_stdout(mlprof(&[
+        "analyze",
+        &data_str("nsys/extrap_2022_1_win/profile1.sqlite"),
+        "--tool",
+        "memory_profile",
+        "--format",
+        "json",
+    ]));
+    let json: Value = serde_json::from_str(&out).expect("JSON");
+    let allocators = json["tools"]["memory_profile"][0]["profile"]["allocators"].as_array().expect("allocators");
+    let ids: Vec<&str> = allocators.iter().filter_map(|a| a["memory_id"].as_str()).collect();
+    assert_eq!(ids, ["cuda:0 device", "cuda:0 pinned"]);
+    for allocator in allocators {
+        assert_eq!(allocator["summary"]["peak_stats"]["peak_bytes_in_use"], 20_000_000, "{allocator:#}");
+        assert_eq!(
+            (allocator["total_allocations"].as_i64(), allocator["total_deallocations"].as_i64()),
+            (Some(15), Some(15))
+        );
+    }
+}

@@ -22,6 +22,12 @@
 //!   a plane of their own ([`OS_RUNTIME_PLANE`]), a line per thread, each call named by
 //!   its function with its `return_value`: what the threads waited on between CUDA
 //!   calls (the XProf tools do not read that plane; the trace viewer shows it);
+//! - `CUDA_GPU_MEMORY_USAGE_EVENTS`: `cudaMalloc`/`cudaFree` and friends, as
+//!   TensorFlow's allocator events (`MemoryAllocation`/`MemoryDeallocation`) on a line
+//!   [`CUDA_MEMORY_LINE`] of the host plane, one allocator per device and memory kind
+//!   (`cuda:0 device`, `cuda:0 pinned`), with the running total and peak since the
+//!   report began (allocations made before it are not known), so `memory_profile`
+//!   reads a CUDA program's memory as it reads TensorFlow's;
 //! - `TARGET_INFO_GPU`: each GPU's name, clock, SMs, memory, bandwidth and limits (for
 //!   the device planes' stats and kernel occupancy);
 //! - `TARGET_INFO_SESSION_START_TIME.utcEpochNs`: the report's start on the wall clock.
@@ -37,8 +43,7 @@
 //! The one design decision to know: rows become CUPTI records ([`Activity`]) and the
 //! layout is the one `mlprof run` writes, so nsys's data meets the tools through the
 //! same path as mlprof's own GPU recording. OS runtime calls, which that layout has no
-//! place for, get their own plane; CPU samples, GPU metrics and CUDA memory usage
-//! events are not read yet.
+//! place for, get their own plane; CPU samples and GPU metrics are not read yet.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -57,6 +62,9 @@ use crate::limits;
 
 /// The plane holding an export's OS runtime calls (`OSRT_API`).
 pub const OS_RUNTIME_PLANE: &str = "/host:OS runtime";
+
+/// The host plane's line of CUDA memory allocations and frees.
+pub const CUDA_MEMORY_LINE: &str = "CUDA memory";
 
 /// The first 16 bytes of every SQLite database file.
 pub const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
@@ -178,7 +186,71 @@ impl Export {
             let at = host.planes.len().saturating_sub(1);
             host.planes.insert(at, plane);
         }
+        if let Some(host_plane) = host.planes.iter_mut().find(|p| p.name == names::HOST_PLANE) {
+            self.cuda_memory(host_plane)?;
+        }
         Ok(host)
+    }
+
+    /// Adds the CUDA memory operations (`CUDA_GPU_MEMORY_USAGE_EVENTS`) to the host
+    /// plane as allocator events, in time order, each with its allocator's total and
+    /// peak after it.
+    fn cuda_memory(&self, plane: &mut mlprof_model::Plane) -> Result<()> {
+        let columns = ["start", "deviceId", "address", "bytes", "memKind", "memoryOperationType", "name"];
+        let mut rows: Vec<MemoryUsage> = Vec::new();
+        self.rows("CUDA_GPU_MEMORY_USAGE_EVENTS", &columns, |row| {
+            rows.push(MemoryUsage {
+                start_ns: row.u64(0),
+                device: row.int(1).unwrap_or(0),
+                address: row.int(2).unwrap_or(0),
+                bytes: row.int(3).unwrap_or(0).max(0),
+                kind: row.int(4).unwrap_or(-1),
+                frees: row.int(5) == Some(1),
+                variable: row.text(6),
+            });
+        })?;
+        if rows.is_empty() {
+            return Ok(());
+        }
+        rows.sort_by_key(|row| row.start_ns);
+        let mut keys = PlaneKeys { plane };
+        let allocation = keys.event("MemoryAllocation");
+        let deallocation = keys.event("MemoryDeallocation");
+        let [name, allocated, reserved, peak, requested, size, address, op, region] = [
+            "allocator_name",
+            "bytes_allocated",
+            "bytes_reserved",
+            "peak_bytes_in_use",
+            "requested_bytes",
+            "allocation_bytes",
+            "addr",
+            "tf_op",
+            "region_type",
+        ]
+        .map(|stat| keys.stat(stat));
+        let mut line = mlprof_model::Line::new(CUDA_MEMORY_LINE_ID, CUDA_MEMORY_LINE);
+        line.display_id = CUDA_MEMORY_LINE_ID;
+        let mut totals: HashMap<(i64, i64), (i64, i64)> = HashMap::new();
+        for MemoryUsage { start_ns, device, address: addr, bytes, kind, frees, variable } in rows {
+            let (now, most) = totals.entry((device, kind)).or_default();
+            *now = if frees { now.saturating_sub(bytes).max(0) } else { now.saturating_add(bytes) };
+            *most = (*most).max(*now);
+            let stats = &mut line.stats;
+            let kind_name = memory_kind_name(kind);
+            let _ = stats.push_str(name, &format!("cuda:{device} {kind_name}"));
+            stats.push(allocated, mlprof_model::StatValue::Int(*now));
+            stats.push(reserved, mlprof_model::StatValue::Int(0));
+            stats.push(peak, mlprof_model::StatValue::Int(*most));
+            stats.push(requested, mlprof_model::StatValue::Int(bytes));
+            stats.push(size, mlprof_model::StatValue::Int(bytes));
+            stats.push(address, mlprof_model::StatValue::Int(addr));
+            let _ = stats.push_str(op, variable.as_deref().unwrap_or(allocating_call(kind, frees)));
+            let _ = stats.push_str(region, kind_name);
+            let at_ps = i64::try_from(start_ns).unwrap_or(i64::MAX).saturating_mul(1000);
+            line.push_event(if frees { deallocation } else { allocation }, at_ps, 0);
+        }
+        plane.lines.push(line);
+        Ok(())
     }
 
     /// The OS runtime calls (`OSRT_API`): a line per thread, in thread order; `None`
@@ -637,6 +709,88 @@ fn cupti_memory_kind(nsys: Option<i64>) -> u32 {
     match nsys {
         Some(kind @ 0..=6) => kind as u32 + 1,
         _ => 0,
+    }
+}
+
+/// One row of `CUDA_GPU_MEMORY_USAGE_EVENTS`.
+struct MemoryUsage {
+    /// When, ns from the report's start.
+    start_ns: u64,
+    /// CUDA device.
+    device: i64,
+    /// The block's address.
+    address: i64,
+    /// Bytes.
+    bytes: i64,
+    /// nsys's `CUDA_MEMOPR_MEMORY_KIND`.
+    kind: i64,
+    /// A free rather than an allocation.
+    frees: bool,
+    /// The variable's name, when the export has it.
+    variable: Option<String>,
+}
+
+/// The id of the host plane's [`CUDA_MEMORY_LINE`] (above any thread id, 24 bits).
+const CUDA_MEMORY_LINE_ID: i64 = 1 << 40;
+
+/// nsys's `CUDA_MEMOPR_MEMORY_KIND` names.
+fn memory_kind_name(kind: i64) -> &'static str {
+    match kind {
+        0 => "pageable",
+        1 => "pinned",
+        2 => "device",
+        3 => "array",
+        4 => "managed",
+        5 => "device static",
+        6 => "managed static",
+        _ => "unknown",
+    }
+}
+
+/// The call that allocates (or frees) memory of nsys kind `kind`, as the op of an
+/// allocator event when the export names no variable.
+fn allocating_call(kind: i64, frees: bool) -> &'static str {
+    match (kind, frees) {
+        (1, false) => "cudaMallocHost",
+        (1, true) => "cudaFreeHost",
+        (4, false) => "cudaMallocManaged",
+        (_, false) => "cudaMalloc",
+        (_, true) => "cudaFree",
+    }
+}
+
+/// Event names and stat keys added to a finished plane.
+struct PlaneKeys<'p> {
+    plane: &'p mut mlprof_model::Plane,
+}
+
+impl PlaneKeys<'_> {
+    /// The dense index of event metadata `name`, added when the plane has none.
+    fn event(&mut self, name: &str) -> u32 {
+        let metadata = &mut self.plane.event_metadata;
+        if let Some(index) = metadata.iter().position(|m| m.name == name) {
+            return index as u32;
+        }
+        metadata.push(mlprof_model::EventMetadata {
+            id: metadata.len() as i64 + 1,
+            name: name.to_string(),
+            ..Default::default()
+        });
+        (metadata.len() - 1) as u32
+    }
+
+    /// The dense index of stat key `name`, added when the plane has none.
+    fn stat(&mut self, name: &str) -> u32 {
+        if let Some(key) = self.plane.find_stat_key(name) {
+            return key;
+        }
+        let stats = &mut self.plane.stat_metadata;
+        stats.push(mlprof_model::StatMetadata {
+            id: stats.len() as i64 + 1,
+            name: name.to_string(),
+            description: String::new(),
+        });
+        (stats.len() - 1) as u32
     }
 }
 

@@ -193,3 +193,25 @@ fn os_runtime_calls_are_a_plane_of_their_own_with_a_line_per_thread() {
 fn plane_names(host: &Host) -> Vec<&str> {
     host.planes.iter().map(|p| p.name.as_str()).collect()
 }
+
+#[test]
+fn cuda_memory_operations_are_allocator_events_with_running_totals() {
+    // Python's sqlite3 over CUDA_GPU_MEMORY_USAGE_EVENTS in start order: 30 operations
+    // of 4,000,000 bytes on device 0 for each of memKind 1 (pinned) and 2 (device),
+    // half of them frees; each kind peaks at 20,000,000 bytes and ends at 0.
+    let host = load("extrap_2022_1_win/profile1.sqlite");
+    let plane = plane(&host, names::HOST_PLANE);
+    let line = plane.lines.iter().find(|l| l.name == mlprof_formats::nsys::CUDA_MEMORY_LINE).expect("the line");
+    assert_eq!(line.len(), 60);
+    let allocated = plane.find_stat_key("bytes_allocated").expect("totals");
+    let allocator = plane.find_stat_key("allocator_name").expect("allocators");
+    let mut peaks = std::collections::BTreeMap::new();
+    for event in line.iter() {
+        let name = plane.format_value(event.store(), event.own_stat(allocator).expect("allocator"));
+        let Some(mlprof_model::StatValue::Int(total)) = event.own_stat(allocated) else { panic!("a total") };
+        let peak = peaks.entry(name).or_insert(0);
+        *peak = (*peak).max(total);
+    }
+    let want: Vec<(String, i64)> = vec![("cuda:0 device".into(), 20_000_000), ("cuda:0 pinned".into(), 20_000_000)];
+    assert_eq!(peaks.into_iter().collect::<Vec<_>>(), want);
+}
