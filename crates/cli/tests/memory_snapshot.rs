@@ -135,3 +135,17 @@ fn a_cut_or_corrupted_snapshot_is_one_line_and_exit_code_2() {
         }
     }
 }
+
+#[test]
+fn advise_reports_each_out_of_memory_error_with_its_holders() {
+    let out = ok_stdout(mlprof(&["advise", &data_str(GENERATED_OOM)]));
+    for device in ["cuda:0", "cuda:1"] {
+        assert!(
+            out.contains(&format!("[high] Out of memory on expandable_oom_2_devices {device}: asked for 80 GiB")),
+            "{out}"
+        );
+    }
+    assert!(out.contains("train.py:41:forward 4 MiB"), "{out}");
+    // Annotated steps of a snapshot record no ops: no host-bound finding from them.
+    assert!(out.contains("no op or device activity recorded in the steps"), "{out}");
+}

@@ -3,7 +3,9 @@
 //! the host). Fires at ≥ 3 % of the step time (high at 15 %), XProf's all-others
 //! thresholds, on any profile with steps. Time lost per step: the mean All-others time
 //! per step. When more than 10 % of the host op time ran eagerly (XProf's eager
-//! threshold), the evidence says so and the fixes start with `tf.function`.
+//! threshold), the evidence says so and the fixes start with `tf.function`. Steps
+//! that are all "others" record no activity at all (a memory snapshot's annotated
+//! steps): the rule does not apply.
 
 use crate::advise::{Evidence, Finding, Framework, Outcome, Severity, ToolResults, ms_to_ps};
 
@@ -16,6 +18,8 @@ pub const NAME: &str = "host_overhead";
 const MODERATE_PERCENT: f64 = 3.0;
 /// XProf's high threshold for All others.
 const HIGH_PERCENT: f64 = 15.0;
+/// All others at this share of the step time means the steps record no activity.
+const NOTHING_RECORDED_PERCENT: f64 = 99.999;
 /// XProf's `kEagerReportThresholdInPercent`.
 const EAGER_PERCENT: f64 = 10.0;
 
@@ -28,6 +32,11 @@ pub fn check(results: &ToolResults) -> Outcome {
     let other_ms = results.category_mean_ms("otherTimeMs");
     let share = results.step_share_percent(other_ms);
     let field = "category_ms[\"otherTimeMs\"].average";
+    if share >= NOTHING_RECORDED_PERCENT {
+        // Steps with no op, no device work, no input time at all: the profile records
+        // no activity to compare with (a PyTorch memory snapshot's annotated steps).
+        return Outcome::NotApplicable("no op or device activity recorded in the steps".into());
+    }
     if share < MODERATE_PERCENT {
         return Outcome::Clear(
             Evidence::new(

@@ -1,5 +1,7 @@
-//! `memory`: an allocator close to its capacity (an out-of-memory risk) or heavily
-//! fragmented at its peak, from `memory_profile`. Per allocator:
+//! `memory`: an out-of-memory error a PyTorch memory snapshot recorded (high, with
+//! what held the memory then), or an allocator close to its capacity (an
+//! out-of-memory risk) or heavily fragmented at its peak, from `memory_profile`. Per
+//! allocator:
 //! - **near capacity** when the peak use is more than 90 % of the capacity (high);
 //! - **fragmented** when the fragmentation at the peak is at least 50 % (medium when
 //!   the peak is also above 75 % of the capacity, else low).
@@ -113,7 +115,7 @@ pub fn check(results: &ToolResults) -> Outcome {
             "no memory events in the profile (allocator events or profile_memory=True)".into(),
         );
     }
-    let mut findings = Vec::new();
+    let mut findings = out_of_memory(results);
     let mut clear = Evidence::new("memory_profile", String::new());
     let mut words = Vec::new();
     for (path, host, allocator, capacity) in &allocators {
@@ -141,6 +143,77 @@ pub fn check(results: &ToolResults) -> Outcome {
     Outcome::Found(findings)
 }
 
+/// The ways to use less memory at the peak, for `framework`.
+fn memory_fixes(framework: Framework) -> [String; 2] {
+    let checkpoint = match framework {
+        Framework::Tensorflow => "`tf.recompute_grad`",
+        Framework::Jax => "`jax.checkpoint`",
+        Framework::Pytorch => "`torch.utils.checkpoint`",
+        Framework::Cuda => "recomputing what is cheap to recompute",
+    };
+    [
+        format!(
+            "Cut activation memory: a smaller batch with gradient accumulation, activation checkpointing \
+             ({checkpoint}), and mixed precision (16-bit activations take half the memory)."
+        ),
+        "Free what the peak does not need: drop references to tensors kept across steps (losses kept for logging \
+         with their graph, cached outputs)."
+            .to_string(),
+    ]
+}
+
+/// Every out-of-memory error of the memory snapshots (`oom` trace entries).
+fn out_of_memory(results: &ToolResults) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for (h, host) in results.memory.iter().enumerate() {
+        let Some(snapshot) = &host.profile.snapshot else { continue };
+        for (d, device) in snapshot.devices.iter().enumerate() {
+            for (o, oom) in device.ooms.iter().enumerate() {
+                let path = format!("[{h}].profile.snapshot.devices[{d}].ooms[{o}]");
+                let holders: Vec<String> = oom
+                    .live
+                    .iter()
+                    .map(|row| format!("{} {} in {} blocks", row.label, size(row.bytes), row.blocks))
+                    .collect();
+                let mut finding = Finding::new(
+                    NAME,
+                    Severity::High,
+                    format!(
+                        "Out of memory on {} {}: asked for {} with {} free on the device",
+                        host.host,
+                        device.memory_id,
+                        size(oom.requested_bytes),
+                        size(oom.device_free_bytes)
+                    ),
+                )
+                .time_lost(None, "no step time: the job failed to allocate")
+                .evidence(
+                    Evidence::new(
+                        "memory_profile",
+                        format!(
+                            "At {:.3} ms: {} allocated, {} reserved by PyTorch's caching allocator.",
+                            oom.time_ps as f64 / 1e9,
+                            size(oom.allocated_bytes),
+                            size(oom.reserved_bytes)
+                        ),
+                    )
+                    .cite(format!("{path}.requested_bytes"), oom.requested_bytes as f64)
+                    .cite(format!("{path}.device_free_bytes"), oom.device_free_bytes as f64)
+                    .cite(format!("{path}.allocated_bytes"), oom.allocated_bytes as f64),
+                );
+                if !holders.is_empty() {
+                    finding = finding.evidence(Evidence::new(
+                        "memory_profile",
+                        format!("What held the memory then, by allocating code: {}.", holders.join("; ")),
+                    ));
+                }
+                findings.push(finding.fixes(memory_fixes(results.framework)));
+            }
+        }
+    }
+    findings
+}
+
 fn near_capacity(framework: Framework, host: &str, allocator: &AllocatorProfile, use_: MemoryUse) -> Finding {
     let mut largest = Vec::new();
     for (activity, occurrences) in allocator.breakdown().take(LISTED_ALLOCATIONS) {
@@ -163,21 +236,7 @@ fn near_capacity(framework: Framework, host: &str, allocator: &AllocatorProfile,
             format!("Largest live allocations at the peak: {}.", largest.join("; ")),
         ));
     }
-    let checkpoint = match framework {
-        Framework::Tensorflow => "`tf.recompute_grad`",
-        Framework::Jax => "`jax.checkpoint`",
-        Framework::Pytorch => "`torch.utils.checkpoint`",
-        Framework::Cuda => "recomputing what is cheap to recompute",
-    };
-    finding.fixes([
-        format!(
-            "Cut activation memory: a smaller batch with gradient accumulation, activation checkpointing \
-             ({checkpoint}), and mixed precision (16-bit activations take half the memory)."
-        ),
-        "Free what the peak does not need: drop references to tensors kept across steps (losses kept for logging \
-         with their graph, cached outputs)."
-            .to_string(),
-    ])
+    finding.fixes(memory_fixes(framework))
 }
 
 fn fragmented(framework: Framework, path: &str, host: &str, allocator: &AllocatorProfile, use_: MemoryUse) -> Finding {
