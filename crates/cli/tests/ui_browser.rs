@@ -163,6 +163,19 @@ fn ui_live_runs() {
     run_node("live_runs", &logdir, &["live_runs"], &[("MLPROF_UI_LOGDIR", &logdir), ("MLPROF_UI_SPARE_RUN", &spare)]);
 }
 
+/// Polls the agent at `url` until `target`'s answer contains `needle` (at most 90 s).
+fn wait_for_agent(url: &str, target: &str, needle: &str, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    loop {
+        let body = mlprof_web::testing::get(url, target, &[]).map(|r| r.text()).unwrap_or_default();
+        if body.contains(needle) {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "waited 90 s for {what}: {target} says {body}");
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+}
+
 /// The agent's live page: a job it found appears with its top Python frame, updates
 /// without a reload, and its capture button records it and says how to open it.
 #[test]
@@ -192,15 +205,23 @@ fn ui_agent_live() {
             .expect("python3 starts"),
     );
     // A job that ends before the page opens: the page lists it from the agent's history.
-    let mut ended = Command::new("python3")
-        .arg(repo_root().join("tests/peers/python_hot_loop.py"))
-        .arg("4")
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("python3 starts");
-    let ended_pid = ended.id().to_string();
-    let _ = ended.wait();
-    std::thread::sleep(std::time::Duration::from_secs(2));
+    // It runs until the agent has seen it (on a loaded machine a fixed few seconds may
+    // pass before the agent's first look), and the page opens once the agent's history
+    // holds it.
+    let mut ended = Killed(
+        Command::new("python3")
+            .arg(repo_root().join("tests/peers/python_hot_loop.py"))
+            .arg("120")
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("python3 starts"),
+    );
+    let ended_pid = ended.0.id().to_string();
+    let listed = format!("\"pid\":{ended_pid}");
+    wait_for_agent(&url, "/api/jobs", &listed, "the agent to see the short job");
+    let _ = ended.0.kill();
+    let _ = ended.0.wait();
+    wait_for_agent(&url, "/api/history", &listed, "the agent's history to hold the ended job");
     let pid = job.0.id().to_string();
     let env = [("MLPROF_UI_AGENT_PID", OsStr::new(&pid)), ("MLPROF_UI_AGENT_ENDED_PID", OsStr::new(&ended_pid))];
     // The job and the agent are killed when this ends, a failed spec's panic included.
