@@ -163,6 +163,18 @@ fn ui_live_runs() {
     run_node("live_runs", &logdir, &["live_runs"], &[("MLPROF_UI_LOGDIR", &logdir), ("MLPROF_UI_SPARE_RUN", &spare)]);
 }
 
+/// `tests/peers/python_hot_loop.py` for up to 120 s, killed when dropped.
+fn hot_loop_job() -> Killed {
+    Killed(
+        Command::new("python3")
+            .arg(repo_root().join("tests/peers/python_hot_loop.py"))
+            .arg("120")
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("python3 starts"),
+    )
+}
+
 /// Polls the agent at `url` until `target`'s answer contains `needle` (at most 90 s).
 fn wait_for_agent(url: &str, target: &str, needle: &str, what: &str) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
@@ -196,26 +208,12 @@ fn ui_agent_live() {
     let mut first = String::new();
     BufReader::new(agent.0.stdout.take().expect("piped")).read_line(&mut first).expect("its address");
     let url = first.strip_prefix("mlprof agent: ").and_then(|rest| rest.split(' ').next()).unwrap_or("").to_string();
-    let job = Killed(
-        Command::new("python3")
-            .arg(repo_root().join("tests/peers/python_hot_loop.py"))
-            .arg("120")
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("python3 starts"),
-    );
+    let job = hot_loop_job();
     // A job that ends before the page opens: the page lists it from the agent's history.
     // It runs until the agent has seen it (on a loaded machine a fixed few seconds may
     // pass before the agent's first look), and the page opens once the agent's history
     // holds it.
-    let mut ended = Killed(
-        Command::new("python3")
-            .arg(repo_root().join("tests/peers/python_hot_loop.py"))
-            .arg("120")
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("python3 starts"),
-    );
+    let mut ended = hot_loop_job();
     let ended_pid = ended.0.id().to_string();
     let listed = format!("\"pid\":{ended_pid}");
     wait_for_agent(&url, "/api/jobs", &listed, "the agent to see the short job");
