@@ -149,3 +149,37 @@ fn advise_reports_each_out_of_memory_error_with_its_holders() {
     // Annotated steps of a snapshot record no ops: no host-bound finding from them.
     assert!(out.contains("no op or device activity recorded in the steps"), "{out}");
 }
+
+/// A real out-of-memory error (H100, PyTorch 2.11, expandable segments): the finding
+/// names the code that held the memory, and allocations made on autograd's backward
+/// thread, which has no Python frames, are named as such everywhere.
+#[test]
+fn a_real_out_of_memory_error_names_what_held_the_memory() {
+    let path = "torch_memory/h100_oom/oom_expandable.pickle";
+    let out = ok_stdout(mlprof(&["advise", &data_str(path)]));
+    assert!(out.contains("[high] Out of memory on oom_expandable cuda:0: asked for 1 GiB"), "{out}");
+    assert!(out.contains("gpu_checks/torch_memory.py:83:train 2.03 GiB in 4 blocks"), "{out}");
+    assert!(out.contains("host_overhead  n/a"), "{out}");
+    let json = profile(path);
+    let device = &json["snapshot"]["devices"][0];
+    let oom = &device["ooms"][0];
+    assert_eq!(oom["requested_bytes"], 1_i64 << 30);
+    assert_eq!(oom["live"][0]["bytes"], 2_182_086_656_i64);
+    // Python's replay (scripts/snapshot_reference.py): peak 3,056,643,128 allocated.
+    let allocator = &json["allocators"][0];
+    assert_eq!(allocator["summary"]["peak_stats"]["heap_allocated_bytes"], 3_056_643_128_i64);
+    let names = |rows: &Value| -> Vec<String> {
+        rows.as_array()
+            .expect("rows")
+            .iter()
+            .map(|r| r["activity"]["tf_op_name"].as_str().expect("name").to_string())
+            .collect()
+    };
+    for rows in ["timeline", "peak_snapshots"] {
+        let names = names(&allocator[rows]);
+        assert!(!names.iter().any(String::is_empty), "{rows}: every row is named");
+        assert!(names.iter().any(|n| n == "(no stack recorded)"), "{rows}: {names:?}");
+    }
+    let table = ok_stdout(mlprof(&["analyze", &data_str(path), "--tool", "memory_profile"]));
+    assert!(table.contains("(no stack recorded)"), "{table}");
+}

@@ -173,3 +173,96 @@ fn files_that_are_not_snapshots_get_one_line_errors() {
         assert!(error.starts_with("cut: "), "{error}");
     }
 }
+
+/// The real H100 snapshots (PyTorch 2.11): numbers from `scripts/snapshot_reference.py`.
+#[test]
+fn real_h100_snapshots_with_an_oom_under_both_segment_layouts() {
+    // oom_default: 12 segments, 896 entries (35 segment_alloc, 23 segment_free, 1 oom),
+    // 944 bytes before the trace, peak 3,056,643,128 allocated and 3,319,791,616 reserved.
+    // oom_expandable: the same job with expandable segments: 3 segments, 26 segment_map
+    // and 2 segment_unmap, the same allocated peak, 3,149,922,304 reserved at most.
+    let cases = [
+        ("h100_oom/oom_default.pickle", 12, 896, false, 3_319_791_616_i64, (236_323_840, 2_929_721_344_i64)),
+        ("h100_oom/oom_expandable.pickle", 3, 866, true, 3_149_922_304, (236_323_840, 2_688_548_864)),
+    ];
+    for (path, segments, entries, expandable, peak_reserved, end) in cases {
+        let bytes = std::fs::read(fixture(path)).expect("fixture");
+        let snapshot = decode_snapshot(&bytes, path).expect("decodes");
+        assert_eq!((snapshot.segments.len(), snapshot.entries.len()), (segments, entries), "{path}");
+        assert!(snapshot.segments.iter().all(|s| s.is_expandable == expandable), "{path}");
+        let oom: Vec<_> = snapshot.entries.iter().filter(|e| e.action == Action::Oom).collect();
+        assert_eq!(oom.len(), 1, "{path}");
+        assert_eq!(oom[0].size, 1 << 30, "{path}");
+        assert!(snapshot.extras_of(oom[0]).and_then(|e| e.device_free).is_some_and(|free| free > 80_000_000_000));
+        let host = read(path);
+        assert!(host.warnings.is_empty(), "{path}: {:?}", host.warnings);
+        let totals = totals(&host);
+        assert_eq!(totals.len(), 563, "{path}: alloc and free_requested");
+        assert_eq!(totals.iter().map(|t| t.0).max(), Some(3_056_643_128), "{path}");
+        assert_eq!(totals.iter().map(|t| t.1).max(), Some(peak_reserved), "{path}");
+        assert_eq!(totals.last(), Some(&end), "{path}");
+        assert_eq!(totals.first().map(|t| t.0), Some(944 + 16_777_216), "{path}: 944 bytes before the trace");
+    }
+}
+
+#[test]
+fn a_real_h100_snapshot_taken_beside_a_torch_profiler_trace() {
+    // 28 segments, 116 blocks, 5,554 entries (1,900 alloc, 1,813 free_requested); 788,092
+    // bytes before the trace; peak 419,001,892 allocated, 652,214,272 reserved; nine
+    // `ProfilerStep#N` ranges and eight of each optimizer annotation.
+    let host = read("h100_pair/snapshot.pickle");
+    let totals = totals(&host);
+    assert_eq!(totals.len(), 3713);
+    assert_eq!(totals.iter().map(|t| t.0).max(), Some(419_001_892));
+    assert_eq!(totals.iter().map(|t| t.1).max(), Some(652_214_272));
+    assert_eq!(totals.last(), Some(&(169_932_288, 652_214_272)));
+    let plane = &host.planes[0];
+    let annotations = plane.lines.iter().find(|l| l.name == "annotations cuda:0").expect("annotation line");
+    let name = |e: &mlprof_model::Event<'_>| plane.event_metadata[e.metadata_index() as usize].name.clone();
+    let steps: Vec<String> = annotations.iter().map(|e| name(&e)).filter(|n| n.starts_with("ProfilerStep#")).collect();
+    assert_eq!(steps.len(), 9, "{steps:?}");
+    assert_eq!(annotations.len(), 9 + 8 + 8);
+}
+
+/// The snapshot and the `torch.profiler` trace of the same run, found in one directory,
+/// are two hosts on one clock: each traced `ProfilerStep#N` starts within a millisecond
+/// of the snapshot's annotation of it (both are Unix time; the annotation is recorded as
+/// `record_function` enters, the trace's event a little later).
+#[test]
+fn a_real_snapshot_and_the_trace_of_the_same_run_share_one_clock() {
+    let sessions = discover::load(&fixture("h100_pair")).expect("loads");
+    assert_eq!(sessions.len(), 1);
+    let hosts = &sessions[0].hosts;
+    assert_eq!(hosts.len(), 2);
+    let step_starts_ns = |host: &Host| -> Vec<(String, i64)> {
+        let start = host.profile_start_ns.expect("absolute start");
+        let plane = &host.planes[0];
+        let mut found: Vec<(String, i64)> = plane
+            .lines
+            .iter()
+            .flat_map(|line| line.iter())
+            .filter_map(|e| {
+                let name = &plane.event_metadata[e.metadata_index() as usize].name;
+                name.starts_with("ProfilerStep#").then(|| (name.clone(), start + e.start_ps() / 1000))
+            })
+            .collect();
+        found.sort();
+        found.dedup_by(|a, b| a.0 == b.0);
+        found
+    };
+    let (snapshot, trace) = if hosts[0].planes[0].lines.iter().any(|l| l.name == "annotations cuda:0") {
+        (&hosts[0], &hosts[1])
+    } else {
+        (&hosts[1], &hosts[0])
+    };
+    let annotated = step_starts_ns(snapshot);
+    let traced = step_starts_ns(trace);
+    assert_eq!(
+        traced.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
+        ["ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"]
+    );
+    for (name, at) in &traced {
+        let (_, annotated_at) = annotated.iter().find(|(n, _)| n == name).expect("annotated too");
+        assert!((0..1_000_000).contains(&(at - annotated_at)), "{name}: trace {at} ns, snapshot {annotated_at} ns");
+    }
+}

@@ -8,6 +8,7 @@
 //! steps): the rule does not apply.
 
 use crate::advise::{Evidence, Finding, Framework, Outcome, Severity, ToolResults, ms_to_ps};
+use crate::input_pipeline::StepBreakdown;
 
 use super::ms;
 
@@ -18,10 +19,24 @@ pub const NAME: &str = "host_overhead";
 const MODERATE_PERCENT: f64 = 3.0;
 /// XProf's high threshold for All others.
 const HIGH_PERCENT: f64 = 15.0;
-/// All others at this share of the step time means the steps record no activity.
-const NOTHING_RECORDED_PERCENT: f64 = 99.999;
 /// XProf's `kEagerReportThresholdInPercent`.
 const EAGER_PERCENT: f64 = 10.0;
+
+/// Whether `step` has no time in any category but All others: nothing was recorded in it.
+fn records_nothing(step: &StepBreakdown) -> bool {
+    [
+        step.device_compute_ms,
+        step.device_to_device_ms,
+        step.device_collectives_ms,
+        step.host_compute_ms,
+        step.kernel_launch_ms,
+        step.input_ms,
+        step.output_ms,
+        step.compile_ms,
+    ]
+    .iter()
+    .all(|&ms| ms == 0.0)
+}
 
 /// The rule.
 pub fn check(results: &ToolResults) -> Outcome {
@@ -32,7 +47,7 @@ pub fn check(results: &ToolResults) -> Outcome {
     let other_ms = results.category_mean_ms("otherTimeMs");
     let share = results.step_share_percent(other_ms);
     let field = "category_ms[\"otherTimeMs\"].average";
-    if share >= NOTHING_RECORDED_PERCENT {
+    if steps.iter().all(records_nothing) {
         // Steps with no op, no device work, no input time at all: the profile records
         // no activity to compare with (a PyTorch memory snapshot's annotated steps).
         return Outcome::NotApplicable("no op or device activity recorded in the steps".into());
@@ -113,8 +128,13 @@ mod tests {
 
     fn results(other_ms: f64) -> ToolResults {
         let mut results = ToolResults::default();
-        results.overview.steps.steps =
-            vec![StepBreakdown { step_name: "train 1".into(), other_ms, step_time_ms: 10.0, ..Default::default() }];
+        results.overview.steps.steps = vec![StepBreakdown {
+            step_name: "train 1".into(),
+            other_ms,
+            host_compute_ms: 10.0 - other_ms,
+            step_time_ms: 10.0,
+            ..Default::default()
+        }];
         results.overview.steps.step_time_ms = Summary { average: 10.0, ..Summary::default() };
         results.overview.steps.category_ms =
             vec![("otherTimeMs".into(), Summary { average: other_ms, ..Summary::default() })];
@@ -130,6 +150,13 @@ mod tests {
         assert_eq!(findings[0].time_lost_per_step_ps, Some(2_000_000_000));
         assert!(findings[0].fixes[0].contains("@tf.function"), "{:?}", findings[0].fixes);
         assert_eq!(findings[0].evidence[1].cited[0].value, 40.0);
+    }
+
+    #[test]
+    fn steps_that_record_nothing_but_their_span_do_not_apply() {
+        let mut results = results(10.0);
+        results.overview.steps.steps[0].host_compute_ms = 0.0;
+        assert!(matches!(check(&results), Outcome::NotApplicable(_)));
     }
 
     #[test]

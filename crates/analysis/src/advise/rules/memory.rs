@@ -173,7 +173,10 @@ fn out_of_memory(results: &ToolResults) -> Vec<Finding> {
                 let holders: Vec<String> = oom
                     .live
                     .iter()
-                    .map(|row| format!("{} {} in {} blocks", row.label, size(row.bytes), row.blocks))
+                    .map(|row| {
+                        let blocks = if row.blocks == 1 { "block" } else { "blocks" };
+                        format!("{} {} in {} {blocks}", row.label, size(row.bytes), row.blocks)
+                    })
                     .collect();
                 let mut finding = Finding::new(
                     NAME,

@@ -149,7 +149,10 @@ fn read_plane(plane: &Plane, plane_index: usize, steps: &[ProfilerStep], out: &m
     }
 }
 
-/// The name of `event`'s stack (stat `key`), computed once per interned stack.
+/// The name of `event`'s stack (stat `key`), computed once per interned stack; none
+/// where the plane records no stacks (a Kineto trace), and `(no stack recorded)` for
+/// an event without one on a plane that records them (a snapshot's entry from a thread
+/// with no Python frames, such as autograd's backward thread).
 fn stack_label(
     plane: &Plane,
     event: &Event<'_>,
@@ -157,7 +160,10 @@ fn stack_label(
     labels: &mut HashMap<u32, Arc<str>>,
 ) -> Option<Arc<str>> {
     let label = |text: &str| Arc::from(crate::memory_profile::snapshot::stack_label(text));
-    match xstats::event_stat(plane, event, key)? {
+    let Some(stat) = xstats::event_stat(plane, event, Some(key?)) else {
+        return Some(labels.entry(u32::MAX).or_insert_with(|| label("")).clone());
+    };
+    match stat {
         StatValue::Ref(id) => {
             let text = plane.stat_metadata.get(id as usize)?.name.as_str();
             Some(labels.entry(id).or_insert_with(|| label(text)).clone())
