@@ -36,6 +36,8 @@ pub(crate) struct HloModule {
     by_name: HashMap<String, usize>,
     /// Per computation id, its instructions (a range of `instructions`).
     computations: HashMap<i64, std::ops::Range<usize>>,
+    /// Per computation id, its root instruction (an index into `instructions`).
+    roots: HashMap<i64, usize>,
     frames: StackFrames,
 }
 
@@ -63,22 +65,80 @@ pub(crate) struct HloInstruction {
     pub operands: Vec<usize>,
     /// Dimensions of the output (empty for scalars and tuples).
     pub dims: Vec<i64>,
+    /// The output's element type (XLA `PrimitiveType`: 11 is F32); [`TUPLE`] for a tuple.
+    pub element_type: i64,
+    /// A tuple output's elements, in order (empty for an array).
+    pub tuple_shapes: Vec<ArrayShape>,
     /// Bytes of the output when the element types are known.
     pub output_bytes: Option<i64>,
     /// Whether it belongs to the entry computation.
     pub in_entry: bool,
     /// Ids of the computations it calls (a fusion's fused computation, …).
     pub called_computation_ids: Vec<i64>,
-    /// Dimensions of the first element of a tuple-shaped output (a cuBLAS call's
-    /// result beside its workspace); empty otherwise.
-    pub first_tuple_dims: Vec<i64>,
     /// The contracted dimensions of the left operand of a dot (or of a cuBLAS GEMM
     /// custom call, from its backend config).
     pub lhs_contracting_dims: Vec<i64>,
-    /// A convolution's kernel input-feature dimension and kernel spatial dimensions.
-    pub conv_kernel_dims: Option<(i64, Vec<i64>)>,
-    /// Whether it is a custom call to a cuBLAS GEMM (`__cublas$…`).
-    pub is_cublas_gemm: bool,
+    /// A convolution's (or cuDNN convolution call's) dimension numbers.
+    pub conv: Option<ConvDims>,
+    /// A convolution's feature and batch group counts (1 when unset).
+    pub group_counts: (i64, i64),
+    /// The window of a convolution, reduce-window or select-and-scatter.
+    pub window: Vec<WindowDim>,
+    /// The `dimensions` attribute: reduced, broadcast or concatenated dimensions.
+    pub dimensions: Vec<i64>,
+    /// A parameter's number in its computation.
+    pub parameter_number: i64,
+    /// A custom call's target (`__cublas$lt$matmul`, `__cudnn$convForward`).
+    pub custom_call_target: String,
+    /// A custom call's own cost estimate (`cost_estimate_json` in its backend config):
+    /// FLOPs and bytes accessed, each when given.
+    pub cost_estimate: (Option<i64>, Option<i64>),
+}
+
+/// One array of a tuple-shaped output: element type and dimensions (a nested tuple
+/// has type [`TUPLE`] and no dimensions).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ArrayShape {
+    /// XLA `PrimitiveType`.
+    pub element_type: i64,
+    /// Dimensions.
+    pub dims: Vec<i64>,
+}
+
+/// One dimension of an XLA `Window` (sizes in elements; strides and dilations 1 when
+/// unset).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WindowDim {
+    /// Window size.
+    pub size: i64,
+    /// Stride.
+    pub stride: i64,
+    /// Padding before the first element.
+    pub padding_low: i64,
+    /// Padding after the last element.
+    pub padding_high: i64,
+    /// Dilation of the window.
+    pub window_dilation: i64,
+    /// Dilation of the input.
+    pub base_dilation: i64,
+}
+
+/// XLA's `ConvolutionDimensionNumbers`: which dimension of the input, the kernel and
+/// the output holds batch, features and space.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ConvDims {
+    /// Input batch dimension.
+    pub input_batch: i64,
+    /// Input feature dimension.
+    pub input_feature: i64,
+    /// Input spatial dimensions.
+    pub input_spatial: Vec<i64>,
+    /// Kernel spatial dimensions.
+    pub kernel_spatial: Vec<i64>,
+    /// Output feature dimension.
+    pub output_feature: i64,
+    /// Output spatial dimensions.
+    pub output_spatial: Vec<i64>,
 }
 
 impl HloInstruction {
@@ -359,11 +419,15 @@ fn decode_hlo_proto(proto: &[u8]) -> Option<HloModule> {
     }
     let mut by_id: HashMap<i64, usize> = HashMap::new();
     let mut operand_ids: Vec<Vec<i64>> = Vec::new();
-    for Computation { name, id, instructions } in computations {
+    let mut root_ids: Vec<(i64, i64)> = Vec::new();
+    for Computation { name, id, root_id, instructions } in computations {
         let in_entry = name == entry_name || (entry_id.is_some() && id == entry_id);
         if let Some(id) = id {
             let first = result.instructions.len();
             result.computations.entry(id).or_insert(first..first + instructions.len());
+            // The proto's `root_id`, else its last instruction (XLA writes post order).
+            let root = root_id.or_else(|| instructions.last().map(|(_, xla_id, _)| *xla_id));
+            root_ids.extend(root.map(|root| (id, root)));
         }
         for (mut instruction, xla_id, operands) in instructions {
             instruction.in_entry = in_entry;
@@ -377,6 +441,11 @@ fn decode_hlo_proto(proto: &[u8]) -> Option<HloModule> {
     for (instruction, operands) in result.instructions.iter_mut().zip(operand_ids) {
         instruction.operands = operands.iter().filter_map(|id| by_id.get(id).copied()).collect();
     }
+    for (computation, root) in root_ids {
+        if let Some(&index) = by_id.get(&root) {
+            result.roots.entry(computation).or_insert(index);
+        }
+    }
     Some(result)
 }
 
@@ -384,17 +453,19 @@ fn decode_hlo_proto(proto: &[u8]) -> Option<HloModule> {
 struct Computation<'a> {
     name: &'a str,
     id: Option<i64>,
+    root_id: Option<i64>,
     /// Each instruction with its XLA id and its operands' XLA ids.
     instructions: Vec<(HloInstruction, i64, Vec<i64>)>,
 }
 
 fn decode_computation(message: &[u8]) -> Computation<'_> {
-    let mut computation = Computation { name: "", id: None, instructions: Vec::new() };
+    let mut computation = Computation { name: "", id: None, root_id: None, instructions: Vec::new() };
     for (field, value) in lenient_fields(message) {
         match field {
             1 => computation.name = value.text(),
             2 => computation.instructions.push(decode_instruction(value.bytes().unwrap_or(&[]))),
             5 => computation.id = value.int(),
+            6 => computation.root_id = value.int(),
             _ => {}
         }
     }
@@ -403,9 +474,9 @@ fn decode_computation(message: &[u8]) -> Computation<'_> {
 
 /// One `HloInstructionProto` with its XLA id and its operands' XLA ids.
 fn decode_instruction(message: &[u8]) -> (HloInstruction, i64, Vec<i64>) {
-    let mut instruction = HloInstruction::default();
+    let mut instruction = HloInstruction { group_counts: (1, 1), ..HloInstruction::default() };
     let (mut id, mut operands) = (0, Vec::new());
-    let (mut custom_call_target, mut backend_config) = ("", "");
+    let mut backend_config = "";
     for (field, value) in lenient_fields(message) {
         match field {
             1 => instruction.name = value.text().to_string(),
@@ -413,13 +484,19 @@ fn decode_instruction(message: &[u8]) -> (HloInstruction, i64, Vec<i64>) {
             3 => {
                 let shape = decode_shape(value.bytes().unwrap_or(&[]), 0);
                 instruction.dims = shape.dims;
+                instruction.element_type = shape.element_type;
                 instruction.output_bytes = shape.bytes;
-                instruction.first_tuple_dims = shape.first_tuple_dims;
+                instruction.tuple_shapes = shape.tuple_shapes;
             }
             7 => decode_metadata(value.bytes().unwrap_or(&[]), &mut instruction),
+            9 => instruction.parameter_number = value.int().unwrap_or(0),
             11 => instruction.fusion_kind = value.text().to_string(),
-            16 => instruction.conv_kernel_dims = Some(decode_conv_kernel_dims(value.bytes().unwrap_or(&[]))),
-            28 => custom_call_target = value.text(),
+            14 => push_ints(value, &mut instruction.dimensions),
+            15 => instruction.window = decode_window(value.bytes().unwrap_or(&[])),
+            16 => instruction.conv = Some(decode_conv_dims(value.bytes().unwrap_or(&[]))),
+            28 => instruction.custom_call_target = value.text().to_string(),
+            50 => instruction.group_counts.0 = value.int().filter(|&n| n > 0).unwrap_or(1),
+            58 => instruction.group_counts.1 = value.int().filter(|&n| n > 0).unwrap_or(1),
             30 => {
                 for (f, v) in lenient_fields(value.bytes().unwrap_or(&[])) {
                     if f == 1 {
@@ -434,15 +511,37 @@ fn decode_instruction(message: &[u8]) -> (HloInstruction, i64, Vec<i64>) {
             _ => {}
         }
     }
-    if custom_call_target.starts_with(CUBLAS_TARGET_PREFIX) {
-        instruction.is_cublas_gemm = true;
+    if instruction.custom_call_target.starts_with(CUBLAS_TARGET_PREFIX) {
         instruction.lhs_contracting_dims = gemm_lhs_contracting_dims(backend_config);
+    }
+    if instruction.opcode == "custom-call" {
+        instruction.cost_estimate = cost_estimate(backend_config);
     }
     (instruction, id, operands)
 }
 
 /// Custom-call targets of XLA's cuBLAS GEMMs (`__cublas$gemm`, `__cublas$lt$matmul`).
 const CUBLAS_TARGET_PREFIX: &str = "__cublas$";
+
+/// A custom call's own cost estimate in its backend config (JAX and Pallas kernels
+/// declare `"cost_estimate_json": "{\"flops\": N, …, \"bytes_accessed\": M}"`), read
+/// as XLA reads it: the first integer after each key, past the `cost_estimate_json`
+/// marker.
+fn cost_estimate(backend_config: &str) -> (Option<i64>, Option<i64>) {
+    let Some(at) = backend_config.find("cost_estimate_json") else { return (None, None) };
+    let estimate = &backend_config[at..];
+    let number_after = |key: &str| {
+        let rest = &estimate[estimate.find(key)? + key.len()..];
+        let start = rest.find(|c: char| c.is_ascii_digit() || c == '-')?;
+        let digits: String = rest[start..]
+            .char_indices()
+            .take_while(|&(i, c)| c.is_ascii_digit() || (i == 0 && c == '-'))
+            .map(|(_, c)| c)
+            .collect();
+        digits.parse::<i64>().ok().filter(|&n| n >= 0)
+    };
+    (number_after("flops"), number_after("bytes_accessed"))
+}
 
 /// The left operand's contracted dimensions of a cuBLAS GEMM, from the
 /// `gemm_backend_config.dot_dimension_numbers` of its JSON backend config (empty when
@@ -457,18 +556,46 @@ fn gemm_lhs_contracting_dims(backend_config: &str) -> Vec<i64> {
         .collect()
 }
 
-/// `ConvolutionDimensionNumbers`: the kernel's input-feature dimension and spatial
-/// dimensions.
-fn decode_conv_kernel_dims(message: &[u8]) -> (i64, Vec<i64>) {
-    let (mut input_feature, mut spatial) = (0, Vec::new());
+/// `ConvolutionDimensionNumbers` (`xla_data.proto`).
+fn decode_conv_dims(message: &[u8]) -> ConvDims {
+    let mut dims = ConvDims::default();
     for (field, value) in lenient_fields(message) {
         match field {
-            3 => input_feature = value.int().unwrap_or(0),
-            6 => push_ints(value, &mut spatial),
+            6 => push_ints(value, &mut dims.kernel_spatial),
+            7 => dims.input_batch = value.int().unwrap_or(0),
+            8 => dims.input_feature = value.int().unwrap_or(0),
+            10 => dims.output_feature = value.int().unwrap_or(0),
+            11 => push_ints(value, &mut dims.input_spatial),
+            12 => push_ints(value, &mut dims.output_spatial),
             _ => {}
         }
     }
-    (input_feature, spatial)
+    dims
+}
+
+/// `Window` (`xla_data.proto`): one `WindowDimension` per dimension.
+fn decode_window(message: &[u8]) -> Vec<WindowDim> {
+    let at_least_one = |v: i64| if v > 0 { v } else { 1 };
+    lenient_fields(message)
+        .filter(|(field, _)| *field == 1)
+        .map(|(_, value)| {
+            let mut dim =
+                WindowDim { size: 1, stride: 1, padding_low: 0, padding_high: 0, window_dilation: 1, base_dilation: 1 };
+            for (field, v) in lenient_fields(value.bytes().unwrap_or(&[])) {
+                let n = v.int().unwrap_or(0);
+                match field {
+                    1 => dim.size = n,
+                    2 => dim.stride = at_least_one(n),
+                    3 => dim.padding_low = n,
+                    4 => dim.padding_high = n,
+                    5 => dim.window_dilation = at_least_one(n),
+                    6 => dim.base_dilation = at_least_one(n),
+                    _ => {}
+                }
+            }
+            dim
+        })
+        .collect()
 }
 
 fn decode_metadata(message: &[u8], instruction: &mut HloInstruction) {
@@ -489,13 +616,14 @@ fn decode_metadata(message: &[u8], instruction: &mut HloInstruction) {
     }
 }
 
-/// A decoded `ShapeProto`: dimensions and total bytes (tuples: the sum of their
-/// elements).
+/// A decoded `ShapeProto`: element type, dimensions and total bytes (tuples: the sum
+/// of their elements).
 struct Shape {
+    element_type: i64,
     dims: Vec<i64>,
     bytes: Option<i64>,
-    /// A tuple's first element's dimensions.
-    first_tuple_dims: Vec<i64>,
+    /// A tuple's elements.
+    tuple_shapes: Vec<ArrayShape>,
 }
 
 /// Tuples nest at most this deep before mlprof stops counting their bytes.
@@ -503,7 +631,7 @@ const MAX_TUPLE_DEPTH: usize = 8;
 
 fn decode_shape(message: &[u8], depth: usize) -> Shape {
     let (mut element_type, mut dims, mut tuple_bytes, mut is_tuple) = (0, Vec::new(), Some(0i64), false);
-    let mut first_tuple_dims = None;
+    let mut tuple_shapes = Vec::new();
     for (field, value) in lenient_fields(message) {
         match field {
             2 => element_type = value.int().unwrap_or(0),
@@ -512,7 +640,7 @@ fn decode_shape(message: &[u8], depth: usize) -> Shape {
                 is_tuple = true;
                 let element = if depth < MAX_TUPLE_DEPTH {
                     let element = decode_shape(value.bytes().unwrap_or(&[]), depth + 1);
-                    first_tuple_dims.get_or_insert(element.dims);
+                    tuple_shapes.push(ArrayShape { element_type: element.element_type, dims: element.dims });
                     element.bytes
                 } else {
                     None
@@ -523,22 +651,22 @@ fn decode_shape(message: &[u8], depth: usize) -> Shape {
         }
     }
     if is_tuple || element_type == TUPLE {
-        return Shape { dims: Vec::new(), bytes: tuple_bytes, first_tuple_dims: first_tuple_dims.unwrap_or_default() };
+        return Shape { element_type: TUPLE, dims: Vec::new(), bytes: tuple_bytes, tuple_shapes };
     }
     let count = dims.iter().try_fold(1i64, |acc, &d| if d < 0 { None } else { acc.checked_mul(d) });
     let bytes = element_bits(element_type)
         .zip(count)
         .and_then(|(bits, n)| n.checked_mul(bits))
         .map(|b| b.saturating_add(7) / 8);
-    Shape { dims, bytes, first_tuple_dims: Vec::new() }
+    Shape { element_type, dims, bytes, tuple_shapes }
 }
 
 /// `PrimitiveType.TUPLE`.
-const TUPLE: i64 = 13;
+pub(crate) const TUPLE: i64 = 13;
 
-/// Bits per element of an XLA `PrimitiveType` (`None` for tokens, opaque and unknown
-/// types).
-fn element_bits(element_type: i64) -> Option<i64> {
+/// Bits an element of an XLA `PrimitiveType` takes in memory (`None` for tokens, opaque
+/// and unknown types).
+pub(crate) fn element_bits(element_type: i64) -> Option<i64> {
     Some(match element_type {
         1 | 2 | 6 => 8,                             // PRED, S8, U8
         3 | 7 | 10 | 16 => 16,                      // S16, U16, F16, BF16
@@ -754,6 +882,14 @@ pub(crate) mod tests {
         assert_eq!(named("", ""), "");
         assert_eq!(named("", "Add"), ":Add");
         assert_eq!(named("XLA_Args", ""), "XLA_Args:XLA_Args");
+    }
+
+    #[test]
+    fn custom_call_cost_estimates_are_read_from_the_backend_config() {
+        let config = r#"{"cost_estimate_json":"{\"flops\": 1024, \"transcendentals\": 0, \"bytes_accessed\": 4096}"}"#;
+        assert_eq!(cost_estimate(config), (Some(1024), Some(4096)));
+        assert_eq!(cost_estimate(r#"{"cost_estimate_json":"{\"flops\": -1}"}"#), (None, None));
+        assert_eq!(cost_estimate(r#"{"operation_queue_id":"0"}"#), (None, None));
     }
 
     #[test]

@@ -14,9 +14,8 @@
 //! step group are counted as one run (XProf merges them before adding the run, which
 //! only matters for the per-run `flops` and `bytes_accessed` stats: a run counts the
 //! last kernel's value once per kernel). FLOPs and bytes of a kernel are its
-//! instruction's analytic cost (`hlo::cost`: dots exactly as XProf counts them,
-//! elementwise ops one FLOP per element where XProf weighs them by GPU cycle costs),
-//! else its own `flops` and `bytes_accessed` stats.
+//! instruction's cost in XLA's GPU cost model as XProf computes it (`hlo::cost`), else
+//! its own `flops` and `bytes_accessed` stats.
 
 use std::collections::HashMap;
 
@@ -128,12 +127,19 @@ impl<'m> XlaRuns<'m> {
             op.provenance = run.instruction.tf_op_fullname();
             op.is_eager |= run.is_eager;
         }
-        // The run's instruction's analytic cost, else the last kernel's stats (XProf
-        // prefers its cost model of the run's first instruction the same way).
+        // The run's instruction's cost in XLA's GPU model, else the last kernel's stats
+        // (XProf prefers its cost model of the run's first instruction the same way).
+        // Device FLOPs (halved for 8-bit inputs) and XLA's model FLOPs; an op without
+        // model FLOPs shows its device FLOPs as model FLOPs (XProf's `EnterOp`).
         let flops = if run.cost.flops > 0 { run.cost.flops } else { run.flops };
+        let model_flops = if run.cost.model_flops > 0 { run.cost.model_flops } else { run.flops };
         let bytes = if run.cost.bytes_accessed > 0 { run.cost.bytes_accessed } else { run.bytes_accessed };
         op.flops = op.flops.saturating_add(flops.saturating_mul(run.occurrences));
-        op.model_flops = op.flops;
+        op.model_flops = if model_flops > 0 {
+            op.model_flops.saturating_add(model_flops.saturating_mul(run.occurrences))
+        } else {
+            op.flops
+        };
         op.bytes_accessed = op.bytes_accessed.saturating_add(bytes.saturating_mul(run.occurrences));
     }
 }
