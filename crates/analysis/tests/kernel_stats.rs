@@ -48,12 +48,18 @@ fn fixtures_match_xprof_exactly() {
 /// injection: a plain CUDA program (`cuda_app`: 2000 `vecAdd` and 2000
 /// `scale(float*, unsigned int, float)`, 100 % theoretical occupancy from the
 /// injection's `kernel_details`) and a JAX loop (4097 kernels in 190 rows, no HLO op:
-/// the injection records no `hlo_op` stat, so the op column is empty as in XProf).
+/// the injection records no `hlo_op` stat, so the op column is empty as in XProf). And
+/// the H100 profile of many XLA op kinds, one kernel per fusion (cuDNN convolutions,
+/// Triton GEMMs and sorts, XLA's own fusions).
 #[test]
 fn real_gpu_profiles_match_xprof_exactly() {
-    for (case, rows) in
-        [("jax_gpu_h200", 27), ("jax_gpu_h200_capture", 86), ("cuda_app_h200_inject", 2), ("jax_h200_inject", 190)]
-    {
+    for (case, rows) in [
+        ("jax_gpu_h200", 27),
+        ("jax_gpu_h200_capture", 86),
+        ("cuda_app_h200_inject", 2),
+        ("jax_h200_inject", 190),
+        ("jax_ops_h100", 46),
+    ] {
         let sessions = load(&case_dir(case).join("logdir")).expect("fixture loads");
         let hosts: Vec<&Host> = sessions[0].hosts.iter().collect();
         let stats = kernel_stats::analyze(&hosts);

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use mlprof_analysis::facts::step_groups;
+use mlprof_analysis::facts::step_groups_as_xprof;
 use mlprof_analysis::memory_profile::{MemoryProfile, analyze};
 use mlprof_formats::discover::load;
 use mlprof_model::Host;
@@ -28,7 +28,7 @@ fn host(case: &str) -> Host {
 
 fn profile(case: &str) -> (MemoryProfile, Value, Value) {
     let host = host(case);
-    let profile = analyze(&host, &step_groups(&host));
+    let profile = analyze(&host, &step_groups_as_xprof(&host));
     let ours = profile.to_xprof_json();
     let path = case_dir(case).join("xprof_out/memory_profile.json");
     let text = std::fs::read_to_string(&path).expect("XProf output present");
@@ -129,8 +129,9 @@ fn matches_xprof_step_ids_and_breakdown() {
 /// Real JAX GPU profiles (H200): the allocators' `MemoryAllocation` /
 /// `MemoryDeallocation` events, in the `jax.profiler` trace 600 of `GPU_0_bfc` and 40 of
 /// `xla_gpu_host_bfc` (pinned host memory; JAX's step marks give the peak a step), in
-/// the `mlprof capture` of an unmodified job 472 of `GPU_0_bfc` (no steps).
-const REAL_GPU_CASES: [&str; 2] = ["jax_gpu_h200", "jax_gpu_h200_capture"];
+/// the `mlprof capture` of an unmodified job 472 of `GPU_0_bfc` (no steps); and the H100
+/// profile of many op kinds, both allocators.
+const REAL_GPU_CASES: [&str; 3] = ["jax_gpu_h200", "jax_gpu_h200_capture", "jax_ops_h100"];
 
 #[test]
 fn real_gpu_profiles_match_xprof_except_step_ids() {
@@ -141,7 +142,7 @@ fn real_gpu_profiles_match_xprof_except_step_ids() {
         }
         let ids: Vec<&str> = profile.allocators.iter().map(|a| a.memory_id.as_str()).collect();
         let expected: &[&str] =
-            if case == "jax_gpu_h200" { &["GPU_0_bfc", "xla_gpu_host_bfc"] } else { &["GPU_0_bfc"] };
+            if case == "jax_gpu_h200_capture" { &["GPU_0_bfc"] } else { &["GPU_0_bfc", "xla_gpu_host_bfc"] };
         assert_eq!(ids, expected, "{case}");
         for allocator in &profile.allocators {
             let sampled = &theirs["memoryProfilePerAllocator"][&allocator.memory_id]["sampledTimelineSnapshots"];
@@ -151,22 +152,44 @@ fn real_gpu_profiles_match_xprof_except_step_ids() {
     }
 }
 
-/// With step ids and the breakdown at the peak. In `jax_gpu_h200` JAX's allocations
-/// carry no op, region, type or shape, so equal-sized live allocations merge into one
-/// breakdown row, which shows one of them (`memoryProfileSnapshots[i]`). XProf picks
-/// that one by its unstable sort over hash-map order (absl::flat_hash_map keyed by
-/// address), mlprof the first by time: in 4 of the 11 rows (6 × 64 MiB, 9 × 16 KiB,
-/// 3 × 4000 B, 2 × 4 B) the shown allocation is another one of the same row, at
-/// another address and time. Those are checked to be the same row and XProf's pick to
-/// be one of the profile's allocations; everything else must be equal.
+/// With step ids and the breakdown at the peak. In the real JAX profiles JAX's
+/// allocations carry no op, region, type or shape, so equal-sized live allocations merge
+/// into one breakdown row, which shows one of them (`memoryProfileSnapshots[i]`). XProf
+/// picks that one by its unstable sort over hash-map order (absl::flat_hash_map keyed by
+/// address), mlprof the first by time: in `jax_gpu_h200` in 4 of the 11 rows (6 × 64
+/// MiB, 9 × 16 KiB, 3 × 4000 B, 2 × 4 B), in `jax_ops_h100` in 3 of 13 of `GPU_0_bfc`
+/// and 1 of `xla_gpu_host_bfc`,
+/// the shown allocation is another one of the same row, at another address and time.
+/// Those are checked to be the same row and XProf's pick to be one of the profile's
+/// allocations; everything else must be equal.
 #[test]
 fn real_gpu_profiles_match_xprof_step_ids_and_breakdown_but_for_which_twin_is_shown() {
     let (_, ours, theirs) = profile("jax_gpu_h200_capture");
     if let Some(difference) = diff(&ours, &theirs, "jax_gpu_h200_capture") {
         panic!("{difference}");
     }
+    let cases: [(&str, &[(&str, usize)]); 2] = [
+        ("jax_gpu_h200", &[("GPU_0_bfc", 0), ("GPU_0_bfc", 6), ("GPU_0_bfc", 7), ("GPU_0_bfc", 10)]),
+        ("jax_ops_h100", &[("GPU_0_bfc", 3), ("GPU_0_bfc", 7), ("GPU_0_bfc", 12), ("xla_gpu_host_bfc", 3)]),
+    ];
+    for (case, expected_twins) in cases {
+        let (profile, mut ours, theirs) = profile(case);
+        let mut twins = Vec::new();
+        for allocator in &profile.allocators {
+            let replaced = show_xprofs_twins(&mut ours, &theirs, &allocator.memory_id);
+            twins.extend(replaced.into_iter().map(|i| (allocator.memory_id.as_str(), i)));
+        }
+        assert_eq!(twins, expected_twins, "{case}");
+        if let Some(difference) = diff(&ours, &theirs, case) {
+            panic!("{difference}");
+        }
+    }
+}
 
-    let (_, mut ours, theirs) = profile("jax_gpu_h200");
+/// Replaces each breakdown snapshot of `allocator` in `ours` that differs from XProf's
+/// by XProf's, after checking that both show the same row and that XProf's is one of
+/// the profile's allocations; returns the indices replaced.
+fn show_xprofs_twins(ours: &mut Value, theirs: &Value, allocator: &str) -> Vec<usize> {
     let row = |m: &Value| -> Vec<Value> {
         ["allocationBytes", "requestedBytes", "tfOpName", "regionType", "dataType", "tensorShape", "stepId"]
             .iter()
@@ -174,7 +197,6 @@ fn real_gpu_profiles_match_xprof_step_ids_and_breakdown_but_for_which_twin_is_sh
             .chain([m["memoryActivity"].clone()])
             .collect()
     };
-    let allocator = "GPU_0_bfc";
     let timeline =
         theirs["memoryProfilePerAllocator"][allocator]["sampledTimelineSnapshots"].as_array().expect("timeline");
     let want = theirs["memoryProfilePerAllocator"][allocator]["memoryProfileSnapshots"].as_array().expect("snapshots");
@@ -183,7 +205,7 @@ fn real_gpu_profiles_match_xprof_step_ids_and_breakdown_but_for_which_twin_is_sh
     assert_eq!(shown.len(), want.len());
     let mut twins = Vec::new();
     for (i, (snapshot, theirs)) in shown.iter_mut().zip(want).enumerate() {
-        if snapshot != theirs {
+        if diff(snapshot, theirs, "snapshot").is_some() {
             assert_eq!(row(&snapshot["activityMetadata"]), row(&theirs["activityMetadata"]), "snapshot {i}");
             let at = |s: &Value| (s["timeOffsetPs"].clone(), s["activityMetadata"]["address"].clone());
             assert!(timeline.iter().any(|t| at(t) == at(theirs)), "snapshot {i}: XProf's pick is an allocation");
@@ -191,10 +213,7 @@ fn real_gpu_profiles_match_xprof_step_ids_and_breakdown_but_for_which_twin_is_sh
             *snapshot = theirs.clone();
         }
     }
-    assert_eq!(twins, [0, 6, 7, 10]);
-    if let Some(difference) = diff(&ours, &theirs, "jax_gpu_h200") {
-        panic!("{difference}");
-    }
+    twins
 }
 
 /// Profiles written by `mlprof run`'s CUPTI injection (H200). Their `/host:CPU` has
