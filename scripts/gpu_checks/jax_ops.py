@@ -8,6 +8,8 @@ with XLA_FLAGS=--xla_gpu_enable_command_buffer= so that each fusion is its own k
 launch (XProf then reads one kernel per HLO op).
   --trace LOGDIR   jax.profiler.trace around --steps steps, each in a
                    StepTraceAnnotation("train", step_num=i)
+  --mixed          the model computes in bfloat16, and each step adds an int8 and an
+                   fp8 (e4m3) matrix product (8-bit inputs: XProf halves device FLOPs)
 Prints one REPORT line of JSON.
 """
 import argparse
@@ -33,7 +35,13 @@ def init(key):
     }
 
 
+MIXED = False
+
+
 def forward(p, img, ids, start):
+    if MIXED:
+        p = jax.tree.map(lambda a: a.astype(jnp.bfloat16), p)
+        img = img.astype(jnp.bfloat16)
     y = jax.lax.conv_general_dilated(img, p["conv"], (1, 1), "SAME",
                                      dimension_numbers=("NHWC", "HWIO", "NHWC"))
     y = jax.nn.gelu(y)
@@ -44,7 +52,7 @@ def forward(p, img, ids, start):
     h = jnp.concatenate([y, e], axis=1) @ p["w1"]
     h = jnp.tanh(h) * jax.nn.sigmoid(h) + jax.scipy.special.erf(h) * 0.1
     h = h * jax.lax.rsqrt(jnp.mean(h * h, axis=1, keepdims=True) + 1e-5)
-    return h @ p["w2"] + p["b2"]
+    return (h @ p["w2"] + p["b2"]).astype(jnp.float32)
 
 
 def loss_fn(p, img, ids, labels, start):
@@ -65,7 +73,17 @@ def train_step(p, m, img, ids, labels, start, step):
     order = jnp.argsort(-counts)[:64]                                      # sort + slice
     top = jax.lax.dynamic_update_slice(p["emb"], p["emb"][order][:8] * 0.999, (start, 0))
     p = dict(p, emb=jnp.where(jnp.isfinite(top), top, 0.0))               # select
-    stats = jnp.stack([
+    extra = []
+    if MIXED:
+        # Quantized products on the current weights: int8 x int8 -> int32, fp8 x fp8 -> f32.
+        w = p["w1"][:512]
+        scale = 127.0 / (jnp.max(jnp.abs(w)) + 1e-6)
+        w8 = jnp.round(w * scale).astype(jnp.int8)
+        a8 = jnp.round(jnp.tanh(w.T) * 127.0).astype(jnp.int8)
+        extra.append(jnp.sum(jax.lax.dot(a8, w8, preferred_element_type=jnp.int32)).astype(jnp.float32))
+        f8 = jnp.float8_e4m3fn
+        extra.append(jnp.sum(jnp.dot(w.T.astype(f8), w.astype(f8), preferred_element_type=jnp.float32)))
+    stats = jnp.stack(extra + [
         jnp.cumsum(counts)[-1],
         jnp.sum(jnp.log1p(counts)),
         jnp.sum(jnp.arctan2(counts, 1.0 + counts)),
@@ -79,7 +97,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--trace")
     ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--mixed", action="store_true")
     a = ap.parse_args()
+    global MIXED
+    MIXED = a.mixed
     p = init(jax.random.PRNGKey(0))
     m = jax.tree.map(jnp.zeros_like, p)
     rng = np.random.default_rng(0)

@@ -19,8 +19,10 @@ const CASES: &[&str] = &[
     // Real JAX GPU profiles (H200), command buffers on.
     "jax_gpu_h200",
     "jax_gpu_h200_capture",
-    // Real JAX GPU profile (H100) of many kinds of XLA op, one kernel per fusion.
+    // Real JAX GPU profiles (H100) of many kinds of XLA op, one kernel per fusion: f32,
+    // and bf16 with int8 and fp8 products.
     "jax_ops_h100",
+    "jax_mixed_h100",
     // Written by `mlprof run`'s CUPTI injection (H200): no XLA op (no `hlo_op` stat) and
     // no host op, so both tables hold only XProf's IDLE rows (device and host).
     "cuda_app_h200_inject",

@@ -59,6 +59,7 @@ fn real_gpu_profiles_match_xprof_exactly() {
         ("cuda_app_h200_inject", 2),
         ("jax_h200_inject", 190),
         ("jax_ops_h100", 46),
+        ("jax_mixed_h100", 61),
     ] {
         let sessions = load(&case_dir(case).join("logdir")).expect("fixture loads");
         let hosts: Vec<&Host> = sessions[0].hosts.iter().collect();

@@ -131,7 +131,7 @@ fn matches_xprof_step_ids_and_breakdown() {
 /// `xla_gpu_host_bfc` (pinned host memory; JAX's step marks give the peak a step), in
 /// the `mlprof capture` of an unmodified job 472 of `GPU_0_bfc` (no steps); and the H100
 /// profile of many op kinds, both allocators.
-const REAL_GPU_CASES: [&str; 3] = ["jax_gpu_h200", "jax_gpu_h200_capture", "jax_ops_h100"];
+const REAL_GPU_CASES: [&str; 4] = ["jax_gpu_h200", "jax_gpu_h200_capture", "jax_ops_h100", "jax_mixed_h100"];
 
 #[test]
 fn real_gpu_profiles_match_xprof_except_step_ids() {
@@ -158,7 +158,7 @@ fn real_gpu_profiles_match_xprof_except_step_ids() {
 /// picks that one by its unstable sort over hash-map order (absl::flat_hash_map keyed by
 /// address), mlprof the first by time: in `jax_gpu_h200` in 4 of the 11 rows (6 × 64
 /// MiB, 9 × 16 KiB, 3 × 4000 B, 2 × 4 B), in `jax_ops_h100` in 3 of 13 of `GPU_0_bfc`
-/// and 1 of `xla_gpu_host_bfc`,
+/// and 1 of `xla_gpu_host_bfc`, in `jax_mixed_h100` one of each,
 /// the shown allocation is another one of the same row, at another address and time.
 /// Those are checked to be the same row and XProf's pick to be one of the profile's
 /// allocations; everything else must be equal.
@@ -168,9 +168,10 @@ fn real_gpu_profiles_match_xprof_step_ids_and_breakdown_but_for_which_twin_is_sh
     if let Some(difference) = diff(&ours, &theirs, "jax_gpu_h200_capture") {
         panic!("{difference}");
     }
-    let cases: [(&str, &[(&str, usize)]); 2] = [
+    let cases: [(&str, &[(&str, usize)]); 3] = [
         ("jax_gpu_h200", &[("GPU_0_bfc", 0), ("GPU_0_bfc", 6), ("GPU_0_bfc", 7), ("GPU_0_bfc", 10)]),
         ("jax_ops_h100", &[("GPU_0_bfc", 3), ("GPU_0_bfc", 7), ("GPU_0_bfc", 12), ("xla_gpu_host_bfc", 3)]),
+        ("jax_mixed_h100", &[("GPU_0_bfc", 5), ("xla_gpu_host_bfc", 3)]),
     ];
     for (case, expected_twins) in cases {
         let (profile, mut ours, theirs) = profile(case);

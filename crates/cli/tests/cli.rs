@@ -91,6 +91,8 @@ fn a_tensorboard_log_directory_yields_every_session_at_any_depth() {
             "jax_gpu_xla/xprof_out",
             "jax_h200_inject/logdir/2026_11_26_04_52_44",
             "jax_h200_inject/xprof_out",
+            "jax_mixed_h100/logdir/2026_11_27_18_22_19",
+            "jax_mixed_h100/xprof_out",
             "jax_ops_h100/logdir/2026_11_27_17_46_55",
             "jax_ops_h100/xprof_out",
             "jax_plain_loop/logdir/2026_11_26_07_43_20",

@@ -195,11 +195,22 @@ mod xprof_parity {
 
     use super::super::super::HloModules;
 
-    /// Each HLO op of XProf's `hlo_stats` for the real H100 profile of many op kinds:
-    /// `(program id, name, flops, bytes accessed)` per execution, from its rates and mean time.
-    fn xprof_costs() -> Vec<(i64, String, f64, f64)> {
-        let path =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/xspace/jax_ops_h100/xprof_out/hlo_stats.json");
+    /// One HLO op of XProf's `hlo_stats`: what one execution costs, from its rates and
+    /// mean time.
+    struct Expected {
+        program: i64,
+        name: String,
+        model_flops: f64,
+        device_flops: f64,
+        bytes: f64,
+    }
+
+    fn case_path(case: &str) -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/xspace").join(case)
+    }
+
+    fn xprof_costs(case: &str) -> Vec<Expected> {
+        let path = case_path(case).join("xprof_out/hlo_stats.json");
         let table: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(path).expect("reference")).expect("JSON");
         let ids: Vec<&str> = table["cols"].as_array().expect("cols").iter().filter_map(|c| c["id"].as_str()).collect();
@@ -211,46 +222,62 @@ mod xprof_parity {
             .map(|row| {
                 let v = |id: &str| row["c"][at(id)]["v"].clone();
                 let time_us = v("avg_time").as_f64().expect("time");
-                let flops = v("model_flop_rate").as_f64().expect("rate") * time_us * 1e3;
+                // GFLOP/s × µs.
+                let per_run = |rate: &str| v(rate).as_f64().expect("rate") * time_us * 1e3;
+                let (model_flops, device_flops) = (per_run("model_flop_rate"), per_run("normalized_flop_rate"));
                 let intensity = v("operational_intensity").as_f64().expect("intensity");
-                // GiB/s × µs.
-                let bytes = if flops > 0.0 && intensity > 0.0 {
-                    flops / intensity
+                // Operational intensity is device FLOPs per byte; else GiB/s × µs.
+                let bytes = if device_flops > 0.0 && intensity > 0.0 {
+                    device_flops / intensity
                 } else {
                     v("measured_memory_bw").as_f64().expect("bw") * time_us * 1e3 * 1.073_741_824
                 };
-                let program = v("program_id").as_str().and_then(|p| p.parse().ok()).expect("program id");
-                (program, v("hlo_op_name").as_str().expect("name").to_string(), flops, bytes)
+                Expected {
+                    program: v("program_id").as_str().and_then(|p| p.parse().ok()).expect("program id"),
+                    name: v("hlo_op_name").as_str().expect("name").to_string(),
+                    model_flops,
+                    device_flops,
+                    bytes,
+                }
             })
             .collect()
     }
 
+    /// Every HLO op XProf lists in the real H100 profiles of many op kinds (f32; bf16
+    /// with int8 and fp8 products): convolutions, fusions of each kind, sorts, scatters,
+    /// GEMMs, each at XProf's model and device FLOPs and bytes.
     #[test]
     fn every_hlo_op_costs_what_xprof_says() {
-        let logdir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/xspace/jax_ops_h100/logdir");
-        let sessions = mlprof_formats::discover::load(&logdir).expect("fixture");
-        let modules = HloModules::of_host(&sessions[0].hosts[0]);
-        let mut problems = Vec::new();
-        let expected = xprof_costs();
-        // Every HLO op XProf lists: convolutions, fusions of each kind, sorts, scatters.
-        assert_eq!(expected.len(), 51);
-        for (program, name, flops, bytes) in expected {
-            let Some((module, index)) = modules.locate(program, &name) else {
-                problems.push(format!("{name}: not found"));
-                continue;
-            };
-            let cost = module.cost(index);
-            let close = |a: f64, b: f64| (a - b).abs() <= 1e-3 * a.abs().max(b.abs()) + 0.5;
-            if !close(cost.flops as f64, flops) || !close(cost.bytes_accessed as f64, bytes) {
-                problems.push(format!(
-                    "{name:40} flops {:>12} vs XProf {flops:>14.0} ({:.3}); bytes {:>11} vs {bytes:>12.0} ({:.3})",
-                    cost.flops,
-                    cost.flops as f64 / flops,
-                    cost.bytes_accessed,
-                    cost.bytes_accessed as f64 / bytes
-                ));
+        for (case, ops) in [("jax_ops_h100", 51), ("jax_mixed_h100", 68)] {
+            let sessions = mlprof_formats::discover::load(&case_path(case).join("logdir")).expect("fixture");
+            let modules = HloModules::of_host(&sessions[0].hosts[0]);
+            let mut problems = Vec::new();
+            let expected = xprof_costs(case);
+            assert_eq!(expected.len(), ops, "{case}");
+            for want in expected {
+                let Some((module, index)) = modules.locate(want.program, &want.name) else {
+                    problems.push(format!("{}: not found", want.name));
+                    continue;
+                };
+                let cost = module.cost(index);
+                let close = |a: u64, b: f64| (a as f64 - b).abs() <= 1e-3 * (a as f64).max(b.abs()) + 0.5;
+                if !close(cost.model_flops, want.model_flops)
+                    || !close(cost.flops, want.device_flops)
+                    || !close(cost.bytes_accessed, want.bytes)
+                {
+                    problems.push(format!(
+                        "{:40} model flops {} vs XProf {:.0}; device {} vs {:.0}; bytes {} vs {:.0}",
+                        want.name,
+                        cost.model_flops,
+                        want.model_flops,
+                        cost.flops,
+                        want.device_flops,
+                        cost.bytes_accessed,
+                        want.bytes
+                    ));
+                }
             }
+            assert!(problems.is_empty(), "{case}: {} differences:\n{}", problems.len(), problems.join("\n"));
         }
-        assert!(problems.is_empty(), "{} differences:\n{}", problems.len(), problems.join("\n"));
     }
 }
