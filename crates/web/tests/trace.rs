@@ -693,6 +693,56 @@ fn a_memory_snapshot_beside_its_trace_is_drawn_on_the_traces_axis() {
     assert!(alone_max.is_some_and(|max| max > f64::from(4 << 20)), "parameters and a step's activations");
 }
 
+/// A real snapshot and the `torch.profiler` trace of the same run (H100, PyTorch 2.11),
+/// served from their one directory: on the hosts' shared axis each `ProfilerStep#N` the
+/// trace recorded starts within a millisecond of the snapshot's annotation of it, and
+/// the snapshot's allocated memory is a counter track of that axis.
+#[test]
+fn a_real_snapshot_and_its_runs_trace_share_one_axis() {
+    let cache = tempfile::tempdir().expect("cache dir");
+    let fixture = serve(&data("torch_memory/h100_pair"), cache.path());
+    let target =
+        |endpoint: &str, params: &str| format!("/api/trace/{endpoint}?run={}&host=all{params}", encode(&fixture.run));
+    let meta = get_json(&fixture.server, &target("meta", ""));
+    assert_eq!(meta["alignment"], "aligned by the hosts' clocks");
+    // Each track's section name starts with its host's.
+    let section_of: std::collections::HashMap<u64, String> = meta["sections"]
+        .as_array()
+        .expect("sections")
+        .iter()
+        .flat_map(|s| {
+            let name = s["name"].as_str().unwrap_or_default().to_string();
+            s["tracks"].as_array().expect("tracks").iter().map(move |t| (t["id"].as_u64().expect("id"), name.clone()))
+        })
+        .collect();
+    let found = get_json(&fixture.server, &target("search", "&q=ProfilerStep%233&limit=100"));
+    let starts: Vec<(String, i64)> = found["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .filter(|r| r["name"] == "ProfilerStep#3")
+        .map(|r| {
+            let track = r["track"].as_u64().expect("track");
+            (section_of.get(&track).cloned().unwrap_or_default(), r["start_ps"].as_i64().expect("start"))
+        })
+        .collect();
+    let on = |host: &str| starts.iter().filter(|(section, _)| section.starts_with(host)).map(|s| s.1).min();
+    let (annotated, traced) = (on("snapshot"), on("worker0"));
+    let (Some(annotated), Some(traced)) = (annotated, traced) else { panic!("both hosts hold step 3: {found}") };
+    assert!((0..1_000_000_000).contains(&(traced - annotated)), "trace {traced} ps, snapshot {annotated} ps");
+    let (start, end) = (meta["start_ps"].as_i64().expect("start"), meta["end_ps"].as_i64().expect("end"));
+    let counters =
+        get_json(&fixture.server, &target("counters", &format!("&start_ps={start}&end_ps={end}&width_px=2000")));
+    let allocated = counters["series"]
+        .as_array()
+        .expect("series")
+        .iter()
+        .find(|s| s["name"] == "Allocated (bytes)" && s["group"].as_str().is_some_and(|g| g.starts_with("snapshot · ")))
+        .unwrap_or_else(|| panic!("the snapshot's allocated memory: {counters}"));
+    // scripts/snapshot_reference.py: peak 419,001,892 bytes allocated.
+    assert_eq!(allocated["max"].as_f64(), Some(419_001_892.0));
+}
+
 #[test]
 fn an_nsight_systems_export_shows_its_streams_threads_and_launch_flows() {
     // 4 kernels and 12 copies on 4 streams, 44 runtime calls on one thread, and 906
