@@ -24,8 +24,8 @@ const CUDNN_CONV_TARGETS: [&str; 5] = [
 ];
 
 /// Opcodes that cost nothing and touch no memory.
-const FREE_OPCODES: [&str; 8] =
-    ["parameter", "constant", "get-tuple-element", "bitcast", "after-all", "add-dependency", "domain", "partition-id"];
+const FREE_OPCODES: [&str; 7] =
+    ["parameter", "constant", "get-tuple-element", "bitcast", "after-all", "add-dependency", "domain"];
 
 /// Whether `instruction` is a cuBLASLt GEMM call.
 pub(super) fn is_cublas_lt_gemm(instruction: &HloInstruction) -> bool {
@@ -90,15 +90,15 @@ impl Costing<'_> {
                 properties.set_utilization(0, share(output_elements(instruction), operand_elements(0)));
             }
             "slice" | "dynamic-slice" => {
-                let indices: f64 =
-                    (1..instruction.operands.len()).filter_map(|i| self.operand(instruction, i)).map(shape_size).sum();
+                // XLA counts the first start index only (its size, not all of them).
+                let indices =
+                    if opcode == "slice" { 0.0 } else { self.operand(instruction, 1).map_or(0.0, shape_size) };
                 properties.bytes = 2.0 * shape_size(instruction) + indices;
                 properties.set_utilization(0, share(output_elements(instruction), operand_elements(0)));
             }
             "dynamic-update-slice" => {
                 let update = self.operand(instruction, 1).map_or(0.0, shape_size);
-                let indices: f64 =
-                    (2..instruction.operands.len()).filter_map(|i| self.operand(instruction, i)).map(shape_size).sum();
+                let indices = self.operand(instruction, 2).map_or(0.0, shape_size);
                 properties.bytes = 2.0 * update + indices;
                 let output = output_elements(instruction);
                 properties.set_utilization(0, share(output - operand_elements(1), output));

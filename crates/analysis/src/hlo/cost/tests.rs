@@ -98,6 +98,22 @@ fn a_fusion_reads_only_the_slice_it_keeps_and_writes_a_dynamic_update_in_place()
 }
 
 #[test]
+fn a_dynamic_slice_moves_its_slice_and_its_first_start_index() {
+    // f32[10,10] sliced to f32[2,10] at two s32 scalar start indices (XLA counts the
+    // first one's 4 bytes).
+    let m = module(
+        vec![
+            instruction("parameter", F32, &[10, 10], &[]),
+            instruction("parameter", 4, &[], &[]),
+            instruction("parameter", 4, &[], &[]),
+            instruction("dynamic-slice", F32, &[2, 10], &[0, 1, 2]),
+        ],
+        &[],
+    );
+    assert_eq!(m.cost(3), HloCost { flops: 0, model_flops: 0, bytes_accessed: 2 * 80 + 4 });
+}
+
+#[test]
 fn a_cumulative_sum_window_counts_each_element_once() {
     // reduce-window over all of f32[8], padded 7 low and high (cumsum), add reducer.
     let window = super::super::WindowDim {
