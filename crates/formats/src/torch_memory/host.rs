@@ -23,7 +23,7 @@
 //! | blocks | an instant per block at the snapshot time on `blocks cuda:<d>`, named by its state; stats `Addr`, `Bytes`, `Requested Bytes`, `Segment Addr`, `Stream`, [`BLOCK_STATE_STAT`], [`FRAMES_STAT`]; metadata stat `Device Id` |
 //! | `allocator_settings` | plane stats, one per setting |
 
-use std::collections::HashMap;
+use mlprof_model::fxhash::FxMap;
 
 use mlprof_model::names::HOST_PLANE;
 use mlprof_model::names::chrome::{CAT_STAT, PH_STAT};
@@ -105,7 +105,7 @@ impl Clock {
             snapshot.entries.iter().filter_map(|e| e.time_us).chain(snapshot.annotations.iter().map(|a| a.time_us));
         let origin_us = times.clone().min();
         let synthetic = snapshot.entries.iter().all(|e| e.time_us.is_none());
-        let mut per_device: HashMap<u32, i64> = HashMap::new();
+        let mut per_device: FxMap<u32, i64> = FxMap::default();
         let index_on_device: Vec<i64> = snapshot
             .entries
             .iter()
@@ -137,12 +137,12 @@ impl Clock {
 
 /// Allocated and reserved bytes of each device, replayed entry by entry.
 struct Totals {
-    current: HashMap<i64, (i64, i64)>,
+    current: FxMap<i64, (i64, i64)>,
 }
 
 impl Totals {
     fn rebuild(snapshot: &Snapshot, warnings: &mut Vec<String>) -> Totals {
-        let mut end: HashMap<i64, (i64, i64)> = HashMap::new();
+        let mut end: FxMap<i64, (i64, i64)> = FxMap::default();
         for segment in &snapshot.segments {
             let at_end = end.entry(segment.device).or_default();
             at_end.1 = at_end.1.saturating_add(segment.total_size);
@@ -152,13 +152,13 @@ impl Totals {
                 }
             }
         }
-        let mut change: HashMap<i64, (i64, i64)> = HashMap::new();
+        let mut change: FxMap<i64, (i64, i64)> = FxMap::default();
         for entry in &snapshot.entries {
             let (allocated, reserved) = delta(entry);
             let sum = change.entry(i64::from(entry.device)).or_default();
             *sum = (sum.0.saturating_add(allocated), sum.1.saturating_add(reserved));
         }
-        let mut current: HashMap<i64, (i64, i64)> = HashMap::new();
+        let mut current: FxMap<i64, (i64, i64)> = FxMap::default();
         let mut devices: Vec<i64> = change.keys().copied().collect();
         devices.sort_unstable();
         for device in devices {
@@ -229,11 +229,11 @@ struct Keys {
 struct Planes {
     builder: PlaneBuilder,
     lines: Vec<(LineKey, Line)>,
-    line_index: HashMap<LineKey, usize>,
+    line_index: FxMap<LineKey, usize>,
     /// Per (line, action), the event metadata of entries.
-    entry_metadata: HashMap<(usize, Action), u32>,
+    entry_metadata: FxMap<(usize, Action), u32>,
     /// Per stack, the `Ref` key of its text (`None` for an empty stack), once built.
-    stack_keys: HashMap<u32, Option<u32>>,
+    stack_keys: FxMap<u32, Option<u32>>,
     keys: Keys,
 }
 
@@ -250,9 +250,9 @@ impl Planes {
         Planes {
             builder,
             lines: Vec::new(),
-            line_index: HashMap::new(),
-            entry_metadata: HashMap::new(),
-            stack_keys: HashMap::new(),
+            line_index: FxMap::default(),
+            entry_metadata: FxMap::default(),
+            stack_keys: FxMap::default(),
             keys,
         }
     }
@@ -294,7 +294,7 @@ impl Planes {
     /// snapshot of millions of entries would otherwise leave up to half of each line's
     /// columns unused).
     fn reserve_entry_lines(&mut self, snapshot: &Snapshot) {
-        let mut counts: HashMap<LineKey, (usize, usize)> = HashMap::new();
+        let mut counts: FxMap<LineKey, (usize, usize)> = FxMap::default();
         for entry in &snapshot.entries {
             let count = counts.entry((i64::from(entry.device), ENTRIES, entry.stream)).or_default();
             count.0 += 1;
@@ -415,7 +415,7 @@ impl Planes {
     }
 
     fn annotations(&mut self, snapshot: &Snapshot, clock: &Clock) {
-        let mut open: HashMap<(i64, u32), Vec<i64>> = HashMap::new();
+        let mut open: FxMap<(i64, u32), Vec<i64>> = FxMap::default();
         let mut ranges = Vec::new();
         for annotation in &snapshot.annotations {
             let at = clock.at_us(annotation.time_us);
@@ -439,7 +439,7 @@ impl Planes {
     }
 
     fn segments(&mut self, snapshot: &Snapshot, clock: &Clock) {
-        let mut allocated_at: HashMap<(i64, u64), i64> = HashMap::new();
+        let mut allocated_at: FxMap<(i64, u64), i64> = FxMap::default();
         for (index, entry) in snapshot.entries.iter().enumerate() {
             if entry.action == Action::SegmentAlloc {
                 allocated_at.insert((i64::from(entry.device), entry.address), clock.time_ps(index, entry));

@@ -21,7 +21,7 @@
 
 mod host;
 
-use std::collections::HashMap;
+use mlprof_model::fxhash::FxMap;
 
 use mlprof_model::Host;
 
@@ -255,7 +255,7 @@ impl Snapshot {
 #[derive(Default)]
 struct Texts {
     list: Vec<String>,
-    index: HashMap<String, u32>,
+    index: FxMap<String, u32>,
 }
 
 impl Texts {
@@ -309,21 +309,48 @@ struct Reader {
     extras: Vec<EntryExtras>,
     /// Pickle string id → the entry field it names (keys are memoized strings, so a
     /// handful of ids cover millions of entries).
-    fields: HashMap<u32, Field>,
+    fields: FxMap<u32, Field>,
     /// Pickle string id → the action it names.
-    actions: HashMap<u32, Action>,
+    actions: FxMap<u32, Action>,
     texts: Texts,
     stacks: Vec<Vec<Frame>>,
     /// Pickle list id → stack index.
-    stack_of_list: HashMap<u32, u32>,
+    stack_of_list: FxMap<u32, u32>,
+    /// Stacks as the pickle spells them ([`FrameKey`]s) → stack index: every entry has
+    /// a list of its own, but its strings are memoized, so this finds a known stack
+    /// without building its text (at most [`MAX_SPELLINGS`] spellings).
+    stack_of_spelling: FxMap<Vec<FrameKey>, u32>,
+    /// The spelling of the stack being read (reused from entry to entry).
+    spelling: Vec<FrameKey>,
     /// Distinct stack contents → stack index (two lists with the same frames are one).
-    stack_index: HashMap<Vec<Frame>, u32>,
+    stack_index: FxMap<Vec<Frame>, u32>,
 }
+
+/// A frame as the pickle spells it: its name's and its file's pickle string ids
+/// (`u32::MAX` for a value that is not a string) and its line.
+type FrameKey = (u32, u32, i64);
+
+/// Stack spellings kept at most: a file whose strings are not memoized spells every
+/// stack anew, and its spellings would only cost memory.
+const MAX_SPELLINGS: usize = 1 << 20;
 
 impl Reader {
     fn stack(&mut self, objects: &Objects, frames: Option<Value>) -> Option<u32> {
         let Some(Value::List(list)) = frames else { return None };
         if let Some(&id) = self.stack_of_list.get(&list) {
+            return Some(id);
+        }
+        let string_id = |value: Option<Value>| match value {
+            Some(Value::Str(id)) => id,
+            _ => u32::MAX,
+        };
+        self.spelling.clear();
+        self.spelling.extend(objects.list(list).iter().filter_map(|&frame| {
+            let Value::Dict(frame) = frame else { return None };
+            let line = int_of(objects.get(frame, "line")).unwrap_or(0);
+            Some((string_id(objects.get(frame, "name")), string_id(objects.get(frame, "filename")), line))
+        }));
+        if let Some(&id) = self.stack_of_spelling.get(self.spelling.as_slice()) {
             return Some(id);
         }
         let frames: Vec<Frame> = objects
@@ -348,6 +375,9 @@ impl Reader {
             }
         };
         self.stack_of_list.insert(list, id);
+        if self.stack_of_spelling.len() < MAX_SPELLINGS {
+            self.stack_of_spelling.insert(self.spelling.clone(), id);
+        }
         Some(id)
     }
 
