@@ -198,13 +198,10 @@ fn shape_size(instruction: &HloInstruction) -> f64 {
     }
 }
 
-/// The bytes of every array of `instruction`'s output (a tuple's elements summed).
+/// The bytes of every array of `instruction`'s output (a tuple's arrays summed, as the
+/// decoder counts them).
 fn leaf_bytes(instruction: &HloInstruction) -> f64 {
-    if instruction.element_type == TUPLE {
-        instruction.tuple_shapes.iter().map(|shape| array_bytes(shape.element_type, &shape.dims)).sum()
-    } else {
-        shape_size(instruction)
-    }
+    instruction.output_bytes.unwrap_or(0) as f64
 }
 
 #[cfg(test)]
