@@ -215,3 +215,135 @@ fn cuda_memory_operations_are_allocator_events_with_running_totals() {
     let want: Vec<(String, i64)> = vec![("cuda:0 device".into(), 20_000_000), ("cuda:0 pinned".into(), 20_000_000)];
     assert_eq!(peaks.into_iter().collect::<Vec<_>>(), want);
 }
+
+/// Per metric of the counters plane's line `GPU <gpu>`: (readings kept, first and last
+/// time in ns, the integral of the value over time in value·ns, a reading holding until
+/// the next).
+fn counter_integrals(host: &Host, gpu: u32) -> std::collections::BTreeMap<String, (usize, i64, i64, f64)> {
+    let plane = plane(host, names::sampled::COUNTERS_PLANE);
+    let line = plane.lines.iter().find(|l| l.name == format!("GPU {gpu}")).expect("the GPU's line");
+    let key = plane.find_stat_key(names::sampled::COUNTER_VALUE_STAT).expect("values");
+    let mut readings: std::collections::BTreeMap<String, Vec<(i64, f64)>> = Default::default();
+    for event in line.iter() {
+        let Some(mlprof_model::StatValue::Double(value)) = event.own_stat(key) else { panic!("a value") };
+        let name = plane.event_metadata[event.metadata_index() as usize].name.clone();
+        readings.entry(name).or_default().push((event.start_ps() / 1000, value));
+    }
+    readings
+        .into_iter()
+        .map(|(name, points)| {
+            let integral = points.windows(2).map(|w| w[0].1 * (w[1].0 - w[0].0) as f64).sum();
+            (name, (points.len(), points[0].0, points[points.len() - 1].0, integral))
+        })
+        .collect()
+}
+
+/// The same integrals by SQL over the export (`samples` selects timestamp, metric name
+/// and value), every sample counted: what mlprof keeps must draw and sum the same.
+fn sql_integrals(path: &str, samples: &str) -> std::collections::BTreeMap<String, (i64, i64, f64)> {
+    let db = rusqlite::Connection::open(fixture(path)).expect("the fixture opens");
+    let sql = format!(
+        "SELECT name, MIN(t), MAX(t), TOTAL(v * (next - t)) FROM (SELECT t, name, v, LEAD(t) OVER (PARTITION BY name \
+         ORDER BY t) AS next FROM ({samples}) WHERE t >= 0) GROUP BY name"
+    );
+    let mut statement = db.prepare(&sql).expect("the query");
+    let rows = statement
+        .query_map([], |row| Ok((row.get::<_, String>(0)?, (row.get(1)?, row.get(2)?, row.get(3)?))))
+        .expect("rows");
+    rows.map(|row| row.expect("a row")).collect()
+}
+
+fn assert_same_series(host: &Host, path: &str, samples: &str, names_: &[&str]) {
+    let ours = counter_integrals(host, 0);
+    let theirs = sql_integrals(path, samples);
+    assert_eq!(ours.keys().map(String::as_str).collect::<Vec<_>>(), names_);
+    for (name, (kept, first, last, integral)) in &ours {
+        let (sql_first, sql_last, sql_integral) = theirs[name];
+        assert_eq!((*first, *last), (sql_first, sql_last), "{name}: span");
+        assert_eq!(*integral, sql_integral, "{name}: value over time");
+        assert!(*kept <= 106, "{name}: {kept} readings");
+    }
+}
+
+#[test]
+fn gpu_metrics_are_a_counter_line_per_gpu_that_draws_and_sums_as_every_sample() {
+    // nsys 2023.4+ layout (`scripts/gen_nsys_gpu_metrics.py`): 107 samples of 8 metrics
+    // at 1 kHz, one before the session start.
+    let path = "gpu_metrics_2026_1/report1_gpu_metrics.sqlite";
+    let host = load(path);
+    let samples = "SELECT g.timestamp AS t, m.metricName AS name, g.value AS v FROM GPU_METRICS g JOIN \
+                   TARGET_INFO_GPU_METRICS m USING (typeId, metricId)";
+    let metrics = [
+        "DRAM Read Bandwidth [Throughput %]",
+        "GPC Clock Frequency [MHz]",
+        "GR Active [Throughput %]",
+        "PCIe RX Throughput [Throughput %]",
+        "PCIe TX Throughput [Throughput %]",
+        "SM Issue [Throughput %]",
+        "SMs Active [Throughput %]",
+        "Tensor Active [Throughput %]",
+    ];
+    assert_same_series(&host, path, samples, &metrics);
+    // Runs of equal readings keep their first: 848 samples, 87 readings.
+    assert_eq!(plane(&host, names::sampled::COUNTERS_PLANE).event_count(), 87);
+    assert!(plane_names(&host).ends_with(&[names::sampled::COUNTERS_PLANE, "/host:metadata"]));
+    // The kernels' plane is unchanged by the metrics beside it.
+    assert_eq!(
+        plane(&host, "/device:GPU:0").event_count(),
+        plane(&load("testcuda_2026_1/report1.sqlite"), "/device:GPU:0").event_count()
+    );
+}
+
+#[test]
+fn gpu_metrics_of_nsys_before_2023_4_are_read_from_generic_events() {
+    // The JSON layout of nsys ≤ 2023.3, names without units, on the GTX 1060 of a
+    // three-GPU Windows export.
+    let path = "gpu_metrics_2022_1/profile1_gpu_metrics.sqlite";
+    let host = load(path);
+    let samples = "SELECT g.timestamp AS t, j.key AS name, j.value AS v FROM GENERIC_EVENTS g, json_each(g.data) j";
+    let metrics = [
+        "DRAM Read Bandwidth",
+        "GPC Clock Frequency",
+        "GR Active",
+        "PCIe RX Throughput",
+        "PCIe TX Throughput",
+        "SM Active",
+        "SM Issue",
+        "Tensor Active",
+    ];
+    assert_same_series(&host, path, samples, &metrics);
+}
+
+#[test]
+fn gpu_metrics_name_the_gpu_by_its_cuda_ordinal_and_unsigned_values_read_back() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let path = dir.path().join("metrics.sqlite");
+    let db = rusqlite::Connection::open(&path).expect("create");
+    db.execute_batch(
+        "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+         CREATE TABLE TARGET_INFO_GPU (id INTEGER NOT NULL, cuDevice INTEGER, name TEXT);
+         INSERT INTO TARGET_INFO_GPU VALUES (1, 0, 'NVIDIA H100'), (2, 1, 'NVIDIA H100');
+         CREATE TABLE TARGET_INFO_GPU_METRICS (typeId INTEGER NOT NULL, sourceId INTEGER NOT NULL,
+           typeName TEXT NOT NULL, metricId INTEGER NOT NULL, metricName TEXT NOT NULL);
+         INSERT INTO TARGET_INFO_GPU_METRICS VALUES (0x0100000200001001, 2, 'GPU 1', 3, 'GPC Clock Frequency [MHz]');
+         CREATE TABLE GPU_METRICS (timestamp INTEGER, typeId INTEGER NOT NULL, metricId INTEGER NOT NULL,
+           value INTEGER NOT NULL);
+         INSERT INTO GPU_METRICS VALUES (1000, 0x0100000200001001, 3, 1980), (2000, 0x0100000200001001, 3, -1),
+           (-500, 0x0100000200001001, 3, 7), (1500, 0x0100000200001002, 7, 55);",
+    )
+    .expect("tables");
+    drop(db);
+    let mut sessions = discover::load(&path).expect("loads");
+    let host = sessions.remove(0).hosts.remove(0);
+    let plane = plane(&host, names::sampled::COUNTERS_PLANE);
+    let lines: Vec<&str> = plane.lines.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(lines, ["GPU 0", "GPU 1"], "nsys GPUs 1 and 2 are CUDA devices 0 and 1");
+    let gpu0 = counter_integrals(&host, 0);
+    // 1980 MHz from 1 µs to 2 µs, then 2^32 - 1 stored as -1; the sample before the
+    // session start is dropped.
+    assert_eq!(gpu0["GPC Clock Frequency [MHz]"], (2, 1000, 2000, 1980.0 * 1000.0));
+    let key = plane.find_stat_key(names::sampled::COUNTER_VALUE_STAT).expect("values");
+    let last = plane.lines[0].iter().last().expect("a reading");
+    assert_eq!(last.own_stat(key), Some(mlprof_model::StatValue::Double(4_294_967_295.0)));
+    assert_eq!(counter_integrals(&host, 1).keys().collect::<Vec<_>>(), ["metric 7"], "a metric without a name row");
+}

@@ -21,7 +21,8 @@
 //! (its file name); events carry only [`SAMPLES_STAT`]. A function without a symbol is
 //! named `module+0xADDRESS` (the ELF virtual address of its start, or of the sample).
 //!
-//! On [`COUNTERS_PLANE`] each line holds one process's or one GPU's counters, every
+//! On [`COUNTERS_PLANE`] each line holds one process's or one GPU's counters (a GPU's
+//! line is `GPU <ordinal>`, id [`GPU_COUNTER_LINE_BASE`] + ordinal), every
 //! reading an instant event named after its counter with the value in
 //! [`COUNTER_VALUE_STAT`] (the stat XProf's counter events carry).
 
@@ -29,8 +30,13 @@
 pub const PYTHON_PLANE: &str = "/host:python";
 /// Plane of sampled native (C/C++) stacks, one line per thread.
 pub const NATIVE_PLANE: &str = "/host:native";
-/// Plane of counters read while sampling (`/proc`, NVML).
+/// Plane of counters read while sampling (`/proc`, NVML), and of the GPU metrics an
+/// Nsight Systems export recorded.
 pub const COUNTERS_PLANE: &str = "/host:counters";
+
+/// Id of the [`COUNTERS_PLANE`] line of GPU `N`'s counters: this base plus `N` (the
+/// CUDA ordinal), above any process id.
+pub const GPU_COUNTER_LINE_BASE: i64 = 1 << 32;
 
 /// Event-metadata stat: the function's name.
 pub const FUNCTION_STAT: &str = "function";

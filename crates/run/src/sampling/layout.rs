@@ -19,8 +19,6 @@ const NATIVE_PLANE_ID: i64 = 1002;
 /// Samples further apart than this many intervals are not one run: the thread was not
 /// seen in between (failed reads, mlprof stalled; for native samples, off the CPU).
 const GAP_INTERVALS: i64 = 3;
-/// GPU lines' ids start here (process lines use the pid).
-const GPU_LINE_BASE: i64 = 1 << 32;
 
 /// `recorded`'s samples and readings from `start_ns` to `stop_ns` (Unix epoch ns) as
 /// the planes of a host named `hostname`; `interval_ns` is the sampling interval.
@@ -248,7 +246,7 @@ fn counters_plane(recorded: &Recorded, start_ns: i64) -> mlprof_model::Plane {
                 let thread = recorded.thread_names.get(&(pid, tid)).map_or("thread", String::as_str);
                 (i64::from(pid), format!("{} of {thread} (tid {tid})", reading.counter.name()))
             }
-            Source::Gpu(index) => (GPU_LINE_BASE + i64::from(index), reading.counter.name()),
+            Source::Gpu(index) => (names::GPU_COUNTER_LINE_BASE + i64::from(index), reading.counter.name()),
         };
         let line =
             lines.entry(line_id).or_insert_with(|| Line::new(line_id, counter_line_name(recorded, reading.source)));

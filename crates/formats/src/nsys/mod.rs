@@ -30,6 +30,8 @@
 //!   reads a CUDA program's memory as it reads TensorFlow's;
 //! - `TARGET_INFO_GPU`: each GPU's name, clock, SMs, memory, bandwidth and limits (for
 //!   the device planes' stats and kernel occupancy);
+//! - `GPU_METRICS` (or, before nsys 2023.4, `GENERIC_EVENTS`): the GPU metrics
+//!   sampled with `--gpu-metrics-devices`, as counters ([`gpu_metrics`]);
 //! - `TARGET_INFO_SESSION_START_TIME.utcEpochNs`: the report's start on the wall clock.
 //!
 //! Memory: every row becomes a record, then an event of the model, so what an export
@@ -43,7 +45,10 @@
 //! The one design decision to know: rows become CUPTI records ([`Activity`]) and the
 //! layout is the one `mlprof run` writes, so nsys's data meets the tools through the
 //! same path as mlprof's own GPU recording. OS runtime calls, which that layout has no
-//! place for, get their own plane; CPU samples and GPU metrics are not read yet.
+//! place for, get their own plane, and GPU metrics go to the counters plane that
+//! `mlprof run` fills with NVML's readings; CPU samples are not read yet.
+
+mod gpu_metrics;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -182,7 +187,7 @@ impl Export {
         let version = self.product_version()?;
         let metadata = [(names::PROFILER_STAT, names::NSYS), ("nsys_version", version.as_deref().unwrap_or("unknown"))];
         let mut host = cupti_xspace::to_host(&records, host_name, (start_ns, stop_ns), &devices, &metadata);
-        if let Some(plane) = self.os_runtime()? {
+        for plane in [self.os_runtime()?, gpu_metrics::gpu_metrics_plane(self)?].into_iter().flatten() {
             let at = host.planes.len().saturating_sub(1);
             host.planes.insert(at, plane);
         }
