@@ -768,3 +768,22 @@ fn an_nsight_systems_export_shows_its_streams_threads_and_launch_flows() {
     let launch = kernel["flows"].as_array().expect("flows").iter().find(|f| f["direction"] == "in").expect("launch");
     assert_eq!(launch["name"], "cudaLaunchKernel", "{launch}");
 }
+
+#[test]
+fn an_nsight_systems_exports_gpu_metrics_are_counter_tracks_of_their_gpu() {
+    // scripts/gen_nsys_gpu_metrics.py: 8 metrics; by SQL, SMs Active peaks at 13 % and
+    // PCIe RX at 88 % (the 100 MB host-to-device copies).
+    let cache = tempfile::tempdir().expect("cache dir");
+    let fixture = serve(&data("nsys/gpu_metrics_2026_1/report1_gpu_metrics.sqlite"), cache.path());
+    let meta = fixture.json("meta", "");
+    let (start, end) = (meta["start_ps"].as_i64().expect("start"), meta["end_ps"].as_i64().expect("end"));
+    let counters = fixture.json("counters", &format!("&start_ps={start}&end_ps={end}&width_px=2000"));
+    let series = counters["series"].as_array().expect("series");
+    let of_gpu: Vec<&Value> = series.iter().filter(|s| s["group"] == "GPU 0").collect();
+    assert_eq!(of_gpu.len(), 8, "{counters}");
+    let max = |name: &str| {
+        of_gpu.iter().find(|s| s["name"] == name).and_then(|s| s["max"].as_f64()).unwrap_or_else(|| panic!("{name}"))
+    };
+    assert_eq!(max("SMs Active [Throughput %]"), 13.0);
+    assert_eq!(max("PCIe RX Throughput [Throughput %]"), 88.0);
+}
