@@ -350,8 +350,11 @@ impl Device<'_> {
     }
 
     fn replay(&self, peak: Option<usize>, out: &mut SnapshotDevice) {
+        let largest = self.largest_allocations();
         let mut live: HashMap<i64, usize> = HashMap::new();
-        let mut freed_at: HashMap<usize, i64> = HashMap::new();
+        // When each of the largest allocations was freed (only theirs: a snapshot has
+        // millions of allocations).
+        let mut freed_at: HashMap<usize, i64> = largest.iter().map(|&i| (i, i64::MIN)).collect();
         let mut streams: BTreeMap<i64, StreamRow> = BTreeMap::new();
         let mut ooms = self.ooms.iter().peekable();
         let mut oom_rows = Vec::new();
@@ -367,8 +370,10 @@ impl Device<'_> {
             if entry.bytes >= 0 {
                 live.insert(entry.address, index);
                 stream.allocations += 1;
-            } else if let Some(alloc) = live.remove(&entry.address) {
-                freed_at.insert(alloc, entry.time_ps);
+            } else if let Some(alloc) = live.remove(&entry.address)
+                && let Some(freed) = freed_at.get_mut(&alloc)
+            {
+                *freed = entry.time_ps;
             }
             if Some(index) == peak {
                 out.live_at_peak = live_rows(&live, TOP_ROWS);
@@ -380,11 +385,8 @@ impl Device<'_> {
         }
         out.ooms = oom_rows;
         out.streams = stream_peaks(&self.memory, streams);
-        let mut allocations: Vec<usize> = (0..self.memory.len()).filter(|&i| self.memory[i].bytes > 0).collect();
-        allocations.sort_by_key(|&i| (std::cmp::Reverse(self.memory[i].bytes), self.memory[i].time_ps, i));
-        out.largest_allocations = allocations
+        out.largest_allocations = largest
             .into_iter()
-            .take(TOP_ROWS)
             .map(|i| {
                 let e = &self.memory[i];
                 AllocationRow {
@@ -392,10 +394,23 @@ impl Device<'_> {
                     bytes: e.bytes,
                     stream: e.stream,
                     label: stack_label(e.frames),
-                    freed_at_ps: freed_at.get(&i).copied(),
+                    freed_at_ps: freed_at.get(&i).copied().filter(|&at| at != i64::MIN),
                 }
             })
             .collect();
+    }
+
+    /// The [`TOP_ROWS`] largest allocations (indices into `memory`): most bytes
+    /// first, then the earliest, then the first stored.
+    fn largest_allocations(&self) -> Vec<usize> {
+        let key = |i: usize| (std::cmp::Reverse(self.memory[i].bytes), self.memory[i].time_ps, i);
+        let mut allocations: Vec<usize> = (0..self.memory.len()).filter(|&i| self.memory[i].bytes > 0).collect();
+        if allocations.len() > TOP_ROWS {
+            allocations.select_nth_unstable_by_key(TOP_ROWS - 1, |&i| key(i));
+            allocations.truncate(TOP_ROWS);
+        }
+        allocations.sort_unstable_by_key(|&i| key(i));
+        allocations
     }
 
     fn fragmentation(&mut self, out: &mut SnapshotDevice) {

@@ -26,8 +26,8 @@ pub(crate) struct MemoryEvent {
     pub offset_ps: i64,
     /// Kineto's `Ev Idx` (0 when missing): orders events at the same time.
     pub ev_idx: i64,
-    /// Plane, line and event index: the last tie-breaker.
-    pub position: (usize, usize, usize),
+    /// Plane, line and event index: the last tie-breaker (and unique).
+    pub position: (u32, u32, u32),
     /// `Device Type` (c10::DeviceType: 0 CPU, 1 CUDA, …; 0 when missing).
     pub device_type: i64,
     /// `Device Id` (-1 for CPU and when missing).
@@ -43,7 +43,7 @@ pub(crate) struct MemoryEvent {
     /// The innermost enclosing `cpu_op`, when there is one.
     pub op: Option<Box<OpInfo>>,
     /// That op's event index in the memory event's line (`position.1`).
-    pub op_event: Option<usize>,
+    pub op_event: Option<u32>,
     /// N of the enclosing `ProfilerStep#N`; -1 outside every step.
     pub step: i64,
     /// The name of the event's own stack where the source records one (memory
@@ -127,14 +127,14 @@ fn read_plane(plane: &Plane, plane_index: usize, steps: &[ProfilerStep], out: &m
                 time_ps: event.start_ps(),
                 offset_ps: event.offset_ps(),
                 ev_idx: int(EV_IDX).unwrap_or(0),
-                position: (plane_index, line_index, event.index()),
+                position: (index_u32(plane_index), index_u32(line_index), index_u32(event.index())),
                 device_type: int(DEVICE_TYPE).unwrap_or(0),
                 device_id: int(DEVICE_ID).unwrap_or(-1),
                 bytes: int(BYTES).unwrap_or(0),
                 address: int(ADDR).unwrap_or(0) as u64,
                 allocated_bytes: int(TOTAL_ALLOCATED).unwrap_or(0),
                 reserved_bytes: int(TOTAL_RESERVED).unwrap_or(0),
-                op_event: op.map(|op| op.index()),
+                op_event: op.map(|op| index_u32(op.index())),
                 op: op.map(|op| {
                     Box::new(OpInfo {
                         name: xstats::event_name(plane, op).to_string(),
@@ -147,6 +147,12 @@ fn read_plane(plane: &Plane, plane_index: usize, steps: &[ProfilerStep], out: &m
             });
         }
     }
+}
+
+/// A plane's, line's or event's index as stored in a [`MemoryEvent`] (lines and their
+/// events are numbered by `u32` in the model).
+fn index_u32(index: usize) -> u32 {
+    u32::try_from(index).unwrap_or(u32::MAX)
 }
 
 /// The name of `event`'s stack (stat `key`), computed once per interned stack; none

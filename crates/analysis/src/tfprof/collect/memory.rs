@@ -102,11 +102,12 @@ fn kineto_ops(context: &HostContext<'_>, host_runs: &HashMap<(usize, usize), usi
         .into_iter()
         .filter(|event| event.bytes != 0)
         .map(|event| {
-            let (plane, line, index) = event.position;
+            let (plane, line, index) =
+                (event.position.0 as usize, event.position.1 as usize, event.position.2 as usize);
             let owner = event
                 .op_event
                 .filter(|_| Some(plane) == host_plane)
-                .and_then(|op_event| host_runs.get(&(line, op_event)).copied());
+                .and_then(|op_event| host_runs.get(&(line, op_event as usize)).copied());
             let allocator = ((event.device_type as u64) << 32) ^ (event.device_id as u64 & 0xffff_ffff);
             MemoryOp {
                 time_ps: event.time_ps,
