@@ -93,7 +93,8 @@ struct Clock {
     origin_us: Option<i64>,
     /// Whether the snapshot has no times (entries are placed by index).
     synthetic: bool,
-    /// Per entry, its index on its device (the synthetic time in µs).
+    /// Per entry, its index on its device (the synthetic time in µs); empty when the
+    /// snapshot has times.
     index_on_device: Vec<i64>,
     /// The snapshot's time: 1 µs after the last entry or annotation.
     end_ps: i64,
@@ -106,15 +107,19 @@ impl Clock {
         let origin_us = times.clone().min();
         let synthetic = snapshot.entries.iter().all(|e| e.time_us.is_none());
         let mut per_device: FxMap<u32, i64> = FxMap::default();
-        let index_on_device: Vec<i64> = snapshot
-            .entries
-            .iter()
-            .map(|e| {
-                let n = per_device.entry(e.device).or_insert(0);
-                *n += 1;
-                *n - 1
-            })
-            .collect();
+        let index_on_device: Vec<i64> = if synthetic {
+            snapshot
+                .entries
+                .iter()
+                .map(|e| {
+                    let n = per_device.entry(e.device).or_insert(0);
+                    *n += 1;
+                    *n - 1
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let last_ps = if synthetic {
             per_device.values().copied().max().unwrap_or(0).saturating_sub(1).saturating_mul(PS_PER_US)
         } else {
