@@ -46,10 +46,11 @@ enum Val {
 }
 const PS_PER_US: i64 = 1_000_000;
 
-/// The host of `snapshot`, read from the file `path`, named `host_name`.
-pub fn snapshot_host(snapshot: &Snapshot, path: &str, host_name: &str) -> Result<Host, String> {
+/// The host of `snapshot`, read from the file `path`, named `host_name`. Each chunk of
+/// entries is freed as soon as its events are made.
+pub fn snapshot_host(mut snapshot: Snapshot, path: &str, host_name: &str) -> Result<Host, String> {
     let mut host = Host::new(host_name, path, SourceFormat::Kineto);
-    let clock = Clock::of(snapshot);
+    let clock = Clock::of(&snapshot);
     if clock.synthetic && !snapshot.entries.is_empty() {
         host.warnings.push(
             "the snapshot records no event times (PyTorch before 2.2): each device's entries are placed 1 µs apart \
@@ -57,14 +58,20 @@ pub fn snapshot_host(snapshot: &Snapshot, path: &str, host_name: &str) -> Result
                 .to_string(),
         );
     }
-    let mut totals = Totals::rebuild(snapshot, &mut host.warnings);
+    let mut totals = Totals::rebuild(&snapshot, &mut host.warnings);
     let mut planes = Planes::new();
-    planes.reserve_entry_lines(snapshot);
-    for (index, entry) in snapshot.entries.iter().enumerate() {
-        planes.entry(snapshot, entry, clock.time_ps(index, entry), totals.after(entry));
+    planes.reserve_entry_lines(&snapshot);
+    let segments_allocated_at = segments_allocated_at(&snapshot, &clock);
+    let mut index = 0;
+    for chunk in std::mem::take(&mut snapshot.entries).into_chunks() {
+        for entry in &chunk {
+            planes.entry(&snapshot, entry, clock.time_ps(index, entry), totals.after(entry));
+            index += 1;
+        }
     }
+    let snapshot = &snapshot;
     planes.annotations(snapshot, &clock);
-    planes.segments(snapshot, &clock);
+    planes.segments(snapshot, &clock, &segments_allocated_at);
     let settings: Vec<(u32, StatValue)> = snapshot
         .allocator_settings
         .iter()
@@ -85,6 +92,17 @@ pub fn snapshot_host(snapshot: &Snapshot, path: &str, host_name: &str) -> Result
         host.profile_stop_ns = host.profile_start_ns.map(|start| start.saturating_add(clock.end_ps / 1000));
     }
     Ok(host)
+}
+
+/// When each segment (by device and address) was last allocated in the trace, ps.
+fn segments_allocated_at(snapshot: &Snapshot, clock: &Clock) -> FxMap<(i64, u64), i64> {
+    let mut allocated_at: FxMap<(i64, u64), i64> = FxMap::default();
+    for (index, entry) in snapshot.entries.iter().enumerate() {
+        if entry.action == Action::SegmentAlloc {
+            allocated_at.insert((i64::from(entry.device), entry.address), clock.time_ps(index, entry));
+        }
+    }
+    allocated_at
 }
 
 /// Entry and annotation times in the model's picoseconds.
@@ -158,7 +176,7 @@ impl Totals {
             }
         }
         let mut change: FxMap<i64, (i64, i64)> = FxMap::default();
-        for entry in &snapshot.entries {
+        for entry in snapshot.entries.iter() {
             let (allocated, reserved) = delta(entry);
             let sum = change.entry(i64::from(entry.device)).or_default();
             *sum = (sum.0.saturating_add(allocated), sum.1.saturating_add(reserved));
@@ -300,7 +318,7 @@ impl Planes {
     /// columns unused).
     fn reserve_entry_lines(&mut self, snapshot: &Snapshot) {
         let mut counts: FxMap<LineKey, (usize, usize)> = FxMap::default();
-        for entry in &snapshot.entries {
+        for entry in snapshot.entries.iter() {
             let count = counts.entry((i64::from(entry.device), ENTRIES, entry.stream)).or_default();
             count.0 += 1;
             count.1 += entry_stats(entry);
@@ -443,13 +461,7 @@ impl Planes {
         }
     }
 
-    fn segments(&mut self, snapshot: &Snapshot, clock: &Clock) {
-        let mut allocated_at: FxMap<(i64, u64), i64> = FxMap::default();
-        for (index, entry) in snapshot.entries.iter().enumerate() {
-            if entry.action == Action::SegmentAlloc {
-                allocated_at.insert((i64::from(entry.device), entry.address), clock.time_ps(index, entry));
-            }
-        }
+    fn segments(&mut self, snapshot: &Snapshot, clock: &Clock, allocated_at: &FxMap<(i64, u64), i64>) {
         let end = clock.end_ps;
         for segment in &snapshot.segments {
             let start = allocated_at.get(&(segment.device, segment.address)).copied().unwrap_or(0).min(end);

@@ -8,7 +8,9 @@
 //! The one design decision to know: the file is decoded by [`crate::pickle`] (never by
 //! running pickle code), and each trace entry is turned into a compact [`TraceEntry`]
 //! as soon as the decoder completes it, so a multi-GB snapshot never holds its
-//! millions of entry dicts at once. Stacks are kept once per distinct frame list (the
+//! millions of entry dicts at once; the entries are kept in chunks ([`Entries`]) that
+//! the host builder frees as it goes, so they and their events are never all held
+//! together either. Stacks are kept once per distinct frame list (the
 //! snapshot shares them through the pickle memo: a million frame references are a few
 //! thousand lists).
 //!
@@ -57,7 +59,7 @@ pub fn read_memory_snapshot_releasing(
     host_name: &str,
 ) -> Result<Host> {
     let snapshot = decode_snapshot_releasing(bytes, release, path)?;
-    snapshot_host(&snapshot, path, host_name).map_err(|message| FormatError::unrecognized(path, message))
+    snapshot_host(snapshot, path, host_name).map_err(|message| FormatError::unrecognized(path, message))
 }
 
 /// What an allocator trace entry did (`action`).
@@ -137,6 +139,63 @@ pub struct TraceEntry {
     pub device: u32,
     /// What few entries have ([`Snapshot::extras`]): index, or `u32::MAX` for none.
     pub extra: u32,
+}
+
+/// Trace entries in order, stored in chunks of [`ENTRY_CHUNK`] so that whoever is done
+/// with the first ones can free them ([`Entries::into_chunks`]) while it reads on: the
+/// host of a multi-GB snapshot is then built without every entry held beside it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Entries {
+    chunks: Vec<Vec<TraceEntry>>,
+    len: usize,
+}
+
+/// Entries per chunk of [`Entries`] (4 MiB of entries).
+pub const ENTRY_CHUNK: usize = 1 << 16;
+
+impl Entries {
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The entries in order.
+    pub fn iter(&self) -> impl Iterator<Item = &TraceEntry> + Clone {
+        self.chunks.iter().flatten()
+    }
+
+    /// The entries in order, chunk by chunk, each freed once its reader drops it.
+    pub fn into_chunks(self) -> impl Iterator<Item = Vec<TraceEntry>> {
+        self.chunks.into_iter()
+    }
+
+    fn push(&mut self, entry: TraceEntry) {
+        match self.chunks.last_mut() {
+            Some(chunk) if chunk.len() < ENTRY_CHUNK => chunk.push(entry),
+            _ => {
+                let mut chunk = Vec::with_capacity(ENTRY_CHUNK);
+                chunk.push(entry);
+                self.chunks.push(chunk);
+            }
+        }
+        self.len += 1;
+    }
+
+    fn get_mut(&mut self, index: usize) -> Option<&mut TraceEntry> {
+        self.chunks.get_mut(index / ENTRY_CHUNK)?.get_mut(index % ENTRY_CHUNK)
+    }
+
+    /// Gives back what the last chunk was given room for and did not use.
+    fn shrink_to_fit(&mut self) {
+        if let Some(last) = self.chunks.last_mut() {
+            last.shrink_to_fit();
+        }
+    }
 }
 
 /// What only a few trace entries carry, kept aside so every entry stays small.
@@ -225,7 +284,7 @@ pub struct Snapshot {
     /// The segments, in file order.
     pub segments: Vec<Segment>,
     /// Every device's trace entries, device by device, each device's in its order.
-    pub entries: Vec<TraceEntry>,
+    pub entries: Entries,
     /// What few entries carry beyond the common fields ([`TraceEntry::extra`]).
     pub extras: Vec<EntryExtras>,
     /// `external_annotations`, in file order.
@@ -305,7 +364,7 @@ impl Field {
 /// The state of one decoding: the entries taken so far and the tables they point into.
 #[derive(Default)]
 struct Reader {
-    entries: Vec<TraceEntry>,
+    entries: Entries,
     extras: Vec<EntryExtras>,
     /// Pickle string id → the entry field it names (keys are memoized strings, so a
     /// handful of ids cover millions of entries).
@@ -504,7 +563,6 @@ fn decode_snapshot_releasing(bytes: &[u8], release: &dyn Fn(std::ops::Range<usiz
         ));
     }
     drop(objects);
-    // Millions of entries: give back what the vector grew past them.
     reader.entries.shrink_to_fit();
     snapshot.entries = reader.entries;
     snapshot.extras = reader.extras;
@@ -514,7 +572,7 @@ fn decode_snapshot_releasing(bytes: &[u8], release: &dyn Fn(std::ops::Range<usiz
 }
 
 /// Gives each taken entry its device: its list's index in `device_traces`.
-fn read_traces(objects: &Objects, traces: Option<Value>, entries: &mut [TraceEntry]) {
+fn read_traces(objects: &Objects, traces: Option<Value>, entries: &mut Entries) {
     let Some(traces) = traces else { return };
     for (device, list) in objects.items(traces).iter().enumerate() {
         for item in objects.items(*list) {
