@@ -119,16 +119,23 @@ fn chrome_counters(host: &Host, series: &mut BTreeMap<(String, String), Vec<(i64
 
 /// PyTorch's allocated and reserved bytes after each `[memory]` event, per device.
 fn pytorch_memory(host: &Host, series: &mut BTreeMap<(String, String), Vec<(i64, f64)>>) {
+    // Per device, its two series, moved into `series` at the end (millions of events
+    // from a memory snapshot: no key is built per event).
+    let mut devices: BTreeMap<(i64, i64), [Vec<(i64, f64)>; 2]> = BTreeMap::new();
     for event in memory_events(host) {
-        let device = match (event.device_type, event.device_id) {
+        let [allocated, reserved] = devices.entry((event.device_type, event.device_id)).or_default();
+        allocated.push((event.time_ps, event.allocated_bytes as f64));
+        reserved.push((event.time_ps, event.reserved_bytes as f64));
+    }
+    for ((device_type, device_id), [allocated, reserved]) in devices {
+        let device = match (device_type, device_id) {
             (0, _) => "cpu".to_string(),
             (1, id) => format!("cuda:{id}"),
             (kind, id) => format!("device type {kind}:{id}"),
         };
         let group = format!("PyTorch memory, {device}");
-        for (name, value) in [("Allocated (bytes)", event.allocated_bytes), ("Reserved (bytes)", event.reserved_bytes)]
-        {
-            series.entry((group.clone(), name.to_string())).or_default().push((event.time_ps, value as f64));
+        for (name, points) in [("Allocated (bytes)", allocated), ("Reserved (bytes)", reserved)] {
+            series.entry((group.clone(), name.to_string())).or_default().extend(points);
         }
     }
 }

@@ -17,13 +17,13 @@ use crate::grouping::profiler_steps::{self, ProfilerStep};
 use crate::kineto::{Category, MEMORY_EVENT, categories, category_of};
 use crate::xstats::{self, StatKeys};
 
-/// One `[memory]` event with what it says and where it happened.
+/// One `[memory]` event with what it says and where it happened: what every pass over
+/// millions of events reads. What only the few events shown need (its offset on its
+/// line, its op's name and inputs, its stack's name) stays in the host: [`Details`].
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct MemoryEvent {
     /// Event time, picoseconds relative to the profile start.
     pub time_ps: i64,
-    /// Event time, picoseconds from its line's start.
-    pub offset_ps: i64,
     /// Kineto's `Ev Idx` (0 when missing): orders events at the same time.
     pub ev_idx: i64,
     /// Plane, line and event index: the last tie-breaker (and unique).
@@ -40,16 +40,11 @@ pub(crate) struct MemoryEvent {
     pub allocated_bytes: i64,
     /// `Total Reserved` after the event, bytes.
     pub reserved_bytes: i64,
-    /// The innermost enclosing `cpu_op`, when there is one.
-    pub op: Option<Box<OpInfo>>,
-    /// That op's event index in the memory event's line (`position.1`).
+    /// The event index, in the memory event's line, of the innermost `cpu_op`
+    /// enclosing it, when there is one.
     pub op_event: Option<u32>,
     /// N of the enclosing `ProfilerStep#N`; -1 outside every step.
     pub step: i64,
-    /// The name of the event's own stack where the source records one (memory
-    /// snapshots), [`crate::memory_profile::snapshot::stack_label`]; shared by the
-    /// events of one stack.
-    pub stack_label: Option<Arc<str>>,
 }
 
 /// The op that was running when a memory event happened.
@@ -61,6 +56,69 @@ pub(crate) struct OpInfo {
     pub input_dims: String,
     /// Its `Input type` as compact JSON (empty when not recorded).
     pub input_types: String,
+}
+
+/// Reads what a [`MemoryEvent`] leaves in its host, for the events a profile shows.
+pub(crate) struct Details<'h> {
+    host: &'h Host,
+    /// Per plane, the stat keys of [`STAT_NAMES`].
+    keys: Vec<StatKeys<10>>,
+    /// Stack names by (plane, the stack's `Ref` key; `u32::MAX` for none), made once.
+    labels: HashMap<(u32, u32), Arc<str>>,
+}
+
+impl<'h> Details<'h> {
+    /// The reader of `host`'s memory events.
+    pub fn new(host: &'h Host) -> Details<'h> {
+        let keys = host.planes.iter().map(|plane| StatKeys::new(plane, STAT_NAMES)).collect();
+        Details { host, keys, labels: HashMap::new() }
+    }
+
+    fn event(&self, event: &MemoryEvent) -> Option<(&'h Plane, &StatKeys<10>, Event<'h>)> {
+        let (plane, line, index) = event.position;
+        let planes = &self.host.planes;
+        let plane = planes.get(plane as usize)?;
+        let keys = self.keys.get(event.position.0 as usize)?;
+        let line = plane.lines.get(line as usize)?;
+        Some((plane, keys, line.event(index as usize)?))
+    }
+
+    /// Its time from its line's start, picoseconds.
+    pub fn offset_ps(&self, event: &MemoryEvent) -> i64 {
+        self.event(event).map_or(0, |(_, _, e)| e.offset_ps())
+    }
+
+    /// The op that was running (the innermost enclosing `cpu_op`).
+    pub fn op(&self, event: &MemoryEvent) -> Option<OpInfo> {
+        let (plane, keys, _) = self.event(event)?;
+        let line = plane.lines.get(event.position.1 as usize)?;
+        let op = line.event(event.op_event? as usize)?;
+        Some(OpInfo {
+            name: xstats::event_name(plane, &op).to_string(),
+            input_dims: compact_json(plane, &op, keys.key(INPUT_DIMS)),
+            input_types: compact_json(plane, &op, keys.key(INPUT_TYPE)),
+        })
+    }
+
+    /// The name of its own stack where the source records one (memory snapshots),
+    /// [`crate::memory_profile::snapshot::stack_label`]: none where the plane records
+    /// no stacks (a Kineto trace), and `(no stack recorded)` for an event without one
+    /// on a plane that records them (a snapshot's entry from a thread with no Python
+    /// frames, such as autograd's backward thread).
+    pub fn stack_label(&mut self, event: &MemoryEvent) -> Option<Arc<str>> {
+        let (plane, keys, memory) = self.event(event)?;
+        let key = keys.key(FRAMES)?;
+        let label = |text: &str| Arc::from(crate::memory_profile::snapshot::stack_label(text));
+        let plane_index = event.position.0;
+        match xstats::event_stat(plane, &memory, Some(key)) {
+            None => Some(self.labels.entry((plane_index, u32::MAX)).or_insert_with(|| label("")).clone()),
+            Some(StatValue::Ref(id)) => {
+                let text = plane.stat_metadata.get(id as usize)?.name.as_str();
+                Some(self.labels.entry((plane_index, id)).or_insert_with(|| label(text)).clone())
+            }
+            Some(_) => xstats::event_str(plane, &memory, Some(key)).map(label),
+        }
+    }
 }
 
 /// Every `[memory]` event of every plane of the host, in storage order.
@@ -120,12 +178,10 @@ fn read_plane(plane: &Plane, plane_index: usize, steps: &[ProfilerStep], out: &m
         memory.sort_by_key(|event| (event.start_ps(), event.index()));
         ops.sort_by_key(|op| (op.start_ps(), std::cmp::Reverse(op.duration_ps()), op.index()));
         let enclosing = innermost_enclosing(&ops, &memory);
-        let mut labels: HashMap<u32, Arc<str>> = HashMap::new();
         for (event, op) in memory.iter().zip(enclosing) {
             let int = |i: usize| xstats::event_int(plane, event, keys.key(i));
             out.push(MemoryEvent {
                 time_ps: event.start_ps(),
-                offset_ps: event.offset_ps(),
                 ev_idx: int(EV_IDX).unwrap_or(0),
                 position: (index_u32(plane_index), index_u32(line_index), index_u32(event.index())),
                 device_type: int(DEVICE_TYPE).unwrap_or(0),
@@ -135,15 +191,7 @@ fn read_plane(plane: &Plane, plane_index: usize, steps: &[ProfilerStep], out: &m
                 allocated_bytes: int(TOTAL_ALLOCATED).unwrap_or(0),
                 reserved_bytes: int(TOTAL_RESERVED).unwrap_or(0),
                 op_event: op.map(|op| index_u32(op.index())),
-                op: op.map(|op| {
-                    Box::new(OpInfo {
-                        name: xstats::event_name(plane, op).to_string(),
-                        input_dims: compact_json(plane, op, keys.key(INPUT_DIMS)),
-                        input_types: compact_json(plane, op, keys.key(INPUT_TYPE)),
-                    })
-                }),
                 step: profiler_steps::step_at(steps, event.start_ps()).map_or(-1, |i| steps[i].number),
-                stack_label: stack_label(plane, event, keys.key(FRAMES), &mut labels),
             });
         }
     }
@@ -153,29 +201,6 @@ fn read_plane(plane: &Plane, plane_index: usize, steps: &[ProfilerStep], out: &m
 /// events are numbered by `u32` in the model).
 fn index_u32(index: usize) -> u32 {
     u32::try_from(index).unwrap_or(u32::MAX)
-}
-
-/// The name of `event`'s stack (stat `key`), computed once per interned stack; none
-/// where the plane records no stacks (a Kineto trace), and `(no stack recorded)` for
-/// an event without one on a plane that records them (a snapshot's entry from a thread
-/// with no Python frames, such as autograd's backward thread).
-fn stack_label(
-    plane: &Plane,
-    event: &Event<'_>,
-    key: Option<u32>,
-    labels: &mut HashMap<u32, Arc<str>>,
-) -> Option<Arc<str>> {
-    let label = |text: &str| Arc::from(crate::memory_profile::snapshot::stack_label(text));
-    let Some(stat) = xstats::event_stat(plane, event, Some(key?)) else {
-        return Some(labels.entry(u32::MAX).or_insert_with(|| label("")).clone());
-    };
-    match stat {
-        StatValue::Ref(id) => {
-            let text = plane.stat_metadata.get(id as usize)?.name.as_str();
-            Some(labels.entry(id).or_insert_with(|| label(text)).clone())
-        }
-        _ => xstats::event_str(plane, event, key).map(label),
-    }
 }
 
 /// For each memory event (sorted by time), the innermost op whose span

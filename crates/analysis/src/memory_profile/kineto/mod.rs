@@ -28,7 +28,7 @@ use super::{
     ActivityKind, AggregationStats, AllocatorProfile, MAX_TIMELINE_SNAPSHOTS, MemoryActivity, MemoryProfile,
     MemorySnapshot, MemorySummary,
 };
-use events::{MemoryEvent, OpInfo, memory_events};
+use events::{Details, MemoryEvent, OpInfo, memory_events};
 pub(super) use report::report;
 
 /// The one sentence saying how a PyTorch memory profile is obtained.
@@ -81,9 +81,10 @@ pub(super) fn analyze(host: &Host) -> MemoryProfile {
     // the events.
     let mut events = memory_events(host);
     events.sort_unstable_by_key(|e| (e.device_type, e.device_id, e.time_ps, e.ev_idx, e.position));
+    let mut details = Details::new(host);
     let mut allocators: Vec<AllocatorProfile> = events
         .chunk_by(|a, b| (a.device_type, a.device_id) == (b.device_type, b.device_id))
-        .map(|events| allocator(events[0].device_type, events[0].device_id, events))
+        .map(|events| allocator(events[0].device_type, events[0].device_id, events, &mut details))
         .collect();
     allocators.sort_by(|a, b| a.memory_id.cmp(&b.memory_id));
     MemoryProfile {
@@ -152,15 +153,15 @@ fn stats_of(event: &MemoryEvent) -> AggregationStats {
 /// The snapshot of `event`; the op, input types and dims are those of `source`'s op
 /// (the event itself, or for a free the allocation it frees): its name, or else the
 /// name of its stack.
-fn snapshot_of(event: &MemoryEvent, source: &MemoryEvent) -> MemorySnapshot {
+fn snapshot_of(event: &MemoryEvent, source: &MemoryEvent, details: &mut Details<'_>) -> MemorySnapshot {
     let size = event.bytes.saturating_abs();
-    let op = source.op.as_deref().cloned().unwrap_or_else(|| OpInfo {
-        name: source.stack_label.as_deref().unwrap_or_default().to_string(),
+    let op = details.op(source).unwrap_or_else(|| OpInfo {
+        name: details.stack_label(source).as_deref().unwrap_or_default().to_string(),
         ..OpInfo::default()
     });
     MemorySnapshot {
         time_ps: event.time_ps,
-        offset_ps: event.offset_ps,
+        offset_ps: details.offset_ps(event),
         stats: stats_of(event),
         activity: MemoryActivity {
             kind: kind_of(event),
@@ -247,19 +248,19 @@ fn replay(events: &[MemoryEvent], peak: usize) -> Replay {
 }
 
 /// The profile of one device's allocator from its events in time order.
-fn allocator(device_type: i64, device_id: i64, events: &[MemoryEvent]) -> AllocatorProfile {
+fn allocator(device_type: i64, device_id: i64, events: &[MemoryEvent], details: &mut Details<'_>) -> AllocatorProfile {
     let peak = peak_index(events);
     let replayed = replay(events, peak);
     // Snapshots are made only for the events shown (millions of events would
     // otherwise each hold a copy of their op's name).
-    let snapshot_at = |i: usize| {
+    let mut snapshot_at = |i: usize| {
         let source = replayed.source.get(i).and_then(|&s| events.get(s as usize));
-        snapshot_of(&events[i], source.unwrap_or(&events[i]))
+        snapshot_of(&events[i], source.unwrap_or(&events[i]), details)
     };
     let timeline: Vec<MemorySnapshot> =
         sample_indices(events.len(), MAX_TIMELINE_SNAPSHOTS, |i| events[i].allocated_bytes)
             .into_iter()
-            .map(snapshot_at)
+            .map(&mut snapshot_at)
             .collect();
     let live: Vec<MemorySnapshot> = replayed.live_at_peak.iter().map(|&i| snapshot_at(i)).collect();
 
@@ -270,7 +271,7 @@ fn allocator(device_type: i64, device_id: i64, events: &[MemoryEvent]) -> Alloca
         memory_capacity_bytes: peak_stats.heap_allocated_bytes.saturating_add(peak_stats.free_memory_bytes),
         peak_stats,
         peak_stats_time_ps: peak_event.time_ps,
-        peak_stats_offset_ps: peak_event.offset_ps,
+        peak_stats_offset_ps: details.offset_ps(&peak_event),
     };
 
     let live_bytes = live.iter().fold(0i64, |sum, s| sum.saturating_add(s.activity.allocation_bytes));
@@ -308,7 +309,7 @@ fn allocator(device_type: i64, device_id: i64, events: &[MemoryEvent]) -> Alloca
         allocated_before_trace_at_peak_bytes: before_trace,
         frees_without_allocation: replayed.frees_without_allocation,
         frees_without_allocation_bytes: replayed.frees_without_allocation_bytes,
-        events_without_op: events.iter().filter(|e| e.op.is_none()).count() as u64,
+        events_without_op: events.iter().filter(|e| e.op_event.is_none()).count() as u64,
     };
     AllocatorProfile {
         memory_id: memory_id(device_type, device_id),
