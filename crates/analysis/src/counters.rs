@@ -117,11 +117,14 @@ fn chrome_counters(host: &Host, series: &mut BTreeMap<(String, String), Vec<(i64
     }
 }
 
+/// Readings as (time in ps from the profile start, value).
+type Points = Vec<(i64, f64)>;
+
 /// PyTorch's allocated and reserved bytes after each `[memory]` event, per device.
 fn pytorch_memory(host: &Host, series: &mut BTreeMap<(String, String), Vec<(i64, f64)>>) {
     // Per device, its two series, moved into `series` at the end (millions of events
     // from a memory snapshot: no key is built per event).
-    let mut devices: BTreeMap<(i64, i64), [Vec<(i64, f64)>; 2]> = BTreeMap::new();
+    let mut devices: BTreeMap<(i64, i64), [Points; 2]> = BTreeMap::new();
     for event in memory_events(host) {
         let [allocated, reserved] = devices.entry((event.device_type, event.device_id)).or_default();
         allocated.push((event.time_ps, event.allocated_bytes as f64));
