@@ -144,6 +144,13 @@ pub trait Absorb {
     /// lists it is appended to hold [`Value::Taken`]`(token)`; `Ok(None)` keeps it. An
     /// error stops the decoding.
     fn absorb(&mut self, objects: &Objects, pairs: &[(Value, Value)]) -> Result<Option<u32>, String>;
+
+    /// After a dict is taken: a list it will never read again (a taken entry's own
+    /// list of frames, once the reader has made it its stack), asked for until `None`.
+    /// Its items are freed; it reads as empty from then on.
+    fn finished_list(&mut self) -> Option<u32> {
+        None
+    }
 }
 
 /// An [`Absorb`] that takes nothing.
@@ -375,6 +382,11 @@ impl Decoder<'_> {
         let taken = if slot.len == 0 && pairs.len() < BATCH { absorb.absorb(&self.objects, &pairs)? } else { None };
         if let Some(token) = taken {
             self.objects.dicts[id as usize] = DictSlot { start: token, len: TAKEN };
+            while let Some(list) = absorb.finished_list() {
+                if let Some(items) = self.objects.lists.get_mut(list as usize) {
+                    *items = Vec::new();
+                }
+            }
             self.pairs = pairs;
             return Ok(());
         }

@@ -119,3 +119,34 @@ fn a_dict_set_in_two_goes_around_another_keeps_all_its_items() {
     let (Value::Int(3), Value::Dict(b)) = pairs[1] else { panic!("{pairs:?}") };
     assert_eq!(objects.dict(b), &[(Value::Int(5), Value::Int(6))]);
 }
+
+/// Takes every dict that has an `action` and is done with its `frames` list.
+struct TakeEntriesAndFrames(Vec<u32>);
+
+impl Absorb for TakeEntriesAndFrames {
+    fn absorb(&mut self, objects: &Objects, pairs: &[(Value, Value)]) -> Result<Option<u32>, String> {
+        if get_in(objects, pairs, "action").is_none() {
+            return Ok(None);
+        }
+        if let Some(Value::List(frames)) = get_in(objects, pairs, "frames") {
+            self.0.push(frames);
+        }
+        Ok(Some(0))
+    }
+
+    fn finished_list(&mut self) -> Option<u32> {
+        self.0.pop()
+    }
+}
+
+#[test]
+fn a_list_the_absorber_is_done_with_is_freed_and_reads_as_empty() {
+    let mut taker = TakeEntriesAndFrames(Vec::new());
+    let (objects, top) = decode(PROTOCOL_4, &mut taker).expect("decodes");
+    assert!(taker.0.is_empty(), "every finished list was asked for");
+    let Value::Dict(top) = top else { panic!("a dict") };
+    // The segment shares the entries' list through the memo: it is the same list, now empty.
+    let Value::Dict(segment) = objects.items(objects.get(top, "segments").expect("segments"))[0] else { panic!() };
+    assert_eq!(objects.items(objects.get(segment, "frames").expect("frames")), &[]);
+    assert_eq!(objects.items(objects.get(top, "device_traces").expect("traces")).len(), 1);
+}

@@ -381,6 +381,11 @@ struct Reader {
     stack_of_spelling: FxMap<Vec<FrameKey>, u32>,
     /// The spelling of the stack being read (reused from entry to entry).
     spelling: Vec<FrameKey>,
+    /// Frame lists of taken entries whose stack is known: [`stack_of_list`] answers for
+    /// them from now on, so the decoder may free their items.
+    ///
+    /// [`stack_of_list`]: Reader::stack_of_list
+    finished_lists: Vec<u32>,
     /// Distinct stack contents → stack index (two lists with the same frames are one).
     stack_index: FxMap<Vec<Frame>, u32>,
 }
@@ -460,6 +465,7 @@ impl Absorb for Reader {
             extra: u32::MAX,
         };
         let mut extras = EntryExtras::default();
+        let mut frames_list = None;
         for &(key, value) in pairs {
             let Value::Str(key) = key else { continue };
             let field = *self.fields.entry(key).or_insert_with(|| Field::of(objects.str(key)));
@@ -473,7 +479,12 @@ impl Absorb for Reader {
                 Field::Size => entry.size = int_of(Some(value)).unwrap_or(0),
                 Field::Stream => entry.stream = int_of(Some(value)).unwrap_or(0),
                 Field::TimeUs => entry.time_us = int_of(Some(value)),
-                Field::Frames => entry.stack = self.stack(objects, Some(value)),
+                Field::Frames => {
+                    entry.stack = self.stack(objects, Some(value));
+                    if let (Some(_), Value::List(list)) = (entry.stack, value) {
+                        frames_list = Some(list);
+                    }
+                }
                 Field::DeviceFree => extras.device_free = int_of(Some(value)),
                 Field::CompileContext => extras.compile_context = self.optional_text(objects, Some(value), "N/A"),
                 Field::UserMetadata => extras.user_metadata = self.optional_text(objects, Some(value), ""),
@@ -488,7 +499,12 @@ impl Absorb for Reader {
         }
         let token = u32::try_from(self.entries.len()).map_err(|_| "more than 4 billion trace entries".to_string())?;
         self.entries.push(entry);
+        self.finished_lists.extend(frames_list);
         Ok(Some(token))
+    }
+
+    fn finished_list(&mut self) -> Option<u32> {
+        self.finished_lists.pop()
     }
 }
 
