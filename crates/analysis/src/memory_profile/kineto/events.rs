@@ -75,10 +75,9 @@ impl<'h> Details<'h> {
     }
 
     fn event(&self, event: &MemoryEvent) -> Option<(&'h Plane, &StatKeys<10>, Event<'h>)> {
-        let (plane, line, index) = event.position;
-        let planes = &self.host.planes;
-        let plane = planes.get(plane as usize)?;
-        let keys = self.keys.get(event.position.0 as usize)?;
+        let (plane_index, line, index) = event.position;
+        let plane = self.host.planes.get(plane_index as usize)?;
+        let keys = self.keys.get(plane_index as usize)?;
         let line = plane.lines.get(line as usize)?;
         Some((plane, keys, line.event(index as usize)?))
     }
