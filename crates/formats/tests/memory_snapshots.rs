@@ -181,14 +181,20 @@ fn real_h100_snapshots_with_an_oom_under_both_segment_layouts() {
     // 944 bytes before the trace, peak 3,056,643,128 allocated and 3,319,791,616 reserved.
     // oom_expandable: the same job with expandable segments: 3 segments, 26 segment_map
     // and 2 segment_unmap, the same allocated peak, 3,149,922,304 reserved at most.
+    // Python's pickle: 400 and 372 of the entries have frames; entries of one block
+    // share their frames list through the memo, which the decoder frees once read.
     let cases = [
-        ("h100_oom/oom_default.pickle", 12, 896, false, 3_319_791_616_i64, (236_323_840, 2_929_721_344_i64)),
-        ("h100_oom/oom_expandable.pickle", 3, 866, true, 3_149_922_304, (236_323_840, 2_688_548_864)),
+        ("h100_oom/oom_default.pickle", 12, 896, 400, false, 3_319_791_616_i64, (236_323_840, 2_929_721_344_i64)),
+        ("h100_oom/oom_expandable.pickle", 3, 866, 372, true, 3_149_922_304, (236_323_840, 2_688_548_864)),
     ];
-    for (path, segments, entries, expandable, peak_reserved, end) in cases {
+    for (path, segments, entries, with_frames, expandable, peak_reserved, end) in cases {
         let bytes = std::fs::read(fixture(path)).expect("fixture");
         let snapshot = decode_snapshot(&bytes, path).expect("decodes");
         assert_eq!((snapshot.segments.len(), snapshot.entries.len()), (segments, entries), "{path}");
+        let has_frames = |e: &&mlprof_formats::torch_memory::TraceEntry| {
+            e.stack.and_then(|s| snapshot.stacks.get(s as usize)).is_some_and(|frames| !frames.is_empty())
+        };
+        assert_eq!(snapshot.entries.iter().filter(has_frames).count(), with_frames, "{path}");
         assert!(snapshot.segments.iter().all(|s| s.is_expandable == expandable), "{path}");
         let oom: Vec<_> = snapshot.entries.iter().filter(|e| e.action == Action::Oom).collect();
         assert_eq!(oom.len(), 1, "{path}");

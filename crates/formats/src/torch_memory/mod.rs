@@ -415,6 +415,8 @@ impl Reader {
             Some((string_id(objects.get(frame, "name")), string_id(objects.get(frame, "filename")), line))
         }));
         if let Some(&id) = self.stack_of_spelling.get(self.spelling.as_slice()) {
+            // Known by its list from now on: the decoder may free the list's items.
+            self.stack_of_list.insert(list, id);
             return Some(id);
         }
         let frames: Vec<Frame> = objects
