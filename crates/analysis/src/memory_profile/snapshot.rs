@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use mlprof_model::fxhash::FxMap;
 use mlprof_model::names::memory_snapshot::{
     BLOCK_STATE_STAT, DEVICE_FREE_STAT, FRAMES_STAT, SEGMENT_EVENT, SNAPSHOT_CATEGORY, STREAM_STAT,
 };
@@ -20,7 +21,7 @@ use mlprof_model::{Event, Host, Plane};
 use serde::Serialize;
 
 use crate::kineto::MEMORY_EVENT;
-use crate::xstats::{self, StatKeys};
+use crate::xstats::{StatRow, StatSlots};
 
 /// How a memory snapshot's profile is obtained, in one sentence.
 pub(super) const METHOD: &str = "From a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot): allocated = \
@@ -198,11 +199,11 @@ pub(super) fn analyze(host: &Host) -> Option<SnapshotMemory> {
             continue;
         }
         any = true;
-        let keys = StatKeys::new(plane, KEYS);
+        let slots = StatSlots::new(plane, KEYS);
         for line in &plane.lines {
             for event in line.iter() {
                 let m = event.metadata_index() as usize;
-                let read = Read { plane, keys: &keys, event };
+                let read = Read { plane, row: slots.row(plane, &event), event };
                 let device = devices.entry(read.int(DEVICE).unwrap_or(0)).or_default();
                 if kinds.memory.get(m).copied().unwrap_or(false) {
                     device.memory.push(read.memory());
@@ -250,20 +251,20 @@ impl Kinds {
     }
 }
 
-/// The stats of one event.
-struct Read<'a, 'k> {
+/// The stats of one event, read in one pass over them.
+struct Read<'a> {
     plane: &'a Plane,
-    keys: &'k StatKeys<11>,
+    row: StatRow<11>,
     event: Event<'a>,
 }
 
-impl<'a> Read<'a, '_> {
+impl<'a> Read<'a> {
     fn int(&self, i: usize) -> Option<i64> {
-        xstats::event_int(self.plane, &self.event, self.keys.key(i))
+        self.row.int(i)
     }
 
     fn str(&self, i: usize) -> Option<&'a str> {
-        xstats::event_str(self.plane, &self.event, self.keys.key(i))
+        self.row.str(i, self.plane, &self.event)
     }
 
     fn memory(&self) -> MemoryEntry<'a> {
@@ -351,14 +352,14 @@ impl Device<'_> {
 
     fn replay(&self, peak: Option<usize>, out: &mut SnapshotDevice) {
         let largest = self.largest_allocations();
-        let mut live: HashMap<i64, usize> = HashMap::new();
+        let mut live: FxMap<i64, usize> = FxMap::default();
         // When each of the largest allocations was freed (only theirs: a snapshot has
         // millions of allocations).
-        let mut freed_at: HashMap<usize, i64> = largest.iter().map(|&i| (i, i64::MIN)).collect();
+        let mut freed_at: FxMap<usize, i64> = largest.iter().map(|&i| (i, i64::MIN)).collect();
         let mut streams: BTreeMap<i64, StreamRow> = BTreeMap::new();
         let mut ooms = self.ooms.iter().peekable();
         let mut oom_rows = Vec::new();
-        let live_rows = |live: &HashMap<i64, usize>, top: usize| {
+        let live_rows = |live: &FxMap<i64, usize>, top: usize| {
             by_stack(live.values().filter_map(|&i| self.memory.get(i)).map(|e| (e.frames, e.bytes)), top)
         };
         for (index, entry) in self.memory.iter().enumerate() {
@@ -463,8 +464,8 @@ fn oom_row(oom: &MemoryEntry<'_>, device_free: i64, live: Vec<StackRow>) -> OomR
 
 /// Each stream's peak of bytes held by its allocations in the trace.
 fn stream_peaks(memory: &[MemoryEntry<'_>], mut streams: BTreeMap<i64, StreamRow>) -> Vec<StreamRow> {
-    let mut held: HashMap<i64, i64> = HashMap::new();
-    let mut owner: HashMap<i64, (i64, i64)> = HashMap::new();
+    let mut held: FxMap<i64, i64> = FxMap::default();
+    let mut owner: FxMap<i64, (i64, i64)> = FxMap::default();
     for entry in memory {
         if entry.bytes >= 0 {
             owner.insert(entry.address, (entry.stream, entry.bytes));

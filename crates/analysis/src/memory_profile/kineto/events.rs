@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::grouping::profiler_steps::{self, ProfilerStep};
 use crate::kineto::{Category, MEMORY_EVENT, categories, category_of};
-use crate::xstats::{self, StatKeys};
+use crate::xstats::{self, StatKeys, StatSlots};
 
 /// One `[memory]` event with what it says and where it happened: what every pass over
 /// millions of events reads. What only the few events shown need (its offset on its
@@ -160,7 +160,7 @@ fn read_plane(plane: &Plane, plane_index: usize, steps: &[ProfilerStep], out: &m
         return;
     }
     let table = categories(plane);
-    let keys = StatKeys::new(plane, STAT_NAMES);
+    let slots = StatSlots::new(plane, STAT_NAMES);
     for (line_index, line) in plane.lines.iter().enumerate() {
         let mut ops: Vec<Event<'_>> = Vec::new();
         let mut memory: Vec<Event<'_>> = Vec::new();
@@ -178,7 +178,8 @@ fn read_plane(plane: &Plane, plane_index: usize, steps: &[ProfilerStep], out: &m
         ops.sort_by_key(|op| (op.start_ps(), std::cmp::Reverse(op.duration_ps()), op.index()));
         let enclosing = innermost_enclosing(&ops, &memory);
         for (event, op) in memory.iter().zip(enclosing) {
-            let int = |i: usize| xstats::event_int(plane, event, keys.key(i));
+            let row = slots.row(plane, event);
+            let int = |i: usize| row.int(i);
             out.push(MemoryEvent {
                 time_ps: event.start_ps(),
                 ev_idx: int(EV_IDX).unwrap_or(0),

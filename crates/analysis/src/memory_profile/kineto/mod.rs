@@ -17,9 +17,8 @@ mod report;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
-
 use mlprof_model::Host;
+use mlprof_model::fxhash::FxMap;
 use mlprof_model::names::HOST_PLANE;
 use serde::Serialize;
 
@@ -218,7 +217,7 @@ struct Replay {
 
 /// Replays every event, in time order.
 fn replay(events: &[MemoryEvent], peak: usize) -> Replay {
-    let mut live: HashMap<u64, usize> = HashMap::new();
+    let mut live: FxMap<u64, usize> = FxMap::default();
     let mut result = Replay {
         live_at_peak: Vec::new(),
         source: (0..events.len()).map(|i| u32::try_from(i).unwrap_or(u32::MAX)).collect(),
