@@ -322,14 +322,14 @@ fn gpu_metrics_name_the_gpu_by_its_cuda_ordinal_and_unsigned_values_read_back() 
     db.execute_batch(
         "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
          CREATE TABLE TARGET_INFO_GPU (id INTEGER NOT NULL, cuDevice INTEGER, name TEXT);
-         INSERT INTO TARGET_INFO_GPU VALUES (1, 0, 'NVIDIA H100'), (2, 1, 'NVIDIA H100');
+         INSERT INTO TARGET_INFO_GPU VALUES (1, 0, 'NVIDIA H100'), (2, 1, 'NVIDIA H100'), (3, 5, 'one'), (4, 5, 'two');
          CREATE TABLE TARGET_INFO_GPU_METRICS (typeId INTEGER NOT NULL, sourceId INTEGER NOT NULL,
            typeName TEXT NOT NULL, metricId INTEGER NOT NULL, metricName TEXT NOT NULL);
          INSERT INTO TARGET_INFO_GPU_METRICS VALUES (0x0100000200001001, 2, 'GPU 1', 3, 'GPC Clock Frequency [MHz]');
          CREATE TABLE GPU_METRICS (timestamp INTEGER, typeId INTEGER NOT NULL, metricId INTEGER NOT NULL,
            value INTEGER NOT NULL);
          INSERT INTO GPU_METRICS VALUES (1000, 0x0100000200001001, 3, 1980), (2000, 0x0100000200001001, 3, -1),
-           (-500, 0x0100000200001001, 3, 7), (1500, 0x0100000200001002, 7, 55);",
+           (-500, 0x0100000200001001, 3, 7), (1500, 0x0100000200001002, 7, 55), (1500, 0x0100000200001003, 7, 1);",
     )
     .expect("tables");
     drop(db);
@@ -337,7 +337,7 @@ fn gpu_metrics_name_the_gpu_by_its_cuda_ordinal_and_unsigned_values_read_back() 
     let host = sessions.remove(0).hosts.remove(0);
     let plane = plane(&host, names::sampled::COUNTERS_PLANE);
     let lines: Vec<&str> = plane.lines.iter().map(|l| l.name.as_str()).collect();
-    assert_eq!(lines, ["GPU 0", "GPU 1"], "nsys GPUs 1 and 2 are CUDA devices 0 and 1");
+    assert_eq!(lines, ["GPU 0", "GPU 1", "GPU 3"], "nsys GPUs 1 and 2 are CUDA devices 0 and 1; 3 shares its with 4");
     let gpu0 = counter_integrals(&host, 0);
     // 1980 MHz from 1 µs to 2 µs, then 2^32 - 1 stored as -1; the sample before the
     // session start is dropped.

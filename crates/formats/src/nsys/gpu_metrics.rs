@@ -175,7 +175,8 @@ fn unsigned_value(value: i64) -> f64 {
     }
 }
 
-/// nsys GPU id (`TARGET_INFO_GPU.id`) → CUDA ordinal (`cuDevice`), where given.
+/// nsys GPU id (`TARGET_INFO_GPU.id`) → CUDA ordinal (`cuDevice`), where given and
+/// unique (exports list other vendors' GPUs with `cuDevice` 0 too: then ids are kept).
 fn cuda_ordinals(export: &Export) -> Result<HashMap<i64, i64>> {
     let mut ordinals = HashMap::new();
     export.rows("TARGET_INFO_GPU", &["id", "cuDevice"], |row| {
@@ -183,6 +184,11 @@ fn cuda_ordinals(export: &Export) -> Result<HashMap<i64, i64>> {
             ordinals.entry(id).or_insert(ordinal);
         }
     })?;
+    let mut uses: HashMap<i64, usize> = HashMap::new();
+    for ordinal in ordinals.values() {
+        *uses.entry(*ordinal).or_default() += 1;
+    }
+    ordinals.retain(|_, ordinal| uses.get(ordinal) == Some(&1));
     Ok(ordinals)
 }
 
