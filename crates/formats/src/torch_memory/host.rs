@@ -50,7 +50,8 @@ const PS_PER_US: i64 = 1_000_000;
 /// entries is freed as soon as its events are made.
 pub fn snapshot_host(mut snapshot: Snapshot, path: &str, host_name: &str) -> Result<Host, String> {
     let mut host = Host::new(host_name, path, SourceFormat::Kineto);
-    let clock = Clock::of(&snapshot);
+    let survey = Survey::of(&snapshot);
+    let clock = Clock::of(&snapshot, &survey);
     if clock.synthetic && !snapshot.entries.is_empty() {
         host.warnings.push(
             "the snapshot records no event times (PyTorch before 2.2): each device's entries are placed 1 µs apart \
@@ -58,10 +59,10 @@ pub fn snapshot_host(mut snapshot: Snapshot, path: &str, host_name: &str) -> Res
                 .to_string(),
         );
     }
-    let mut totals = Totals::rebuild(&snapshot, &mut host.warnings);
+    let mut totals = Totals::rebuild(&snapshot, &survey.change, &mut host.warnings);
     let mut planes = Planes::new();
-    planes.reserve_entry_lines(&snapshot);
-    let segments_allocated_at = segments_allocated_at(&snapshot, &clock);
+    planes.reserve_entry_lines(&survey.lines);
+    let segments_allocated_at = segments_allocated_at(&survey, &clock);
     let mut index = 0;
     for chunk in std::mem::take(&mut snapshot.entries).into_chunks() {
         for entry in &chunk {
@@ -94,13 +95,57 @@ pub fn snapshot_host(mut snapshot: Snapshot, path: &str, host_name: &str) -> Res
     Ok(host)
 }
 
-/// When each segment (by device and address) was last allocated in the trace, ps.
-fn segments_allocated_at(snapshot: &Snapshot, clock: &Clock) -> FxMap<(i64, u64), i64> {
-    let mut allocated_at: FxMap<(i64, u64), i64> = FxMap::default();
-    for (index, entry) in snapshot.entries.iter().enumerate() {
-        if entry.action == Action::SegmentAlloc {
-            allocated_at.insert((i64::from(entry.device), entry.address), clock.time_ps(index, entry));
+/// What one pass over the entries finds before any event is made (millions of
+/// entries: one pass over them, not one per question).
+#[derive(Default)]
+struct Survey {
+    /// The earliest and the latest entry time, Unix epoch µs (`None`: no entry has one).
+    times_us: Option<(i64, i64)>,
+    /// Entries per device.
+    per_device: FxMap<u32, i64>,
+    /// Per device, how its entries change (allocated, reserved) bytes in all.
+    change: FxMap<i64, (i64, i64)>,
+    /// Per entry line, its events and stats.
+    lines: FxMap<LineKey, (usize, usize)>,
+    /// Each `segment_alloc`: device, address, its index on its device, its time (µs).
+    segment_allocs: Vec<(i64, u64, i64, Option<i64>)>,
+}
+
+impl Survey {
+    fn of(snapshot: &Snapshot) -> Survey {
+        let mut survey = Survey::default();
+        for entry in snapshot.entries.iter() {
+            if let Some(time) = entry.time_us {
+                survey.times_us = Some(survey.times_us.map_or((time, time), |(a, b)| (a.min(time), b.max(time))));
+            }
+            let on_device = survey.per_device.entry(entry.device).or_insert(0);
+            let index_on_device = *on_device;
+            *on_device += 1;
+            let (allocated, reserved) = delta(entry);
+            let sum = survey.change.entry(i64::from(entry.device)).or_default();
+            *sum = (sum.0.saturating_add(allocated), sum.1.saturating_add(reserved));
+            let line = survey.lines.entry((i64::from(entry.device), ENTRIES, entry.stream)).or_default();
+            line.0 += 1;
+            line.1 += entry_stats(entry);
+            if entry.action == Action::SegmentAlloc {
+                let device = i64::from(entry.device);
+                survey.segment_allocs.push((device, entry.address, index_on_device, entry.time_us));
+            }
         }
+        survey
+    }
+}
+
+/// When each segment (by device and address) was last allocated in the trace, ps.
+fn segments_allocated_at(survey: &Survey, clock: &Clock) -> FxMap<(i64, u64), i64> {
+    let mut allocated_at: FxMap<(i64, u64), i64> = FxMap::default();
+    for &(device, address, index_on_device, time_us) in &survey.segment_allocs {
+        let at = if clock.synthetic {
+            index_on_device.saturating_mul(PS_PER_US)
+        } else {
+            clock.at_us(time_us.unwrap_or(clock.origin_us.unwrap_or(0)))
+        };
+        allocated_at.insert((device, address), at);
     }
     allocated_at
 }
@@ -119,11 +164,12 @@ struct Clock {
 }
 
 impl Clock {
-    fn of(snapshot: &Snapshot) -> Clock {
-        let times =
-            snapshot.entries.iter().filter_map(|e| e.time_us).chain(snapshot.annotations.iter().map(|a| a.time_us));
-        let origin_us = times.clone().min();
-        let synthetic = snapshot.entries.iter().all(|e| e.time_us.is_none());
+    fn of(snapshot: &Snapshot, survey: &Survey) -> Clock {
+        let annotations = snapshot.annotations.iter().map(|a| a.time_us);
+        let first = survey.times_us.map(|(first, _)| first).into_iter().chain(annotations.clone()).min();
+        let last = survey.times_us.map(|(_, last)| last).into_iter().chain(annotations).max();
+        let origin_us = first;
+        let synthetic = survey.times_us.is_none();
         let mut per_device: FxMap<u32, i64> = FxMap::default();
         let index_on_device: Vec<i64> = if synthetic {
             snapshot
@@ -139,9 +185,9 @@ impl Clock {
             Vec::new()
         };
         let last_ps = if synthetic {
-            per_device.values().copied().max().unwrap_or(0).saturating_sub(1).saturating_mul(PS_PER_US)
+            survey.per_device.values().copied().max().unwrap_or(0).saturating_sub(1).saturating_mul(PS_PER_US)
         } else {
-            times.max().zip(origin_us).map_or(0, |(max, min)| max.saturating_sub(min).saturating_mul(PS_PER_US))
+            last.zip(origin_us).map_or(0, |(max, min)| max.saturating_sub(min).saturating_mul(PS_PER_US))
         };
         Clock { origin_us, synthetic, index_on_device, end_ps: last_ps.saturating_add(PS_PER_US) }
     }
@@ -164,7 +210,9 @@ struct Totals {
 }
 
 impl Totals {
-    fn rebuild(snapshot: &Snapshot, warnings: &mut Vec<String>) -> Totals {
+    /// The totals before the first entry: the state at the end (the segments and
+    /// blocks) less each device's `change` over the trace.
+    fn rebuild(snapshot: &Snapshot, change: &FxMap<i64, (i64, i64)>, warnings: &mut Vec<String>) -> Totals {
         let mut end: FxMap<i64, (i64, i64)> = FxMap::default();
         for segment in &snapshot.segments {
             let at_end = end.entry(segment.device).or_default();
@@ -174,12 +222,6 @@ impl Totals {
                     at_end.0 = at_end.0.saturating_add(block.size);
                 }
             }
-        }
-        let mut change: FxMap<i64, (i64, i64)> = FxMap::default();
-        for entry in snapshot.entries.iter() {
-            let (allocated, reserved) = delta(entry);
-            let sum = change.entry(i64::from(entry.device)).or_default();
-            *sum = (sum.0.saturating_add(allocated), sum.1.saturating_add(reserved));
         }
         let mut current: FxMap<i64, (i64, i64)> = FxMap::default();
         let mut devices: Vec<i64> = change.keys().copied().collect();
@@ -316,13 +358,7 @@ impl Planes {
     /// Creates the entry lines with room for exactly their events and stats (a
     /// snapshot of millions of entries would otherwise leave up to half of each line's
     /// columns unused).
-    fn reserve_entry_lines(&mut self, snapshot: &Snapshot) {
-        let mut counts: FxMap<LineKey, (usize, usize)> = FxMap::default();
-        for entry in snapshot.entries.iter() {
-            let count = counts.entry((i64::from(entry.device), ENTRIES, entry.stream)).or_default();
-            count.0 += 1;
-            count.1 += entry_stats(entry);
-        }
+    fn reserve_entry_lines(&mut self, counts: &FxMap<LineKey, (usize, usize)>) {
         let mut keys: Vec<LineKey> = counts.keys().copied().collect();
         keys.sort_unstable();
         for key in keys {
