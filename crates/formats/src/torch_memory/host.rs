@@ -63,11 +63,14 @@ pub fn snapshot_host(mut snapshot: Snapshot, path: &str, host_name: &str) -> Res
     let mut planes = Planes::new();
     planes.reserve_entry_lines(&survey.lines);
     let segments_allocated_at = segments_allocated_at(&survey, &clock);
-    let mut index = 0;
+    // Each entry's index on its device: its time where the snapshot records none.
+    let mut on_device: FxMap<u32, i64> = FxMap::default();
     for chunk in std::mem::take(&mut snapshot.entries).into_chunks() {
         for entry in &chunk {
-            planes.entry(&snapshot, entry, clock.time_ps(index, entry), totals.after(entry));
-            index += 1;
+            let index = on_device.entry(entry.device).or_insert(0);
+            let time_ps = clock.time_ps(*index, entry.time_us);
+            *index += 1;
+            planes.entry(&snapshot, entry, time_ps, totals.after(entry));
         }
     }
     let snapshot = &snapshot;
@@ -140,12 +143,7 @@ impl Survey {
 fn segments_allocated_at(survey: &Survey, clock: &Clock) -> FxMap<(i64, u64), i64> {
     let mut allocated_at: FxMap<(i64, u64), i64> = FxMap::default();
     for &(device, address, index_on_device, time_us) in &survey.segment_allocs {
-        let at = if clock.synthetic {
-            index_on_device.saturating_mul(PS_PER_US)
-        } else {
-            clock.at_us(time_us.unwrap_or(clock.origin_us.unwrap_or(0)))
-        };
-        allocated_at.insert((device, address), at);
+        allocated_at.insert((device, address), clock.time_ps(index_on_device, time_us));
     }
     allocated_at
 }
@@ -154,11 +152,9 @@ fn segments_allocated_at(survey: &Survey, clock: &Clock) -> FxMap<(i64, u64), i6
 struct Clock {
     /// The Unix-epoch µs of time 0.
     origin_us: Option<i64>,
-    /// Whether the snapshot has no times (entries are placed by index).
+    /// Whether the snapshot has no times (entries are placed by their index on their
+    /// device, 1 µs apart).
     synthetic: bool,
-    /// Per entry, its index on its device (the synthetic time in µs); empty when the
-    /// snapshot has times.
-    index_on_device: Vec<i64>,
     /// The snapshot's time: 1 µs after the last entry or annotation.
     end_ps: i64,
 }
@@ -166,37 +162,24 @@ struct Clock {
 impl Clock {
     fn of(snapshot: &Snapshot, survey: &Survey) -> Clock {
         let annotations = snapshot.annotations.iter().map(|a| a.time_us);
-        let first = survey.times_us.map(|(first, _)| first).into_iter().chain(annotations.clone()).min();
+        let origin_us = survey.times_us.map(|(first, _)| first).into_iter().chain(annotations.clone()).min();
         let last = survey.times_us.map(|(_, last)| last).into_iter().chain(annotations).max();
-        let origin_us = first;
         let synthetic = survey.times_us.is_none();
-        let mut per_device: FxMap<u32, i64> = FxMap::default();
-        let index_on_device: Vec<i64> = if synthetic {
-            snapshot
-                .entries
-                .iter()
-                .map(|e| {
-                    let n = per_device.entry(e.device).or_insert(0);
-                    *n += 1;
-                    *n - 1
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
         let last_ps = if synthetic {
             survey.per_device.values().copied().max().unwrap_or(0).saturating_sub(1).saturating_mul(PS_PER_US)
         } else {
             last.zip(origin_us).map_or(0, |(max, min)| max.saturating_sub(min).saturating_mul(PS_PER_US))
         };
-        Clock { origin_us, synthetic, index_on_device, end_ps: last_ps.saturating_add(PS_PER_US) }
+        Clock { origin_us, synthetic, end_ps: last_ps.saturating_add(PS_PER_US) }
     }
 
-    fn time_ps(&self, index: usize, entry: &TraceEntry) -> i64 {
+    /// The time of an entry that is `index_on_device`-th on its device and was
+    /// recorded at `time_us`.
+    fn time_ps(&self, index_on_device: i64, time_us: Option<i64>) -> i64 {
         if self.synthetic {
-            return self.index_on_device.get(index).copied().unwrap_or(0).saturating_mul(PS_PER_US);
+            return index_on_device.saturating_mul(PS_PER_US);
         }
-        self.at_us(entry.time_us.unwrap_or(self.origin_us.unwrap_or(0)))
+        self.at_us(time_us.unwrap_or(self.origin_us.unwrap_or(0)))
     }
 
     fn at_us(&self, time_us: i64) -> i64 {
