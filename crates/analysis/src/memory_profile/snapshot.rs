@@ -355,7 +355,7 @@ impl Device<'_> {
         let mut live: FxMap<i64, usize> = FxMap::default();
         // When each of the largest allocations was freed (only theirs: a snapshot has
         // millions of allocations).
-        let mut freed_at: FxMap<usize, i64> = largest.iter().map(|&i| (i, i64::MIN)).collect();
+        let mut freed_at: FxMap<usize, Option<i64>> = largest.iter().map(|&i| (i, None)).collect();
         let mut streams: BTreeMap<i64, StreamRow> = BTreeMap::new();
         let mut ooms = self.ooms.iter().peekable();
         let mut oom_rows = Vec::new();
@@ -374,7 +374,7 @@ impl Device<'_> {
             } else if let Some(alloc) = live.remove(&entry.address)
                 && let Some(freed) = freed_at.get_mut(&alloc)
             {
-                *freed = entry.time_ps;
+                *freed = Some(entry.time_ps);
             }
             if Some(index) == peak {
                 out.live_at_peak = live_rows(&live, TOP_ROWS);
@@ -395,7 +395,7 @@ impl Device<'_> {
                     bytes: e.bytes,
                     stream: e.stream,
                     label: stack_label(e.frames),
-                    freed_at_ps: freed_at.get(&i).copied().filter(|&at| at != i64::MIN),
+                    freed_at_ps: freed_at.get(&i).copied().flatten(),
                 }
             })
             .collect();
