@@ -213,9 +213,13 @@ pub fn read_host_file_with(file: &HostFile, options: &LoadOptions) -> Result<Hos
     let decoded = match file.format {
         SourceFormat::Xspace => crate::xspace::read_xspace(&loaded.bytes, &shown, &file.host_name),
         // A PyTorch memory snapshot, laid out as a trace with `[memory]` events.
-        SourceFormat::Kineto if snapshot => {
-            crate::torch_memory::read_memory_snapshot_releasing(&loaded.bytes, &release, &shown, &file.host_name)
-        }
+        SourceFormat::Kineto if snapshot => crate::torch_memory::read_memory_snapshot_releasing(
+            &loaded.bytes,
+            &release,
+            &shown,
+            &file.host_name,
+            crate::torch_memory::EntryEvents::Made,
+        ),
         SourceFormat::Kineto => crate::kineto::read_kineto_releasing(&loaded.bytes, &release, &shown, &file.host_name),
     };
     progress.finish();

@@ -7,7 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use mlprof_formats::discover::{self, HostFile};
-use mlprof_formats::torch_memory::{Action, decode_snapshot};
+use mlprof_formats::torch_memory::decode_snapshot;
+use mlprof_model::AllocatorAction as Action;
 use mlprof_model::names::memory_snapshot::{ALLOCATED_STAT, RESERVED_STAT};
 use mlprof_model::{Host, Plane, SourceFormat};
 
@@ -54,10 +55,10 @@ fn a_real_snapshot_rebuilds_pytorchs_allocated_and_reserved_totals() {
     let snapshot = decode_snapshot(&bytes, "silmont").expect("decodes");
     assert_eq!(snapshot.segments.len(), 9);
     assert_eq!(snapshot.segments.iter().map(|s| s.blocks.len()).sum::<usize>(), 20);
-    assert_eq!(snapshot.entries.len(), 97);
-    let count = |action| snapshot.entries.iter().filter(|e| e.action == action).count();
+    assert_eq!(snapshot.trace.len(), 97);
+    let count = |action| snapshot.trace.iter().filter(|e| e.action == action).count();
     assert_eq!((count(Action::Alloc), count(Action::FreeRequested), count(Action::SegmentAlloc)), (36, 26, 9));
-    assert!(snapshot.entries.iter().all(|e| e.time_us.is_some() && e.device == 0));
+    assert!(!snapshot.clock.synthetic && snapshot.trace.iter().all(|e| e.device == 0));
 
     let host = read("silmont_2_x/mem_snapshot.pickle");
     assert_eq!(host.format, SourceFormat::Kineto);
@@ -109,11 +110,11 @@ fn expandable_segments_an_oom_and_two_devices() {
     let bytes = std::fs::read(fixture("generated/expandable_oom_2_devices.pickle")).expect("fixture");
     let snapshot = decode_snapshot(&bytes, "generated").expect("decodes");
     assert!(snapshot.segments.iter().all(|s| s.is_expandable));
-    let oom: Vec<_> = snapshot.entries.iter().filter(|e| e.action == Action::Oom).collect();
+    let oom: Vec<_> = snapshot.trace.iter().enumerate().filter(|(_, e)| e.action == Action::Oom).collect();
     assert_eq!(oom.len(), 2);
-    assert_eq!(snapshot.extras_of(oom[0]).and_then(|e| e.device_free), Some(95 << 20));
-    assert_eq!(oom[0].size, 80 << 30);
-    assert_eq!((oom[0].device, oom[1].device), (0, 1));
+    assert_eq!(snapshot.trace.extras(oom[0].0).and_then(|e| e.device_free), Some(95 << 20));
+    assert_eq!(oom[0].1.size, 80 << 30);
+    assert_eq!((oom[0].1.device, oom[1].1.device), (0, 1));
     let host = read("generated/expandable_oom_2_devices.pickle");
     let plane = &host.planes[0];
     let names: Vec<&str> = plane.lines.iter().map(|l| l.name.as_str()).collect();
@@ -190,16 +191,16 @@ fn real_h100_snapshots_with_an_oom_under_both_segment_layouts() {
     for (path, segments, entries, with_frames, expandable, peak_reserved, end) in cases {
         let bytes = std::fs::read(fixture(path)).expect("fixture");
         let snapshot = decode_snapshot(&bytes, path).expect("decodes");
-        assert_eq!((snapshot.segments.len(), snapshot.entries.len()), (segments, entries), "{path}");
-        let has_frames = |e: &&mlprof_formats::torch_memory::TraceEntry| {
-            e.stack.and_then(|s| snapshot.stacks.get(s as usize)).is_some_and(|frames| !frames.is_empty())
-        };
-        assert_eq!(snapshot.entries.iter().filter(has_frames).count(), with_frames, "{path}");
+        assert_eq!((snapshot.segments.len(), snapshot.trace.len()), (segments, entries), "{path}");
+        let has_frames =
+            |e: &mlprof_model::AllocatorRecord| e.stack.is_some_and(|s| !snapshot.trace.stack(s).is_empty());
+        assert_eq!(snapshot.trace.iter().filter(has_frames).count(), with_frames, "{path}");
         assert!(snapshot.segments.iter().all(|s| s.is_expandable == expandable), "{path}");
-        let oom: Vec<_> = snapshot.entries.iter().filter(|e| e.action == Action::Oom).collect();
+        let oom: Vec<_> = snapshot.trace.iter().enumerate().filter(|(_, e)| e.action == Action::Oom).collect();
         assert_eq!(oom.len(), 1, "{path}");
-        assert_eq!(oom[0].size, 1 << 30, "{path}");
-        assert!(snapshot.extras_of(oom[0]).and_then(|e| e.device_free).is_some_and(|free| free > 80_000_000_000));
+        assert_eq!(oom[0].1.size, 1 << 30, "{path}");
+        let device_free = snapshot.trace.extras(oom[0].0).and_then(|e| e.device_free);
+        assert!(device_free.is_some_and(|free| free > 80_000_000_000));
         let host = read(path);
         assert!(host.warnings.is_empty(), "{path}: {:?}", host.warnings);
         let totals = totals(&host);

@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::allocator_trace::AllocatorTrace;
 use crate::line::TrackId;
 use crate::plane::Plane;
 
@@ -94,6 +95,9 @@ pub struct Host {
     pub profile_stop_ns: Option<i64>,
     /// Chrome-trace extras (Kineto input only).
     pub chrome: Option<ChromeTraceInfo>,
+    /// A caching allocator's trace (PyTorch memory snapshots only), kept as columns
+    /// rather than as events.
+    pub allocator_trace: Option<AllocatorTrace>,
 }
 
 impl Host {
@@ -112,6 +116,7 @@ impl Host {
             profile_start_ns: None,
             profile_stop_ns: None,
             chrome: None,
+            allocator_trace: None,
         }
     }
 

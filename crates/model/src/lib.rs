@@ -13,6 +13,7 @@
 //! round trip needs (a Chrome trace's pid/tid and metadata records) live in plainly
 //! named optional fields ([`Line::chrome_track`], [`Host::chrome`]).
 
+pub mod allocator_trace;
 pub mod duration;
 pub mod fxhash;
 mod host;
@@ -23,6 +24,7 @@ mod plane;
 mod stats;
 pub mod time;
 
+pub use allocator_trace::{AllocatorAction, AllocatorRecord, AllocatorTrace, RecordExtras};
 pub use host::{ChromeMetadataEvent, ChromeTraceInfo, Host, Session, SourceFormat};
 pub use line::{Event, EventColumns, Line, TrackId};
 pub use plane::{EventMetadata, Plane, PlaneBuilder, StatMetadata};

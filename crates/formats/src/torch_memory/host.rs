@@ -27,14 +27,17 @@ use mlprof_model::fxhash::FxMap;
 
 use mlprof_model::names::HOST_PLANE;
 use mlprof_model::names::chrome::{CAT_STAT, PH_STAT};
-use mlprof_model::{ChromeTraceInfo, Host, Line, PlaneBuilder, SourceFormat, StatValue, TrackId};
+use mlprof_model::{
+    AllocatorAction, AllocatorRecord, AllocatorTrace, ChromeTraceInfo, Host, Line, PlaneBuilder, SourceFormat,
+    StatValue, TrackId,
+};
 
 use mlprof_model::names::memory_snapshot::{
     ALLOCATED_STAT, ANNOTATIONS_LINE, BLOCK_STATE_STAT, DEVICE_FREE_STAT, FRAMES_STAT, RESERVED_STAT, SEGMENT_EVENT,
     SNAPSHOT_CATEGORY, STREAM_STAT,
 };
 
-use super::{Action, Snapshot, TraceEntry};
+use super::{Clock, EntryEvents, Snapshot};
 
 const MEMORY_EVENT: &str = "[memory]";
 
@@ -44,38 +47,30 @@ enum Val {
     Ref(u32),
     Text(String),
 }
-const PS_PER_US: i64 = 1_000_000;
 
-/// The host of `snapshot`, read from the file `path`, named `host_name`. Each chunk of
-/// entries is freed as soon as its events are made.
-pub fn snapshot_host(mut snapshot: Snapshot, path: &str, host_name: &str) -> Result<Host, String> {
+/// The host of `snapshot`, read from the file `path`, named `host_name`, with an
+/// event per trace entry or not (`events`); the entries themselves become
+/// [`Host::allocator_trace`], with each device's totals before its first entry.
+pub fn snapshot_host(mut snapshot: Snapshot, path: &str, host_name: &str, events: EntryEvents) -> Result<Host, String> {
     let mut host = Host::new(host_name, path, SourceFormat::Kineto);
-    let survey = Survey::of(&snapshot);
-    let clock = Clock::of(&snapshot, &survey);
-    if clock.synthetic && !snapshot.entries.is_empty() {
+    let mut trace = std::mem::take(&mut snapshot.trace);
+    let clock = snapshot.clock;
+    if clock.synthetic && !trace.is_empty() {
         host.warnings.push(
             "the snapshot records no event times (PyTorch before 2.2): each device's entries are placed 1 µs apart \
              in trace order"
                 .to_string(),
         );
     }
-    let mut totals = Totals::rebuild(&snapshot, &survey.change, &mut host.warnings);
+    let survey = Survey::of(&trace);
+    trace.start_totals = start_totals(&snapshot, &survey.change, &mut host.warnings);
     let mut planes = Planes::new();
-    planes.reserve_entry_lines(&survey.lines);
-    let segments_allocated_at = segments_allocated_at(&survey, &clock);
-    // Each entry's index on its device: its time where the snapshot records none.
-    let mut on_device: FxMap<u32, i64> = FxMap::default();
-    for chunk in std::mem::take(&mut snapshot.entries).into_chunks() {
-        for entry in &chunk {
-            let index = on_device.entry(entry.device).or_insert(0);
-            let time_ps = clock.time_ps(*index, entry.time_us);
-            *index += 1;
-            planes.entry(&snapshot, entry, time_ps, totals.after(entry));
-        }
+    if events == EntryEvents::Made {
+        planes.reserve_entry_lines(&survey.lines);
+        trace.totals(|index, record, totals| planes.entry(&trace, index, record, totals));
     }
-    let snapshot = &snapshot;
-    planes.annotations(snapshot, &clock);
-    planes.segments(snapshot, &clock, &segments_allocated_at);
+    planes.annotations(&snapshot, &clock);
+    planes.segments(&snapshot, &trace, &clock, &survey.segments_allocated_at);
     let settings: Vec<(u32, StatValue)> = snapshot
         .allocator_settings
         .iter()
@@ -95,6 +90,7 @@ pub fn snapshot_host(mut snapshot: Snapshot, path: &str, host_name: &str) -> Res
         host.profile_start_ns = origin.checked_mul(1000);
         host.profile_stop_ns = host.profile_start_ns.map(|start| start.saturating_add(clock.end_ps / 1000));
     }
+    host.allocator_trace = Some(trace);
     Ok(host)
 }
 
@@ -102,115 +98,55 @@ pub fn snapshot_host(mut snapshot: Snapshot, path: &str, host_name: &str) -> Res
 /// entries: one pass over them, not one per question).
 #[derive(Default)]
 struct Survey {
-    /// The earliest and the latest entry time, Unix epoch µs (`None`: no entry has one).
-    times_us: Option<(i64, i64)>,
-    /// Entries per device.
-    per_device: FxMap<u32, i64>,
     /// Per device, how its entries change (allocated, reserved) bytes in all.
-    change: FxMap<i64, (i64, i64)>,
+    change: FxMap<u16, (i64, i64)>,
     /// Per entry line, its events and stats.
     lines: FxMap<LineKey, (usize, usize)>,
-    /// Each `segment_alloc`: device, address, its index on its device, its time (µs).
-    segment_allocs: Vec<(i64, u64, i64, Option<i64>)>,
+    /// When each segment (by device and address) was last allocated in the trace, ps.
+    segments_allocated_at: FxMap<(i64, u64), i64>,
 }
 
 impl Survey {
-    fn of(snapshot: &Snapshot) -> Survey {
+    fn of(trace: &AllocatorTrace) -> Survey {
         let mut survey = Survey::default();
-        for entry in snapshot.entries.iter() {
-            if let Some(time) = entry.time_us {
-                survey.times_us = Some(survey.times_us.map_or((time, time), |(a, b)| (a.min(time), b.max(time))));
-            }
-            let on_device = survey.per_device.entry(entry.device).or_insert(0);
-            let index_on_device = *on_device;
-            *on_device += 1;
-            let (allocated, reserved) = delta(entry);
-            let sum = survey.change.entry(i64::from(entry.device)).or_default();
+        for (index, record) in trace.iter().enumerate() {
+            let (allocated, reserved) = record.action.delta(record.size);
+            let sum = survey.change.entry(record.device).or_default();
             *sum = (sum.0.saturating_add(allocated), sum.1.saturating_add(reserved));
-            let line = survey.lines.entry((i64::from(entry.device), ENTRIES, entry.stream)).or_default();
+            let line = survey.lines.entry((i64::from(record.device), ENTRIES, record.stream)).or_default();
             line.0 += 1;
-            line.1 += entry_stats(entry);
-            if entry.action == Action::SegmentAlloc {
-                let device = i64::from(entry.device);
-                survey.segment_allocs.push((device, entry.address, index_on_device, entry.time_us));
+            line.1 += entry_stats(trace, index, &record);
+            if record.action == AllocatorAction::SegmentAlloc {
+                survey.segments_allocated_at.insert((i64::from(record.device), record.address), record.time_ps);
             }
         }
         survey
     }
 }
 
-/// When each segment (by device and address) was last allocated in the trace, ps.
-fn segments_allocated_at(survey: &Survey, clock: &Clock) -> FxMap<(i64, u64), i64> {
-    let mut allocated_at: FxMap<(i64, u64), i64> = FxMap::default();
-    for &(device, address, index_on_device, time_us) in &survey.segment_allocs {
-        allocated_at.insert((device, address), clock.time_ps(index_on_device, time_us));
-    }
-    allocated_at
-}
-
-/// Entry and annotation times in the model's picoseconds.
-struct Clock {
-    /// The Unix-epoch µs of time 0.
-    origin_us: Option<i64>,
-    /// Whether the snapshot has no times (entries are placed by their index on their
-    /// device, 1 µs apart).
-    synthetic: bool,
-    /// The snapshot's time: 1 µs after the last entry or annotation.
-    end_ps: i64,
-}
-
-impl Clock {
-    fn of(snapshot: &Snapshot, survey: &Survey) -> Clock {
-        let annotations = snapshot.annotations.iter().map(|a| a.time_us);
-        let origin_us = survey.times_us.map(|(first, _)| first).into_iter().chain(annotations.clone()).min();
-        let last = survey.times_us.map(|(_, last)| last).into_iter().chain(annotations).max();
-        let synthetic = survey.times_us.is_none();
-        let last_ps = if synthetic {
-            survey.per_device.values().copied().max().unwrap_or(0).saturating_sub(1).saturating_mul(PS_PER_US)
-        } else {
-            last.zip(origin_us).map_or(0, |(max, min)| max.saturating_sub(min).saturating_mul(PS_PER_US))
-        };
-        Clock { origin_us, synthetic, end_ps: last_ps.saturating_add(PS_PER_US) }
-    }
-
-    /// The time of an entry that is `index_on_device`-th on its device and was
-    /// recorded at `time_us`.
-    fn time_ps(&self, index_on_device: i64, time_us: Option<i64>) -> i64 {
-        if self.synthetic {
-            return index_on_device.saturating_mul(PS_PER_US);
-        }
-        self.at_us(time_us.unwrap_or(self.origin_us.unwrap_or(0)))
-    }
-
-    fn at_us(&self, time_us: i64) -> i64 {
-        time_us.saturating_sub(self.origin_us.unwrap_or(time_us)).saturating_mul(PS_PER_US)
-    }
-}
-
-/// Allocated and reserved bytes of each device, replayed entry by entry.
-struct Totals {
-    current: FxMap<i64, (i64, i64)>,
-}
-
-impl Totals {
-    /// The totals before the first entry: the state at the end (the segments and
-    /// blocks) less each device's `change` over the trace.
-    fn rebuild(snapshot: &Snapshot, change: &FxMap<i64, (i64, i64)>, warnings: &mut Vec<String>) -> Totals {
-        let mut end: FxMap<i64, (i64, i64)> = FxMap::default();
-        for segment in &snapshot.segments {
-            let at_end = end.entry(segment.device).or_default();
-            at_end.1 = at_end.1.saturating_add(segment.total_size);
-            for block in &segment.blocks {
-                if snapshot.text(block.state) == "active_allocated" {
-                    at_end.0 = at_end.0.saturating_add(block.size);
-                }
+/// Each device's (allocated, reserved) bytes before the first entry: the state at the
+/// end (the snapshot's segments and blocks) less the device's `change` over the trace.
+fn start_totals(
+    snapshot: &Snapshot,
+    change: &FxMap<u16, (i64, i64)>,
+    warnings: &mut Vec<String>,
+) -> Vec<(u16, i64, i64)> {
+    let mut end: FxMap<i64, (i64, i64)> = FxMap::default();
+    for segment in &snapshot.segments {
+        let at_end = end.entry(segment.device).or_default();
+        at_end.1 = at_end.1.saturating_add(segment.total_size);
+        for block in &segment.blocks {
+            if snapshot.text(block.state) == "active_allocated" {
+                at_end.0 = at_end.0.saturating_add(block.size);
             }
         }
-        let mut current: FxMap<i64, (i64, i64)> = FxMap::default();
-        let mut devices: Vec<i64> = change.keys().copied().collect();
-        devices.sort_unstable();
-        for device in devices {
-            let (at_end, delta) = (end.get(&device).copied().unwrap_or_default(), change[&device]);
+    }
+    let mut devices: Vec<(u16, (i64, i64))> = change.iter().map(|(&device, &delta)| (device, delta)).collect();
+    devices.sort_unstable();
+    devices
+        .into_iter()
+        .map(|(device, delta)| {
+            let at_end = end.get(&i64::from(device)).copied().unwrap_or_default();
             let start = (at_end.0.saturating_sub(delta.0), at_end.1.saturating_sub(delta.1));
             if start.0 < 0 || start.1 < 0 {
                 warnings.push(format!(
@@ -219,40 +155,25 @@ impl Totals {
                     if start.0 < 0 { "allocated bytes" } else { "reserved bytes" }
                 ));
             }
-            current.insert(device, (start.0.max(0), start.1.max(0)));
-        }
-        Totals { current }
-    }
-
-    /// The totals of `entry`'s device after it (entries must come in trace order).
-    fn after(&mut self, entry: &TraceEntry) -> (i64, i64) {
-        let (allocated, reserved) = delta(entry);
-        let now = self.current.entry(i64::from(entry.device)).or_default();
-        *now = (now.0.saturating_add(allocated).max(0), now.1.saturating_add(reserved).max(0));
-        *now
-    }
+            (device, start.0.max(0), start.1.max(0))
+        })
+        .collect()
 }
 
 /// Whether an entry's event carries the totals after it: those that change them,
 /// and `oom` (what was allocated and reserved when it failed).
-fn carries_totals(action: Action) -> bool {
-    !matches!(action, Action::FreeCompleted | Action::Snapshot | Action::Other(_))
+fn carries_totals(action: AllocatorAction) -> bool {
+    !matches!(action, AllocatorAction::FreeCompleted | AllocatorAction::Snapshot | AllocatorAction::Other(_))
 }
 
-/// How many stats an entry's event gets (its extras aside).
-fn entry_stats(entry: &TraceEntry) -> usize {
-    2 + 2 * usize::from(carries_totals(entry.action)) + usize::from(entry.stack.is_some())
-}
-
-/// How an entry changes (allocated, reserved) bytes.
-fn delta(entry: &TraceEntry) -> (i64, i64) {
-    match entry.action {
-        Action::Alloc => (entry.size, 0),
-        Action::FreeRequested => (entry.size.saturating_neg(), 0),
-        Action::SegmentAlloc | Action::SegmentMap => (0, entry.size),
-        Action::SegmentFree | Action::SegmentUnmap => (0, entry.size.saturating_neg()),
-        _ => (0, 0),
-    }
+/// How many stats entry `index`'s event gets.
+fn entry_stats(trace: &AllocatorTrace, index: usize, record: &AllocatorRecord) -> usize {
+    let extras = trace.extras(index).map_or(0, |e| {
+        usize::from(e.device_free.is_some())
+            + usize::from(e.compile_context.is_some())
+            + usize::from(e.user_metadata.is_some())
+    });
+    2 + 2 * usize::from(carries_totals(record.action)) + usize::from(record.stack.is_some()) + extras
 }
 
 /// A line: (device, kind, stream), ordered as lines are shown.
@@ -279,7 +200,7 @@ struct Planes {
     lines: Vec<(LineKey, Line)>,
     line_index: FxMap<LineKey, usize>,
     /// Per (line, action), the event metadata of entries.
-    entry_metadata: FxMap<(usize, Action), u32>,
+    entry_metadata: FxMap<(usize, AllocatorAction), u32>,
     /// Per stack, the `Ref` key of its text (`None` for an empty stack), once built.
     stack_keys: FxMap<u32, Option<u32>>,
     keys: Keys,
@@ -383,15 +304,13 @@ impl Planes {
         })
     }
 
-    fn stack_key(&mut self, snapshot: &Snapshot, stack: Option<u32>) -> Option<u32> {
+    fn stack_key(&mut self, trace: &AllocatorTrace, stack: Option<u32>) -> Option<u32> {
         let stack = stack?;
         if let Some(&key) = self.stack_keys.get(&stack) {
             return key;
         }
-        let key = snapshot.stacks.get(stack as usize).filter(|frames| !frames.is_empty()).map(|frames| {
-            let text: Vec<String> = frames.iter().map(|f| format!("{}:{}:{}", f.filename, f.line, f.name)).collect();
-            self.builder.stat_key(&text.join("\n"))
-        });
+        let text = trace.stack(stack);
+        let key = (!text.is_empty()).then(|| self.builder.stat_key(text));
         self.stack_keys.insert(stack, key);
         key
     }
@@ -413,28 +332,30 @@ impl Planes {
         line.push_event(metadata, start_ps, duration_ps);
     }
 
-    fn entry(&mut self, snapshot: &Snapshot, entry: &TraceEntry, time_ps: i64, totals: (i64, i64)) {
-        let line = self.line((i64::from(entry.device), ENTRIES, entry.stream));
-        let metadata = match self.entry_metadata.get(&(line, entry.action)) {
+    /// The event of entry `index` of `trace`, `record`, with the totals after it.
+    fn entry(&mut self, trace: &AllocatorTrace, index: usize, record: &AllocatorRecord, totals: (i64, i64)) {
+        let line = self.line((i64::from(record.device), ENTRIES, record.stream));
+        let metadata = match self.entry_metadata.get(&(line, record.action)) {
             Some(&metadata) => metadata,
             None => {
-                let (name, cat) = match entry.action {
-                    Action::Alloc | Action::FreeRequested => (MEMORY_EVENT, "cpu_instant_event"),
-                    other => (other.name(snapshot), SNAPSHOT_CATEGORY),
+                let (name, cat) = match record.action {
+                    AllocatorAction::Alloc | AllocatorAction::FreeRequested => (MEMORY_EVENT, "cpu_instant_event"),
+                    other => (other.name(trace), SNAPSHOT_CATEGORY),
                 };
                 let metadata = self.metadata(line, name, cat, Some("i"));
-                self.entry_metadata.insert((line, entry.action), metadata);
+                self.entry_metadata.insert((line, record.action), metadata);
                 metadata
             }
         };
-        let bytes = if entry.action == Action::FreeRequested { entry.size.saturating_neg() } else { entry.size };
+        let bytes =
+            if record.action == AllocatorAction::FreeRequested { record.size.saturating_neg() } else { record.size };
         let (allocated, reserved) = totals;
-        let frames = self.stack_key(snapshot, entry.stack);
+        let frames = self.stack_key(trace, record.stack);
         let keys = &self.keys;
         let stats = &mut self.lines[line].1.stats;
-        stats.push(keys.addr, StatValue::Int(entry.address as i64));
+        stats.push(keys.addr, StatValue::Int(record.address as i64));
         stats.push(keys.bytes, StatValue::Int(bytes));
-        if carries_totals(entry.action) {
+        if carries_totals(record.action) {
             stats.push(keys.allocated, StatValue::Int(allocated));
             stats.push(keys.reserved, StatValue::Int(reserved));
         }
@@ -442,18 +363,18 @@ impl Planes {
             stats.push(keys.frames, StatValue::Ref(frames));
         }
         let mut extra = Vec::new();
-        if let Some(extras) = snapshot.extras_of(entry) {
+        if let Some(extras) = trace.extras(index) {
             if let Some(free) = extras.device_free {
                 extra.push((DEVICE_FREE_STAT, Val::Int(free)));
             }
-            if let Some(id) = extras.compile_context {
-                extra.push(("Compile Context", Val::Text(snapshot.text(id).to_string())));
+            if let Some(text) = &extras.compile_context {
+                extra.push(("Compile Context", Val::Text(text.clone())));
             }
-            if let Some(id) = extras.user_metadata {
-                extra.push(("User Metadata", Val::Text(snapshot.text(id).to_string())));
+            if let Some(text) = &extras.user_metadata {
+                extra.push(("User Metadata", Val::Text(text.clone())));
             }
         }
-        self.push(line, metadata, time_ps, 0, extra);
+        self.push(line, metadata, record.time_ps, 0, extra);
     }
 
     fn annotations(&mut self, snapshot: &Snapshot, clock: &Clock) {
@@ -480,7 +401,13 @@ impl Planes {
         }
     }
 
-    fn segments(&mut self, snapshot: &Snapshot, clock: &Clock, allocated_at: &FxMap<(i64, u64), i64>) {
+    fn segments(
+        &mut self,
+        snapshot: &Snapshot,
+        trace: &AllocatorTrace,
+        clock: &Clock,
+        allocated_at: &FxMap<(i64, u64), i64>,
+    ) {
         let end = clock.end_ps;
         for segment in &snapshot.segments {
             let start = allocated_at.get(&(segment.device, segment.address)).copied().unwrap_or(0).min(end);
@@ -497,7 +424,7 @@ impl Planes {
                 ("Segment Type", Val::Text(snapshot.text(segment.segment_type).to_string())),
                 ("Pool", Val::Text(format!("({}, {})", segment.pool.0, segment.pool.1))),
             ];
-            if let Some(frames) = self.stack_key(snapshot, segment.stack) {
+            if let Some(frames) = self.stack_key(trace, segment.stack) {
                 stats.push((FRAMES_STAT, Val::Ref(frames)));
             }
             self.push(line, metadata, start, end - start, stats);
@@ -513,7 +440,7 @@ impl Planes {
                     (STREAM_STAT, Val::Int(segment.stream)),
                     (BLOCK_STATE_STAT, Val::Ref(self.builder.stat_key(state))),
                 ];
-                if let Some(frames) = self.stack_key(snapshot, block.stack) {
+                if let Some(frames) = self.stack_key(trace, block.stack) {
                     stats.push((FRAMES_STAT, Val::Ref(frames)));
                 }
                 self.push(line, metadata, end, 0, stats);

@@ -1,16 +1,15 @@
 //! Reader of PyTorch CUDA memory snapshots (`torch.cuda.memory._dump_snapshot`, a
 //! pickle of `torch.cuda.memory._snapshot()`; also a pickled
-//! `torch.cuda.memory_snapshot()`, the segments alone) into a [`Host`] shaped like a
-//! PyTorch profiler trace with `profile_memory=True`, so the memory profile, the trace
-//! viewer's counter tracks and the steps read it as they read Kineto's `[memory]`
-//! events. [`host`] documents the mapping.
+//! `torch.cuda.memory_snapshot()`, the segments alone) into a [`Host`] whose
+//! [`Host::allocator_trace`] holds the trace entries, and whose plane is shaped like a
+//! PyTorch profiler trace with `profile_memory=True` (an `[memory]` event per entry,
+//! unless the reader is asked for the columns alone), so the trace viewer's counter
+//! tracks and the steps read it as they read Kineto's. [`host`] documents the mapping.
 //!
 //! The one design decision to know: the file is decoded by [`crate::pickle`] (never by
-//! running pickle code), and each trace entry is turned into a compact [`TraceEntry`]
-//! as soon as the decoder completes it, so a multi-GB snapshot never holds its
-//! millions of entry dicts at once; the entries are kept in chunks ([`Entries`]) that
-//! the host builder frees as it goes, so they and their events are never all held
-//! together either. Stacks are kept once per distinct frame list (the
+//! running pickle code), and each trace entry goes into the [`AllocatorTrace`]'s
+//! columns as soon as the decoder completes it, so a multi-GB snapshot never holds its
+//! millions of entry dicts at once. Stacks are kept once per distinct frame list (the
 //! snapshot shares them through the pickle memo: a million frame references are a few
 //! thousand lists).
 //!
@@ -25,7 +24,8 @@ mod host;
 
 use mlprof_model::fxhash::FxMap;
 
-use mlprof_model::Host;
+use mlprof_model::allocator_trace::MAX_OTHER_ACTIONS;
+use mlprof_model::{AllocatorAction, AllocatorRecord, AllocatorTrace, Host, RecordExtras};
 
 use crate::error::{FormatError, Result};
 use crate::pickle::{self, Absorb, Objects, Value};
@@ -45,169 +45,41 @@ pub fn looks_like_memory_snapshot(head: &[u8]) -> bool {
     pickle::is_pickle(head) && (names(b"segments") || names(b"device_traces") || names(b"segment_type"))
 }
 
-/// Reads the memory snapshot in `bytes` (the file `path`) into a host named `host_name`.
+/// Reads the memory snapshot in `bytes` (the file `path`) into a host named
+/// `host_name`, with an event per trace entry.
 pub fn read_memory_snapshot(bytes: &[u8], path: &str, host_name: &str) -> Result<Host> {
-    read_memory_snapshot_releasing(bytes, &|_| {}, path, host_name)
+    read_memory_snapshot_releasing(bytes, &|_| {}, path, host_name, EntryEvents::Made)
+}
+
+/// Whether a snapshot's trace entries also become events, or stay columns alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryEvents {
+    /// An event per entry, as a PyTorch profiler trace has them: for the trace viewer,
+    /// `convert` and every tool that reads events.
+    Made,
+    /// The entries only in [`Host::allocator_trace`] (a third of the memory): enough
+    /// for the memory profile.
+    Skipped,
 }
 
 /// [`read_memory_snapshot`], calling `release` with each range of `bytes` it is done
-/// with (a mapped file then does not stay resident).
+/// with (a mapped file then does not stay resident), making the entries' events or not.
 pub fn read_memory_snapshot_releasing(
     bytes: &[u8],
     release: &dyn Fn(std::ops::Range<usize>),
     path: &str,
     host_name: &str,
+    events: EntryEvents,
 ) -> Result<Host> {
     let snapshot = decode_snapshot_releasing(bytes, release, path)?;
-    snapshot_host(snapshot, path, host_name).map_err(|message| FormatError::unrecognized(path, message))
+    snapshot_host(snapshot, path, host_name, events).map_err(|message| FormatError::unrecognized(path, message))
 }
 
-/// What an allocator trace entry did (`action`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Action {
-    /// A block handed out (`alloc`).
-    Alloc,
-    /// `free` called; the block waits for its streams (`free_requested`).
-    FreeRequested,
-    /// The block is reusable (`free_completed`).
-    FreeCompleted,
-    /// `cudaMalloc` of a segment (`segment_alloc`).
-    SegmentAlloc,
-    /// `cudaFree` of a segment (`segment_free`).
-    SegmentFree,
-    /// Pages mapped into an expandable segment (`segment_map`).
-    SegmentMap,
-    /// Pages unmapped from an expandable segment (`segment_unmap`).
-    SegmentUnmap,
-    /// The snapshot was taken (`snapshot`).
-    Snapshot,
-    /// An allocation failed for lack of memory (`oom`).
-    Oom,
-    /// Anything else (a newer release's action): string id in [`Snapshot::texts`].
-    Other(u32),
-}
+/// Marks a record without `time_us` in the time column while decoding.
+const NO_TIME: i64 = i64::MIN;
 
-impl Action {
-    fn parse(text: &str, texts: &mut Texts) -> Action {
-        match text {
-            "alloc" => Action::Alloc,
-            "free_requested" => Action::FreeRequested,
-            "free_completed" => Action::FreeCompleted,
-            "segment_alloc" => Action::SegmentAlloc,
-            "segment_free" => Action::SegmentFree,
-            "segment_map" => Action::SegmentMap,
-            "segment_unmap" => Action::SegmentUnmap,
-            "snapshot" => Action::Snapshot,
-            "oom" => Action::Oom,
-            other => Action::Other(texts.id(other)),
-        }
-    }
-
-    /// The name PyTorch writes for it.
-    pub fn name(self, snapshot: &Snapshot) -> &str {
-        match self {
-            Action::Alloc => "alloc",
-            Action::FreeRequested => "free_requested",
-            Action::FreeCompleted => "free_completed",
-            Action::SegmentAlloc => "segment_alloc",
-            Action::SegmentFree => "segment_free",
-            Action::SegmentMap => "segment_map",
-            Action::SegmentUnmap => "segment_unmap",
-            Action::Snapshot => "snapshot",
-            Action::Oom => "oom",
-            Action::Other(id) => snapshot.text(id),
-        }
-    }
-}
-
-/// One allocator trace entry. Bytes are bytes; `time_us` is Unix epoch microseconds.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TraceEntry {
-    /// What happened.
-    pub action: Action,
-    /// The block's or segment's address (`addr`; 0 for `oom`).
-    pub address: u64,
-    /// Bytes (`size`; for `oom`, the bytes asked for).
-    pub size: i64,
-    /// The stream (`stream`, the `cudaStream_t` as an integer; 0 is the default stream).
-    pub stream: i64,
-    /// When (`time_us`; PyTorch 2.2+), Unix epoch microseconds.
-    pub time_us: Option<i64>,
-    /// The stack recorded with it: index into [`Snapshot::stacks`].
-    pub stack: Option<u32>,
-    /// The device ordinal (the entry's index in `device_traces`).
-    pub device: u32,
-    /// What few entries have ([`Snapshot::extras`]): index, or `u32::MAX` for none.
-    pub extra: u32,
-}
-
-/// Trace entries in order, stored in chunks of [`ENTRY_CHUNK`] so that whoever is done
-/// with the first ones can free them ([`Entries::into_chunks`]) while it reads on: the
-/// host of a multi-GB snapshot is then built without every entry held beside it.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Entries {
-    chunks: Vec<Vec<TraceEntry>>,
-    len: usize,
-}
-
-/// Entries per chunk of [`Entries`] (4 MiB of entries).
-pub const ENTRY_CHUNK: usize = 1 << 16;
-
-impl Entries {
-    /// Number of entries.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether there is none.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The entries in order.
-    pub fn iter(&self) -> impl Iterator<Item = &TraceEntry> + Clone {
-        self.chunks.iter().flatten()
-    }
-
-    /// The entries in order, chunk by chunk, each freed once its reader drops it.
-    pub fn into_chunks(self) -> impl Iterator<Item = Vec<TraceEntry>> {
-        self.chunks.into_iter()
-    }
-
-    fn push(&mut self, entry: TraceEntry) {
-        match self.chunks.last_mut() {
-            Some(chunk) if chunk.len() < ENTRY_CHUNK => chunk.push(entry),
-            _ => {
-                let mut chunk = Vec::with_capacity(ENTRY_CHUNK);
-                chunk.push(entry);
-                self.chunks.push(chunk);
-            }
-        }
-        self.len += 1;
-    }
-
-    fn get_mut(&mut self, index: usize) -> Option<&mut TraceEntry> {
-        self.chunks.get_mut(index / ENTRY_CHUNK)?.get_mut(index % ENTRY_CHUNK)
-    }
-
-    /// Gives back what the last chunk was given room for and did not use.
-    fn shrink_to_fit(&mut self) {
-        if let Some(last) = self.chunks.last_mut() {
-            last.shrink_to_fit();
-        }
-    }
-}
-
-/// What only a few trace entries carry, kept aside so every entry stays small.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct EntryExtras {
-    /// `oom` only: the device's free bytes the driver reported (`device_free`).
-    pub device_free: Option<i64>,
-    /// `compile_context` (PyTorch 2.8+) when not `N/A`: string id.
-    pub compile_context: Option<u32>,
-    /// `user_metadata` (PyTorch 2.10+) when not empty: string id.
-    pub user_metadata: Option<u32>,
-}
+/// Marks a record not yet found in `device_traces` in the device column while decoding.
+const NO_DEVICE: u16 = u16::MAX;
 
 /// One block of a segment at the time of the snapshot. Bytes are bytes.
 #[derive(Clone, Debug, PartialEq)]
@@ -267,34 +139,23 @@ pub struct Annotation {
     pub time_us: i64,
 }
 
-/// One frame of a stack, as the snapshot records it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Frame {
-    /// The function (`forward`, or a demangled C++ symbol).
-    pub name: String,
-    /// The file (`??` or empty for C++ frames without debug information).
-    pub filename: String,
-    /// The line (0 when unknown).
-    pub line: i64,
-}
-
 /// A decoded memory snapshot.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Snapshot {
     /// The segments, in file order.
     pub segments: Vec<Segment>,
-    /// Every device's trace entries, device by device, each device's in its order.
-    pub entries: Entries,
-    /// What few entries carry beyond the common fields ([`TraceEntry::extra`]).
-    pub extras: Vec<EntryExtras>,
+    /// Every device's trace entries, device by device, each device's in its order,
+    /// with their times on [`Snapshot::clock`] and the stacks of the entries, segments
+    /// and blocks ([`AllocatorTrace::stacks`]). Its start totals are not set yet.
+    pub trace: AllocatorTrace,
     /// `external_annotations`, in file order.
     pub annotations: Vec<Annotation>,
-    /// The distinct stacks, innermost frame first.
-    pub stacks: Vec<Vec<Frame>>,
     /// `allocator_settings` as `(key, value as Python prints it)`.
     pub allocator_settings: Vec<(String, String)>,
     /// Whether the file is a bare list of segments (`torch.cuda.memory_snapshot()`).
     pub segments_only: bool,
+    /// Where time 0 is and when the snapshot was taken.
+    pub clock: Clock,
     texts: Vec<String>,
 }
 
@@ -303,10 +164,63 @@ impl Snapshot {
     pub fn text(&self, id: u32) -> &str {
         self.texts.get(id as usize).map_or("", String::as_str)
     }
+}
 
-    /// The extras of `entry`, when it has any.
-    pub fn extras_of(&self, entry: &TraceEntry) -> Option<&EntryExtras> {
-        self.extras.get(entry.extra as usize)
+/// Entry and annotation times in the model's picoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Clock {
+    /// The Unix-epoch µs of time 0: the earliest entry or annotation.
+    pub origin_us: Option<i64>,
+    /// Whether the snapshot has no times (PyTorch before 2.2): entries are placed by
+    /// their index on their device, 1 µs apart.
+    pub synthetic: bool,
+    /// The snapshot's time: 1 µs after the last entry or annotation, picoseconds.
+    pub end_ps: i64,
+}
+
+const PS_PER_US: i64 = 1_000_000;
+
+impl Clock {
+    /// Annotation (or entry) time `time_us`, Unix epoch µs, in picoseconds.
+    pub fn at_us(&self, time_us: i64) -> i64 {
+        time_us.saturating_sub(self.origin_us.unwrap_or(time_us)).saturating_mul(PS_PER_US)
+    }
+
+    /// Puts the trace's times (Unix epoch µs or [`NO_TIME`]) on the clock of them and
+    /// of `annotations`.
+    fn settle(trace: &mut AllocatorTrace, annotations: &[Annotation]) -> Clock {
+        let mut times_us: Option<(i64, i64)> = None;
+        let mut per_device: FxMap<u16, i64> = FxMap::default();
+        for record in trace.iter() {
+            if record.time_ps != NO_TIME {
+                let t = record.time_ps;
+                times_us = Some(times_us.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
+            }
+            *per_device.entry(record.device).or_insert(0) += 1;
+        }
+        let annotation_times = annotations.iter().map(|a| a.time_us);
+        let origin_us = times_us.map(|(first, _)| first).into_iter().chain(annotation_times.clone()).min();
+        let last = times_us.map(|(_, last)| last).into_iter().chain(annotation_times).max();
+        let synthetic = times_us.is_none();
+        let last_ps = if synthetic {
+            per_device.values().copied().max().unwrap_or(0).saturating_sub(1).saturating_mul(PS_PER_US)
+        } else {
+            last.zip(origin_us).map_or(0, |(max, min)| max.saturating_sub(min).saturating_mul(PS_PER_US))
+        };
+        let clock = Clock { origin_us, synthetic, end_ps: last_ps.saturating_add(PS_PER_US) };
+        let mut index_on_device: FxMap<u16, i64> = FxMap::default();
+        trace.map_times(|device, time_us| {
+            let index = index_on_device.entry(device).or_insert(0);
+            *index += 1;
+            if synthetic {
+                (*index - 1).saturating_mul(PS_PER_US)
+            } else if time_us == NO_TIME {
+                0
+            } else {
+                clock.at_us(time_us)
+            }
+        });
+        clock
     }
 }
 
@@ -364,15 +278,16 @@ impl Field {
 /// The state of one decoding: the entries taken so far and the tables they point into.
 #[derive(Default)]
 struct Reader {
-    entries: Entries,
-    extras: Vec<EntryExtras>,
+    /// The entries so far; their stacks index [`Reader::stacks`].
+    trace: AllocatorTrace,
     /// Pickle string id → the entry field it names (keys are memoized strings, so a
     /// handful of ids cover millions of entries).
     fields: FxMap<u32, Field>,
     /// Pickle string id → the action it names.
-    actions: FxMap<u32, Action>,
+    actions: FxMap<u32, AllocatorAction>,
     texts: Texts,
-    stacks: Vec<Vec<Frame>>,
+    /// The distinct stacks' texts ([`AllocatorTrace::stacks`]).
+    stacks: Texts,
     /// Pickle list id → stack index.
     stack_of_list: FxMap<u32, u32>,
     /// Stacks as the pickle spells them ([`FrameKey`]s) → stack index: every entry has
@@ -386,8 +301,6 @@ struct Reader {
     ///
     /// [`stack_of_list`]: Reader::stack_of_list
     finished_lists: Vec<u32>,
-    /// Distinct stack contents → stack index (two lists with the same frames are one).
-    stack_index: FxMap<Vec<Frame>, u32>,
 }
 
 /// A frame as the pickle spells it: its name's and its file's pickle string ids
@@ -419,27 +332,18 @@ impl Reader {
             self.stack_of_list.insert(list, id);
             return Some(id);
         }
-        let frames: Vec<Frame> = objects
+        // Two lists with the same frames are one stack.
+        let frames: Vec<String> = objects
             .list(list)
             .iter()
             .filter_map(|&frame| {
                 let Value::Dict(frame) = frame else { return None };
-                Some(Frame {
-                    name: text_of(objects, objects.get(frame, "name")),
-                    filename: text_of(objects, objects.get(frame, "filename")),
-                    line: int_of(objects.get(frame, "line")).unwrap_or(0),
-                })
+                let text = |key: &str| objects.get(frame, key).and_then(|v| objects.text(v)).unwrap_or("");
+                let line = int_of(objects.get(frame, "line")).unwrap_or(0);
+                Some(format!("{}:{line}:{}", text("filename"), text("name")))
             })
             .collect();
-        let id = match self.stack_index.get(&frames) {
-            Some(&id) => id,
-            None => {
-                self.stacks.push(frames.clone());
-                let id = (self.stacks.len() - 1) as u32;
-                self.stack_index.insert(frames, id);
-                id
-            }
-        };
+        let id = self.stacks.id(&frames.join("\n"));
         self.stack_of_list.insert(list, id);
         if self.stack_of_spelling.len() < MAX_SPELLINGS {
             self.stack_of_spelling.insert(self.spelling.clone(), id);
@@ -447,26 +351,41 @@ impl Reader {
         Some(id)
     }
 
-    fn optional_text(&mut self, objects: &Objects, value: Option<Value>, absent: &str) -> Option<u32> {
-        let text = objects.text(value?)?;
-        (text != absent).then(|| self.texts.id(text))
+    /// The action named by pickle string `id`.
+    fn action(&mut self, objects: &Objects, id: u32) -> AllocatorAction {
+        if let Some(&action) = self.actions.get(&id) {
+            return action;
+        }
+        let text = objects.str(id);
+        let action = AllocatorAction::known(text).unwrap_or_else(|| {
+            let others = &mut self.trace.other_actions;
+            let at = others.iter().position(|other| other == text).unwrap_or_else(|| {
+                // Past the most the action column tells apart, one name stands for the rest.
+                if others.len() < MAX_OTHER_ACTIONS {
+                    others.push(text.to_string());
+                }
+                others.len() - 1
+            });
+            AllocatorAction::Other(u32::try_from(at).unwrap_or(u32::MAX))
+        });
+        self.actions.insert(id, action);
+        action
     }
 }
 
 impl Absorb for Reader {
     fn absorb(&mut self, objects: &Objects, pairs: &[(Value, Value)]) -> std::result::Result<Option<u32>, String> {
         let mut action = None;
-        let mut entry = TraceEntry {
-            action: Action::Alloc,
+        let mut entry = AllocatorRecord {
+            action: AllocatorAction::Alloc,
             address: 0,
             size: 0,
+            device: NO_DEVICE,
             stream: 0,
-            time_us: None,
             stack: None,
-            device: u32::MAX,
-            extra: u32::MAX,
+            time_ps: NO_TIME,
         };
-        let mut extras = EntryExtras::default();
+        let mut extras = RecordExtras::default();
         let mut frames_list = None;
         for &(key, value) in pairs {
             let Value::Str(key) = key else { continue };
@@ -474,13 +393,12 @@ impl Absorb for Reader {
             match field {
                 Field::Action => {
                     let Value::Str(id) = value else { continue };
-                    let texts = &mut self.texts;
-                    action = Some(*self.actions.entry(id).or_insert_with(|| Action::parse(objects.str(id), texts)));
+                    action = Some(self.action(objects, id));
                 }
                 Field::Addr => entry.address = int_of(Some(value)).unwrap_or(0) as u64,
                 Field::Size => entry.size = int_of(Some(value)).unwrap_or(0),
                 Field::Stream => entry.stream = int_of(Some(value)).unwrap_or(0),
-                Field::TimeUs => entry.time_us = int_of(Some(value)),
+                Field::TimeUs => entry.time_ps = int_of(Some(value)).unwrap_or(NO_TIME),
                 Field::Frames => {
                     entry.stack = self.stack(objects, Some(value));
                     if let (Some(_), Value::List(list)) = (entry.stack, value) {
@@ -488,19 +406,18 @@ impl Absorb for Reader {
                     }
                 }
                 Field::DeviceFree => extras.device_free = int_of(Some(value)),
-                Field::CompileContext => extras.compile_context = self.optional_text(objects, Some(value), "N/A"),
-                Field::UserMetadata => extras.user_metadata = self.optional_text(objects, Some(value), ""),
+                Field::CompileContext => extras.compile_context = optional_text(objects, value, "N/A"),
+                Field::UserMetadata => extras.user_metadata = optional_text(objects, value, ""),
                 Field::Other => {}
             }
         }
         let Some(action) = action else { return Ok(None) };
         entry.action = action;
-        if extras != EntryExtras::default() {
-            entry.extra = u32::try_from(self.extras.len()).unwrap_or(u32::MAX);
-            self.extras.push(extras);
+        let token = u32::try_from(self.trace.len()).map_err(|_| "more than 4 billion trace entries".to_string())?;
+        self.trace.push(entry);
+        if extras != RecordExtras::default() {
+            self.trace.set_last_extras(extras);
         }
-        let token = u32::try_from(self.entries.len()).map_err(|_| "more than 4 billion trace entries".to_string())?;
-        self.entries.push(entry);
         self.finished_lists.extend(frames_list);
         Ok(Some(token))
     }
@@ -521,8 +438,9 @@ fn int_of(value: Option<Value>) -> Option<i64> {
     }
 }
 
-fn text_of(objects: &Objects, value: Option<Value>) -> String {
-    value.and_then(|v| objects.text(v)).unwrap_or("").to_string()
+/// The text of `value` unless it is `absent` (or not a string).
+fn optional_text(objects: &Objects, value: Value, absent: &str) -> Option<String> {
+    objects.text(value).filter(|text| *text != absent).map(str::to_string)
 }
 
 /// Decodes the snapshot in `bytes` (the file `path`).
@@ -557,7 +475,7 @@ fn decode_snapshot_releasing(bytes: &[u8], release: &dyn Fn(std::ops::Range<usiz
                      `device_traces`",
                 ));
             }
-            read_traces(&objects, traces, &mut reader.entries);
+            read_traces(&objects, traces, &mut reader.trace).map_err(|m| FormatError::unrecognized(path, m))?;
             snapshot.annotations = read_annotations(&objects, objects.get(top, "external_annotations"), &mut reader);
             snapshot.allocator_settings = read_settings(&objects, objects.get(top, "allocator_settings"));
             segments
@@ -574,33 +492,37 @@ fn decode_snapshot_releasing(bytes: &[u8], release: &dyn Fn(std::ops::Range<usiz
         }
     };
     snapshot.segments = read_segments(&objects, segments, &mut reader);
-    if reader.entries.iter().any(|e| e.device == u32::MAX) {
+    if reader.trace.iter().any(|record| record.device == NO_DEVICE) {
         return Err(FormatError::unrecognized(
             path,
             "a trace entry of the memory snapshot lies outside `device_traces`: not a snapshot PyTorch wrote",
         ));
     }
     drop(objects);
-    reader.entries.shrink_to_fit();
-    snapshot.entries = reader.entries;
-    snapshot.extras = reader.extras;
-    snapshot.stacks = reader.stacks;
+    let mut trace = reader.trace;
+    trace.shrink_to_fit();
+    trace.stacks = reader.stacks.list;
+    snapshot.clock = Clock::settle(&mut trace, &snapshot.annotations);
+    snapshot.trace = trace;
     snapshot.texts = reader.texts.list;
     Ok(snapshot)
 }
 
 /// Gives each taken entry its device: its list's index in `device_traces`.
-fn read_traces(objects: &Objects, traces: Option<Value>, entries: &mut Entries) {
-    let Some(traces) = traces else { return };
+fn read_traces(objects: &Objects, traces: Option<Value>, trace: &mut AllocatorTrace) -> Result<(), String> {
+    let Some(traces) = traces else { return Ok(()) };
     for (device, list) in objects.items(traces).iter().enumerate() {
+        let device = u16::try_from(device)
+            .ok()
+            .filter(|&d| d != NO_DEVICE)
+            .ok_or_else(|| format!("`device_traces` lists more than {} devices", NO_DEVICE))?;
         for item in objects.items(*list) {
-            if let Value::Taken(token) = item
-                && let Some(entry) = entries.get_mut(*token as usize)
-            {
-                entry.device = u32::try_from(device).unwrap_or(u32::MAX);
+            if let Value::Taken(token) = item {
+                trace.set_device(*token as usize, device);
             }
         }
     }
+    Ok(())
 }
 
 fn read_annotations(objects: &Objects, list: Option<Value>, reader: &mut Reader) -> Vec<Annotation> {
