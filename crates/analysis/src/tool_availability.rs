@@ -49,6 +49,10 @@ pub fn has_data_on(tool: ToolId, host: &Host) -> bool {
         Availability::GpuEvents => host.has_gpu_events(),
         Availability::KinetoGpuEvents => host.format == SourceFormat::Kineto && host.has_gpu_events(),
         Availability::HostEvents(wanted) => host.plane(HOST_PLANE).is_some_and(|plane| plane_uses(plane, &wanted)),
+        Availability::AllocatorRecords(wanted) => {
+            host.allocator_trace.as_ref().is_some_and(|trace| !trace.is_empty())
+                || host.plane(HOST_PLANE).is_some_and(|plane| plane_uses(plane, &wanted))
+        }
         Availability::Plane(name) => host.plane(name).is_some(),
         Availability::Never => false,
     }

@@ -2,6 +2,7 @@
 //! (one analysis shared by the tools of `--tool all`) and render their results in the
 //! format asked for.
 
+use mlprof_formats::torch_memory::EntryEvents;
 use std::path::Path;
 
 use mlprof_analysis::tool::spec::{Output, ToolSpec};
@@ -309,4 +310,13 @@ fn write_hta_csv(result: &ToolResult, output: Option<&Path>) -> Result<String, F
 /// A tool's error with the exit code it maps to.
 fn failure(error: ToolError) -> Failure {
     if error.nothing_usable { Failure::nothing(error.message) } else { Failure::input(error.message) }
+}
+
+/// Whether tool `name` needs a memory snapshot's entries as events: only the memory
+/// profile does not (it reads them as columns, in a third of the memory).
+pub fn snapshot_entries(name: &str) -> EntryEvents {
+    match ToolId::from_name(name) {
+        Some(ToolId::MemoryProfile) => EntryEvents::Skipped,
+        _ => EntryEvents::Made,
+    }
 }

@@ -29,6 +29,8 @@ use std::time::Instant;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use mlprof_formats::FormatError;
+use mlprof_formats::input::LoadOptions;
+use mlprof_formats::torch_memory::EntryEvents;
 use mlprof_model::human;
 
 /// mlprof: where did the time of your ML job go?
@@ -277,7 +279,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             gap_threshold,
             tfprof,
         } => {
-            let sessions = load(&path, verbose)?;
+            let sessions = load_with(&path, verbose, analyze::snapshot_entries(&tool))?;
             let started = Instant::now();
             let options = tool_options(breakdown, analyses, gap_threshold, &tfprof);
             let request = analyze::Request {
@@ -391,11 +393,21 @@ fn report_skipped(skipped: &[mlprof_formats::discover::Skipped]) {
 
 /// Loads everything behind `path`, reporting the ingest rate with `-v`.
 fn load(path: &std::path::Path, verbose: bool) -> Result<Vec<mlprof_model::Session>, Failure> {
+    load_with(path, verbose, EntryEvents::Made)
+}
+
+/// [`load`], making memory snapshots' entries events or not as `snapshot_entries` says.
+fn load_with(
+    path: &std::path::Path,
+    verbose: bool,
+    snapshot_entries: EntryEvents,
+) -> Result<Vec<mlprof_model::Session>, Failure> {
     let started = Instant::now();
     let found = mlprof_formats::discover::discover_reporting(path)?;
     report_skipped(&found.skipped);
     let sessions = load_progress::loading(|progress| {
-        let load = |files| mlprof_formats::discover::load_session_counting(files, None, progress);
+        let options = LoadOptions { progress: progress.cloned(), snapshot_entries, ..LoadOptions::default() };
+        let load = |files| mlprof_formats::discover::load_session_with(files, &options);
         found.sessions.iter().map(load).collect::<Result<Vec<_>, _>>()
     })?;
     if verbose {

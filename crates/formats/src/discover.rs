@@ -174,12 +174,15 @@ pub fn load_session_counting(
     within: Option<&Path>,
     progress: Option<&Arc<LoadProgress>>,
 ) -> Result<Session> {
-    let read = |file: &HostFile| {
-        let mut options = LoadOptions::for_format(file.format);
-        options.within = within.map(Path::to_path_buf);
-        options.progress = progress.cloned();
-        read_host_file_with(file, &options)
-    };
+    let options =
+        LoadOptions { within: within.map(Path::to_path_buf), progress: progress.cloned(), ..LoadOptions::default() };
+    load_session_with(files, &options)
+}
+
+/// Reads every host file of one discovered session, in parallel, each with `options`
+/// (and its format's limits, [`LoadOptions::for_file_of`]).
+pub fn load_session_with(files: &SessionFiles, options: &LoadOptions) -> Result<Session> {
+    let read = |file: &HostFile| read_host_file_with(file, &options.for_file_of(file.format));
     let mut hosts: Vec<Host> = files.hosts.par_iter().map(read).collect::<Result<_>>()?;
     hosts.sort_by(|a, b| (a.rank.unwrap_or(i64::MAX), &a.name).cmp(&(b.rank.unwrap_or(i64::MAX), &b.name)));
     Ok(Session { name: files.name.clone(), path: files.path.display().to_string(), hosts })
@@ -212,13 +215,14 @@ pub fn read_host_file_with(file: &HostFile, options: &LoadOptions) -> Result<Hos
     };
     let decoded = match file.format {
         SourceFormat::Xspace => crate::xspace::read_xspace(&loaded.bytes, &shown, &file.host_name),
-        // A PyTorch memory snapshot, laid out as a trace with `[memory]` events.
+        // A PyTorch memory snapshot: its allocator trace, and `[memory]` events unless
+        // the caller needs only the trace.
         SourceFormat::Kineto if snapshot => crate::torch_memory::read_memory_snapshot_releasing(
             &loaded.bytes,
             &release,
             &shown,
             &file.host_name,
-            crate::torch_memory::EntryEvents::Made,
+            options.snapshot_entries,
         ),
         SourceFormat::Kineto => crate::kineto::read_kineto_releasing(&loaded.bytes, &release, &shown, &file.host_name),
     };

@@ -89,13 +89,21 @@ pub struct LoadOptions {
     pub within: Option<PathBuf>,
     /// When set, the readers count the bytes they decode into it (for a progress bar).
     pub progress: Option<std::sync::Arc<crate::progress::LoadProgress>>,
+    /// Whether a memory snapshot's trace entries also become events (the default), or
+    /// stay in [`mlprof_model::Host::allocator_trace`] alone.
+    pub snapshot_entries: crate::torch_memory::EntryEvents,
 }
 
 impl Default for LoadOptions {
     /// Inflating up to a third of the memory available now (a JSON trace's model needs
     /// about as much again, or more), and no confinement.
     fn default() -> LoadOptions {
-        LoadOptions { inflate_limit_bytes: memory_inflate_limit_bytes(), within: None, progress: None }
+        LoadOptions {
+            inflate_limit_bytes: memory_inflate_limit_bytes(),
+            within: None,
+            progress: None,
+            snapshot_entries: crate::torch_memory::EntryEvents::Made,
+        }
     }
 }
 
@@ -103,7 +111,13 @@ impl LoadOptions {
     /// The default options for a file of `format`: an XSpace may not inflate past
     /// [`XSPACE_LIMIT_BYTES`], whatever the memory.
     pub fn for_format(format: mlprof_model::SourceFormat) -> LoadOptions {
-        let mut options = LoadOptions::default();
+        LoadOptions::default().for_file_of(format)
+    }
+
+    /// These options for a file of `format` (an XSpace's limit, as
+    /// [`LoadOptions::for_format`]).
+    pub fn for_file_of(&self, format: mlprof_model::SourceFormat) -> LoadOptions {
+        let mut options = self.clone();
         if format == mlprof_model::SourceFormat::Xspace {
             options.inflate_limit_bytes = options.inflate_limit_bytes.min(XSPACE_LIMIT_BYTES);
         }

@@ -23,6 +23,7 @@ pub mod snapshot;
 mod snapshot_report;
 #[cfg(test)]
 mod tests;
+mod trace;
 
 use std::collections::BTreeMap;
 
@@ -40,16 +41,35 @@ pub use kineto::{BEFORE_TRACE_ROW, PytorchAllocator};
 /// over TensorFlow's allocator events with step ids from `groups`.
 pub fn analyze(host: &Host, groups: &HostGroups) -> MemoryProfile {
     match facts::allocation_records(host) {
-        AllocationRecords::PytorchMemoryEvents => {
-            let mut profile = kineto::analyze(host);
-            if let Some(found) = snapshot::analyze(host) {
-                profile.method = Some(snapshot::METHOD.to_string());
-                profile.snapshot = Some(found);
-            }
-            profile
-        }
+        AllocationRecords::PytorchMemoryEvents => match &host.allocator_trace {
+            Some(trace) => snapshot_profile(host, trace),
+            None => kineto::analyze(host),
+        },
         AllocationRecords::TfAllocatorEvents => compute::analyze(host, groups),
     }
+}
+
+/// The memory profile of a host read from a memory snapshot: its allocator trace
+/// read as [`kineto`] reads `[memory]` events, and what only a snapshot tells.
+fn snapshot_profile(host: &Host, allocator_trace: &mlprof_model::AllocatorTrace) -> MemoryProfile {
+    let records = trace::per_device(allocator_trace);
+    let steps = crate::grouping::profiler_steps::find(host);
+    let allocators = records
+        .iter()
+        .map(|device| {
+            let mut events = trace::TraceEvents {
+                trace: allocator_trace,
+                records: device,
+                steps: &steps,
+                labels: Default::default(),
+            };
+            kineto::allocator(trace::CUDA, i64::from(device.device), &mut events)
+        })
+        .collect();
+    let mut profile = kineto::profile(host, allocators);
+    profile.method = Some(snapshot::METHOD.to_string());
+    profile.snapshot = Some(snapshot::analyze(host, allocator_trace, &records));
+    profile
 }
 
 /// XProf's cap on the number of points in the memory timeline.

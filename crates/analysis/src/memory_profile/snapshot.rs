@@ -1,8 +1,9 @@
 //! What a PyTorch memory snapshot tells beyond the `[memory]` timeline: which stacks
 //! hold the memory at the peak and at the end, how fragmented the segments are, what
 //! was live at each out-of-memory error, the largest allocations and each stream's
-//! peak. Read from the events the snapshot reader writes
-//! (`mlprof_formats::torch_memory`; names in [`mlprof_model::names::memory_snapshot`]).
+//! peak. Read from the host's allocator trace ([`super::trace`]) and the segment and
+//! block events the snapshot reader writes (`mlprof_formats::torch_memory`; names in
+//! [`mlprof_model::names::memory_snapshot`]).
 //!
 //! The one design decision to know: the peak is the one the timeline reports (the last
 //! event reaching the largest `Total Allocated`), and the blocks live at it are found
@@ -11,16 +12,16 @@
 //! A stack is named by its first frame in the user's own code (a Python file outside
 //! PyTorch), else its first Python frame, else its first frame.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
 use mlprof_model::fxhash::FxMap;
 use mlprof_model::names::memory_snapshot::{
-    BLOCK_STATE_STAT, DEVICE_FREE_STAT, FRAMES_STAT, SEGMENT_EVENT, SNAPSHOT_CATEGORY, STREAM_STAT,
+    BLOCK_STATE_STAT, FRAMES_STAT, SEGMENT_EVENT, SNAPSHOT_CATEGORY, STREAM_STAT,
 };
-use mlprof_model::{Event, Host, Plane};
+use mlprof_model::{AllocatorRecord, AllocatorTrace, Event, Host, Plane};
 use serde::Serialize;
 
-use crate::kineto::MEMORY_EVENT;
+use super::trace::{DeviceRecords, signed_bytes};
 use crate::xstats::{StatRow, StatSlots};
 
 /// How a memory snapshot's profile is obtained, in one sentence.
@@ -163,71 +164,54 @@ pub struct OomRow {
 }
 
 /// The stat keys read, in this order.
-const KEYS: [&str; 11] = [
-    "Addr",
-    "Bytes",
-    "Device Id",
-    STREAM_STAT,
-    FRAMES_STAT,
-    "Total Allocated",
-    "Total Reserved",
-    DEVICE_FREE_STAT,
-    BLOCK_STATE_STAT,
-    "Segment Type",
-    "Segment Addr",
-];
-const ADDR: usize = 0;
-const BYTES: usize = 1;
-const DEVICE: usize = 2;
-const STREAM: usize = 3;
-const FRAMES: usize = 4;
-const ALLOCATED: usize = 5;
-const RESERVED: usize = 6;
-const DEVICE_FREE: usize = 7;
-const STATE: usize = 8;
-const SEGMENT_TYPE: usize = 9;
-const SEGMENT_ADDR: usize = 10;
+const KEYS: [&str; 5] = ["Bytes", "Device Id", STREAM_STAT, FRAMES_STAT, BLOCK_STATE_STAT];
+const BYTES: usize = 0;
+const DEVICE: usize = 1;
+const STREAM: usize = 2;
+const FRAMES: usize = 3;
+const STATE: usize = 4;
+const ADDR: usize = 5;
+const SEGMENT_TYPE: usize = 6;
+const SEGMENT_ADDR: usize = 7;
+/// All the stat keys read: [`KEYS`] and those of segments and blocks.
+const ALL_KEYS: [&str; 8] =
+    [KEYS[BYTES], KEYS[DEVICE], KEYS[STREAM], KEYS[FRAMES], KEYS[STATE], "Addr", "Segment Type", "Segment Addr"];
 
-/// The snapshot part of `host`'s memory profile; `None` when it was not read from a
-/// memory snapshot (no segment, block or snapshot entry events).
-pub(super) fn analyze(host: &Host) -> Option<SnapshotMemory> {
+/// The snapshot part of the memory profile of `host`, whose allocator trace is
+/// `trace` read per device into `devices` ([`trace::per_device`]); its segments and
+/// blocks are events of the host.
+pub(super) fn analyze(host: &Host, trace: &AllocatorTrace, records: &[DeviceRecords]) -> SnapshotMemory {
     let mut devices: BTreeMap<i64, Device<'_>> = BTreeMap::new();
-    let mut any = false;
     for plane in &host.planes {
         let kinds = Kinds::of(plane);
         if !kinds.snapshot.contains(&true) {
             continue;
         }
-        any = true;
-        let slots = StatSlots::new(plane, KEYS);
+        let slots = StatSlots::new(plane, ALL_KEYS);
         for line in &plane.lines {
             for event in line.iter() {
                 let m = event.metadata_index() as usize;
+                if !kinds.snapshot.get(m).copied().unwrap_or(false) {
+                    continue;
+                }
                 let read = Read { plane, row: slots.row(plane, &event), event };
                 let device = devices.entry(read.int(DEVICE).unwrap_or(0)).or_default();
-                if kinds.memory.get(m).copied().unwrap_or(false) {
-                    device.memory.push(read.memory());
-                } else if kinds.segment.get(m).copied().unwrap_or(false) {
+                if kinds.segment.get(m).copied().unwrap_or(false) {
                     device.segments.push(read.segment());
-                } else if kinds.snapshot.get(m).copied().unwrap_or(false) {
-                    let name = plane.event_metadata.get(m).map_or("", |meta| meta.name.as_str());
-                    if name == "oom" {
-                        device.ooms.push((read.memory(), read.int(DEVICE_FREE).unwrap_or(0)));
-                    } else if read.str(STATE).is_some() {
-                        device.blocks.push(read.block());
-                    }
+                } else if read.str(STATE).is_some() {
+                    device.blocks.push(read.block());
                 }
             }
         }
     }
-    any.then(|| SnapshotMemory {
-        devices: devices.into_iter().map(|(ordinal, device)| device.summarize(ordinal)).collect(),
-    })
+    for device in records {
+        devices.entry(i64::from(device.device)).or_default().records = Some(device);
+    }
+    SnapshotMemory { devices: devices.into_iter().map(|(ordinal, device)| device.summarize(ordinal, trace)).collect() }
 }
 
 /// Which event metadata of a plane are what.
 struct Kinds {
-    memory: Vec<bool>,
     segment: Vec<bool>,
     snapshot: Vec<bool>,
 }
@@ -239,7 +223,6 @@ impl Kinds {
             .map(|kept| kept.is_some_and(|(cat, _)| cat == SNAPSHOT_CATEGORY))
             .collect();
         Kinds {
-            memory: plane.event_metadata.iter().map(|meta| meta.name == MEMORY_EVENT).collect(),
             segment: plane
                 .event_metadata
                 .iter()
@@ -254,7 +237,7 @@ impl Kinds {
 /// The stats of one event, read in one pass over them.
 struct Read<'a> {
     plane: &'a Plane,
-    row: StatRow<11>,
+    row: StatRow<8>,
     event: Event<'a>,
 }
 
@@ -265,18 +248,6 @@ impl<'a> Read<'a> {
 
     fn str(&self, i: usize) -> Option<&'a str> {
         self.row.str(i, self.plane, &self.event)
-    }
-
-    fn memory(&self) -> MemoryEntry<'a> {
-        MemoryEntry {
-            time_ps: self.event.start_ps(),
-            address: self.int(ADDR).unwrap_or(0),
-            bytes: self.int(BYTES).unwrap_or(0),
-            stream: self.int(STREAM).unwrap_or(0),
-            frames: self.str(FRAMES).unwrap_or(""),
-            allocated: self.int(ALLOCATED).unwrap_or(0),
-            reserved: self.int(RESERVED).unwrap_or(0),
-        }
     }
 
     fn segment(&self) -> SegmentRow {
@@ -299,16 +270,30 @@ impl<'a> Read<'a> {
     }
 }
 
-/// A `[memory]` or `oom` event.
+/// An `alloc`, `free_requested` or `oom` record with the totals after it.
 #[derive(Clone, Copy)]
 struct MemoryEntry<'a> {
     time_ps: i64,
-    address: i64,
+    address: u64,
     bytes: i64,
     stream: i64,
     frames: &'a str,
     allocated: i64,
     reserved: i64,
+}
+
+impl<'a> MemoryEntry<'a> {
+    fn of(trace: &'a AllocatorTrace, record: &AllocatorRecord, (allocated, reserved): (i64, i64)) -> MemoryEntry<'a> {
+        MemoryEntry {
+            time_ps: record.time_ps,
+            address: record.address,
+            bytes: signed_bytes(record),
+            stream: record.stream,
+            frames: record.stack.map_or("", |id| trace.stack(id)),
+            allocated,
+            reserved,
+        }
+    }
 }
 
 struct BlockEntry<'a> {
@@ -320,100 +305,58 @@ struct BlockEntry<'a> {
 
 #[derive(Default)]
 struct Device<'a> {
-    memory: Vec<MemoryEntry<'a>>,
-    ooms: Vec<(MemoryEntry<'a>, i64)>,
+    records: Option<&'a DeviceRecords>,
     segments: Vec<SegmentRow>,
     blocks: Vec<BlockEntry<'a>>,
 }
 
+/// A device's records read one at a time, in time order.
+struct Entries<'a> {
+    trace: &'a AllocatorTrace,
+    records: &'a DeviceRecords,
+}
+
+impl<'a> Entries<'a> {
+    fn len(&self) -> usize {
+        self.records.order.len()
+    }
+
+    fn get(&self, position: usize) -> MemoryEntry<'a> {
+        let totals = self.records.totals.get(position).copied().unwrap_or_default();
+        MemoryEntry::of(self.trace, &self.records.record(self.trace, position), totals)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = MemoryEntry<'a>> + '_ {
+        (0..self.len()).map(|position| self.get(position))
+    }
+
+    fn ooms(&self) -> impl Iterator<Item = (MemoryEntry<'a>, i64)> + '_ {
+        self.records.ooms.iter().filter_map(|&(index, totals)| {
+            let record = self.trace.get(index as usize)?;
+            let free = self.trace.extras(index as usize).and_then(|e| e.device_free).unwrap_or(0);
+            Some((MemoryEntry::of(self.trace, &record, totals), free))
+        })
+    }
+}
+
 impl Device<'_> {
-    fn summarize(mut self, ordinal: i64) -> SnapshotDevice {
-        // The timeline's order and peak (see `kineto::analyze`); OOMs of every stream
-        // in time order too.
-        self.memory.sort_by_key(|e| e.time_ps);
-        self.ooms.sort_by_key(|(oom, _)| oom.time_ps);
-        let peak = self
-            .memory
-            .iter()
-            .enumerate()
-            .fold(None::<(usize, i64)>, |best, (i, e)| match best {
-                Some((_, most)) if e.allocated < most => best,
-                _ => Some((i, e.allocated)),
-            })
-            .map(|(i, _)| i);
+    fn summarize(mut self, ordinal: i64, trace: &AllocatorTrace) -> SnapshotDevice {
+        let empty = DeviceRecords::default();
+        let entries = Entries { trace, records: self.records.unwrap_or(&empty) };
+        // The timeline's peak (see `kineto::allocator`): the last entry reaching the
+        // largest allocated total.
+        let peak = entries.iter().enumerate().fold(None::<(usize, i64)>, |best, (i, e)| match best {
+            Some((_, most)) if e.allocated < most => best,
+            _ => Some((i, e.allocated)),
+        });
         let mut out = SnapshotDevice { memory_id: format!("cuda:{ordinal}"), ..SnapshotDevice::default() };
-        self.replay(peak, &mut out);
+        replay(&entries, peak.map(|(i, _)| i), &mut out);
         self.fragmentation(&mut out);
         let live: Vec<(&str, i64)> =
             self.blocks.iter().filter(|b| b.state == "active_allocated").map(|b| (b.frames, b.bytes)).collect();
         out.live_at_snapshot = by_stack(live.into_iter(), TOP_ROWS);
         out
     }
-
-    fn replay(&self, peak: Option<usize>, out: &mut SnapshotDevice) {
-        let largest = self.largest_allocations();
-        let mut live: FxMap<i64, usize> = FxMap::default();
-        // When each of the largest allocations was freed (only theirs: a snapshot has
-        // millions of allocations).
-        let mut freed_at: FxMap<usize, Option<i64>> = largest.iter().map(|&i| (i, None)).collect();
-        let mut streams: BTreeMap<i64, StreamRow> = BTreeMap::new();
-        let mut ooms = self.ooms.iter().peekable();
-        let mut oom_rows = Vec::new();
-        let live_rows = |live: &FxMap<i64, usize>, top: usize| {
-            by_stack(live.values().filter_map(|&i| self.memory.get(i)).map(|e| (e.frames, e.bytes)), top)
-        };
-        for (index, entry) in self.memory.iter().enumerate() {
-            while let Some((oom, free)) = ooms.next_if(|(oom, _)| oom.time_ps < entry.time_ps) {
-                oom_rows.push(oom_row(oom, *free, live_rows(&live, 5)));
-            }
-            let stream =
-                streams.entry(entry.stream).or_insert(StreamRow { stream: entry.stream, ..StreamRow::default() });
-            if entry.bytes >= 0 {
-                live.insert(entry.address, index);
-                stream.allocations += 1;
-            } else if let Some(alloc) = live.remove(&entry.address)
-                && let Some(freed) = freed_at.get_mut(&alloc)
-            {
-                *freed = Some(entry.time_ps);
-            }
-            if Some(index) == peak {
-                out.live_at_peak = live_rows(&live, TOP_ROWS);
-                out.peak_time_ps = entry.time_ps;
-            }
-        }
-        for (oom, free) in ooms {
-            oom_rows.push(oom_row(oom, *free, live_rows(&live, 5)));
-        }
-        out.ooms = oom_rows;
-        out.streams = stream_peaks(&self.memory, streams);
-        out.largest_allocations = largest
-            .into_iter()
-            .map(|i| {
-                let e = &self.memory[i];
-                AllocationRow {
-                    time_ps: e.time_ps,
-                    bytes: e.bytes,
-                    stream: e.stream,
-                    label: stack_label(e.frames),
-                    freed_at_ps: freed_at.get(&i).copied().flatten(),
-                }
-            })
-            .collect();
-    }
-
-    /// The [`TOP_ROWS`] largest allocations (indices into `memory`): most bytes
-    /// first, then the earliest, then the first stored.
-    fn largest_allocations(&self) -> Vec<usize> {
-        let key = |i: usize| (std::cmp::Reverse(self.memory[i].bytes), self.memory[i].time_ps, i);
-        let mut allocations: Vec<usize> = (0..self.memory.len()).filter(|&i| self.memory[i].bytes > 0).collect();
-        if allocations.len() > TOP_ROWS {
-            allocations.select_nth_unstable_by_key(TOP_ROWS - 1, |&i| key(i));
-            allocations.truncate(TOP_ROWS);
-        }
-        allocations.sort_unstable_by_key(|&i| key(i));
-        allocations
-    }
-
     fn fragmentation(&mut self, out: &mut SnapshotDevice) {
         let mut by_segment: HashMap<u64, usize> = HashMap::new();
         for (i, segment) in self.segments.iter().enumerate() {
@@ -450,6 +393,78 @@ impl Device<'_> {
     }
 }
 
+/// Replays a device's allocations and frees by address: what was live at the peak
+/// (entry `peak`) and at each OOM, each stream's peak, the largest allocations.
+fn replay(entries: &Entries<'_>, peak: Option<usize>, out: &mut SnapshotDevice) {
+    let largest = largest_allocations(entries);
+    let mut live: FxMap<u64, usize> = FxMap::default();
+    // When each of the largest allocations was freed (only theirs: a snapshot has
+    // millions of allocations).
+    let mut freed_at: FxMap<usize, Option<i64>> = largest.iter().map(|&i| (i, None)).collect();
+    let mut streams: BTreeMap<i64, StreamRow> = BTreeMap::new();
+    let ooms: Vec<(MemoryEntry<'_>, i64)> = entries.ooms().collect();
+    let mut ooms = ooms.iter().peekable();
+    let mut oom_rows = Vec::new();
+    let live_rows = |live: &FxMap<u64, usize>, top: usize| {
+        by_stack(live.values().map(|&i| entries.get(i)).map(|e| (e.frames, e.bytes)), top)
+    };
+    for (index, entry) in entries.iter().enumerate() {
+        while let Some((oom, free)) = ooms.next_if(|(oom, _)| oom.time_ps < entry.time_ps) {
+            oom_rows.push(oom_row(oom, *free, live_rows(&live, 5)));
+        }
+        let stream = streams.entry(entry.stream).or_insert(StreamRow { stream: entry.stream, ..StreamRow::default() });
+        if entry.bytes >= 0 {
+            live.insert(entry.address, index);
+            stream.allocations += 1;
+        } else if let Some(alloc) = live.remove(&entry.address)
+            && let Some(freed) = freed_at.get_mut(&alloc)
+        {
+            *freed = Some(entry.time_ps);
+        }
+        if Some(index) == peak {
+            out.live_at_peak = live_rows(&live, TOP_ROWS);
+            out.peak_time_ps = entry.time_ps;
+        }
+    }
+    for (oom, free) in ooms {
+        oom_rows.push(oom_row(oom, *free, live_rows(&live, 5)));
+    }
+    out.ooms = oom_rows;
+    out.streams = stream_peaks(entries, streams);
+    out.largest_allocations = largest
+        .into_iter()
+        .map(|i| {
+            let e = entries.get(i);
+            AllocationRow {
+                time_ps: e.time_ps,
+                bytes: e.bytes,
+                stream: e.stream,
+                label: stack_label(e.frames),
+                freed_at_ps: freed_at.get(&i).copied().flatten(),
+            }
+        })
+        .collect();
+}
+
+/// The [`TOP_ROWS`] largest allocations (positions in `entries`): most bytes first,
+/// then the earliest, then the first stored.
+fn largest_allocations(entries: &Entries<'_>) -> Vec<usize> {
+    let mut top: BinaryHeap<(std::cmp::Reverse<i64>, i64, usize)> = BinaryHeap::new();
+    for (i, e) in entries.iter().enumerate() {
+        if e.bytes <= 0 {
+            continue;
+        }
+        let key = (std::cmp::Reverse(e.bytes), e.time_ps, i);
+        if top.len() < TOP_ROWS {
+            top.push(key);
+        } else if top.peek().is_some_and(|worst| key < *worst) {
+            top.pop();
+            top.push(key);
+        }
+    }
+    top.into_sorted_vec().into_iter().map(|(_, _, i)| i).collect()
+}
+
 fn oom_row(oom: &MemoryEntry<'_>, device_free: i64, live: Vec<StackRow>) -> OomRow {
     OomRow {
         time_ps: oom.time_ps,
@@ -463,10 +478,10 @@ fn oom_row(oom: &MemoryEntry<'_>, device_free: i64, live: Vec<StackRow>) -> OomR
 }
 
 /// Each stream's peak of bytes held by its allocations in the trace.
-fn stream_peaks(memory: &[MemoryEntry<'_>], mut streams: BTreeMap<i64, StreamRow>) -> Vec<StreamRow> {
+fn stream_peaks(entries: &Entries<'_>, mut streams: BTreeMap<i64, StreamRow>) -> Vec<StreamRow> {
     let mut held: FxMap<i64, i64> = FxMap::default();
-    let mut owner: FxMap<i64, (i64, i64)> = FxMap::default();
-    for entry in memory {
+    let mut owner: FxMap<u64, (i64, i64)> = FxMap::default();
+    for entry in entries.iter() {
         if entry.bytes >= 0 {
             owner.insert(entry.address, (entry.stream, entry.bytes));
             let now = held.entry(entry.stream).or_default();

@@ -127,7 +127,7 @@ impl ToolId {
                 ..xprof_tool("kernel_stats", "Kernel stats", "Time per GPU kernel, with occupancy and TensorCore use.")
             },
             ToolId::MemoryProfile => ToolSpec {
-                availability: Availability::HostEvents(|name| {
+                availability: Availability::AllocatorRecords(|name| {
                     matches!(name, "MemoryAllocation" | "MemoryDeallocation" | crate::kineto::MEMORY_EVENT)
                 }),
                 ..xprof_tool(

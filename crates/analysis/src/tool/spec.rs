@@ -62,6 +62,9 @@ pub enum Availability {
     KinetoGpuEvents,
     /// Profiles whose host plane has an event named as `wanted` accepts.
     HostEvents(fn(&str) -> bool),
+    /// Profiles with an allocator trace of some record (memory snapshots), and those
+    /// whose host plane has an event named as `wanted` accepts.
+    AllocatorRecords(fn(&str) -> bool),
     /// Profiles with a plane of this name.
     Plane(&'static str),
     /// Never listed by `mlprof serve` (a CLI-only tool).

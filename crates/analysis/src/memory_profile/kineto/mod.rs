@@ -17,6 +17,8 @@ mod report;
 #[cfg(test)]
 mod tests;
 
+use std::sync::Arc;
+
 use mlprof_model::Host;
 use mlprof_model::fxhash::FxMap;
 use mlprof_model::names::HOST_PLANE;
@@ -81,10 +83,17 @@ pub(super) fn analyze(host: &Host) -> MemoryProfile {
     let mut events = memory_events(host);
     events.sort_unstable_by_key(|e| (e.device_type, e.device_id, e.time_ps, e.ev_idx, e.position));
     let mut details = Details::new(host);
-    let mut allocators: Vec<AllocatorProfile> = events
+    let allocators = events
         .chunk_by(|a, b| (a.device_type, a.device_id) == (b.device_type, b.device_id))
-        .map(|events| allocator(events[0].device_type, events[0].device_id, events, &mut details))
+        .map(|events| {
+            allocator(events[0].device_type, events[0].device_id, &mut Stored { events, details: &mut details })
+        })
         .collect();
+    profile(host, allocators)
+}
+
+/// The profile of `host` made of `allocators` (sorted here by memory id).
+pub(super) fn profile(host: &Host, mut allocators: Vec<AllocatorProfile>) -> MemoryProfile {
     allocators.sort_by(|a, b| a.memory_id.cmp(&b.memory_id));
     MemoryProfile {
         has_host_plane: host.planes.iter().any(|p| p.name == HOST_PLANE),
@@ -93,6 +102,50 @@ pub(super) fn analyze(host: &Host) -> MemoryProfile {
         method: Some(METHOD.to_string()),
         profile_steps: Default::default(),
         snapshot: None,
+    }
+}
+
+/// One device's memory events in time order (ties: `Ev Idx`, then storage order), as
+/// the profile reads them: read one at a time, so a source of millions need not hold
+/// them as [`MemoryEvent`]s.
+pub(crate) trait MemoryEvents {
+    /// How many.
+    fn len(&self) -> usize;
+    /// Event `index` (`index < len()`).
+    fn event(&self, index: usize) -> MemoryEvent;
+    /// Its time from its line's start, picoseconds.
+    fn offset_ps(&self, index: usize) -> i64;
+    /// The op that was running when it happened.
+    fn op(&self, index: usize) -> Option<OpInfo>;
+    /// The name of its own stack where the source records stacks.
+    fn stack_label(&mut self, index: usize) -> Option<Arc<str>>;
+}
+
+/// Memory events read into [`MemoryEvent`]s, with their host for the details.
+struct Stored<'a, 'h> {
+    events: &'a [MemoryEvent],
+    details: &'a mut Details<'h>,
+}
+
+impl MemoryEvents for Stored<'_, '_> {
+    fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    fn event(&self, index: usize) -> MemoryEvent {
+        self.events[index].clone()
+    }
+
+    fn offset_ps(&self, index: usize) -> i64 {
+        self.details.offset_ps(&self.events[index])
+    }
+
+    fn op(&self, index: usize) -> Option<OpInfo> {
+        self.details.op(&self.events[index])
+    }
+
+    fn stack_label(&mut self, index: usize) -> Option<Arc<str>> {
+        self.details.stack_label(&self.events[index])
     }
 }
 
@@ -149,21 +202,22 @@ fn stats_of(event: &MemoryEvent) -> AggregationStats {
     }
 }
 
-/// The snapshot of `event`; the op, input types and dims are those of `source`'s op
-/// (the event itself, or for a free the allocation it frees): its name, or else the
-/// name of its stack.
-fn snapshot_of(event: &MemoryEvent, source: &MemoryEvent, details: &mut Details<'_>) -> MemorySnapshot {
+/// The snapshot of event `index`; the op, input types and dims are those of event
+/// `source`'s op (the event itself, or for a free the allocation it frees): its name,
+/// or else the name of its stack.
+fn snapshot_of(events: &mut impl MemoryEvents, index: usize, source: usize) -> MemorySnapshot {
+    let event = events.event(index);
     let size = event.bytes.saturating_abs();
-    let op = details.op(source).unwrap_or_else(|| OpInfo {
-        name: details.stack_label(source).as_deref().unwrap_or_default().to_string(),
+    let op = events.op(source).unwrap_or_else(|| OpInfo {
+        name: events.stack_label(source).as_deref().unwrap_or_default().to_string(),
         ..OpInfo::default()
     });
     MemorySnapshot {
         time_ps: event.time_ps,
-        offset_ps: details.offset_ps(event),
-        stats: stats_of(event),
+        offset_ps: events.offset_ps(index),
+        stats: stats_of(&event),
         activity: MemoryActivity {
-            kind: kind_of(event),
+            kind: kind_of(&event),
             requested_bytes: size,
             allocation_bytes: size,
             address: event.address,
@@ -180,26 +234,38 @@ fn kind_of(event: &MemoryEvent) -> ActivityKind {
     if event.bytes < 0 { ActivityKind::Deallocation } else { ActivityKind::Allocation }
 }
 
-/// Index of the last event with the largest allocated total (XProf's `>=`).
-fn peak_index(events: &[MemoryEvent]) -> usize {
-    let mut peak = 0;
-    for (index, event) in events.iter().enumerate() {
-        if events.get(peak).is_some_and(|p| event.allocated_bytes >= p.allocated_bytes) {
-            peak = index;
-        }
-    }
-    peak
+/// What one pass over a device's events finds.
+#[derive(Default)]
+struct Scan {
+    /// Index of the last event with the largest allocated total (XProf's `>=`).
+    peak: usize,
+    /// Index of the first event with the largest reserved total.
+    reserved_peak: usize,
+    allocations: u64,
+    deallocations: u64,
+    without_op: u64,
 }
 
-/// Index of the first event with the largest reserved total.
-fn reserved_peak_index(events: &[MemoryEvent]) -> usize {
-    let mut peak = 0;
-    for (index, event) in events.iter().enumerate() {
-        if events.get(peak).is_some_and(|p| event.reserved_bytes > p.reserved_bytes) {
-            peak = index;
+impl Scan {
+    fn of(events: &impl MemoryEvents) -> Scan {
+        let mut scan = Scan::default();
+        let (mut most_allocated, mut most_reserved) = (i64::MIN, i64::MIN);
+        for index in 0..events.len() {
+            let event = events.event(index);
+            if event.allocated_bytes >= most_allocated {
+                (scan.peak, most_allocated) = (index, event.allocated_bytes);
+            }
+            if event.reserved_bytes > most_reserved {
+                (scan.reserved_peak, most_reserved) = (index, event.reserved_bytes);
+            }
+            match kind_of(&event) {
+                ActivityKind::Allocation => scan.allocations += 1,
+                ActivityKind::Deallocation => scan.deallocations += 1,
+            }
+            scan.without_op += u64::from(event.op_event.is_none());
         }
+        scan
     }
-    peak
 }
 
 /// The replay of allocations and frees by address.
@@ -216,7 +282,7 @@ struct Replay {
 }
 
 /// Replays every event, in time order.
-fn replay(events: &[MemoryEvent], peak: usize) -> Replay {
+fn replay(events: &impl MemoryEvents, peak: usize) -> Replay {
     let mut live: FxMap<u64, usize> = FxMap::default();
     let mut result = Replay {
         live_at_peak: Vec::new(),
@@ -224,8 +290,9 @@ fn replay(events: &[MemoryEvent], peak: usize) -> Replay {
         frees_without_allocation: 0,
         frees_without_allocation_bytes: 0,
     };
-    for (index, event) in events.iter().enumerate() {
-        match kind_of(event) {
+    for index in 0..events.len() {
+        let event = events.event(index);
+        match kind_of(&event) {
             ActivityKind::Allocation => {
                 live.insert(event.address, index);
             }
@@ -247,30 +314,29 @@ fn replay(events: &[MemoryEvent], peak: usize) -> Replay {
 }
 
 /// The profile of one device's allocator from its events in time order.
-fn allocator(device_type: i64, device_id: i64, events: &[MemoryEvent], details: &mut Details<'_>) -> AllocatorProfile {
-    let peak = peak_index(events);
+pub(crate) fn allocator(device_type: i64, device_id: i64, events: &mut impl MemoryEvents) -> AllocatorProfile {
+    let scan = Scan::of(events);
+    let peak = scan.peak;
     let replayed = replay(events, peak);
+    let sampled = sample_indices(events.len(), MAX_TIMELINE_SNAPSHOTS, |i| events.event(i).allocated_bytes);
     // Snapshots are made only for the events shown (millions of events would
     // otherwise each hold a copy of their op's name).
     let mut snapshot_at = |i: usize| {
-        let source = replayed.source.get(i).and_then(|&s| events.get(s as usize));
-        snapshot_of(&events[i], source.unwrap_or(&events[i]), details)
+        let source = replayed.source.get(i).map_or(i, |&s| s as usize);
+        snapshot_of(events, i, if source < events.len() { source } else { i })
     };
-    let timeline: Vec<MemorySnapshot> =
-        sample_indices(events.len(), MAX_TIMELINE_SNAPSHOTS, |i| events[i].allocated_bytes)
-            .into_iter()
-            .map(&mut snapshot_at)
-            .collect();
+    let timeline: Vec<MemorySnapshot> = sampled.into_iter().map(&mut snapshot_at).collect();
     let live: Vec<MemorySnapshot> = replayed.live_at_peak.iter().map(|&i| snapshot_at(i)).collect();
 
-    let peak_event = events.get(peak).cloned().unwrap_or_default();
+    let event = |i: usize| if i < events.len() { events.event(i) } else { MemoryEvent::default() };
+    let peak_event = event(peak);
     let peak_stats = AggregationStats { peak_bytes_in_use: peak_event.allocated_bytes, ..stats_of(&peak_event) };
     let summary = MemorySummary {
         peak_bytes_usage_lifetime: 0,
         memory_capacity_bytes: peak_stats.heap_allocated_bytes.saturating_add(peak_stats.free_memory_bytes),
         peak_stats,
         peak_stats_time_ps: peak_event.time_ps,
-        peak_stats_offset_ps: details.offset_ps(&peak_event),
+        peak_stats_offset_ps: if peak < events.len() { events.offset_ps(peak) } else { 0 },
     };
 
     let live_bytes = live.iter().fold(0i64, |sum, s| sum.saturating_add(s.activity.allocation_bytes));
@@ -292,9 +358,8 @@ fn allocator(device_type: i64, device_id: i64, events: &[MemoryEvent], details: 
     let (active_allocations, peak_snapshots) = keep_referenced(rows, &live);
 
     let count = |list: &[MemorySnapshot], kind| list.iter().filter(|s| s.activity.kind == kind).count() as u64;
-    let count_events = |kind| events.iter().filter(|e| kind_of(e) == kind).count() as u64;
-    let last = events.last().cloned().unwrap_or_default();
-    let reserved_peak = events.get(reserved_peak_index(events)).cloned().unwrap_or_default();
+    let last = events.len().checked_sub(1).map(event).unwrap_or_default();
+    let reserved_peak = event(scan.reserved_peak);
     let pytorch = PytorchAllocator {
         device_type,
         device_id,
@@ -308,12 +373,12 @@ fn allocator(device_type: i64, device_id: i64, events: &[MemoryEvent], details: 
         allocated_before_trace_at_peak_bytes: before_trace,
         frees_without_allocation: replayed.frees_without_allocation,
         frees_without_allocation_bytes: replayed.frees_without_allocation_bytes,
-        events_without_op: events.iter().filter(|e| e.op_event.is_none()).count() as u64,
+        events_without_op: scan.without_op,
     };
     AllocatorProfile {
         memory_id: memory_id(device_type, device_id),
-        total_allocations: count_events(ActivityKind::Allocation),
-        total_deallocations: count_events(ActivityKind::Deallocation),
+        total_allocations: scan.allocations,
+        total_deallocations: scan.deallocations,
         timeline_allocations: count(&timeline, ActivityKind::Allocation),
         timeline_deallocations: count(&timeline, ActivityKind::Deallocation),
         summary,

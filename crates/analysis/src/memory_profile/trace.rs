@@ -1,0 +1,164 @@
+//! A host's allocator trace ([`mlprof_model::AllocatorTrace`], a PyTorch memory
+//! snapshot's entries) read as the memory profile's events: per device, its `alloc`
+//! and `free_requested` records in time order with the totals after each, and its
+//! `oom` records.
+//!
+//! The one design decision to know: nothing is copied per record but its index and
+//! its totals (20 bytes), and the profile reads each record through
+//! [`MemoryEvents`] when it needs it, so the tens of millions of records of a
+//! multi-GB snapshot are never held twice. Records at the same time keep their trace
+//! order: the order the allocator did them in, under its lock.
+
+use std::sync::Arc;
+
+use mlprof_model::fxhash::FxMap;
+use mlprof_model::{AllocatorAction, AllocatorRecord, AllocatorTrace};
+
+use super::kineto::MemoryEvents;
+use super::kineto::events::{MemoryEvent, OpInfo};
+use super::snapshot::stack_label;
+use crate::grouping::profiler_steps::{self, ProfilerStep};
+
+/// `c10::DeviceType::CUDA`: the allocator a memory snapshot records.
+pub(crate) const CUDA: i64 = 1;
+
+/// One device's records as the memory profile reads them.
+#[derive(Debug, Default)]
+pub(crate) struct DeviceRecords {
+    /// The device ordinal.
+    pub device: u16,
+    /// Its `alloc` and `free_requested` records (trace indices) in time order.
+    pub order: Vec<u32>,
+    /// (allocated, reserved) bytes after each of them, by position in `order`.
+    pub totals: Vec<(i64, i64)>,
+    /// Its `oom` records: trace index and the totals when it failed, in time order.
+    pub ooms: Vec<(u32, (i64, i64))>,
+}
+
+/// Each device's records, by ordinal, in one replay of the trace.
+pub(crate) fn per_device(trace: &AllocatorTrace) -> Vec<DeviceRecords> {
+    let mut devices: FxMap<u16, DeviceRecords> = FxMap::default();
+    trace.totals(|index, record, totals| {
+        let device = devices
+            .entry(record.device)
+            .or_insert_with(|| DeviceRecords { device: record.device, ..DeviceRecords::default() });
+        let index = u32::try_from(index).unwrap_or(u32::MAX);
+        match record.action {
+            AllocatorAction::Alloc | AllocatorAction::FreeRequested => {
+                device.order.push(index);
+                device.totals.push(totals);
+            }
+            AllocatorAction::Oom => device.ooms.push((index, totals)),
+            _ => {}
+        }
+    });
+    let mut devices: Vec<DeviceRecords> = devices.into_values().collect();
+    devices.sort_unstable_by_key(|d| d.device);
+    for device in &mut devices {
+        device.sort_by_time(trace);
+    }
+    devices
+}
+
+impl DeviceRecords {
+    /// Puts the records in time order (ties: trace order), where the trace is not.
+    fn sort_by_time(&mut self, trace: &AllocatorTrace) {
+        let time = |index: u32| trace.get(index as usize).map_or(0, |r| r.time_ps);
+        let sorted = |indices: &mut dyn Iterator<Item = u32>| {
+            let mut last = i64::MIN;
+            for index in indices {
+                let t = time(index);
+                if t < last {
+                    return false;
+                }
+                last = t;
+            }
+            true
+        };
+        if !sorted(&mut self.order.iter().copied()) {
+            let mut paired: Vec<(u32, (i64, i64))> =
+                self.order.iter().copied().zip(self.totals.iter().copied()).collect();
+            paired.sort_by_key(|&(index, _)| (time(index), index));
+            (self.order, self.totals) = paired.into_iter().unzip();
+        }
+        if !sorted(&mut self.ooms.iter().map(|&(index, _)| index)) {
+            self.ooms.sort_by_key(|&(index, _)| (time(index), index));
+        }
+    }
+
+    /// Record `position` of `order`.
+    pub fn record(&self, trace: &AllocatorTrace, position: usize) -> AllocatorRecord {
+        let index = self.order.get(position).copied().unwrap_or(u32::MAX);
+        trace.get(index as usize).unwrap_or(AllocatorRecord {
+            action: AllocatorAction::Alloc,
+            address: 0,
+            size: 0,
+            device: self.device,
+            stream: 0,
+            stack: None,
+            time_ps: 0,
+        })
+    }
+}
+
+/// The bytes a record adds to what is allocated: its size for `alloc`, less it for
+/// `free_requested` (the `[memory]` event's `Bytes`).
+pub(crate) fn signed_bytes(record: &AllocatorRecord) -> i64 {
+    match record.action {
+        AllocatorAction::FreeRequested => record.size.saturating_neg(),
+        _ => record.size,
+    }
+}
+
+/// One device's records as [`MemoryEvents`].
+pub(crate) struct TraceEvents<'a> {
+    pub trace: &'a AllocatorTrace,
+    pub records: &'a DeviceRecords,
+    /// The host's `ProfilerStep#N` ranges (from the snapshot's annotations).
+    pub steps: &'a [ProfilerStep],
+    /// Stack names by stack id (`u32::MAX` for none), made once each.
+    pub labels: FxMap<u32, Arc<str>>,
+}
+
+impl MemoryEvents for TraceEvents<'_> {
+    fn len(&self) -> usize {
+        self.records.order.len()
+    }
+
+    fn event(&self, index: usize) -> MemoryEvent {
+        let record = self.records.record(self.trace, index);
+        let (allocated, reserved) = self.records.totals.get(index).copied().unwrap_or_default();
+        let step = profiler_steps::step_at(self.steps, record.time_ps).map_or(-1, |i| self.steps[i].number);
+        MemoryEvent {
+            time_ps: record.time_ps,
+            ev_idx: 0,
+            position: (0, 0, self.records.order.get(index).copied().unwrap_or(u32::MAX)),
+            device_type: CUDA,
+            device_id: i64::from(record.device),
+            bytes: signed_bytes(&record),
+            address: record.address,
+            allocated_bytes: allocated,
+            reserved_bytes: reserved,
+            op_event: None,
+            step,
+        }
+    }
+
+    fn offset_ps(&self, index: usize) -> i64 {
+        self.records.record(self.trace, index).time_ps
+    }
+
+    fn op(&self, _: usize) -> Option<OpInfo> {
+        None
+    }
+
+    fn stack_label(&mut self, index: usize) -> Option<Arc<str>> {
+        let stack = self.records.record(self.trace, index).stack;
+        let trace = self.trace;
+        let label = self
+            .labels
+            .entry(stack.unwrap_or(u32::MAX))
+            .or_insert_with(|| Arc::from(stack_label(stack.map_or("", |id| trace.stack(id)))));
+        Some(label.clone())
+    }
+}
