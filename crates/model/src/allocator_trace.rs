@@ -193,8 +193,10 @@ impl AllocatorTrace {
 
     /// Appends a record; `stack` indexes [`AllocatorTrace::stacks`].
     pub fn push(&mut self, record: AllocatorRecord) {
-        let stream = match self.stream_index.get(&record.stream) {
-            Some(&id) => id,
+        // Most records are on the stream of the one before.
+        let last = self.stream_ids.last().copied().filter(|&id| self.streams.get(id as usize) == Some(&record.stream));
+        let stream = match last.or_else(|| self.stream_index.get(&record.stream).copied()) {
+            Some(id) => id,
             None => {
                 let id = u32::try_from(self.streams.len()).unwrap_or(u32::MAX);
                 self.streams.push(record.stream);
@@ -230,6 +232,21 @@ impl AllocatorTrace {
             stack: (stack != NO_STACK).then_some(stack),
             time_ps: self.times_ps[index],
         })
+    }
+
+    /// Record `index`'s action (`None` past the end).
+    pub fn action(&self, index: usize) -> Option<AllocatorAction> {
+        self.actions.get(index).map(|&code| AllocatorAction::of_code(code))
+    }
+
+    /// Record `index`'s address (0 past the end).
+    pub fn address(&self, index: usize) -> u64 {
+        self.addresses.get(index).copied().unwrap_or(0)
+    }
+
+    /// Record `index`'s size, bytes (0 past the end).
+    pub fn size(&self, index: usize) -> i64 {
+        self.sizes.get(index).copied().unwrap_or(0)
     }
 
     /// The records in trace order.

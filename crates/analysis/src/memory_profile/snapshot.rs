@@ -342,15 +342,10 @@ impl<'a> Entries<'a> {
 impl Device<'_> {
     fn summarize(mut self, ordinal: i64, trace: &AllocatorTrace) -> SnapshotDevice {
         let empty = DeviceRecords::default();
-        let entries = Entries { trace, records: self.records.unwrap_or(&empty) };
-        // The timeline's peak (see `kineto::allocator`): the last entry reaching the
-        // largest allocated total.
-        let peak = entries.iter().enumerate().fold(None::<(usize, i64)>, |best, (i, e)| match best {
-            Some((_, most)) if e.allocated < most => best,
-            _ => Some((i, e.allocated)),
-        });
+        let records = self.records.unwrap_or(&empty);
+        let entries = Entries { trace, records };
         let mut out = SnapshotDevice { memory_id: format!("cuda:{ordinal}"), ..SnapshotDevice::default() };
-        replay(&entries, peak.map(|(i, _)| i), &mut out);
+        replay(&entries, records.peak(), &mut out);
         self.fragmentation(&mut out);
         let live: Vec<(&str, i64)> =
             self.blocks.iter().filter(|b| b.state == "active_allocated").map(|b| (b.frames, b.bytes)).collect();
@@ -393,20 +388,20 @@ impl Device<'_> {
     }
 }
 
-/// Replays a device's allocations and frees by address: what was live at the peak
-/// (entry `peak`) and at each OOM, each stream's peak, the largest allocations.
+/// Replays a device's allocations and frees by address, in one pass: what was live
+/// at the peak (entry `peak`) and at each OOM, each stream's peak, the largest
+/// allocations and when they were freed.
 fn replay(entries: &Entries<'_>, peak: Option<usize>, out: &mut SnapshotDevice) {
-    let largest = largest_allocations(entries);
-    let mut live: FxMap<u64, usize> = FxMap::default();
-    // When each of the largest allocations was freed (only theirs: a snapshot has
-    // millions of allocations).
-    let mut freed_at: FxMap<usize, Option<i64>> = largest.iter().map(|&i| (i, None)).collect();
+    // Address → (position of its allocation, its stream, its bytes).
+    let mut live: FxMap<u64, (usize, i64, i64)> = FxMap::default();
+    let mut largest = Largest::default();
     let mut streams: BTreeMap<i64, StreamRow> = BTreeMap::new();
+    let mut held: FxMap<i64, i64> = FxMap::default();
     let ooms: Vec<(MemoryEntry<'_>, i64)> = entries.ooms().collect();
     let mut ooms = ooms.iter().peekable();
     let mut oom_rows = Vec::new();
-    let live_rows = |live: &FxMap<u64, usize>, top: usize| {
-        by_stack(live.values().map(|&i| entries.get(i)).map(|e| (e.frames, e.bytes)), top)
+    let live_rows = |live: &FxMap<u64, (usize, i64, i64)>, top: usize| {
+        by_stack(live.values().map(|&(i, _, _)| entries.get(i)).map(|e| (e.frames, e.bytes)), top)
     };
     for (index, entry) in entries.iter().enumerate() {
         while let Some((oom, free)) = ooms.next_if(|(oom, _)| oom.time_ps < entry.time_ps) {
@@ -414,12 +409,19 @@ fn replay(entries: &Entries<'_>, peak: Option<usize>, out: &mut SnapshotDevice) 
         }
         let stream = streams.entry(entry.stream).or_insert(StreamRow { stream: entry.stream, ..StreamRow::default() });
         if entry.bytes >= 0 {
-            live.insert(entry.address, index);
+            live.insert(entry.address, (index, entry.stream, entry.bytes));
             stream.allocations += 1;
-        } else if let Some(alloc) = live.remove(&entry.address)
-            && let Some(freed) = freed_at.get_mut(&alloc)
-        {
-            *freed = Some(entry.time_ps);
+            let now = held.entry(entry.stream).or_default();
+            *now = now.saturating_add(entry.bytes);
+            if *now > stream.peak_bytes {
+                stream.peak_bytes = *now;
+                stream.peak_time_ps = entry.time_ps;
+            }
+            largest.offer(&entry, index);
+        } else if let Some((alloc, stream, bytes)) = live.remove(&entry.address) {
+            let now = held.entry(stream).or_default();
+            *now = now.saturating_sub(bytes);
+            largest.freed(alloc, entry.time_ps);
         }
         if Some(index) == peak {
             out.live_at_peak = live_rows(&live, TOP_ROWS);
@@ -430,39 +432,60 @@ fn replay(entries: &Entries<'_>, peak: Option<usize>, out: &mut SnapshotDevice) 
         oom_rows.push(oom_row(oom, *free, live_rows(&live, 5)));
     }
     out.ooms = oom_rows;
-    out.streams = stream_peaks(entries, streams);
-    out.largest_allocations = largest
-        .into_iter()
-        .map(|i| {
-            let e = entries.get(i);
-            AllocationRow {
-                time_ps: e.time_ps,
-                bytes: e.bytes,
-                stream: e.stream,
-                label: stack_label(e.frames),
-                freed_at_ps: freed_at.get(&i).copied().flatten(),
-            }
-        })
-        .collect();
+    out.streams = streams.into_values().collect();
+    out.largest_allocations = largest.rows(entries);
 }
 
-/// The [`TOP_ROWS`] largest allocations (positions in `entries`): most bytes first,
-/// then the earliest, then the first stored.
-fn largest_allocations(entries: &Entries<'_>) -> Vec<usize> {
-    let mut top: BinaryHeap<(std::cmp::Reverse<i64>, i64, usize)> = BinaryHeap::new();
-    for (i, e) in entries.iter().enumerate() {
-        if e.bytes <= 0 {
-            continue;
+/// The [`TOP_ROWS`] largest allocations seen so far (most bytes first, then the
+/// earliest, then the first stored), with when each was freed. An allocation leaves
+/// them only for a larger one, and never comes back: so those kept at the end were
+/// kept from their allocation on, and their frees were all seen.
+#[derive(Default)]
+struct Largest {
+    /// (most bytes first, time, position), the worst kept on top.
+    top: BinaryHeap<(std::cmp::Reverse<i64>, i64, usize)>,
+    /// Position → when it was freed, for those in `top`.
+    freed_at: FxMap<usize, Option<i64>>,
+}
+
+impl Largest {
+    fn offer(&mut self, entry: &MemoryEntry<'_>, position: usize) {
+        let key = (std::cmp::Reverse(entry.bytes), entry.time_ps, position);
+        if entry.bytes <= 0 || (self.top.len() == TOP_ROWS && self.top.peek().is_some_and(|worst| key >= *worst)) {
+            return;
         }
-        let key = (std::cmp::Reverse(e.bytes), e.time_ps, i);
-        if top.len() < TOP_ROWS {
-            top.push(key);
-        } else if top.peek().is_some_and(|worst| key < *worst) {
-            top.pop();
-            top.push(key);
+        if self.top.len() == TOP_ROWS
+            && let Some((_, _, out)) = self.top.pop()
+        {
+            self.freed_at.remove(&out);
+        }
+        self.top.push(key);
+        self.freed_at.insert(position, None);
+    }
+
+    fn freed(&mut self, position: usize, time_ps: i64) {
+        if let Some(freed) = self.freed_at.get_mut(&position) {
+            *freed = Some(time_ps);
         }
     }
-    top.into_sorted_vec().into_iter().map(|(_, _, i)| i).collect()
+
+    fn rows(self, entries: &Entries<'_>) -> Vec<AllocationRow> {
+        let freed_at = self.freed_at;
+        self.top
+            .into_sorted_vec()
+            .into_iter()
+            .map(|(_, _, i)| {
+                let e = entries.get(i);
+                AllocationRow {
+                    time_ps: e.time_ps,
+                    bytes: e.bytes,
+                    stream: e.stream,
+                    label: stack_label(e.frames),
+                    freed_at_ps: freed_at.get(&i).copied().flatten(),
+                }
+            })
+            .collect()
+    }
 }
 
 fn oom_row(oom: &MemoryEntry<'_>, device_free: i64, live: Vec<StackRow>) -> OomRow {
@@ -475,27 +498,6 @@ fn oom_row(oom: &MemoryEntry<'_>, device_free: i64, live: Vec<StackRow>) -> OomR
         reserved_bytes: oom.reserved,
         live,
     }
-}
-
-/// Each stream's peak of bytes held by its allocations in the trace.
-fn stream_peaks(entries: &Entries<'_>, mut streams: BTreeMap<i64, StreamRow>) -> Vec<StreamRow> {
-    let mut held: FxMap<i64, i64> = FxMap::default();
-    let mut owner: FxMap<u64, (i64, i64)> = FxMap::default();
-    for entry in entries.iter() {
-        if entry.bytes >= 0 {
-            owner.insert(entry.address, (entry.stream, entry.bytes));
-            let now = held.entry(entry.stream).or_default();
-            *now = now.saturating_add(entry.bytes);
-            if let Some(row) = streams.get_mut(&entry.stream).filter(|row| *now > row.peak_bytes) {
-                row.peak_bytes = *now;
-                row.peak_time_ps = entry.time_ps;
-            }
-        } else if let Some((stream, bytes)) = owner.remove(&entry.address) {
-            let now = held.entry(stream).or_default();
-            *now = now.saturating_sub(bytes);
-        }
-    }
-    streams.into_values().collect()
 }
 
 /// `(frames, bytes)` grouped by [`stack_label`], most bytes first, at most `top` rows;

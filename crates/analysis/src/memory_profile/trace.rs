@@ -14,8 +14,8 @@ use std::sync::Arc;
 use mlprof_model::fxhash::FxMap;
 use mlprof_model::{AllocatorAction, AllocatorRecord, AllocatorTrace};
 
-use super::kineto::MemoryEvents;
 use super::kineto::events::{MemoryEvent, OpInfo};
+use super::kineto::{Brief, MemoryEvents};
 use super::snapshot::stack_label;
 use crate::grouping::profiler_steps::{self, ProfilerStep};
 
@@ -86,6 +86,18 @@ impl DeviceRecords {
         }
     }
 
+    /// The peak the timeline reports (see `kineto::allocator`): the position of the
+    /// last record reaching the largest allocated total; `None` without records.
+    pub fn peak(&self) -> Option<usize> {
+        let mut peak: Option<(usize, i64)> = None;
+        for (position, &(allocated, _)) in self.totals.iter().enumerate() {
+            if peak.is_none_or(|(_, most)| allocated >= most) {
+                peak = Some((position, allocated));
+            }
+        }
+        peak.map(|(position, _)| position)
+    }
+
     /// Record `position` of `order`.
     pub fn record(&self, trace: &AllocatorTrace, position: usize) -> AllocatorRecord {
         let index = self.order.get(position).copied().unwrap_or(u32::MAX);
@@ -141,6 +153,23 @@ impl MemoryEvents for TraceEvents<'_> {
             reserved_bytes: reserved,
             op_event: None,
             step,
+        }
+    }
+
+    fn brief(&self, index: usize) -> Brief {
+        let at = self.records.order.get(index).map_or(usize::MAX, |&i| i as usize);
+        let (allocated, reserved) = self.records.totals.get(index).copied().unwrap_or_default();
+        let size = self.trace.size(at);
+        Brief {
+            bytes: if self.trace.action(at) == Some(AllocatorAction::FreeRequested) {
+                size.saturating_neg()
+            } else {
+                size
+            },
+            address: self.trace.address(at),
+            allocated_bytes: allocated,
+            reserved_bytes: reserved,
+            has_op: false,
         }
     }
 

@@ -282,9 +282,9 @@ struct Reader {
     trace: AllocatorTrace,
     /// Pickle string id → the entry field it names (keys are memoized strings, so a
     /// handful of ids cover millions of entries).
-    fields: FxMap<u32, Field>,
+    fields: ByString<Field>,
     /// Pickle string id → the action it names.
-    actions: FxMap<u32, AllocatorAction>,
+    actions: ByString<AllocatorAction>,
     texts: Texts,
     /// The distinct stacks' texts ([`AllocatorTrace::stacks`]).
     stacks: Texts,
@@ -301,6 +301,34 @@ struct Reader {
     ///
     /// [`stack_of_list`]: Reader::stack_of_list
     finished_lists: Vec<u32>,
+}
+
+/// What the reader made of each pickle string it looked up, by string id: an entry's
+/// handful of keys and actions are looked up millions of times, and string ids are
+/// small and dense (one per string of the file, in order).
+struct ByString<T> {
+    slots: Vec<Option<T>>,
+}
+
+impl<T> Default for ByString<T> {
+    fn default() -> Self {
+        ByString { slots: Vec::new() }
+    }
+}
+
+impl<T: Copy> ByString<T> {
+    fn get(&self, id: u32) -> Option<T> {
+        self.slots.get(id as usize).copied().flatten()
+    }
+
+    /// Keeps `value` for string `id` (at most one slot per string of the file).
+    fn insert(&mut self, id: u32, value: T) {
+        let at = id as usize;
+        if at >= self.slots.len() {
+            self.slots.resize(at + 1, None);
+        }
+        self.slots[at] = Some(value);
+    }
 }
 
 /// A frame as the pickle spells it: its name's and its file's pickle string ids
@@ -353,7 +381,7 @@ impl Reader {
 
     /// The action named by pickle string `id`.
     fn action(&mut self, objects: &Objects, id: u32) -> AllocatorAction {
-        if let Some(&action) = self.actions.get(&id) {
+        if let Some(action) = self.actions.get(id) {
             return action;
         }
         let text = objects.str(id);
@@ -369,6 +397,7 @@ impl Reader {
             AllocatorAction::Other(u32::try_from(at).unwrap_or(u32::MAX))
         });
         self.actions.insert(id, action);
+
         action
     }
 }
@@ -389,7 +418,14 @@ impl Absorb for Reader {
         let mut frames_list = None;
         for &(key, value) in pairs {
             let Value::Str(key) = key else { continue };
-            let field = *self.fields.entry(key).or_insert_with(|| Field::of(objects.str(key)));
+            let field = match self.fields.get(key) {
+                Some(field) => field,
+                None => {
+                    let field = Field::of(objects.str(key));
+                    self.fields.insert(key, field);
+                    field
+                }
+            };
             match field {
                 Field::Action => {
                     let Value::Str(id) = value else { continue };

@@ -113,12 +113,36 @@ pub(crate) trait MemoryEvents {
     fn len(&self) -> usize;
     /// Event `index` (`index < len()`).
     fn event(&self, index: usize) -> MemoryEvent;
+    /// What the passes over every event read of event `index` (`index < len()`):
+    /// cheaper than the whole [`MemoryEvents::event`].
+    fn brief(&self, index: usize) -> Brief;
     /// Its time from its line's start, picoseconds.
     fn offset_ps(&self, index: usize) -> i64;
     /// The op that was running when it happened.
     fn op(&self, index: usize) -> Option<OpInfo>;
     /// The name of its own stack where the source records stacks.
     fn stack_label(&mut self, index: usize) -> Option<Arc<str>>;
+}
+
+/// The fields of a [`MemoryEvent`] that every pass over all events reads.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Brief {
+    /// [`MemoryEvent::bytes`].
+    pub bytes: i64,
+    /// [`MemoryEvent::address`].
+    pub address: u64,
+    /// [`MemoryEvent::allocated_bytes`].
+    pub allocated_bytes: i64,
+    /// [`MemoryEvent::reserved_bytes`].
+    pub reserved_bytes: i64,
+    /// Whether [`MemoryEvent::op_event`] is set.
+    pub has_op: bool,
+}
+
+impl Brief {
+    fn kind(&self) -> ActivityKind {
+        if self.bytes < 0 { ActivityKind::Deallocation } else { ActivityKind::Allocation }
+    }
 }
 
 /// Memory events read into [`MemoryEvent`]s, with their host for the details.
@@ -134,6 +158,17 @@ impl MemoryEvents for Stored<'_, '_> {
 
     fn event(&self, index: usize) -> MemoryEvent {
         self.events[index].clone()
+    }
+
+    fn brief(&self, index: usize) -> Brief {
+        let e = &self.events[index];
+        Brief {
+            bytes: e.bytes,
+            address: e.address,
+            allocated_bytes: e.allocated_bytes,
+            reserved_bytes: e.reserved_bytes,
+            has_op: e.op_event.is_some(),
+        }
     }
 
     fn offset_ps(&self, index: usize) -> i64 {
@@ -251,18 +286,18 @@ impl Scan {
         let mut scan = Scan::default();
         let (mut most_allocated, mut most_reserved) = (i64::MIN, i64::MIN);
         for index in 0..events.len() {
-            let event = events.event(index);
+            let event = events.brief(index);
             if event.allocated_bytes >= most_allocated {
                 (scan.peak, most_allocated) = (index, event.allocated_bytes);
             }
             if event.reserved_bytes > most_reserved {
                 (scan.reserved_peak, most_reserved) = (index, event.reserved_bytes);
             }
-            match kind_of(&event) {
+            match event.kind() {
                 ActivityKind::Allocation => scan.allocations += 1,
                 ActivityKind::Deallocation => scan.deallocations += 1,
             }
-            scan.without_op += u64::from(event.op_event.is_none());
+            scan.without_op += u64::from(!event.has_op);
         }
         scan
     }
@@ -291,8 +326,8 @@ fn replay(events: &impl MemoryEvents, peak: usize) -> Replay {
         frees_without_allocation_bytes: 0,
     };
     for index in 0..events.len() {
-        let event = events.event(index);
-        match kind_of(&event) {
+        let event = events.brief(index);
+        match event.kind() {
             ActivityKind::Allocation => {
                 live.insert(event.address, index);
             }
@@ -318,7 +353,7 @@ pub(crate) fn allocator(device_type: i64, device_id: i64, events: &mut impl Memo
     let scan = Scan::of(events);
     let peak = scan.peak;
     let replayed = replay(events, peak);
-    let sampled = sample_indices(events.len(), MAX_TIMELINE_SNAPSHOTS, |i| events.event(i).allocated_bytes);
+    let sampled = sample_indices(events.len(), MAX_TIMELINE_SNAPSHOTS, |i| events.brief(i).allocated_bytes);
     // Snapshots are made only for the events shown (millions of events would
     // otherwise each hold a copy of their op's name).
     let mut snapshot_at = |i: usize| {
