@@ -145,6 +145,14 @@ pub trait Absorb {
     /// error stops the decoding.
     fn absorb(&mut self, objects: &Objects, pairs: &[(Value, Value)]) -> Result<Option<u32>, String>;
 
+    /// A dict it took (its `token`) is appended to list `list`. `true`: the reader
+    /// keeps track of it, and the list does not store it (millions of entries in one
+    /// list would cost 16 bytes each); `false`: the list stores [`Value::Taken`].
+    fn taken_appended(&mut self, list: u32, token: u32) -> bool {
+        let _ = (list, token);
+        false
+    }
+
     /// After a dict is taken: a list it will never read again (a taken entry's own
     /// list of frames, once the reader has made it its stack), asked for until `None`.
     /// Its items are freed; it reads as empty from then on.
@@ -215,28 +223,96 @@ pub fn decode_releasing(
 }
 
 /// The memo: dense as protocol 4's `MEMOIZE` fills it, sparse for `BINPUT` indices
-/// far ahead (a crafted index must not allocate its size).
+/// far ahead (a crafted index must not allocate its size). A dense slot takes 8
+/// bytes (a file memoizes each of its millions of containers): the kind of value in
+/// the top byte and an object's index below; numbers, which CPython never memoizes,
+/// go to `numbers`.
 #[derive(Default)]
 struct Memo {
-    dense: Vec<Value>,
+    dense: Vec<u64>,
+    numbers: Vec<Value>,
     sparse: HashMap<u64, Value>,
 }
+
+/// The kinds of value a dense memo slot holds, in its top byte.
+const SLOT_STR: u64 = 1;
+const SLOT_LIST: u64 = 2;
+const SLOT_TUPLE: u64 = 3;
+const SLOT_DICT: u64 = 4;
+const SLOT_TAKEN: u64 = 5;
+const SLOT_NUMBER: u64 = 6;
+const SLOT_NONE: u64 = 7;
+const SLOT_FALSE: u64 = 8;
+const SLOT_TRUE: u64 = 9;
 
 impl Memo {
     fn put(&mut self, index: u64, value: Value) {
         match usize::try_from(index) {
-            Ok(i) if i < self.dense.len() => self.dense[i] = value,
-            Ok(i) if i == self.dense.len() => self.dense.push(value),
+            Ok(i) if i <= self.dense.len() => {
+                let slot = self.slot(value);
+                if i == self.dense.len() {
+                    self.dense.push(slot);
+                } else {
+                    self.dense[i] = slot;
+                }
+            }
             _ => {
                 self.sparse.insert(index, value);
             }
         }
     }
 
-    fn get(&self, index: u64) -> Result<Value, String> {
-        let dense = usize::try_from(index).ok().and_then(|i| self.dense.get(i));
-        dense.or_else(|| self.sparse.get(&index)).copied().ok_or_else(|| format!("memo entry {index} is not defined"))
+    fn slot(&mut self, value: Value) -> u64 {
+        let (kind, id) = match value {
+            Value::Str(id) => (SLOT_STR, id),
+            Value::List(id) => (SLOT_LIST, id),
+            Value::Tuple(id) => (SLOT_TUPLE, id),
+            Value::Dict(id) => (SLOT_DICT, id),
+            Value::Taken(id) => (SLOT_TAKEN, id),
+            Value::None => (SLOT_NONE, 0),
+            Value::Bool(false) => (SLOT_FALSE, 0),
+            Value::Bool(true) => (SLOT_TRUE, 0),
+            Value::Int(_) | Value::Uint(_) | Value::Float(_) => {
+                self.numbers.push(value);
+                (SLOT_NUMBER, u32::try_from(self.numbers.len() - 1).unwrap_or(u32::MAX))
+            }
+        };
+        (kind << 56) | u64::from(id)
     }
+
+    #[inline]
+    fn get(&self, index: u64) -> Option<Value> {
+        let dense = usize::try_from(index).ok().and_then(|i| self.dense.get(i)).copied();
+        let value = match dense {
+            Some(slot) => {
+                let id = (slot & u64::from(u32::MAX)) as u32;
+                match slot >> 56 {
+                    SLOT_STR => Some(Value::Str(id)),
+                    SLOT_LIST => Some(Value::List(id)),
+                    SLOT_TUPLE => Some(Value::Tuple(id)),
+                    SLOT_DICT => Some(Value::Dict(id)),
+                    SLOT_TAKEN => Some(Value::Taken(id)),
+                    SLOT_NONE => Some(Value::None),
+                    SLOT_FALSE => Some(Value::Bool(false)),
+                    SLOT_TRUE => Some(Value::Bool(true)),
+                    _ => self.numbers.get(id as usize).copied(),
+                }
+            }
+            None => self.sparse.get(&index).copied(),
+        };
+        value
+    }
+
+    /// [`Memo::get`], or why not.
+    #[inline]
+    fn value(&self, index: u64) -> Result<Value, String> {
+        self.get(index).ok_or_else(|| undefined(index))
+    }
+}
+
+#[cold]
+fn undefined(index: u64) -> String {
+    format!("memo entry {index} is not defined")
 }
 
 enum Flow {
@@ -256,6 +332,7 @@ struct Decoder<'a> {
 }
 
 impl Decoder<'_> {
+    #[inline]
     fn take(&mut self, n: usize) -> Result<&[u8], String> {
         let end = self.pos.checked_add(n).filter(|&end| end <= self.bytes.len()).ok_or_else(|| {
             format!(
@@ -268,12 +345,14 @@ impl Decoder<'_> {
         Ok(slice)
     }
 
+    #[inline]
     fn byte(&mut self) -> Result<u8, String> {
         let b = *self.bytes.get(self.pos).ok_or("the file ends before the pickle's STOP opcode")?;
         self.pos += 1;
         Ok(b)
     }
 
+    #[inline]
     fn le(&mut self, n: usize) -> Result<u64, String> {
         Ok(self.take(n)?.iter().rev().fold(0u64, |acc, &b| (acc << 8) | u64::from(b)))
     }
@@ -340,21 +419,26 @@ impl Decoder<'_> {
     }
 
     /// Appends the stack's values from `from` on to `list` (a dict an [`Absorb`]
-    /// took as its token), and removes them from the stack.
-    fn append_from(&mut self, list: Value, from: usize) -> Result<(), String> {
+    /// took as its token, unless the absorber keeps track of it), and removes them
+    /// from the stack.
+    fn append_from(&mut self, list: Value, from: usize, absorb: &mut dyn Absorb) -> Result<(), String> {
         let Value::List(id) = list else {
             return Err(format!("APPEND to a {} (only lists are supported)", kind(list)));
         };
         let objects = &mut self.objects;
         let target = objects.lists.get_mut(id as usize).ok_or("APPEND to an unknown list")?;
         for &value in &self.stack[from..] {
-            target.push(match value {
+            match value {
                 Value::Dict(dict) => match objects.dicts.get(dict as usize) {
-                    Some(slot) if slot.len == TAKEN => Value::Taken(slot.start),
-                    _ => value,
+                    Some(slot) if slot.len == TAKEN => {
+                        if !absorb.taken_appended(id, slot.start) {
+                            target.push(Value::Taken(slot.start));
+                        }
+                    }
+                    _ => target.push(value),
                 },
-                other => other,
-            });
+                other => target.push(other),
+            }
         }
         self.stack.truncate(from);
         Ok(())
@@ -482,7 +566,7 @@ impl Decoder<'_> {
             b'l' => {
                 let from = self.take_mark()?;
                 let list = self.new_list(Vec::new());
-                self.append_from(list, from)?;
+                self.append_from(list, from, absorb)?;
                 list
             }
             b'a' => {
@@ -493,13 +577,13 @@ impl Decoder<'_> {
                     .filter(|&i| i >= self.floor())
                     .ok_or("APPEND with an empty stack")?;
                 let list = self.below(from)?;
-                self.append_from(list, from)?;
+                self.append_from(list, from, absorb)?;
                 return Ok(Flow::Next);
             }
             b'e' => {
                 let from = self.take_mark()?;
                 let list = self.below(from)?;
-                self.append_from(list, from)?;
+                self.append_from(list, from, absorb)?;
                 return Ok(Flow::Next);
             }
             b'}' => self.new_dict(),
@@ -542,7 +626,8 @@ impl Decoder<'_> {
                 self.new_tuple(items)
             }
             0x94 => {
-                memo.put(memo.dense.len() as u64, self.top()?);
+                let index = memo.dense.len() as u64;
+                memo.put(index, self.top()?);
                 return Ok(Flow::Next);
             }
             b'q' | b'r' => {
@@ -555,11 +640,11 @@ impl Decoder<'_> {
                 memo.put(index, self.top()?);
                 return Ok(Flow::Next);
             }
-            b'h' => memo.get(self.le(1)?)?,
-            b'j' => memo.get(self.le(4)?)?,
+            b'h' => memo.value(self.le(1)?)?,
+            b'j' => memo.value(self.le(4)?)?,
             b'g' => {
                 let index = self.decimal_line()?;
-                memo.get(index)?
+                memo.value(index)?
             }
             b'c' | 0x93 | b'R' | b'b' | b'i' | b'o' | 0x81 | 0x92 | b'P' | b'Q' | 0x82..=0x84 => {
                 return Err(format!(
@@ -575,6 +660,7 @@ impl Decoder<'_> {
     }
 
     /// `LONG1`/`LONG4`: a little-endian two's-complement integer of `n` bytes.
+    #[inline]
     fn long(&mut self, n: usize) -> Result<Value, String> {
         let raw = self.take(n)?;
         let Some(&last) = raw.last() else { return Ok(Value::Int(0)) };

@@ -301,6 +301,10 @@ struct Reader {
     ///
     /// [`stack_of_list`]: Reader::stack_of_list
     finished_lists: Vec<u32>,
+    /// The entries appended to pickle lists: (list, consecutive tokens) in the order
+    /// they were appended (`device_traces` lists hold millions of entries, in order,
+    /// so a few runs).
+    appended: Vec<(u32, std::ops::Range<u32>)>,
 }
 
 /// What the reader made of each pickle string it looked up, by string id: an entry's
@@ -458,6 +462,14 @@ impl Absorb for Reader {
         Ok(Some(token))
     }
 
+    fn taken_appended(&mut self, list: u32, token: u32) -> bool {
+        match self.appended.last_mut() {
+            Some((to, run)) if *to == list && run.end == token => run.end += 1,
+            _ => self.appended.push((list, token..token.saturating_add(1))),
+        }
+        true
+    }
+
     fn finished_list(&mut self) -> Option<u32> {
         self.finished_lists.pop()
     }
@@ -511,7 +523,7 @@ fn decode_snapshot_releasing(bytes: &[u8], release: &dyn Fn(std::ops::Range<usiz
                      `device_traces`",
                 ));
             }
-            read_traces(&objects, traces, &mut reader.trace).map_err(|m| FormatError::unrecognized(path, m))?;
+            read_traces(&objects, traces, &mut reader).map_err(|m| FormatError::unrecognized(path, m))?;
             snapshot.annotations = read_annotations(&objects, objects.get(top, "external_annotations"), &mut reader);
             snapshot.allocator_settings = read_settings(&objects, objects.get(top, "allocator_settings"));
             segments
@@ -545,16 +557,17 @@ fn decode_snapshot_releasing(bytes: &[u8], release: &dyn Fn(std::ops::Range<usiz
 }
 
 /// Gives each taken entry its device: its list's index in `device_traces`.
-fn read_traces(objects: &Objects, traces: Option<Value>, trace: &mut AllocatorTrace) -> Result<(), String> {
+fn read_traces(objects: &Objects, traces: Option<Value>, reader: &mut Reader) -> Result<(), String> {
     let Some(traces) = traces else { return Ok(()) };
     for (device, list) in objects.items(traces).iter().enumerate() {
         let device = u16::try_from(device)
             .ok()
             .filter(|&d| d != NO_DEVICE)
             .ok_or_else(|| format!("`device_traces` lists more than {} devices", NO_DEVICE))?;
-        for item in objects.items(*list) {
-            if let Value::Taken(token) = item {
-                trace.set_device(*token as usize, device);
+        let Value::List(list) = *list else { continue };
+        for (_, run) in reader.appended.iter().filter(|(to, _)| *to == list) {
+            for token in run.clone() {
+                reader.trace.set_device(token as usize, device);
             }
         }
     }
