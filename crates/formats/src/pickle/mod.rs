@@ -283,7 +283,7 @@ impl Memo {
     #[inline]
     fn get(&self, index: u64) -> Option<Value> {
         let dense = usize::try_from(index).ok().and_then(|i| self.dense.get(i)).copied();
-        let value = match dense {
+        match dense {
             Some(slot) => {
                 let id = (slot & u64::from(u32::MAX)) as u32;
                 match slot >> 56 {
@@ -299,8 +299,7 @@ impl Memo {
                 }
             }
             None => self.sparse.get(&index).copied(),
-        };
-        value
+        }
     }
 
     /// [`Memo::get`], or why not.

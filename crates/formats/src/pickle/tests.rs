@@ -150,3 +150,33 @@ fn a_list_the_absorber_is_done_with_is_freed_and_reads_as_empty() {
     assert_eq!(objects.items(objects.get(segment, "frames").expect("frames")), &[]);
     assert_eq!(objects.items(objects.get(top, "device_traces").expect("traces")).len(), 1);
 }
+
+#[test]
+fn memo_slots_give_back_every_kind_of_value() {
+    let mut memo = Memo::default();
+    let values = [
+        Value::None,
+        Value::Bool(false),
+        Value::Bool(true),
+        Value::Int(-(1 << 40)),
+        Value::Uint(u64::MAX),
+        Value::Float(0.5),
+        Value::Str(7),
+        Value::List(u32::MAX),
+        Value::Tuple(3),
+        Value::Dict(0),
+        Value::Taken(9),
+    ];
+    for (index, value) in values.iter().enumerate() {
+        memo.put(index as u64, *value);
+    }
+    // Rebinding an index, and an index far past the end (kept aside).
+    memo.put(1, Value::Int(42));
+    memo.put(1 << 40, Value::Str(5));
+    let read: Vec<Option<Value>> = (0..values.len() as u64).map(|i| memo.get(i)).collect();
+    let mut expected: Vec<Option<Value>> = values.iter().copied().map(Some).collect();
+    expected[1] = Some(Value::Int(42));
+    assert_eq!(read, expected);
+    assert_eq!(memo.get(1 << 40), Some(Value::Str(5)));
+    assert_eq!(memo.get(values.len() as u64), None);
+}
