@@ -296,14 +296,51 @@ impl AllocatorTrace {
     /// in trace order from [`AllocatorTrace::start_totals`] and clamped at 0: calls
     /// `each(index, record, totals)` for every record.
     pub fn totals(&self, mut each: impl FnMut(usize, &AllocatorRecord, (i64, i64))) {
-        let mut current: FxMap<u16, (i64, i64)> =
-            self.start_totals.iter().map(|&(device, allocated, reserved)| (device, (allocated, reserved))).collect();
+        let mut current: ByDevice<(i64, i64)> = ByDevice::default();
+        for &(device, allocated, reserved) in &self.start_totals {
+            *current.get_mut(device) = (allocated, reserved);
+        }
         for (index, record) in self.iter().enumerate() {
             let (allocated, reserved) = record.action.delta(record.size);
-            let now = current.entry(record.device).or_default();
+            let now = current.get_mut(record.device);
             *now = (now.0.saturating_add(allocated).max(0), now.1.saturating_add(reserved).max(0));
             each(index, &record, *now);
         }
+    }
+}
+
+/// A value per device ordinal, in a vector as long as the largest ordinal seen (a
+/// trace has a few devices, and each of its millions of records asks for its own).
+#[derive(Clone, Debug)]
+pub struct ByDevice<T> {
+    values: Vec<T>,
+}
+
+impl<T> Default for ByDevice<T> {
+    fn default() -> Self {
+        ByDevice { values: Vec::new() }
+    }
+}
+
+impl<T: Default> ByDevice<T> {
+    /// The value of `device`, made with `T::default()` on first use.
+    pub fn get_mut(&mut self, device: u16) -> &mut T {
+        let at = usize::from(device);
+        if at >= self.values.len() {
+            self.values.resize_with(at + 1, T::default);
+        }
+        &mut self.values[at]
+    }
+
+    /// The value of `device`, if one was made.
+    pub fn get(&self, device: u16) -> Option<&T> {
+        self.values.get(usize::from(device))
+    }
+
+    /// The values by device, from ordinal 0 to the largest used (those never asked
+    /// for hold `T::default()`).
+    pub fn into_values(self) -> impl Iterator<Item = (u16, T)> {
+        self.values.into_iter().enumerate().map(|(device, value)| (u16::try_from(device).unwrap_or(u16::MAX), value))
     }
 }
 

@@ -24,7 +24,7 @@ mod plane;
 mod stats;
 pub mod time;
 
-pub use allocator_trace::{AllocatorAction, AllocatorRecord, AllocatorTrace, RecordExtras};
+pub use allocator_trace::{AllocatorAction, AllocatorRecord, AllocatorTrace, ByDevice, RecordExtras};
 pub use host::{ChromeMetadataEvent, ChromeTraceInfo, Host, Session, SourceFormat};
 pub use line::{Event, EventColumns, Line, TrackId};
 pub use plane::{EventMetadata, Plane, PlaneBuilder, StatMetadata};

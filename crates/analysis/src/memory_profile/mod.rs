@@ -54,21 +54,20 @@ pub fn analyze(host: &Host, groups: &HostGroups) -> MemoryProfile {
 fn snapshot_profile(host: &Host, allocator_trace: &mlprof_model::AllocatorTrace) -> MemoryProfile {
     let records = trace::per_device(allocator_trace);
     let steps = crate::grouping::profiler_steps::find(host);
-    let allocators = records
-        .iter()
-        .map(|device| {
-            let mut events = trace::TraceEvents {
-                trace: allocator_trace,
-                records: device,
-                steps: &steps,
-                labels: Default::default(),
-            };
+    let allocators = || {
+        let each = |device: &trace::DeviceRecords| {
+            let records = device;
+            let mut events =
+                trace::TraceEvents { trace: allocator_trace, records, steps: &steps, labels: Default::default() };
             kineto::allocator(trace::CUDA, i64::from(device.device), &mut events)
-        })
-        .collect();
+        };
+        records.iter().map(each).collect()
+    };
+    // Two passes over the same records, each on a core of its own.
+    let (allocators, found) = rayon::join(allocators, || snapshot::analyze(host, allocator_trace, &records));
     let mut profile = kineto::profile(host, allocators);
     profile.method = Some(snapshot::METHOD.to_string());
-    profile.snapshot = Some(snapshot::analyze(host, allocator_trace, &records));
+    profile.snapshot = Some(found);
     profile
 }
 

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use mlprof_model::fxhash::FxMap;
-use mlprof_model::{AllocatorAction, AllocatorRecord, AllocatorTrace};
+use mlprof_model::{AllocatorAction, AllocatorRecord, AllocatorTrace, ByDevice};
 
 use super::kineto::events::{MemoryEvent, OpInfo};
 use super::kineto::{Brief, MemoryEvents};
@@ -37,11 +37,11 @@ pub(crate) struct DeviceRecords {
 
 /// Each device's records, by ordinal, in one replay of the trace.
 pub(crate) fn per_device(trace: &AllocatorTrace) -> Vec<DeviceRecords> {
-    let mut devices: FxMap<u16, DeviceRecords> = FxMap::default();
+    let mut devices: ByDevice<Option<DeviceRecords>> = ByDevice::default();
     trace.totals(|index, record, totals| {
         let device = devices
-            .entry(record.device)
-            .or_insert_with(|| DeviceRecords { device: record.device, ..DeviceRecords::default() });
+            .get_mut(record.device)
+            .get_or_insert_with(|| DeviceRecords { device: record.device, ..DeviceRecords::default() });
         let index = u32::try_from(index).unwrap_or(u32::MAX);
         match record.action {
             AllocatorAction::Alloc | AllocatorAction::FreeRequested => {
@@ -52,8 +52,7 @@ pub(crate) fn per_device(trace: &AllocatorTrace) -> Vec<DeviceRecords> {
             _ => {}
         }
     });
-    let mut devices: Vec<DeviceRecords> = devices.into_values().collect();
-    devices.sort_unstable_by_key(|d| d.device);
+    let mut devices: Vec<DeviceRecords> = devices.into_values().filter_map(|(_, device)| device).collect();
     for device in &mut devices {
         device.sort_by_time(trace);
     }

@@ -28,8 +28,8 @@ use mlprof_model::fxhash::FxMap;
 use mlprof_model::names::HOST_PLANE;
 use mlprof_model::names::chrome::{CAT_STAT, PH_STAT};
 use mlprof_model::{
-    AllocatorAction, AllocatorRecord, AllocatorTrace, ChromeTraceInfo, Host, Line, PlaneBuilder, SourceFormat,
-    StatValue, TrackId,
+    AllocatorAction, AllocatorRecord, AllocatorTrace, ByDevice, ChromeTraceInfo, Host, Line, PlaneBuilder,
+    SourceFormat, StatValue, TrackId,
 };
 
 use mlprof_model::names::memory_snapshot::{
@@ -62,8 +62,8 @@ pub fn snapshot_host(mut snapshot: Snapshot, path: &str, host_name: &str, events
                 .to_string(),
         );
     }
-    let survey = Survey::of(&trace);
-    trace.start_totals = start_totals(&snapshot, &survey.change, &mut host.warnings);
+    let mut survey = Survey::of(&trace, events);
+    trace.start_totals = start_totals(&snapshot, std::mem::take(&mut survey.change), &mut host.warnings);
     let mut planes = Planes::new();
     if events == EntryEvents::Made {
         planes.reserve_entry_lines(&survey.lines);
@@ -99,23 +99,25 @@ pub fn snapshot_host(mut snapshot: Snapshot, path: &str, host_name: &str, events
 #[derive(Default)]
 struct Survey {
     /// Per device, how its entries change (allocated, reserved) bytes in all.
-    change: FxMap<u16, (i64, i64)>,
-    /// Per entry line, its events and stats.
+    change: ByDevice<Option<(i64, i64)>>,
+    /// Per entry line, its events and stats (when the entries are made events).
     lines: FxMap<LineKey, (usize, usize)>,
     /// When each segment (by device and address) was last allocated in the trace, ps.
     segments_allocated_at: FxMap<(i64, u64), i64>,
 }
 
 impl Survey {
-    fn of(trace: &AllocatorTrace) -> Survey {
+    fn of(trace: &AllocatorTrace, events: EntryEvents) -> Survey {
         let mut survey = Survey::default();
         for (index, record) in trace.iter().enumerate() {
             let (allocated, reserved) = record.action.delta(record.size);
-            let sum = survey.change.entry(record.device).or_default();
+            let sum = survey.change.get_mut(record.device).get_or_insert_default();
             *sum = (sum.0.saturating_add(allocated), sum.1.saturating_add(reserved));
-            let line = survey.lines.entry((i64::from(record.device), ENTRIES, record.stream)).or_default();
-            line.0 += 1;
-            line.1 += entry_stats(trace, index, &record);
+            if events == EntryEvents::Made {
+                let line = survey.lines.entry((i64::from(record.device), ENTRIES, record.stream)).or_default();
+                line.0 += 1;
+                line.1 += entry_stats(trace, index, &record);
+            }
             if record.action == AllocatorAction::SegmentAlloc {
                 survey.segments_allocated_at.insert((i64::from(record.device), record.address), record.time_ps);
             }
@@ -128,7 +130,7 @@ impl Survey {
 /// end (the snapshot's segments and blocks) less the device's `change` over the trace.
 fn start_totals(
     snapshot: &Snapshot,
-    change: &FxMap<u16, (i64, i64)>,
+    change: ByDevice<Option<(i64, i64)>>,
     warnings: &mut Vec<String>,
 ) -> Vec<(u16, i64, i64)> {
     let mut end: FxMap<i64, (i64, i64)> = FxMap::default();
@@ -141,10 +143,9 @@ fn start_totals(
             }
         }
     }
-    let mut devices: Vec<(u16, (i64, i64))> = change.iter().map(|(&device, &delta)| (device, delta)).collect();
-    devices.sort_unstable();
-    devices
-        .into_iter()
+    change
+        .into_values()
+        .filter_map(|(device, delta)| Some((device, delta?)))
         .map(|(device, delta)| {
             let at_end = end.get(&i64::from(device)).copied().unwrap_or_default();
             let start = (at_end.0.saturating_sub(delta.0), at_end.1.saturating_sub(delta.1));

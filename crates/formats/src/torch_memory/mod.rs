@@ -25,7 +25,7 @@ mod host;
 use mlprof_model::fxhash::FxMap;
 
 use mlprof_model::allocator_trace::MAX_OTHER_ACTIONS;
-use mlprof_model::{AllocatorAction, AllocatorRecord, AllocatorTrace, Host, RecordExtras};
+use mlprof_model::{AllocatorAction, AllocatorRecord, AllocatorTrace, ByDevice, Host, RecordExtras};
 
 use crate::error::{FormatError, Result};
 use crate::pickle::{self, Absorb, Objects, Value};
@@ -190,27 +190,27 @@ impl Clock {
     /// of `annotations`.
     fn settle(trace: &mut AllocatorTrace, annotations: &[Annotation]) -> Clock {
         let mut times_us: Option<(i64, i64)> = None;
-        let mut per_device: FxMap<u16, i64> = FxMap::default();
+        let mut per_device: ByDevice<i64> = ByDevice::default();
         for record in trace.iter() {
             if record.time_ps != NO_TIME {
                 let t = record.time_ps;
                 times_us = Some(times_us.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
             }
-            *per_device.entry(record.device).or_insert(0) += 1;
+            *per_device.get_mut(record.device) += 1;
         }
         let annotation_times = annotations.iter().map(|a| a.time_us);
         let origin_us = times_us.map(|(first, _)| first).into_iter().chain(annotation_times.clone()).min();
         let last = times_us.map(|(_, last)| last).into_iter().chain(annotation_times).max();
         let synthetic = times_us.is_none();
         let last_ps = if synthetic {
-            per_device.values().copied().max().unwrap_or(0).saturating_sub(1).saturating_mul(PS_PER_US)
+            per_device.into_values().map(|(_, n)| n).max().unwrap_or(0).saturating_sub(1).saturating_mul(PS_PER_US)
         } else {
             last.zip(origin_us).map_or(0, |(max, min)| max.saturating_sub(min).saturating_mul(PS_PER_US))
         };
         let clock = Clock { origin_us, synthetic, end_ps: last_ps.saturating_add(PS_PER_US) };
-        let mut index_on_device: FxMap<u16, i64> = FxMap::default();
+        let mut index_on_device: ByDevice<i64> = ByDevice::default();
         trace.map_times(|device, time_us| {
-            let index = index_on_device.entry(device).or_insert(0);
+            let index = index_on_device.get_mut(device);
             *index += 1;
             if synthetic {
                 (*index - 1).saturating_mul(PS_PER_US)
