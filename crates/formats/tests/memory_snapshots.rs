@@ -273,3 +273,62 @@ fn a_real_snapshot_and_the_trace_of_the_same_run_share_one_clock() {
         assert!((0..1_000_000).contains(&(at - annotated_at)), "{name}: trace {at} ns, snapshot {annotated_at} ns");
     }
 }
+
+/// Every snapshot fixture, under `tests/data/torch_memory`.
+fn every_fixture() -> Vec<String> {
+    let root = fixture("");
+    let mut found = Vec::new();
+    let mut dirs = vec![root.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("fixture dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "pickle") {
+                found.push(path.strip_prefix(&root).expect("under root").display().to_string());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn the_allocator_trace_alone_holds_every_entry_and_replays_the_events_totals() {
+    use mlprof_formats::torch_memory::{EntryEvents, read_memory_snapshot_releasing};
+    let fixtures = every_fixture();
+    assert!(fixtures.len() >= 10, "{fixtures:?}");
+    for path in fixtures {
+        let bytes = std::fs::read(fixture(&path)).expect("fixture");
+        let read = |events| read_memory_snapshot_releasing(&bytes, &|_| {}, &path, "snapshot", events).expect("reads");
+        let (made, skipped) = (read(EntryEvents::Made), read(EntryEvents::Skipped));
+        let trace = made.allocator_trace.as_ref().expect("a trace");
+        assert_eq!(skipped.allocator_trace.as_ref(), Some(trace), "{path}");
+        // Without the entries' events, the host keeps every other line as it was.
+        let lines = |host: &Host| -> Vec<(String, usize)> {
+            host.planes[0].lines.iter().map(|l| (l.name.clone(), l.len())).collect()
+        };
+        let entry_line = |(name, _): &(String, usize)| name.contains(" stream ");
+        let other_lines: Vec<_> = lines(&made).into_iter().filter(|l| !entry_line(l)).collect();
+        assert_eq!(lines(&skipped), other_lines, "{path}");
+        assert_eq!(made.event_count() - skipped.event_count(), trace.len(), "{path}");
+        // The totals the trace replays are those the `[memory]` events carry (checked
+        // against Python above), entry for entry.
+        let mut replayed: Vec<(i64, (i64, i64))> = Vec::new();
+        trace.totals(|_, record, totals| {
+            if matches!(record.action, Action::Alloc | Action::FreeRequested) {
+                replayed.push((record.time_ps, totals));
+            }
+        });
+        replayed.sort_by_key(|(t, _)| *t);
+        let replayed: Vec<(i64, i64)> = replayed.into_iter().map(|(_, totals)| totals).collect();
+        let from_events = totals(&made);
+        // Equal times may sort differently across streams: compare as multisets per time.
+        assert_eq!(replayed.len(), from_events.len(), "{path}");
+        let sorted = |mut v: Vec<(i64, i64)>| {
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(sorted(replayed), sorted(from_events), "{path}");
+    }
+}

@@ -190,3 +190,33 @@ impl MemoryEvents for TraceEvents<'_> {
         Some(label.clone())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(action: AllocatorAction, size: i64, device: u16, time_ps: i64) -> AllocatorRecord {
+        AllocatorRecord { action, address: time_ps as u64, size, device, stream: 0, stack: None, time_ps }
+    }
+
+    #[test]
+    fn records_out_of_time_order_are_sorted_with_the_totals_replayed_in_trace_order() {
+        let mut trace = AllocatorTrace::default();
+        trace.push(record(AllocatorAction::Alloc, 10, 1, 5));
+        trace.push(record(AllocatorAction::Oom, 1 << 30, 1, 6));
+        trace.push(record(AllocatorAction::Alloc, 20, 1, 3));
+        trace.push(record(AllocatorAction::FreeCompleted, 20, 0, 4));
+        trace.push(record(AllocatorAction::FreeRequested, 10, 1, 7));
+        trace.start_totals = vec![(1, 100, 0)];
+        let devices = per_device(&trace);
+        assert_eq!(devices.iter().map(|d| d.device).collect::<Vec<_>>(), vec![0, 1]);
+        assert!(devices[0].order.is_empty() && devices[0].ooms.is_empty());
+        let device = &devices[1];
+        assert_eq!(device.order, vec![2, 0, 4]);
+        assert_eq!(device.totals, vec![(130, 0), (110, 0), (120, 0)]);
+        assert_eq!(device.ooms, vec![(1, (110, 0))]);
+        // The last record reaching the most allocated bytes.
+        assert_eq!(device.peak(), Some(0));
+        assert_eq!(signed_bytes(&device.record(&trace, 2)), -10);
+    }
+}

