@@ -559,13 +559,18 @@ fn decode_snapshot_releasing(bytes: &[u8], release: &dyn Fn(std::ops::Range<usiz
 /// Gives each taken entry its device: its list's index in `device_traces`.
 fn read_traces(objects: &Objects, traces: Option<Value>, reader: &mut Reader) -> Result<(), String> {
     let Some(traces) = traces else { return Ok(()) };
+    // One pass over the runs, whatever the number of lists.
+    let mut by_list: FxMap<u32, Vec<std::ops::Range<u32>>> = FxMap::default();
+    for (list, run) in std::mem::take(&mut reader.appended) {
+        by_list.entry(list).or_default().push(run);
+    }
     for (device, list) in objects.items(traces).iter().enumerate() {
         let device = u16::try_from(device)
             .ok()
             .filter(|&d| d != NO_DEVICE)
             .ok_or_else(|| format!("`device_traces` lists more than {} devices", NO_DEVICE))?;
         let Value::List(list) = *list else { continue };
-        for (_, run) in reader.appended.iter().filter(|(to, _)| *to == list) {
+        for run in by_list.get(&list).into_iter().flatten() {
             for token in run.clone() {
                 reader.trace.set_device(token as usize, device);
             }
