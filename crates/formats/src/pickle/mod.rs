@@ -581,7 +581,10 @@ impl Decoder<'_> {
                 let raw = self.take(n)?.to_vec();
                 self.push_str(&raw)
             }
-            b']' => self.new_list(Vec::new()),
+            b']' => {
+                let value = self.new_list(Vec::new());
+                return self.pushed(value);
+            }
             b'l' => {
                 let from = self.take_mark()?;
                 let list = self.new_list(Vec::new());
@@ -605,7 +608,10 @@ impl Decoder<'_> {
                 self.append_from(list, from, absorb)?;
                 return Ok(Flow::Next);
             }
-            b'}' => self.new_dict(),
+            b'}' => {
+                let value = self.new_dict();
+                return self.pushed(value);
+            }
             b'd' => {
                 let from = self.take_mark()?;
                 let dict = self.new_dict();
@@ -687,6 +693,16 @@ impl Decoder<'_> {
     /// `LONG1`/`LONG4`: a little-endian two's-complement integer of `n` bytes.
     #[inline]
     fn long(&mut self, n: usize) -> Result<Value, String> {
+        // Up to 8 bytes (addresses, times: every entry has some), sign-extended.
+        if (1..=8).contains(&n)
+            && let Some(raw) = self.bytes.get(self.pos..self.pos + n)
+        {
+            let fill = if raw[n - 1] & 0x80 != 0 { 0xff } else { 0 };
+            let mut buf = [fill; 8];
+            buf[..n].copy_from_slice(raw);
+            self.pos += n;
+            return Ok(Value::Int(i64::from_le_bytes(buf)));
+        }
         let raw = self.take(n)?;
         let Some(&last) = raw.last() else { return Ok(Value::Int(0)) };
         let negative = last & 0x80 != 0;
