@@ -164,7 +164,8 @@ pub struct OomRow {
 }
 
 /// The stat keys read, in this order.
-const KEYS: [&str; 5] = ["Bytes", "Device Id", STREAM_STAT, FRAMES_STAT, BLOCK_STATE_STAT];
+const KEYS: [&str; 8] =
+    ["Bytes", "Device Id", STREAM_STAT, FRAMES_STAT, BLOCK_STATE_STAT, "Addr", "Segment Type", "Segment Addr"];
 const BYTES: usize = 0;
 const DEVICE: usize = 1;
 const STREAM: usize = 2;
@@ -173,13 +174,10 @@ const STATE: usize = 4;
 const ADDR: usize = 5;
 const SEGMENT_TYPE: usize = 6;
 const SEGMENT_ADDR: usize = 7;
-/// All the stat keys read: [`KEYS`] and those of segments and blocks.
-const ALL_KEYS: [&str; 8] =
-    [KEYS[BYTES], KEYS[DEVICE], KEYS[STREAM], KEYS[FRAMES], KEYS[STATE], "Addr", "Segment Type", "Segment Addr"];
 
-/// The snapshot part of the memory profile of `host`, whose allocator trace is
-/// `trace` read per device into `devices` ([`trace::per_device`]); its segments and
-/// blocks are events of the host.
+/// The snapshot part of the memory profile of `host`: its allocator trace `trace`,
+/// read per device into `records` ([`super::trace::per_device`]), and its segment and
+/// block events.
 pub(super) fn analyze(host: &Host, trace: &AllocatorTrace, records: &[DeviceRecords]) -> SnapshotMemory {
     let mut devices: BTreeMap<i64, Device<'_>> = BTreeMap::new();
     for plane in &host.planes {
@@ -187,7 +185,7 @@ pub(super) fn analyze(host: &Host, trace: &AllocatorTrace, records: &[DeviceReco
         if !kinds.snapshot.contains(&true) {
             continue;
         }
-        let slots = StatSlots::new(plane, ALL_KEYS);
+        let slots = StatSlots::new(plane, KEYS);
         for line in &plane.lines {
             for event in line.iter() {
                 let m = event.metadata_index() as usize;
