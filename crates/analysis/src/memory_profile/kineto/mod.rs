@@ -11,6 +11,9 @@
 //! allocated before the trace started and gets one special row. Events are taken in
 //! time order (ties: `Ev Idx`, then storage order); the peak is the last event reaching
 //! the largest allocated total (XProf's `>=`), the reserved peak the first.
+//! [`allocator`] reads events through [`MemoryEvents`], so a memory snapshot's
+//! allocator trace ([`super::trace`]) goes through the same computation without being
+//! copied into [`MemoryEvent`]s.
 
 pub(crate) mod events;
 mod report;
