@@ -332,11 +332,6 @@ impl<T: Default> ByDevice<T> {
         &mut self.values[at]
     }
 
-    /// The value of `device`, if one was made.
-    pub fn get(&self, device: u16) -> Option<&T> {
-        self.values.get(usize::from(device))
-    }
-
     /// The values by device, from ordinal 0 to the largest used (those never asked
     /// for hold `T::default()`).
     pub fn into_values(self) -> impl Iterator<Item = (u16, T)> {
