@@ -83,6 +83,15 @@ impl AllocatorAction {
         }
     }
 
+    /// A record's `size` as the `[memory]` event's `Bytes`: less it for
+    /// `free_requested`, as it is for every other action.
+    pub fn signed(self, size: i64) -> i64 {
+        match self {
+            AllocatorAction::FreeRequested => size.saturating_neg(),
+            _ => size,
+        }
+    }
+
     /// One byte for the action column: the known actions by position, others after.
     fn code(self) -> u8 {
         match self {

@@ -21,7 +21,7 @@ use mlprof_model::names::memory_snapshot::{
 use mlprof_model::{AllocatorRecord, AllocatorTrace, Event, Host, Plane};
 use serde::Serialize;
 
-use super::trace::{DeviceRecords, signed_bytes};
+use super::trace::DeviceRecords;
 use crate::xstats::{StatRow, StatSlots};
 
 /// How a memory snapshot's profile is obtained, in one sentence.
@@ -285,7 +285,7 @@ impl<'a> MemoryEntry<'a> {
         MemoryEntry {
             time_ps: record.time_ps,
             address: record.address,
-            bytes: signed_bytes(record),
+            bytes: record.action.signed(record.size),
             stream: record.stream,
             frames: record.stack.map_or("", |id| trace.stack(id)),
             allocated,

@@ -112,15 +112,6 @@ impl DeviceRecords {
     }
 }
 
-/// The bytes a record adds to what is allocated: its size for `alloc`, less it for
-/// `free_requested` (the `[memory]` event's `Bytes`).
-pub(crate) fn signed_bytes(record: &AllocatorRecord) -> i64 {
-    match record.action {
-        AllocatorAction::FreeRequested => record.size.saturating_neg(),
-        _ => record.size,
-    }
-}
-
 /// One device's records as [`MemoryEvents`].
 pub(crate) struct TraceEvents<'a> {
     pub trace: &'a AllocatorTrace,
@@ -146,7 +137,7 @@ impl MemoryEvents for TraceEvents<'_> {
             position: (0, 0, self.records.order.get(index).copied().unwrap_or(u32::MAX)),
             device_type: CUDA,
             device_id: i64::from(record.device),
-            bytes: signed_bytes(&record),
+            bytes: record.action.signed(record.size),
             address: record.address,
             allocated_bytes: allocated,
             reserved_bytes: reserved,
@@ -160,11 +151,7 @@ impl MemoryEvents for TraceEvents<'_> {
         let (allocated, reserved) = self.records.totals.get(index).copied().unwrap_or_default();
         let size = self.trace.size(at);
         Brief {
-            bytes: if self.trace.action(at) == Some(AllocatorAction::FreeRequested) {
-                size.saturating_neg()
-            } else {
-                size
-            },
+            bytes: self.trace.action(at).map_or(size, |action| action.signed(size)),
             address: self.trace.address(at),
             allocated_bytes: allocated,
             reserved_bytes: reserved,
@@ -217,6 +204,7 @@ mod tests {
         assert_eq!(device.ooms, vec![(1, (110, 0))]);
         // The last record reaching the most allocated bytes.
         assert_eq!(device.peak(), Some(0));
-        assert_eq!(signed_bytes(&device.record(&trace, 2)), -10);
+        let freed = device.record(&trace, 2);
+        assert_eq!(freed.action.signed(freed.size), -10);
     }
 }

@@ -348,8 +348,7 @@ impl Planes {
                 metadata
             }
         };
-        let bytes =
-            if record.action == AllocatorAction::FreeRequested { record.size.saturating_neg() } else { record.size };
+        let bytes = record.action.signed(record.size);
         let (allocated, reserved) = totals;
         let frames = self.stack_key(trace, record.stack);
         let keys = &self.keys;
