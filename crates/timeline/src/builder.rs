@@ -1,21 +1,21 @@
 //! Building an index from sections, tracks, events and flows, without the model.
 //!
 //! The builder only collects: events go to their track's list as they come, in any
-//! order. [`TimelineBuilder::finish`] then lays the index out track by track — sort by
-//! start, assign depths ([`crate::depth`]), order by (depth, start) so that each depth
-//! of a track (a *run*) is one contiguous range of event ids, build the run's levels
-//! ([`crate::levels`]) — freeing each track's input as it goes, then the per-name
-//! postings in time order and the flows by both ends.
+//! order. [`TimelineBuilder::finish`] then lays the tracks out ([`crate::layout`], on
+//! every thread) — sort by start, assign depths, order by (depth, start) so that each
+//! depth of a track (a *run*) is one contiguous range of event ids, build the run's
+//! levels — then records the runs in track order and builds the per-name postings in
+//! time order ([`crate::postings`]) and the flows by both ends.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::depth::assign_depths;
 use crate::error::BuildError;
-use crate::levels::build_levels;
+use crate::layout::{EventColumns, LaidTrack, TrackInput, lay_out};
+use crate::levels::Level;
+use crate::postings::build_postings;
 use crate::progress::{BuildProgress, BuildStage, COLLECT_REPORT_EVERY};
 
 /// The most events one index holds (event ids are `u32`).
@@ -74,12 +74,13 @@ pub struct EventRef {
 
 /// One event as added.
 #[derive(Clone, Copy, Debug)]
-struct RawEvent {
-    start_ps: i64,
-    dur_ps: i64,
-    source: u64,
-    name: u32,
-    ordinal: u32,
+pub(crate) struct RawEvent {
+    pub(crate) start_ps: i64,
+    pub(crate) dur_ps: i64,
+    pub(crate) source: u64,
+    pub(crate) name: u32,
+    /// Its position among its track's events in the order they were added.
+    pub(crate) ordinal: u32,
 }
 
 #[derive(Debug)]
@@ -234,34 +235,42 @@ impl TimelineBuilder {
         if let Some(progress) = &progress {
             progress.enter(BuildStage::LayingOut, events);
         }
-        let mut laid_out = 0u64;
-        let mut out = BuiltIndex::with_capacity(names, total);
-        let mut time_order: Vec<u32> = Vec::with_capacity(total);
-        let mut ordinal_to_id: Vec<Vec<u32>> = vec![Vec::new(); if flows.is_empty() { 0 } else { tracks.len() }];
-        for section in sections {
-            let first_track = out.tracks.len() as u64;
-            for &handle in &section.tracks {
-                let draft = &mut tracks[handle as usize];
-                let raw = std::mem::take(&mut draft.events);
-                let name = std::mem::take(&mut draft.name);
-                laid_out += raw.len() as u64;
-                let ids = out.push_track(name, out.sections.len() as u64, raw, &mut time_order);
-                if let Some(progress) = &progress {
-                    progress.set_done(laid_out);
-                }
-                if let Some(slot) = ordinal_to_id.get_mut(handle as usize) {
-                    *slot = ids;
-                }
-            }
-            out.sections.push(SectionRecord {
-                name: section.name,
-                kind: section.kind,
-                first_track,
-                track_count: section.tracks.len() as u64,
-            });
+        // Tracks in display order: sections in order, each section's tracks in order.
+        let order: Vec<(u32, u64)> = sections
+            .iter()
+            .enumerate()
+            .flat_map(|(s, section)| section.tracks.iter().map(move |&handle| (handle, s as u64)))
+            .collect();
+        let mut inputs = Vec::with_capacity(order.len());
+        let mut first_event = 0;
+        for &(handle, _) in &order {
+            let raw = std::mem::take(&mut tracks[handle as usize].events);
+            let len = raw.len();
+            inputs.push(TrackInput { raw, first_event });
+            first_event += len;
         }
-        out.build_postings(&time_order);
-        drop(time_order);
+        let (columns, laid) = lay_out(inputs, total, progress.as_deref());
+        let mut out = BuiltIndex::new(names, columns);
+        let mut ordinal_to_id: Vec<Vec<u32>> = vec![Vec::new(); if flows.is_empty() { 0 } else { tracks.len() }];
+        let mut first_event = 0;
+        for (&(handle, section), laid) in order.iter().zip(laid) {
+            let name = std::mem::take(&mut tracks[handle as usize].name);
+            first_event += out.push_track(name, section, first_event, laid, ordinal_to_id.get_mut(handle as usize));
+        }
+        out.sections = sections
+            .into_iter()
+            .scan(0u64, |first_track, section| {
+                let record = SectionRecord {
+                    name: section.name,
+                    kind: section.kind,
+                    first_track: *first_track,
+                    track_count: section.tracks.len() as u64,
+                };
+                *first_track += record.track_count;
+                Some(record)
+            })
+            .collect();
+        (out.posting_offsets, out.postings) = build_postings(out.names.len(), &out.name, &out.start_ps);
         out.set_flows(&flows, &ordinal_to_id);
         Ok(out)
     }
@@ -332,7 +341,8 @@ pub struct BuiltIndex {
 }
 
 impl BuiltIndex {
-    fn with_capacity(names: Vec<Box<str>>, events: usize) -> BuiltIndex {
+    fn new(names: Vec<Box<str>>, columns: EventColumns) -> BuiltIndex {
+        let EventColumns { start_ps, dur_ps, name, source } = columns;
         BuiltIndex {
             names,
             sections: Vec::new(),
@@ -342,10 +352,10 @@ impl BuiltIndex {
             group_first: Vec::new(),
             group_count: Vec::new(),
             group_longest: Vec::new(),
-            start_ps: Vec::with_capacity(events),
-            dur_ps: Vec::with_capacity(events),
-            name: Vec::with_capacity(events),
-            source: Vec::with_capacity(events),
+            start_ps,
+            dur_ps,
+            name,
+            source,
             posting_offsets: Vec::new(),
             postings: Vec::new(),
             flows_by_from: Vec::new(),
@@ -359,75 +369,47 @@ impl BuiltIndex {
         self.start_ps.len() as u64
     }
 
-    /// Appends one track; pushes its event ids in time order to `time_order` and returns
-    /// the event id of each of its events by the order they were added.
+    /// Records one laid-out track whose events begin at id `first_event`: its runs,
+    /// their levels and its span; stores its ids by ordinal in `ids` when flows need
+    /// them. Returns its event count.
     fn push_track(
         &mut self,
         name: String,
         section: u64,
-        mut raw: Vec<RawEvent>,
-        time_order: &mut Vec<u32>,
-    ) -> Vec<u32> {
-        raw.sort_unstable_by(|a, b| {
-            a.start_ps.cmp(&b.start_ps).then(b.dur_ps.cmp(&a.dur_ps)).then(a.ordinal.cmp(&b.ordinal))
-        });
-        let depths = assign_depths(raw.iter().map(|e| (e.start_ps, e.start_ps.saturating_add(e.dur_ps))));
-        let run_count = depths.iter().max().map_or(0, |&d| d as usize + 1);
-        let mut next_slot = vec![0usize; run_count + 1];
-        for &d in &depths {
-            next_slot[d as usize + 1] += 1;
-        }
-        for d in 1..next_slot.len() {
-            next_slot[d] += next_slot[d - 1];
-        }
-        let run_bounds = next_slot.clone();
-        let base = self.start_ps.len();
-        let n = raw.len();
-        self.start_ps.resize(base + n, 0);
-        self.dur_ps.resize(base + n, 0);
-        self.name.resize(base + n, 0);
-        self.source.resize(base + n, 0);
-        let mut ids_by_ordinal = vec![0u32; n];
-        for (event, &depth) in raw.iter().zip(&depths) {
-            let slot = &mut next_slot[depth as usize];
-            let id = base + *slot;
-            *slot += 1;
-            self.start_ps[id] = event.start_ps;
-            self.dur_ps[id] = event.dur_ps;
-            self.name[id] = event.name;
-            self.source[id] = event.source;
-            // Ids stay below MAX_EVENTS, checked as events were added.
-            time_order.push(id as u32);
-            ids_by_ordinal[event.ordinal as usize] = id as u32;
-            let end = event.start_ps.saturating_add(event.dur_ps);
-            self.span_ps = Some(match self.span_ps {
-                None => (event.start_ps, end),
-                Some((first, last)) => (first.min(event.start_ps), last.max(end)),
-            });
-        }
-        drop(raw);
-        drop(depths);
+        first_event: usize,
+        laid: LaidTrack,
+        ids: Option<&mut Vec<u32>>,
+    ) -> usize {
+        let LaidTrack { run_bounds, run_levels, ids_by_ordinal, span_ps } = laid;
         let first_run = self.runs.len() as u64;
-        for depth in 0..run_count {
-            let (from, to) = (base + run_bounds[depth], base + run_bounds[depth + 1]);
-            self.push_run(from, to);
+        for (bounds, levels) in run_bounds.windows(2).zip(&run_levels) {
+            self.push_run(first_event + bounds[0], first_event + bounds[1], levels);
+        }
+        let events = ids_by_ordinal.len();
+        if let Some(ids) = ids {
+            *ids = ids_by_ordinal;
+        }
+        if let Some((start, end)) = span_ps {
+            self.span_ps = Some(match self.span_ps {
+                None => (start, end),
+                Some((first, last)) => (first.min(start), last.max(end)),
+            });
         }
         self.tracks.push(TrackRecord {
             name,
             section,
             first_run,
-            run_count: run_count as u64,
-            first_event: base as u64,
-            event_count: n as u64,
+            run_count: run_levels.len() as u64,
+            first_event: first_event as u64,
+            event_count: events as u64,
         });
-        ids_by_ordinal
+        events
     }
 
     /// Records the run of events `from..to` and its levels.
-    fn push_run(&mut self, from: usize, to: usize) {
-        let levels = build_levels(&self.start_ps[from..to], &self.dur_ps[from..to]);
+    fn push_run(&mut self, from: usize, to: usize, levels: &[Level]) {
         let first_level = self.levels.len() as u64;
-        for level in &levels {
+        for level in levels {
             self.levels.push(LevelRecord {
                 width_ps: level.width_ps,
                 first_group: self.group_first.len() as u64,
@@ -445,42 +427,6 @@ impl BuiltIndex {
             first_level,
             level_count: levels.len() as u64,
         });
-    }
-
-    /// The postings: for every name, its event ids in time order (start, then id).
-    /// `time_order` holds each track's ids in time order, track after track.
-    fn build_postings(&mut self, time_order: &[u32]) {
-        let mut offsets = vec![0u64; self.names.len() + 1];
-        for &name in &self.name {
-            offsets[name as usize + 1] += 1;
-        }
-        for i in 1..offsets.len() {
-            offsets[i] += offsets[i - 1];
-        }
-        let mut cursor: Vec<u64> = offsets[..self.names.len()].to_vec();
-        let mut postings = vec![0u32; self.name.len()];
-        // Merge the tracks' time orders into one.
-        let mut heads: BinaryHeap<Reverse<(i64, u32, usize, usize)>> = BinaryHeap::new();
-        for (t, track) in self.tracks.iter().enumerate() {
-            let at = track.first_event as usize;
-            if track.event_count > 0 {
-                let id = time_order[at];
-                heads.push(Reverse((self.start_ps[id as usize], id, at, t)));
-            }
-        }
-        while let Some(Reverse((_, id, at, track))) = heads.pop() {
-            let name = self.name[id as usize] as usize;
-            postings[cursor[name] as usize] = id;
-            cursor[name] += 1;
-            let next = at + 1;
-            let record = &self.tracks[track];
-            if (next as u64) < record.first_event + record.event_count {
-                let next_id = time_order[next];
-                heads.push(Reverse((self.start_ps[next_id as usize], next_id, next, track)));
-            }
-        }
-        self.posting_offsets = offsets;
-        self.postings = postings;
     }
 
     /// Resolves the flows to event ids, dropping those naming unknown events and
@@ -540,6 +486,21 @@ mod tests {
             ]
         );
         assert!(index.event(4).is_none());
+    }
+
+    #[test]
+    fn the_index_is_the_same_on_one_thread_and_on_several() {
+        let build = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
+            pool.install(|| {
+                let mut b = TimelineBuilder::new();
+                crate::synthetic::Synthetic::realistic(300_000, 7).add_to(&mut b).expect("generate");
+                b.finish().expect("finish")
+            })
+        };
+        let one = build(1);
+        assert!(one.flows_by_from.len() > 100 && one.runs.len() > 32, "tracks nest and link");
+        assert!(one == build(3), "3 threads");
     }
 
     #[test]

@@ -46,6 +46,12 @@ impl BuildProgress {
         self.stage.store(stage as u8, Ordering::Relaxed);
     }
 
+    /// `more` events of the stage are through, beside those counted so far (from any
+    /// thread).
+    pub(crate) fn add_done(&self, more: u64) {
+        self.done.fetch_add(more, Ordering::Relaxed);
+    }
+
     /// `done` events of the stage are through.
     pub(crate) fn set_done(&self, done: u64) {
         self.done.store(done, Ordering::Relaxed);
