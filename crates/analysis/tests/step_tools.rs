@@ -337,3 +337,31 @@ fn cupti_injection_profiles_match_xprof() {
         assert!(diagnostics.contains("No step marker observed"), "{case}: {diagnostics}");
     }
 }
+
+/// `run_all` on several threads (tools that read events alone beside the grouping, the
+/// others after it) gives what it gives on one thread, tool for tool, on a TensorFlow
+/// and a JAX fixture.
+#[test]
+fn every_tool_gives_the_same_on_one_thread_and_on_several() {
+    for case in ["tf_keras2_input_bound", "jax_profile"] {
+        let session = load(case);
+        let outputs = |threads: usize| -> Vec<String> {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
+            pool.install(|| {
+                let analysis = Analysis::new(session.hosts.iter().collect(), Options::default());
+                let tools: Vec<ToolId> = ToolId::xprof_tools().collect();
+                let results = analysis.run_all(&tools);
+                assert_eq!(results.len(), tools.len());
+                tools
+                    .iter()
+                    .zip(results)
+                    .map(|(tool, result)| match result {
+                        Ok(result) => format!("{tool:?} {}", serde_json::to_string(&result).expect("serialises")),
+                        Err(error) => format!("{tool:?} error {error}"),
+                    })
+                    .collect()
+            })
+        };
+        assert_eq!(outputs(1), outputs(3), "{case}");
+    }
+}

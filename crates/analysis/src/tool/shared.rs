@@ -95,26 +95,47 @@ impl<'h> Analysis<'h> {
     }
 
     /// Runs `tools`, results in the order of `tools`. With more than one rayon thread
-    /// the tools run in parallel: tools that share the step databases or the host op
-    /// metrics wait for the one that computes them. With one thread they run in order
-    /// on the calling thread (no second allocator arena, so one core also means the
-    /// least memory).
+    /// the tools run in parallel: the ones that read events alone (no steps) beside
+    /// the grouping, the others once it is done; tools that share the step databases
+    /// or the host op metrics wait for the one that computes them. With one thread
+    /// they run in order on the calling thread (no second allocator arena, so one core
+    /// also means the least memory).
+    ///
+    /// No rayon work runs inside the shared results' initialisers but the grouping of
+    /// several hosts, and tools that read events alone never ask for the groups, so a
+    /// thread waiting there can only steal work that never waits on it.
     pub fn run_all(&self, tools: &[ToolId]) -> Vec<Result<ToolResult, ToolError>> {
         if rayon::current_num_threads() <= 1 {
             return tools.iter().map(|tool| self.run(*tool)).collect();
         }
-        // The step databases and the host op metrics feed several tools: build them
-        // side by side first rather than one after the other inside the first tool.
-        let needs = |wanted: &[ToolId]| tools.iter().any(|tool| wanted.contains(tool));
-        use ToolId::*;
-        if tools.iter().any(|tool| tool.reads_steps()) {
-            self.groups();
-        }
-        rayon::join(
-            || needs(&[OverviewPage, InputPipelineAnalyzer, PodViewer]).then(|| self.host_steps()),
-            || needs(&[OverviewPage, InputPipelineAnalyzer, FrameworkOpStats]).then(|| self.host_ops()),
+        // Each tool with its place in `tools`.
+        let (apart, grouped): (Vec<_>, Vec<_>) =
+            tools.iter().copied().enumerate().partition(|(_, tool)| !tool.reads_steps());
+        let run = |tools: &[(usize, ToolId)]| -> Vec<(usize, Result<ToolResult, ToolError>)> {
+            tools.par_iter().map(|&(at, tool)| (at, self.run(tool))).collect()
+        };
+        let (mut results, after_grouping) = rayon::join(
+            || run(&apart),
+            || {
+                if grouped.is_empty() {
+                    return Vec::new();
+                }
+                self.groups();
+                // The step databases and the host op metrics feed several tools: build
+                // them side by side first rather than one after the other inside the
+                // first tool.
+                let needs = |wanted: &[ToolId]| grouped.iter().any(|(_, tool)| wanted.contains(tool));
+                use ToolId::*;
+                rayon::join(
+                    || needs(&[OverviewPage, InputPipelineAnalyzer, PodViewer]).then(|| self.host_steps()),
+                    || needs(&[OverviewPage, InputPipelineAnalyzer, FrameworkOpStats]).then(|| self.host_ops()),
+                );
+                run(&grouped)
+            },
         );
-        tools.par_iter().map(|tool| self.run(*tool)).collect()
+        results.extend(after_grouping);
+        results.sort_unstable_by_key(|(at, _)| *at);
+        results.into_iter().map(|(_, result)| result).collect()
     }
 
     fn breakdown(&self) -> Breakdown {
