@@ -7,12 +7,15 @@
 //! per event it holds a kind byte, the nesting parent and the child lists, about 17
 //! bytes. Everything grouping needs about a few events (roots, loop iterations,
 //! `step_num` carriers, link keys) is collected during the one pass over the stats.
+//! That pass runs line by line, lines on every thread ([`LineFacts`]), and the lines'
+//! facts are joined in node order, so the forest is the same whatever the threads.
 
 use std::cell::RefCell;
 use std::collections::{HashSet, VecDeque};
 
 use mlprof_model::fxhash::{FxMap, FxSet};
-use mlprof_model::{Event, Host, Plane, StatValue, names};
+use mlprof_model::{Event, Host, Line, Plane, StatValue, names};
+use rayon::prelude::*;
 
 use crate::tf_op::{OpCategory, parse_tf_op};
 use crate::xstats::{self, StatSlots};
@@ -153,6 +156,103 @@ impl Contexts {
             for parent in producers {
                 edges.extend(consumers.iter().map(|child| (parent.node, child.node)));
             }
+        }
+    }
+}
+
+/// What grouping needs of one plane, shared by its lines' passes.
+struct PlaneFacts<'h> {
+    plane: &'h Plane,
+    slots: &'h StatSlots<13>,
+    /// Grouping's kind of each event metadata.
+    metadata_kinds: Vec<Kind>,
+    is_host_plane: bool,
+    /// The plane's `process_id`, the pid of contexts without `_pid`.
+    pid: Option<i64>,
+}
+
+/// What one line's events give the forest, its nodes numbered from the line's first;
+/// every list in node order.
+#[derive(Default)]
+struct LineFacts {
+    kinds: Vec<Kind>,
+    nest_parent: Vec<u32>,
+    roots: Vec<Root>,
+    executor_runs: Vec<LinkEnd>,
+    tf_data_step_ids: Vec<i64>,
+    step_num_nodes: Vec<u32>,
+    contexts: Contexts,
+    links: Links,
+}
+
+impl LineFacts {
+    /// One pass over `line` of `plane`, whose first event is node `first_node`: each
+    /// event's kind, nesting parent (the innermost enclosing synchronous event on the
+    /// thread) and the stats later passes read.
+    fn of(plane: &PlaneFacts<'_>, line: &Line, first_node: u32) -> LineFacts {
+        let mut facts = LineFacts {
+            kinds: Vec::with_capacity(line.len()),
+            nest_parent: Vec::with_capacity(line.len()),
+            ..LineFacts::default()
+        };
+        // Open events on this thread: (node, start, end), innermost last.
+        let mut open: Vec<(u32, i64, i64)> = Vec::new();
+        for (node, event) in (first_node..).zip(line.iter()) {
+            let row = plane.slots.row(plane.plane, &event);
+            let int = |slot: usize| row.int(slot);
+            let mut kind = plane.metadata_kinds.get(event.metadata_index() as usize).copied().unwrap_or(Kind::Other);
+            if kind == Kind::Other && int(CORRELATION_ID).is_some() {
+                kind = if plane.is_host_plane { Kind::KernelLaunch } else { Kind::KernelExecute };
+            }
+            facts.kinds.push(kind);
+            facts.note(node, kind, &row);
+            facts.contexts.add(node, &row, plane.pid);
+            let mut parent = NONE;
+            if int(IS_ASYNC).is_none_or(|v| v == 0) {
+                let (start, end) = (event.start_ps(), event.end_ps());
+                while let Some(&(open_node, open_start, open_end)) = open.last() {
+                    if open_start <= start && end <= open_end {
+                        parent = open_node;
+                        break;
+                    }
+                    open.pop();
+                }
+                open.push((node, start, end));
+            }
+            facts.nest_parent.push(parent);
+        }
+        facts
+    }
+
+    /// Records what later passes need about one event, so they never rescan stats.
+    fn note(&mut self, node: u32, kind: Kind, row: &StatRow) {
+        let int = |slot: usize| row.int(slot);
+        let mut level = int(IS_ROOT).unwrap_or(0);
+        if level == 0 && kind == Kind::TraceContext && row.get(IS_ROOT).is_none() {
+            level = 1;
+        }
+        if level > 0 {
+            self.roots.push(Root { node, level });
+        }
+        if int(STEP_NUM).is_some() {
+            self.step_num_nodes.push(node);
+        }
+        let step = int(STEP_ID).zip(int(ITER_NUM)).map(|(id, iter)| LinkEnd { node, values: [id, iter] });
+        let correlation = int(CORRELATION_ID).map(|id| LinkEnd { node, values: [id, 0] });
+        match kind {
+            Kind::ExecutorStateProcess => {
+                self.executor_runs.extend(step);
+            }
+            Kind::IteratorGetNext => self.links.get_next.extend(step),
+            Kind::IteratorGetNextAsOptional => self.links.get_next_as_optional.extend(step),
+            Kind::KernelLaunch => self.links.launches.extend(correlation),
+            Kind::KernelExecute => self.links.kernels.extend(correlation),
+            Kind::TfDataCapturedFunction => {
+                if let Some(id) = int(STEP_ID) {
+                    self.tf_data_step_ids.push(id);
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -385,46 +485,51 @@ impl<'h> Forest<'h> {
             tf_data_step_ids: HashSet::new(),
             step_num_nodes: Vec::new(),
         };
-        let mut contexts = Contexts::default();
-        let mut links = Links::default();
-        for (plane_index, plane) in host.planes.iter().enumerate() {
-            let is_host_plane = plane.name == names::HOST_PLANE;
-            let metadata_kinds: Vec<Kind> = plane.event_metadata.iter().map(|m| kind_of_name(&m.name)).collect();
-            let plane_pid = plane.plane_stat("process_id").and_then(xstats::as_int);
-            for (line_index, line) in plane.lines.iter().enumerate() {
+        // Every line's nodes on their own (lines on every thread), joined in node order.
+        let planes: Vec<PlaneFacts> = host
+            .planes
+            .iter()
+            .zip(&forest.slots)
+            .map(|(plane, slots)| PlaneFacts {
+                plane,
+                slots,
+                metadata_kinds: plane.event_metadata.iter().map(|m| kind_of_name(&m.name)).collect(),
+                is_host_plane: plane.name == names::HOST_PLANE,
+                pid: plane.plane_stat("process_id").and_then(xstats::as_int),
+            })
+            .collect();
+        let mut jobs: Vec<(&PlaneFacts, &Line, u32)> = Vec::new();
+        let mut next_node = 0u32;
+        for (plane_index, plane) in planes.iter().enumerate() {
+            for (line_index, line) in plane.plane.lines.iter().enumerate() {
                 if line.is_empty() {
                     continue;
                 }
-                let first_node = forest.len();
-                forest.lines.push(LineStart { first_node, plane: plane_index as u32, line: line_index as u32 });
-                // Open events on this thread: (node, start, end), innermost last.
-                let mut open: Vec<(u32, i64, i64)> = Vec::new();
-                for event in line.iter() {
-                    let node = forest.len();
-                    let row = forest.slots[plane_index].row(plane, &event);
-                    let int = |slot: usize| row.int(slot);
-                    let mut kind = metadata_kinds.get(event.metadata_index() as usize).copied().unwrap_or(Kind::Other);
-                    if kind == Kind::Other && int(CORRELATION_ID).is_some() {
-                        kind = if is_host_plane { Kind::KernelLaunch } else { Kind::KernelExecute };
-                    }
-                    forest.kinds.push(kind);
-                    forest.note(node, kind, &row, &mut links);
-                    contexts.add(node, &row, plane_pid);
-                    let mut parent = NONE;
-                    if int(IS_ASYNC).is_none_or(|v| v == 0) {
-                        let (start, end) = (event.start_ps(), event.end_ps());
-                        while let Some(&(open_node, open_start, open_end)) = open.last() {
-                            if open_start <= start && end <= open_end {
-                                parent = open_node;
-                                break;
-                            }
-                            open.pop();
-                        }
-                        open.push((node, start, end));
-                    }
-                    forest.nest_parent.push(parent);
-                }
+                forest.lines.push(LineStart {
+                    first_node: next_node,
+                    plane: plane_index as u32,
+                    line: line_index as u32,
+                });
+                jobs.push((plane, line, next_node));
+                // Node numbers fit u32, as the rest of the forest assumes.
+                next_node += line.len() as u32;
             }
+        }
+        let lines: Vec<LineFacts> =
+            jobs.par_iter().map(|&(plane, line, first_node)| LineFacts::of(plane, line, first_node)).collect();
+        drop(jobs);
+        drop(planes);
+        let mut contexts = Contexts::default();
+        let mut links = Links::default();
+        for line in lines {
+            forest.kinds.extend(line.kinds);
+            forest.nest_parent.extend(line.nest_parent);
+            forest.roots.extend(line.roots);
+            forest.executor_runs.extend(line.executor_runs);
+            forest.tf_data_step_ids.extend(line.tf_data_step_ids);
+            forest.step_num_nodes.extend(line.step_num_nodes);
+            contexts.ends.extend(line.contexts.ends);
+            links.append(line.links);
         }
         let mut extra_edges = links.edges(&forest.executor_runs);
         contexts.edges(&mut extra_edges);
@@ -438,38 +543,6 @@ impl<'h> Forest<'h> {
             }
         }
         forest
-    }
-
-    /// Records what later passes need about one event, so they never rescan stats.
-    fn note(&mut self, node: u32, kind: Kind, row: &StatRow, links: &mut Links) {
-        let int = |slot: usize| row.int(slot);
-        let mut level = int(IS_ROOT).unwrap_or(0);
-        if level == 0 && kind == Kind::TraceContext && row.get(IS_ROOT).is_none() {
-            level = 1;
-        }
-        if level > 0 {
-            self.roots.push(Root { node, level });
-        }
-        if int(STEP_NUM).is_some() {
-            self.step_num_nodes.push(node);
-        }
-        let step = int(STEP_ID).zip(int(ITER_NUM)).map(|(id, iter)| LinkEnd { node, values: [id, iter] });
-        let correlation = int(CORRELATION_ID).map(|id| LinkEnd { node, values: [id, 0] });
-        match kind {
-            Kind::ExecutorStateProcess => {
-                self.executor_runs.extend(step);
-            }
-            Kind::IteratorGetNext => links.get_next.extend(step),
-            Kind::IteratorGetNextAsOptional => links.get_next_as_optional.extend(step),
-            Kind::KernelLaunch => links.launches.extend(correlation),
-            Kind::KernelExecute => links.kernels.extend(correlation),
-            Kind::TfDataCapturedFunction => {
-                if let Some(id) = int(STEP_ID) {
-                    self.tf_data_step_ids.insert(id);
-                }
-            }
-            _ => {}
-        }
     }
 
     /// Children lists: nesting children in node order, then `extra` edges in order.
@@ -599,6 +672,14 @@ struct Links {
 }
 
 impl Links {
+    /// Appends `other`'s ends after these.
+    fn append(&mut self, other: Links) {
+        self.get_next.extend(other.get_next);
+        self.get_next_as_optional.extend(other.get_next_as_optional);
+        self.launches.extend(other.launches);
+        self.kernels.extend(other.kernels);
+    }
+
     /// `(parent, child)` edges: `ExecutorState::Process` → `IteratorGetNext…` on the
     /// same (`id`, `iter_num`), kernel launch → kernel on the same `correlation_id`.
     /// When several parents share values, the last one wins (as in XProf).

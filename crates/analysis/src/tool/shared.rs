@@ -101,9 +101,10 @@ impl<'h> Analysis<'h> {
     /// they run in order on the calling thread (no second allocator arena, so one core
     /// also means the least memory).
     ///
-    /// No rayon work runs inside the shared results' initialisers but the grouping of
-    /// several hosts, and tools that read events alone never ask for the groups, so a
-    /// thread waiting there can only steal work that never waits on it.
+    /// No rayon work runs inside the shared results' initialisers but the grouping
+    /// (hosts, and each host's lines, in parallel), and tools that read events alone
+    /// never ask for the groups, so a thread waiting there can only steal work that
+    /// never waits on it.
     pub fn run_all(&self, tools: &[ToolId]) -> Vec<Result<ToolResult, ToolError>> {
         if rayon::current_num_threads() <= 1 {
             return tools.iter().map(|tool| self.run(*tool)).collect();
