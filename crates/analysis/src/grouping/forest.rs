@@ -147,7 +147,9 @@ impl Contexts {
     /// consumer of it, unless both sides have 64 or more events. Edges come per context
     /// in context order (by id, type, pid), producers and consumers each in node order.
     fn edges(mut self, edges: &mut Vec<(u32, u32)>) {
-        self.ends.sort_unstable();
+        // Ends are all distinct (a node is at most a producer and a consumer of one
+        // context), so the order is the same on any number of threads.
+        self.ends.par_sort_unstable();
         for group in self.ends.chunk_by(ContextEnd::same_context) {
             let (producers, consumers) = group.split_at(group.partition_point(|end| !end.is_consumer));
             if producers.len() >= 64 && consumers.len() >= 64 {
