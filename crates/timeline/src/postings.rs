@@ -5,8 +5,8 @@
 //! range of the postings (its names' lists, one after another), so the parts are built
 //! independently: a pass over the name column gathers the part's events as (start, id)
 //! pairs into its names' slots (in id order), each name's slots are sorted, and the
-//! ids are written out. The pairs of one part are all that is held beside the
-//! columns; a sort over a name's pairs touches only them, never the start column.
+//! ids are written out. Only the parts being built hold pairs (16 bytes for each of
+//! their events); a sort over a name's pairs touches only them, never the start column.
 
 use rayon::prelude::*;
 
