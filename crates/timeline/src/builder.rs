@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::error::BuildError;
-use crate::layout::{EventColumns, LaidTrack, TrackInput, lay_out};
+use crate::layout::{EventColumns, LaidTrack, RawEvent, lay_out};
 use crate::levels::Level;
 use crate::postings::build_postings;
 use crate::progress::{BuildProgress, BuildStage, COLLECT_REPORT_EVERY};
@@ -70,17 +70,6 @@ pub struct TrackHandle(u32);
 pub struct EventRef {
     track: u32,
     ordinal: u32,
-}
-
-/// One event as added.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct RawEvent {
-    pub(crate) start_ps: i64,
-    pub(crate) dur_ps: i64,
-    pub(crate) source: u64,
-    pub(crate) name: u32,
-    /// Its position among its track's events in the order they were added.
-    pub(crate) ordinal: u32,
 }
 
 #[derive(Debug)]
@@ -241,21 +230,13 @@ impl TimelineBuilder {
             .enumerate()
             .flat_map(|(s, section)| section.tracks.iter().map(move |&handle| (handle, s as u64)))
             .collect();
-        let mut inputs = Vec::with_capacity(order.len());
-        let mut first_event = 0;
-        for &(handle, _) in &order {
-            let raw = std::mem::take(&mut tracks[handle as usize].events);
-            let len = raw.len();
-            inputs.push(TrackInput { raw, first_event });
-            first_event += len;
-        }
-        let (columns, laid) = lay_out(inputs, total, progress.as_deref());
+        let raw = order.iter().map(|&(handle, _)| std::mem::take(&mut tracks[handle as usize].events)).collect();
+        let (columns, laid) = lay_out(raw, total, progress.as_deref());
         let mut out = BuiltIndex::new(names, columns);
         let mut ordinal_to_id: Vec<Vec<u32>> = vec![Vec::new(); if flows.is_empty() { 0 } else { tracks.len() }];
-        let mut first_event = 0;
         for (&(handle, section), laid) in order.iter().zip(laid) {
             let name = std::mem::take(&mut tracks[handle as usize].name);
-            first_event += out.push_track(name, section, first_event, laid, ordinal_to_id.get_mut(handle as usize));
+            out.push_track(name, section, laid, ordinal_to_id.get_mut(handle as usize));
         }
         out.sections = sections
             .into_iter()
@@ -369,18 +350,10 @@ impl BuiltIndex {
         self.start_ps.len() as u64
     }
 
-    /// Records one laid-out track whose events begin at id `first_event`: its runs,
-    /// their levels and its span; stores its ids by ordinal in `ids` when flows need
-    /// them. Returns its event count.
-    fn push_track(
-        &mut self,
-        name: String,
-        section: u64,
-        first_event: usize,
-        laid: LaidTrack,
-        ids: Option<&mut Vec<u32>>,
-    ) -> usize {
-        let LaidTrack { run_bounds, run_levels, ids_by_ordinal, span_ps } = laid;
+    /// Records one laid-out track: its runs, their levels and its span; stores its ids
+    /// by ordinal in `ids` when flows need them.
+    fn push_track(&mut self, name: String, section: u64, laid: LaidTrack, ids: Option<&mut Vec<u32>>) {
+        let LaidTrack { first_event, run_bounds, run_levels, ids_by_ordinal, span_ps } = laid;
         let first_run = self.runs.len() as u64;
         for (bounds, levels) in run_bounds.windows(2).zip(&run_levels) {
             self.push_run(first_event + bounds[0], first_event + bounds[1], levels);
@@ -403,7 +376,6 @@ impl BuiltIndex {
             first_event: first_event as u64,
             event_count: events as u64,
         });
-        events
     }
 
     /// Records the run of events `from..to` and its levels.

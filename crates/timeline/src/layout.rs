@@ -9,16 +9,19 @@
 
 use rayon::prelude::*;
 
-use crate::builder::RawEvent;
 use crate::depth::assign_depths;
 use crate::levels::{Level, build_levels};
 use crate::progress::BuildProgress;
 
-/// One track to lay out: its events as added, and where its event ids begin.
-pub(crate) struct TrackInput {
-    pub(crate) raw: Vec<RawEvent>,
-    /// The event id of the track's first event (its range's start in the columns).
-    pub(crate) first_event: usize,
+/// One event as added.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RawEvent {
+    pub(crate) start_ps: i64,
+    pub(crate) dur_ps: i64,
+    pub(crate) source: u64,
+    pub(crate) name: u32,
+    /// Its position among its track's events in the order they were added.
+    pub(crate) ordinal: u32,
 }
 
 /// The event columns, one slot per event id (all tracks together).
@@ -31,6 +34,8 @@ pub(crate) struct EventColumns {
 
 /// What laying one track out gives besides its columns.
 pub(crate) struct LaidTrack {
+    /// The event id of the track's first event.
+    pub(crate) first_event: usize,
     /// Each depth's first event, relative to the track's first event, then the track's
     /// event count: depth `d` is `run_bounds[d]..run_bounds[d + 1]`.
     pub(crate) run_bounds: Vec<usize>,
@@ -50,11 +55,12 @@ struct TrackSlices<'a> {
     source: &'a mut [u64],
 }
 
-/// Lays out `tracks` (in id order, their ranges adjacent from 0) into columns of
-/// `total` events; returns the columns and each track's layout, in track order.
-/// Reports each finished track's events to `progress`.
+/// Lays out `tracks` (each track's events as added; the tracks' event ids follow one
+/// another from 0, in this order) into columns of `total` events; returns the columns
+/// and each track's layout, in track order. Reports each finished track's events to
+/// `progress`.
 pub(crate) fn lay_out(
-    tracks: Vec<TrackInput>,
+    tracks: Vec<Vec<RawEvent>>,
     total: usize,
     progress: Option<&BuildProgress>,
 ) -> (EventColumns, Vec<LaidTrack>) {
@@ -68,25 +74,27 @@ pub(crate) fn lay_out(
             columns.name.as_mut_slice(),
             columns.source.as_mut_slice(),
         );
-        for (position, track) in tracks.into_iter().enumerate() {
-            let n = track.raw.len();
+        let mut first_event = 0;
+        for (position, raw) in tracks.into_iter().enumerate() {
+            let n = raw.len();
             let slices = TrackSlices {
                 start_ps: split_front(&mut start_ps, n),
                 dur_ps: split_front(&mut dur_ps, n),
                 name: split_front(&mut name, n),
                 source: split_front(&mut source, n),
             };
-            jobs.push((position, track, slices));
+            jobs.push((position, (raw, first_event), slices));
+            first_event += n;
         }
     }
     // Largest tracks first, one per task, so that the threads finish together.
-    jobs.sort_by_key(|(_, track, _)| std::cmp::Reverse(track.raw.len()));
+    jobs.sort_by_key(|(_, (raw, _), _)| std::cmp::Reverse(raw.len()));
     let mut laid: Vec<(usize, LaidTrack)> = jobs
         .into_par_iter()
         .with_max_len(1)
-        .map(|(position, track, slices)| {
-            let n = track.raw.len() as u64;
-            let laid = lay_out_track(track, slices);
+        .map(|(position, (raw, first_event), slices)| {
+            let n = raw.len() as u64;
+            let laid = lay_out_track(raw, first_event, slices);
             if let Some(progress) = progress {
                 progress.add_done(n);
             }
@@ -104,9 +112,9 @@ fn split_front<'a, T>(rest: &mut &'a mut [T], n: usize) -> &'a mut [T] {
     front
 }
 
-/// Lays out one track into its slices (see the module docs).
-fn lay_out_track(track: TrackInput, out: TrackSlices<'_>) -> LaidTrack {
-    let TrackInput { mut raw, first_event } = track;
+/// Lays out one track, its events `raw` as added and its ids from `first_event`, into
+/// its slices (see the module docs).
+fn lay_out_track(mut raw: Vec<RawEvent>, first_event: usize, out: TrackSlices<'_>) -> LaidTrack {
     raw.sort_unstable_by(|a, b| {
         a.start_ps.cmp(&b.start_ps).then(b.dur_ps.cmp(&a.dur_ps)).then(a.ordinal.cmp(&b.ordinal))
     });
@@ -144,5 +152,5 @@ fn lay_out_track(track: TrackInput, out: TrackSlices<'_>) -> LaidTrack {
         .windows(2)
         .map(|run| build_levels(&out.start_ps[run[0]..run[1]], &out.dur_ps[run[0]..run[1]]))
         .collect();
-    LaidTrack { run_bounds, run_levels, ids_by_ordinal, span_ps }
+    LaidTrack { first_event, run_bounds, run_levels, ids_by_ordinal, span_ps }
 }
