@@ -115,8 +115,10 @@ fn a_plain_pytorch_loop_is_traced_for_a_number_of_steps() {
     // Every step: the overview leaves out the first and last of more than 5.
     let (steps, source) = peers::every_step(logdir.path());
     // Kineto checks for the end of its window asynchronously: a loop of 5 ms steps now and
-    // then gets a few steps more (4 in one CI run), always after the ones asked for.
-    assert!((3..=8).contains(&steps.len()), "{steps:?}\n{source}\n{err}");
+    // then gets steps more, always after the ones asked for (4 in one CI run, 70 in one on
+    // a loaded machine: about 0.35 s late). At most 200 (1 s of steps) still says the
+    // window ended on its own long before the job's 40 s (thousands of steps).
+    assert!((3..=200).contains(&steps.len()), "{steps:?}\n{source}\n{err}");
     assert_eq!(steps[..3], ["OptimizerStep#1", "OptimizerStep#2", "OptimizerStep#3"], "{source}\n{err}");
 }
 
