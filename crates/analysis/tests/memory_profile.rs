@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use mlprof_analysis::facts::step_groups_as_xprof;
-use mlprof_analysis::memory_profile::{MemoryProfile, analyze};
+use mlprof_analysis::memory_profile::{MemoryProfile, analyze, reads_groups};
 use mlprof_formats::discover::load;
 use mlprof_model::Host;
 use serde_json::Value;
@@ -28,7 +28,8 @@ fn host(case: &str) -> Host {
 
 fn profile(case: &str) -> (MemoryProfile, Value, Value) {
     let host = host(case);
-    let profile = analyze(&host, &step_groups_as_xprof(&host));
+    let groups = step_groups_as_xprof(&host);
+    let profile = analyze(&host, &|| &groups);
     let ours = profile.to_xprof_json();
     let path = case_dir(case).join("xprof_out/memory_profile.json");
     let text = std::fs::read_to_string(&path).expect("XProf output present");
@@ -83,6 +84,28 @@ fn diff(ours: &Value, theirs: &Value, path: &str) -> Option<String> {
         }
         (a, b) => (a != b).then(|| format!("{path}: ours {a}, XProf {b}")),
     }
+}
+
+/// The grouping (the costliest shared step) is asked for exactly when allocator events
+/// need step ids; XProf parity with the groups is checked by the tests below.
+#[test]
+fn step_groups_are_read_only_for_allocator_events() {
+    let mut without_allocator_events = 0;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/xspace");
+    for entry in std::fs::read_dir(&dir).expect("fixtures listed") {
+        let case = entry.expect("fixture entry").file_name().to_string_lossy().into_owned();
+        let host = host(&case);
+        let groups = step_groups_as_xprof(&host);
+        let asked = std::cell::Cell::new(false);
+        let profile = analyze(&host, &|| {
+            asked.set(true);
+            &groups
+        });
+        assert_eq!(asked.get(), reads_groups(&host), "{case}");
+        assert_eq!(asked.get(), !profile.allocators.is_empty(), "{case}");
+        without_allocator_events += usize::from(!asked.get());
+    }
+    assert!(without_allocator_events > 0, "no fixture without allocator events");
 }
 
 #[test]

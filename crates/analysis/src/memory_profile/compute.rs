@@ -19,27 +19,56 @@ use crate::xstats;
 const INVALID_STEP: i64 = -1;
 
 /// Builds the memory profile of `host` from its TensorFlow allocator events, with step
-/// ids from `groups`.
-pub fn analyze(host: &Host, groups: &HostGroups) -> MemoryProfile {
-    let Some((plane_index, plane)) = host.planes.iter().enumerate().find(|(_, p)| p.name == names::HOST_PLANE) else {
+/// ids from `groups` (called only when there are such events).
+pub fn analyze<'g>(host: &Host, groups: &dyn Fn() -> &'g HostGroups) -> MemoryProfile {
+    let Some((plane_index, plane)) = host_plane(host) else {
         return MemoryProfile::default();
     };
-    let mut allocators = collect(plane, plane_index, groups);
-    allocators.sort_by(|a, b| a.memory_id.cmp(&b.memory_id));
-    let allocators: Vec<AllocatorProfile> = allocators.into_iter().map(finish).collect();
-    let ids = allocators.iter().flat_map(|a| {
-        std::iter::once(a.peak_step_id).chain(a.timeline.iter().map(|snapshot| snapshot.activity.step_id))
-    });
-    let profile_steps =
-        ids.filter(|&id| groups.name_of(id).is_some()).map(|id| (id, groups.profile_step(id))).collect();
-    MemoryProfile {
+    let kinds = activity_kinds(plane);
+    let mut profile = MemoryProfile {
         has_host_plane: true,
-        allocators,
+        allocators: Vec::new(),
         hlo_modules: hlo_modules(host),
         method: None,
-        profile_steps,
+        profile_steps: Default::default(),
         snapshot: None,
+    };
+    if kinds.iter().all(Option::is_none) {
+        return profile;
     }
+    let groups = groups();
+    let mut allocators = collect(plane, plane_index, &kinds, groups);
+    allocators.sort_by(|a, b| a.memory_id.cmp(&b.memory_id));
+    profile.allocators = allocators.into_iter().map(finish).collect();
+    let ids = profile.allocators.iter().flat_map(|a| {
+        std::iter::once(a.peak_step_id).chain(a.timeline.iter().map(|snapshot| snapshot.activity.step_id))
+    });
+    profile.profile_steps =
+        ids.filter(|&id| groups.name_of(id).is_some()).map(|id| (id, groups.profile_step(id))).collect();
+    profile
+}
+
+/// Whether `host`'s host plane has any event metadata of an allocator event.
+pub fn has_allocator_events(host: &Host) -> bool {
+    host_plane(host).is_some_and(|(_, plane)| activity_kinds(plane).iter().any(Option::is_some))
+}
+
+/// The host plane (`/host:CPU`) with its index.
+fn host_plane(host: &Host) -> Option<(usize, &Plane)> {
+    host.planes.iter().enumerate().find(|(_, p)| p.name == names::HOST_PLANE)
+}
+
+/// Per event metadata of `plane`, the allocator activity its events record, if any.
+fn activity_kinds(plane: &Plane) -> Vec<Option<ActivityKind>> {
+    plane
+        .event_metadata
+        .iter()
+        .map(|m| match m.name.as_str() {
+            "MemoryAllocation" => Some(ActivityKind::Allocation),
+            "MemoryDeallocation" => Some(ActivityKind::Deallocation),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The stats XProf reads off a memory event.
@@ -108,19 +137,7 @@ struct Collected {
     summary: MemorySummary,
 }
 
-fn collect(plane: &Plane, plane_index: usize, groups: &HostGroups) -> Vec<Collected> {
-    let kinds: Vec<Option<ActivityKind>> = plane
-        .event_metadata
-        .iter()
-        .map(|m| match m.name.as_str() {
-            "MemoryAllocation" => Some(ActivityKind::Allocation),
-            "MemoryDeallocation" => Some(ActivityKind::Deallocation),
-            _ => None,
-        })
-        .collect();
-    if kinds.iter().all(Option::is_none) {
-        return Vec::new();
-    }
+fn collect(plane: &Plane, plane_index: usize, kinds: &[Option<ActivityKind>], groups: &HostGroups) -> Vec<Collected> {
     let fields: Vec<Option<Field>> = plane.stat_metadata.iter().map(|m| Field::of(&m.name)).collect();
     let mut allocators: Vec<Collected> = Vec::new();
     let mut by_id: HashMap<String, usize> = HashMap::new();

@@ -38,14 +38,24 @@ pub use kineto::{BEFORE_TRACE_ROW, PytorchAllocator};
 
 /// Builds the memory profile of `host` from the allocation records its source has
 /// ([`facts::allocation_records`]): PyTorch's `[memory]` events, or XProf's computation
-/// over TensorFlow's allocator events with step ids from `groups`.
-pub fn analyze(host: &Host, groups: &HostGroups) -> MemoryProfile {
+/// over TensorFlow's allocator events with step ids from `groups`, which is called only
+/// when [`reads_groups`] says so (grouping is the costliest shared step of the tools).
+pub fn analyze<'g>(host: &Host, groups: &dyn Fn() -> &'g HostGroups) -> MemoryProfile {
     match facts::allocation_records(host) {
         AllocationRecords::PytorchMemoryEvents => match &host.allocator_trace {
             Some(trace) => snapshot_profile(host, trace),
             None => kineto::analyze(host),
         },
         AllocationRecords::TfAllocatorEvents => compute::analyze(host, groups),
+    }
+}
+
+/// Whether [`analyze`] reads `host`'s step groups: only TensorFlow allocator events
+/// carry step ids from them, so a host with none (and every PyTorch host) needs none.
+pub fn reads_groups(host: &Host) -> bool {
+    match facts::allocation_records(host) {
+        AllocationRecords::PytorchMemoryEvents => false,
+        AllocationRecords::TfAllocatorEvents => compute::has_allocator_events(host),
     }
 }
 

@@ -67,7 +67,8 @@ fn host_with(events: &[Ev]) -> Host {
 }
 
 fn run(host: &Host) -> MemoryProfile {
-    analyze(host, &HostGroups::none(host))
+    let groups = HostGroups::none(host);
+    analyze(host, &|| &groups)
 }
 
 #[test]
@@ -221,7 +222,7 @@ fn steps_come_from_the_grouping_table_and_gaps_take_the_previous_step_plus_one()
     groups.planes[0][0][2] = 4;
     groups.planes[0][0][3] = 4;
     groups.planes[0][0][4] = 5;
-    let a = &analyze(&host, &groups).allocators[0];
+    let a = &analyze(&host, &|| &groups).allocators[0];
     let steps: Vec<i64> = a.timeline.iter().map(|s| s.activity.step_id).collect();
     assert_eq!(steps, vec![0, 4, 4, 5, 6]);
     // The peak (500 at 50 ns) is in step 6: only "after" is live in it, the rest of

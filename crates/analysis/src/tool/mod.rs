@@ -221,10 +221,11 @@ impl ToolId {
         })
     }
 
-    /// Whether the tool reads the hosts' step groups (the steps, or ops by step): all
+    /// Whether the tool may read the hosts' step groups (the steps, or ops by step): all
     /// but the kernel statistics, the tf.data analysis, HTA's GPU analyses and the trace
     /// viewer, which read events alone, so they skip grouping (most of the work after
-    /// decoding on a TensorFlow profile).
+    /// decoding on a TensorFlow profile). Whether it does on given hosts:
+    /// [`Analysis::reads_steps`].
     pub fn reads_steps(self) -> bool {
         !matches!(self, ToolId::KernelStats | ToolId::TfDataBottleneckAnalysis | ToolId::Gpu | ToolId::TraceViewer)
     }
@@ -298,7 +299,7 @@ impl Analysis<'_> {
         if matches!(tool, ToolId::Gpu | ToolId::Transfers) && !hosts.iter().any(|host| host.has_gpu_events()) {
             return Err(ToolError { message: no_gpu_activity(tool), nothing_usable: true });
         }
-        if tool.reads_steps() {
+        if self.reads_steps(tool) {
             // Grouped here, not first inside another shared result's initialiser,
             // where grouping hosts in parallel could deadlock (see `Analysis::per_host`).
             self.groups();
@@ -316,10 +317,10 @@ impl Analysis<'_> {
             ToolId::MemoryProfile => ToolResult::MemoryProfile(
                 hosts
                     .iter()
-                    .zip(self.groups())
-                    .map(|(host, groups)| HostMemoryProfile {
+                    .enumerate()
+                    .map(|(at, host)| HostMemoryProfile {
                         host: host.name.clone(),
-                        profile: memory_profile::analyze(host, groups),
+                        profile: memory_profile::analyze(host, &|| &self.groups()[at]),
                     })
                     .collect(),
             ),

@@ -18,7 +18,7 @@ use crate::grouping::{HostGroups, StepSource};
 use crate::hlo::HloModules;
 use crate::op_metrics::{self, OpMetricsDb};
 use crate::steps::{Breakdown, CombinedSteps, HostSteps, StepOptions, combine_hosts, host_steps};
-use crate::{facts, input_pipeline, kernel_stats, overview};
+use crate::{facts, input_pipeline, kernel_stats, memory_profile, overview};
 
 /// The hosts of one analysis and the options its tools run with, with what several
 /// tools read, computed on first use.
@@ -73,6 +73,16 @@ impl<'h> Analysis<'h> {
         &self.options
     }
 
+    /// Whether `tool` reads these hosts' step groups: [`ToolId::reads_steps`], except
+    /// that the memory profile needs them only for TensorFlow allocator events
+    /// ([`memory_profile::reads_groups`]).
+    pub fn reads_steps(&self, tool: ToolId) -> bool {
+        match tool {
+            ToolId::MemoryProfile => self.hosts.iter().copied().any(memory_profile::reads_groups),
+            _ => tool.reads_steps(),
+        }
+    }
+
     /// Each host's groups, in host order (hosts in parallel: grouping is per host).
     pub fn groups(&self) -> &[HostGroups] {
         self.groups.get_or_init(|| {
@@ -111,7 +121,7 @@ impl<'h> Analysis<'h> {
         }
         // Each tool with its place in `tools`.
         let (apart, grouped): (Vec<_>, Vec<_>) =
-            tools.iter().copied().enumerate().partition(|(_, tool)| !tool.reads_steps());
+            tools.iter().copied().enumerate().partition(|(_, tool)| !self.reads_steps(*tool));
         let run = |tools: &[(usize, ToolId)]| -> Vec<(usize, Result<ToolResult, ToolError>)> {
             tools.par_iter().map(|&(at, tool)| (at, self.run(tool))).collect()
         };
