@@ -170,9 +170,10 @@ impl HostGroups {
         self.eager.binary_search(&(plane as u32, line as u32, event as u32)).is_ok()
     }
 
-    /// Whether grouping gave this event a `step_name` (it is a grouped user root).
-    pub fn has_step_name(&self, plane: usize, line: usize, event: usize) -> bool {
-        self.step_name_events.binary_search(&(plane as u32, line as u32, event as u32)).is_ok()
+    /// Which events grouping gave a `step_name` (grouped user roots), for events asked
+    /// in file order: see [`StepNames`].
+    pub fn step_names(&self) -> StepNames<'_> {
+        StepNames { rest: &self.step_name_events }
     }
 
     /// The group of event `event` of line `line` of plane `plane`, if grouped.
@@ -484,4 +485,43 @@ fn eager_events(forest: &Forest<'_>) -> Vec<(u32, u32, u32)> {
     }
     eager.sort_unstable();
     eager
+}
+
+/// Answers whether grouping gave an event a `step_name`, for events asked in file order
+/// (plane, then line, then event index, never decreasing): each answer walks on along
+/// the sorted list instead of searching it, so a pass over millions of events costs one
+/// comparison per event. Asked out of order, it answers `false`.
+pub struct StepNames<'g> {
+    rest: &'g [(u32, u32, u32)],
+}
+
+impl StepNames<'_> {
+    /// Whether event `event` of line `line` of plane `plane` has a `step_name`.
+    pub fn has(&mut self, plane: usize, line: usize, event: usize) -> bool {
+        let key = (plane as u32, line as u32, event as u32);
+        let passed = self.rest.iter().take_while(|&&named| named < key).count();
+        self.rest = self.rest.get(passed..).unwrap_or(&[]);
+        self.rest.first() == Some(&key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StepNames;
+
+    /// Asked in file order, the walk answers as a search of the list would, for every
+    /// event of a small plane, whatever events are skipped between two questions.
+    #[test]
+    fn step_names_in_file_order_are_those_of_the_list() {
+        let named = [(0, 0, 2), (0, 0, 3), (0, 2, 0), (1, 0, 5)];
+        let all: Vec<(usize, usize, usize)> =
+            (0..2).flat_map(|p| (0..3).flat_map(move |l| (0..7).map(move |e| (p, l, e)))).collect();
+        for stride in 1..5 {
+            let mut names = StepNames { rest: &named };
+            for &(p, l, e) in all.iter().step_by(stride) {
+                let expected = named.contains(&(p as u32, l as u32, e as u32));
+                assert_eq!(names.has(p, l, e), expected, "({p}, {l}, {e}) asked every {stride}");
+            }
+        }
+    }
 }

@@ -131,6 +131,7 @@ pub fn host_step_events(
     let event_names: Vec<HostEventName> = plane.event_metadata.iter().map(|m| HostEventName::of(&m.name)).collect();
     let unknown_name = HostEventName::of("");
     let mut result = StepEvents::new();
+    let mut step_names = groups.step_names();
     for (line_index, line) in plane.lines.iter().enumerate() {
         // Open input-pipeline-stage ancestors: (end_ps, is_stage, is_stage_descendant).
         let mut stack: Vec<(i64, bool, bool)> = Vec::new();
@@ -157,7 +158,7 @@ pub fn host_step_events(
             {
                 continue;
             }
-            let step_name = groups.has_step_name(plane_index, line_index, event.index())
+            let step_name = step_names.has(plane_index, line_index, event.index())
                 || row.str(STEP_NAME, plane, &event).is_some_and(|s| !s.is_empty());
             let details = result.entry(group).or_default();
             if name.is_step_marker || step_name {
