@@ -24,10 +24,9 @@ mod kineto_host;
 pub(crate) mod kineto_tests;
 mod xla_device;
 
-use std::collections::HashMap;
-
 use serde::Serialize;
 
+use mlprof_model::fxhash::FxMap;
 use mlprof_model::names::is_derived_line_id;
 
 pub use crate::kineto::KinetoOpIndex;
@@ -127,17 +126,25 @@ impl OpMetricsDb {
 #[derive(Debug, Default)]
 struct DbBuilder {
     db: OpMetricsDb,
-    index: HashMap<(u64, String), usize>,
+    /// Per module, each op name's position in `db.metrics`. Keyed by module first so
+    /// that a name is looked up as the borrowed `&str` it arrives as: an occurrence of
+    /// a known op (millions of them) allocates nothing.
+    index: FxMap<u64, FxMap<String, usize>>,
 }
 
 impl DbBuilder {
     /// The op keyed `(module, name)`, inserted empty on first use.
     fn entry(&mut self, module: u64, name: &str) -> &mut OpMetrics {
-        let metrics = &mut self.db.metrics;
-        let at = *self.index.entry((module, name.to_string())).or_insert_with(|| {
-            metrics.push(OpMetrics { hlo_module_id: module, name: name.to_string(), ..OpMetrics::default() });
-            metrics.len() - 1
-        });
+        let names = self.index.entry(module).or_default();
+        let at = match names.get(name) {
+            Some(&at) => at,
+            None => {
+                let metrics = &mut self.db.metrics;
+                metrics.push(OpMetrics { hlo_module_id: module, name: name.to_string(), ..OpMetrics::default() });
+                names.insert(name.to_string(), metrics.len() - 1);
+                metrics.len() - 1
+            }
+        };
         &mut self.db.metrics[at]
     }
 
