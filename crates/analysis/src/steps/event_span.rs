@@ -84,7 +84,9 @@ pub fn to_non_overlapped(spans: &[TypedSpan]) -> Vec<TypedSpan> {
         boundaries.push((span.begin_ps, true, span.kind));
         boundaries.push((span.end_ps, false, span.kind));
     }
-    boundaries.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)).then(b.2.cmp(&a.2)));
+    // The order compares every field, so equal boundaries are identical and an
+    // unstable sort (no scratch buffer) gives the stable sort's result.
+    boundaries.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)).then(b.2.cmp(&a.2)));
     let mut counts = [0i64; EVENT_TYPE_COUNT];
     let mut current = EventType::UnknownTime;
     let mut out = Vec::with_capacity(boundaries.len());
