@@ -148,8 +148,14 @@ impl Contexts {
     /// in context order (by id, type, pid), producers and consumers each in node order.
     fn edges(mut self, edges: &mut Vec<(u32, u32)>) {
         // Ends are all distinct (a node is at most a producer and a consumer of one
-        // context), so the order is the same on any number of threads.
-        self.ends.par_sort_unstable();
+        // context), so the order is the same on any number of threads. Sorted by id
+        // alone first (an 8-byte key, cheap to compare), then each run of equal ids
+        // (almost always a producer and a consumer) by the whole end: the order of one
+        // full sort.
+        self.ends.par_sort_unstable_by_key(|end| end.id);
+        for same_id in self.ends.chunk_by_mut(|a, b| a.id == b.id) {
+            same_id.sort_unstable();
+        }
         for group in self.ends.chunk_by(ContextEnd::same_context) {
             let (producers, consumers) = group.split_at(group.partition_point(|end| !end.is_consumer));
             if producers.len() >= 64 && consumers.len() >= 64 {
