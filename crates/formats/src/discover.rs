@@ -214,7 +214,7 @@ pub fn read_host_file_with(file: &HostFile, options: &LoadOptions) -> Result<Hos
         loaded.bytes.release(range)
     };
     let decoded = match file.format {
-        SourceFormat::Xspace => crate::xspace::read_xspace(&loaded.bytes, &shown, &file.host_name),
+        SourceFormat::Xspace => crate::xspace::read_xspace_releasing(&loaded.bytes, &release, &shown, &file.host_name),
         // A PyTorch memory snapshot: its allocator trace, and `[memory]` events unless
         // the caller needs only the trace.
         SourceFormat::Kineto if snapshot => crate::torch_memory::read_memory_snapshot_releasing(

@@ -45,6 +45,14 @@ impl Deref for FileBytes {
     }
 }
 
+/// A callback told about byte ranges of the input that a reader has finished with
+/// (see [`FileBytes::release`]). Called from the reading threads; it must leave the
+/// bytes readable (a hint, not an unmap).
+pub(crate) type Release<'a> = &'a (dyn Fn(Range<usize>) + Sync);
+
+/// How many bytes a reader reads between two calls of its [`Release`] callback (4 MiB).
+pub(crate) const RELEASE_STEP_BYTES: usize = 4 << 20;
+
 /// Granularity of [`FileBytes::release`]: ranges are shrunk to whole multiples of this
 /// (a multiple of every common page size) at their end.
 const RELEASE_ALIGN_BYTES: usize = 64 << 10;

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use mlprof_formats::FormatError;
 use mlprof_formats::input::load_file;
-use mlprof_formats::xspace::{encode_xspace, read_xspace};
-use mlprof_model::{Host, StatValue};
+use mlprof_formats::xspace::{encode_xspace, read_xspace, read_xspace_releasing};
+use mlprof_model::{Host, Line, PlaneBuilder, SourceFormat, StatValue};
 use serde_json::Value;
 
 const CASES: &[&str] = &[
@@ -198,6 +198,67 @@ fn encode_then_decode_gives_back_the_same_model() {
         let again = read_xspace(&bytes, &host.source_path, &host.name).expect("re-decodes");
         assert_same_host(&again, &host, case);
     }
+}
+
+/// Decodes `bytes` with [`read_xspace_releasing`], recording what it releases, and
+/// checks the ranges: inside the file, in order within each line, never overlapping.
+fn read_recording_releases(bytes: &[u8], path: &str) -> (Host, Vec<std::ops::Range<usize>>) {
+    let what = path;
+    let released = std::sync::Mutex::new(Vec::new());
+    let record = |range: std::ops::Range<usize>| released.lock().unwrap().push(range);
+    let host = read_xspace_releasing(bytes, &record, path, "vm").expect("decodes");
+    let mut ranges = released.into_inner().unwrap();
+    ranges.sort_by_key(|range| range.start);
+    for pair in ranges.windows(2) {
+        assert!(pair[0].end <= pair[1].start, "{what}: {:?} and {:?} overlap", pair[0], pair[1]);
+    }
+    assert!(ranges.iter().all(|range| range.start < range.end && range.end <= bytes.len()), "{what}: {ranges:?}");
+    (host, ranges)
+}
+
+#[test]
+fn a_released_read_gives_the_same_host_and_releases_each_line_once() {
+    for case in CASES.iter().chain(REAL_GPU_CASES) {
+        let (host, _) = read_case(case);
+        let bytes = encode_xspace(&host);
+        let (released_read, ranges) = read_recording_releases(&bytes, &host.source_path);
+        assert_same_host(&released_read, &host, case);
+        // Small lines are released whole, once each, when decoded.
+        let lines = host.planes.iter().flat_map(|p| &p.lines).filter(|l| !l.is_empty()).count();
+        assert!(ranges.len() >= lines, "{case}: {} ranges for {lines} lines", ranges.len());
+        // A mapped file's pages really given back read the same afterwards.
+        let file = case_dir(case).join(summary(case)["xspaces"][0]["file"].as_str().expect("file"));
+        let loaded = load_file(&file).expect("fixture loads");
+        let release = |range| loaded.bytes.release(range);
+        let again = read_xspace_releasing(&loaded.bytes, &release, &host.source_path, "vm").expect("decodes");
+        assert_same_host(&again, &host, case);
+        loaded.unchanged().expect("the file did not change");
+    }
+}
+
+/// A line of about 12 MB is released as it is decoded, in steps of a few MiB, not
+/// only when it ends; together the steps cover the line's events.
+#[test]
+fn a_long_line_is_released_as_its_events_are_decoded() {
+    let mut builder = PlaneBuilder::new(1, "/host:CPU");
+    let [step, shape] = ["step_id", "shape"].map(|name| builder.stat_key(name));
+    let op = builder.event_metadata("MatMul", 0, |_| Vec::new());
+    let mut line = Line::new(1, "worker");
+    for i in 0..400_000i64 {
+        line.stats.push(step, StatValue::Int(i / 100));
+        line.stats.push_str(shape, "[128,256]").unwrap();
+        line.push_event(op, i * 1_000, 700);
+    }
+    builder.push_line(line);
+    let mut host = Host::new("vm", "generated", SourceFormat::Xspace);
+    host.planes.push(builder.finish());
+    let bytes = encode_xspace(&host);
+    assert!(bytes.len() > 10 << 20, "{} bytes", bytes.len());
+    let (decoded, ranges) = read_recording_releases(&bytes, "generated.xplane.pb");
+    assert_eq!(decoded.planes[0].lines[0].events, host.planes[0].lines[0].events);
+    assert!(ranges.len() >= 3, "{ranges:?}");
+    let covered: usize = ranges.iter().map(|range| range.len()).sum();
+    assert!(covered * 100 >= bytes.len() * 99, "{covered} of {} bytes released", bytes.len());
 }
 
 /// Compares two hosts piece by piece so a difference is reported small.

@@ -66,10 +66,11 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::error::{FormatError, JsonPosition, Result};
+use crate::input::Release;
 use crate::intern::fnv63;
 use number::{PS_PER_US, Scalar, classify};
 use parse::{NO_CAT, Reader, TopSeed};
-use walk::{Release, walk_chunked};
+use walk::walk_chunked;
 
 /// Most threads one trace is read on.
 const MAX_THREADS: usize = 8;

@@ -17,20 +17,13 @@
 //! result and the caller reads again with fewer chunks or sequentially, so results and
 //! errors (with their line and column) are always those of the sequential parse.
 
-use std::ops::Range;
+use crate::input::{RELEASE_STEP_BYTES, Release};
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::fast::Scanner;
 use super::parse::{Fields, Reader, Text};
-
-/// A callback told about byte ranges of the input that the parse has finished with
-/// (see [`crate::input::FileBytes::release`]). Called from the parsing threads.
-pub(crate) type Release<'a> = &'a (dyn Fn(Range<usize>) + Sync);
-
-/// How many bytes a walker reads between two calls of its [`Release`] callback.
-const RELEASE_STEP_BYTES: usize = 4 << 20;
 
 /// Why a walk gave no result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

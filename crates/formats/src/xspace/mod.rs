@@ -9,5 +9,5 @@
 pub mod read;
 pub mod write;
 
-pub use read::read_xspace;
+pub use read::{read_xspace, read_xspace_releasing};
 pub use write::encode_xspace;

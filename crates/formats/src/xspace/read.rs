@@ -16,11 +16,20 @@ use mlprof_model::{EventMetadata, Host, Line, Plane, SourceFormat, StatMetadata,
 use rayon::prelude::*;
 
 use crate::error::{FormatError, Result};
+use crate::input::{RELEASE_STEP_BYTES, Release};
 use crate::limits::{MAX_LINES, MAX_PLANES, too_many};
 use crate::wire::{Field, WireError, WireReader};
 
 /// Decodes a whole XSpace file content into a host called `host_name`.
 pub fn read_xspace(bytes: &[u8], path: &str, host_name: &str) -> Result<Host> {
+    read_xspace_releasing(bytes, &|_| {}, path, host_name)
+}
+
+/// [`read_xspace`], calling `release` with each byte range of `bytes` whose events it
+/// has decoded (every [`RELEASE_STEP_BYTES`] of a line, from the decoding threads),
+/// e.g. [`crate::input::FileBytes::release`]: the host owns copies of everything it
+/// keeps, so a memory-mapped file need not stay resident while the rest is decoded.
+pub fn read_xspace_releasing(bytes: &[u8], release: Release<'_>, path: &str, host_name: &str) -> Result<Host> {
     let to_error =
         |e: WireError| FormatError::Protobuf { path: path.to_string(), offset: e.offset, message: e.message };
     let mut host = Host::new(host_name, path, SourceFormat::Xspace);
@@ -49,7 +58,7 @@ pub fn read_xspace(bytes: &[u8], path: &str, host_name: &str) -> Result<Host> {
     // error reported does not depend on which thread finished first.
     let lines_left = AtomicUsize::new(MAX_LINES);
     let planes: Vec<std::result::Result<Plane, WireError>> =
-        plane_slices.par_iter().map(|(data, offset)| decode_plane(data, *offset, &lines_left)).collect();
+        plane_slices.par_iter().map(|(data, offset)| decode_plane(data, *offset, &lines_left, release)).collect();
     host.planes = planes.into_iter().collect::<std::result::Result<_, _>>().map_err(to_error)?;
     if let Some(env) = host.plane(names::TASK_ENVIRONMENT_PLANE) {
         let (start, stop) = (int_stat(env, names::PROFILE_START_TIME), int_stat(env, names::PROFILE_STOP_TIME));
@@ -125,7 +134,12 @@ const PENDING: u32 = u32::MAX;
 
 /// Decodes one plane; `lines_left` counts down the lines the whole file may still hold
 /// ([`MAX_LINES`]), shared by the planes decoded in parallel.
-fn decode_plane(data: &[u8], base: u64, lines_left: &AtomicUsize) -> std::result::Result<Plane, WireError> {
+fn decode_plane(
+    data: &[u8],
+    base: u64,
+    lines_left: &AtomicUsize,
+    release: Release<'_>,
+) -> std::result::Result<Plane, WireError> {
     let mut plane = Plane::default();
     let fields = PlaneFields::read(data, base, lines_left, &mut plane)?;
     for (entry, at) in &fields.stat_metadata {
@@ -146,7 +160,7 @@ fn decode_plane(data: &[u8], base: u64, lines_left: &AtomicUsize) -> std::result
     let event_ids = IdMap::build(plane.event_metadata.iter().map(|m| m.id));
 
     let parallel = fields.lines.len() > 1 && data.len() > 1 << 20;
-    let (lines, pending) = decode_lines(fields.lines, parallel, &event_ids, &stat_ids)?;
+    let (lines, pending) = decode_lines(fields.lines, parallel, &event_ids, &stat_ids, release)?;
     plane.lines = lines;
     resolve_pending(&mut plane, &pending_meta, &pending);
     Ok(plane)
@@ -257,9 +271,10 @@ fn decode_lines(
     parallel: bool,
     event_ids: &IdMap,
     stat_ids: &IdMap,
+    release: Release<'_>,
 ) -> std::result::Result<(Vec<Line>, Vec<LinePending>), WireError> {
     let first_error: Mutex<Option<(usize, WireError)>> = Mutex::new(None);
-    let decode = |(index, (d, at)): (usize, &(&[u8], u64))| match decode_line(d, *at, event_ids, stat_ids) {
+    let decode = |(index, (d, at)): (usize, &(&[u8], u64))| match decode_line(d, *at, event_ids, stat_ids, release) {
         Ok((line, pending)) => (line, (!pending.is_empty()).then(|| Box::new(pending))),
         Err(error) => {
             let mut first = first_error.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -357,11 +372,14 @@ fn map_entry<'a>(
     Ok((key, value))
 }
 
+/// Decodes one XLine (`data`, at absolute offset `base`), telling `release` about its
+/// bytes as they are decoded.
 fn decode_line(
     data: &[u8],
     base: u64,
     event_ids: &IdMap,
     stat_ids: &IdMap,
+    release: Release<'_>,
 ) -> std::result::Result<(Line, Unresolved), WireError> {
     let mut line = Line::default();
     let mut pending = Unresolved::default();
@@ -375,12 +393,17 @@ fn decode_line(
     // by the shrink below.
     line.stats.reserve(data.len() / 8, 0);
     let mut reader = WireReader::new(data, base, "XLine");
+    let mut released = base;
     while let Some(tag) = reader.peek_byte() {
         let f = match tag {
             // Field 4, length-delimited: an XEvent, decoded in place.
             0x22 => {
                 let event = reader.message_field(4, "XEvent")?;
                 decode_event(event, &mut line, event_ids, stat_ids, &mut pending)?;
+                if reader.offset() - released >= RELEASE_STEP_BYTES as u64 {
+                    release(released as usize..reader.offset() as usize);
+                    released = reader.offset();
+                }
                 continue;
             }
             _ => match reader.next_field()? {
@@ -401,6 +424,9 @@ fn decode_line(
             }
             _ => {}
         }
+    }
+    if reader.offset() > released {
+        release(released as usize..reader.offset() as usize);
     }
     line.events.metadata.shrink_to_fit();
     line.events.offset_ps.shrink_to_fit();
