@@ -193,7 +193,7 @@ fn gpu_kernels_join_the_step_of_their_launch() {
     // Kernels by their launch, memsets after them. The fourth iteration starts no step
     // (the profile cuts it): its kernel, launched outside every step, takes the step
     // before it, as XProf treats GPU events after the last marked step.
-    assert_eq!(groups.planes[1][0], [0, 0, 1, 1, 2, 2, 2, 2]);
+    assert_eq!(groups.line(1, 0), [0, 0, 1, 1, 2, 2, 2, 2]);
     for breakdown in [Breakdown::Classic, Breakdown::Xprof] {
         let steps = host_steps(&host, &groups, StepOptions { breakdown, ..StepOptions::default() });
         assert!(steps.has_device);

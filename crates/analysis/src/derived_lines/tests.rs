@@ -4,7 +4,7 @@
 use mlprof_model::{Host, Line, Plane, PlaneBuilder, SourceFormat, StatValue};
 
 use super::*;
-use crate::grouping::NO_GROUP;
+use crate::grouping::{GroupId, NO_GROUP};
 use crate::hlo::tests::sample_metadata_plane;
 
 /// A stat value of a test event.
@@ -15,7 +15,7 @@ enum V<'a> {
 }
 
 /// A test event: start and duration (ns), group, stats.
-type TestEvent<'a> = (i64, i64, Option<i64>, &'a [(&'a str, V<'a>)]);
+type TestEvent<'a> = (i64, i64, Option<GroupId>, &'a [(&'a str, V<'a>)]);
 
 const NS: i64 = 1_000;
 
@@ -51,11 +51,11 @@ fn host(streams: &[(i64, &str, &[TestEvent<'_>])]) -> (Host, HostGroups) {
     }
     let mut host = Host::new("vm", "/p/vm.xplane.pb", SourceFormat::Xspace);
     host.planes = vec![sample_metadata_plane(7), gpu.finish()];
-    let groups = HostGroups {
-        planes: vec![Vec::new(), planes_groups],
-        names: (0..4).map(|g| format!("train {g}")).collect(),
-        ..HostGroups::default()
-    };
+    let mut groups = HostGroups::none(&host);
+    for (line, line_groups) in planes_groups.iter().enumerate() {
+        groups.line_mut(1, line).copy_from_slice(line_groups);
+    }
+    groups.names = (0..4).map(|g| format!("train {g}")).collect();
     (host, groups)
 }
 

@@ -53,7 +53,7 @@ use std::collections::HashMap;
 use mlprof_model::{Host, Plane, names};
 
 use super::forest::{Forest, Kind};
-use super::{Grouper, NO_GROUP, StepSource};
+use super::{GroupId, Grouper, NO_GROUP, StepSource};
 use crate::xstats::{self, StatSlots};
 
 /// How an execution shows in the profile, in order of preference on a tie.
@@ -312,7 +312,7 @@ pub(super) fn group<'f, 'h>(forest: &'f Forest<'h>, steps: &InferredSteps) -> Gr
         for event in plane.lines[line].iter() {
             let Some(step) = span_at(&steps.spans, event.start_ps()) else { continue };
             if let Some(group) = grouper.group_of.get_mut(first as usize + event.index()) {
-                *group = step as i64;
+                *group = step as GroupId;
             }
         }
     }

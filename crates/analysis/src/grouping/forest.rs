@@ -95,34 +95,48 @@ type StatRow = xstats::StatRow<13>;
 /// No node (a top-level event has no nesting parent).
 const NONE: u32 = u32::MAX;
 
-/// One end of a producer/consumer context (stats `_pt/_p`, `_ct/_c`), 24 bytes: a TF
+/// What tells contexts with the same id apart: the context type and the pid, as XProf
+/// reads them (`int32`), and whether `_pid` or the plane's `process_id` gave a pid (0
+/// without one). Fields in sort order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct ContextScope {
+    kind: i32,
+    has_pid: bool,
+    pid: i32,
+}
+
+/// One end of a producer/consumer context (stats `_pt/_p`, `_ct/_c`), 16 bytes: a TF
 /// profile has about one per event. Fields are in sort order: the context id first,
-/// as it tells almost all contexts apart on its own.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// as it tells almost all contexts apart on its own, then the scope and the side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct ContextEnd {
     id: i64,
-    /// The context type, as XProf reads it (`int32`).
-    kind: i32,
-    /// Whether `_pid` or the plane's `process_id` gave a pid.
-    has_pid: bool,
-    /// The pid (`int32` as XProf reads it); 0 without one.
-    pid: i32,
-    is_consumer: bool,
+    /// The rank of the context's [`ContextScope`] among the host's, times two, plus 1
+    /// for a consumer. While a line is read: the scope's index in that line's table.
+    scope_and_side: u32,
     node: u32,
 }
 
 impl ContextEnd {
     fn same_context(&self, other: &ContextEnd) -> bool {
-        (self.id, self.kind, self.has_pid, self.pid) == (other.id, other.kind, other.has_pid, other.pid)
+        (self.id, self.scope_and_side >> 1) == (other.id, other.scope_and_side >> 1)
+    }
+
+    fn is_consumer(&self) -> bool {
+        self.scope_and_side & 1 == 1
     }
 }
 
-/// The producer/consumer contexts of a host and the nodes at their ends.
+/// The producer/consumer contexts of a host (or, while it is read, of one line) and
+/// the nodes at their ends.
 #[derive(Default)]
 struct Contexts {
     /// All ends; one sort groups them (cheaper than a hash map of lists: most contexts
     /// have one producer and one consumer).
     ends: Vec<ContextEnd>,
+    /// The scopes the ends' `scope_and_side` count in: a line's own few, in the order
+    /// met; the host's, sorted, once the lines are joined.
+    scopes: Vec<ContextScope>,
 }
 
 impl Contexts {
@@ -137,10 +151,37 @@ impl Contexts {
         let pid = row.int(CONSUMER_PID).or(plane_pid).map(|pid| pid as i32);
         for (end, is_consumer) in [(producer, false), (consumer, true)] {
             if let Some((kind, id)) = end {
-                let (has_pid, pid) = (pid.is_some(), pid.unwrap_or(0));
-                self.ends.push(ContextEnd { id, kind: kind as i32, has_pid, pid, is_consumer, node });
+                let scope = ContextScope { kind: kind as i32, has_pid: pid.is_some(), pid: pid.unwrap_or(0) };
+                let index = match self.scopes.iter().rposition(|known| *known == scope) {
+                    Some(index) => index,
+                    None => {
+                        self.scopes.push(scope);
+                        self.scopes.len() - 1
+                    }
+                };
+                // A line has a handful of scopes (types times pids), far below 2^31.
+                let scope_and_side = (index as u32) << 1 | u32::from(is_consumer);
+                self.ends.push(ContextEnd { id, scope_and_side, node });
             }
         }
+    }
+
+    /// Joins the lines' contexts in line order, each end's scope renumbered by its
+    /// rank among all the lines' scopes (so ends sort as by the scopes themselves).
+    fn join(lines: Vec<Contexts>) -> Contexts {
+        let mut scopes: Vec<ContextScope> = lines.iter().flat_map(|line| line.scopes.iter().copied()).collect();
+        scopes.sort_unstable();
+        scopes.dedup();
+        let mut ends = Vec::with_capacity(lines.iter().map(|line| line.ends.len()).sum());
+        for line in lines {
+            let ranks: Vec<u32> =
+                line.scopes.iter().map(|scope| scopes.binary_search(scope).map_or(0, |rank| rank as u32)).collect();
+            ends.extend(line.ends.into_iter().map(|end| {
+                let rank = ranks.get((end.scope_and_side >> 1) as usize).copied().unwrap_or(0);
+                ContextEnd { scope_and_side: rank << 1 | (end.scope_and_side & 1), ..end }
+            }));
+        }
+        Contexts { ends, scopes }
     }
 
     /// XProf's context-group edges: every producer of a context is a parent of every
@@ -157,7 +198,7 @@ impl Contexts {
             same_id.sort_unstable();
         }
         for group in self.ends.chunk_by(ContextEnd::same_context) {
-            let (producers, consumers) = group.split_at(group.partition_point(|end| !end.is_consumer));
+            let (producers, consumers) = group.split_at(group.partition_point(|end| !end.is_consumer()));
             if producers.len() >= 64 && consumers.len() >= 64 {
                 continue;
             }
@@ -179,12 +220,11 @@ struct PlaneFacts<'h> {
     pid: Option<i64>,
 }
 
-/// What one line's events give the forest, its nodes numbered from the line's first;
-/// every list in node order.
+/// What one line's events give the forest besides their kinds and nesting parents
+/// (written straight into the forest's columns), its nodes numbered from the line's
+/// first; every list in node order.
 #[derive(Default)]
 struct LineFacts {
-    kinds: Vec<Kind>,
-    nest_parent: Vec<u32>,
     roots: Vec<Root>,
     executor_runs: Vec<LinkEnd>,
     tf_data_step_ids: Vec<i64>,
@@ -195,24 +235,22 @@ struct LineFacts {
 
 impl LineFacts {
     /// One pass over `line` of `plane`, whose first event is node `first_node`: each
-    /// event's kind, nesting parent (the innermost enclosing synchronous event on the
-    /// thread) and the stats later passes read.
-    fn of(plane: &PlaneFacts<'_>, line: &Line, first_node: u32) -> LineFacts {
-        let mut facts = LineFacts {
-            kinds: Vec::with_capacity(line.len()),
-            nest_parent: Vec::with_capacity(line.len()),
-            ..LineFacts::default()
-        };
+    /// event's kind and nesting parent (the innermost enclosing synchronous event on
+    /// the thread), into `kinds` and `nest_parent` (one slot per event of the line),
+    /// and the stats later passes read.
+    fn of(plane: &PlaneFacts<'_>, line: &Line, first_node: u32, columns: LineColumns<'_>) -> LineFacts {
+        let mut facts = LineFacts::default();
         // Open events on this thread: (node, start, end), innermost last.
         let mut open: Vec<(u32, i64, i64)> = Vec::new();
-        for (node, event) in (first_node..).zip(line.iter()) {
+        let slots = columns.kinds.iter_mut().zip(columns.nest_parent.iter_mut());
+        for ((node, event), (kind_slot, parent_slot)) in (first_node..).zip(line.iter()).zip(slots) {
             let row = plane.slots.row(plane.plane, &event);
             let int = |slot: usize| row.int(slot);
             let mut kind = plane.metadata_kinds.get(event.metadata_index() as usize).copied().unwrap_or(Kind::Other);
             if kind == Kind::Other && int(CORRELATION_ID).is_some() {
                 kind = if plane.is_host_plane { Kind::KernelLaunch } else { Kind::KernelExecute };
             }
-            facts.kinds.push(kind);
+            *kind_slot = kind;
             facts.note(node, kind, &row);
             facts.contexts.add(node, &row, plane.pid);
             let mut parent = NONE;
@@ -227,7 +265,7 @@ impl LineFacts {
                 }
                 open.push((node, start, end));
             }
-            facts.nest_parent.push(parent);
+            *parent_slot = parent;
         }
         facts
     }
@@ -263,6 +301,12 @@ impl LineFacts {
             _ => {}
         }
     }
+}
+
+/// One line's slots in the forest's per-node columns.
+struct LineColumns<'f> {
+    kinds: &'f mut [Kind],
+    nest_parent: &'f mut [u32],
 }
 
 /// The first node of one line with events.
@@ -482,8 +526,8 @@ impl<'h> Forest<'h> {
             host,
             slots,
             lines: Vec::new(),
-            kinds: Vec::with_capacity(events),
-            nest_parent: Vec::with_capacity(events),
+            kinds: vec![Kind::Other; events],
+            nest_parent: vec![NONE; events],
             extra_parents: Vec::new(),
             extra_parent_bits: Vec::new(),
             children: Csr::default(),
@@ -506,8 +550,9 @@ impl<'h> Forest<'h> {
                 pid: plane.plane_stat("process_id").and_then(xstats::as_int),
             })
             .collect();
-        let mut jobs: Vec<(&PlaneFacts, &Line, u32)> = Vec::new();
+        let mut jobs: Vec<(&PlaneFacts, &Line, u32, LineColumns)> = Vec::new();
         let mut next_node = 0u32;
+        let (mut kinds, mut nest_parent) = (forest.kinds.as_mut_slice(), forest.nest_parent.as_mut_slice());
         for (plane_index, plane) in planes.iter().enumerate() {
             for (line_index, line) in plane.plane.lines.iter().enumerate() {
                 if line.is_empty() {
@@ -518,27 +563,30 @@ impl<'h> Forest<'h> {
                     plane: plane_index as u32,
                     line: line_index as u32,
                 });
-                jobs.push((plane, line, next_node));
+                let (line_kinds, rest_kinds) = std::mem::take(&mut kinds).split_at_mut(line.len());
+                let (line_parents, rest_parents) = std::mem::take(&mut nest_parent).split_at_mut(line.len());
+                (kinds, nest_parent) = (rest_kinds, rest_parents);
+                jobs.push((plane, line, next_node, LineColumns { kinds: line_kinds, nest_parent: line_parents }));
                 // Node numbers fit u32, as the rest of the forest assumes.
                 next_node += line.len() as u32;
             }
         }
-        let lines: Vec<LineFacts> =
-            jobs.par_iter().map(|&(plane, line, first_node)| LineFacts::of(plane, line, first_node)).collect();
-        drop(jobs);
+        let lines: Vec<LineFacts> = jobs
+            .into_par_iter()
+            .map(|(plane, line, first_node, columns)| LineFacts::of(plane, line, first_node, columns))
+            .collect();
         drop(planes);
-        let mut contexts = Contexts::default();
+        let mut line_contexts = Vec::with_capacity(lines.len());
         let mut links = Links::default();
         for line in lines {
-            forest.kinds.extend(line.kinds);
-            forest.nest_parent.extend(line.nest_parent);
             forest.roots.extend(line.roots);
             forest.executor_runs.extend(line.executor_runs);
             forest.tf_data_step_ids.extend(line.tf_data_step_ids);
             forest.step_num_nodes.extend(line.step_num_nodes);
-            contexts.ends.extend(line.contexts.ends);
+            line_contexts.push(line.contexts);
             links.append(line.links);
         }
+        let contexts = Contexts::join(line_contexts);
         let mut extra_edges = links.edges(&forest.executor_runs);
         contexts.edges(&mut extra_edges);
         forest.children = forest.child_lists(&extra_edges);
@@ -796,8 +844,69 @@ mod tests {
     }
 
     #[test]
-    fn a_context_end_takes_24_bytes() {
-        assert_eq!(std::mem::size_of::<ContextEnd>(), 24);
+    fn a_context_end_takes_16_bytes() {
+        assert_eq!(std::mem::size_of::<ContextEnd>(), 16);
+    }
+
+    /// Lines number their scopes in the order met; joined, the ends sort exactly as by
+    /// (id, type, has pid, pid, consumer side, node), and edges pair the same ends.
+    #[test]
+    fn joined_context_ends_sort_as_by_their_scopes() {
+        let scope = |kind, pid: Option<i32>| ContextScope { kind, has_pid: pid.is_some(), pid: pid.unwrap_or(0) };
+        let scopes = [scope(3, Some(9)), scope(-1, None), scope(3, None), scope(0, Some(-4)), scope(3, Some(2))];
+        // (line, id, scope, consumer, node): each line lists its scopes in its own order.
+        let mut all = Vec::new();
+        let mut lines: Vec<Contexts> = Vec::new();
+        for line in 0..3u32 {
+            let mut contexts = Contexts::default();
+            for k in 0..40u32 {
+                let node = line * 100 + k;
+                let id = i64::from((k * 7 + line) % 5) - 2;
+                let scope = scopes[((k * 3 + line * 2) % 5) as usize];
+                let is_consumer = (k + line) % 3 == 0;
+                let index = match contexts.scopes.iter().position(|known| *known == scope) {
+                    Some(index) => index,
+                    None => {
+                        contexts.scopes.push(scope);
+                        contexts.scopes.len() - 1
+                    }
+                };
+                contexts.ends.push(ContextEnd {
+                    id,
+                    scope_and_side: (index as u32) << 1 | u32::from(is_consumer),
+                    node,
+                });
+                all.push((id, scope, is_consumer, node));
+            }
+            lines.push(contexts);
+        }
+        let joined = Contexts::join(lines);
+        assert!(joined.scopes.is_sorted());
+        let mut got: Vec<_> = joined
+            .ends
+            .iter()
+            .map(|end| (end.id, joined.scopes[(end.scope_and_side >> 1) as usize], end.is_consumer(), end.node))
+            .collect();
+        got.sort_unstable_by_key(|&(id, scope, side, node)| (id, scope, side, node));
+        let mut sorted_ends = joined.ends.clone();
+        sorted_ends.sort_unstable();
+        let by_ends: Vec<_> = sorted_ends
+            .iter()
+            .map(|end| (end.id, joined.scopes[(end.scope_and_side >> 1) as usize], end.is_consumer(), end.node))
+            .collect();
+        all.sort_unstable_by_key(|&(id, scope, side, node)| (id, scope, side, node));
+        assert_eq!(got, all);
+        assert_eq!(by_ends, all);
+        let mut edges = Vec::new();
+        joined.edges(&mut edges);
+        let mut expected = Vec::new();
+        for group in all.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
+            for producer in group.iter().filter(|end| !end.2) {
+                expected.extend(group.iter().filter(|end| end.2).map(|consumer| (producer.3, consumer.3)));
+            }
+        }
+        assert!(!expected.is_empty());
+        assert_eq!(edges, expected);
     }
 
     #[test]

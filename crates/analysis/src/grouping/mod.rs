@@ -30,8 +30,13 @@ use serde::Serialize;
 
 use forest::{Forest, IS_FUNC, Kind, STEP_ID};
 
+/// A group id as stored for each event: an index into [`HostGroups::names`], or
+/// [`NO_GROUP`]. 32 bits are plenty (every group has a root event and a name) and keep
+/// the table at 4 bytes an event; readers get group ids as `i64`, XProf's `group_id`.
+pub type GroupId = i32;
+
 /// "No group" in [`HostGroups`].
-pub const NO_GROUP: i64 = -1;
+pub const NO_GROUP: GroupId = -1;
 
 /// How the steps of a host were found.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -130,12 +135,18 @@ impl StepSource {
     }
 }
 
-/// The group id of every event of one host: `planes[p][l][e]` for event `e` of line
-/// `l` of plane `p` (indices as in `Host::planes`), [`NO_GROUP`] when ungrouped.
+/// The group id of every event of one host ([`HostGroups::group_of`]; indices as in
+/// `Host::planes`), [`NO_GROUP`] when ungrouped.
+///
+/// The ids sit in one array, line after line in host order (planes, their lines, their
+/// events): the order grouping numbers its nodes in, so grouping hands its array over
+/// without a copy.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct HostGroups {
-    /// Per plane, per line, per event.
-    pub planes: Vec<Vec<Vec<i64>>>,
+    /// Every event's group, line after line in host order.
+    groups: Vec<GroupId>,
+    /// Per plane, where each of its lines starts in `groups`, then where its last ends.
+    line_starts: Vec<Vec<usize>>,
     /// Per group id (index), the group's name (e.g. `train 6`).
     pub names: Vec<String>,
     /// Events XProf marks `is_eager=1` (TF ops and GPU kernels executed op by op
@@ -156,12 +167,49 @@ pub struct HostGroups {
 impl HostGroups {
     /// A table with every event of `host` ungrouped.
     pub fn none(host: &Host) -> HostGroups {
-        let planes = host
+        let mut table = HostGroups::default();
+        table.set_groups(host, Vec::new());
+        table
+    }
+
+    /// Takes `groups`, every event's group in host order, as the table's (`groups` is
+    /// filled up with [`NO_GROUP`] or cut to the host's number of events).
+    fn set_groups(&mut self, host: &Host, mut groups: Vec<GroupId>) {
+        let mut next = 0;
+        self.line_starts = host
             .planes
             .iter()
-            .map(|plane| plane.lines.iter().map(|line| vec![NO_GROUP; line.len()]).collect())
+            .map(|plane| {
+                let mut starts = Vec::with_capacity(plane.lines.len() + 1);
+                starts.push(next);
+                for line in &plane.lines {
+                    next += line.len();
+                    starts.push(next);
+                }
+                starts
+            })
             .collect();
-        HostGroups { planes, ..HostGroups::default() }
+        groups.resize(next, NO_GROUP);
+        self.groups = groups;
+    }
+
+    /// The groups of the events of line `line` of plane `plane` (empty when there is no
+    /// such line).
+    pub fn line(&self, plane: usize, line: usize) -> &[GroupId] {
+        self.line_range(plane, line).map_or(&[], |range| &self.groups[range])
+    }
+
+    /// [`HostGroups::line`], to change.
+    pub fn line_mut(&mut self, plane: usize, line: usize) -> &mut [GroupId] {
+        match self.line_range(plane, line) {
+            Some(range) => &mut self.groups[range],
+            None => &mut [],
+        }
+    }
+
+    fn line_range(&self, plane: usize, line: usize) -> Option<std::ops::Range<usize>> {
+        let starts = self.line_starts.get(plane)?;
+        Some(*starts.get(line)?..*starts.get(line + 1)?)
     }
 
     /// Whether event `event` of line `line` of plane `plane` ran eagerly (XProf's
@@ -178,8 +226,8 @@ impl HostGroups {
 
     /// The group of event `event` of line `line` of plane `plane`, if grouped.
     pub fn group_of(&self, plane: usize, line: usize, event: usize) -> Option<i64> {
-        let group = *self.planes.get(plane)?.get(line)?.get(event)?;
-        (group != NO_GROUP).then_some(group)
+        let group = *self.line(plane, line).get(event)?;
+        (group != NO_GROUP).then_some(i64::from(group))
     }
 
     /// The name of group `group` (`train 6`), if known.
@@ -298,27 +346,24 @@ pub fn group_by_markers(host: &Host, fallbacks: Fallbacks) -> HostGroups {
         .collect();
     step_name_events.sort_unstable();
     let Grouper { group_of, names, .. } = grouper;
+    drop(forest);
     let source = if names.is_empty() { StepSource::None } else { source };
-    let mut planes = HostGroups::none(host).planes;
-    for (plane, line, first, count) in forest.line_ranges() {
-        let first = first as usize;
-        if let Some(groups) = group_of.get(first..first + count) {
-            planes[plane][line].copy_from_slice(groups);
-        }
-    }
+    // The forest numbers its nodes in host order: `group_of` is the table as it is.
+    let mut table = HostGroups { names, eager, step_name_events, source, step_spans, ..HostGroups::default() };
+    table.set_groups(host, group_of);
     for (plane_index, plane) in host.planes.iter().enumerate() {
         if plane.is_gpu() {
-            inherit_groups(plane, &mut planes[plane_index]);
+            inherit_groups(plane, plane_index, &mut table);
         }
     }
-    HostGroups { planes, names, eager, step_name_events, source, step_spans }
+    table
 }
 
 /// XProf's `ProcessUngroupedEvents` on a GPU plane: in time order over all its
 /// streams, an event without a group takes the group of the latest grouped event
 /// before it (kernels whose launch grouping missed, eager kernels amid graph ones).
 /// The `Steps` line, which XProf derives afterwards, is left alone.
-fn inherit_groups(plane: &Plane, groups: &mut [Vec<i64>]) {
+fn inherit_groups(plane: &Plane, plane_index: usize, groups: &mut HostGroups) {
     let mut order: Vec<(i64, usize, usize)> = Vec::new();
     for (line_index, line) in plane.lines.iter().enumerate() {
         if line.name != names::STEPS_LINE {
@@ -328,7 +373,7 @@ fn inherit_groups(plane: &Plane, groups: &mut [Vec<i64>]) {
     order.sort_unstable();
     let mut last = NO_GROUP;
     for (_, line, index) in order {
-        let Some(group) = groups.get_mut(line).and_then(|line| line.get_mut(index)) else { continue };
+        let Some(group) = groups.line_mut(plane_index, line).get_mut(index) else { continue };
         if *group != NO_GROUP {
             last = *group;
         } else {
@@ -339,7 +384,7 @@ fn inherit_groups(plane: &Plane, groups: &mut [Vec<i64>]) {
 
 struct Grouper<'f, 'h> {
     forest: &'f Forest<'h>,
-    group_of: Vec<i64>,
+    group_of: Vec<GroupId>,
     names: Vec<String>,
     /// Grouped user-defined roots (they get a `step_name`).
     step_name_nodes: Vec<u32>,
@@ -390,16 +435,17 @@ impl<'f, 'h> Grouper<'f, 'h> {
     }
     /// Gives `root` (and `extra` members) the next group id and spreads it.
     fn process_root(&mut self, root: u32, extra: &[u32]) {
-        let group_id = self.names.len() as i64;
+        // Fits: every group has a root event and a name (far fewer than 2^31).
+        let group_id = self.names.len() as GroupId;
         self.propagate(root, group_id, extra);
-        let name = self.forest.group_name(root, group_id);
+        let name = self.forest.group_name(root, i64::from(group_id));
         if !self.forest.is_implicit_root(root) {
             self.step_name_nodes.push(root);
         }
         self.names.push(name);
     }
 
-    fn propagate(&mut self, root: u32, group_id: i64, extra: &[u32]) {
+    fn propagate(&mut self, root: u32, group_id: GroupId, extra: &[u32]) {
         let mut queue = VecDeque::from([root]);
         let mut seen = HashSet::from([root]);
         while let Some(node) = queue.pop_front() {

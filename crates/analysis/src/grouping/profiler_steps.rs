@@ -21,7 +21,7 @@ use std::collections::HashMap;
 
 use mlprof_model::{Host, names};
 
-use super::{HostGroups, StepSource};
+use super::{GroupId, HostGroups, StepSource};
 use crate::kineto::{self, PROFILER_STEP_PREFIX};
 use crate::xstats;
 
@@ -149,7 +149,7 @@ pub fn group(host: &Host) -> Option<HostGroups> {
         return None;
     }
     let mut groups = HostGroups::none(host);
-    let mut launch_groups: HashMap<i64, i64> = HashMap::new();
+    let mut launch_groups: HashMap<i64, GroupId> = HashMap::new();
     for (plane_index, plane) in host.planes.iter().enumerate() {
         if plane.name != names::HOST_PLANE {
             continue;
@@ -158,8 +158,10 @@ pub fn group(host: &Host) -> Option<HostGroups> {
         for (line_index, line) in plane.lines.iter().enumerate() {
             for event in line.iter() {
                 let Some(step) = step_at(&steps, event.start_ps()) else { continue };
-                let group = step as i64;
-                groups.planes[plane_index][line_index][event.index()] = group;
+                let group = step as GroupId;
+                if let Some(slot) = groups.line_mut(plane_index, line_index).get_mut(event.index()) {
+                    *slot = group;
+                }
                 if let Some(id) = xstats::event_int(plane, &event, correlation) {
                     launch_groups.insert(id, group);
                 }
@@ -174,8 +176,10 @@ pub fn group(host: &Host) -> Option<HostGroups> {
         for (line_index, line) in plane.lines.iter().enumerate() {
             for event in line.iter() {
                 let launched = xstats::event_int(plane, &event, correlation).and_then(|id| launch_groups.get(&id));
-                if let Some(&group) = launched {
-                    groups.planes[plane_index][line_index][event.index()] = group;
+                if let (Some(&group), Some(slot)) =
+                    (launched, groups.line_mut(plane_index, line_index).get_mut(event.index()))
+                {
+                    *slot = group;
                 }
             }
         }

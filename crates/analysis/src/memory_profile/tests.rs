@@ -219,9 +219,7 @@ fn steps_come_from_the_grouping_table_and_gaps_take_the_previous_step_plus_one()
     ]);
     let mut groups = HostGroups::none(&host);
     // Event 0 of the line is the unrelated event; memory events are 1..=5.
-    groups.planes[0][0][2] = 4;
-    groups.planes[0][0][3] = 4;
-    groups.planes[0][0][4] = 5;
+    groups.line_mut(0, 0)[2..5].copy_from_slice(&[4, 4, 5]);
     let a = &analyze(&host, &|| &groups).allocators[0];
     let steps: Vec<i64> = a.timeline.iter().map(|s| s.activity.step_id).collect();
     assert_eq!(steps, vec![0, 4, 4, 5, 6]);

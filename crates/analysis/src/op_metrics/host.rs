@@ -3,7 +3,9 @@
 //! Ops are found once per plane (by event-metadata id, or by input-pipeline stage id),
 //! then every thread is replayed as a stream of begin/end activities sorted by time
 //! through an op stack: an end pops the stack down to its own begin, so an op that
-//! overlaps its parent without nesting in it is lost, as in XProf.
+//! overlaps its parent without nesting in it is lost, as in XProf. A thread's op
+//! occurrences are kept once each ([`Occurrence`]); its begins and ends are only
+//! 16-byte sort keys pointing at them.
 
 use mlprof_model::fxhash::FxMap;
 use mlprof_model::{Host, Line, Plane, names};
@@ -36,9 +38,9 @@ const STAT_NAMES: [&str; 6] = [
 /// Empty when the host has no such plane.
 pub(crate) fn xspace_host_op_metrics_db(host: &Host, groups: &HostGroups) -> OpMetricsDb {
     let mut combined = DbBuilder::default();
-    for_each_thread(host, groups, |activities| {
+    for_each_thread(host, groups, |occurrences| {
         let mut builder = DbBuilder::default();
-        let span = replay(activities, |activity, run| {
+        let span = replay(occurrences, |activity, run| {
             let op = builder.add_occurrence(activity.id as u64, activity.name, run.time_ps, run.self_ps);
             if op.category.is_empty() {
                 op.category = activity.op_type.to_string();
@@ -60,11 +62,11 @@ pub(crate) fn xspace_host_op_metrics_db(host: &Host, groups: &HostGroups) -> OpM
 /// `/host:CPU` plane).
 pub(crate) fn xspace_host_op_runs(host: &Host, groups: &HostGroups, mut visit: impl FnMut(&HostOpRun<'_>)) {
     let mut line = 0;
-    for_each_thread(host, groups, |activities| {
-        replay(activities, |activity, run| {
+    for_each_thread(host, groups, |occurrences| {
+        replay(occurrences, |activity, run| {
             visit(&HostOpRun {
                 line,
-                event: activity.event,
+                event: activity.event as usize,
                 name: activity.name,
                 op_type: activity.op_type,
                 module_id: activity.id as u64,
@@ -78,9 +80,9 @@ pub(crate) fn xspace_host_op_runs(host: &Host, groups: &HostGroups, mut visit: i
     });
 }
 
-/// Calls `per_thread` with the op activities of every line of the host plane, in line
+/// Calls `per_thread` with the op occurrences of every line of the host plane, in line
 /// order (nothing when the host has no `/host:CPU` plane).
-fn for_each_thread(host: &Host, groups: &HostGroups, mut per_thread: impl FnMut(&[Activity<'_>])) {
+fn for_each_thread(host: &Host, groups: &HostGroups, mut per_thread: impl FnMut(&[Occurrence<'_>])) {
     let Some(plane_index) = host.planes.iter().position(|plane| plane.name == names::HOST_PLANE) else {
         return;
     };
@@ -89,8 +91,8 @@ fn for_each_thread(host: &Host, groups: &HostGroups, mut per_thread: impl FnMut(
     let ops = collect_ops(plane, &slots);
     for (line_index, line) in plane.lines.iter().enumerate() {
         let eager = |event: usize| groups.is_eager(plane_index, line_index, event);
-        let activities = line_activities(plane, line, &slots, &ops, eager);
-        per_thread(&activities);
+        let occurrences = line_occurrences(plane, line, &slots, &ops, eager);
+        per_thread(&occurrences);
     }
 }
 
@@ -172,76 +174,70 @@ fn collect_ops(plane: &Plane, slots: &StatSlots<6>) -> FxMap<i64, HostOp> {
     ops
 }
 
-/// The begin or end of one op occurrence on a thread.
+/// One occurrence of an op on a thread: an event that is an op, or the op its `tf_op`
+/// stat names (an event can be both, in that order).
 #[derive(Clone, Copy)]
-struct Activity<'a> {
-    time_ps: i64,
-    /// Occurrence number on the thread (pairs a begin with its end).
-    occurrence: u32,
-    begin: bool,
+struct Occurrence<'a> {
+    begin_ps: i64,
+    end_ps: i64,
     name: &'a str,
     op_type: &'a str,
     id: i64,
-    is_eager: bool,
     /// Index of the event in its line.
-    event: usize,
+    event: u32,
+    is_eager: bool,
     /// Whether the op is named by the event's `tf_op` stat rather than by the event.
     from_stat: bool,
 }
 
-/// The begin and end activities of the ops of one thread, unsorted.
-fn line_activities<'a>(
+/// The op occurrences of one thread, in event order.
+fn line_occurrences<'a>(
     plane: &'a Plane,
     line: &'a Line,
     slots: &StatSlots<6>,
     ops: &'a FxMap<i64, HostOp>,
     eager: impl Fn(usize) -> bool,
-) -> Vec<Activity<'a>> {
-    let mut activities: Vec<Activity<'a>> = Vec::new();
-    if !is_derived_line_id(line.id) {
-        let mut occurrence = 0u32;
-        for event in line.iter() {
-            let Some(metadata) = plane.metadata_of(&event) else { continue };
-            let row = slots.row(plane, &event);
-            let id = stage_id(&row).unwrap_or(metadata.id);
-            let (begin_ps, end_ps) = (event.start_ps(), event.end_ps());
-            if let Some(op) = ops.get(&id) {
-                occurrence += 1;
-                let is_eager = row.int(IS_EAGER).is_some_and(|v| v != 0) || eager(event.index());
-                let run = Activity {
-                    time_ps: begin_ps,
-                    occurrence,
-                    begin: true,
-                    name: op.name.as_str(),
-                    op_type: op.op_type.as_str(),
-                    id: op.id,
-                    is_eager,
-                    event: event.index(),
-                    from_stat: false,
-                };
-                push_begin_and_end(&mut activities, run, end_ps);
-            }
-            if let Some(full) = row.str(TF_OP, plane, &event)
-                && !full.is_empty()
-            {
-                occurrence += 1;
-                let op = parse_tf_op(full);
-                let run = Activity {
-                    time_ps: begin_ps,
-                    occurrence,
-                    begin: true,
-                    name: op.name,
-                    op_type: op.op_type,
-                    id: 0,
-                    is_eager: false,
-                    event: event.index(),
-                    from_stat: true,
-                };
-                push_begin_and_end(&mut activities, run, end_ps);
-            }
+) -> Vec<Occurrence<'a>> {
+    let mut occurrences: Vec<Occurrence<'a>> = Vec::new();
+    if is_derived_line_id(line.id) {
+        return occurrences;
+    }
+    for event in line.iter() {
+        let Some(metadata) = plane.metadata_of(&event) else { continue };
+        let row = slots.row(plane, &event);
+        let id = stage_id(&row).unwrap_or(metadata.id);
+        let (begin_ps, end_ps) = (event.start_ps(), event.end_ps());
+        // Event indices fit u32, as the model's stat offsets do.
+        let index = event.index() as u32;
+        if let Some(op) = ops.get(&id) {
+            occurrences.push(Occurrence {
+                begin_ps,
+                end_ps,
+                name: op.name.as_str(),
+                op_type: op.op_type.as_str(),
+                id: op.id,
+                event: index,
+                is_eager: row.int(IS_EAGER).is_some_and(|v| v != 0) || eager(event.index()),
+                from_stat: false,
+            });
+        }
+        if let Some(full) = row.str(TF_OP, plane, &event)
+            && !full.is_empty()
+        {
+            let op = parse_tf_op(full);
+            occurrences.push(Occurrence {
+                begin_ps,
+                end_ps,
+                name: op.name,
+                op_type: op.op_type,
+                id: 0,
+                event: index,
+                is_eager: false,
+                from_stat: true,
+            });
         }
     }
-    activities
+    occurrences
 }
 
 /// An op on the stack: its occurrence, start and the total time of its direct children.
@@ -251,12 +247,6 @@ struct Open {
     children_ps: u64,
 }
 
-/// Pushes `begin` (a begin activity) and the matching end activity at `end_ps`.
-fn push_begin_and_end<'a>(activities: &mut Vec<Activity<'a>>, begin: Activity<'a>, end_ps: i64) {
-    activities.push(begin);
-    activities.push(Activity { time_ps: end_ps, begin: false, ..begin });
-}
-
 /// One completed op run found by [`replay`].
 struct Run {
     start_ps: i64,
@@ -264,32 +254,40 @@ struct Run {
     self_ps: u64,
 }
 
-/// Replays a thread's activities through the op stack (XProf's `ProcessTfActivities`),
-/// calling `on_run` with each completed run (at its end activity); returns the span of
-/// the activities (first and last time), `None` when there are none.
-fn replay<'a>(activities: &[Activity<'a>], mut on_run: impl FnMut(&Activity<'a>, Run)) -> Option<(i64, i64)> {
-    let first = activities.iter().map(|a| a.time_ps).min()?;
-    let last = activities.iter().map(|a| a.time_ps).max()?;
-    // Time order, ties in activity order (a stable sort's order), sorting 12-byte keys
-    // instead of the activities.
-    let mut order: Vec<(i64, u32)> = activities.iter().enumerate().map(|(i, a)| (a.time_ps, i as u32)).collect();
+/// Replays a thread's op occurrences through the op stack (XProf's
+/// `ProcessTfActivities`): each occurrence is a begin activity and an end activity,
+/// listed begin, end, next begin, … . Calls `on_run` with each completed run (at its
+/// end activity); returns the span of the activities (first and last time), `None`
+/// when there are none.
+fn replay<'a>(occurrences: &[Occurrence<'a>], mut on_run: impl FnMut(&Occurrence<'a>, Run)) -> Option<(i64, i64)> {
+    let times = occurrences.iter().flat_map(|o| [o.begin_ps, o.end_ps]);
+    let first = times.clone().min()?;
+    let last = times.max()?;
+    // Time order, ties in activity order (a stable sort's order): activity `2k` is the
+    // begin of occurrence `k` and `2k + 1` its end. Occurrences of one line fit u32.
+    let mut order: Vec<(i64, u32)> = Vec::with_capacity(occurrences.len() * 2);
+    for (k, o) in occurrences.iter().enumerate() {
+        order.push((o.begin_ps, 2 * k as u32));
+        order.push((o.end_ps, 2 * k as u32 + 1));
+    }
     order.sort_unstable();
     let mut stack: Vec<Open> = Vec::new();
-    for activity in order.iter().filter_map(|&(_, i)| activities.get(i as usize)) {
-        if activity.begin {
-            stack.push(Open { occurrence: activity.occurrence, start_ps: activity.time_ps, children_ps: 0 });
+    for &(time_ps, activity) in &order {
+        let occurrence = activity / 2;
+        if activity % 2 == 0 {
+            stack.push(Open { occurrence, start_ps: time_ps, children_ps: 0 });
             continue;
         }
         // Pop down to this op's begin; ops above it overlapped it without nesting.
         let mut found = None;
         while let Some(open) = stack.pop() {
-            if open.occurrence == activity.occurrence {
+            if open.occurrence == occurrence {
                 found = Some(open);
                 break;
             }
         }
-        let Some(open) = found else { continue };
-        let time_ps = ps(activity.time_ps - open.start_ps);
+        let (Some(open), Some(activity)) = (found, occurrences.get(occurrence as usize)) else { continue };
+        let time_ps = ps(time_ps - open.start_ps);
         let self_ps = time_ps.saturating_sub(open.children_ps);
         on_run(activity, Run { start_ps: open.start_ps, time_ps, self_ps });
         if let Some(parent) = stack.last_mut() {

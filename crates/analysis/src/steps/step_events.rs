@@ -405,7 +405,7 @@ mod tests {
         let mut host = Host::new("h", "h.xplane.pb", SourceFormat::Xspace);
         host.planes.push(builder.finish());
         let mut groups = HostGroups::none(&host);
-        groups.planes[0][0].fill(0);
+        groups.line_mut(0, 0).fill(0);
         groups.names = vec!["train 1".to_string()];
 
         let events = host_step_events(&host.planes[0], 0, &groups, None);
