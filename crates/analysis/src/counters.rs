@@ -108,8 +108,8 @@ fn chrome_counters(host: &Host, series: &mut BTreeMap<(String, String), Vec<(i64
             for event in line.iter().filter(|e| counters.get(e.metadata_index() as usize).copied().unwrap_or(false)) {
                 let name = plane.metadata_of(&event).map_or("", |m| m.name.as_str());
                 for stat in event.stats() {
-                    let Some(value) = xstats::as_f64(stat.value) else { continue };
-                    let key = (line.shown_name().to_string(), format!("{name} {}", plane.stat_name(stat.key)));
+                    let Some(value) = xstats::as_f64(stat.value()) else { continue };
+                    let key = (line.shown_name().to_string(), format!("{name} {}", plane.stat_name(stat.key())));
                     series.entry(key).or_default().push((event.start_ps(), value));
                 }
             }

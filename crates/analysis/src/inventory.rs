@@ -161,8 +161,8 @@ fn host_inventory(host: &Host) -> HostInventory {
 fn plane_inventory(plane: &Plane) -> PlaneInventory {
     let mut plane_stats = BTreeMap::new();
     for stat in plane.plane_stats() {
-        let text = plane.format_value(&plane.metadata_stats, stat.value);
-        plane_stats.insert(plane.stat_name(stat.key).to_string(), text);
+        let text = plane.format_value(&plane.metadata_stats, stat.value());
+        plane_stats.insert(plane.stat_name(stat.key()).to_string(), text);
     }
     let is_device = plane.name.starts_with(names::DEVICE_PLANE_PREFIX);
     let device_properties = if is_device { plane_stats.clone() } else { BTreeMap::new() };
@@ -175,16 +175,16 @@ fn plane_inventory(plane: &Plane) -> PlaneInventory {
         }
     };
     for stat in plane.plane_stats() {
-        count(&mut on_plane, stat.key);
+        count(&mut on_plane, stat.key());
     }
     for meta in &plane.event_metadata {
         for stat in plane.metadata_stats_of(meta) {
-            count(&mut on_metadata, stat.key);
+            count(&mut on_metadata, stat.key());
         }
     }
     for line in &plane.lines {
         for stat in line.stats.stats() {
-            count(&mut on_events, stat.key);
+            count(&mut on_events, stat.key());
         }
     }
     let mut stats_used = BTreeMap::new();

@@ -66,11 +66,11 @@ impl<const N: usize> StatSlots<N> {
     #[inline(always)]
     fn fill(&self, row: &mut StatRow<N>, stats: &[Stat], from_metadata: bool) {
         for stat in stats {
-            if let Some(&slot) = self.slots.get(stat.key as usize)
+            if let Some(&slot) = self.slots.get(stat.key() as usize)
                 && slot > 0
                 && let Some(value @ None) = row.values.get_mut(slot as usize - 1)
             {
-                *value = Some(stat.value);
+                *value = Some(stat.value());
                 if from_metadata {
                     row.from_metadata |= 1u128 << (slot - 1);
                 }
@@ -113,7 +113,7 @@ impl<const N: usize> StatRow<N> {
 /// The value of stat `key` among `stats`, if present.
 pub fn find(stats: &[Stat], key: Option<u32>) -> Option<StatValue> {
     let key = key?;
-    stats.iter().find(|stat| stat.key == key).map(|stat| stat.value)
+    stats.iter().find(|stat| stat.key() == key).map(|stat| stat.value())
 }
 
 /// The value of stat `key` on `event`, falling back to its metadata's stats

@@ -97,7 +97,7 @@ fn steps(host: &Host) -> (Vec<(i64, i64)>, usize) {
     let plane = host.plane(names::HOST_PLANE).expect("a /host:CPU plane");
     let line = plane.lines.iter().find(|l| l.name == "stepper").expect("a line for the stepper thread");
     let (step_key, root_key) = (plane.find_stat_key("step_num").unwrap(), plane.find_stat_key("_r").unwrap());
-    let int = |stats: &[mlprof_model::Stat], key| match stats.iter().find(|s| s.key == key).map(|s| s.value) {
+    let int = |stats: &[mlprof_model::Stat], key| match stats.iter().find(|s| s.key() == key).map(|s| s.value()) {
         Some(StatValue::Int(v)) => v,
         other => panic!("expected an int64 stat, got {other:?}"),
     };

@@ -54,7 +54,7 @@ fn big_xspace() -> Vec<u8> {
             for copy in 1..BIG_FACTOR as i64 {
                 for event in original.iter() {
                     for stat in event.stats() {
-                        let _ = line.stats.push_copy(&original.stats, stat, stat.key);
+                        let _ = line.stats.push_copy(&original.stats, stat, stat.key());
                     }
                     line.push_event(event.metadata_index(), event.offset_ps() + copy * span, event.duration_ps());
                 }

@@ -95,9 +95,9 @@ fn rewrites_of(plane: &Plane) -> Vec<Rewrite> {
     let mut largest: HashMap<u32, i64> = HashMap::new();
     for line in &plane.lines {
         for stat in line.stats.stats() {
-            let value = stat.value;
+            let value = stat.value();
             if let StatValue::Int(v) = value {
-                let entry = largest.entry(stat.key).or_insert(0);
+                let entry = largest.entry(stat.key()).or_insert(0);
                 *entry = (*entry).max(v);
             }
         }
@@ -135,10 +135,10 @@ fn grown_line(line: &Line, copies: i64, period: i64, rewrites: &[Rewrite]) -> Re
     for copy in 0..copies {
         for event in line.iter() {
             for stat in event.stats() {
-                let value = rewritten(stat.value, rewrites.get(stat.key as usize), copy);
+                let value = rewritten(stat.value(), rewrites.get(stat.key() as usize), copy);
                 grown
                     .stats
-                    .push_copy(&line.stats, &Stat { key: stat.key, value }, stat.key)
+                    .push_copy(&line.stats, &Stat::new(stat.key(), value), stat.key())
                     .map_err(|_| format!("line {}: more than 4 GiB of strings", line.name))?;
             }
             let offset = if event.num_occurrences().is_some() { 0 } else { event.offset_ps() + copy * period };
@@ -168,9 +168,9 @@ fn move_profile_stop(planes: &mut [Plane], stretch_ps: i64) {
         let Some(key) = plane.find_stat_key(names::PROFILE_STOP_TIME) else { continue };
         let range = plane.stats.start as usize..plane.stats.end as usize;
         let Some(own) = plane.metadata_stats.stats_mut().get_mut(range) else { continue };
-        for stat in own.iter_mut().filter(|s| s.key == key) {
-            if let StatValue::Int(ns) = stat.value {
-                stat.value = StatValue::Int(ns + stretch_ps / 1000);
+        for stat in own.iter_mut().filter(|s| s.key() == key) {
+            if let StatValue::Int(ns) = stat.value() {
+                stat.set_value(StatValue::Int(ns + stretch_ps / 1000));
             }
         }
     }

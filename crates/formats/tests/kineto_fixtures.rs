@@ -28,7 +28,7 @@ fn json(path: &Path) -> Value {
 fn category(plane: &Plane, metadata: u32) -> Option<&str> {
     let key = plane.find_stat_key("cat")?;
     let meta = plane.event_metadata.get(metadata as usize)?;
-    plane.metadata_stats_of(meta).iter().find(|s| s.key == key).and_then(|s| match s.value {
+    plane.metadata_stats_of(meta).iter().find(|s| s.key() == key).and_then(|s| match s.value() {
         StatValue::Str(r) => Some(plane.metadata_stats.text(r)),
         _ => None,
     })
@@ -139,7 +139,7 @@ fn torch_cpu_trace_matches_its_summary() {
         let stat = mlprof_formats::chrome::stat_name_for_arg(arg);
         let used = cpu
             .find_stat_key(stat)
-            .map_or(0, |key| cpu.lines.iter().flat_map(|l| l.stats.stats()).filter(|s| s.key == key).count());
+            .map_or(0, |key| cpu.lines.iter().flat_map(|l| l.stats.stats()).filter(|s| s.key() == key).count());
         let in_metadata_records =
             chrome.metadata_events.iter().filter(|m| m.args_json.contains(&format!("\"{arg}\""))).count();
         assert_eq!((used + in_metadata_records) as u64, count.as_u64().unwrap(), "arg {arg}");

@@ -93,9 +93,9 @@ fn check_plane_stats(plane: &mlprof_model::Plane, want: &Value, what: &str) {
     let want = want.as_object().unwrap();
     assert_eq!(plane.plane_stats().len(), want.len(), "{what}");
     for stat in plane.plane_stats() {
-        let name = plane.stat_name(stat.key);
+        let name = plane.stat_name(stat.key());
         let expected = &want[name];
-        match stat.value {
+        match stat.value() {
             StatValue::Int(v) => assert_eq!(Some(v), expected.as_i64(), "{what} {name}"),
             StatValue::Uint(v) => assert_eq!(Some(v), expected.as_u64(), "{what} {name}"),
             StatValue::Str(r) => assert_eq!(Some(plane.metadata_stats.text(r)), expected.as_str(), "{what} {name}"),
@@ -111,16 +111,16 @@ fn check_plane_stats(plane: &mlprof_model::Plane, want: &Value, what: &str) {
 fn check_stat_usage(plane: &mlprof_model::Plane, want: &Value, what: &str) {
     let mut used: HashMap<String, u64> = HashMap::new();
     for stat in plane.plane_stats() {
-        *used.entry(format!("plane:{}", plane.stat_name(stat.key))).or_default() += 1;
+        *used.entry(format!("plane:{}", plane.stat_name(stat.key()))).or_default() += 1;
     }
     for meta in &plane.event_metadata {
         for stat in plane.metadata_stats_of(meta) {
-            *used.entry(format!("event_metadata:{}", plane.stat_name(stat.key))).or_default() += 1;
+            *used.entry(format!("event_metadata:{}", plane.stat_name(stat.key()))).or_default() += 1;
         }
     }
     for line in &plane.lines {
         for stat in line.stats.stats() {
-            *used.entry(format!("event:{}", plane.stat_name(stat.key))).or_default() += 1;
+            *used.entry(format!("event:{}", plane.stat_name(stat.key()))).or_default() += 1;
         }
     }
     let want: HashMap<String, u64> =

@@ -28,4 +28,4 @@ pub use allocator_trace::{AllocatorAction, AllocatorRecord, AllocatorTrace, ByDe
 pub use host::{ChromeMetadataEvent, ChromeTraceInfo, Host, Session, SourceFormat};
 pub use line::{Event, EventColumns, Line, TrackId};
 pub use plane::{EventMetadata, Plane, PlaneBuilder, StatMetadata};
-pub use stats::{ArenaFull, Stat, StatStore, StatValue, TextRef};
+pub use stats::{ArenaFull, MAX_STAT_KEYS, Stat, StatStore, StatValue, TextRef};

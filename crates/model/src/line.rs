@@ -214,7 +214,7 @@ impl<'a> Event<'a> {
     /// looking at its metadata's stats.
     #[inline]
     pub fn own_stat(&self, key: u32) -> Option<StatValue> {
-        self.stats().iter().find(|stat| stat.key == key).map(|stat| stat.value)
+        self.stats().iter().find(|stat| stat.key() == key).map(|stat| stat.value())
     }
 }
 

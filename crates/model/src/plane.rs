@@ -8,7 +8,7 @@ use crate::fxhash::FxMap;
 use std::ops::Range;
 
 use crate::line::{Event, Line};
-use crate::stats::{ArenaFull, Stat, StatStore, StatValue};
+use crate::stats::{ArenaFull, MAX_STAT_KEYS, Stat, StatStore, StatValue};
 
 /// Metadata shared by all events of one kind (XSpace `XEventMetadata`).
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -107,7 +107,7 @@ impl Plane {
     /// the key repeat); its text lives in [`Plane::metadata_stats`].
     #[inline]
     pub fn metadata_stat(&self, metadata: &EventMetadata, key: u32) -> Option<StatValue> {
-        self.metadata_stats_of(metadata).iter().find(|stat| stat.key == key).map(|stat| stat.value)
+        self.metadata_stats_of(metadata).iter().find(|stat| stat.key() == key).map(|stat| stat.value())
     }
 
     /// A stat value as text: a `Str` read from `store` (the store the stat came from),
@@ -136,7 +136,7 @@ impl Plane {
     /// A plane stat by name.
     pub fn plane_stat(&self, name: &str) -> Option<StatValue> {
         let key = self.find_stat_key(name)?;
-        self.plane_stats().iter().find(|s| s.key == key).map(|s| s.value)
+        self.plane_stats().iter().find(|s| s.key() == key).map(|s| s.value())
     }
 
     /// Renders a stat value of this plane as display text (strings unquoted, refs
@@ -176,10 +176,15 @@ impl PlaneBuilder {
         PlaneBuilder { plane: Plane::new(id, name), ..PlaneBuilder::default() }
     }
 
-    /// The dense index of stat key `name`, creating it on first use.
+    /// The dense index of stat key `name`, creating it on first use. A plane holds at
+    /// most [`MAX_STAT_KEYS`] names: past that (hundreds of millions of distinct
+    /// names, more than memory holds for them), every new name gets the last key.
     pub fn stat_key(&mut self, name: &str) -> u32 {
         if let Some(&k) = self.stat_index.get(name) {
             return k;
+        }
+        if self.plane.stat_metadata.len() >= MAX_STAT_KEYS as usize {
+            return MAX_STAT_KEYS - 1;
         }
         let k = self.plane.stat_metadata.len() as u32;
         self.plane.stat_metadata.push(StatMetadata {
@@ -327,8 +332,10 @@ mod tests {
         assert_eq!(events[1].stat_str(&plane, shape), Some("[9]"));
         assert_eq!(events[1].stat_str(&plane, kind), Some("count"));
         assert_eq!(events[1].stat(&plane, count), None);
-        let listed: Vec<_> =
-            events[0].stats_with_metadata(&plane).map(|(stat, store)| plane.format_value(store, stat.value)).collect();
+        let listed: Vec<_> = events[0]
+            .stats_with_metadata(&plane)
+            .map(|(stat, store)| plane.format_value(store, stat.value()))
+            .collect();
         assert_eq!(listed, ["[9]", "conv", "[1,2]", "4"]);
     }
 

@@ -46,18 +46,90 @@ impl PartialEq for StatValue {
     }
 }
 
-/// One stat: a key (dense index into the plane's stat metadata) and a value.
-///
-/// Packed to 4-byte alignment, 20 bytes instead of 24: a large profile holds millions
-/// of stats, and this is a fifth of the model's memory. Read the fields by value
-/// (`let value = stat.value;`); a reference to `value` is not allowed.
-#[derive(Clone, Copy, Debug, PartialEq)]
-#[repr(C, packed(4))]
+/// How many stat keys a plane can have: a [`Stat`] keeps its value's kind in the top
+/// three bits of its key. Readers refuse planes with more stat metadata.
+pub const MAX_STAT_KEYS: u32 = 1 << 29;
+
+/// One stat: a key (dense index into the plane's stat metadata) and a value, in 12
+/// bytes (a [`StatValue`] alone takes 16): a large profile holds millions of stats,
+/// the largest part of the model's memory. The value's kind is kept in the top three
+/// bits of the key, its eight bytes of payload beside them.
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Stat {
+    /// The key (below [`MAX_STAT_KEYS`]) with the value's kind above it.
+    tagged_key: u32,
+    /// The value's payload, low half first (4-byte aligned, so a stat is 12 bytes).
+    payload: [u32; 2],
+}
+
+const KIND_SHIFT: u32 = 29;
+const KEY_MASK: u32 = MAX_STAT_KEYS - 1;
+
+/// The kinds of [`StatValue`] as stored in a [`Stat`].
+const INT: u32 = 0;
+const UINT: u32 = 1;
+const DOUBLE: u32 = 2;
+const STR: u32 = 3;
+const BYTES: u32 = 4;
+const REF: u32 = 5;
+const JSON: u32 = 6;
+
+impl Stat {
+    /// A stat of `key` (below [`MAX_STAT_KEYS`]; higher bits are dropped) and `value`.
+    #[inline]
+    pub fn new(key: u32, value: StatValue) -> Stat {
+        let text = |r: TextRef| u64::from(r.start) | u64::from(r.len) << 32;
+        let (kind, bits) = match value {
+            StatValue::Int(v) => (INT, v as u64),
+            StatValue::Uint(v) => (UINT, v),
+            StatValue::Double(v) => (DOUBLE, v.to_bits()),
+            StatValue::Str(r) => (STR, text(r)),
+            StatValue::Bytes(r) => (BYTES, text(r)),
+            StatValue::Ref(v) => (REF, u64::from(v)),
+            StatValue::Json(r) => (JSON, text(r)),
+        };
+        Stat { tagged_key: kind << KIND_SHIFT | key & KEY_MASK, payload: [bits as u32, (bits >> 32) as u32] }
+    }
+
     /// Dense index into [`crate::Plane::stat_metadata`].
-    pub key: u32,
+    #[inline]
+    pub fn key(&self) -> u32 {
+        self.tagged_key & KEY_MASK
+    }
+
     /// The value.
-    pub value: StatValue,
+    #[inline]
+    pub fn value(&self) -> StatValue {
+        let bits = u64::from(self.payload[0]) | u64::from(self.payload[1]) << 32;
+        let text = TextRef { start: self.payload[0], len: self.payload[1] };
+        match self.tagged_key >> KIND_SHIFT {
+            INT => StatValue::Int(bits as i64),
+            UINT => StatValue::Uint(bits),
+            DOUBLE => StatValue::Double(f64::from_bits(bits)),
+            STR => StatValue::Str(text),
+            BYTES => StatValue::Bytes(text),
+            REF => StatValue::Ref(self.payload[0]),
+            _ => StatValue::Json(text),
+        }
+    }
+
+    /// Gives the stat another key (below [`MAX_STAT_KEYS`]), keeping its value.
+    #[inline]
+    pub fn set_key(&mut self, key: u32) {
+        *self = Stat::new(key, self.value());
+    }
+
+    /// Gives the stat another value, keeping its key.
+    #[inline]
+    pub fn set_value(&mut self, value: StatValue) {
+        *self = Stat::new(self.key(), value);
+    }
+}
+
+impl std::fmt::Debug for Stat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stat").field("key", &self.key()).field("value", &self.value()).finish()
+    }
 }
 
 /// An append-only arena of stats and of the bytes their string values point at.
@@ -109,7 +181,7 @@ impl StatStore {
     /// Appends a stat whose value needs no arena space.
     #[inline]
     pub fn push(&mut self, key: u32, value: StatValue) {
-        self.stats.push(Stat { key, value });
+        self.stats.push(Stat::new(key, value));
     }
 
     /// Copies `data` into the arena and returns where it lives.
@@ -159,7 +231,7 @@ impl StatStore {
 
     /// Copies a stat of another store (with its payload) into this one, re-keyed.
     pub fn push_copy(&mut self, from: &StatStore, stat: &Stat, key: u32) -> Result<(), ArenaFull> {
-        let value = match stat.value {
+        let value = match stat.value() {
             StatValue::Str(r) => StatValue::Str(self.store_bytes(from.bytes(r))?),
             StatValue::Bytes(r) => StatValue::Bytes(self.store_bytes(from.bytes(r))?),
             StatValue::Json(r) => StatValue::Json(self.store_bytes(from.bytes(r))?),
@@ -180,14 +252,14 @@ impl StatStore {
         let remap = |id: u32| map.get(id as usize).copied().unwrap_or(id);
         let moved = |r: TextRef| TextRef { start: r.start + shift, len: r.len };
         self.stats.extend(from.stats.iter().map(|stat| {
-            let value = match stat.value {
+            let value = match stat.value() {
                 StatValue::Str(r) => StatValue::Str(moved(r)),
                 StatValue::Bytes(r) => StatValue::Bytes(moved(r)),
                 StatValue::Json(r) => StatValue::Json(moved(r)),
                 StatValue::Ref(r) => StatValue::Ref(remap(r)),
                 other => other,
             };
-            Stat { key: remap(stat.key), value }
+            Stat::new(remap(stat.key()), value)
         }));
         Ok(())
     }
@@ -195,13 +267,13 @@ impl StatStore {
     /// Rewrites every stat key through `map` (used when metadata tables are compacted).
     pub fn remap_keys(&mut self, map: &[u32]) {
         for stat in &mut self.stats {
-            if let Some(&k) = map.get(stat.key as usize) {
-                stat.key = k;
+            if let Some(&k) = map.get(stat.key() as usize) {
+                stat.set_key(k);
             }
-            if let StatValue::Ref(r) = stat.value
+            if let StatValue::Ref(r) = stat.value()
                 && let Some(&k) = map.get(r as usize)
             {
-                stat.value = StatValue::Ref(k);
+                stat.set_value(StatValue::Ref(k));
             }
         }
     }
@@ -225,19 +297,56 @@ mod tests {
         store.push_json(5, "[1,2]").unwrap();
         let stats = store.stats();
         assert_eq!(stats.len(), 3);
-        match stats[0].value {
+        match stats[0].value() {
             StatValue::Str(r) => assert_eq!(store.text(r), "hello"),
             other => panic!("unexpected {other:?}"),
         }
-        match stats[2].value {
+        match stats[2].value() {
             StatValue::Json(r) => assert_eq!(store.text(r), "[1,2]"),
             other => panic!("unexpected {other:?}"),
         }
     }
 
     #[test]
-    fn a_stat_takes_twenty_bytes() {
-        assert_eq!(std::mem::size_of::<Stat>(), 20);
+    fn a_stat_takes_twelve_bytes() {
+        assert_eq!(std::mem::size_of::<Stat>(), 12);
+    }
+
+    /// Every kind of value, at the edges of its range, with keys up to the largest.
+    #[test]
+    fn every_value_and_key_round_trips_through_a_stat() {
+        let text = |start, len| TextRef { start, len };
+        let values = [
+            StatValue::Int(i64::MIN),
+            StatValue::Int(-1),
+            StatValue::Int(i64::MAX),
+            StatValue::Uint(u64::MAX),
+            StatValue::Uint(1 << 32),
+            StatValue::Double(-0.0),
+            StatValue::Double(f64::NAN),
+            StatValue::Double(1.5e300),
+            StatValue::Str(text(u32::MAX, u32::MAX)),
+            StatValue::Bytes(text(7, 0)),
+            StatValue::Ref(u32::MAX),
+            StatValue::Json(text(0, 3)),
+        ];
+        for key in [0, 1, 12_345, MAX_STAT_KEYS - 1] {
+            for value in values {
+                let mut stat = Stat::new(key, value);
+                assert_eq!((stat.key(), stat.value()), (key, value));
+                stat.set_key(MAX_STAT_KEYS - 1 - key);
+                assert_eq!((stat.key(), stat.value()), (MAX_STAT_KEYS - 1 - key, value));
+                stat.set_value(StatValue::Ref(9));
+                assert_eq!((stat.key(), stat.value()), (MAX_STAT_KEYS - 1 - key, StatValue::Ref(9)));
+            }
+        }
+        // Equal stats are equal values under equal keys, and only those.
+        for (i, a) in values.iter().enumerate() {
+            for (j, b) in values.iter().enumerate() {
+                assert_eq!(Stat::new(3, *a) == Stat::new(3, *b), i == j, "{a:?} {b:?}");
+            }
+        }
+        assert_ne!(Stat::new(3, values[0]), Stat::new(4, values[0]));
     }
 
     #[test]
@@ -250,7 +359,7 @@ mod tests {
         from.push(2, StatValue::Ref(1));
         to.append_remapped(&from, &[5, 6]).unwrap();
         assert_eq!(to.len(), 4);
-        let values: Vec<(u32, StatValue)> = to.stats().iter().map(|s| (s.key, s.value)).collect();
+        let values: Vec<(u32, StatValue)> = to.stats().iter().map(|s| (s.key(), s.value())).collect();
         assert_eq!(values[1], (6, StatValue::Int(7)));
         assert_eq!(values[3], (2, StatValue::Ref(6)));
         match values[2] {
@@ -264,6 +373,6 @@ mod tests {
         let mut store = StatStore::default();
         store.push(0, StatValue::Ref(1));
         store.remap_keys(&[5, 6]);
-        assert_eq!(store.stats()[0], Stat { key: 5, value: StatValue::Ref(6) });
+        assert_eq!(store.stats()[0], Stat::new(5, StatValue::Ref(6)));
     }
 }

@@ -106,16 +106,16 @@ impl LineEnds {
         let start = role == Role::FlowStart;
         let (mut id, mut binding_enclosing) = (None, false);
         for stat in event.stats() {
-            if Some(stat.key) == keys.id {
-                id = match stat.value {
+            if Some(stat.key()) == keys.id {
+                id = match stat.value() {
                     StatValue::Int(v) => Some(v.to_string()),
                     StatValue::Uint(v) => Some(v.to_string()),
                     StatValue::Str(t) => Some(event.store().text(t).to_string()),
                     _ => None,
                 };
-            } else if Some(stat.key) == keys.binding {
+            } else if Some(stat.key()) == keys.binding {
                 binding_enclosing =
-                    matches!(stat.value, StatValue::Str(t) if event.store().text(t) == BINDING_ENCLOSING);
+                    matches!(stat.value(), StatValue::Str(t) if event.store().text(t) == BINDING_ENCLOSING);
             }
         }
         if let Some(id) = id {

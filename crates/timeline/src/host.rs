@@ -310,24 +310,24 @@ fn step_name<'p>(plane: &'p Plane, event: &Event<'p>, key: Option<u32>) -> Optio
 fn collect_flow_ends(ends: &mut FlowEnds, keys: &PlaneKeys, event: &Event<'_>, on_device: bool, at: EventRef) {
     let (mut producer, mut consumer) = ((None, None), (None, None));
     for stat in event.stats() {
-        let key = Some(stat.key);
+        let key = Some(stat.key());
         if key == keys.correlation {
-            if let Some(id) = as_u64(stat.value) {
+            if let Some(id) = as_u64(stat.value()) {
                 ends.correlations.push((id, on_device, event.start_ps(), at));
             }
         } else if key == keys.flow {
             // XFlow: direction in the low 2 bits, then a 56-bit id and a 6-bit category.
-            if let Some(encoded) = as_u64(stat.value) {
+            if let Some(encoded) = as_u64(stat.value()) {
                 ends.xflows.push((encoded >> 2, event.start_ps(), at));
             }
         } else if key == keys.producer_type {
-            producer.0 = as_u64(stat.value);
+            producer.0 = as_u64(stat.value());
         } else if key == keys.producer_id {
-            producer.1 = as_u64(stat.value);
+            producer.1 = as_u64(stat.value());
         } else if key == keys.consumer_type {
-            consumer.0 = as_u64(stat.value);
+            consumer.0 = as_u64(stat.value());
         } else if key == keys.consumer_id {
-            consumer.1 = as_u64(stat.value);
+            consumer.1 = as_u64(stat.value());
         }
     }
     if let (Some(kind), Some(id)) = producer {
@@ -362,7 +362,7 @@ pub fn event_args(host: &Host, at: ModelRef) -> Option<Vec<(String, String)>> {
         put("long_name", metadata.name.clone());
     }
     for (stat, store) in event.stats_with_metadata(plane) {
-        put(plane.stat_name(stat.key), plane.format_value(store, stat.value));
+        put(plane.stat_name(stat.key()), plane.format_value(store, stat.value()));
     }
     Some(args)
 }

@@ -38,8 +38,8 @@ fn int(value: StatValue) -> Option<i64> {
 fn is_flow_marker(plane: &Plane, metadata: u32) -> bool {
     let Some(m) = plane.event_metadata.get(metadata as usize) else { return false };
     plane.metadata_stats_of(m).iter().any(|s| {
-        plane.stat_name(s.key) == "ph"
-            && ["s", "t", "f"].contains(&plane.format_value(&plane.metadata_stats, s.value).as_str())
+        plane.stat_name(s.key()) == "ph"
+            && ["s", "t", "f"].contains(&plane.format_value(&plane.metadata_stats, s.value()).as_str())
     })
 }
 
@@ -123,7 +123,7 @@ fn jax_xspace_every_event_once_with_context_flows() {
         for (l, line) in plane.lines.iter().enumerate() {
             for event in line.iter() {
                 let stat = |name: &str| {
-                    event.stats().iter().find(|s| plane.stat_name(s.key) == name).and_then(|s| int(s.value))
+                    event.stats().iter().find(|s| plane.stat_name(s.key()) == name).and_then(|s| int(s.value()))
                 };
                 let at = ModelRef { plane: p as u32, line: l as u32, event: event.index() as u32 };
                 if let (Some(t), Some(id)) = (stat("_pt"), stat("_p")) {
@@ -159,8 +159,8 @@ fn kineto_gpu_trace_links_every_launch_to_its_kernel() {
                 let corr = event
                     .stats()
                     .iter()
-                    .find(|s| plane.stat_name(s.key) == "correlation_id")
-                    .and_then(|s| int(s.value));
+                    .find(|s| plane.stat_name(s.key()) == "correlation_id")
+                    .and_then(|s| int(s.value()));
                 if let Some(id) = corr {
                     let slot = sides.entry(id).or_default();
                     if on_device { slot.1 += 1 } else { slot.0 += 1 }

@@ -81,8 +81,8 @@ fn timed_events(host: &Host) -> u64 {
             for event in line.iter() {
                 let marker = plane.metadata_of(&event).is_some_and(|m| {
                     plane.metadata_stats_of(m).iter().any(|s| {
-                        Some(s.key) == ph
-                            && ["s", "t", "f"].contains(&plane.format_value(&plane.metadata_stats, s.value).as_str())
+                        Some(s.key()) == ph
+                            && ["s", "t", "f"].contains(&plane.format_value(&plane.metadata_stats, s.value()).as_str())
                     })
                 });
                 if event.num_occurrences().is_none() && !marker {

@@ -195,8 +195,8 @@ fn scope_range_parents(host: &Host) -> HashMap<i64, i64> {
         .plane_stats()
         .iter()
         .filter_map(|stat| {
-            let child = plane.stat_metadata.get(stat.key as usize)?.id;
-            Some((child, crate::xstats::as_int(stat.value)?))
+            let child = plane.stat_metadata.get(stat.key() as usize)?.id;
+            Some((child, crate::xstats::as_int(stat.value())?))
         })
         .collect()
 }

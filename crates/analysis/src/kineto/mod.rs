@@ -231,8 +231,8 @@ pub fn categories(plane: &Plane) -> Vec<Category> {
         .iter()
         .map(|metadata| {
             let cat = key.and_then(|key| {
-                let stat = plane.metadata_stats_of(metadata).iter().find(|stat| stat.key == key)?;
-                xstats::as_str(plane, &plane.metadata_stats, stat.value)
+                let stat = plane.metadata_stats_of(metadata).iter().find(|stat| stat.key() == key)?;
+                xstats::as_str(plane, &plane.metadata_stats, stat.value())
             });
             cat.map_or(Category::Other, Category::from_cat)
         })

@@ -176,8 +176,8 @@ fn snapshot_of(
     let mut activity = MemoryActivity { kind, step_id: INVALID_STEP, ..MemoryActivity::default() };
     let text = |value: StatValue| xstats::as_str(plane, event.store(), value).unwrap_or("").to_string();
     for stat in event.stats() {
-        let Some(Some(field)) = fields.get(stat.key as usize) else { continue };
-        let value = stat.value;
+        let Some(Some(field)) = fields.get(stat.key() as usize) else { continue };
+        let value = stat.value();
         match field {
             Field::MemoryIdInt => memory_id = int_value(value).to_string(),
             Field::MemoryIdName => memory_id = text(value),

@@ -188,8 +188,8 @@ fn half_precision_ops(host: &Host) -> HashSet<i64> {
     };
     for line in &plane.lines {
         for event in line.iter() {
-            let Some(stat) = event.stats().iter().find(|stat| stat.key == types_key) else { continue };
-            let text = match stat.value {
+            let Some(stat) = event.stats().iter().find(|stat| stat.key() == types_key) else { continue };
+            let text = match stat.value() {
                 StatValue::Json(text) | StatValue::Str(text) => event.store().text(text),
                 _ => continue,
             };

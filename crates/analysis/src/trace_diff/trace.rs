@@ -161,13 +161,13 @@ fn read_rows(host: &Host, names: &mut Symbols) -> Vec<Row> {
                 let mut correlation = -1;
                 let mut dur_field = None;
                 for stat in event.stats() {
-                    let key = Some(stat.key);
+                    let key = Some(stat.key());
                     if key == keys.key(0) && chrome {
-                        stream = stream_number(plane, event.store(), stat.value);
+                        stream = stream_number(plane, event.store(), stat.value());
                     } else if key == keys.key(1) {
-                        correlation = correlation_number(stat.value);
+                        correlation = correlation_number(stat.value());
                     } else if key == keys.key(2) {
-                        dur_field = json_micros(event.store(), stat.value);
+                        dur_field = json_micros(event.store(), stat.value());
                     }
                 }
                 let (name, dur_ps) = match kind {

@@ -200,16 +200,16 @@ fn write_chrome_line(
         }
         let mut args_open = false;
         for stat in event.stats() {
-            let Some((name, is_field)) = kinds.keys.get(stat.key as usize) else { continue };
+            let Some((name, is_field)) = kinds.keys.get(stat.key() as usize) else { continue };
             if *is_field {
                 em.buf.push(',');
                 push_json_str(&mut em.buf, name);
                 em.buf.push(':');
-                push_value(&mut em.buf, plane, &line.stats, stat.value);
+                push_value(&mut em.buf, plane, &line.stats, stat.value());
             }
         }
         for stat in event.stats() {
-            let Some((name, is_field)) = kinds.keys.get(stat.key as usize) else { continue };
+            let Some((name, is_field)) = kinds.keys.get(stat.key() as usize) else { continue };
             if *is_field {
                 continue;
             }
@@ -217,7 +217,7 @@ fn write_chrome_line(
             args_open = true;
             push_json_str(&mut em.buf, name);
             em.buf.push(':');
-            push_value(&mut em.buf, plane, &line.stats, stat.value);
+            push_value(&mut em.buf, plane, &line.stats, stat.value());
         }
         if args_open {
             em.buf.push('}');
@@ -381,8 +381,8 @@ impl CorrelationFlows {
             let Some(key) = plane.find_stat_key(names::CORRELATION_ID) else { continue };
             let target = if plane.name.starts_with(names::DEVICE_PLANE_PREFIX) { &mut on_device } else { &mut on_host };
             for line in &plane.lines {
-                for stat in line.stats.stats().iter().filter(|s| s.key == key) {
-                    if let Some(id) = int_value(stat.value) {
+                for stat in line.stats.stats().iter().filter(|s| s.key() == key) {
+                    if let Some(id) = int_value(stat.value()) {
                         target.insert(id);
                     }
                 }
@@ -446,14 +446,14 @@ fn write_xspace_line(
         }
         let mut correlation = None;
         for (stat, store) in event.stats_with_metadata(plane) {
-            if ctx.internal.get(stat.key as usize).copied().unwrap_or(false) {
+            if ctx.internal.get(stat.key() as usize).copied().unwrap_or(false) {
                 continue;
             }
-            if Some(stat.key) == ctx.correlation {
-                correlation = int_value(stat.value).filter(|id| flows.linked.contains(id));
+            if Some(stat.key()) == ctx.correlation {
+                correlation = int_value(stat.value()).filter(|id| flows.linked.contains(id));
             }
-            arg(em, plane.stat_name(stat.key));
-            push_value(&mut em.buf, plane, store, stat.value);
+            arg(em, plane.stat_name(stat.key()));
+            push_value(&mut em.buf, plane, store, stat.value());
         }
         em.buf.push_str("}}");
         if let Some(id) = correlation {

@@ -512,12 +512,12 @@ impl<'r> Compactor<'r> {
         }
         // One pass: map each key (the reader stores no `Ref` values to map).
         for stat in line.stats.stats_mut() {
-            let key = stat.key;
+            let key = stat.key();
             if let Some(slot) = self.key_map.get_mut(key as usize) {
                 if *slot == UNMAPPED {
                     *slot = builder.stat_key(r.keys.get(key));
                 }
-                stat.key = *slot;
+                stat.set_key(*slot);
             }
         }
         builder.push_line(line);

@@ -646,8 +646,8 @@ fn append_line(to: &mut Line, from: &Line, meta_map: &[u32], key_map: &[u32], sh
     let base = u32::try_from(to.stats.len()).map_err(|_| too_many("stats on one thread"))?;
     let added = u32::try_from(from.stats.len()).map_err(|_| too_many("stats on one thread"))?;
     base.checked_add(added).ok_or_else(|| too_many("stats on one thread"))?;
-    if let Some(&unmapped) = from.stats.stats().iter().find(|stat| key_map.get(stat.key as usize).is_none()) {
-        let key = unmapped.key;
+    if let Some(&unmapped) = from.stats.stats().iter().find(|stat| key_map.get(stat.key() as usize).is_none()) {
+        let key = unmapped.key();
         return Err(format!("internal error: unmapped stat key {key}"));
     }
     let metadata = ev.metadata.iter().map(|&m| mapped(meta_map, m)).collect::<Result<Vec<u32>, String>>()?;

@@ -28,7 +28,7 @@ fn event_stats(plane: &Plane, line: usize, i: usize) -> Vec<(String, String)> {
     event
         .stats()
         .iter()
-        .map(|s| (plane.stat_name(s.key).to_string(), plane.format_value(line.stats_store(), s.value)))
+        .map(|s| (plane.stat_name(s.key()).to_string(), plane.format_value(line.stats_store(), s.value())))
         .collect()
 }
 
@@ -47,7 +47,7 @@ fn meta_stats(plane: &Plane, line: usize, i: usize) -> Vec<(String, String)> {
     plane
         .metadata_stats_of(meta)
         .iter()
-        .map(|s| (plane.stat_name(s.key).to_string(), plane.format_value(&plane.metadata_stats, s.value)))
+        .map(|s| (plane.stat_name(s.key()).to_string(), plane.format_value(&plane.metadata_stats, s.value())))
         .collect()
 }
 
@@ -196,9 +196,9 @@ fn flows_instants_counters_and_extra_keys_are_kept() {
     assert_eq!(plane.event_metadata[plane.lines[0].events.metadata[5] as usize].name, "");
     // Typed values.
     let stats = plane.lines[0].event(1).unwrap().stats();
-    assert!(matches!(stats[0].value, StatValue::Str(_)));
+    assert!(matches!(stats[0].value(), StatValue::Str(_)));
     let stats = plane.lines[0].event(3).unwrap().stats();
-    let (first, second) = (stats[0].value, stats[1].value);
+    let (first, second) = (stats[0].value(), stats[1].value());
     assert_eq!(first, StatValue::Double(12.5));
     assert_eq!(second, StatValue::Uint(u64::MAX));
 }

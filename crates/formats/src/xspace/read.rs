@@ -9,10 +9,13 @@
 //! C++ readers effectively do, so nothing is dropped.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use mlprof_model::{EventMetadata, Host, Line, Plane, SourceFormat, StatMetadata, StatStore, StatValue, names};
+use mlprof_model::{
+    EventMetadata, Host, Line, MAX_STAT_KEYS, Plane, SourceFormat, StatMetadata, StatStore, StatValue, names,
+};
 use rayon::prelude::*;
 
 use crate::error::{FormatError, Result};
@@ -142,6 +145,9 @@ fn decode_plane(
 ) -> std::result::Result<Plane, WireError> {
     let mut plane = Plane::default();
     let fields = PlaneFields::read(data, base, lines_left, &mut plane)?;
+    if fields.stat_metadata.len() > MAX_STAT_KEYS as usize {
+        return Err(WireError { offset: base, message: too_many_stat_keys() });
+    }
     for (entry, at) in &fields.stat_metadata {
         plane.stat_metadata.push(decode_stat_metadata(entry, *at)?);
     }
@@ -162,7 +168,7 @@ fn decode_plane(
     let parallel = fields.lines.len() > 1 && data.len() > 1 << 20;
     let (lines, pending) = decode_lines(fields.lines, parallel, &event_ids, &stat_ids, release)?;
     plane.lines = lines;
-    resolve_pending(&mut plane, &pending_meta, &pending);
+    resolve_pending(&mut plane, &pending_meta, &pending).map_err(|message| WireError { offset: base, message })?;
     Ok(plane)
 }
 
@@ -297,16 +303,26 @@ fn decode_lines(
 }
 
 /// Gives the ids that nothing defined placeholder metadata: those of the event
-/// metadata's stats, then those of each line's events and stats.
-fn resolve_pending(plane: &mut Plane, pending_meta: &Unresolved, pending: &[LinePending]) {
+/// metadata's stats, then those of each line's events and stats. Fails when the
+/// placeholders would take the plane past [`MAX_STAT_KEYS`] stat metadata.
+fn resolve_pending(plane: &mut Plane, pending_meta: &Unresolved, pending: &[LinePending]) -> Result<(), String> {
     let mut resolver = Resolver::default();
-    resolver.fix_stats(&mut plane.stat_metadata, &mut plane.metadata_stats, pending_meta);
+    resolver.fix_stats(&mut plane.stat_metadata, &mut plane.metadata_stats, pending_meta)?;
     for (line, pending) in plane.lines.iter_mut().zip(pending) {
         let Some(pending) = pending else { continue };
         let stats_end = plane.metadata_stats.len() as u32;
         resolver.fix_events(&mut plane.event_metadata, stats_end, line, pending);
-        resolver.fix_stats(&mut plane.stat_metadata, &mut line.stats, pending);
+        resolver.fix_stats(&mut plane.stat_metadata, &mut line.stats, pending)?;
     }
+    Ok(())
+}
+
+/// Why a plane with more stat metadata than a [`mlprof_model::Stat`] can key is refused.
+fn too_many_stat_keys() -> String {
+    format!(
+        "in XPlane: more than {MAX_STAT_KEYS} stat metadata entries in one plane: no profiler writes that many, \
+         so it is refused to keep memory bounded"
+    )
 }
 
 /// Takes one line from the file's allowance; `None` when it is used up.
@@ -334,21 +350,31 @@ impl Resolver {
         }
     }
 
-    fn fix_stats(&mut self, table: &mut Vec<StatMetadata>, store: &mut StatStore, pending: &Unresolved) {
+    fn fix_stats(
+        &mut self,
+        table: &mut Vec<StatMetadata>,
+        store: &mut StatStore,
+        pending: &Unresolved,
+    ) -> Result<(), String> {
         let stats = store.stats_mut();
         for &(index, id, is_ref) in &pending.stats {
-            let resolved = *self.stats.entry(id).or_insert_with(|| {
-                table.push(StatMetadata { id, ..StatMetadata::default() });
-                (table.len() - 1) as u32
-            });
+            let resolved = match self.stats.entry(id) {
+                Entry::Occupied(known) => *known.get(),
+                Entry::Vacant(_) if table.len() >= MAX_STAT_KEYS as usize => return Err(too_many_stat_keys()),
+                Entry::Vacant(slot) => {
+                    table.push(StatMetadata { id, ..StatMetadata::default() });
+                    *slot.insert((table.len() - 1) as u32)
+                }
+            };
             if let Some(stat) = stats.get_mut(index as usize) {
                 if is_ref {
-                    stat.value = StatValue::Ref(resolved);
+                    stat.set_value(StatValue::Ref(resolved));
                 } else {
-                    stat.key = resolved;
+                    stat.set_key(resolved);
                 }
             }
         }
+        Ok(())
     }
 }
 
@@ -717,13 +743,13 @@ mod tests {
         let gemm = plane.metadata_of(&events[0]).unwrap();
         assert_eq!(gemm.name, "gemm");
         let kind = plane.metadata_stats_of(gemm)[0];
-        assert_eq!(plane.stat_name(kind.key), "kind");
-        assert_eq!(plane.format_value(&plane.metadata_stats, kind.value), "MatMul");
+        assert_eq!(plane.stat_name(kind.key()), "kind");
+        assert_eq!(plane.format_value(&plane.metadata_stats, kind.value()), "MatMul");
         // Undefined ids get placeholder entries that keep the original ids.
         let unknown = plane.metadata_of(&events[2]).unwrap();
         assert_eq!((unknown.id, unknown.name.as_str()), (99, ""));
         let stat = events[2].stats()[0];
-        assert_eq!((plane.stat_metadata[stat.key as usize].id, stat.value), (77, StatValue::Int(-3)));
+        assert_eq!((plane.stat_metadata[stat.key() as usize].id, stat.value()), (77, StatValue::Int(-3)));
         // And all of it survives the encoder.
         let again = read_xspace(&crate::xspace::encode_xspace(&host), "h.xplane.pb", "h").unwrap();
         assert_eq!(again, host);
@@ -768,7 +794,7 @@ mod tests {
         assert_eq!(long, short);
         let line = &long.planes[0].lines[0];
         let event = line.iter().next().expect("one event");
-        assert_eq!((event.start_ps(), event.duration_ps(), event.stats()[0].value), (2_000, 500, StatValue::Int(-3)));
+        assert_eq!((event.start_ps(), event.duration_ps(), event.stats()[0].value()), (2_000, 500, StatValue::Int(-3)));
     }
 
     /// Fields out of number order, and fields given twice, decode as the last
@@ -803,7 +829,7 @@ mod tests {
         let got = read_xspace(&one_event_space(&shuffled.buf), "c.xplane.pb", "c").unwrap();
         assert_eq!(got, expected);
         let event = got.planes[0].lines[0].iter().next().expect("one event");
-        let values: Vec<StatValue> = event.stats().iter().map(|s| s.value).collect();
+        let values: Vec<StatValue> = event.stats().iter().map(|s| s.value()).collect();
         assert_eq!((event.start_ps(), event.duration_ps()), (2_000, 500));
         assert_eq!(values, [StatValue::Int(-3), StatValue::Int(2), StatValue::Uint(9)]);
     }
@@ -851,7 +877,7 @@ mod tests {
             .stats
             .stats()
             .iter()
-            .map(|stat| match stat.value {
+            .map(|stat| match stat.value() {
                 StatValue::Str(r) => line.stats.text(r),
                 other => panic!("{other:?} is not a string"),
             })

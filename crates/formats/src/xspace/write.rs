@@ -199,7 +199,7 @@ fn encode_line(
             layout.markers.and_then(|_| StepMarkers::step_of(plane.metadata_of(&e).map_or("", |m| m.name.as_str())));
         if let (Some(markers), Some(step)) = (layout.markers, step) {
             let has = |id: i64| {
-                e.stats().iter().any(|st| plane.stat_metadata.get(st.key as usize).is_some_and(|m| m.id == id))
+                e.stats().iter().any(|st| plane.stat_metadata.get(st.key() as usize).is_some_and(|m| m.id == id))
             };
             if !has(markers.root.0) && !has(markers.step_num.0) {
                 markers.encode(step, 4, event, stat);
@@ -222,9 +222,9 @@ fn in_start_order(line: &Line) -> Vec<Event<'_>> {
 /// 5 of XEventMetadata).
 fn encode_stat(plane: &Plane, store: &StatStore, stat: &Stat, field: u32, out: &mut WireWriter, buf: &mut WireWriter) {
     buf.buf.clear();
-    let id = plane.stat_metadata.get(stat.key as usize).map_or(0, |m| m.id);
+    let id = plane.stat_metadata.get(stat.key() as usize).map_or(0, |m| m.id);
     buf.int64(1, id);
-    match stat.value {
+    match stat.value() {
         StatValue::Double(v) => buf.double_always(2, v),
         StatValue::Uint(v) => buf.uint64_always(3, v),
         StatValue::Int(v) => buf.int64_always(4, v),

@@ -57,7 +57,7 @@ pub(super) fn framework(host: &Host) -> Framework {
 fn recorded_by_cupti_tool(plane: &Plane) -> bool {
     let Some(key) = plane.find_stat_key(names::PROFILER_STAT) else { return false };
     plane.plane_stats().iter().any(|stat| {
-        let (k, value) = (stat.key, stat.value);
+        let (k, value) = (stat.key(), stat.value());
         k == key && matches!(plane.str_value(&plane.metadata_stats, value), Some(names::MLPROF_INJECT | names::NSYS))
     })
 }
@@ -71,7 +71,7 @@ pub(super) fn has_gradient_program(host: &Host) -> bool {
     let Some(plane) = host.plane(names::METADATA_PLANE) else { return false };
     let Some(key) = plane.find_stat_key("Hlo Proto") else { return false };
     plane.event_metadata.iter().any(|metadata| {
-        plane.metadata_stats_of(metadata).iter().filter(|stat| stat.key == key).any(|stat| match stat.value {
+        plane.metadata_stats_of(metadata).iter().filter(|stat| stat.key() == key).any(|stat| match stat.value() {
             mlprof_model::StatValue::Bytes(bytes) | mlprof_model::StatValue::Str(bytes) => {
                 let data = plane.metadata_stats.bytes(bytes);
                 MARKERS.iter().any(|marker| data.windows(marker.len()).any(|window| window == *marker))
@@ -102,21 +102,21 @@ fn plane_kernel_launches<'h>(plane: &'h Plane, modules: &'h HloModules, each: &m
             let (mut details, mut tf_op, mut equation, mut hlo_op) = ("", "", "", None);
             let mut program_id = None;
             for stat in event.stats() {
-                let slot = match Some(stat.key) {
+                let slot = match Some(stat.key()) {
                     k if k == details_key => &mut details,
                     k if k == tf_op_key => &mut tf_op,
                     k if k == equation_key => &mut equation,
                     k if k == hlo_op_key => {
-                        hlo_op = Some(xstats::as_str(plane, event.store(), stat.value).unwrap_or(""));
+                        hlo_op = Some(xstats::as_str(plane, event.store(), stat.value()).unwrap_or(""));
                         continue;
                     }
                     k if k == program_key => {
-                        program_id = xstats::as_int(stat.value);
+                        program_id = xstats::as_int(stat.value());
                         continue;
                     }
                     _ => continue,
                 };
-                *slot = xstats::as_str(plane, event.store(), stat.value).unwrap_or("");
+                *slot = xstats::as_str(plane, event.store(), stat.value()).unwrap_or("");
             }
             if details.is_empty() {
                 continue;

@@ -171,7 +171,7 @@ impl<'h> HostEvents<'h> {
 fn read_args(kinds: &PlaneKinds<'_>, line: &Line, stats: &[Stat], duration_ps: i64) -> (i64, i64, f64) {
     let (mut stream, mut correlation, mut memory_bw_gbps, mut copied_bytes) = (-1, -1, None, 0);
     for stat in stats {
-        let (key, value) = (Some(stat.key), stat.value);
+        let (key, value) = (Some(stat.key()), stat.value());
         if key == kinds.keys.key(0) {
             stream = stream_number(kinds.plane, &line.stats, value);
         } else if key == kinds.keys.key(1) {
