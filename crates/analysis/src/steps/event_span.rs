@@ -77,21 +77,30 @@ pub fn overlap_ps(a0: i64, a1: i64, b0: i64, b1: i64) -> i64 {
 /// Splits overlapping spans into consecutive non-overlapping ones, each with the
 /// highest-priority type active over it (`UnknownTime` where none is).
 pub fn to_non_overlapped(spans: &[TypedSpan]) -> Vec<TypedSpan> {
-    // (time, is_start, type): ends sort before starts at equal times; among starts
-    // (or ends) at the same time, higher priority first.
-    let mut boundaries: Vec<(i64, bool, EventType)> = Vec::with_capacity(spans.len() * 2);
+    // Each boundary is one integer, ordered as (time, is_start, type descending): ends
+    // sort before starts at equal times; among starts (or ends) at the same time, higher
+    // priority first. Sorting plain integers is much cheaper than comparing tuples
+    // field by field, and equal keys are identical boundaries, so an unstable sort
+    // gives the stable sort's result.
+    let key = |time: i64, is_start: bool, kind: EventType| {
+        (i128::from(time) << 8) | i128::from(u8::from(is_start) << 5 | (31 - kind as u8))
+    };
+    let mut keys: Vec<i128> = Vec::with_capacity(spans.len() * 2);
     for span in spans {
-        boundaries.push((span.begin_ps, true, span.kind));
-        boundaries.push((span.end_ps, false, span.kind));
+        keys.push(key(span.begin_ps, true, span.kind));
+        keys.push(key(span.end_ps, false, span.kind));
     }
-    // The order compares every field, so equal boundaries are identical and an
-    // unstable sort (no scratch buffer) gives the stable sort's result.
-    boundaries.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)).then(b.2.cmp(&a.2)));
+    keys.sort_unstable();
+    let boundary = |key: i128| {
+        let low = (key & 0xff) as u8;
+        let kind = ALL_TYPES.get(usize::from(31 - (low & 31))).copied().unwrap_or(EventType::UnknownTime);
+        ((key >> 8) as i64, low & 32 != 0, kind)
+    };
     let mut counts = [0i64; EVENT_TYPE_COUNT];
     let mut current = EventType::UnknownTime;
-    let mut out = Vec::with_capacity(boundaries.len());
-    for pair in boundaries.windows(2) {
-        let (time, is_start, kind) = pair[0];
+    let mut out = Vec::with_capacity(keys.len());
+    for pair in keys.windows(2) {
+        let (time, is_start, kind) = boundary(pair[0]);
         if is_start {
             counts[kind as usize] += 1;
             current = current.max(kind);
@@ -106,12 +115,13 @@ pub fn to_non_overlapped(spans: &[TypedSpan]) -> Vec<TypedSpan> {
                     .unwrap_or(EventType::UnknownTime);
             }
         }
-        out.push(TypedSpan { kind: current, begin_ps: time, end_ps: pair[1].0 });
+        out.push(TypedSpan { kind: current, begin_ps: time, end_ps: (pair[1] >> 8) as i64 });
     }
     out
 }
 
-/// Every [`EventType`] in priority order.
+/// Every [`EventType`] in priority order (`ALL_TYPES[t as usize] == t`; fewer than 32,
+/// which [`to_non_overlapped`]'s sort keys rely on).
 pub const ALL_TYPES: [EventType; EVENT_TYPE_COUNT] = [
     EventType::UnknownTime,
     EventType::HostCompute,
@@ -162,5 +172,45 @@ mod tests {
         );
         let total: i64 = out.iter().map(TypedSpan::duration_ps).sum();
         assert_eq!(total, 130);
+    }
+
+    /// The boundaries as XProf orders them, sorted as tuples: what the integer keys
+    /// must reproduce.
+    fn tuple_order(spans: &[TypedSpan]) -> Vec<(i64, bool, EventType)> {
+        let mut boundaries: Vec<(i64, bool, EventType)> =
+            spans.iter().flat_map(|s| [(s.begin_ps, true, s.kind), (s.end_ps, false, s.kind)]).collect();
+        boundaries.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)).then(b.2.cmp(&a.2)));
+        boundaries
+    }
+
+    #[test]
+    fn integer_keys_order_boundaries_as_the_tuples_do() {
+        assert!(ALL_TYPES.iter().enumerate().all(|(i, t)| *t as usize == i) && ALL_TYPES.len() < 32);
+        // Every type, shared and negative times, times at the edges of i64.
+        let mut spans = Vec::new();
+        let mut seed = 7u64;
+        for i in 0..400i64 {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            let kind = ALL_TYPES[(seed >> 33) as usize % ALL_TYPES.len()];
+            let begin = ((seed >> 40) % 50) as i64 - 25 + i % 3;
+            spans.push(span(kind, begin, begin + ((seed >> 20) % 9) as i64));
+        }
+        spans.push(span(EventType::HostCompute, i64::MIN, i64::MIN + 5));
+        spans.push(span(EventType::DeviceWaitHost, i64::MAX - 3, i64::MAX));
+        let want = tuple_order(&spans);
+        let out = to_non_overlapped(&spans);
+        assert_eq!(out.len(), want.len() - 1);
+        for (got, pair) in out.iter().zip(want.windows(2)) {
+            assert_eq!((got.begin_ps, got.end_ps), (pair[0].0, pair[1].0));
+        }
+        // Where every span has a length, the type over each piece is the highest open.
+        let mut open = [0i64; EVENT_TYPE_COUNT];
+        let spans: Vec<TypedSpan> = spans.into_iter().filter(|s| s.end_ps > s.begin_ps).collect();
+        let out = to_non_overlapped(&spans);
+        for (got, boundary) in out.iter().zip(&tuple_order(&spans)) {
+            open[boundary.2 as usize] += if boundary.1 { 1 } else { -1 };
+            let top = ALL_TYPES.iter().rev().copied().find(|t| open[*t as usize] > 0).unwrap_or(EventType::UnknownTime);
+            assert_eq!(got.kind, top, "at {}", got.begin_ps);
+        }
     }
 }
