@@ -130,17 +130,20 @@ pub fn host_step_events(
     }
     let event_names: Vec<HostEventName> = plane.event_metadata.iter().map(|m| HostEventName::of(&m.name)).collect();
     let unknown_name = HostEventName::of("");
-    let mut result = StepEvents::new();
+    // Per group id (ids are dense, below the number of names): its details, once an
+    // event of it is met. A vector instead of the map spares a tree search per event.
+    let mut by_group: Vec<Option<StepDetails>> = vec![None; groups.names.len()];
+    let mut others = StepEvents::new();
     let mut step_names = groups.step_names();
     for (line_index, line) in plane.lines.iter().enumerate() {
         // Open input-pipeline-stage ancestors: (end_ps, is_stage, is_stage_descendant).
         let mut stack: Vec<(i64, bool, bool)> = Vec::new();
         for event in line.iter() {
-            let row = slots.row(plane, &event);
             let name = event_names.get(event.metadata_index() as usize).copied().unwrap_or(unknown_name);
             let (begin, end) = (event.start_ps(), event.end_ps());
             let mut is_root_stage = false;
             if has_stages {
+                let row = slots.row(plane, &event);
                 let stage_name = row.str(STAGE_NAME, plane, &event).unwrap_or("");
                 let consumer = row.int(CONSUMER_TYPE).zip(row.int(CONSUMER_ID));
                 while stack.last().is_some_and(|&(open_end, _, _)| open_end < end) {
@@ -158,9 +161,15 @@ pub fn host_step_events(
             {
                 continue;
             }
+            // Read only for grouped events (the stage pass above reads its own).
+            let row = slots.row(plane, &event);
             let step_name = step_names.has(plane_index, line_index, event.index())
                 || row.str(STEP_NAME, plane, &event).is_some_and(|s| !s.is_empty());
-            let details = result.entry(group).or_default();
+            let slot = usize::try_from(group).ok().and_then(|index| by_group.get_mut(index));
+            let details = match slot {
+                Some(slot) => slot.get_or_insert_with(StepDetails::default),
+                None => others.entry(group).or_default(),
+            };
             if name.is_step_marker || step_name {
                 details.markers.push(StepMarker { on_device: false, begin_ps: begin, end_ps: end });
             } else if name.is_real_cpu_compute {
@@ -173,7 +182,9 @@ pub fn host_step_events(
             }
         }
     }
-    result
+    let found = by_group.into_iter().enumerate().filter_map(|(group, details)| Some((group as i64, details?)));
+    others.extend(found);
+    others
 }
 
 /// What a host event's name says about it, worked out once per event metadata.
