@@ -152,18 +152,24 @@ impl Contexts {
         for (end, is_consumer) in [(producer, false), (consumer, true)] {
             if let Some((kind, id)) = end {
                 let scope = ContextScope { kind: kind as i32, has_pid: pid.is_some(), pid: pid.unwrap_or(0) };
-                let index = match self.scopes.iter().rposition(|known| *known == scope) {
-                    Some(index) => index,
-                    None => {
-                        self.scopes.push(scope);
-                        self.scopes.len() - 1
-                    }
-                };
-                // A line has a handful of scopes (types times pids), far below 2^31.
-                let scope_and_side = (index as u32) << 1 | u32::from(is_consumer);
-                self.ends.push(ContextEnd { id, scope_and_side, node });
+                self.push_end(id, scope, is_consumer, node);
             }
         }
+    }
+
+    /// Appends one end of context `id` in `scope`, the scope numbered by its place in
+    /// this line's table (added there when new).
+    fn push_end(&mut self, id: i64, scope: ContextScope, is_consumer: bool, node: u32) {
+        let index = match self.scopes.iter().rposition(|known| *known == scope) {
+            Some(index) => index,
+            None => {
+                self.scopes.push(scope);
+                self.scopes.len() - 1
+            }
+        };
+        // A line has a handful of scopes (types times pids), far below 2^31.
+        let scope_and_side = (index as u32) << 1 | u32::from(is_consumer);
+        self.ends.push(ContextEnd { id, scope_and_side, node });
     }
 
     /// Joins the lines' contexts in line order, each end's scope renumbered by its
@@ -864,18 +870,7 @@ mod tests {
                 let id = i64::from((k * 7 + line) % 5) - 2;
                 let scope = scopes[((k * 3 + line * 2) % 5) as usize];
                 let is_consumer = (k + line) % 3 == 0;
-                let index = match contexts.scopes.iter().position(|known| *known == scope) {
-                    Some(index) => index,
-                    None => {
-                        contexts.scopes.push(scope);
-                        contexts.scopes.len() - 1
-                    }
-                };
-                contexts.ends.push(ContextEnd {
-                    id,
-                    scope_and_side: (index as u32) << 1 | u32::from(is_consumer),
-                    node,
-                });
+                contexts.push_end(id, scope, is_consumer, node);
                 all.push((id, scope, is_consumer, node));
             }
             lines.push(contexts);
