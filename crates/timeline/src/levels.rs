@@ -60,14 +60,18 @@ pub(crate) fn build_levels(starts: &[i64], durs: &[i64]) -> Vec<Level> {
     // Level 0 from the events.
     let mut width = BASE_WIDTH_PS;
     let mut buckets: Vec<Bucket> = Vec::new();
+    let mut bucket_start = 0i128;
     for (i, &start) in starts[..n].iter().enumerate() {
         let i = i as u32;
         match buckets.last_mut() {
-            Some(b) if b.start_ps.div_euclid(width) == start.div_euclid(width) => {
+            Some(b) if in_bucket(start, bucket_start, width) => {
                 b.longest_short = Some(longer(b.longest_short, b.first + b.count - 1));
                 b.count += 1;
             }
-            _ => buckets.push(Bucket { first: i, count: 1, longest_short: None, start_ps: start }),
+            _ => {
+                bucket_start = aligned_start(start, width);
+                buckets.push(Bucket { first: i, count: 1, longest_short: None, start_ps: start });
+            }
         }
     }
     let mut levels = vec![level_of(width, &buckets)];
@@ -76,9 +80,10 @@ pub(crate) fn build_levels(starts: &[i64], durs: &[i64]) -> Vec<Level> {
         let Some(next) = width.checked_mul(FACTOR) else { break };
         width = next;
         let mut merged: Vec<Bucket> = Vec::with_capacity(buckets.len() / 2 + 1);
+        let mut bucket_start = 0i128;
         for b in &buckets {
             match merged.last_mut() {
-                Some(m) if m.start_ps.div_euclid(width) == b.start_ps.div_euclid(width) => {
+                Some(m) if in_bucket(b.start_ps, bucket_start, width) => {
                     let mut longest = longer(m.longest_short, m.first + m.count - 1);
                     if let Some(inner) = b.longest_short {
                         longest = longer(Some(longest), inner);
@@ -86,13 +91,29 @@ pub(crate) fn build_levels(starts: &[i64], durs: &[i64]) -> Vec<Level> {
                     m.longest_short = Some(longest);
                     m.count += b.count;
                 }
-                _ => merged.push(*b),
+                _ => {
+                    bucket_start = aligned_start(b.start_ps, width);
+                    merged.push(*b);
+                }
             }
         }
         buckets = merged;
         levels.push(level_of(width, &buckets));
     }
     levels
+}
+
+/// Start of the aligned bucket of width `width_ps` that holds `start_ps`, exact (it
+/// may lie below `i64::MIN`).
+fn aligned_start(start_ps: i64, width_ps: i64) -> i128 {
+    i128::from(start_ps.div_euclid(width_ps)) * i128::from(width_ps)
+}
+
+/// Whether `start_ps`, not before the bucket starting at `bucket_start_ps` (as
+/// [`aligned_start`] gives it), lies in that bucket of width `width_ps`: a subtraction
+/// instead of a division per event.
+fn in_bucket(start_ps: i64, bucket_start_ps: i128, width_ps: i64) -> bool {
+    i128::from(start_ps) - bucket_start_ps < i128::from(width_ps)
 }
 
 fn level_of(width_ps: i64, buckets: &[Bucket]) -> Level {
@@ -154,6 +175,30 @@ mod tests {
         }
         let last = levels.last().expect("levels");
         assert!(last.width_ps > starts[999] + durs[999]);
+    }
+
+    #[test]
+    fn bucket_membership_agrees_with_division_to_the_ends_of_the_range() {
+        let widths = [1, 3, 7, BASE_WIDTH_PS, BASE_WIDTH_PS * FACTOR.pow(20), i64::MAX / 3, i64::MAX];
+        let mut starts =
+            vec![i64::MIN, i64::MIN + 1, -BASE_WIDTH_PS - 1, -1, 0, 1, BASE_WIDTH_PS, i64::MAX - 1, i64::MAX];
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..200 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            starts.push(seed as i64);
+            starts.push((seed % 1_000_000) as i64 - 500_000);
+        }
+        for &width in &widths {
+            for &first in &starts {
+                let bucket_start = aligned_start(first, width);
+                for &later in starts.iter().filter(|&&s| s >= first) {
+                    let same = first.div_euclid(width) == later.div_euclid(width);
+                    assert_eq!(in_bucket(later, bucket_start, width), same, "{first} {later} width {width}");
+                }
+            }
+        }
     }
 
     #[test]
