@@ -8,6 +8,7 @@
 //! time order ([`crate::postings`]) and the flows by both ends.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -251,7 +252,9 @@ impl TimelineBuilder {
                 Some(record)
             })
             .collect();
-        (out.posting_offsets, out.postings) = build_postings(out.names.len(), &out.name, &out.start_ps);
+        let runs: Vec<Range<usize>> =
+            out.runs.iter().map(|run| run.first_event as usize..(run.first_event + run.event_count) as usize).collect();
+        (out.posting_offsets, out.postings) = build_postings(out.names.len(), &out.name, &out.start_ps, &runs);
         out.set_flows(&flows, &ordinal_to_id);
         Ok(out)
     }

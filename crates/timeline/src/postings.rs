@@ -1,28 +1,59 @@
 //! The postings: for every name, its event ids in time order (start, then id), built
 //! on every thread.
 //!
-//! Names are cut into parts of about equal event counts. Each part owns one contiguous
-//! range of the postings (its names' lists, one after another), so the parts are built
-//! independently: a pass over the name column gathers the part's events as (start, id)
-//! pairs into its names' slots (in id order), each name's slots are sorted, and the
-//! ids are written out. Only the parts being built hold pairs (16 bytes for each of
-//! their events); a sort over a name's pairs touches only them, never the start column.
+//! Event ids are laid out in runs (a track's events at one depth), each in start order,
+//! so the whole trace in time order is a merge of the runs, and handing the merged ids
+//! out to their names' slots, one after another, leaves every name's ids in time order
+//! with nothing left to sort. Two things make that fast:
+//! - **Slices.** The time axis is cut into slices of about equal event counts
+//!   (quantiles of a sample of the starts); each slice is merged on its own (a tree of
+//!   losers over the runs' pieces in the slice) and writes to places of its own, sized
+//!   by counting each slice's events first. Ties on start are broken by run order,
+//!   which is id order, so the result is the same whatever the number of slices.
+//! - **Two-step hand-out.** Handing ids straight to tens of thousands of names writes
+//!   all over the postings, one cache miss per event. So names are cut into
+//!   [`GROUPS`] groups of about equal event counts (each group's lists are one
+//!   contiguous range of the postings): the merge hands each id, with its name, to its
+//!   group's range — a few hundred places written in order — and then each group,
+//!   on its own, hands its ids to its few names' lists.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use rayon::prelude::*;
 
-/// Parts per thread: more parts than threads, so that no thread waits long for the
+/// Slices per thread: more slices than threads, so that no thread waits long for the
 /// last one.
-const PARTS_PER_THREAD: usize = 4;
+const SLICES_PER_THREAD: usize = 4;
+/// One start in this many is sampled to place the slice bounds.
+const SAMPLE_EVERY: usize = 256;
+/// Most groups names are cut into for the two-step hand-out (a group's number fits a
+/// byte).
+const GROUPS: usize = 256;
 
 /// The postings of events whose names are `name` and starts `start_ps` (both by event
-/// id): `(offsets, postings)`, name `n`'s ids being `postings[offsets[n]..offsets[n +
-/// 1]]`. `names` is the number of names; every entry of `name` is below it.
-pub(crate) fn build_postings(names: usize, name: &[u32], start_ps: &[i64]) -> (Vec<u64>, Vec<u32>) {
-    build_in_parts(names, name, start_ps, rayon::current_num_threads() * PARTS_PER_THREAD)
+/// id), laid out in `runs` (ranges of ids in id order, covering every event, each in
+/// start order): `(offsets, postings)`, name `n`'s ids being `postings[offsets[n]..
+/// offsets[n + 1]]`. `names` is the number of names; every entry of `name` is below it.
+pub(crate) fn build_postings(
+    names: usize,
+    name: &[u32],
+    start_ps: &[i64],
+    runs: &[Range<usize>],
+) -> (Vec<u64>, Vec<u32>) {
+    build_in_slices(names, name, start_ps, runs, rayon::current_num_threads() * SLICES_PER_THREAD, GROUPS)
 }
 
-/// [`build_postings`] with the names cut into at most `parts` parts.
-fn build_in_parts(names: usize, name: &[u32], start_ps: &[i64], parts: usize) -> (Vec<u64>, Vec<u32>) {
+/// [`build_postings`] with time cut into at most `slices` slices and names into at
+/// most `groups` groups (at most [`GROUPS`]).
+fn build_in_slices(
+    names: usize,
+    name: &[u32],
+    start_ps: &[i64],
+    runs: &[Range<usize>],
+    slices: usize,
+    groups: usize,
+) -> (Vec<u64>, Vec<u32>) {
     let mut offsets = vec![0u64; names + 1];
     for &n in name {
         offsets[n as usize + 1] += 1;
@@ -30,21 +61,85 @@ fn build_in_parts(names: usize, name: &[u32], start_ps: &[i64], parts: usize) ->
     for i in 1..offsets.len() {
         offsets[i] += offsets[i - 1];
     }
-    let mut postings = vec![0u32; name.len()];
-    let cuts = part_cuts(&offsets, parts);
+    let cuts = part_cuts(&offsets, groups.min(GROUPS));
+    let mut group_of = vec![0u8; names];
+    for (group, range) in cuts.windows(2).enumerate() {
+        // At most GROUPS groups.
+        group_of[range[0]..range[1]].fill(group as u8);
+    }
+    // A slice holds a piece per run: no more slices than keeps that within the size
+    // of the postings.
+    let slices = slices.min(name.len() / runs.len().max(1)).max(1);
+    let bounds = slice_bounds(start_ps, slices);
+    let pieces: Vec<Vec<Range<usize>>> = (0..bounds.len() + 1)
+        .map(|s| {
+            let (from, to) = (s.checked_sub(1).map(|b| bounds[b]), bounds.get(s).copied());
+            runs.iter().map(|run| piece_of(run, start_ps, from, to)).collect()
+        })
+        .collect();
+    // Where each slice's ids of each group go: the group's range, slice after slice.
+    let mut next: Vec<Vec<u64>> = pieces
+        .par_iter()
+        .with_max_len(1)
+        .map(|pieces| {
+            let mut count = vec![0u64; cuts.len() - 1];
+            for piece in pieces {
+                for &n in &name[piece.clone()] {
+                    count[usize::from(group_of[n as usize])] += 1;
+                }
+            }
+            count
+        })
+        .collect();
+    for (group, &first_name) in cuts[..cuts.len() - 1].iter().enumerate() {
+        let mut at = offsets[first_name];
+        for slice in &mut next {
+            let count = slice[group];
+            slice[group] = at;
+            at += count;
+        }
+    }
+    let (grouped_ids, grouped_names) = (atomic_zeros(name.len()), atomic_zeros(name.len()));
+    pieces.into_par_iter().zip(next).with_max_len(1).for_each(|(pieces, mut next)| {
+        merge_in_time_order(&pieces, start_ps, |id| {
+            let n = name[id];
+            let slot = &mut next[usize::from(group_of[n as usize])];
+            // Event ids fit u32: the builder keeps the count below MAX_EVENTS.
+            grouped_ids[*slot as usize].store(id as u32, Ordering::Relaxed);
+            grouped_names[*slot as usize].store(n, Ordering::Relaxed);
+            *slot += 1;
+        });
+    });
+    let mut postings: Vec<u32> = grouped_ids.into_iter().map(AtomicU32::into_inner).collect();
+    let grouped_names: Vec<u32> = grouped_names.into_iter().map(AtomicU32::into_inner).collect();
     let mut jobs = Vec::with_capacity(cuts.len());
     let mut rest = postings.as_mut_slice();
-    for names_range in cuts.windows(2) {
-        let (from, to) = (names_range[0], names_range[1]);
-        let len = (offsets[to] - offsets[from]) as usize;
-        let (own, after) = std::mem::take(&mut rest).split_at_mut(len);
+    for range in cuts.windows(2) {
+        let (from, to) = (offsets[range[0]] as usize, offsets[range[1]] as usize);
+        let (own, after) = std::mem::take(&mut rest).split_at_mut(to - from);
         rest = after;
-        jobs.push((from, to, own));
+        // A group of one name is already in its list's order.
+        if range[1] - range[0] > 1 {
+            jobs.push((&offsets[range[0]..=range[1]], range[0], own, &grouped_names[from..to]));
+        }
     }
-    jobs.into_par_iter().with_max_len(1).for_each(|(from, to, out)| {
-        fill_part(from as u32..to as u32, &offsets[from..=to], name, start_ps, out);
+    jobs.into_par_iter().with_max_len(1).for_each_init(Vec::new, |ids, (offsets, first_name, own, names)| {
+        ids.clear();
+        ids.extend_from_slice(own);
+        let base = offsets[0];
+        let mut next: Vec<u64> = offsets.iter().map(|&o| o - base).collect();
+        for (&id, &n) in ids.iter().zip(names) {
+            let slot = &mut next[n as usize - first_name];
+            own[*slot as usize] = id;
+            *slot += 1;
+        }
     });
     (offsets, postings)
+}
+
+/// `len` atomic zeros, which threads fill at places of their own.
+fn atomic_zeros(len: usize) -> Vec<AtomicU32> {
+    (0..len).map(|_| AtomicU32::new(0)).collect()
 }
 
 /// Name boundaries cutting the names `0..names` into at most `parts` ranges of about
@@ -68,62 +163,147 @@ fn part_cuts(offsets: &[u64], parts: usize) -> Vec<usize> {
     cuts
 }
 
-/// Writes the postings of the names `names` (whose offsets are `offsets`, one more
-/// than names, the first at `out`'s start) into `out`.
-fn fill_part(names: std::ops::Range<u32>, offsets: &[u64], name: &[u32], start_ps: &[i64], out: &mut [u32]) {
-    let base = offsets[0];
-    let mut cursor: Vec<usize> = offsets[..offsets.len() - 1].iter().map(|&o| (o - base) as usize).collect();
-    let mut pairs = vec![(0i64, 0u32); out.len()];
-    for (id, &n) in name.iter().enumerate() {
-        if names.contains(&n) {
-            let slot = &mut cursor[(n - names.start) as usize];
-            // Event ids fit u32: the builder keeps the count below MAX_EVENTS.
-            pairs[*slot] = (start_ps[id], id as u32);
-            *slot += 1;
+/// The starts that cut the events into `slices` slices of about equal counts
+/// (`slices - 1` of them, not decreasing): slice `s` holds the events starting in
+/// `[bounds[s - 1], bounds[s])`, the first and last slices being open-ended.
+fn slice_bounds(start_ps: &[i64], slices: usize) -> Vec<i64> {
+    let mut sample: Vec<i64> = start_ps.iter().step_by(SAMPLE_EVERY).copied().collect();
+    sample.sort_unstable();
+    (1..slices).filter_map(|s| sample.get(sample.len() * s / slices).copied()).collect()
+}
+
+/// The ids of `run` (in start order) that start in `[from, to)` (`None`: unbounded).
+fn piece_of(run: &Range<usize>, start_ps: &[i64], from: Option<i64>, to: Option<i64>) -> Range<usize> {
+    let starts = &start_ps[run.clone()];
+    let first = from.map_or(0, |from| starts.partition_point(|&t| t < from));
+    let end = to.map_or(starts.len(), |to| starts.partition_point(|&t| t < to));
+    run.start + first..run.start + end.max(first)
+}
+
+/// Hands the ids of `pieces` (ranges of ids in id order, each in start order) to
+/// `emit` in time order (start, then id), merging them with a tree of losers.
+fn merge_in_time_order(pieces: &[Range<usize>], start_ps: &[i64], mut emit: impl FnMut(usize)) {
+    let mut heads: Vec<Range<usize>> = pieces.iter().filter(|p| !p.is_empty()).cloned().collect();
+    let leaves = heads.len().next_power_of_two();
+    // A leaf's key orders its next event by start, then by leaf (pieces are in id
+    // order); an exhausted leaf's key is above every other.
+    let key_of = |leaf: usize, heads: &[Range<usize>]| match heads.get(leaf) {
+        Some(head) if !head.is_empty() => (u128::from(signed_key(start_ps[head.start])) << 32) | leaf as u128,
+        _ => u128::MAX,
+    };
+    let mut keys: Vec<u128> = (0..leaves).map(|leaf| key_of(leaf, &heads)).collect();
+    // Node `i` (1 ≤ i < leaves) holds the loser of the match between its children;
+    // leaf `l` sits below node `(leaves + l) / 2`.
+    let mut losers = vec![0usize; leaves];
+    let mut winners = vec![0usize; 2 * leaves];
+    for (leaf, slot) in winners[leaves..].iter_mut().enumerate() {
+        *slot = leaf;
+    }
+    for node in (1..leaves).rev() {
+        let (a, b) = (winners[2 * node], winners[2 * node + 1]);
+        (winners[node], losers[node]) = if keys[a] < keys[b] { (a, b) } else { (b, a) };
+    }
+    let mut winner = if leaves > 1 { winners[1] } else { 0 };
+    drop(winners);
+    while keys[winner] != u128::MAX {
+        let head = &mut heads[winner];
+        emit(head.start);
+        head.start += 1;
+        keys[winner] = key_of(winner, &heads);
+        let mut node = (leaves + winner) / 2;
+        while node > 0 {
+            let loser = losers[node];
+            if keys[loser] < keys[winner] {
+                losers[node] = winner;
+                winner = loser;
+            }
+            node /= 2;
         }
     }
-    for list in offsets.windows(2) {
-        let (from, to) = ((list[0] - base) as usize, (list[1] - base) as usize);
-        let own = &mut pairs[from..to];
-        // Gathered in id order: a list is already sorted unless starts go back.
-        if !own.is_sorted() {
-            own.sort_unstable();
-        }
-    }
-    for (slot, &(_, id)) in out.iter_mut().zip(&pairs) {
-        *slot = id;
-    }
+}
+
+/// The key of a start that sorts as the start does.
+fn signed_key(start_ps: i64) -> u64 {
+    (start_ps as u64) ^ (1 << 63)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn each_names_ids_are_in_start_then_id_order_whatever_the_parts() {
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || {
+    /// Events in runs of random lengths, each run in start order (with ties and
+    /// negative starts), named at random from `names` (at least 5; name 3 never
+    /// occurs, name 0 is the most frequent).
+    fn runs_of(events: usize, names: usize, spread: u64, seed: u64) -> (Vec<u32>, Vec<i64>, Vec<Range<usize>>) {
+        let mut state = seed;
+        let mut next = move || {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
             state
         };
-        let (names, events) = (9usize, 5000usize);
-        let start_ps: Vec<i64> = (0..events).map(|_| (next() % 300) as i64 - 50).collect();
-        // Name 3 never occurs; name 0 is most of the events.
-        let name: Vec<u32> = (0..events).map(|_| [0, 0, 0, 1, 2, 4, 5, 6, 7, 8][(next() % 10) as usize]).collect();
-        let one = build_in_parts(names, &name, &start_ps, 1);
-        for n in 0..names {
-            let mut expected: Vec<u32> = (0..events as u32).filter(|&id| name[id as usize] as usize == n).collect();
-            expected.sort_by_key(|&id| (start_ps[id as usize], id));
-            let (from, to) = (one.0[n] as usize, one.0[n + 1] as usize);
-            assert_eq!(one.1[from..to], expected[..], "name {n}");
+        let (mut name, mut start_ps, mut runs) = (Vec::new(), Vec::new(), Vec::new());
+        while start_ps.len() < events {
+            let first = start_ps.len();
+            let len = (1 + next() % 700) as usize;
+            let mut t = (next() % 1000) as i64 - 500;
+            for _ in 0..len.min(events - first) {
+                t += (next() % spread) as i64;
+                start_ps.push(t);
+                let pick = match next() % 10 {
+                    choice @ 0..=5 => [0, 0, 0, 1, 2, 4][choice as usize],
+                    _ => next() % names as u64,
+                };
+                name.push(if pick == 3 { 4 } else { pick as u32 });
+            }
+            runs.push(first..start_ps.len());
         }
-        for parts in [2, 3, 7, 9, 64] {
-            assert_eq!(build_in_parts(names, &name, &start_ps, parts), one, "{parts} parts");
+        (name, start_ps, runs)
+    }
+
+    #[test]
+    fn each_names_ids_are_in_start_then_id_order_whatever_the_slices_and_groups() {
+        let cases = [
+            (9, 5000, 20, 0x9E37_79B9_7F4A_7C15u64),
+            (9, 20_000, 1, 7),
+            (40, 3000, 1000, 11),
+            (7, 2000, 3, 5),
+            (700, 30_000, 50, 3),
+        ];
+        for (names, events, spread, seed) in cases {
+            let (name, start_ps, runs) = runs_of(events, names, spread, seed);
+            let one = build_in_slices(names, &name, &start_ps, &runs, 1, 1);
+            for n in 0..names {
+                let mut expected: Vec<u32> = (0..events as u32).filter(|&id| name[id as usize] as usize == n).collect();
+                expected.sort_by_key(|&id| (start_ps[id as usize], id));
+                let (from, to) = (one.0[n] as usize, one.0[n + 1] as usize);
+                assert_eq!(one.1[from..to], expected[..], "name {n}, spread {spread}");
+            }
+            for (slices, groups) in [(2, 1), (3, 2), (7, 3), (9, 256), (64, 5), (1, 256)] {
+                let other = build_in_slices(names, &name, &start_ps, &runs, slices, groups);
+                assert!(other == one, "{names} names, {slices} slices, {groups} groups");
+            }
         }
-        assert_eq!(build_in_parts(4, &[], &[], 8), (vec![0; 5], vec![]), "no events");
-        assert_eq!(build_in_parts(0, &[], &[], 8), (vec![0], vec![]), "no names");
+    }
+
+    #[test]
+    fn events_all_at_one_instant_keep_their_id_order() {
+        let start_ps = vec![5; 3000];
+        let name: Vec<u32> = (0..3000).map(|id| id % 2).collect();
+        let runs: Vec<Range<usize>> = (0..30).map(|r| r * 100..(r + 1) * 100).collect();
+        for groups in [1, 2] {
+            let (offsets, postings) = build_in_slices(2, &name, &start_ps, &runs, 8, groups);
+            assert_eq!(offsets, vec![0, 1500, 3000]);
+            assert!(postings[..1500].iter().all(|id| id % 2 == 0) && postings[..1500].is_sorted());
+            assert!(postings[1500..].iter().all(|id| id % 2 == 1) && postings[1500..].is_sorted());
+        }
+    }
+
+    #[test]
+    fn no_events_or_no_names_give_empty_postings() {
+        assert_eq!(build_in_slices(4, &[], &[], &[], 8, 2), (vec![0; 5], vec![]), "no events");
+        assert_eq!(build_in_slices(0, &[], &[], &[], 8, 2), (vec![0], vec![]), "no names");
+        assert_eq!(build_in_slices(1, &[0], &[-3], &[Range { start: 0, end: 1 }], 8, 2), (vec![0, 1], vec![0]), "one event");
     }
 
     #[test]
@@ -134,5 +314,28 @@ mod tests {
         assert_eq!(part_cuts(&offsets, 2), vec![0, 4, 5]);
         assert_eq!(part_cuts(&offsets, 100), vec![0, 1, 3, 4, 5]);
         assert_eq!(part_cuts(&[0], 4), vec![0, 0], "no names: one empty part");
+    }
+
+    #[test]
+    fn slice_bounds_cut_the_starts_into_about_equal_counts() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let start_ps: Vec<i64> = (0..100_000)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state % 1_000_000) as i64
+            })
+            .collect();
+        let bounds = slice_bounds(&start_ps, 4);
+        assert_eq!(bounds.len(), 3);
+        let mut edges = vec![i64::MIN];
+        edges.extend(&bounds);
+        edges.push(i64::MAX);
+        for slice in edges.windows(2) {
+            let count = start_ps.iter().filter(|&&t| slice[0] <= t && t < slice[1]).count();
+            assert!((20_000..30_000).contains(&count), "{count} events in {slice:?}");
+        }
+        assert!(slice_bounds(&start_ps, 1).is_empty());
     }
 }
