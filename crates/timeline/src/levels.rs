@@ -59,21 +59,28 @@ pub(crate) fn build_levels(starts: &[i64], durs: &[i64]) -> Vec<Level> {
     };
     // Level 0 from the events.
     let mut width = BASE_WIDTH_PS;
-    let mut buckets: Vec<Bucket> = Vec::new();
-    let mut bucket_start = 0i128;
-    for (i, &start) in starts[..n].iter().enumerate() {
-        let i = i as u32;
-        match buckets.last_mut() {
-            Some(b) if in_bucket(start, bucket_start, width) => {
-                b.longest_short = Some(longer(b.longest_short, b.first + b.count - 1));
-                b.count += 1;
+    let mut buckets: Vec<Bucket> = Vec::with_capacity(n / 2 + 1);
+    let mut current = Bucket { first: 0, count: 1, longest_short: None, start_ps: starts[0] };
+    let mut current_start = aligned_start(starts[0], width);
+    // The longest event of the current bucket but its last, and its duration.
+    let mut longest_dur = i64::MIN;
+    for (i, (&start, &dur)) in starts[1..n].iter().zip(&durs[..n - 1]).enumerate() {
+        // Event `i + 1` starts at `start`; `dur` is that of event `i`, the current
+        // bucket's last.
+        if in_bucket(start, current_start, width) {
+            // The earliest of equally long events.
+            if current.longest_short.is_none() || dur > longest_dur {
+                current.longest_short = Some(i as u32);
+                longest_dur = dur;
             }
-            _ => {
-                bucket_start = aligned_start(start, width);
-                buckets.push(Bucket { first: i, count: 1, longest_short: None, start_ps: start });
-            }
+            current.count += 1;
+        } else {
+            buckets.push(current);
+            current = Bucket { first: i as u32 + 1, count: 1, longest_short: None, start_ps: start };
+            current_start = aligned_start(start, width);
         }
     }
+    buckets.push(current);
     let mut levels = vec![level_of(width, &buckets)];
     // Coarser levels until one bucket is at least as wide as the run.
     while width <= span_ps {
@@ -170,6 +177,7 @@ mod tests {
                 let max_inner = durs[first..end - 1].iter().max().copied();
                 assert_eq!(Some(durs[longest as usize]), max_inner);
                 assert!((first..end - 1).contains(&(longest as usize)));
+                assert!(durs[first..longest as usize].iter().all(|&d| d < durs[longest as usize]), "the earliest");
                 assert!(durs[first..end - 1].iter().all(|&d| d < level.width_ps));
             }
         }

@@ -303,7 +303,11 @@ mod tests {
     fn no_events_or_no_names_give_empty_postings() {
         assert_eq!(build_in_slices(4, &[], &[], &[], 8, 2), (vec![0; 5], vec![]), "no events");
         assert_eq!(build_in_slices(0, &[], &[], &[], 8, 2), (vec![0], vec![]), "no names");
-        assert_eq!(build_in_slices(1, &[0], &[-3], &[Range { start: 0, end: 1 }], 8, 2), (vec![0, 1], vec![0]), "one event");
+        assert_eq!(
+            build_in_slices(1, &[0], &[-3], &[Range { start: 0, end: 1 }], 8, 2),
+            (vec![0, 1], vec![0]),
+            "one event"
+        );
     }
 
     #[test]
