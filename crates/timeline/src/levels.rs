@@ -86,10 +86,12 @@ pub(crate) fn build_levels(starts: &[i64], durs: &[i64]) -> Vec<Level> {
     while width <= span_ps {
         let Some(next) = width.checked_mul(FACTOR) else { break };
         width = next;
-        let mut merged: Vec<Bucket> = Vec::with_capacity(buckets.len() / 2 + 1);
+        // Merged in place: the merged buckets are never more than those read.
+        let mut kept = 0usize;
         let mut bucket_start = 0i128;
-        for b in &buckets {
-            match merged.last_mut() {
+        for read in 0..buckets.len() {
+            let b = buckets[read];
+            match kept.checked_sub(1).map(|last| &mut buckets[last]) {
                 Some(m) if in_bucket(b.start_ps, bucket_start, width) => {
                     let mut longest = longer(m.longest_short, m.first + m.count - 1);
                     if let Some(inner) = b.longest_short {
@@ -100,11 +102,12 @@ pub(crate) fn build_levels(starts: &[i64], durs: &[i64]) -> Vec<Level> {
                 }
                 _ => {
                     bucket_start = aligned_start(b.start_ps, width);
-                    merged.push(*b);
+                    buckets[kept] = b;
+                    kept += 1;
                 }
             }
         }
-        buckets = merged;
+        buckets.truncate(kept);
         levels.push(level_of(width, &buckets));
     }
     levels
