@@ -16,6 +16,9 @@
 //!   contiguous range of the postings): the merge hands each id, with its name, to its
 //!   group's range — a few hundred places written in order — and then each group,
 //!   on its own, hands its ids to its few names' lists.
+//!
+//! Besides the postings, the build holds each id's name while grouped (4 bytes per
+//! event) and, per thread, a copy of the group it hands out.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -54,6 +57,7 @@ fn build_in_slices(
     slices: usize,
     groups: usize,
 ) -> (Vec<u64>, Vec<u32>) {
+    debug_assert_eq!(runs.iter().map(ExactSizeIterator::len).sum::<usize>(), name.len(), "runs cover every event");
     let mut offsets = vec![0u64; names + 1];
     for &n in name {
         offsets[n as usize + 1] += 1;
