@@ -31,6 +31,8 @@ pub struct Request<'a> {
     pub options: Vec<(&'static str, String)>,
     /// How text tables are laid out (width, rows).
     pub layout: report_view::TextLayout,
+    /// `-v`: print the time of each shared result and tool to stderr.
+    pub verbose: bool,
 }
 
 impl<'a> Request<'a> {
@@ -45,6 +47,7 @@ impl<'a> Request<'a> {
             output: None,
             options: Vec::new(),
             layout: report_view::TextLayout::WHOLE,
+            verbose: false,
         }
     }
 }
@@ -64,6 +67,11 @@ pub fn analyze(sessions: &[Session], request: &Request<'_>) -> Result<String, Fa
     };
     let analysis = Analysis::new(hosts, options);
     let results = analysis.run_all(&tools);
+    if request.verbose {
+        for (what, time) in analysis.times() {
+            eprintln!("  {what}: {:.3} s", time.as_secs_f64());
+        }
+    }
     let mut rendered = Vec::new();
     for (tool, result) in tools.iter().zip(results) {
         let result = result.map_err(failure)?;

@@ -289,6 +289,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 output: output.as_deref(),
                 options,
                 layout: rows.layout(),
+                verbose,
                 ..analyze::Request::new(&tool, format)
             };
             let text = analyze::analyze(&sessions, &request)?;

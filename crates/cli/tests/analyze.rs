@@ -38,6 +38,26 @@ fn every_tool_runs_in_every_format_on_every_xspace_fixture() {
     }
 }
 
+/// `-v` says how long each shared result and each tool took, one line each, on
+/// stderr: what a user reads to see where a slow analysis spends its time.
+#[test]
+fn verbose_analysis_times_each_shared_result_and_tool() {
+    let dir = data("xspace/tf_keras2_input_bound/logdir");
+    let out = mlprof(&["-v", "analyze", dir.to_str().expect("UTF-8"), "--tool", "all"]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let timed: Vec<&str> = stderr
+        .lines()
+        .filter_map(|line| line.strip_prefix("  ")?.strip_suffix(" s")?.split_once(": "))
+        .filter(|(_, seconds)| seconds.parse::<f64>().is_ok())
+        .map(|(what, _)| what)
+        .collect();
+    for what in ["grouping", "host steps", "host op metrics", "overview_page", "tf_data_bottleneck_analysis"] {
+        assert_eq!(timed.iter().filter(|&&t| t == what).count(), 1, "{what} in:\n{stderr}");
+    }
+    assert!(stderr.contains("analysed in "), "{stderr}");
+}
+
 #[test]
 fn the_table_rendering_matches_its_snapshot() {
     let dir = data("xspace/tf_keras2_input_bound/logdir");

@@ -294,6 +294,10 @@ impl std::fmt::Display for ToolError {
 impl Analysis<'_> {
     /// Runs `tool` on this analysis's hosts with its options.
     pub fn run(&self, tool: ToolId) -> Result<ToolResult, ToolError> {
+        self.timed(tool.name(), || self.run_untimed(tool))
+    }
+
+    fn run_untimed(&self, tool: ToolId) -> Result<ToolResult, ToolError> {
         let hosts = self.hosts();
         let options = self.options();
         if matches!(tool, ToolId::Gpu | ToolId::Transfers) && !hosts.iter().any(|host| host.has_gpu_events()) {

@@ -6,7 +6,8 @@
 //! does beyond XProf (the `step_num` step fallback, the classic GPU breakdown) so
 //! results can be compared with XProf's output.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
@@ -19,6 +20,12 @@ use crate::hlo::HloModules;
 use crate::op_metrics::{self, OpMetricsDb};
 use crate::steps::{Breakdown, CombinedSteps, HostSteps, StepOptions, combine_hosts, host_steps};
 use crate::{facts, input_pipeline, kernel_stats, memory_profile, overview};
+
+thread_local! {
+    /// Wall time of the [`Analysis::timed`] calls finished on this thread, for
+    /// subtracting nested results from their caller's time.
+    static NESTED_TIME: std::cell::Cell<Duration> = const { std::cell::Cell::new(Duration::ZERO) };
+}
 
 /// The hosts of one analysis and the options its tools run with, with what several
 /// tools read, computed on first use.
@@ -33,6 +40,9 @@ pub struct Analysis<'h> {
     device_ops: OnceLock<Vec<OpMetricsDb>>,
     kernel_stats: OnceLock<kernel_stats::KernelStats>,
     programs: OnceLock<Vec<HloModules>>,
+    /// How long each shared result and each tool took (wall time), in the order they
+    /// finished.
+    times: Mutex<Vec<(String, Duration)>>,
 }
 
 impl<'h> Analysis<'h> {
@@ -55,6 +65,7 @@ impl<'h> Analysis<'h> {
             device_ops: OnceLock::new(),
             kernel_stats: OnceLock::new(),
             programs: OnceLock::new(),
+            times: Mutex::new(Vec::new()),
         }
     }
 
@@ -88,11 +99,13 @@ impl<'h> Analysis<'h> {
         self.groups.get_or_init(|| {
             let xprof = self.options.xprof_compatible;
             let group = |host: &&Host| if xprof { step_groups_as_xprof(host) } else { step_groups(host) };
-            if self.hosts.len() > 1 {
-                self.hosts.par_iter().map(group).collect()
-            } else {
-                self.hosts.iter().map(group).collect()
-            }
+            self.timed("grouping", || {
+                if self.hosts.len() > 1 {
+                    self.hosts.par_iter().map(group).collect()
+                } else {
+                    self.hosts.iter().map(group).collect()
+                }
+            })
         })
     }
 
@@ -102,6 +115,29 @@ impl<'h> Analysis<'h> {
     /// lock, which would deadlock. The tools themselves run in parallel.
     fn per_host<T>(&self, f: impl Fn(&Host, &HostGroups) -> T) -> Vec<T> {
         self.hosts.iter().zip(self.groups()).map(|(host, groups)| f(host, groups)).collect()
+    }
+
+    /// `f()`, its wall time recorded under `what` (see [`Analysis::times`]), less the
+    /// time of the results timed inside it on the same thread, so the times add up.
+    pub(super) fn timed<T>(&self, what: impl Into<String>, f: impl FnOnce() -> T) -> T {
+        let started = Instant::now();
+        let nested_before = NESTED_TIME.get();
+        let value = f();
+        let elapsed = started.elapsed();
+        let nested = NESTED_TIME.get().saturating_sub(nested_before);
+        NESTED_TIME.set(nested_before + elapsed);
+        if let Ok(mut times) = self.times.lock() {
+            times.push((what.into(), elapsed.saturating_sub(nested)));
+        }
+        value
+    }
+
+    /// How long each shared result (grouping, the step and op databases, …) and each
+    /// tool took, wall time in the order they finished. Each time leaves out the shared
+    /// results computed inside it (a tool's, those it was first to ask for), but not
+    /// the wait for one another thread computes. For `mlprof -v`.
+    pub fn times(&self) -> Vec<(String, Duration)> {
+        self.times.lock().map(|times| times.clone()).unwrap_or_default()
     }
 
     /// Runs `tools`, results in the order of `tools`. With more than one rayon thread
@@ -157,7 +193,8 @@ impl<'h> Analysis<'h> {
     pub fn host_steps(&self) -> &[HostSteps] {
         self.host_steps.get_or_init(|| {
             let options = StepOptions { breakdown: self.breakdown(), drop_incomplete_steps: false };
-            self.per_host(|host, groups| host_steps(host, groups, options))
+            self.groups();
+            self.timed("host steps", || self.per_host(|host, groups| host_steps(host, groups, options)))
         })
     }
 
@@ -189,8 +226,11 @@ impl<'h> Analysis<'h> {
     /// The host op metrics of all hosts, combined.
     pub fn host_ops(&self) -> &OpMetricsDb {
         self.host_ops.get_or_init(|| {
-            let dbs = self.per_host(facts::host_op_metrics_db);
-            op_metrics::combine_dbs(&dbs, false)
+            self.groups();
+            self.timed("host op metrics", || {
+                let dbs = self.per_host(facts::host_op_metrics_db);
+                op_metrics::combine_dbs(&dbs, false)
+            })
         })
     }
 
@@ -198,21 +238,31 @@ impl<'h> Analysis<'h> {
     pub fn device_ops(&self) -> &[OpMetricsDb] {
         // Sequential, as `per_host`: this runs inside a `OnceLock` initialiser.
         self.device_ops.get_or_init(|| {
-            let hosts = self.hosts.iter().zip(self.groups()).zip(self.programs());
-            hosts.map(|((host, groups), programs)| facts::device_op_metrics_db_with(host, groups, programs)).collect()
+            let (groups, programs) = (self.groups(), self.programs());
+            self.timed("device op metrics", || {
+                let hosts = self.hosts.iter().zip(groups).zip(programs);
+                hosts
+                    .map(|((host, groups), programs)| facts::device_op_metrics_db_with(host, groups, programs))
+                    .collect()
+            })
         })
     }
 
     /// Each host's compiled XLA programs, decoded once for the device op metrics and
     /// the kernel statistics (none for hosts without XLA GPU kernels).
     fn programs(&self) -> &[HloModules] {
-        self.programs.get_or_init(|| self.hosts.iter().map(|host| HloModules::for_gpu_kernels(host)).collect())
+        self.programs.get_or_init(|| {
+            self.timed("XLA programs", || self.hosts.iter().map(|host| HloModules::for_gpu_kernels(host)).collect())
+        })
     }
 
     /// The kernel statistics of all hosts (the kernel_stats tool; the TensorCore columns
     /// of the overview and framework op stats).
     pub fn kernel_stats(&self) -> &kernel_stats::KernelStats {
-        self.kernel_stats.get_or_init(|| kernel_stats::analyze_with(&self.hosts, self.programs()))
+        self.kernel_stats.get_or_init(|| {
+            let programs = self.programs();
+            self.timed("kernel statistics", || kernel_stats::analyze_with(&self.hosts, programs))
+        })
     }
 
     pub(super) fn input_pipeline(&self) -> input_pipeline::InputPipelineAnalysis {
