@@ -414,6 +414,83 @@ impl Csr {
     }
 }
 
+/// The link parents (edges that are not nesting) of the nodes that have any, by
+/// rank: the `r`-th such node in node order has `parents[starts[r]..starts[r + 1]]`,
+/// in the order the edges were added. A bit per node says which nodes have any, and a
+/// count per 64 nodes turns a node into its rank, so the lists take no sort to build
+/// and no search to read.
+#[derive(Default)]
+struct LinkParents {
+    /// Bit `n` set: node `n` has link parents.
+    bits: Vec<u64>,
+    /// Per word of `bits`, how many nodes before it have link parents.
+    ranks_before: Vec<u32>,
+    starts: Vec<u32>,
+    parents: Vec<u32>,
+}
+
+impl LinkParents {
+    /// The link parents of `node_count` nodes from `edges` (`(parent, child)`).
+    fn new(node_count: usize, edges: &[(u32, u32)]) -> LinkParents {
+        let mut bits = vec![0u64; node_count.div_ceil(64)];
+        for &(_, child) in edges {
+            if let Some(word) = bits.get_mut(child as usize / 64) {
+                *word |= 1 << (child % 64);
+            }
+        }
+        let mut ranks_before = Vec::with_capacity(bits.len());
+        let mut ranked = 0u32;
+        for word in &bits {
+            ranks_before.push(ranked);
+            ranked += word.count_ones();
+        }
+        let mut lists = LinkParents { bits, ranks_before, starts: vec![0; ranked as usize + 1], parents: Vec::new() };
+        // Counts, summed into each list's end, then filled backwards from the ends
+        // (edges in reverse), which leaves each list in edge order and `starts` right.
+        for &(_, child) in edges {
+            if let Some(rank) = lists.rank(child) {
+                lists.starts[rank] += 1;
+            }
+        }
+        let mut total = 0;
+        for start in &mut lists.starts {
+            total += *start;
+            *start = total;
+        }
+        lists.parents = vec![0; total as usize];
+        for &(parent, child) in edges.iter().rev() {
+            if let Some(rank) = lists.rank(child) {
+                lists.starts[rank] -= 1;
+                lists.parents[lists.starts[rank] as usize] = parent;
+            }
+        }
+        lists
+    }
+
+    fn has(&self, node: u32) -> bool {
+        self.bits.get(node as usize / 64).is_some_and(|word| word & (1 << (node % 64)) != 0)
+    }
+
+    /// The place of `node` among the nodes with link parents; `None` if it has none.
+    fn rank(&self, node: u32) -> Option<usize> {
+        let at = node as usize / 64;
+        let word = *self.bits.get(at)?;
+        let bit = 1u64 << (node % 64);
+        if word & bit == 0 {
+            return None;
+        }
+        Some(*self.ranks_before.get(at)? as usize + (word & (bit - 1)).count_ones() as usize)
+    }
+
+    fn of(&self, node: u32) -> &[u32] {
+        let Some(rank) = self.rank(node) else { return &[] };
+        match (self.starts.get(rank), self.starts.get(rank + 1)) {
+            (Some(&from), Some(&to)) => self.parents.get(from as usize..to as usize).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+}
+
 /// The event forest of one host.
 pub(super) struct Forest<'h> {
     pub host: &'h Host,
@@ -424,11 +501,8 @@ pub(super) struct Forest<'h> {
     pub kinds: Vec<Kind>,
     /// The enclosing event on the same thread, or [`NONE`].
     nest_parent: Vec<u32>,
-    /// Edges that are not nesting (inter-thread links, context groups) as
-    /// `(child, parent)`, sorted by child, stable in the order they were added.
-    extra_parents: Vec<(u32, u32)>,
-    /// Bit `n` set: node `n` has an entry in `extra_parents`.
-    extra_parent_bits: Vec<u64>,
+    /// Edges that are not nesting (inter-thread links, context groups), by child.
+    link_parents: LinkParents,
     children: Csr,
     search: RefCell<AncestorSearch>,
     /// Root events in node order.
@@ -509,14 +583,7 @@ impl<'h> Forest<'h> {
     /// The nodes `node` hangs under: its nesting parent first, then link parents.
     fn parents(&self, node: u32) -> impl Iterator<Item = u32> + '_ {
         let nest = self.nest_parent.get(node as usize).copied().filter(|&p| p != NONE);
-        // Most nodes have no link parent: the bit says so without a binary search.
-        let from = if self.has_extra_parents(node) {
-            self.extra_parents.partition_point(|&(child, _)| child < node)
-        } else {
-            self.extra_parents.len()
-        };
-        let extra = self.extra_parents[from..].iter().take_while(move |&&(child, _)| child == node).map(|&(_, p)| p);
-        nest.into_iter().chain(extra)
+        nest.into_iter().chain(self.link_parents.of(node).iter().copied())
     }
 
     /// The nodes under `node`: nested events in order, then linked ones.
@@ -534,8 +601,7 @@ impl<'h> Forest<'h> {
             lines: Vec::new(),
             kinds: vec![Kind::Other; events],
             nest_parent: vec![NONE; events],
-            extra_parents: Vec::new(),
-            extra_parent_bits: Vec::new(),
+            link_parents: LinkParents::default(),
             children: Csr::default(),
             search: RefCell::default(),
             roots: Vec::new(),
@@ -596,35 +662,30 @@ impl<'h> Forest<'h> {
         let mut extra_edges = links.edges(&forest.executor_runs);
         contexts.edges(&mut extra_edges);
         forest.children = forest.child_lists(&extra_edges);
-        forest.extra_parents = extra_edges.into_iter().map(|(parent, child)| (child, parent)).collect();
-        forest.extra_parents.sort_by_key(|&(child, _)| child);
-        forest.extra_parent_bits = vec![0; events.div_ceil(64)];
-        for &(child, _) in &forest.extra_parents {
-            if let Some(word) = forest.extra_parent_bits.get_mut(child as usize / 64) {
-                *word |= 1 << (child % 64);
-            }
-        }
+        forest.link_parents = LinkParents::new(events, &extra_edges);
         forest
     }
 
     /// Children lists: nesting children in node order, then `extra` edges in order.
     fn child_lists(&self, extra: &[(u32, u32)]) -> Csr {
         let count = self.len() as usize;
+        // Counts, summed into each list's end, then filled backwards from the ends
+        // (edges in reverse), which leaves each list in order and `offsets` right.
         let mut offsets = vec![0u32; count + 1];
-        let nest_edges = self.nest_parent.iter().filter(|&&p| p != NONE).copied();
-        for parent in nest_edges.clone().chain(extra.iter().map(|&(p, _)| p)) {
-            offsets[parent as usize + 1] += 1;
+        let nest = || self.nest_parent.iter().enumerate().filter(|&(_, &p)| p != NONE).map(|(c, &p)| (p, c as u32));
+        for (parent, _) in nest().chain(extra.iter().copied()) {
+            offsets[parent as usize] += 1;
         }
-        for i in 0..count {
-            offsets[i + 1] += offsets[i];
+        let mut total = 0;
+        for offset in &mut offsets {
+            total += *offset;
+            *offset = total;
         }
-        let mut fill = offsets.clone();
-        let mut targets = vec![0u32; offsets[count] as usize];
-        let nest = self.nest_parent.iter().enumerate().filter(|&(_, &p)| p != NONE).map(|(c, &p)| (p, c as u32));
-        for (parent, child) in nest.chain(extra.iter().copied()) {
-            let slot = &mut fill[parent as usize];
+        let mut targets = vec![0u32; total as usize];
+        for (parent, child) in extra.iter().rev().copied().chain(nest().rev()) {
+            let slot = &mut offsets[parent as usize];
+            *slot -= 1;
             targets[*slot as usize] = child;
-            *slot += 1;
         }
         Csr { offsets, targets }
     }
@@ -680,7 +741,7 @@ impl<'h> Forest<'h> {
     }
 
     fn has_extra_parents(&self, node: u32) -> bool {
-        self.extra_parent_bits.get(node as usize / 64).is_some_and(|word| word & (1 << (node % 64)) != 0)
+        self.link_parents.has(node)
     }
 
     /// The general case of [`Forest::find_ancestor`]: a breadth-first search, with the
@@ -770,6 +831,21 @@ impl Links {
 mod tests {
     use super::*;
     use mlprof_model::{Line, PlaneBuilder, SourceFormat};
+
+    /// Each node's link parents are its edges' parents in edge order, whatever the
+    /// order of the children, for nodes on both sides of word boundaries.
+    #[test]
+    fn link_parents_are_the_edges_by_child_in_edge_order() {
+        let edges: Vec<(u32, u32)> =
+            vec![(5, 130), (1, 2), (7, 63), (3, 2), (9, 64), (4, 130), (0, 199), (8, 2), (6, 63), (2, 0)];
+        let lists = LinkParents::new(200, &edges);
+        for node in 0..200u32 {
+            let want: Vec<u32> = edges.iter().filter(|&&(_, child)| child == node).map(|&(parent, _)| parent).collect();
+            assert_eq!(lists.of(node), want.as_slice(), "node {node}");
+            assert_eq!(lists.has(node), !want.is_empty(), "node {node}");
+        }
+        assert!(LinkParents::new(10, &[]).of(3).is_empty());
+    }
 
     fn event(line: &mut Line, metadata: u32, start_ps: i64, duration_ps: i64, stats: &[(u32, StatValue)]) {
         for &(key, value) in stats {

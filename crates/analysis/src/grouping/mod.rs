@@ -23,7 +23,7 @@ pub mod executions;
 mod forest;
 pub mod profiler_steps;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 
 use mlprof_model::{Host, Plane, names};
 use serde::Serialize;
@@ -445,18 +445,22 @@ impl<'f, 'h> Grouper<'f, 'h> {
         self.names.push(name);
     }
 
+    /// Gives `group_id` to `root` and, breadth first, to every descendant reached
+    /// through nodes without a group (XProf's walk, whose seen set and check at each
+    /// visit come to this: a node takes the group when first reached, if it has none).
     fn propagate(&mut self, root: u32, group_id: GroupId, extra: &[u32]) {
+        if self.group_of[root as usize] != NO_GROUP {
+            return;
+        }
+        self.group_of[root as usize] = group_id;
         let mut queue = VecDeque::from([root]);
-        let mut seen = HashSet::from([root]);
         while let Some(node) = queue.pop_front() {
-            if self.group_of[node as usize] != NO_GROUP {
-                continue;
-            }
-            self.group_of[node as usize] = group_id;
-            let children = self.forest.children(node);
             let extra_children: &[u32] = if node == root { extra } else { &[] };
-            for &child in children.iter().chain(extra_children) {
-                if seen.insert(child) {
+            for &child in self.forest.children(node).iter().chain(extra_children) {
+                if let Some(slot) = self.group_of.get_mut(child as usize)
+                    && *slot == NO_GROUP
+                {
+                    *slot = group_id;
                     queue.push_back(child);
                 }
             }
@@ -509,14 +513,18 @@ fn step_num_roots(forest: &Forest<'_>) -> Option<(String, Vec<u32>)> {
 }
 
 /// XProf's `MarkEagerlyExecuted{Gpu,Cpu}…`: kernels and TF ops under an
-/// `EagerKernelExecute` whose `is_func` is 0.
+/// `EagerKernelExecute` whose `is_func` is 0. Where no such execute exists (a
+/// `tf.function` job's executes all run functions) there is nothing to search for.
 fn eager_events(forest: &Forest<'_>) -> Vec<(u32, u32, u32)> {
-    if !forest.kinds.contains(&Kind::EagerKernelExecute) {
+    let is_execute = |n: u32| forest.kinds[n as usize] == Kind::EagerKernelExecute;
+    let is_eager = |execute: u32| forest.int_stat(execute, IS_FUNC) == Some(0);
+    if !(0..forest.len()).any(|node| is_execute(node) && is_eager(node)) {
         return Vec::new();
     }
     let mut eager = Vec::new();
     let mut searched = mlprof_model::fxhash::FxMap::default();
-    let is_execute = |n: u32| forest.kinds[n as usize] == Kind::EagerKernelExecute;
+    // The last execute met and whether it is eager: a run's ops come one after another.
+    let mut last = (u32::MAX, false);
     for node in 0..forest.len() {
         if !matches!(forest.kinds[node as usize], Kind::KernelExecute | Kind::TfOpRun) {
             continue;
@@ -524,7 +532,10 @@ fn eager_events(forest: &Forest<'_>) -> Vec<(u32, u32, u32)> {
         let Some(execute) = forest.find_ancestor_cached(node, true, is_execute, &mut searched) else {
             continue;
         };
-        if forest.int_stat(execute, IS_FUNC) == Some(0) {
+        if last.0 != execute {
+            last = (execute, is_eager(execute));
+        }
+        if last.1 {
             let at = forest.locate(node);
             eager.push((at.plane, at.line, at.event));
         }
@@ -553,7 +564,52 @@ impl StepNames<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::StepNames;
+    use mlprof_model::{Host, Line, PlaneBuilder, SourceFormat, StatValue, names};
+
+    use super::{Fallbacks, StepNames, group_by_markers};
+
+    /// A host plane with an `EagerKernelExecute` whose `is_func` is `first_is_func`
+    /// and a function one (`is_func` 1), each around a TF op, an op on another thread
+    /// that consumes a context the first execute produces, and an op under neither.
+    fn eager_host(first_is_func: i64) -> Host {
+        let mut cpu = PlaneBuilder::new(1, names::HOST_PLANE);
+        let execute = cpu.event_metadata("EagerKernelExecute", 0, |_| Vec::new());
+        let matmul = cpu.event_metadata("dense/MatMul:MatMul", 0, |_| Vec::new());
+        let add = cpu.event_metadata("f/Add:AddV2", 0, |_| Vec::new());
+        let [is_func, pt, p, ct, c] = ["is_func", "_pt", "_p", "_ct", "_c"].map(|n| cpu.stat_key(n));
+        let event = |line: &mut Line, metadata, start, duration, stats: &[(u32, i64)]| {
+            for &(key, value) in stats {
+                line.stats.push(key, StatValue::Int(value));
+            }
+            line.push_event(metadata, start, duration);
+        };
+        let mut main = Line::new(1, "main");
+        event(&mut main, execute, 0, 100, &[(is_func, first_is_func), (pt, 3), (p, 42)]);
+        event(&mut main, matmul, 10, 20, &[]);
+        event(&mut main, execute, 200, 100, &[(is_func, 1)]);
+        event(&mut main, add, 210, 20, &[]);
+        event(&mut main, add, 400, 20, &[]);
+        cpu.push_line(main);
+        let mut worker = Line::new(2, "worker");
+        event(&mut worker, add, 50, 10, &[(ct, 3), (c, 42)]);
+        cpu.push_line(worker);
+        let mut host = Host::new("h", "h.xplane.pb", SourceFormat::Xspace);
+        host.planes.push(cpu.finish());
+        host
+    }
+
+    /// TF ops under an eager execute, nested in it or linked to it, are eager; ops
+    /// under a function execute or under none are not.
+    #[test]
+    fn ops_under_an_eager_execute_are_eager() {
+        let events = [(0, 0), (0, 1), (0, 2), (0, 3), (0, 4), (1, 0)];
+        let eager_of = |host: &Host| -> Vec<(usize, usize)> {
+            let groups = group_by_markers(host, Fallbacks::NONE);
+            events.into_iter().filter(|&(line, event)| groups.is_eager(0, line, event)).collect()
+        };
+        assert_eq!(eager_of(&eager_host(0)), vec![(0, 1), (1, 0)]);
+        assert_eq!(eager_of(&eager_host(1)), Vec::<(usize, usize)>::new());
+    }
 
     /// Asked in file order, the walk answers as a search of the list would, for every
     /// event of a small plane, whatever events are skipped between two questions.
