@@ -11,8 +11,7 @@
 //! never join two iterator events, and a consumer's enclosing event is always its
 //! first parent, so the tf.data walk does not see them.
 
-use std::collections::HashMap;
-
+use mlprof_model::fxhash::FxMap;
 use mlprof_model::{Event, Line, Plane, StatValue};
 
 use crate::xstats::{self, StatKeys};
@@ -176,7 +175,7 @@ pub(super) struct Forest {
     ids: Vec<Ids>,
     /// Children of iterator and producer nodes: intra-thread tf.data children in time
     /// order, then (iterators only) the producer iterators linked to them.
-    children: HashMap<u32, Vec<u32>>,
+    children: FxMap<u32, Vec<u32>>,
 }
 
 impl Forest {
@@ -191,10 +190,14 @@ impl Forest {
         let kinds: Vec<Kind> = plane.event_metadata.iter().map(|m| Kind::of(&m.name)).collect();
         let kind_of = |metadata: u32| kinds.get(metadata as usize).copied().unwrap_or(Kind::Other);
         let mut forest = Forest::default();
+        // The nodes, counted first so that their column is allocated once.
+        let nodes: usize =
+            plane.lines.iter().flat_map(|line| &line.events.metadata).filter(|&&m| kind_of(m) != Kind::Other).count();
+        forest.nodes.reserve_exact(nodes);
         let mut produce: [Vec<u32>; 6] = Default::default();
         let mut consume: [Vec<u32>; 6] = Default::default();
         // The enclosing iterator of each consumer event (its first parent in XProf).
-        let mut consumer_parent: HashMap<u32, u32> = HashMap::new();
+        let mut consumer_parent: FxMap<u32, u32> = FxMap::default();
         for line in &plane.lines {
             // Nesting never crosses lines, so a line without tf.data events adds nothing.
             if line.events.metadata.iter().all(|&m| kind_of(m) == Kind::Other) {
@@ -273,9 +276,9 @@ impl Forest {
         kind_of: &impl Fn(u32) -> Kind,
         produce: &[Vec<u32>; 6],
         consume: &[Vec<u32>; 6],
-        consumer_parent: &HashMap<u32, u32>,
+        consumer_parent: &FxMap<u32, u32>,
     ) {
-        let mut producers: HashMap<(i64, i64), Vec<u32>> = HashMap::new();
+        let mut producers: FxMap<(i64, i64), Vec<u32>> = FxMap::default();
         for &event in produce.iter().flatten() {
             let Some(element) = self.element_id(event) else { continue };
             let children = self.children.get(&event).map(Vec::as_slice).unwrap_or(&[]);
