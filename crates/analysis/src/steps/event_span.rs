@@ -81,26 +81,54 @@ pub fn to_non_overlapped(spans: &[TypedSpan]) -> Vec<TypedSpan> {
     // sort before starts at equal times; among starts (or ends) at the same time, higher
     // priority first. Sorting plain integers is much cheaper than comparing tuples
     // field by field, and equal keys are identical boundaries, so an unstable sort
-    // gives the stable sort's result.
-    let key = |time: i64, is_start: bool, kind: EventType| {
-        (i128::from(time) << 8) | i128::from(u8::from(is_start) << 5 | (31 - kind as u8))
-    };
-    let mut keys: Vec<i128> = Vec::with_capacity(spans.len() * 2);
+    // gives the stable sort's result. Where the times span less than 2^57 ps (about 40
+    // hours) the key is a u64 of the time from the earliest one, else an i128.
+    let times = spans.iter().flat_map(|span| [span.begin_ps, span.end_ps]);
+    let (Some(first), Some(last)) = (times.clone().min(), times.max()) else { return Vec::new() };
+    if last.checked_sub(first).is_some_and(|range| range < 1 << 57) {
+        let key = |time: i64, is_start, kind| ((time - first) as u64) << 6 | u64::from(low_bits(is_start, kind));
+        let keys = sorted_keys(spans, key);
+        let boundary = |key: &u64| ((key >> 6) as i64 + first, from_low_bits(*key as u8 & 63));
+        sweep(keys.iter().map(boundary), keys.len())
+    } else {
+        let key = |time: i64, is_start, kind| (i128::from(time) << 6) | i128::from(low_bits(is_start, kind));
+        let keys = sorted_keys(spans, key);
+        let boundary = |key: &i128| ((key >> 6) as i64, from_low_bits((key & 63) as u8));
+        sweep(keys.iter().map(boundary), keys.len())
+    }
+}
+
+/// The low six bits of a boundary's key: whether it starts a span, then the type,
+/// higher priorities lower.
+fn low_bits(is_start: bool, kind: EventType) -> u8 {
+    u8::from(is_start) << 5 | (31 - kind as u8)
+}
+
+fn from_low_bits(low: u8) -> (bool, EventType) {
+    let kind = ALL_TYPES.get(usize::from(31 - (low & 31))).copied().unwrap_or(EventType::UnknownTime);
+    (low & 32 != 0, kind)
+}
+
+/// The keys of every span's start and end, sorted.
+fn sorted_keys<K: Ord>(spans: &[TypedSpan], key: impl Fn(i64, bool, EventType) -> K) -> Vec<K> {
+    let mut keys: Vec<K> = Vec::with_capacity(spans.len() * 2);
     for span in spans {
         keys.push(key(span.begin_ps, true, span.kind));
         keys.push(key(span.end_ps, false, span.kind));
     }
     keys.sort_unstable();
-    let boundary = |key: i128| {
-        let low = (key & 0xff) as u8;
-        let kind = ALL_TYPES.get(usize::from(31 - (low & 31))).copied().unwrap_or(EventType::UnknownTime);
-        ((key >> 8) as i64, low & 32 != 0, kind)
-    };
+    keys
+}
+
+/// The sweep over sorted boundaries `(time, (is_start, type))`: a span from each
+/// boundary to the next, of the highest type open over it.
+fn sweep(mut boundaries: impl Iterator<Item = (i64, (bool, EventType))>, count: usize) -> Vec<TypedSpan> {
     let mut counts = [0i64; EVENT_TYPE_COUNT];
     let mut current = EventType::UnknownTime;
-    let mut out = Vec::with_capacity(keys.len());
-    for pair in keys.windows(2) {
-        let (time, is_start, kind) = boundary(pair[0]);
+    let mut out = Vec::with_capacity(count);
+    let Some(mut at) = boundaries.next() else { return out };
+    for next in boundaries {
+        let (time, (is_start, kind)) = at;
         if is_start {
             counts[kind as usize] += 1;
             current = current.max(kind);
@@ -115,7 +143,8 @@ pub fn to_non_overlapped(spans: &[TypedSpan]) -> Vec<TypedSpan> {
                     .unwrap_or(EventType::UnknownTime);
             }
         }
-        out.push(TypedSpan { kind: current, begin_ps: time, end_ps: (pair[1] >> 8) as i64 });
+        out.push(TypedSpan { kind: current, begin_ps: time, end_ps: next.0 });
+        at = next;
     }
     out
 }
@@ -195,22 +224,27 @@ mod tests {
             let begin = ((seed >> 40) % 50) as i64 - 25 + i % 3;
             spans.push(span(kind, begin, begin + ((seed >> 20) % 9) as i64));
         }
-        spans.push(span(EventType::HostCompute, i64::MIN, i64::MIN + 5));
-        spans.push(span(EventType::DeviceWaitHost, i64::MAX - 3, i64::MAX));
-        let want = tuple_order(&spans);
-        let out = to_non_overlapped(&spans);
-        assert_eq!(out.len(), want.len() - 1);
-        for (got, pair) in out.iter().zip(want.windows(2)) {
-            assert_eq!((got.begin_ps, got.end_ps), (pair[0].0, pair[1].0));
-        }
-        // Where every span has a length, the type over each piece is the highest open.
-        let mut open = [0i64; EVENT_TYPE_COUNT];
-        let spans: Vec<TypedSpan> = spans.into_iter().filter(|s| s.end_ps > s.begin_ps).collect();
-        let out = to_non_overlapped(&spans);
-        for (got, boundary) in out.iter().zip(&tuple_order(&spans)) {
-            open[boundary.2 as usize] += if boundary.1 { 1 } else { -1 };
-            let top = ALL_TYPES.iter().rev().copied().find(|t| open[*t as usize] > 0).unwrap_or(EventType::UnknownTime);
-            assert_eq!(got.kind, top, "at {}", got.begin_ps);
+        // Within 2^57 ps of each other (u64 keys), then across all of i64 (i128 keys).
+        let mut at_the_edges = spans.clone();
+        at_the_edges.push(span(EventType::HostCompute, i64::MIN, i64::MIN + 5));
+        at_the_edges.push(span(EventType::DeviceWaitHost, i64::MAX - 3, i64::MAX));
+        for spans in [spans, at_the_edges] {
+            let want = tuple_order(&spans);
+            let out = to_non_overlapped(&spans);
+            assert_eq!(out.len(), want.len() - 1);
+            for (got, pair) in out.iter().zip(want.windows(2)) {
+                assert_eq!((got.begin_ps, got.end_ps), (pair[0].0, pair[1].0));
+            }
+            // Where every span has a length, the type over each piece is the highest open.
+            let mut open = [0i64; EVENT_TYPE_COUNT];
+            let spans: Vec<TypedSpan> = spans.into_iter().filter(|s| s.end_ps > s.begin_ps).collect();
+            let out = to_non_overlapped(&spans);
+            for (got, boundary) in out.iter().zip(&tuple_order(&spans)) {
+                open[boundary.2 as usize] += if boundary.1 { 1 } else { -1 };
+                let top =
+                    ALL_TYPES.iter().rev().copied().find(|t| open[*t as usize] > 0).unwrap_or(EventType::UnknownTime);
+                assert_eq!(got.kind, top, "at {}", got.begin_ps);
+            }
         }
     }
 }

@@ -13,7 +13,7 @@ use mlprof_model::fxhash::FxSet;
 use mlprof_model::{Host, Plane, names};
 
 use super::event_span::{EventType, TypedSpan};
-use crate::grouping::{HostGroups, is_explicit_step_marker};
+use crate::grouping::{HostGroups, NO_GROUP, is_explicit_step_marker};
 use crate::tf_op::{OpCategory, is_infeed_enqueue, parse_tf_op, starts_with_ignore_case};
 use crate::xstats::{self, StatSlots};
 
@@ -138,6 +138,7 @@ pub fn host_step_events(
     for (line_index, line) in plane.lines.iter().enumerate() {
         // Open input-pipeline-stage ancestors: (end_ps, is_stage, is_stage_descendant).
         let mut stack: Vec<(i64, bool, bool)> = Vec::new();
+        let line_groups = groups.line(plane_index, line_index);
         for event in line.iter() {
             let name = event_names.get(event.metadata_index() as usize).copied().unwrap_or(unknown_name);
             let (begin, end) = (event.start_ps(), event.end_ps());
@@ -155,7 +156,11 @@ pub fn host_step_events(
                 is_root_stage = !stage_name.is_empty() && !descendant;
             }
 
-            let Some(group) = groups.group_of(plane_index, line_index, event.index()) else { continue };
+            let group = line_groups.get(event.index()).copied().unwrap_or(NO_GROUP);
+            if group == NO_GROUP {
+                continue;
+            }
+            let group = i64::from(group);
             if let Some(device) = device_steps
                 && !device.contains_key(&group)
             {
