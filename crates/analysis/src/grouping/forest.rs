@@ -444,26 +444,10 @@ impl LinkParents {
             ranks_before.push(ranked);
             ranked += word.count_ones();
         }
-        let mut lists = LinkParents { bits, ranks_before, starts: vec![0; ranked as usize + 1], parents: Vec::new() };
-        // Counts, summed into each list's end, then filled backwards from the ends
-        // (edges in reverse), which leaves each list in edge order and `starts` right.
-        for &(_, child) in edges {
-            if let Some(rank) = lists.rank(child) {
-                lists.starts[rank] += 1;
-            }
-        }
-        let mut total = 0;
-        for start in &mut lists.starts {
-            total += *start;
-            *start = total;
-        }
-        lists.parents = vec![0; total as usize];
-        for &(parent, child) in edges.iter().rev() {
-            if let Some(rank) = lists.rank(child) {
-                lists.starts[rank] -= 1;
-                lists.parents[lists.starts[rank] as usize] = parent;
-            }
-        }
+        let mut lists = LinkParents { bits, ranks_before, starts: Vec::new(), parents: Vec::new() };
+        let by_rank = || edges.iter().filter_map(|&(parent, child)| Some((lists.rank(child)?, parent)));
+        let (starts, parents) = lists_by_key(ranked as usize, by_rank);
+        (lists.starts, lists.parents) = (starts, parents);
         lists
     }
 
@@ -489,6 +473,32 @@ impl LinkParents {
             _ => &[],
         }
     }
+}
+
+/// Lists of values by key, each in the order `pairs` gives them: `starts` (one more
+/// than `keys`) and the values, key `k`'s list being `values[starts[k]..starts[k + 1]]`.
+/// Counted, the counts summed into each list's end, then filled backwards (`pairs` in
+/// reverse), which leaves each list in order and `starts` right: no sort, no copy of
+/// the offsets. Pairs whose key is `keys` or more are left out.
+fn lists_by_key<I>(keys: usize, pairs: impl Fn() -> I) -> (Vec<u32>, Vec<u32>)
+where
+    I: DoubleEndedIterator<Item = (usize, u32)>,
+{
+    let mut starts = vec![0u32; keys + 1];
+    for (key, _) in pairs().filter(|&(key, _)| key < keys) {
+        starts[key] += 1;
+    }
+    let mut total = 0;
+    for start in &mut starts {
+        total += *start;
+        *start = total;
+    }
+    let mut values = vec![0u32; total as usize];
+    for (key, value) in pairs().rev().filter(|&(key, _)| key < keys) {
+        starts[key] -= 1;
+        values[starts[key] as usize] = value;
+    }
+    (starts, values)
 }
 
 /// The event forest of one host.
@@ -668,25 +678,9 @@ impl<'h> Forest<'h> {
 
     /// Children lists: nesting children in node order, then `extra` edges in order.
     fn child_lists(&self, extra: &[(u32, u32)]) -> Csr {
-        let count = self.len() as usize;
-        // Counts, summed into each list's end, then filled backwards from the ends
-        // (edges in reverse), which leaves each list in order and `offsets` right.
-        let mut offsets = vec![0u32; count + 1];
-        let nest = || self.nest_parent.iter().enumerate().filter(|&(_, &p)| p != NONE).map(|(c, &p)| (p, c as u32));
-        for (parent, _) in nest().chain(extra.iter().copied()) {
-            offsets[parent as usize] += 1;
-        }
-        let mut total = 0;
-        for offset in &mut offsets {
-            total += *offset;
-            *offset = total;
-        }
-        let mut targets = vec![0u32; total as usize];
-        for (parent, child) in extra.iter().rev().copied().chain(nest().rev()) {
-            let slot = &mut offsets[parent as usize];
-            *slot -= 1;
-            targets[*slot as usize] = child;
-        }
+        let nest = self.nest_parent.iter().enumerate().filter(|&(_, &p)| p != NONE).map(|(c, &p)| (p, c as u32));
+        let edges = || nest.clone().chain(extra.iter().copied()).map(|(parent, child)| (parent as usize, child));
+        let (offsets, targets) = lists_by_key(self.len() as usize, edges);
         Csr { offsets, targets }
     }
 
