@@ -147,6 +147,12 @@ fn torch_job(python: &str, sockets: &std::path::Path) -> Killed {
     )
 }
 
+/// The framework trace a capture's lines say it wrote (`PyTorch: wrote PATH (SIZE)` and
+/// the like), or that none is named.
+fn trace_written(stderr: &str) -> &str {
+    stderr.lines().find(|line| line.contains(": wrote ") && !line.contains("sampling:")).unwrap_or("none named")
+}
+
 fn top_frame(job: &Value) -> &str {
     job["top_frames"][0]["frame"].as_str().unwrap_or("")
 }
@@ -251,13 +257,14 @@ fn two_jobs_captured_at_once_give_two_sessions_whose_steps_are_found() {
     });
     // Other tests' agents see these jobs too and probe them now and then: a framework
     // endpoint another agent holds at that moment is said so, and the capture asked again;
-    // a trace another agent's probe cut short (no whole step in it) is taken again too.
+    // a trace another agent's probe cut short, or one taken while a loaded machine left the
+    // job no time (no whole step in it), is taken again too. Each try is kept in a log for
+    // the failure's message: what it got, and for a stepless one what the job was doing.
     let capture = |pid: u32| {
         let address = address.clone();
         std::thread::spawn(move || {
-            let mut tries = 0;
+            let mut tries = Vec::new();
             loop {
-                tries += 1;
                 let out = Command::new(env!("CARGO_BIN_EXE_mlprof"))
                     .args(["agent", "capture", &pid.to_string(), "--duration", "2s", "--agent", &address])
                     .output()
@@ -266,10 +273,21 @@ fn two_jobs_captured_at_once_give_two_sessions_whose_steps_are_found() {
                 let held =
                     err.contains("is held by another daemon") || err.contains("Another profiling session active");
                 let session = std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-                let stepless = out.status.success()
-                    && session.ancestors().nth(3).is_some_and(|logdir| peers::overview_steps(logdir).0.len() < 2);
-                if !(held || stepless) || tries == 3 {
-                    return out;
+                let logdir = session.ancestors().nth(3).filter(|_| out.status.success());
+                let steps = logdir.map(|logdir| peers::overview_steps(logdir).0.len());
+                let stepless = steps.is_some_and(|steps| steps < 2);
+                tries.push(match (held, steps, logdir) {
+                    (true, _, _) => "its framework endpoint was held by another agent".to_string(),
+                    (false, Some(steps), Some(logdir)) if steps < 2 => format!(
+                        "{steps} step(s); trace: {}; the job's Python: {}",
+                        trace_written(&err),
+                        peers::python_summary(logdir)
+                    ),
+                    (false, Some(steps), _) => format!("{steps} steps"),
+                    _ => format!("failed: {}", err.lines().last().unwrap_or_default()),
+                });
+                if !(held || stepless) || tries.len() == 4 {
+                    return (out, tries);
                 }
                 if stepless {
                     let _ = std::fs::remove_dir_all(&session);
@@ -280,9 +298,10 @@ fn two_jobs_captured_at_once_give_two_sessions_whose_steps_are_found() {
     };
     let (torch_capture, jax_capture) = (capture(torch_pid), capture(jax_pid));
     for (pid, capture) in [(torch_pid, torch_capture), (jax_pid, jax_capture)] {
-        let out = capture.join().expect("the capture thread");
+        let (out, tries) = capture.join().expect("the capture thread");
+        let tries = tries.iter().enumerate().map(|(n, t)| format!("try {}: {t}", n + 1)).collect::<Vec<_>>().join("\n");
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{pid}: {err}");
+        assert!(out.status.success(), "{pid}: {err}\n{tries}");
         let session = std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
         assert!(session.starts_with(data.path()), "{}", session.display());
         assert!(err.contains("mlprof: open it in every tool: http://127.0.0.1:"), "{err}");
@@ -292,7 +311,7 @@ fn two_jobs_captured_at_once_give_two_sessions_whose_steps_are_found() {
                 .ends_with(format!("{}-{pid}", if pid == torch_pid { "torch_plain_loop.py" } else { "jax_worker.py" }))
         );
         let (steps, source) = peers::overview_steps(logdir);
-        assert!(steps.len() >= 2, "{pid}: {source}: {steps:?}\n{err}");
+        assert!(steps.len() >= 2, "{pid}: {source}: {steps:?}\n{err}\n{tries}");
     }
     let out = Command::new(env!("CARGO_BIN_EXE_mlprof"))
         .args(["agent", "capture", "4194305", "--agent", &address])

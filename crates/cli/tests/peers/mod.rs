@@ -132,6 +132,20 @@ pub fn python_tool(logdir: &Path) -> Value {
     analyze_json(logdir, "python")
 }
 
+/// What the Python threads of `logdir`'s capture were doing, in one line for a failure's
+/// message: the `python` tool's headline ("Most time: …") and its five busiest functions.
+pub fn python_summary(logdir: &Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["analyze".as_ref(), logdir.as_os_str(), "--tool".as_ref(), "python".as_ref()])
+        .output()
+        .expect("mlprof runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let headline = text.lines().find(|line| line.starts_with("Most time:")).unwrap_or("no Python samples");
+    let table = text.lines().skip_while(|line| !line.starts_with("---")).skip(1).take(5);
+    let busiest = table.map(|row| row.split("  ").next().unwrap_or_default().trim()).collect::<Vec<_>>();
+    format!("{headline} Busiest: {}", busiest.join(", "))
+}
+
 /// `mlprof analyze LOGDIR --tool TOOL --format json`, which must succeed, as JSON.
 fn analyze_json(logdir: &Path, tool: &str) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_mlprof"))
