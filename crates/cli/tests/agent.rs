@@ -252,8 +252,12 @@ fn two_jobs_captured_at_once_give_two_sessions_whose_steps_are_found() {
     let torch = torch_job(&torch_python, sockets.path());
     let jax = peers::Peer::start(&jax_python, &[&peers::script("jax_worker.py").display().to_string(), "0", "120"]);
     let (torch_pid, jax_pid) = (torch.0.id(), jax.pid());
-    wait_for(&address, "both framework jobs", |s| {
-        job(s, torch_pid).is_some_and(|j| j["framework"] == "pytorch") && job(s, jax_pid).is_some()
+    // The PyTorch job steps once its DataLoader's two workers run: a trace taken before
+    // them, on a loaded machine, holds no op.
+    wait_for(&address, "both framework jobs, the PyTorch one with its two DataLoader workers", |s| {
+        job(s, torch_pid).is_some_and(|j| j["framework"] == "pytorch")
+            && peers::children(torch_pid) >= 2
+            && job(s, jax_pid).is_some()
     });
     // Other tests' agents see these jobs too and probe them now and then: a framework
     // endpoint another agent holds at that moment is said so, and the capture asked again;

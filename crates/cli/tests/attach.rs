@@ -1,8 +1,9 @@
 //! `mlprof attach PID` against real running processes: a plain `python3` job (its hot
 //! function named from the samples), a JAX job serving the profiler (its server captured
 //! over the same window, and the samples counted in its steps), a PyTorch job started
-//! with Kineto's on-demand mode by someone else (traced through it), and the refusals: a
-//! pid that does not exist, a process that is not Python.
+//! with Kineto's on-demand mode by someone else (traced through it), one that runs no op
+//! while traced (said to have waited), and the refusals: a pid that does not exist, a
+//! process that is not Python.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -38,16 +39,18 @@ impl Drop for Job {
 
 /// Starts `python3 tests/peers/python_hot_loop.py SECONDS` and waits for its `ready`.
 fn start_hot_loop(seconds: &str) -> Job {
-    let mut child = Command::new("python3")
-        .arg(peers::script("python_hot_loop.py"))
-        .arg(seconds)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("python3 starts");
+    start_until_ready(Command::new("python3").arg(peers::script("python_hot_loop.py")).arg(seconds))
+}
+
+/// Starts `command` and waits for the `ready` line it prints first.
+fn start_until_ready(command: &mut Command) -> Job {
+    let mut child = command.stdout(Stdio::piped()).spawn().expect("the job starts");
     let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line).expect("a line");
+    let read = BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line);
+    let job = Job(child);
+    read.expect("a line");
     assert_eq!(line.trim(), "ready");
-    Job(child)
+    job
 }
 
 #[test]
@@ -125,7 +128,7 @@ fn a_pytorch_job_with_kinetos_on_demand_mode_on_is_traced_by_kineto() {
     // step: failed once in CI).
     let maps = format!("/proc/{}/maps", job.0.id());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !std::fs::read_to_string(&maps).is_ok_and(|m| m.contains("libtorch")) || children(job.0.id()) < 2 {
+    while !std::fs::read_to_string(&maps).is_ok_and(|m| m.contains("libtorch")) || peers::children(job.0.id()) < 2 {
         assert!(std::time::Instant::now() < deadline, "torch or its DataLoader workers not started within 60 s");
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
@@ -134,6 +137,7 @@ fn a_pytorch_job_with_kinetos_on_demand_mode_on_is_traced_by_kineto() {
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("PyTorch: tracing 2000 ms (Kineto on demand)"), "{err}");
+    assert!(!err.contains("holds no op"), "{err}");
     let session = std::fs::read_dir(logdir.path().join("plugins/profile")).expect("sessions").next();
     let session = session.expect("a session").expect("readable").path();
     let suffix = format!("_{}.pt.trace.json", job.0.id());
@@ -162,9 +166,31 @@ fn a_pytorch_job_with_kinetos_on_demand_mode_on_is_traced_by_kineto() {
     assert!(loop_lines, "{tool:#}");
 }
 
-/// The child processes of process `pid`, from every thread's `children` list.
-fn children(pid: u32) -> usize {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return 0 };
-    let lists = tasks.flatten().map(|task| std::fs::read_to_string(task.path().join("children")).unwrap_or_default());
-    lists.map(|list| list.split_whitespace().count()).sum()
+/// A PyTorch process that runs no op while Kineto traces it (it sleeps, as a job waiting
+/// on its input or on another rank would): its trace is kept, and attach says that it
+/// holds no op, and that the job's Python stacks say on what it waited.
+#[test]
+fn a_pytorch_job_that_runs_no_op_while_traced_is_said_to_have_waited() {
+    let test = "a_pytorch_job_that_runs_no_op_while_traced_is_said_to_have_waited";
+    let Some(python) = peers::python("MLPROF_TORCH_PYTHON", test) else { return };
+    let sockets = tempfile::tempdir().expect("temp dir");
+    let waiting = "import time, torch\ntorch.ones(1).sum()\nprint('ready', flush=True)\ntime.sleep(90)\n";
+    let job = start_until_ready(
+        Command::new(&python)
+            .args(["-c", waiting])
+            .env("KINETO_USE_DAEMON", "1")
+            .env("KINETO_IPC_SOCKET_DIR", sockets.path())
+            .stderr(Stdio::null()),
+    );
+    let logdir = tempfile::tempdir().expect("temp dir");
+    let out = attach(job.0.id(), logdir.path(), &["--duration", "1s"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("PyTorch: wrote "), "{err}");
+    let said = format!(
+        "mlprof: pid {}: PyTorch: its trace holds no op: the job ran no PyTorch op in the 1 s traced (it was waiting, \
+         or not given a CPU); its Python stacks say on what",
+        job.0.id()
+    );
+    assert!(err.lines().any(|l| l == said), "{err}");
 }

@@ -128,7 +128,7 @@ pub async fn attach(
     let kineto_started = kineto.is_some();
     say(format!("pid {}: recording for {} s", options.pid, options.duration.as_secs_f64()));
     let (kineto_outcome, stopped) = record_window(kineto, options, stop, say).await;
-    let mut wrote = report_kineto(kineto_outcome, stopped && kineto_started, options.pid, say);
+    let mut wrote = report_kineto(kineto_outcome, stopped && kineto_started, options, say);
     if stopped {
         say(format!("stopped after {:.1} s", started.elapsed().as_secs_f64()));
     }
@@ -209,12 +209,26 @@ async fn record_window(
 }
 
 /// Says what Kineto gave (`stopped_early`: the recording was stopped while Kineto had
-/// started); returns whether a trace was written.
-fn report_kineto(outcome: Option<KinetoOutcome>, stopped_early: bool, pid: u32, say: &(dyn Fn(String) + Sync)) -> bool {
+/// started), and when its trace holds no op, that the job ran none while it was traced;
+/// returns whether a trace was written.
+fn report_kineto(
+    outcome: Option<KinetoOutcome>,
+    stopped_early: bool,
+    options: &AttachOptions,
+    say: &(dyn Fn(String) + Sync),
+) -> bool {
+    let pid = options.pid;
     match outcome {
         Some(KinetoOutcome::Written(path)) => {
             let size = std::fs::metadata(&path).map_or(0, |m| m.len());
             say(format!("pid {pid}: PyTorch: wrote {} ({})", path.display(), mlprof_model::human::bytes(size as f64)));
+            if !crate::kineto_daemon::holds_op(&path) {
+                say(format!(
+                    "pid {pid}: PyTorch: its trace holds no op: the job ran no PyTorch op in the {} s traced (it was \
+                     waiting, or not given a CPU); its Python stacks say on what",
+                    options.duration.as_secs_f64()
+                ));
+            }
             return true;
         }
         Some(KinetoOutcome::Missing(why)) => say(format!("pid {pid}: PyTorch: no Kineto trace: {why}")),

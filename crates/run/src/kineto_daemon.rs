@@ -236,11 +236,58 @@ pub fn trace_ending(path: &Path) -> TraceEnding {
     }
 }
 
+/// Whether the Kineto trace at `path` holds an op: one complete event (`"ph": "X"`, as
+/// Kineto writes every CPU op, kernel, copy and Python function). A trace without one
+/// covered a window in which the process ran no PyTorch op (it waited, or was not
+/// scheduled). Read in 64 KiB pieces and stopped at the first such event, which in a
+/// trace with ops comes within its first piece; `true` when the file cannot be read, so
+/// that nothing is claimed of a trace that was not looked at.
+pub fn holds_op(path: &Path) -> bool {
+    use std::io::Read;
+    const COMPLETE: &[u8] = b"\"ph\": \"X\"";
+    let Ok(mut file) = std::fs::File::open(path) else { return true };
+    let mut piece = vec![0u8; 64 * 1024];
+    // The last bytes of the previous piece, so a key cut in two is still found.
+    let mut kept = 0;
+    loop {
+        let read = match file.read(&mut piece[kept..]) {
+            Ok(0) => return false,
+            Ok(read) => read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return true,
+        };
+        let filled = kept + read;
+        if piece[..filled].windows(COMPLETE.len()).any(|w| w == COMPLETE) {
+            return true;
+        }
+        kept = filled.min(COMPLETE.len() - 1);
+        piece.copy_within(filled - kept..filled, 0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::schedule::Schedule;
     use std::time::Duration;
+
+    #[test]
+    fn a_trace_holds_an_op_when_it_has_a_complete_event_anywhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.json");
+        let metadata = "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1},\n".repeat(3000);
+        let window_end = "{\"name\": \"Record Window End\", \"ph\": \"i\", \"s\": \"g\"}";
+        std::fs::write(&path, format!("{{\"traceEvents\": [\n{metadata}{window_end}]}}")).unwrap();
+        assert!(!holds_op(&path));
+        // Past the first 64 KiB piece, and cut across two pieces.
+        for at in [metadata.len() - 100, 64 * 1024 - 5 - "{\"traceEvents\": [\n".len()] {
+            let (before, after) = metadata.split_at(at);
+            let op = "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\"},\n";
+            std::fs::write(&path, format!("{{\"traceEvents\": [\n{before}{op}{after}{window_end}]}}")).unwrap();
+            assert!(holds_op(&path), "an op at byte {at}");
+        }
+        assert!(holds_op(&dir.path().join("missing.json")));
+    }
 
     #[test]
     fn only_complete_json_counts_as_written() {

@@ -132,6 +132,14 @@ pub fn python_tool(logdir: &Path) -> Value {
     analyze_json(logdir, "python")
 }
 
+/// How many child processes process `pid` has, from every thread's `children` list (0
+/// once it is gone).
+pub fn children(pid: u32) -> usize {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return 0 };
+    let lists = tasks.flatten().map(|task| std::fs::read_to_string(task.path().join("children")).unwrap_or_default());
+    lists.map(|list| list.split_whitespace().count()).sum()
+}
+
 /// What the Python threads of `logdir`'s capture were doing, in one line for a failure's
 /// message: the `python` tool's headline ("Most time: …") and its five busiest functions.
 pub fn python_summary(logdir: &Path) -> String {
