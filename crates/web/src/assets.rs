@@ -1,6 +1,7 @@
 //! The web UI's files, embedded in the binary from `crates/web/web/` (in debug builds
 //! rust-embed reads them from that folder on each request, so pages can be edited
-//! without rebuilding): `/` answers `index.html`, `/static/PATH` answers `web/PATH`.
+//! without rebuilding): `/` answers `index.html` (and begins what its address names,
+//! see [`crate::prefetch`]), `/static/PATH` answers `web/PATH`.
 //!
 //! The one design decision to know: a requested path is checked segment by segment
 //! (no `..`, `.`, empty, hidden or backslashed segment) before it is looked up among
@@ -8,20 +9,25 @@
 //! on every load (`Cache-Control: no-cache` with a content-hash `ETag`, answered with
 //! 304 when unchanged), so an upgraded binary never serves stale scripts.
 
+use std::sync::Arc;
+
 use axum::body::Body;
-use axum::extract::Path;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use rust_embed::RustEmbed;
 
 use crate::error::ApiError;
+use crate::state::AppState;
 
 #[derive(RustEmbed)]
 #[folder = "web/"]
 struct Web;
 
-/// `GET /`: the single-page app.
-pub async fn index(headers: HeaderMap) -> Response {
+/// `GET /`: the single-page app, with the work its address names begun
+/// ([`crate::prefetch`]).
+pub async fn index(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap) -> Response {
+    crate::prefetch::begin_for_page(&state, &uri);
     embedded("index.html", &headers)
 }
 

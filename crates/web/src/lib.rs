@@ -15,6 +15,7 @@ pub mod error;
 pub mod once_cache;
 pub mod params;
 pub mod placements;
+mod prefetch;
 pub mod rescan;
 mod router;
 pub mod run_work;
