@@ -121,23 +121,28 @@ fn wait_for(address: &str, what: &str, ready: impl Fn(&Value) -> bool) -> Value 
     }
 }
 
+/// How long each job these tests start runs (s), killed before that when its test ends:
+/// more than a test takes on a loaded machine (one that took over 2 minutes in CI saw
+/// its 120 s hot loop exit before it checked the loop outlives the agent).
+const JOB_SECONDS: &str = "600";
+
 fn hot_loop() -> Killed {
     Killed(
         Command::new("python3")
             .arg(peers::script("python_hot_loop.py"))
-            .arg("120")
+            .arg(JOB_SECONDS)
             .stdout(Stdio::null())
             .spawn()
             .expect("python3 starts"),
     )
 }
 
-/// The plain PyTorch loop for two minutes, with Kineto's on-demand mode on and its
+/// The plain PyTorch loop for [`JOB_SECONDS`], with Kineto's on-demand mode on and its
 /// socket directory `sockets` (as a cluster launcher would start it).
 fn torch_job(python: &str, sockets: &std::path::Path) -> Killed {
     Killed(
         Command::new(python)
-            .args([peers::script("torch_plain_loop.py").as_os_str(), "120".as_ref()])
+            .args([peers::script("torch_plain_loop.py").as_os_str(), JOB_SECONDS.as_ref()])
             .env("KINETO_USE_DAEMON", "1")
             .env("KINETO_IPC_SOCKET_DIR", sockets)
             .stdout(Stdio::null())
@@ -170,7 +175,7 @@ fn the_agent_finds_every_job_live_and_drops_the_ones_that_exit() {
     let sockets = tempfile::tempdir().expect("temp dir");
     let torch = peers::python("MLPROF_TORCH_PYTHON", test).map(|python| torch_job(&python, sockets.path()));
     let jax = peers::python("MLPROF_JAX_PYTHON", test).map(|python| {
-        peers::Peer::start(&python, &[&peers::script("jax_worker.py").display().to_string(), "0", "120"])
+        peers::Peer::start(&python, &[&peers::script("jax_worker.py").display().to_string(), "0", JOB_SECONDS])
     });
 
     let snapshot = wait_for(&address, "both plain jobs in hot_spin", |s| {
@@ -250,7 +255,8 @@ fn two_jobs_captured_at_once_give_two_sessions_whose_steps_are_found() {
     let (_agent, address, _) = start_agent_with("127.0.0.1:0", &["--data", &data_arg]);
     let sockets = tempfile::tempdir().expect("temp dir");
     let torch = torch_job(&torch_python, sockets.path());
-    let jax = peers::Peer::start(&jax_python, &[&peers::script("jax_worker.py").display().to_string(), "0", "120"]);
+    let jax =
+        peers::Peer::start(&jax_python, &[&peers::script("jax_worker.py").display().to_string(), "0", JOB_SECONDS]);
     let (torch_pid, jax_pid) = (torch.0.id(), jax.pid());
     // The PyTorch job steps once its DataLoader's two workers run: a trace taken before
     // them, on a loaded machine, holds no op.
@@ -369,7 +375,8 @@ fn a_job_that_slows_down_is_captured_on_its_own() {
     let data_arg = data.path().display().to_string();
     let options = ["--probe-every", "3s", "--capture-on-slowdown", "50", "--data", &data_arg];
     let (_agent, address, _) = start_agent_with("127.0.0.1:0", &options);
-    let jax = peers::Peer::start(&python, &[&peers::script("jax_worker.py").display().to_string(), "0", "120", "18"]);
+    let jax =
+        peers::Peer::start(&python, &[&peers::script("jax_worker.py").display().to_string(), "0", JOB_SECONDS, "18"]);
     let pid = jax.pid();
     let deadline = Instant::now() + Duration::from_secs(120);
     let snapshot = loop {
@@ -541,7 +548,7 @@ fn run_with_agent(agent: &str, python: &str, script: &str, logdir: &std::path::P
         .args(["run", &format!("--agent={agent}"), "--delay", "60m", "--sample-hz", "20", "--logdir"])
         .arg(logdir)
         .args(["--", python])
-        .args([peers::script(script).as_os_str(), "150".as_ref()])
+        .args([peers::script(script).as_os_str(), JOB_SECONDS.as_ref()])
         .stdout(Stdio::null())
         .stderr(said)
         .spawn()
