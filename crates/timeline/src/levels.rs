@@ -10,9 +10,12 @@
 //! groups are few (fewer than `MIN_GROUP` per bucket), so the work is bounded by the
 //! number of buckets in the window, about `FACTOR` per pixel, whatever the event count.
 //!
-//! Levels are built bottom-up: level 0 from the events, every next level by merging
-//! the `FACTOR` buckets below each of its buckets, so building costs O(events +
-//! buckets). Runs too short to need them get no levels.
+//! Levels are built in one pass over the events: each level keeps its one open
+//! bucket, and a bucket that closes is merged into the open bucket of the level above
+//! (or closes that one in turn), so building costs O(events + buckets) and never
+//! divides by a level's width: bucket `j` of level `k + 1` holds buckets `FACTOR·j`
+//! to `FACTOR·j + FACTOR - 1` of level `k`, a shift. Runs too short to need levels
+//! get none.
 
 /// Width of level 0's buckets (100 ns).
 pub(crate) const BASE_WIDTH_PS: i64 = 100_000;
@@ -33,6 +36,12 @@ pub(crate) struct Level {
     pub(crate) groups: Vec<(u32, u32, u32)>,
 }
 
+/// `FACTOR` as a shift: a bucket's number at the next level is its number shifted
+/// right by this much (an arithmetic shift rounds towards minus infinity, as the
+/// buckets do).
+const FACTOR_SHIFT: u32 = FACTOR.trailing_zeros();
+const _: () = assert!(FACTOR == 1 << FACTOR_SHIFT, "FACTOR is a power of two");
+
 /// A non-empty bucket while building (groups are the buckets with enough events).
 #[derive(Clone, Copy, Debug)]
 struct Bucket {
@@ -40,9 +49,8 @@ struct Bucket {
     count: u32,
     /// Longest event of the bucket other than its last (`None` for one event).
     longest_short: Option<u32>,
-    /// Start of the first event: all events of the bucket start in the same aligned
-    /// bucket, so this decides the bucket at the next level too.
-    start_ps: i64,
+    /// Its number at its level: it spans `[number·width, (number + 1)·width)`.
+    number: i64,
 }
 
 /// Levels of a run whose events have these starts and durations (sorted, not
@@ -53,21 +61,27 @@ pub(crate) fn build_levels(starts: &[i64], durs: &[i64]) -> Vec<Level> {
         return Vec::new();
     }
     let span_ps = starts[n - 1].saturating_add(durs[n - 1]).saturating_sub(starts[0]);
-    let longer = |a: Option<u32>, b: u32| match a {
-        Some(a) if durs[a as usize] >= durs[b as usize] => a,
-        _ => b,
-    };
-    // Level 0 from the events.
+    // Coarser levels until one bucket is at least as wide as the run.
+    let mut levels = vec![Level { width_ps: BASE_WIDTH_PS, groups: Vec::new() }];
     let mut width = BASE_WIDTH_PS;
-    let mut buckets: Vec<Bucket> = Vec::with_capacity(n / 2 + 1);
-    let mut current = Bucket { first: 0, count: 1, longest_short: None, start_ps: starts[0] };
-    let mut current_start = aligned_start(starts[0], width);
+    while width <= span_ps {
+        let Some(next) = width.checked_mul(FACTOR) else { break };
+        width = next;
+        levels.push(Level { width_ps: width, groups: Vec::new() });
+    }
+    let mut builder = LevelBuilder { durs, levels, open: Vec::new() };
+    builder.open.resize(builder.levels.len(), None);
+
+    // Level 0 from the events.
+    let bucket_end = |number: i64| (i128::from(number) + 1) * i128::from(BASE_WIDTH_PS);
+    let mut current = Bucket { first: 0, count: 1, longest_short: None, number: starts[0].div_euclid(BASE_WIDTH_PS) };
+    let mut current_end = bucket_end(current.number);
     // The longest event of the current bucket but its last, and its duration.
     let mut longest_dur = i64::MIN;
     for (i, (&start, &dur)) in starts[1..n].iter().zip(&durs[..n - 1]).enumerate() {
         // Event `i + 1` starts at `start`; `dur` is that of event `i`, the current
         // bucket's last.
-        if in_bucket(start, current_start, width) {
+        if i128::from(start) < current_end {
             // The earliest of equally long events.
             if current.longest_short.is_none() || dur > longest_dur {
                 current.longest_short = Some(i as u32);
@@ -75,64 +89,61 @@ pub(crate) fn build_levels(starts: &[i64], durs: &[i64]) -> Vec<Level> {
             }
             current.count += 1;
         } else {
-            buckets.push(current);
-            current = Bucket { first: i as u32 + 1, count: 1, longest_short: None, start_ps: start };
-            current_start = aligned_start(start, width);
+            builder.close(0, current);
+            let number = start.div_euclid(BASE_WIDTH_PS);
+            current = Bucket { first: i as u32 + 1, count: 1, longest_short: None, number };
+            current_end = bucket_end(number);
         }
     }
-    buckets.push(current);
-    let mut levels = vec![level_of(width, &buckets)];
-    // Coarser levels until one bucket is at least as wide as the run.
-    while width <= span_ps {
-        let Some(next) = width.checked_mul(FACTOR) else { break };
-        width = next;
-        // Merged in place: the merged buckets are never more than those read.
-        let mut kept = 0usize;
-        let mut bucket_start = 0i128;
-        for read in 0..buckets.len() {
-            let b = buckets[read];
-            match kept.checked_sub(1).map(|last| &mut buckets[last]) {
-                Some(m) if in_bucket(b.start_ps, bucket_start, width) => {
-                    let mut longest = longer(m.longest_short, m.first + m.count - 1);
-                    if let Some(inner) = b.longest_short {
-                        longest = longer(Some(longest), inner);
+    builder.close(0, current);
+    for level in 1..builder.levels.len() {
+        if let Some(bucket) = builder.open[level].take() {
+            builder.close(level, bucket);
+        }
+    }
+    builder.levels
+}
+
+/// The levels being built and the open bucket of each level above level 0.
+struct LevelBuilder<'a> {
+    durs: &'a [i64],
+    levels: Vec<Level>,
+    open: Vec<Option<Bucket>>,
+}
+
+impl LevelBuilder<'_> {
+    /// Closes `bucket` of `level`: keeps it as a group if it has enough events and
+    /// merges it into the level above, closing that level's open bucket when `bucket`
+    /// lies in a later one (and so on upwards).
+    fn close(&mut self, level: usize, bucket: Bucket) {
+        let (mut level, mut bucket) = (level, bucket);
+        loop {
+            if bucket.count >= MIN_GROUP {
+                let group = (bucket.first, bucket.count, bucket.longest_short.unwrap_or(bucket.first));
+                self.levels[level].groups.push(group);
+            }
+            let Some(slot) = self.open.get_mut(level + 1) else { return };
+            let number = bucket.number >> FACTOR_SHIFT;
+            match slot {
+                Some(open) if open.number == number => {
+                    let durs = self.durs;
+                    let longer = |a: u32, b: u32| if durs[a as usize] >= durs[b as usize] { a } else { b };
+                    let last = open.first + open.count - 1;
+                    let mut longest = open.longest_short.map_or(last, |inner| longer(inner, last));
+                    if let Some(inner) = bucket.longest_short {
+                        longest = longer(longest, inner);
                     }
-                    m.longest_short = Some(longest);
-                    m.count += b.count;
+                    open.longest_short = Some(longest);
+                    open.count += bucket.count;
+                    return;
                 }
-                _ => {
-                    bucket_start = aligned_start(b.start_ps, width);
-                    buckets[kept] = b;
-                    kept += 1;
-                }
+                _ => match slot.replace(Bucket { number, ..bucket }) {
+                    Some(closed) => (level, bucket) = (level + 1, closed),
+                    None => return,
+                },
             }
         }
-        buckets.truncate(kept);
-        levels.push(level_of(width, &buckets));
     }
-    levels
-}
-
-/// Start of the aligned bucket of width `width_ps` that holds `start_ps`, exact (it
-/// may lie below `i64::MIN`).
-fn aligned_start(start_ps: i64, width_ps: i64) -> i128 {
-    i128::from(start_ps.div_euclid(width_ps)) * i128::from(width_ps)
-}
-
-/// Whether `start_ps`, not before the bucket starting at `bucket_start_ps` (as
-/// [`aligned_start`] gives it), lies in that bucket of width `width_ps`: a subtraction
-/// instead of a division per event.
-fn in_bucket(start_ps: i64, bucket_start_ps: i128, width_ps: i64) -> bool {
-    i128::from(start_ps) - bucket_start_ps < i128::from(width_ps)
-}
-
-fn level_of(width_ps: i64, buckets: &[Bucket]) -> Level {
-    let groups = buckets
-        .iter()
-        .filter(|b| b.count >= MIN_GROUP)
-        .map(|b| (b.first, b.count, b.longest_short.unwrap_or(b.first)))
-        .collect();
-    Level { width_ps, groups }
 }
 
 /// Index of the level to read at `resolution_ps`: the coarsest whose buckets are no
@@ -188,27 +199,63 @@ mod tests {
         assert!(last.width_ps > starts[999] + durs[999]);
     }
 
+    /// The levels by their definition: every level's events cut by division into
+    /// buckets, each bucket of at least `MIN_GROUP` events a group.
+    fn levels_by_definition(starts: &[i64], durs: &[i64]) -> Vec<Level> {
+        let span = starts[starts.len() - 1].saturating_add(durs[durs.len() - 1]).saturating_sub(starts[0]);
+        let mut widths = vec![BASE_WIDTH_PS];
+        while let Some(next) = widths.last().filter(|&&w| w <= span).and_then(|w| w.checked_mul(FACTOR)) {
+            widths.push(next);
+        }
+        let levels = widths.into_iter().map(|width_ps| {
+            let mut groups = Vec::new();
+            let mut first = 0;
+            while first < starts.len() {
+                let bucket = starts[first].div_euclid(width_ps);
+                let end = first + starts[first..].iter().take_while(|s| s.div_euclid(width_ps) == bucket).count();
+                if end - first >= MIN_GROUP as usize {
+                    // The earliest of the longest events but the last.
+                    let longest = (first..end - 1).rev().max_by_key(|&i| durs[i]).unwrap_or(first);
+                    groups.push((first as u32, (end - first) as u32, longest as u32));
+                }
+                first = end;
+            }
+            Level { width_ps, groups }
+        });
+        levels.collect()
+    }
+
     #[test]
-    fn bucket_membership_agrees_with_division_to_the_ends_of_the_range() {
-        let widths = [1, 3, 7, BASE_WIDTH_PS, BASE_WIDTH_PS * FACTOR.pow(20), i64::MAX / 3, i64::MAX];
-        let mut starts =
-            vec![i64::MIN, i64::MIN + 1, -BASE_WIDTH_PS - 1, -1, 0, 1, BASE_WIDTH_PS, i64::MAX - 1, i64::MAX];
+    fn levels_built_in_one_pass_are_those_of_the_definition() {
         let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        for _ in 0..200 {
+        let mut next = move |bound: u64| {
             seed ^= seed << 13;
             seed ^= seed >> 7;
             seed ^= seed << 17;
-            starts.push(seed as i64);
-            starts.push((seed % 1_000_000) as i64 - 500_000);
-        }
-        for &width in &widths {
-            for &first in &starts {
-                let bucket_start = aligned_start(first, width);
-                for &later in starts.iter().filter(|&&s| s >= first) {
-                    let same = first.div_euclid(width) == later.div_euclid(width);
-                    assert_eq!(in_bucket(later, bucket_start, width), same, "{first} {later} width {width}");
+            seed % bound
+        };
+        // Dense and sparse runs, with gaps, at negative times and at both ends of
+        // the range of starts.
+        let origins = [0, -7_000_000_123, i64::MIN, i64::MAX - 20_000_000_000, 123_456_789_012_345];
+        for (case, &origin) in origins.iter().cycle().take(40).enumerate() {
+            let (mut starts, mut durs) = (Vec::new(), Vec::new());
+            let mut t = origin;
+            let spread = [3_000, 40_000, 400_000, 30_000_000][case % 4];
+            for _ in 0..(65 + next(3000)) {
+                let dur = next(spread) as i64;
+                let Some(end) = t.checked_add(dur) else { break };
+                starts.push(t);
+                durs.push(dur);
+                let gap = if next(50) == 0 { next(5_000_000_000) } else { next(spread / 2 + 1) };
+                match end.checked_add(gap as i64) {
+                    Some(later) => t = later,
+                    None => break,
                 }
             }
+            if starts.len() <= MIN_EVENTS_FOR_LEVELS {
+                continue;
+            }
+            assert_eq!(build_levels(&starts, &durs), levels_by_definition(&starts, &durs), "case {case}");
         }
     }
 
