@@ -58,19 +58,6 @@ fn build_in_slices(
     groups: usize,
 ) -> (Vec<u64>, Vec<u32>) {
     debug_assert_eq!(runs.iter().map(ExactSizeIterator::len).sum::<usize>(), name.len(), "runs cover every event");
-    let mut offsets = vec![0u64; names + 1];
-    for &n in name {
-        offsets[n as usize + 1] += 1;
-    }
-    for i in 1..offsets.len() {
-        offsets[i] += offsets[i - 1];
-    }
-    let cuts = part_cuts(&offsets, groups.min(GROUPS));
-    let mut group_of = vec![0u8; names];
-    for (group, range) in cuts.windows(2).enumerate() {
-        // At most GROUPS groups.
-        group_of[range[0]..range[1]].fill(group as u8);
-    }
     // A slice holds a piece per run: no more slices than keeps that within the size
     // of the postings.
     let slices = slices.min(name.len() / runs.len().max(1)).max(1);
@@ -81,21 +68,59 @@ fn build_in_slices(
             runs.iter().map(|run| piece_of(run, start_ps, from, to)).collect()
         })
         .collect();
-    // Where each slice's ids of each group go: the group's range, slice after slice.
-    let mut next: Vec<Vec<u64>> = pieces
-        .par_iter()
-        .with_max_len(1)
-        .map(|pieces| {
-            let mut count = vec![0u64; cuts.len() - 1];
-            for piece in pieces {
-                for &n in &name[piece.clone()] {
-                    count[usize::from(group_of[n as usize])] += 1;
+    // Each slice's count of every name, counted on every thread, when these tables
+    // take no more room than the postings; else the names are counted in one pass.
+    let name_counts: Option<Vec<Vec<u32>>> = (pieces.len().saturating_mul(names) <= name.len()).then(|| {
+        pieces.par_iter().with_max_len(1).map(|pieces| count_in(pieces, name, names, |n| n as usize)).collect()
+    });
+    let mut offsets = vec![0u64; names + 1];
+    match &name_counts {
+        Some(tables) => {
+            for table in tables {
+                for (total, &count) in offsets[1..].iter_mut().zip(table) {
+                    *total += u64::from(count);
                 }
             }
-            count
-        })
-        .collect();
-    for (group, &first_name) in cuts[..cuts.len() - 1].iter().enumerate() {
+        }
+        None => {
+            for &n in name {
+                offsets[n as usize + 1] += 1;
+            }
+        }
+    }
+    for i in 1..offsets.len() {
+        offsets[i] += offsets[i - 1];
+    }
+    let cuts = part_cuts(&offsets, groups.min(GROUPS));
+    let mut group_of = vec![0u8; names];
+    for (group, range) in cuts.windows(2).enumerate() {
+        // At most GROUPS groups.
+        group_of[range[0]..range[1]].fill(group as u8);
+    }
+    // Each slice's count of every group: from its names' counts, or counted.
+    let groups = cuts.len() - 1;
+    let mut next: Vec<Vec<u64>> = match name_counts {
+        Some(tables) => tables
+            .iter()
+            .map(|table| {
+                let mut count = vec![0u64; groups];
+                for (&group, &n) in group_of.iter().zip(table) {
+                    count[usize::from(group)] += u64::from(n);
+                }
+                count
+            })
+            .collect(),
+        None => pieces
+            .par_iter()
+            .with_max_len(1)
+            .map(|pieces| {
+                let count = count_in(pieces, name, groups, |n| usize::from(group_of[n as usize]));
+                count.into_iter().map(u64::from).collect()
+            })
+            .collect(),
+    };
+    // Where each slice's ids of each group go: the group's range, slice after slice.
+    for (group, &first_name) in cuts[..groups].iter().enumerate() {
         let mut at = offsets[first_name];
         for slice in &mut next {
             let count = slice[group];
@@ -139,6 +164,19 @@ fn build_in_slices(
         }
     });
     (offsets, postings)
+}
+
+/// How many events of `pieces` (ranges of ids) fall in each of `bins` bins, an event
+/// of name `n` falling in `bin_of(n)`.
+fn count_in(pieces: &[Range<usize>], name: &[u32], bins: usize, bin_of: impl Fn(u32) -> usize) -> Vec<u32> {
+    let mut count = vec![0u32; bins];
+    for piece in pieces {
+        for &n in &name[piece.clone()] {
+            // Event counts fit u32: the builder keeps them below MAX_EVENTS.
+            count[bin_of(n)] += 1;
+        }
+    }
+    count
 }
 
 /// `len` atomic zeros, which threads fill at places of their own.
