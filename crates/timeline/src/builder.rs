@@ -234,6 +234,9 @@ impl TimelineBuilder {
         let raw = order.iter().map(|&(handle, _)| std::mem::take(&mut tracks[handle as usize].events)).collect();
         let (columns, laid) = lay_out(raw, total, progress.as_deref());
         let mut out = BuiltIndex::new(names, columns);
+        // Millions of groups on a large trace: their columns are sized once.
+        let groups = laid.iter().flat_map(|track| &track.run_levels).flatten().map(|level| level.groups.len()).sum();
+        out.reserve_groups(groups);
         let mut ordinal_to_id: Vec<Vec<u32>> = vec![Vec::new(); if flows.is_empty() { 0 } else { tracks.len() }];
         for (&(handle, section), laid) in order.iter().zip(laid) {
             let name = std::mem::take(&mut tracks[handle as usize].name);
@@ -381,6 +384,13 @@ impl BuiltIndex {
         });
     }
 
+    /// Makes room for `groups` more groups.
+    fn reserve_groups(&mut self, groups: usize) {
+        self.group_first.reserve_exact(groups);
+        self.group_count.reserve_exact(groups);
+        self.group_longest.reserve_exact(groups);
+    }
+
     /// Records the run of events `from..to` and its levels.
     fn push_run(&mut self, from: usize, to: usize, levels: &[Level]) {
         let first_level = self.levels.len() as u64;
@@ -390,11 +400,10 @@ impl BuiltIndex {
                 first_group: self.group_first.len() as u64,
                 group_count: level.groups.len() as u64,
             });
-            for &(first, count, longest) in &level.groups {
-                self.group_first.push(from as u32 + first);
-                self.group_count.push(count);
-                self.group_longest.push(from as u32 + longest);
-            }
+            let from = from as u32;
+            self.group_first.extend(level.groups.iter().map(|&(first, _, _)| from + first));
+            self.group_count.extend(level.groups.iter().map(|&(_, count, _)| count));
+            self.group_longest.extend(level.groups.iter().map(|&(_, _, longest)| from + longest));
         }
         self.runs.push(RunRecord {
             first_event: from as u64,

@@ -224,41 +224,43 @@ fn piece_of(run: &Range<usize>, start_ps: &[i64], from: Option<i64>, to: Option<
 
 /// Hands the ids of `pieces` (ranges of ids in id order, each in start order) to
 /// `emit` in time order (start, then id), merging them with a tree of losers.
+///
+/// A key orders a leaf's next event by start, then by leaf (pieces are in id order),
+/// and names its leaf in its low 32 bits; an exhausted leaf's key is above every
+/// other. Each node keeps the larger key of the match played there, so replaying a
+/// leaf's path is a `min` and a `max` per node, with no branch on the keys.
 fn merge_in_time_order(pieces: &[Range<usize>], start_ps: &[i64], mut emit: impl FnMut(usize)) {
     let mut heads: Vec<Range<usize>> = pieces.iter().filter(|p| !p.is_empty()).cloned().collect();
     let leaves = heads.len().next_power_of_two();
-    // A leaf's key orders its next event by start, then by leaf (pieces are in id
-    // order); an exhausted leaf's key is above every other.
-    let key_of = |leaf: usize, heads: &[Range<usize>]| match heads.get(leaf) {
-        Some(head) if !head.is_empty() => (u128::from(signed_key(start_ps[head.start])) << 32) | leaf as u128,
+    let key_of = |leaf: usize, head: &Range<usize>| match start_ps.get(head.start) {
+        Some(&start) if !head.is_empty() => (u128::from(signed_key(start)) << 32) | leaf as u128,
         _ => u128::MAX,
     };
-    let mut keys: Vec<u128> = (0..leaves).map(|leaf| key_of(leaf, &heads)).collect();
     // Node `i` (1 ≤ i < leaves) holds the loser of the match between its children;
     // leaf `l` sits below node `(leaves + l) / 2`.
-    let mut losers = vec![0usize; leaves];
-    let mut winners = vec![0usize; 2 * leaves];
-    for (leaf, slot) in winners[leaves..].iter_mut().enumerate() {
-        *slot = leaf;
+    let mut winners = vec![u128::MAX; 2 * leaves];
+    for (leaf, head) in heads.iter().enumerate() {
+        winners[leaves + leaf] = key_of(leaf, head);
     }
+    let mut losers = vec![u128::MAX; leaves];
     for node in (1..leaves).rev() {
         let (a, b) = (winners[2 * node], winners[2 * node + 1]);
-        (winners[node], losers[node]) = if keys[a] < keys[b] { (a, b) } else { (b, a) };
+        (winners[node], losers[node]) = (a.min(b), a.max(b));
     }
-    let mut winner = if leaves > 1 { winners[1] } else { 0 };
+    // The root's winner (with one leaf, the leaf itself).
+    let mut winner = winners[1];
     drop(winners);
-    while keys[winner] != u128::MAX {
-        let head = &mut heads[winner];
+    while winner != u128::MAX {
+        let leaf = (winner as u32) as usize;
+        let Some(head) = heads.get_mut(leaf) else { break };
         emit(head.start);
         head.start += 1;
-        keys[winner] = key_of(winner, &heads);
-        let mut node = (leaves + winner) / 2;
+        winner = key_of(leaf, head);
+        let mut node = (leaves + leaf) / 2;
         while node > 0 {
             let loser = losers[node];
-            if keys[loser] < keys[winner] {
-                losers[node] = winner;
-                winner = loser;
-            }
+            losers[node] = loser.max(winner);
+            winner = loser.min(winner);
             node /= 2;
         }
     }
