@@ -129,7 +129,9 @@ impl LineEnds {
             return;
         }
         // By start, the longer first at one start: the last open slice is the innermost.
-        self.slices.sort_unstable_by_key(|&(start, end, e)| (start, std::cmp::Reverse(end), e));
+        // (A line's slices come nearly in this order, which the stable sort turns to
+        // account: it merges the runs it finds.)
+        self.slices.sort_by_key(|&(start, end, e)| (start, std::cmp::Reverse(end), e));
         self.ends.sort_by_key(|end| end.at_ps);
         let mut open: Vec<(i64, i64, EventRef)> = Vec::new();
         let mut next = 0;

@@ -199,6 +199,7 @@ impl TimelineBuilder {
                 };
                 let mut aggregated = line.events.occurrences.iter().map(|&(i, _)| i as usize).peekable();
                 let mut line_ends = LineEnds::default();
+                self.reserve_events(track, line.len());
                 for event in line.iter() {
                     if aggregated.peek() == Some(&event.index()) {
                         aggregated.next();
@@ -250,10 +251,13 @@ impl TimelineBuilder {
 
     /// Turns the collected flow ends into flows.
     fn link(&mut self, mut ends: FlowEnds) {
-        ends.correlations.sort_unstable_by_key(|&(id, on_device, start, e)| (id, on_device, start, e));
+        // Grouped by id alone (the order of the flows added does not matter: `finish`
+        // sorts them): the latest host end of a group launches all its device ends.
+        // Each line's ids come in increasing order, runs that the stable sort merges.
+        ends.correlations.sort_by_key(|&(id, ..)| id);
         for group in ends.correlations.chunk_by(|a, b| a.0 == b.0) {
-            // Host ends sort before device ends; the latest host end launches them all.
-            let Some(launch) = group.iter().rev().find(|e| !e.1) else { continue };
+            let host_ends = group.iter().filter(|e| !e.1);
+            let Some(launch) = host_ends.max_by_key(|&&(_, _, start, e)| (start, e)) else { continue };
             for &(_, _, _, target) in group.iter().filter(|e| e.1) {
                 self.flow(launch.3, target);
             }
