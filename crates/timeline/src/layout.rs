@@ -115,9 +115,10 @@ fn split_front<'a, T>(rest: &mut &'a mut [T], n: usize) -> &'a mut [T] {
 /// Lays out one track, its events `raw` as added and its ids from `first_event`, into
 /// its slices (see the module docs).
 fn lay_out_track(mut raw: Vec<RawEvent>, first_event: usize, out: TrackSlices<'_>) -> LaidTrack {
-    // Stable, though the order is total (the ordinal decides ties): a track's events
-    // come nearly in start order, and the stable sort merges the runs it finds.
-    raw.sort_by(|a, b| a.start_ps.cmp(&b.start_ps).then(b.dur_ps.cmp(&a.dur_ps)).then(a.ordinal.cmp(&b.ordinal)));
+    // Stable, so events equal in start and duration keep the order they were added in
+    // (their ordinals'); a track's events come nearly in start order, and the stable
+    // sort merges the runs it finds.
+    raw.sort_by_key(|e| (e.start_ps, std::cmp::Reverse(e.dur_ps)));
     let depths = assign_depths(raw.iter().map(|e| (e.start_ps, e.start_ps.saturating_add(e.dur_ps))));
     let run_count = depths.iter().max().map_or(0, |&d| d as usize + 1);
     let mut next_slot = vec![0usize; run_count + 1];
