@@ -3,6 +3,7 @@
 //! (CLI, web) only render these results, through [`report::Report`] (for people) or
 //! the tool's XProf-compatible JSON ([`datatable`]).
 
+mod adjacency;
 pub mod advise;
 pub mod counters;
 pub mod datatable;

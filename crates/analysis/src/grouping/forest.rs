@@ -17,6 +17,7 @@ use mlprof_model::fxhash::{FxMap, FxSet};
 use mlprof_model::{Event, Host, Line, Plane, StatValue, names};
 use rayon::prelude::*;
 
+use crate::adjacency::Lists;
 use crate::tf_op::{OpCategory, parse_tf_op};
 use crate::xstats::{self, StatSlots};
 
@@ -396,24 +397,6 @@ enum Chain {
     Linked { node: u32, include_self: bool },
 }
 
-/// Adjacency lists in one array: the targets of node `n` are
-/// `targets[offsets[n]..offsets[n + 1]]`.
-#[derive(Default)]
-struct Csr {
-    offsets: Vec<u32>,
-    targets: Vec<u32>,
-}
-
-impl Csr {
-    fn of(&self, node: u32) -> &[u32] {
-        let node = node as usize;
-        match (self.offsets.get(node), self.offsets.get(node + 1)) {
-            (Some(&from), Some(&to)) => &self.targets[from as usize..to as usize],
-            _ => &[],
-        }
-    }
-}
-
 /// The link parents (edges that are not nesting) of the nodes that have any, by
 /// rank: the `r`-th such node in node order has `parents[starts[r]..starts[r + 1]]`,
 /// in the order the edges were added. A bit per node says which nodes have any, and a
@@ -425,8 +408,8 @@ struct LinkParents {
     bits: Vec<u64>,
     /// Per word of `bits`, how many nodes before it have link parents.
     ranks_before: Vec<u32>,
-    starts: Vec<u32>,
-    parents: Vec<u32>,
+    /// By rank, the parents.
+    parents: Lists,
 }
 
 impl LinkParents {
@@ -444,10 +427,9 @@ impl LinkParents {
             ranks_before.push(ranked);
             ranked += word.count_ones();
         }
-        let mut lists = LinkParents { bits, ranks_before, starts: Vec::new(), parents: Vec::new() };
+        let mut lists = LinkParents { bits, ranks_before, parents: Lists::default() };
         let by_rank = || edges.iter().filter_map(|&(parent, child)| Some((lists.rank(child)?, parent)));
-        let (starts, parents) = lists_by_key(ranked as usize, by_rank);
-        (lists.starts, lists.parents) = (starts, parents);
+        lists.parents = Lists::by_key(ranked as usize, by_rank);
         lists
     }
 
@@ -467,38 +449,8 @@ impl LinkParents {
     }
 
     fn of(&self, node: u32) -> &[u32] {
-        let Some(rank) = self.rank(node) else { return &[] };
-        match (self.starts.get(rank), self.starts.get(rank + 1)) {
-            (Some(&from), Some(&to)) => self.parents.get(from as usize..to as usize).unwrap_or(&[]),
-            _ => &[],
-        }
+        self.rank(node).map_or(&[], |rank| self.parents.of(rank))
     }
-}
-
-/// Lists of values by key, each in the order `pairs` gives them: `starts` (one more
-/// than `keys`) and the values, key `k`'s list being `values[starts[k]..starts[k + 1]]`.
-/// Counted, the counts summed into each list's end, then filled backwards (`pairs` in
-/// reverse), which leaves each list in order and `starts` right: no sort, no copy of
-/// the offsets. Pairs whose key is `keys` or more are left out.
-fn lists_by_key<I>(keys: usize, pairs: impl Fn() -> I) -> (Vec<u32>, Vec<u32>)
-where
-    I: DoubleEndedIterator<Item = (usize, u32)>,
-{
-    let mut starts = vec![0u32; keys + 1];
-    for (key, _) in pairs().filter(|&(key, _)| key < keys) {
-        starts[key] += 1;
-    }
-    let mut total = 0;
-    for start in &mut starts {
-        total += *start;
-        *start = total;
-    }
-    let mut values = vec![0u32; total as usize];
-    for (key, value) in pairs().rev().filter(|&(key, _)| key < keys) {
-        starts[key] -= 1;
-        values[starts[key] as usize] = value;
-    }
-    (starts, values)
 }
 
 /// The event forest of one host.
@@ -513,7 +465,7 @@ pub(super) struct Forest<'h> {
     nest_parent: Vec<u32>,
     /// Edges that are not nesting (inter-thread links, context groups), by child.
     link_parents: LinkParents,
-    children: Csr,
+    children: Lists,
     search: RefCell<AncestorSearch>,
     /// Root events in node order.
     pub roots: Vec<Root>,
@@ -598,7 +550,7 @@ impl<'h> Forest<'h> {
 
     /// The nodes under `node`: nested events in order, then linked ones.
     pub fn children(&self, node: u32) -> &[u32] {
-        self.children.of(node)
+        self.children.of(node as usize)
     }
 
     /// Builds nodes, intra-thread nesting, inter-thread and context-group edges.
@@ -612,7 +564,7 @@ impl<'h> Forest<'h> {
             kinds: vec![Kind::Other; events],
             nest_parent: vec![NONE; events],
             link_parents: LinkParents::default(),
-            children: Csr::default(),
+            children: Lists::default(),
             search: RefCell::default(),
             roots: Vec::new(),
             executor_runs: Vec::new(),
@@ -677,11 +629,10 @@ impl<'h> Forest<'h> {
     }
 
     /// Children lists: nesting children in node order, then `extra` edges in order.
-    fn child_lists(&self, extra: &[(u32, u32)]) -> Csr {
+    fn child_lists(&self, extra: &[(u32, u32)]) -> Lists {
         let nest = self.nest_parent.iter().enumerate().filter(|&(_, &p)| p != NONE).map(|(c, &p)| (p, c as u32));
         let edges = || nest.clone().chain(extra.iter().copied()).map(|(parent, child)| (parent as usize, child));
-        let (offsets, targets) = lists_by_key(self.len() as usize, edges);
-        Csr { offsets, targets }
+        Lists::by_key(self.len() as usize, edges)
     }
 
     /// Breadth-first search over parents (optionally from `node` itself) for the first

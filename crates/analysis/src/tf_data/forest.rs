@@ -14,6 +14,7 @@
 use mlprof_model::fxhash::FxMap;
 use mlprof_model::{Event, Line, Plane, StatValue};
 
+use crate::adjacency::Lists;
 use crate::xstats::{self, StatKeys};
 
 /// Stat names read by this module, in [`StatKeys`] order.
@@ -71,7 +72,7 @@ impl Kind {
 
 /// Whether XProf's `ParseTfOpFullname` puts `name` in the tf.data category: the part
 /// before the first `:` is `Iterator` and a `:` follows.
-pub(super) fn is_tf_data_name(name: &str) -> bool {
+fn is_tf_data_name(name: &str) -> bool {
     name.split_once(':').is_some_and(|(head, _)| head == "Iterator")
 }
 
@@ -173,9 +174,14 @@ pub(super) struct Forest {
     pub device_second_iterators: Vec<u32>,
     /// The id stats of the nodes that have any ([`Node::ids`]).
     ids: Vec<Ids>,
-    /// Children of iterator and producer nodes: intra-thread tf.data children in time
-    /// order, then (iterators only) the producer iterators linked to them.
-    children: FxMap<u32, Vec<u32>>,
+    /// Children of iterator and producer nodes on their thread, the tf.data events
+    /// they enclose directly, in time order.
+    nested: Lists,
+    /// Producer iterators linked to each consumer iterator, in the order found.
+    linked: Lists,
+    /// Per event metadata of the plane, whether its name is in XProf's tf.data
+    /// category ([`is_tf_data_name`]).
+    tf_data_names: Vec<bool>,
 }
 
 impl Forest {
@@ -189,16 +195,19 @@ impl Forest {
         let keys = StatKeys::new(plane, STAT_NAMES);
         let kinds: Vec<Kind> = plane.event_metadata.iter().map(|m| Kind::of(&m.name)).collect();
         let kind_of = |metadata: u32| kinds.get(metadata as usize).copied().unwrap_or(Kind::Other);
-        let mut forest = Forest::default();
+        let tf_data_names = plane.event_metadata.iter().map(|m| is_tf_data_name(&m.name)).collect();
+        let mut forest = Forest { tf_data_names, ..Forest::default() };
         // The nodes, counted first so that their column is allocated once.
         let nodes: usize =
             plane.lines.iter().flat_map(|line| &line.events.metadata).filter(|&&m| kind_of(m) != Kind::Other).count();
         forest.nodes.reserve_exact(nodes);
         let mut produce: [Vec<u32>; 6] = Default::default();
-        let mut consume: [Vec<u32>; 6] = Default::default();
-        // The enclosing iterator of each consumer event (its first parent in XProf).
-        let mut consumer_parent: FxMap<u32, u32> = FxMap::default();
-        for line in &plane.lines {
+        // Each consumer event with its enclosing iterator (its first parent in XProf),
+        // or `NO_NODE` where its enclosing event is not an iterator.
+        let mut consume: [Vec<(u32, u32)>; 6] = Default::default();
+        // (parent, child) of each nesting edge, in visiting order.
+        let mut nested: Vec<(u32, u32)> = Vec::new();
+        'lines: for line in &plane.lines {
             // Nesting never crosses lines, so a line without tf.data events adds nothing.
             if line.events.metadata.iter().all(|&m| kind_of(m) == Kind::Other) {
                 continue;
@@ -215,14 +224,14 @@ impl Forest {
                 } else {
                     match forest.add_node(event, metadata, stat) {
                         Some(index) => index,
-                        None => return forest,
+                        None => break 'lines,
                     }
                 };
                 match kind {
                     Kind::Iterator => forest.iterators.push(index),
                     Kind::DeviceSecondIterator => forest.device_second_iterators.push(index),
                     Kind::Produce(k) => produce[k as usize].push(index),
-                    Kind::Consume(k) => consume[k as usize].push(index),
+                    Kind::Consume(k) => consume[k as usize].push((index, NO_NODE)),
                     Kind::Other => {}
                 }
                 if is_async {
@@ -233,10 +242,13 @@ impl Forest {
                 while let Some(top) = stack.last() {
                     if top.start_ps <= start_ps && end_ps <= top.end_ps {
                         if index != NO_NODE && (top.kind.is_iterator() || matches!(top.kind, Kind::Produce(_))) {
-                            forest.children.entry(top.node).or_default().push(index);
+                            nested.push((top.node, index));
                         }
-                        if matches!(kind, Kind::Consume(_)) && top.kind.is_iterator() {
-                            consumer_parent.insert(index, top.node);
+                        if let Kind::Consume(k) = kind
+                            && top.kind.is_iterator()
+                            && let Some((_, parent)) = consume[k as usize].last_mut()
+                        {
+                            *parent = top.node;
                         }
                         break;
                     }
@@ -245,7 +257,9 @@ impl Forest {
                 stack.push(Open { start_ps, end_ps, kind, node: index });
             }
         }
-        forest.connect_producers(&kind_of, &produce, &consume, &consumer_parent);
+        forest.nested = Lists::by_key(forest.nodes.len(), || nested.iter().map(|&(p, c)| (p as usize, c)));
+        drop(nested);
+        forest.connect_producers(&kind_of, &produce, &consume);
         forest
     }
 
@@ -270,36 +284,59 @@ impl Forest {
     }
 
     /// XProf's `ConnectTfDataEvents`: each consumer iterator gets, as children, the
-    /// producer iterators keyed by (its iterator id, the consumed element id).
+    /// producer iterators keyed by (its iterator id, the consumed element id), in the
+    /// order the producers were met. `consume` holds each consumer event with its
+    /// enclosing iterator.
     fn connect_producers(
         &mut self,
         kind_of: &impl Fn(u32) -> Kind,
         produce: &[Vec<u32>; 6],
-        consume: &[Vec<u32>; 6],
-        consumer_parent: &FxMap<u32, u32>,
+        consume: &[Vec<(u32, u32)>; 6],
     ) {
-        let mut producers: FxMap<(i64, i64), Vec<u32>> = FxMap::default();
+        // The producer iterators of each key as a chain through `chain` (iterator, next
+        // link), the key mapping to its chain's first and last link: one hash entry and
+        // no allocation per key (most keys have one producer).
+        let mut producers: FxMap<(i64, i64), (u32, u32)> = FxMap::default();
+        producers.reserve(produce.iter().map(Vec::len).sum());
+        let mut chain: Vec<(u32, u32)> = Vec::new();
         for &event in produce.iter().flatten() {
             let Some(element) = self.element_id(event) else { continue };
-            let children = self.children.get(&event).map(Vec::as_slice).unwrap_or(&[]);
+            let children = self.nested.of(event as usize);
             let first_iterator = children.iter().find(|&&c| kind_of(self.nodes[c as usize].metadata).is_iterator());
             if let Some(&iterator) = first_iterator
                 && let Some(parent) = self.parent_id(iterator)
             {
-                producers.entry((parent, element)).or_default().push(iterator);
+                let link = chain.len() as u32;
+                chain.push((iterator, NO_NODE));
+                match producers.entry((parent, element)) {
+                    std::collections::hash_map::Entry::Occupied(mut ends) => {
+                        let (_, last) = ends.get_mut();
+                        if let Some((_, next)) = chain.get_mut(*last as usize) {
+                            *next = link;
+                        }
+                        *last = link;
+                    }
+                    std::collections::hash_map::Entry::Vacant(slot) => {
+                        slot.insert((link, link));
+                    }
+                }
             }
         }
-        for &event in consume.iter().flatten() {
+        // (consumer, producer) of each link, in the order found.
+        let mut linked: Vec<(u32, u32)> = Vec::new();
+        for &(event, consumer) in consume.iter().flatten() {
             let Some(element) = self.element_id(event) else { continue };
-            let Some(&consumer) = consumer_parent.get(&event) else { continue };
-            if !kind_of(self.nodes[consumer as usize].metadata).is_iterator() {
+            if consumer == NO_NODE || !kind_of(self.nodes[consumer as usize].metadata).is_iterator() {
                 continue;
             }
             let Some(id) = self.id(consumer) else { continue };
-            if let Some(found) = producers.get(&(id, element)) {
-                self.children.entry(consumer).or_default().extend_from_slice(found);
+            let mut link = producers.get(&(id, element)).map_or(NO_NODE, |&(first, _)| first);
+            while let Some(&(producer, next)) = chain.get(link as usize) {
+                linked.push((consumer, producer));
+                link = next;
             }
         }
+        self.linked = Lists::by_key(self.nodes.len(), || linked.iter().map(|&(c, p)| (c as usize, p)));
     }
 
     fn ids(&self, node: u32) -> Option<&Ids> {
@@ -322,9 +359,19 @@ impl Forest {
         self.ids(node)?.element_id
     }
 
-    /// The children of `node` (empty for nodes that are neither iterators nor producers).
-    pub fn children(&self, node: u32) -> &[u32] {
-        self.children.get(&node).map(Vec::as_slice).unwrap_or(&[])
+    /// The children of `node`: the tf.data events it encloses on its thread, in time
+    /// order, then (consumer iterators only) the producer iterators linked to it. Empty
+    /// for nodes that are neither iterators nor producers.
+    pub fn children(&self, node: u32) -> impl Iterator<Item = u32> + '_ {
+        let node = node as usize;
+        self.nested.of(node).iter().chain(self.linked.of(node)).copied()
+    }
+
+    /// Whether the name of `node`'s event is in XProf's tf.data category
+    /// ([`is_tf_data_name`]).
+    pub fn is_tf_data(&self, node: u32) -> bool {
+        let metadata = self.nodes.get(node as usize).map(|n| n.metadata);
+        metadata.and_then(|m| self.tf_data_names.get(m as usize)).copied().unwrap_or(false)
     }
 
     /// The event name of `node` on `plane`.

@@ -23,10 +23,11 @@ mod tests;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use mlprof_model::fxhash::FxMap;
 use mlprof_model::{Host, Plane, names};
 use serde::Serialize;
 
-use forest::{Forest, is_tf_data_name};
+use forest::Forest;
 
 /// A call slower than this (50 µs, in ps) is a slow call; a pipeline whose slowest call
 /// is slower makes the job input bound
@@ -348,7 +349,7 @@ fn analyze_plane(host: &str, plane: &Plane) -> HostTfData {
             host_count += 1;
             (PipelineKind::Host, format!("Host:{}", host_count - 1))
         };
-        let calls: Vec<PipelineCall> = events.iter().map(|&root| walk_call(&forest, plane, root)).collect();
+        let calls: Vec<PipelineCall> = events.iter().map(|&root| walk_call(&forest, root)).collect();
         let latencies = events.iter().map(|&node| forest.nodes[node as usize].duration_ps);
         let total: i128 = latencies.clone().map(i128::from).sum();
         let num_calls = events.len() as i64;
@@ -383,8 +384,8 @@ fn iterator_metadata(id: i64, forest: &Forest, plane: &Plane, node: u32) -> Iter
 
 /// Walks one call of a root iterator: per iterator, time, self time and whether it is
 /// on the critical path; then picks the bottleneck.
-fn walk_call(forest: &Forest, plane: &Plane, root: u32) -> PipelineCall {
-    let mut walk = CallWalk { forest, plane, stats: Vec::new(), index: HashMap::new(), visits: 0 };
+fn walk_call(forest: &Forest, root: u32) -> PipelineCall {
+    let mut walk = CallWalk { forest, stats: Vec::new(), index: FxMap::default(), visits: 0 };
     walk.visit(root, true, 0);
     let mut iterators = walk.stats;
     iterators.sort_by_key(|s| s.id);
@@ -405,11 +406,10 @@ fn walk_call(forest: &Forest, plane: &Plane, root: u32) -> PipelineCall {
 
 struct CallWalk<'a> {
     forest: &'a Forest,
-    plane: &'a Plane,
     /// Per iterator, in first-reached order.
     stats: Vec<IteratorCallStats>,
     /// Iterator id → position in `stats`.
-    index: HashMap<i64, usize>,
+    index: FxMap<i64, usize>,
     visits: usize,
 }
 
@@ -431,8 +431,8 @@ impl CallWalk<'_> {
         };
         self.stats[slot].duration_ps = self.stats[slot].duration_ps.saturating_add(event.duration_ps);
         let mut self_time_ps = event.duration_ps;
-        for &child in self.forest.children(node) {
-            if !is_tf_data_name(self.forest.name(self.plane, child)) {
+        for child in self.forest.children(node) {
+            if !self.forest.is_tf_data(child) {
                 continue;
             }
             let overlap = event.overlap_ps(&self.forest.nodes[child as usize]);

@@ -201,3 +201,32 @@ fn odd_input_does_not_panic() {
     let analysis = analyze(&[&h]);
     assert_eq!(analysis.hosts[0].pipelines[0].id, 0);
 }
+
+/// A consumer iterator's children are the events it encloses, then every producer
+/// iterator made for the element it consumed, in the order the producers were met; a
+/// producer's are the events it encloses.
+#[test]
+fn consumers_link_every_producer_of_their_element_in_order() {
+    let consumer: &[Ev<'_>] = &[
+        ("Iterator::Root", 0, 100, &[("id", 1)]),
+        ("Iterator::Root::Prefetch", 10, 80, &[("id", 2), ("parent_id", 1)]),
+        ("PrefetchConsume", 20, 60, &[("element_id", 7)]),
+    ];
+    let producer: &[Ev<'_>] = &[
+        ("PrefetchProduce", 0, 30, &[("element_id", 7)]),
+        ("Iterator::Root::Prefetch::Map", 5, 20, &[("id", 3), ("parent_id", 2)]),
+        ("PrefetchProduce", 40, 30, &[("element_id", 7)]),
+        ("Iterator::Root::Prefetch::Filter", 45, 20, &[("id", 5), ("parent_id", 2)]),
+        // Another element: not linked to this consumer.
+        ("PrefetchProduce", 100, 10, &[("element_id", 8)]),
+        ("Iterator::Root::Prefetch::Map", 101, 5, &[("id", 3), ("parent_id", 2)]),
+    ];
+    let h = host(&[consumer, producer]);
+    let forest = forest::Forest::build(&h.planes[0]);
+    let children = |node: u32| forest.children(node).collect::<Vec<u32>>();
+    assert_eq!(children(0), [1]);
+    assert_eq!(children(1), [2, 4, 6], "the consume event, then both producers of element 7");
+    assert_eq!(children(3), [4]);
+    assert_eq!(children(7), [8]);
+    assert!(children(8).is_empty());
+}
