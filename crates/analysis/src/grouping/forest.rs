@@ -750,8 +750,9 @@ impl Links {
 
     /// `(parent, child)` edges: `ExecutorState::Process` → `IteratorGetNext…` on the
     /// same (`id`, `iter_num`), kernel launch → kernel on the same `correlation_id`.
-    /// When several parents share values, the last one wins (as in XProf).
-    /// `executors` are the `ExecutorState::Process` ends ([`Forest::executor_runs`]).
+    /// When several parents share values, the last one wins (as in XProf). Edges come
+    /// in children order. `executors` are the `ExecutorState::Process` ends
+    /// ([`Forest::executor_runs`]).
     fn edges(&self, executors: &[LinkEnd]) -> Vec<(u32, u32)> {
         let mut edges = Vec::new();
         let pairs: [(&[LinkEnd], &[LinkEnd]); 3] =
@@ -760,13 +761,25 @@ impl Links {
             if parents.is_empty() || children.is_empty() {
                 continue;
             }
-            let mut by_values: FxMap<[i64; 2], u32> = FxMap::default();
-            by_values.reserve(parents.len());
-            for end in parents {
-                by_values.insert(end.values, end.node);
+            // The values of the smaller side are hashed: a TF profile has hundreds of
+            // thousands of executor runs and a few thousand `GetNext` calls.
+            let mut last_parent: FxMap<[i64; 2], u32> = FxMap::default();
+            if children.len() < parents.len() {
+                last_parent.reserve(children.len());
+                last_parent.extend(children.iter().map(|end| (end.values, NONE)));
+                for end in parents {
+                    if let Some(parent) = last_parent.get_mut(&end.values) {
+                        *parent = end.node;
+                    }
+                }
+            } else {
+                last_parent.reserve(parents.len());
+                last_parent.extend(parents.iter().map(|end| (end.values, end.node)));
             }
-            edges
-                .extend(children.iter().filter_map(|end| by_values.get(&end.values).map(|&parent| (parent, end.node))));
+            edges.extend(children.iter().filter_map(|end| {
+                let parent = *last_parent.get(&end.values)?;
+                (parent != NONE).then_some((parent, end.node))
+            }));
         }
         edges
     }
@@ -790,6 +803,22 @@ mod tests {
             assert_eq!(lists.has(node), !want.is_empty(), "node {node}");
         }
         assert!(LinkParents::new(10, &[]).of(3).is_empty());
+    }
+
+    /// A launch links to the kernels of its correlation id, the last launch of an id
+    /// winning, whichever side is the smaller; edges come in kernel order.
+    #[test]
+    fn link_edges_join_on_values_and_the_last_parent_wins() {
+        let end = |node: u32, id: i64| LinkEnd { node, values: [id, 0] };
+        let mut links = Links { launches: vec![end(1, 5), end(2, 5), end(3, 6)], ..Links::default() };
+        links.kernels = vec![end(10, 5), end(11, 7)];
+        assert_eq!(links.edges(&[]), [(2, 10)], "fewer kernels than launches");
+        links.launches = vec![end(1, 5)];
+        links.kernels = vec![end(10, 5), end(11, 6), end(12, 5)];
+        assert_eq!(links.edges(&[]), [(1, 10), (1, 12)], "more kernels than launches");
+        let runs = [end(20, 8), end(21, 8)];
+        links.get_next = vec![end(30, 8)];
+        assert_eq!(links.edges(&runs), [(21, 30), (1, 10), (1, 12)], "executor runs first");
     }
 
     fn event(line: &mut Line, metadata: u32, start_ps: i64, duration_ps: i64, stats: &[(u32, StatValue)]) {

@@ -25,6 +25,7 @@ pub mod profiler_steps;
 
 use std::collections::{HashMap, VecDeque};
 
+use mlprof_model::fxhash::FxMap;
 use mlprof_model::{Host, Plane, names};
 use serde::Serialize;
 
@@ -471,7 +472,7 @@ impl<'f, 'h> Grouper<'f, 'h> {
 /// XProf's `ProcessTensorFlowLoop`: iterations of TF loops become roots; each returns
 /// the first `ExecutorState::Process` of an iteration and the iteration's other ones.
 fn tf_loop_roots(forest: &Forest<'_>) -> Vec<(u32, Vec<u32>)> {
-    let mut loops: HashMap<i64, HashMap<i64, Vec<u32>>> = HashMap::new();
+    let mut loops: FxMap<i64, FxMap<i64, Vec<u32>>> = FxMap::default();
     for run in &forest.executor_runs {
         let [step_id, iter_num] = run.values;
         if forest.tf_data_step_ids.contains(&step_id) {
