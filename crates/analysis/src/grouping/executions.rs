@@ -321,7 +321,7 @@ pub(super) fn group<'f, 'h>(forest: &'f Forest<'h>, steps: &InferredSteps) -> Gr
         if group == NO_GROUP || forest.kinds[launch as usize] != Kind::KernelLaunch {
             continue;
         }
-        for &child in forest.children(launch) {
+        for child in forest.children(launch) {
             let index = child as usize;
             if forest.kinds[index] == Kind::KernelExecute && grouper.group_of[index] == NO_GROUP {
                 grouper.group_of[index] = group;

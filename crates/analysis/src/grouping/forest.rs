@@ -4,8 +4,10 @@
 //!
 //! Nodes are numbered in host order (plane, line, event), so a node's event is found
 //! from its number alone and the forest keeps no per-event location or time column:
-//! per event it holds a kind byte, the nesting parent and the child lists, about 17
-//! bytes. Everything grouping needs about a few events (roots, loop iterations,
+//! per event it holds a kind byte, the nesting parent and the end of its nesting
+//! subtree (9 bytes; a node's nested children are read off the subtree ends, as the
+//! nodes a thread nests under one event follow it), and the links, by rank, of the few
+//! nodes that have any. Everything grouping needs about a few events (roots, loop iterations,
 //! `step_num` carriers, link keys) is collected during the one pass over the stats.
 //! That pass runs line by line, lines on every thread ([`LineFacts`]), and the lines'
 //! facts are joined in node order, so the forest is the same whatever the threads.
@@ -173,20 +175,36 @@ impl Contexts {
         self.ends.push(ContextEnd { id, scope_and_side, node });
     }
 
-    /// Joins the lines' contexts in line order, each end's scope renumbered by its
-    /// rank among all the lines' scopes (so ends sort as by the scopes themselves).
-    fn join(lines: Vec<Contexts>) -> Contexts {
+    /// Joins the lines' contexts, each end's scope renumbered by its rank among all the
+    /// lines' scopes (so ends sort as by the scopes themselves). The ends are gathered
+    /// into the largest line's list, each other line's freed once moved, so the join
+    /// holds the ends about once (their order is left to [`Contexts::edges`]' sort).
+    fn join(mut lines: Vec<Contexts>) -> Contexts {
         let mut scopes: Vec<ContextScope> = lines.iter().flat_map(|line| line.scopes.iter().copied()).collect();
         scopes.sort_unstable();
         scopes.dedup();
-        let mut ends = Vec::with_capacity(lines.iter().map(|line| line.ends.len()).sum());
-        for line in lines {
+        let renumber = |line_scopes: &[ContextScope], ends: &mut [ContextEnd]| {
             let ranks: Vec<u32> =
-                line.scopes.iter().map(|scope| scopes.binary_search(scope).map_or(0, |rank| rank as u32)).collect();
-            ends.extend(line.ends.into_iter().map(|end| {
+                line_scopes.iter().map(|scope| scopes.binary_search(scope).map_or(0, |rank| rank as u32)).collect();
+            for end in ends {
                 let rank = ranks.get((end.scope_and_side >> 1) as usize).copied().unwrap_or(0);
-                ContextEnd { scope_and_side: rank << 1 | (end.scope_and_side & 1), ..end }
-            }));
+                end.scope_and_side = rank << 1 | (end.scope_and_side & 1);
+            }
+        };
+        let total: usize = lines.iter().map(|line| line.ends.len()).sum();
+        let largest = (0..lines.len()).max_by_key(|&at| lines[at].ends.len());
+        let mut ends = match largest {
+            Some(at) => {
+                let Contexts { mut ends, scopes: line_scopes } = lines.swap_remove(at);
+                renumber(&line_scopes, &mut ends);
+                ends
+            }
+            None => Vec::new(),
+        };
+        ends.reserve_exact(total - ends.len());
+        for mut line in lines {
+            renumber(&line.scopes, &mut line.ends);
+            ends.append(&mut line.ends);
         }
         Contexts { ends, scopes }
     }
@@ -250,7 +268,9 @@ impl LineFacts {
         // Open events on this thread: (node, start, end), innermost last.
         let mut open: Vec<(u32, i64, i64)> = Vec::new();
         let slots = columns.kinds.iter_mut().zip(columns.nest_parent.iter_mut());
+        let mut last_node = first_node;
         for ((node, event), (kind_slot, parent_slot)) in (first_node..).zip(line.iter()).zip(slots) {
+            last_node = node;
             let row = plane.slots.row(plane.plane, &event);
             let int = |slot: usize| row.int(slot);
             let mut kind = plane.metadata_kinds.get(event.metadata_index() as usize).copied().unwrap_or(Kind::Other);
@@ -261,6 +281,10 @@ impl LineFacts {
             facts.note(node, kind, &row);
             facts.contexts.add(node, &row, plane.pid);
             let mut parent = NONE;
+            let at = (node - first_node) as usize;
+            if let Some(end_slot) = columns.subtree_end.get_mut(at) {
+                *end_slot = node;
+            }
             if int(IS_ASYNC).is_none_or(|v| v == 0) {
                 let (start, end) = (event.start_ps(), event.end_ps());
                 while let Some(&(open_node, open_start, open_end)) = open.last() {
@@ -268,11 +292,16 @@ impl LineFacts {
                         parent = open_node;
                         break;
                     }
+                    // Its subtree ended with the node before this one.
+                    close(columns.subtree_end, first_node, open_node, node - 1);
                     open.pop();
                 }
                 open.push((node, start, end));
             }
             *parent_slot = parent;
+        }
+        for (open_node, _, _) in open {
+            close(columns.subtree_end, first_node, open_node, last_node);
         }
         facts
     }
@@ -310,10 +339,19 @@ impl LineFacts {
     }
 }
 
+/// Records `last` as the last node of `node`'s nesting subtree, in the subtree ends of
+/// the line whose first node is `first_node`.
+fn close(subtree_end: &mut [u32], first_node: u32, node: u32, last: u32) {
+    if let Some(slot) = subtree_end.get_mut((node - first_node) as usize) {
+        *slot = last;
+    }
+}
+
 /// One line's slots in the forest's per-node columns.
 struct LineColumns<'f> {
     kinds: &'f mut [Kind],
     nest_parent: &'f mut [u32],
+    subtree_end: &'f mut [u32],
 }
 
 /// The first node of one line with events.
@@ -397,28 +435,29 @@ enum Chain {
     Linked { node: u32, include_self: bool },
 }
 
-/// The link parents (edges that are not nesting) of the nodes that have any, by
-/// rank: the `r`-th such node in node order has `parents[starts[r]..starts[r + 1]]`,
-/// in the order the edges were added. A bit per node says which nodes have any, and a
-/// count per 64 nodes turns a node into its rank, so the lists take no sort to build
-/// and no search to read.
+/// Lists of linked nodes (edges that are not nesting) of the nodes that have any, by
+/// rank: the `r`-th such node in node order has the `r`-th list, in the order the
+/// edges were given. A bit per node says which nodes have one, and a count per 64
+/// nodes turns a node into its rank, so the lists take no sort to build, no search to
+/// read, and memory per link rather than per node. The forest keeps two: each node's
+/// link parents and each node's link children.
 #[derive(Default)]
-struct LinkParents {
-    /// Bit `n` set: node `n` has link parents.
+struct LinkLists {
+    /// Bit `n` set: node `n` has a list.
     bits: Vec<u64>,
-    /// Per word of `bits`, how many nodes before it have link parents.
+    /// Per word of `bits`, how many nodes before it have a list.
     ranks_before: Vec<u32>,
-    /// By rank, the parents.
-    parents: Lists,
+    /// By rank, the linked nodes.
+    lists: Lists,
 }
 
-impl LinkParents {
-    /// The link parents of `node_count` nodes from `edges` (`(parent, child)`).
-    fn new(node_count: usize, edges: &[(u32, u32)]) -> LinkParents {
+impl LinkLists {
+    /// The lists of `node_count` nodes from `pairs` (`(node, linked node)`).
+    fn new(node_count: usize, pairs: impl DoubleEndedIterator<Item = (u32, u32)> + Clone) -> LinkLists {
         let mut bits = vec![0u64; node_count.div_ceil(64)];
-        for &(_, child) in edges {
-            if let Some(word) = bits.get_mut(child as usize / 64) {
-                *word |= 1 << (child % 64);
+        for (node, _) in pairs.clone() {
+            if let Some(word) = bits.get_mut(node as usize / 64) {
+                *word |= 1 << (node % 64);
             }
         }
         let mut ranks_before = Vec::with_capacity(bits.len());
@@ -427,17 +466,17 @@ impl LinkParents {
             ranks_before.push(ranked);
             ranked += word.count_ones();
         }
-        let mut lists = LinkParents { bits, ranks_before, parents: Lists::default() };
-        let by_rank = || edges.iter().filter_map(|&(parent, child)| Some((lists.rank(child)?, parent)));
-        lists.parents = Lists::by_key(ranked as usize, by_rank);
-        lists
+        let mut links = LinkLists { bits, ranks_before, lists: Lists::default() };
+        let by_rank = || pairs.clone().filter_map(|(node, linked)| Some((links.rank(node)?, linked)));
+        links.lists = Lists::by_key(ranked as usize, by_rank);
+        links
     }
 
     fn has(&self, node: u32) -> bool {
         self.bits.get(node as usize / 64).is_some_and(|word| word & (1 << (node % 64)) != 0)
     }
 
-    /// The place of `node` among the nodes with link parents; `None` if it has none.
+    /// The place of `node` among the nodes with a list; `None` if it has none.
     fn rank(&self, node: u32) -> Option<usize> {
         let at = node as usize / 64;
         let word = *self.bits.get(at)?;
@@ -449,7 +488,7 @@ impl LinkParents {
     }
 
     fn of(&self, node: u32) -> &[u32] {
-        self.rank(node).map_or(&[], |rank| self.parents.of(rank))
+        self.rank(node).map_or(&[], |rank| self.lists.of(rank))
     }
 }
 
@@ -463,9 +502,14 @@ pub(super) struct Forest<'h> {
     pub kinds: Vec<Kind>,
     /// The enclosing event on the same thread, or [`NONE`].
     nest_parent: Vec<u32>,
+    /// The last node of each node's nesting subtree (the node itself for a leaf): the
+    /// nodes it encloses on its thread follow it, up to this one, with the thread's
+    /// asynchronous events among them.
+    subtree_end: Vec<u32>,
     /// Edges that are not nesting (inter-thread links, context groups), by child.
-    link_parents: LinkParents,
-    children: Lists,
+    link_parents: LinkLists,
+    /// Edges that are not nesting, by parent.
+    link_children: LinkLists,
     search: RefCell<AncestorSearch>,
     /// Root events in node order.
     pub roots: Vec<Root>,
@@ -549,8 +593,26 @@ impl<'h> Forest<'h> {
     }
 
     /// The nodes under `node`: nested events in order, then linked ones.
-    pub fn children(&self, node: u32) -> &[u32] {
-        self.children.of(node as usize)
+    pub fn children(&self, node: u32) -> impl Iterator<Item = u32> + '_ {
+        self.nested_children(node).chain(self.link_children.of(node).iter().copied())
+    }
+
+    /// The events `node` encloses directly on its thread, in order: from the node after
+    /// it to the end of its subtree, each child's own subtree skipped (an asynchronous
+    /// event in between is a leaf and no child).
+    fn nested_children(&self, node: u32) -> impl Iterator<Item = u32> + '_ {
+        let last = self.subtree_end.get(node as usize).copied().unwrap_or(node);
+        let mut next = node.saturating_add(1);
+        std::iter::from_fn(move || {
+            while next <= last {
+                let current = next;
+                next = self.subtree_end.get(current as usize).map_or(last, |&end| end).saturating_add(1);
+                if self.nest_parent.get(current as usize) == Some(&node) {
+                    return Some(current);
+                }
+            }
+            None
+        })
     }
 
     /// Builds nodes, intra-thread nesting, inter-thread and context-group edges.
@@ -563,8 +625,9 @@ impl<'h> Forest<'h> {
             lines: Vec::new(),
             kinds: vec![Kind::Other; events],
             nest_parent: vec![NONE; events],
-            link_parents: LinkParents::default(),
-            children: Lists::default(),
+            subtree_end: vec![NONE; events],
+            link_parents: LinkLists::default(),
+            link_children: LinkLists::default(),
             search: RefCell::default(),
             roots: Vec::new(),
             executor_runs: Vec::new(),
@@ -586,7 +649,8 @@ impl<'h> Forest<'h> {
             .collect();
         let mut jobs: Vec<(&PlaneFacts, &Line, u32, LineColumns)> = Vec::new();
         let mut next_node = 0u32;
-        let (mut kinds, mut nest_parent) = (forest.kinds.as_mut_slice(), forest.nest_parent.as_mut_slice());
+        let (mut kinds, mut nest_parent, mut subtree_end) =
+            (forest.kinds.as_mut_slice(), forest.nest_parent.as_mut_slice(), forest.subtree_end.as_mut_slice());
         for (plane_index, plane) in planes.iter().enumerate() {
             for (line_index, line) in plane.plane.lines.iter().enumerate() {
                 if line.is_empty() {
@@ -599,8 +663,10 @@ impl<'h> Forest<'h> {
                 });
                 let (line_kinds, rest_kinds) = std::mem::take(&mut kinds).split_at_mut(line.len());
                 let (line_parents, rest_parents) = std::mem::take(&mut nest_parent).split_at_mut(line.len());
-                (kinds, nest_parent) = (rest_kinds, rest_parents);
-                jobs.push((plane, line, next_node, LineColumns { kinds: line_kinds, nest_parent: line_parents }));
+                let (line_ends, rest_ends) = std::mem::take(&mut subtree_end).split_at_mut(line.len());
+                (kinds, nest_parent, subtree_end) = (rest_kinds, rest_parents, rest_ends);
+                let columns = LineColumns { kinds: line_kinds, nest_parent: line_parents, subtree_end: line_ends };
+                jobs.push((plane, line, next_node, columns));
                 // Node numbers fit u32, as the rest of the forest assumes.
                 next_node += line.len() as u32;
             }
@@ -623,16 +689,9 @@ impl<'h> Forest<'h> {
         let contexts = Contexts::join(line_contexts);
         let mut extra_edges = links.edges(&forest.executor_runs);
         contexts.edges(&mut extra_edges);
-        forest.children = forest.child_lists(&extra_edges);
-        forest.link_parents = LinkParents::new(events, &extra_edges);
+        forest.link_children = LinkLists::new(events, extra_edges.iter().copied());
+        forest.link_parents = LinkLists::new(events, extra_edges.iter().map(|&(parent, child)| (child, parent)));
         forest
-    }
-
-    /// Children lists: nesting children in node order, then `extra` edges in order.
-    fn child_lists(&self, extra: &[(u32, u32)]) -> Lists {
-        let nest = self.nest_parent.iter().enumerate().filter(|&(_, &p)| p != NONE).map(|(c, &p)| (p, c as u32));
-        let edges = || nest.clone().chain(extra.iter().copied()).map(|(parent, child)| (parent as usize, child));
-        Lists::by_key(self.len() as usize, edges)
     }
 
     /// Breadth-first search over parents (optionally from `node` itself) for the first
@@ -796,13 +855,13 @@ mod tests {
     fn link_parents_are_the_edges_by_child_in_edge_order() {
         let edges: Vec<(u32, u32)> =
             vec![(5, 130), (1, 2), (7, 63), (3, 2), (9, 64), (4, 130), (0, 199), (8, 2), (6, 63), (2, 0)];
-        let lists = LinkParents::new(200, &edges);
+        let lists = LinkLists::new(200, edges.iter().map(|&(parent, child)| (child, parent)));
         for node in 0..200u32 {
             let want: Vec<u32> = edges.iter().filter(|&&(_, child)| child == node).map(|&(parent, _)| parent).collect();
             assert_eq!(lists.of(node), want.as_slice(), "node {node}");
             assert_eq!(lists.has(node), !want.is_empty(), "node {node}");
         }
-        assert!(LinkParents::new(10, &[]).of(3).is_empty());
+        assert!(LinkLists::new(10, std::iter::empty()).of(3).is_empty());
     }
 
     /// A launch links to the kernels of its correlation id, the last launch of an id
@@ -856,6 +915,53 @@ mod tests {
         host
     }
 
+    /// The nested children read off the subtree ends are, for every node, the nodes
+    /// whose nesting parent it is, in order: on two lines of nested, overlapping, equal
+    /// and asynchronous events, the async ones amid the subtrees they fall in.
+    #[test]
+    fn nested_children_are_the_nodes_nested_directly_under_each_node() {
+        let mut cpu = PlaneBuilder::new(1, names::HOST_PLANE);
+        let op = cpu.event_metadata("op", 0, |_| Vec::new());
+        let is_async = cpu.stat_key("_a");
+        // (start, duration, async): a root with a deep chain, siblings, an async event
+        // inside a subtree, one that overlaps its predecessor without nesting, and
+        // events equal in time (the later nests in the earlier).
+        let spans: [&[(i64, i64, bool)]; 2] = [
+            &[
+                (0, 100, false),
+                (5, 50, false),
+                (6, 40, false),
+                (7, 30, true),
+                (8, 10, false),
+                (20, 5, false),
+                (60, 30, false),
+                (61, 2, true),
+                (95, 10, false),
+                (120, 10, false),
+                (120, 10, false),
+            ],
+            &[(0, 10, false), (2, 3, false), (3, 1, false), (4, 20, true), (5, 5, false), (50, 1, false)],
+        ];
+        for (n, line_spans) in spans.iter().enumerate() {
+            let mut line = Line::new(n as i64 + 1, "thread");
+            for &(start, duration, asynchronous) in line_spans.iter() {
+                let stats: &[(u32, StatValue)] = if asynchronous { &[(is_async, StatValue::Int(1))] } else { &[] };
+                event(&mut line, op, start, duration, stats);
+            }
+            cpu.push_line(line);
+        }
+        let mut host = Host::new("h", "h.xplane.pb", SourceFormat::Xspace);
+        host.planes.push(cpu.finish());
+        let forest = Forest::build(&host);
+        let mut nested = 0;
+        for node in 0..forest.len() {
+            let want: Vec<u32> = (0..forest.len()).filter(|&c| forest.nest_parent[c as usize] == node).collect();
+            assert_eq!(forest.nested_children(node).collect::<Vec<_>>(), want, "node {node}");
+            nested += want.len();
+        }
+        assert_eq!(nested, 9, "the spans nest as drawn");
+    }
+
     #[test]
     fn producers_become_parents_of_the_consumers_of_their_context() {
         let mut cpu = PlaneBuilder::new(1, names::HOST_PLANE);
@@ -873,8 +979,8 @@ mod tests {
         host.planes.push(cpu.finish());
         let forest = Forest::build(&host);
         // Context (1, 6) joins node 1 to node 2; (1, 5) and (2, 5) have one end each.
-        assert_eq!(forest.children(0), &[] as &[u32]);
-        assert_eq!(forest.children(1), &[2]);
+        assert_eq!(forest.children(0).count(), 0);
+        assert_eq!(forest.children(1).collect::<Vec<_>>(), [2]);
         assert_eq!(forest.parents(2).collect::<Vec<_>>(), vec![1]);
         assert_eq!(forest.parents(3).count(), 0);
     }
@@ -973,10 +1079,10 @@ mod tests {
         let host = host();
         let forest = Forest::build(&host);
         // The async event nests under nothing; the launches nest under `train`.
-        assert_eq!(forest.children(0), &[1, 2]);
+        assert_eq!(forest.children(0).collect::<Vec<_>>(), [1, 2]);
         assert_eq!(forest.parents(3).count(), 0);
         // Both launches carry correlation id 1: the last one is the kernel's parent.
-        assert_eq!(forest.children(2), &[4]);
+        assert_eq!(forest.children(2).collect::<Vec<_>>(), [4]);
         assert_eq!(forest.parents(4).collect::<Vec<_>>(), vec![2]);
         assert_eq!(forest.kinds[4], Kind::KernelExecute);
         assert_eq!(forest.roots.iter().map(|r| (r.node, r.level)).collect::<Vec<_>>(), vec![(0, 1)]);

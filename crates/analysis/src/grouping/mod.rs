@@ -457,7 +457,8 @@ impl<'f, 'h> Grouper<'f, 'h> {
         let mut queue = VecDeque::from([root]);
         while let Some(node) = queue.pop_front() {
             let extra_children: &[u32] = if node == root { extra } else { &[] };
-            for &child in self.forest.children(node).iter().chain(extra_children) {
+            let forest = self.forest;
+            for child in forest.children(node).chain(extra_children.iter().copied()) {
                 if let Some(slot) = self.group_of.get_mut(child as usize)
                     && *slot == NO_GROUP
                 {
