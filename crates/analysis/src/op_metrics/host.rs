@@ -40,8 +40,15 @@ pub(crate) fn xspace_host_op_metrics_db(host: &Host, groups: &HostGroups) -> OpM
     let mut combined = DbBuilder::default();
     for_each_thread(host, groups, |occurrences| {
         let mut builder = DbBuilder::default();
+        // Each op's position by where its name lies (names are the plane's ops' and the
+        // model's stat strings, alive throughout): a thread's millions of runs name a
+        // few hundred ops, and a known name is then found without hashing its text.
+        let mut positions: FxMap<(u64, usize, usize), usize> = FxMap::default();
         let span = replay(occurrences, |activity, run| {
-            let op = builder.add_occurrence(activity.id as u64, activity.name, run.time_ps, run.self_ps);
+            let module = activity.id as u64;
+            let key = (module, activity.name.as_ptr() as usize, activity.name.len());
+            let position = *positions.entry(key).or_insert_with(|| builder.position(module, activity.name));
+            let Some(op) = builder.add_occurrence_at(position, run.time_ps, run.self_ps) else { return };
             if op.category.is_empty() {
                 op.category = activity.op_type.to_string();
             }

@@ -135,8 +135,15 @@ struct DbBuilder {
 impl DbBuilder {
     /// The op keyed `(module, name)`, inserted empty on first use.
     fn entry(&mut self, module: u64, name: &str) -> &mut OpMetrics {
+        let at = self.position(module, name);
+        &mut self.db.metrics[at]
+    }
+
+    /// The position in the database of the op keyed `(module, name)`, inserted empty on
+    /// first use.
+    fn position(&mut self, module: u64, name: &str) -> usize {
         let names = self.index.entry(module).or_default();
-        let at = match names.get(name) {
+        match names.get(name) {
             Some(&at) => at,
             None => {
                 let metrics = &mut self.db.metrics;
@@ -144,8 +151,18 @@ impl DbBuilder {
                 names.insert(name.to_string(), metrics.len() - 1);
                 metrics.len() - 1
             }
-        };
-        &mut self.db.metrics[at]
+        }
+    }
+
+    /// [`DbBuilder::add_occurrence`] of the op at `position` ([`DbBuilder::position`]).
+    fn add_occurrence_at(&mut self, position: usize, time_ps: u64, self_ps: u64) -> Option<&mut OpMetrics> {
+        self.db.total_op_time_ps += self_ps;
+        let op = self.db.metrics.get_mut(position)?;
+        op.num_cores = 1;
+        op.occurrences += 1;
+        op.time_ps += time_ps;
+        op.self_time_ps += self_ps;
+        Some(op)
     }
 
     /// Counts one occurrence of the op keyed `(module, name)` on one core, `time_ps`
