@@ -7,6 +7,9 @@
 //! occurrences are kept once each ([`Occurrence`]); its begins and ends are only
 //! 16-byte sort keys pointing at them.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use mlprof_model::fxhash::FxMap;
 use mlprof_model::{Host, Line, Plane, names};
 
@@ -261,6 +264,41 @@ struct Run {
     self_ps: u64,
 }
 
+/// The activities of `occurrences` in time order, ties in activity order (a stable
+/// sort's order): activity `2k` is the begin of occurrence `k` and `2k + 1` its end.
+/// Occurrences of one line fit u32. Occurrences come in event order, which is begin
+/// order on the threads profilers write: then the ends, each no earlier than its
+/// begin, are merged in from a heap of the open ones (as deep as the op stack), since
+/// no end of a later occurrence can precede an earlier begin; otherwise all are sorted.
+fn activity_order(occurrences: &[Occurrence<'_>]) -> Vec<(i64, u32)> {
+    let mut order: Vec<(i64, u32)> = Vec::with_capacity(occurrences.len() * 2);
+    let in_begin_order = occurrences.windows(2).all(|pair| pair[0].begin_ps <= pair[1].begin_ps);
+    if in_begin_order && occurrences.iter().all(|o| o.begin_ps <= o.end_ps) {
+        let mut open_ends: BinaryHeap<Reverse<(i64, u32)>> = BinaryHeap::new();
+        for (k, o) in occurrences.iter().enumerate() {
+            let begin = (o.begin_ps, 2 * k as u32);
+            while let Some(&Reverse(end)) = open_ends.peek()
+                && end < begin
+            {
+                order.push(end);
+                open_ends.pop();
+            }
+            order.push(begin);
+            open_ends.push(Reverse((o.end_ps, 2 * k as u32 + 1)));
+        }
+        while let Some(Reverse(end)) = open_ends.pop() {
+            order.push(end);
+        }
+        return order;
+    }
+    for (k, o) in occurrences.iter().enumerate() {
+        order.push((o.begin_ps, 2 * k as u32));
+        order.push((o.end_ps, 2 * k as u32 + 1));
+    }
+    order.sort_unstable();
+    order
+}
+
 /// Replays a thread's op occurrences through the op stack (XProf's
 /// `ProcessTfActivities`): each occurrence is a begin activity and an end activity,
 /// listed begin, end, next begin, … . Calls `on_run` with each completed run (at its
@@ -270,14 +308,7 @@ fn replay<'a>(occurrences: &[Occurrence<'a>], mut on_run: impl FnMut(&Occurrence
     let times = occurrences.iter().flat_map(|o| [o.begin_ps, o.end_ps]);
     let first = times.clone().min()?;
     let last = times.max()?;
-    // Time order, ties in activity order (a stable sort's order): activity `2k` is the
-    // begin of occurrence `k` and `2k + 1` its end. Occurrences of one line fit u32.
-    let mut order: Vec<(i64, u32)> = Vec::with_capacity(occurrences.len() * 2);
-    for (k, o) in occurrences.iter().enumerate() {
-        order.push((o.begin_ps, 2 * k as u32));
-        order.push((o.end_ps, 2 * k as u32 + 1));
-    }
-    order.sort_unstable();
+    let order = activity_order(occurrences);
     let mut stack: Vec<Open> = Vec::new();
     for &(time_ps, activity) in &order {
         let occurrence = activity / 2;
@@ -342,6 +373,57 @@ mod tests {
 
     fn op<'a>(db: &'a OpMetricsDb, name: &str) -> &'a OpMetrics {
         db.metrics.iter().find(|m| m.name == name).unwrap()
+    }
+
+    /// The activities merged from the open ends' heap are in the order a sort gives,
+    /// on nested, overlapping, touching and equal spans in begin order; lists out of
+    /// begin order or with an end before its begin are sorted.
+    #[test]
+    fn activities_come_in_time_then_activity_order() {
+        let occurrence = |(begin_ps, end_ps): (i64, i64)| Occurrence {
+            begin_ps,
+            end_ps,
+            name: "op",
+            op_type: "Op",
+            id: 0,
+            event: 0,
+            is_eager: false,
+            from_stat: false,
+        };
+        let sorted = |spans: &[(i64, i64)]| {
+            let mut all: Vec<(i64, u32)> = Vec::new();
+            for (k, &(begin, end)) in spans.iter().enumerate() {
+                all.extend([(begin, 2 * k as u32), (end, 2 * k as u32 + 1)]);
+            }
+            all.sort_unstable();
+            all
+        };
+        let mut cases: Vec<Vec<(i64, i64)>> = vec![
+            vec![(0, 100), (0, 100), (10, 20), (20, 30), (20, 20), (30, 120), (100, 100), (100, 150), (150, 150)],
+            vec![(5, 6), (0, 10)],
+            vec![(0, 10), (3, 1), (4, 4)],
+            vec![],
+        ];
+        // Pseudo-random spans in begin order: many ties and touching ends.
+        let mut seed = 7u64;
+        let mut next = |modulo: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 33) % modulo) as i64
+        };
+        for _ in 0..50 {
+            let mut begin = 0;
+            let spans = (0..40)
+                .map(|_| {
+                    begin += next(3);
+                    (begin, begin + next(12))
+                })
+                .collect();
+            cases.push(spans);
+        }
+        for spans in cases {
+            let occurrences: Vec<Occurrence<'_>> = spans.iter().copied().map(occurrence).collect();
+            assert_eq!(activity_order(&occurrences), sorted(&spans), "{spans:?}");
+        }
     }
 
     #[test]
