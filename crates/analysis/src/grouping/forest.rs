@@ -7,10 +7,11 @@
 //! per event it holds a kind byte, the nesting parent and the end of its nesting
 //! subtree (9 bytes; a node's nested children are read off the subtree ends, as the
 //! nodes a thread nests under one event follow it), and the links, by rank, of the few
-//! nodes that have any. Everything grouping needs about a few events (roots, loop iterations,
-//! `step_num` carriers, link keys) is collected during the one pass over the stats.
-//! That pass runs line by line, lines on every thread ([`LineFacts`]), and the lines'
-//! facts are joined in node order, so the forest is the same whatever the threads.
+//! nodes that have any. Everything grouping needs about a few events (roots, loop
+//! iterations, `step_num` carriers, link keys) is collected during the one pass over
+//! the stats. That pass runs line by line, lines on every thread ([`LineFacts`]), and
+//! the lines' facts are joined in node order, so the forest is the same whatever the
+//! threads.
 
 use std::cell::RefCell;
 use std::collections::{HashSet, VecDeque};
@@ -601,14 +602,16 @@ impl<'h> Forest<'h> {
     /// it to the end of its subtree, each child's own subtree skipped (an asynchronous
     /// event in between is a leaf and no child).
     fn nested_children(&self, node: u32) -> impl Iterator<Item = u32> + '_ {
-        let last = self.subtree_end.get(node as usize).copied().unwrap_or(node);
-        let mut next = node.saturating_add(1);
+        // Counted in u64 so that each step moves strictly forward, whatever the ends hold.
+        let end_of = |at: u64| self.subtree_end.get(at as usize).map_or(at, |&end| u64::from(end).max(at));
+        let last = end_of(u64::from(node));
+        let mut next = u64::from(node) + 1;
         std::iter::from_fn(move || {
             while next <= last {
                 let current = next;
-                next = self.subtree_end.get(current as usize).map_or(last, |&end| end).saturating_add(1);
+                next = end_of(current) + 1;
                 if self.nest_parent.get(current as usize) == Some(&node) {
-                    return Some(current);
+                    return u32::try_from(current).ok();
                 }
             }
             None
