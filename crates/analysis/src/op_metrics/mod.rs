@@ -158,10 +158,7 @@ impl DbBuilder {
     fn add_occurrence_at(&mut self, position: usize, time_ps: u64, self_ps: u64) -> Option<&mut OpMetrics> {
         self.db.total_op_time_ps += self_ps;
         let op = self.db.metrics.get_mut(position)?;
-        op.num_cores = 1;
-        op.occurrences += 1;
-        op.time_ps += time_ps;
-        op.self_time_ps += self_ps;
+        count_run(op, 1, time_ps, self_ps);
         Some(op)
     }
 
@@ -178,10 +175,7 @@ impl DbBuilder {
     fn add_run(&mut self, module: u64, name: &str, occurrences: u64, time_ps: u64, self_ps: u64) -> &mut OpMetrics {
         self.db.total_op_time_ps += self_ps;
         let op = self.entry(module, name);
-        op.num_cores = 1;
-        op.occurrences += occurrences;
-        op.time_ps += time_ps;
-        op.self_time_ps += self_ps;
+        count_run(op, occurrences, time_ps, self_ps);
         op
     }
 
@@ -217,6 +211,15 @@ impl DbBuilder {
     fn finish(self) -> OpMetricsDb {
         self.db
     }
+}
+
+/// Adds `occurrences` runs of `op` on one core, `time_ps` long in all with `self_ps`
+/// of self time.
+fn count_run(op: &mut OpMetrics, occurrences: u64, time_ps: u64, self_ps: u64) {
+    op.num_cores = 1;
+    op.occurrences += occurrences;
+    op.time_ps += time_ps;
+    op.self_time_ps += self_ps;
 }
 
 /// Combines databases as XProf's op-stats combiner does for several hosts
