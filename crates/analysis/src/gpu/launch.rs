@@ -6,8 +6,7 @@
 //! job_prep_and_submit_for_execution`, `cudaMemcpyAsync` and `cudaMemsetAsync` (HTA
 //! does not count `cuLaunchKernel` or the HIP names here, so ROCm traces get no rows).
 
-use std::collections::{HashMap, HashSet};
-
+use mlprof_model::fxhash::FxSet;
 use serde::Serialize;
 
 use super::{Context, us};
@@ -67,22 +66,20 @@ pub fn cuda_kernel_launch_stats(context: &Context) -> Vec<RankLaunchStats> {
         .traces
         .ranks
         .iter()
-        .map(|rank| {
-            let correlations: HashSet<i64> =
+        .enumerate()
+        .map(|(index, rank)| {
+            let correlations: FxSet<i64> =
                 rank.rows.iter().filter(|row| launch_ids.contains(&row.name)).map(|row| row.correlation).collect();
-            // (start, duration) of the GPU ops of each launch correlation, in row order.
-            let mut gpu_ops: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
-            for row in rank.rows.iter().filter(|row| row.stream != -1 && correlations.contains(&row.correlation)) {
-                gpu_ops.entry(row.correlation).or_default().push((row.ts_ps, row.dur_ps));
-            }
+            // Each launch's GPU ops, in row order.
+            let by_correlation = context.by_correlation(index);
             let mut launches = Vec::new();
             for cpu in rank.rows.iter().filter(|row| row.stream == -1 && correlations.contains(&row.correlation)) {
-                for &(gpu_start, gpu_duration) in gpu_ops.get(&cpu.correlation).into_iter().flatten() {
+                for gpu in by_correlation.of(&rank.rows, cpu.correlation) {
                     launches.push(Launch {
                         correlation: cpu.correlation,
                         cpu_duration_us: us(cpu.dur_ps),
-                        gpu_duration_us: us(gpu_duration),
-                        launch_delay_us: us((gpu_start - cpu.end_ps()).max(0)),
+                        gpu_duration_us: us(gpu.dur_ps),
+                        launch_delay_us: us((gpu.ts_ps - cpu.end_ps()).max(0)),
                     });
                 }
             }

@@ -18,6 +18,7 @@
 //! Results are in microseconds (HTA's unit); [`hta_csv`] writes them with HTA's
 //! column names.
 
+pub mod by_correlation;
 pub mod describe;
 pub mod hta_csv;
 pub mod idle;
@@ -33,9 +34,12 @@ pub mod temporal;
 pub mod trace;
 pub mod transfers;
 
+use std::sync::OnceLock;
+
 use mlprof_model::Host;
 use serde::Serialize;
 
+use by_correlation::ByCorrelation;
 use kernel_type::KernelType;
 use trace::{CpuRows, GpuTraces};
 
@@ -55,6 +59,9 @@ pub struct Context {
     /// HTA's view of the ranks.
     pub traces: GpuTraces,
     kernel_types: Vec<KernelType>,
+    /// Per rank (in `traces.ranks` order), its GPU-side rows by correlation, made on
+    /// first use.
+    by_correlation: Vec<OnceLock<ByCorrelation>>,
 }
 
 impl Context {
@@ -62,7 +69,15 @@ impl Context {
     pub fn new(hosts: &[&Host], cpu_rows: CpuRows) -> Context {
         let traces = trace::load(hosts, cpu_rows);
         let kernel_types = traces.symbols.iter().map(|(_, text)| kernel_type::kernel_type(text)).collect();
-        Context { traces, kernel_types }
+        let by_correlation = traces.ranks.iter().map(|_| OnceLock::new()).collect();
+        Context { traces, kernel_types, by_correlation }
+    }
+
+    /// The GPU-side rows of the rank at `index` of `traces.ranks`, by correlation.
+    pub fn by_correlation(&self, index: usize) -> &ByCorrelation {
+        static NONE: OnceLock<ByCorrelation> = OnceLock::new();
+        let rows = self.traces.ranks.get(index).map_or(&[][..], |rank| &rank.rows);
+        self.by_correlation.get(index).unwrap_or(&NONE).get_or_init(|| ByCorrelation::new(rows))
     }
 
     /// The HTA kernel type of the event named by symbol `name`.

@@ -83,25 +83,26 @@ pub fn queue_length(context: &Context) -> Vec<StreamQueue> {
 pub fn queue_series(context: &Context) -> Vec<QueueSeries> {
     let enqueue_ids: Vec<u32> = ENQUEUE_NAMES.iter().filter_map(|name| context.traces.symbols.id(name)).collect();
     let mut result = Vec::new();
-    for rank in &context.traces.ranks {
-        let mut stream_of: HashMap<i64, Vec<i64>> = HashMap::new();
-        for row in rank.rows.iter().filter(|row| row.stream != -1) {
-            stream_of.entry(row.correlation).or_default().push(row.stream);
-        }
+    for (index, rank) in context.traces.ranks.iter().enumerate() {
+        let by_correlation = context.by_correlation(index);
         // (time, tie order, stream, change): at equal times launches come before GPU op
         // starts, HTA's concatenation order, which its (unstable) sort keeps on small
         // inputs and may permute on large ones.
         let mut changes: Vec<(i64, usize, i64, i64)> = Vec::new();
         let launches = rank.rows.iter().filter(|row| enqueue_ids.contains(&row.name) && row.launches_gpu_op);
-        let mut launched = std::collections::HashSet::new();
+        let mut launched = Vec::new();
         for row in launches {
-            launched.insert(row.correlation);
-            for &stream in stream_of.get(&row.correlation).into_iter().flatten() {
-                changes.push((row.ts_ps, 0, stream, 1));
+            launched.push(row.correlation);
+            for gpu_side in by_correlation.of(&rank.rows, row.correlation) {
+                changes.push((row.ts_ps, 0, gpu_side.stream, 1));
             }
         }
-        for row in rank.rows.iter().filter(|row| row.stream != -1 && launched.contains(&row.correlation)) {
-            changes.push((row.ts_ps, 1, row.stream, -1));
+        launched.sort_unstable();
+        launched.dedup();
+        for &correlation in &launched {
+            for gpu_side in by_correlation.of(&rank.rows, correlation) {
+                changes.push((gpu_side.ts_ps, 1, gpu_side.stream, -1));
+            }
         }
         changes.sort_unstable();
         let mut per_stream: BTreeMap<i64, Vec<(i64, i64)>> = BTreeMap::new();
