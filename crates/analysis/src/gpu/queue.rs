@@ -97,14 +97,17 @@ pub fn queue_series(context: &Context) -> Vec<QueueSeries> {
                 changes.push((row.ts_ps, 0, gpu_side.stream, 1));
             }
         }
-        launched.sort_unstable();
+        launched.sort();
         launched.dedup();
         for &correlation in &launched {
             for gpu_side in by_correlation.of(&rank.rows, correlation) {
                 changes.push((gpu_side.ts_ps, 1, gpu_side.stream, -1));
             }
         }
-        changes.sort_unstable();
+        // A few runs already in time order (each CPU thread's launches, the GPU ops by
+        // correlation), which a stable sort merges; the order is total, so the result
+        // is the one any sort gives.
+        changes.sort();
         let mut per_stream: BTreeMap<i64, Vec<(i64, i64)>> = BTreeMap::new();
         for (time, _, stream, change) in changes {
             let points = per_stream.entry(stream).or_default();
