@@ -150,11 +150,7 @@ impl Scanner {
         }
         loop {
             let key = c.string()?;
-            c.ws();
-            if !c.eat(b':') {
-                return None;
-            }
-            c.ws();
+            c.colon()?;
             // As serde's visitor: a repeated field replaces the earlier one.
             match bytes.get(key.clone())? {
                 b"ph" => spans.ph = Some(c.string()?),
@@ -177,14 +173,13 @@ impl Scanner {
                     spans.extras.push((key, value));
                 }
             }
-            c.ws();
-            if c.eat(b',') {
-                c.ws();
-            } else if c.eat(b'}') {
-                return Some(c.at);
-            } else {
-                return None;
+            if c.comma() {
+                continue;
             }
+            if c.eat(b'}') {
+                return Some(c.at);
+            }
+            return None;
         }
     }
 }
@@ -227,6 +222,37 @@ impl Cursor<'_> {
         while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
             self.at += 1;
         }
+    }
+
+    /// The `:` between a key and its value, with the whitespace around it; `": "`,
+    /// as Kineto writes it, in one comparison.
+    fn colon(&mut self) -> Option<()> {
+        if self.bytes.get(self.at..self.at + 2) == Some(b": ") {
+            self.at += 2;
+        } else {
+            self.ws();
+            if !self.eat(b':') {
+                return None;
+            }
+        }
+        self.ws();
+        Some(())
+    }
+
+    /// Whitespace, then a `,` and the whitespace after it when one is next (else
+    /// `false`, after the first whitespace only); `", "`, as Kineto writes it, in one
+    /// comparison.
+    fn comma(&mut self) -> bool {
+        if self.bytes.get(self.at..self.at + 2) == Some(b", ") {
+            self.at += 2;
+        } else {
+            self.ws();
+            if !self.eat(b',') {
+                return false;
+            }
+        }
+        self.ws();
+        true
     }
 
     /// A string without escapes: the range between its quotes.
@@ -387,10 +413,7 @@ impl Cursor<'_> {
         }
         loop {
             self.value(depth + 1)?;
-            self.ws();
-            if self.eat(b',') {
-                self.ws();
-            } else {
+            if !self.comma() {
                 return self.eat(b']').then_some(());
             }
         }
@@ -432,21 +455,16 @@ impl Cursor<'_> {
         }
         loop {
             let key = self.string()?;
-            self.ws();
-            if !self.eat(b':') {
-                return None;
-            }
-            self.ws();
+            self.colon()?;
             let read = value(self)?;
             entry(key, read);
-            self.ws();
-            if self.eat(b',') {
-                self.ws();
-            } else if self.eat(b'}') {
-                return Some(start..self.at);
-            } else {
-                return None;
+            if self.comma() {
+                continue;
             }
+            if self.eat(b'}') {
+                return Some(start..self.at);
+            }
+            return None;
         }
     }
 }
