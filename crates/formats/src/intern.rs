@@ -41,13 +41,30 @@ fn cache_slot(s: &[u8]) -> usize {
     (len.wrapping_mul(0x9e37) ^ byte(0) ^ (byte(len / 2) << 3) ^ (byte(len.wrapping_sub(1)) << 6)) % CACHE_SLOTS
 }
 
+/// `a == b`, without a call to the C library's `memcmp` for strings of up to 16
+/// bytes (most names and keys of a trace): two overlapping words of each.
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let len = a.len();
+    if len != b.len() {
+        return false;
+    }
+    let word = |s: &[u8], at: usize| s.get(at..at + 8).and_then(|w| w.try_into().ok()).map(u64::from_ne_bytes);
+    let half = |s: &[u8], at: usize| s.get(at..at + 4).and_then(|w| w.try_into().ok()).map(u32::from_ne_bytes);
+    match len {
+        8..=16 => word(a, 0) == word(b, 0) && word(a, len - 8) == word(b, len - 8),
+        4..=7 => half(a, 0) == half(b, 0) && half(a, len - 4) == half(b, len - 4),
+        _ => a == b,
+    }
+}
+
 impl Interner {
     /// The id of `s`, creating it on first use (only then is anything allocated).
     #[inline]
     pub fn intern(&mut self, s: &str) -> Result<u32, TooMany> {
         let slot = cache_slot(s.as_bytes());
         let cached = self.cache.get(slot).copied().unwrap_or(NO_ID);
-        if self.list.get(cached as usize).is_some_and(|known| **known == *s) {
+        if self.list.get(cached as usize).is_some_and(|known| same_bytes(known.as_bytes(), s.as_bytes())) {
             return Ok(cached);
         }
         let id = match self.map.get(s) {
@@ -103,6 +120,21 @@ pub(crate) fn fnv63(s: &str) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_strings_compare_as_bytes_do() {
+        let texts = ["", "a", "ab", "abc", "abcd", "abce", "bbcd", "abcde", "abcdefg", "abcdefgh", "abcdefgi"];
+        let longer: Vec<String> = (8..=18).flat_map(|n| [("x".repeat(n)), format!("{}y", "x".repeat(n - 1))]).collect();
+        let all: Vec<&str> = texts.iter().copied().chain(longer.iter().map(String::as_str)).collect();
+        for a in &all {
+            for b in &all {
+                assert_eq!(same_bytes(a.as_bytes(), b.as_bytes()), a == b, "{a:?} {b:?}");
+            }
+        }
+        // A difference in the middle is in one of the two words.
+        assert!(!same_bytes(b"0123456789abcdef", b"01234567X9abcdef"));
+        assert!(!same_bytes(b"0123456789abc", b"0123X56789abc"));
+    }
 
     #[test]
     fn interner_reuses_ids() {
