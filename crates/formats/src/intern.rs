@@ -131,9 +131,15 @@ mod tests {
                 assert_eq!(same_bytes(a.as_bytes(), b.as_bytes()), a == b, "{a:?} {b:?}");
             }
         }
-        // A difference in the middle is in one of the two words.
-        assert!(!same_bytes(b"0123456789abcdef", b"01234567X9abcdef"));
-        assert!(!same_bytes(b"0123456789abc", b"0123X56789abc"));
+        // A difference at any position is in one of the words.
+        for len in 1..=40 {
+            let plain = "x".repeat(len);
+            for at in 0..len {
+                let mut other = plain.clone().into_bytes();
+                other[at] = b'y';
+                assert!(!same_bytes(plain.as_bytes(), &other), "{len} bytes, differing at {at}");
+            }
+        }
     }
 
     #[test]
