@@ -150,7 +150,9 @@ impl Scanner {
         }
         loop {
             let key = c.string()?;
-            c.colon()?;
+            if !c.separator(b':') {
+                return None;
+            }
             // As serde's visitor: a repeated field replaces the earlier one.
             match bytes.get(key.clone())? {
                 b"ph" => spans.ph = Some(c.string()?),
@@ -173,7 +175,7 @@ impl Scanner {
                     spans.extras.push((key, value));
                 }
             }
-            if c.comma() {
+            if c.separator(b',') {
                 continue;
             }
             if c.eat(b'}') {
@@ -224,30 +226,16 @@ impl Cursor<'_> {
         }
     }
 
-    /// The `:` between a key and its value, with the whitespace around it; `": "`,
-    /// as Kineto writes it, in one comparison.
-    fn colon(&mut self) -> Option<()> {
-        if self.bytes.get(self.at..self.at + 2) == Some(b": ") {
-            self.at += 2;
-        } else {
-            self.ws();
-            if !self.eat(b':') {
-                return None;
-            }
-        }
-        self.ws();
-        Some(())
-    }
-
-    /// Whitespace, then a `,` and the whitespace after it when one is next (else
-    /// `false`, after the first whitespace only); `", "`, as Kineto writes it, in one
+    /// Whitespace, then `separator` (`:` or `,`) and the whitespace after it when
+    /// `separator` is next (else `false`, after the first whitespace only). The
+    /// separator and one space, as Kineto writes `": "` and `", "`, are taken in one
     /// comparison.
-    fn comma(&mut self) -> bool {
-        if self.bytes.get(self.at..self.at + 2) == Some(b", ") {
+    fn separator(&mut self, separator: u8) -> bool {
+        if self.bytes.get(self.at..self.at + 2) == Some(&[separator, b' ']) {
             self.at += 2;
         } else {
             self.ws();
-            if !self.eat(b',') {
+            if !self.eat(separator) {
                 return false;
             }
         }
@@ -413,7 +401,7 @@ impl Cursor<'_> {
         }
         loop {
             self.value(depth + 1)?;
-            if !self.comma() {
+            if !self.separator(b',') {
                 return self.eat(b']').then_some(());
             }
         }
@@ -455,10 +443,12 @@ impl Cursor<'_> {
         }
         loop {
             let key = self.string()?;
-            self.colon()?;
+            if !self.separator(b':') {
+                return None;
+            }
             let read = value(self)?;
             entry(key, read);
-            if self.comma() {
+            if self.separator(b',') {
                 continue;
             }
             if self.eat(b'}') {
