@@ -477,3 +477,48 @@ fn fast_and_serde_event_reads_agree() {
     let host = assert_modes_agree(json.as_bytes(), "mixed shapes").unwrap();
     assert_eq!(host.event_count(), 10);
 }
+
+/// Kineto-spaced events (`": "`, `", "`) with a few random bytes inserted, replaced
+/// or removed, most of them whitespace and separators: however the spacing or the
+/// document breaks, every chunked read (the fast scanner) must equal the sequential
+/// serde parse, result or error.
+#[test]
+fn randomly_edited_traces_read_as_serde_reads_them() {
+    let events = [
+        r#"{"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 11, "tid": 11, "ts": 1712195495644137.8, "dur": 6.871, "args": {"External id": 11651, "Ev Idx": 18530}}"#,
+        r#"{"ph": "s", "id": 399, "pid": 11, "tid": 11, "ts": 1712195495644131.8, "cat": "fwdbwd", "name": "fwdbwd"}"#,
+        r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1712195495644140, "dur": 3, "args": {"grid": [4, 1, 1], "correlation": 5, "s": "v", "f": -1.5e-3, "n": null}}"#,
+        r#"{"ph": "M", "name": "thread_name", "pid": 0, "tid": 7, "args": {"name": "stream 7"}}"#,
+    ];
+    let template =
+        format!("{{\n  \"schemaVersion\": 1,\n  \"traceEvents\": [\n    {}\n  ]\n}}", events.join(",\n    "));
+    let edits =
+        [b' ', b' ', b'\n', b'\t', b',', b':', b'"', b'{', b'}', b'[', b']', b'1', b'.', b'e', b'-', b'\\', b'x', 0xc3];
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |bound: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) as usize % bound
+    };
+    let (mut read, mut failed) = (0, 0);
+    for _ in 0..1500 {
+        let mut bytes = template.clone().into_bytes();
+        for _ in 0..1 + next(3) {
+            let at = next(bytes.len());
+            match next(3) {
+                0 => bytes.insert(at, edits[next(edits.len())]),
+                1 => bytes[at] = edits[next(edits.len())],
+                _ => {
+                    bytes.remove(at);
+                }
+            }
+        }
+        match assert_modes_agree(&bytes, &String::from_utf8_lossy(&bytes)) {
+            Ok(_) => read += 1,
+            Err(_) => failed += 1,
+        }
+    }
+    // Both outcomes occur, so both paths were compared.
+    assert!(read > 100 && failed > 100, "{read} read, {failed} failed");
+}
