@@ -27,6 +27,19 @@ fn attach(pid: u32, logdir: &Path, options: &[&str]) -> Output {
     mlprof(&args)
 }
 
+/// Starts a PyTorch process that runs one op and then sleeps for 90 s, with Kineto's
+/// on-demand mode on and its socket in `sockets`, and waits for its `ready`.
+fn start_waiting_torch_job(python: &str, sockets: &Path) -> Job {
+    let waiting = "import time, torch\ntorch.ones(1).sum()\nprint('ready', flush=True)\ntime.sleep(90)\n";
+    start_until_ready(
+        Command::new(python)
+            .args(["-c", waiting])
+            .env("KINETO_USE_DAEMON", "1")
+            .env("KINETO_IPC_SOCKET_DIR", sockets)
+            .stderr(Stdio::null()),
+    )
+}
+
 /// A job killed when dropped.
 struct Job(Child);
 
@@ -166,6 +179,30 @@ fn a_pytorch_job_with_kinetos_on_demand_mode_on_is_traced_by_kineto() {
     assert!(loop_lines, "{tool:#}");
 }
 
+/// Kineto drops an on-demand trace its profiler thread takes up too late, as a busy
+/// machine makes it now and then (here: the job is stopped as its config arrives):
+/// attach sees it poll again and asks once more.
+#[test]
+fn a_trace_kineto_drops_is_asked_for_again() {
+    let test = "a_trace_kineto_drops_is_asked_for_again";
+    let Some(python) = peers::python("MLPROF_TORCH_PYTHON", test) else { return };
+    let sockets = tempfile::tempdir().expect("temp dir");
+    let job = start_waiting_torch_job(&python, sockets.path());
+    let logdir = tempfile::tempdir().expect("temp dir");
+    let mut attach = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["attach", &job.0.id().to_string(), "--logdir", &logdir.path().display().to_string()])
+        .args(["--duration", "1s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mlprof attach starts");
+    let (said, stopped) = peers::stop_the_first_traced_process(attach.stderr.take().expect("piped"));
+    assert!(attach.wait().expect("attach ends").success(), "{said}");
+    assert!(stopped, "no trace was asked for: {said}");
+    assert!(said.contains("Kineto dropped the trace") && said.contains("asked again (2 of 3)"), "{said}");
+    assert!(said.contains("PyTorch: wrote "), "{said}");
+}
+
 /// A PyTorch process that runs no op while Kineto traces it (it sleeps, as a job waiting
 /// on its input or on another rank would): its trace is kept, and attach says that it
 /// holds no op, and that the job's Python stacks say on what it waited.
@@ -174,14 +211,7 @@ fn a_pytorch_job_that_runs_no_op_while_traced_is_said_to_have_waited() {
     let test = "a_pytorch_job_that_runs_no_op_while_traced_is_said_to_have_waited";
     let Some(python) = peers::python("MLPROF_TORCH_PYTHON", test) else { return };
     let sockets = tempfile::tempdir().expect("temp dir");
-    let waiting = "import time, torch\ntorch.ones(1).sum()\nprint('ready', flush=True)\ntime.sleep(90)\n";
-    let job = start_until_ready(
-        Command::new(&python)
-            .args(["-c", waiting])
-            .env("KINETO_USE_DAEMON", "1")
-            .env("KINETO_IPC_SOCKET_DIR", sockets.path())
-            .stderr(Stdio::null()),
-    );
+    let job = start_waiting_torch_job(&python, sockets.path());
     let logdir = tempfile::tempdir().expect("temp dir");
     let out = attach(job.0.id(), logdir.path(), &["--duration", "1s"]);
     let err = stderr(&out);

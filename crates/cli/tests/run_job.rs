@@ -123,6 +123,31 @@ fn a_plain_pytorch_loop_is_traced_for_a_number_of_steps() {
 }
 
 #[test]
+fn a_trace_kineto_drops_is_asked_for_again() {
+    // Kineto drops an on-demand trace its profiler thread takes up more than about 2 s
+    // after the config came ("insufficient time for warmup"), as a busy machine makes it
+    // now and then; stopping the job as its first config arrives makes it so.
+    let test = "a_trace_kineto_drops_is_asked_for_again";
+    let Some(python) = peers::python("MLPROF_TORCH_PYTHON", test) else { return };
+    let logdir = tempfile::tempdir().expect("temp dir");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["run", "--duration", "500ms", "--logdir", &logdir.path().display().to_string(), "--"])
+        .args([&python, &script("torch_plain_loop.py"), "40"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mlprof starts");
+    let (said, stopped) = peers::stop_the_first_traced_process(child.stderr.take().expect("piped"));
+    assert!(child.wait().expect("mlprof ends").success(), "{said}");
+    assert!(stopped, "no trace was asked for: {said}");
+    assert!(said.contains("Kineto dropped the trace") && said.contains("asked again (2 of 3)"), "{said}");
+    let files = session_files(logdir.path());
+    assert!(files.iter().any(|f| f.to_string_lossy().ends_with(".pt.trace.json")), "{files:?}\n{said}");
+    let (steps, source) = peers::overview_steps(logdir.path());
+    assert!(!steps.is_empty(), "{source}\n{said}");
+}
+
+#[test]
 fn a_pytorch_job_that_exits_while_kineto_records_exits_cleanly() {
     // PyTorch 2.11 dies of SIGSEGV at exit when an on-demand trace is still recording (its
     // global profiler state outlives libkineto); the start-up hook stops the trace first.

@@ -120,9 +120,35 @@ impl KinetoAttach {
             }
         }
         let written_to = kineto_output_path(&self.log_file, self.pid);
-        let give_up_at = give_up_at.max(self.asked_at.unwrap_or_else(Instant::now) + self.window + WRITE_WAIT);
+        let mut give_up_at = give_up_at.max(self.asked_at.unwrap_or_else(Instant::now) + self.window + WRITE_WAIT);
         let (mut last_size, mut stable) = (None, 0u32);
+        let mut looks = tokio::time::interval(LOOK_EVERY);
+        looks.tick().await;
+        let mut serving = true;
         loop {
+            // Polls are still answered (while the socket works): one from the process
+            // means Kineto dropped the trace, and the answer asks for it again
+            // (`kineto_retry`).
+            let log_file = self.log_file.clone();
+            let served = tokio::select! {
+                served = self.daemon.serve_one(&mut self.rounds, |_, _| log_file), if serving => Some(served),
+                _ = looks.tick() => None,
+            };
+            if let Some(served) = served {
+                serving = served.is_ok();
+                let Ok(Received::Started(started)) = served else { continue };
+                say(format!(
+                    "pid {}: Kineto dropped the trace (its profiler thread took the request up too late, as on a \
+                     busy machine): asked again ({} of {})",
+                    self.pid,
+                    started.attempt,
+                    crate::kineto_retry::MAX_ATTEMPTS
+                ));
+                give_up_at = give_up_at.max(started.at + self.window + WRITE_WAIT);
+                (last_size, stable) = (None, 0);
+                continue;
+            }
+            // A look, every LOOK_EVERY.
             let size = std::fs::metadata(&written_to).ok().map(|m| m.len());
             stable = if size.is_some() && size == last_size { stable + 1 } else { 0 };
             last_size = size;
@@ -142,7 +168,6 @@ impl KinetoAttach {
                     (self.window + WRITE_WAIT).as_secs()
                 ));
             }
-            tokio::time::sleep(LOOK_EVERY).await;
         }
         let Some(session) = self.log_file.parent().and_then(Path::parent) else {
             return KinetoOutcome::Missing(format!("{} has no session directory", self.log_file.display()));

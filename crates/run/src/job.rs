@@ -573,6 +573,16 @@ impl State {
             Received::Started(started) => {
                 self.torch.polled(started.pid);
                 let window = self.rounds.duration_of(started.round).map_or(self.window, TraceWindow::Duration);
+                if started.attempt > 1 {
+                    self.pending.retain(|t| (t.started.pid, t.started.round) != (started.pid, started.round));
+                    say(format!(
+                        "PyTorch process {}: Kineto dropped the trace (its profiler thread took the request up too \
+                         late, as on a busy machine): asked again ({} of {})",
+                        started.pid,
+                        started.attempt,
+                        crate::kineto_retry::MAX_ATTEMPTS
+                    ));
+                }
                 say(format!("PyTorch process {}: tracing {window} (Kineto on demand)", started.pid));
                 let budget = match window {
                     TraceWindow::Duration(d) => d + KINETO_GRACE,
@@ -931,7 +941,7 @@ impl State {
                         "PyTorch process {pid}: tracing {} (torch.profiler){steps}",
                         TraceWindow::Duration(duration)
                     ));
-                    let started = TraceStarted { pid, round, log_file: log_file.clone(), at: now };
+                    let started = TraceStarted { pid, round, log_file: log_file.clone(), at: now, attempt: 1 };
                     let deadline = now + duration + KINETO_GRACE;
                     self.pending.push(PendingTrace {
                         started,

@@ -19,6 +19,7 @@ use std::time::Instant;
 use tokio::net::UnixDatagram;
 
 use crate::kineto_ipc::{self, Message, TraceWindow};
+use crate::kineto_retry::HandedOut;
 use crate::schedule::Rounds;
 
 /// The socket's file name inside the socket directory (Kineto's fixed name).
@@ -40,6 +41,9 @@ pub struct TraceStarted {
     pub log_file: PathBuf,
     /// When the config was sent.
     pub at: Instant,
+    /// Which config for this trace it was: 1, or more where Kineto dropped the ones
+    /// before ([`crate::kineto_retry`]).
+    pub attempt: u32,
 }
 
 /// What one received datagram amounted to.
@@ -85,6 +89,8 @@ pub struct KinetoDaemon {
     window: TraceWindow,
     /// Where set, the one process traces are started for; others get empty replies.
     only: Option<i32>,
+    /// Timed traces handed out, to see the ones Kineto drops.
+    handed: HandedOut,
     polls: u64,
     malformed: u64,
 }
@@ -101,7 +107,16 @@ impl KinetoDaemon {
         socket.set_nonblocking(true)?;
         let socket = UnixDatagram::from_std(socket)?;
         let buffer = vec![0u8; MAX_DATAGRAM];
-        Ok(KinetoDaemon { socket, buffer, endpoint, window, only: None, polls: 0, malformed: 0 })
+        Ok(KinetoDaemon {
+            socket,
+            buffer,
+            endpoint,
+            window,
+            only: None,
+            handed: HandedOut::default(),
+            polls: 0,
+            malformed: 0,
+        })
     }
 
     /// Starts traces for `pid` only: other processes polling the endpoint (other jobs,
@@ -155,12 +170,23 @@ impl KinetoDaemon {
                 self.polls += 1;
                 let pid = request.pid();
                 let wanted = pid.filter(|&pid| request.wants_trace() && self.only.is_none_or(|only| only == pid));
+                // A process that polls for a config while its timed trace is due has
+                // dropped it: its round goes back to it, now.
+                let dropped = wanted.and_then(|pid| self.handed.dropped(pid, rounds.tracing(pid), now));
+                if let Some(dropped) = &dropped {
+                    rounds.cancel(dropped.pid, dropped.round);
+                }
                 match wanted.and_then(|pid| Some((pid, rounds.start(pid, now)?))) {
                     Some((pid, round)) => {
                         let file = log_file(pid, round);
                         let window = rounds.duration_of(round).map_or(self.window, TraceWindow::Duration);
                         let config = kineto_ipc::trace_config(&file.to_string_lossy(), window);
-                        let started = TraceStarted { pid, round, log_file: file, at: now };
+                        let attempt = dropped.filter(|d| d.round == round).map_or(1, |d| d.attempt + 1);
+                        let started = TraceStarted { pid, round, log_file: file, at: now, attempt };
+                        match window {
+                            TraceWindow::Duration(_) => self.handed.sent(&started),
+                            TraceWindow::Iterations(_) => self.handed.forget(pid),
+                        }
                         (kineto_ipc::encode("req", config.as_bytes()), Received::Started(started))
                     }
                     None => (kineto_ipc::encode("req", &[]), Received::Polled { pid }),
@@ -309,6 +335,18 @@ mod tests {
         assert_eq!(kineto_output_path(Path::new("/d/t"), 42), PathBuf::from("/d/t_42"));
     }
 
+    /// A `req` poll as PyTorch 2.11 sends it: the config types it asks for (a bit mask),
+    /// no job id, and its pids (its own first).
+    fn poll_of(config_types: i32, pids: &[i32]) -> Vec<u8> {
+        let mut payload = config_types.to_le_bytes().to_vec();
+        payload.extend_from_slice(&i32::try_from(pids.len()).unwrap().to_le_bytes());
+        payload.extend_from_slice(&0i64.to_le_bytes());
+        for pid in pids {
+            payload.extend_from_slice(&pid.to_le_bytes());
+        }
+        kineto_ipc::encode("req", &payload)
+    }
+
     /// A fake job on the other end of the socket: polls like PyTorch 2.11 does.
     #[tokio::test]
     async fn a_poll_gets_a_config_once_its_round_is_due() {
@@ -319,12 +357,7 @@ mod tests {
         )
         .unwrap();
         let job = UnixDatagram::bind(dir.path().join("dynoconfigclient-test")).unwrap();
-        let mut payload = 3i32.to_le_bytes().to_vec();
-        payload.extend_from_slice(&2i32.to_le_bytes());
-        payload.extend_from_slice(&0i64.to_le_bytes());
-        payload.extend_from_slice(&4242i32.to_le_bytes());
-        payload.extend_from_slice(&1i32.to_le_bytes());
-        let poll = kineto_ipc::encode("req", &payload);
+        let poll = poll_of(3, &[4242, 1]);
         let mut rounds = Rounds::new(Schedule { first: Instant::now(), every: None }, Duration::ZERO, 4);
         let mut reply = vec![0u8; 4096];
 
@@ -349,6 +382,41 @@ mod tests {
         assert_eq!((daemon.polls(), daemon.malformed()), (2, 1));
     }
 
+    /// PyTorch dropped the trace (its profiler thread took the config up late): it polls
+    /// again, and the same round goes back to it; once a trace is being written, a poll
+    /// gets the empty reply.
+    #[tokio::test]
+    async fn a_poll_long_after_a_config_with_nothing_written_asks_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let window = TraceWindow::Duration(Duration::from_millis(500));
+        let mut daemon = KinetoDaemon::bind(Endpoint::Dir(dir.path().to_path_buf()), window).unwrap();
+        let job = UnixDatagram::bind(dir.path().join("dynoconfigclient-test")).unwrap();
+        let poll = poll_of(3, &[4242]);
+        let mut rounds = Rounds::new(Schedule { first: Instant::now(), every: None }, Duration::ZERO, 4);
+        let mut reply = vec![0u8; 4096];
+        let log_file = |pid: i32, round: u32| dir.path().join(format!("t{round}_{pid}.json"));
+        let mut poll_once = async |rounds: &mut Rounds| {
+            job.send_to(&poll, dir.path().join(SOCKET_NAME)).await.unwrap();
+            let received = daemon.serve_one(rounds, log_file).await.unwrap();
+            let len = job.recv(&mut reply).await.unwrap();
+            (received, len)
+        };
+
+        let (first, _) = poll_once(&mut rounds).await;
+        let Received::Started(first) = first else { panic!("no trace started") };
+        assert_eq!(first.attempt, 1);
+        tokio::time::sleep(crate::kineto_retry::DROPPED_AFTER).await;
+        let (again, len) = poll_once(&mut rounds).await;
+        let Received::Started(again) = again else { panic!("not asked again: {again:?}") };
+        assert_eq!((again.round, again.attempt), (first.round, 2));
+        assert!(len > kineto_ipc::HEADER_LEN, "a config");
+
+        std::fs::write(kineto_output_path(&again.log_file, 4242), b"{").unwrap();
+        tokio::time::sleep(crate::kineto_retry::DROPPED_AFTER).await;
+        let (writing, len) = poll_once(&mut rounds).await;
+        assert!(matches!(writing, Received::Polled { pid: Some(4242) }) && len == kineto_ipc::HEADER_LEN);
+    }
+
     /// Kineto's default: dynolog's abstract address, and the job's own abstract name to
     /// reply to. Skipped (visibly) where a dynolog already holds the address.
     #[tokio::test]
@@ -368,11 +436,7 @@ mod tests {
         let mut rounds = Rounds::new(Schedule { first: Instant::now(), every: None }, Duration::ZERO, 4);
         let mut reply = vec![0u8; 4096];
         for (pid, wants) in [(77i32, "another job: an empty reply"), (4242, "the one asked for: a config")] {
-            let mut payload = 2i32.to_le_bytes().to_vec();
-            payload.extend_from_slice(&1i32.to_le_bytes());
-            payload.extend_from_slice(&0i64.to_le_bytes());
-            payload.extend_from_slice(&pid.to_le_bytes());
-            client.send_to_addr(&kineto_ipc::encode("req", &payload), &dynolog).unwrap();
+            client.send_to_addr(&poll_of(2, &[pid]), &dynolog).unwrap();
             let received = daemon.serve_one(&mut rounds, |_, _| PathBuf::from("/tmp/t.json")).await.unwrap();
             let len = client.recv(&mut reply).unwrap();
             match pid {

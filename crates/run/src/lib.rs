@@ -33,6 +33,7 @@ pub mod http1;
 pub mod job;
 pub mod kineto_daemon;
 pub mod kineto_ipc;
+pub mod kineto_retry;
 pub mod launch;
 pub mod listening;
 pub mod nvml;

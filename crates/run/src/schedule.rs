@@ -11,8 +11,10 @@
 //! Rounds asked for on demand (by the node's agent, [`crate::agent_link`]) are numbered
 //! from [`FIRST_ASKED_ROUND`], apart from the schedule: each has its own duration, and a
 //! process joins one at its first chance within [`ASKED_JOIN`] of the asking, once it
-//! has settled and is not tracing another round. Pure bookkeeping over `Instant`s, so
-//! the rules are unit-tested without a job.
+//! has settled and is not tracing another round; one that was tracing another round
+//! then (the agent's probe, a capture asked just before) joins at its first poll after
+//! that trace, however long it took to write. Pure bookkeeping over `Instant`s, so the
+//! rules are unit-tested without a job.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -48,8 +50,8 @@ impl Schedule {
 
 /// Asked rounds are numbered from here; scheduled rounds stay below.
 pub const FIRST_ASKED_ROUND: u32 = 1 << 30;
-/// How long after it was asked a round may still start in a process (a PyTorch process
-/// polls within seconds; one that comes later has missed it).
+/// How long after it was asked a round may still start in a process that was free then
+/// (a PyTorch process polls within seconds; one that comes later has missed it).
 pub const ASKED_JOIN: Duration = Duration::from_secs(30);
 
 /// How long a process that is free may take to join an asked round: Kineto asks for
@@ -62,6 +64,27 @@ struct AskedRound {
     round: u32,
     at: Instant,
     duration: Duration,
+}
+
+impl AskedRound {
+    /// Until when process `process` may start this round: [`ASKED_JOIN`] after the
+    /// asking, or for one seen before it that has finished a trace since (it was tracing
+    /// when asked), [`POLL_GAP`] after that, if later.
+    fn open_until(&self, process: &ProcessRounds) -> Instant {
+        let until = self.at + ASKED_JOIN;
+        let busy_when_asked = process.first_seen <= self.at && process.free_since > self.at;
+        if busy_when_asked { until.max(process.free_since + POLL_GAP) } else { until }
+    }
+
+    /// Whether `process`, which has not had this round, may still start it after `now`:
+    /// it is tracing another round, or its chance is still open.
+    fn still_open_to(&self, process: &ProcessRounds, now: Instant) -> bool {
+        process.next_asked <= self.round
+            && match process.tracing {
+                Some(other) => other != self.round,
+                None => now < self.open_until(process),
+            }
+    }
 }
 
 /// Whether `round` was asked for on demand rather than scheduled.
@@ -122,7 +145,7 @@ impl Rounds {
 
     /// Asks for a round of `duration` now, outside the schedule: its number.
     pub fn ask(&mut self, now: Instant, duration: Duration) -> u32 {
-        self.asked.retain(|asked| now < asked.at + ASKED_JOIN);
+        self.forget_closed_asks(now);
         let round = self.next_asked;
         self.next_asked = self.next_asked.saturating_add(1);
         self.asked.push(AskedRound { round, at: now, duration });
@@ -131,9 +154,17 @@ impl Rounds {
 
     /// Asks for `round` (a number [`Rounds::ask`] gave another `Rounds`) of `duration` now.
     pub fn ask_as(&mut self, round: u32, now: Instant, duration: Duration) {
-        self.asked.retain(|asked| now < asked.at + ASKED_JOIN);
+        self.forget_closed_asks(now);
         self.next_asked = self.next_asked.max(round.saturating_add(1));
         self.asked.push(AskedRound { round, at: now, duration });
+    }
+
+    /// Drops the asked rounds no process may start any more (nor a new one).
+    fn forget_closed_asks(&mut self, now: Instant) {
+        let processes = &self.processes;
+        self.asked.retain(|asked| {
+            now < asked.at + ASKED_JOIN || processes.values().any(|process| asked.still_open_to(process, now))
+        });
     }
 
     /// How long `round` records, where it was asked for with its own duration.
@@ -145,7 +176,7 @@ impl Rounds {
     fn joinable(&self, process: &ProcessRounds, now: Instant) -> Option<u32> {
         self.asked
             .iter()
-            .find(|asked| asked.round >= process.next_asked && asked.at <= now && now < asked.at + ASKED_JOIN)
+            .find(|asked| asked.round >= process.next_asked && asked.at <= now && now < asked.open_until(process))
             .map(|asked| asked.round)
     }
 
@@ -200,16 +231,19 @@ impl Rounds {
     }
 
     /// Whether a process may still join asked round `round`, so what it records of the
-    /// round is still to come: one busy with another round (until [`ASKED_JOIN`] after the
-    /// asking), or one free for less than [`POLL_GAP`] since the asking or its last trace.
+    /// round is still to come: one busy with another round (it joins after), or one whose
+    /// chance is open and that has been free for less than [`POLL_GAP`] since the asking
+    /// or its last trace.
     pub fn may_still_join(&self, round: u32, now: Instant) -> bool {
-        let Some(asked) = self.asked.iter().find(|asked| asked.round == round && now < asked.at + ASKED_JOIN) else {
-            return false;
-        };
-        self.processes.values().filter(|p| p.next_asked <= round).any(|p| match p.tracing {
-            Some(other) => other != round,
-            None => now < p.free_since.max(asked.at) + POLL_GAP,
+        let Some(asked) = self.asked.iter().find(|asked| asked.round == round) else { return false };
+        self.processes.values().any(|p| {
+            asked.still_open_to(p, now) && (p.tracing.is_some() || now < p.free_since.max(asked.at) + POLL_GAP)
         })
+    }
+
+    /// The round process `pid` is tracing, where it is tracing one.
+    pub fn tracing(&self, pid: i32) -> Option<u32> {
+        self.processes.get(&pid).and_then(|process| process.tracing)
     }
 
     /// The trace of `pid` is over (written, or given up on).
@@ -348,7 +382,7 @@ mod tests {
         assert_eq!(rounds.start(1, t0), Some(0));
         let asked = rounds.ask(at(t0, 100), Duration::from_secs(1));
         assert!(rounds.may_still_join(asked, at(t0, 200)), "process 1 is busy with round 0");
-        assert!(!rounds.may_still_join(asked, at(t0, 40_000)), "too late to join");
+        assert!(rounds.may_still_join(asked, at(t0, 40_000)), "busy: it joins once done");
         rounds.finished(1);
         assert!(rounds.may_still_join(asked, at(t0, 300)), "just free: its next poll is due");
         assert!(!rounds.may_still_join(asked, at(t0, 200) + POLL_GAP), "it did not poll in time");
@@ -361,6 +395,26 @@ mod tests {
         assert_eq!(rounds.start(2, at(t0, 700)), Some(later));
         rounds.finished(2);
         assert!(rounds.may_still_join(later, at(t0, 800)), "process 1 may poll yet");
+    }
+
+    #[test]
+    fn a_process_busy_when_asked_joins_after_its_trace_however_long_it_took() {
+        // `finished` stamps the real now: the asking is put 100 s before it.
+        let t0 = Instant::now() - Duration::from_secs(100);
+        let mut rounds = Rounds::new(Schedule { first: at(t0, 3_600_000), every: None }, Duration::ZERO, 4);
+        let probe = rounds.ask(t0, Duration::from_secs(1));
+        assert_eq!(rounds.start(1, t0), Some(probe));
+        let capture = rounds.ask(at(t0, 500), Duration::from_secs(2));
+        assert!(rounds.may_still_join(capture, at(t0, 60_000)), "process 1 still writes the probe's trace");
+        assert_eq!(rounds.start(2, at(t0, 60_000)), None, "a process first seen this late has missed it");
+        let _ = rounds.ask(at(t0, 70_000), Duration::from_secs(1));
+        assert_eq!(rounds.duration_of(capture), Some(Duration::from_secs(2)), "kept while process 1 may join");
+        rounds.finished(1);
+        let now = Instant::now();
+        assert!(rounds.may_still_join(capture, now + Duration::from_secs(1)), "its next poll is due");
+        assert!(!rounds.may_still_join(capture, now + POLL_GAP), "it did not poll in time");
+        assert_eq!(rounds.start(1, now + Duration::from_secs(1)), Some(capture), "it joins, 100 s after the asking");
+        assert!(!rounds.may_still_join(capture, now + Duration::from_secs(2)), "it has joined");
     }
 
     #[test]

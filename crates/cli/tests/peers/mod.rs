@@ -132,6 +132,34 @@ pub fn python_tool(logdir: &Path) -> Value {
     analyze_json(logdir, "python")
 }
 
+/// Reads `stderr` (of `mlprof run` or `mlprof attach`) to its end, stopping the first
+/// PyTorch process whose Kineto trace it says was asked for: for 3 s, half a second
+/// after the line (Kineto has read its config by then). Kineto's profiler thread then
+/// takes the config up too late and drops the trace, as it does now and then on a busy
+/// machine. Returns what was read, and whether a process was stopped.
+pub fn stop_the_first_traced_process(stderr: impl std::io::Read) -> (String, bool) {
+    let mut said = String::new();
+    let mut stopped = false;
+    for line in BufReader::new(stderr).lines() {
+        let line = line.expect("a line of mlprof's");
+        said.push_str(&line);
+        said.push('\n');
+        let by_run = line.strip_prefix("mlprof: PyTorch process ").and_then(|rest| rest.split_once(": tracing "));
+        let by_attach = line.strip_prefix("mlprof: pid ").and_then(|rest| rest.split_once(": PyTorch: tracing "));
+        let Some(pid) = by_run.or(by_attach).and_then(|(pid, _)| pid.parse::<i32>().ok()).filter(|_| !stopped) else {
+            continue;
+        };
+        stopped = true;
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        // SAFETY: kill(2) on a job the test started; it is continued below.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0, "the job stopped");
+        std::thread::sleep(std::time::Duration::from_secs(3));
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0, "the job continued");
+    }
+    (said, stopped)
+}
+
 /// How many child processes process `pid` has, from every thread's `children` list (0
 /// once it is gone).
 pub fn children(pid: u32) -> usize {
