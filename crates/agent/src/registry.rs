@@ -86,7 +86,11 @@ impl Registry {
                 let _ = waiting.send(outcome);
             }
         }
-        let asks = std::mem::take(&mut run.queued);
+        // An ask nobody waits for any more (a probe that gave way to a capture) is not
+        // handed out: the run would record it for nothing, ahead of the capture.
+        run.waiting.retain(|_, waiting| !waiting.is_closed());
+        let waiting = &run.waiting;
+        let asks = std::mem::take(&mut run.queued).into_iter().filter(|ask| waiting.contains_key(&ask.id)).collect();
         run.registration = registration;
         run.heard = now;
         if ended {
@@ -165,6 +169,18 @@ mod tests {
         registry.register(Registration { done: vec![outcome.clone()], ..registration(50) }, t0);
         assert_eq!(waiting.try_recv().unwrap(), outcome);
         assert_eq!(registry.view(50).unwrap().tracers, ["kineto"]);
+    }
+
+    #[test]
+    fn an_ask_nobody_waits_for_is_not_handed_out() {
+        let mut registry = Registry::default();
+        let t0 = Instant::now();
+        registry.register(registration(50), t0);
+        let given_up = registry.ask(50, Duration::from_secs(1), "/probe".into()).unwrap();
+        let _waiting = registry.ask(50, Duration::from_secs(2), "/capture".into()).unwrap();
+        drop(given_up);
+        let asks = registry.register(registration(50), t0).asks;
+        assert_eq!(asks.iter().map(|a| a.logdir.clone()).collect::<Vec<_>>(), [PathBuf::from("/capture")]);
     }
 
     #[test]

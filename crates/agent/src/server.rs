@@ -24,7 +24,6 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use mlprof_run::attach::AttachOptions;
 use serde::{Deserialize, Serialize};
 use tokio_stream::StreamExt;
 
@@ -34,6 +33,11 @@ use crate::probe::{self, ProbeView};
 use crate::registry::Registry;
 
 mod node_profiler;
+mod recording;
+mod turns;
+
+use recording::{Recording, record_job};
+use turns::{Purpose, Turns};
 
 /// How often the node is looked at.
 pub const TICK: Duration = Duration::from_secs(1);
@@ -43,9 +47,13 @@ pub const MAX_CAPTURES: usize = 8;
 pub const MAX_CAPTURE: Duration = Duration::from_secs(600);
 /// How long the agent, stopping, waits for the profiler service's calls in flight.
 const PROFILER_DRAIN: Duration = Duration::from_secs(5);
-/// How much longer than its duration a capture may take: a PyTorch job's Kineto trace
-/// starts at its next poll (within `attach_kineto::POLL_WAIT`) and is written after.
-pub const CAPTURE_GRACE: Duration = Duration::from_secs(60);
+/// How much longer than its duration a capture may take, its wait for the job's turn
+/// included: a PyTorch job's Kineto trace starts at its next poll and is written after,
+/// which in a busy job took minutes (a run waits as long for one).
+pub const CAPTURE_GRACE: Duration = Duration::from_secs(120);
+/// As [`CAPTURE_GRACE`], for a probe: probes run one after another, and one that takes
+/// long is worth less than the next job's.
+const PROBE_GRACE: Duration = Duration::from_secs(60);
 /// The least time between two captures of one job that its slowdowns start.
 pub const SLOWDOWN_COOLDOWN: Duration = Duration::from_secs(600);
 /// Python stack samples per second during a capture (`mlprof attach`'s default).
@@ -141,9 +149,8 @@ struct Shared {
     captures: Arc<tokio::sync::Semaphore>,
     /// Jobs started by `mlprof run --agent`.
     registry: Arc<Mutex<Registry>>,
-    /// One recording of a job at a time (a probe and a capture of one job would compete
-    /// for its tracer: a profiler server refuses a second session).
-    recording: Arc<Mutex<HashMap<u32, Arc<tokio::sync::Mutex<()>>>>>,
+    /// Whose turn it is to record each job.
+    turns: Turns,
     /// Only jobs of this user are watched and may register.
     only_uid: Option<u32>,
     /// Captures saved, by job.
@@ -230,7 +237,7 @@ impl Agent {
             host: config.host.into(),
             captures: Arc::new(tokio::sync::Semaphore::new(MAX_CAPTURES)),
             registry: Arc::default(),
-            recording: Arc::default(),
+            turns: Turns::default(),
             captured: Arc::default(),
             tools: None,
             tools_url: Arc::default(),
@@ -311,17 +318,7 @@ async fn probe_jobs(shared: Shared, every: Duration, slowdown: Option<f64>) {
                 .collect()
         };
         for job in due {
-            let found = match &job.run {
-                Some(_) => probe_through_run(&shared, &job, &dir).await,
-                None => {
-                    let _recording = recording_lock(&shared, job.pid).await;
-                    let _bound = match job.kineto_endpoint {
-                        Some(_) => Some(shared.kineto.lock().await),
-                        None => None,
-                    };
-                    probe::probe(&job, &dir, &shared.host).await
-                }
-            };
+            let Some(found) = recording::probe_job(&shared, &job, &dir).await else { continue };
             let slowed = {
                 let mut probes = shared.probes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 let state = probes.entry(job.pid).or_insert_with(|| ProbeState {
@@ -348,15 +345,6 @@ async fn probe_jobs(shared: Shared, every: Duration, slowdown: Option<f64>) {
                 capture_slowdown(&shared, &job, trend).await;
             }
         }
-    }
-}
-
-/// A probe of `job` recorded by the run that started it, into `dir`.
-async fn probe_through_run(shared: &Shared, job: &JobView, dir: &Path) -> Result<ProbeView, String> {
-    let logdir = probe::fresh_logdir(job, dir);
-    match record_job(shared, job.pid, &logdir, false, probe::WINDOW).await {
-        Ok(CaptureOutcome { session: Some(session), .. }) => probe::read(session).await,
-        Ok(outcome) | Err(outcome) => Err(outcome.lines.last().cloned().unwrap_or_default()),
     }
 }
 
@@ -409,8 +397,15 @@ fn saved(shared: &Shared, outcome: &mut CaptureOutcome) {
 async fn capture_slowdown(shared: &Shared, job: &JobView, trend: f64) {
     let Ok(_permit) = shared.captures.clone().try_acquire_owned() else { return };
     let logdir = shared.data_dir.join(job.folder());
-    let mut recorded =
-        record_job(shared, job.pid, &logdir, job.kineto_endpoint.is_some(), Duration::from_secs(2)).await;
+    let kineto = job.kineto_endpoint.is_some();
+    let recording = Recording {
+        pid: job.pid,
+        logdir: &logdir,
+        kineto,
+        duration: Duration::from_secs(2),
+        purpose: Purpose::Capture,
+    };
+    let mut recorded = record_job(shared, recording).await;
     if let Ok(outcome) = &mut recorded {
         saved(shared, outcome);
     }
@@ -613,7 +608,9 @@ async fn capture(
         let why = format!("{MAX_CAPTURES} captures are running: try again when one ends\n");
         return (StatusCode::TOO_MANY_REQUESTS, why).into_response();
     };
-    match record_job(&shared, pid, &shared.data_dir.join(folder), kineto, duration).await {
+    let logdir = shared.data_dir.join(folder);
+    let recording = Recording { pid, logdir: &logdir, kineto, duration, purpose: Purpose::Capture };
+    match record_job(&shared, recording).await {
         Ok(mut outcome) => {
             saved(&shared, &mut outcome);
             outcome.tools_link = tools_link(&shared, outcome.session.as_deref()).await;
@@ -654,15 +651,8 @@ async fn capture_every_job(
         let task = tokio::spawn(async move {
             let _permit = permit;
             let logdir = shared.data_dir.join(&folder);
-            let recording = record_job(&shared, pid, &logdir, kineto, duration);
-            let mut recorded = match tokio::time::timeout(duration + CAPTURE_GRACE, recording).await {
-                Ok(recorded) => recorded,
-                Err(_) => Err(CaptureOutcome {
-                    pid,
-                    lines: vec![format!("not recorded within {} s", (duration + CAPTURE_GRACE).as_secs())],
-                    ..Default::default()
-                }),
-            };
+            let recording = Recording { pid, logdir: &logdir, kineto, duration, purpose: Purpose::Capture };
+            let mut recorded = record_job(&shared, recording).await;
             if let Ok(outcome) = &mut recorded {
                 saved(&shared, outcome);
             }
@@ -678,87 +668,6 @@ async fn capture_every_job(
     }
     outcomes.sort_by(|a, b| a.0.cmp(&b.0));
     outcomes
-}
-
-/// Records job `pid` for `duration` into the log directory `logdir`: through the run
-/// that started it where one registered it, else as `mlprof attach` would (`kineto`: it
-/// has a Kineto endpoint, bound one at a time). What was recorded, or what was said when
-/// nothing could be.
-async fn record_job(
-    shared: &Shared,
-    pid: u32,
-    logdir: &Path,
-    kineto: bool,
-    duration: Duration,
-) -> Result<CaptureOutcome, CaptureOutcome> {
-    let _recording = recording_lock(shared, pid).await;
-    let registered = shared.registry.lock().unwrap_or_else(std::sync::PoisonError::into_inner).registered_as(pid);
-    if let Some(registered) = registered {
-        return record_through_run(shared, pid, registered, logdir, duration).await;
-    }
-    let options = AttachOptions {
-        pid,
-        duration,
-        logdir: logdir.to_path_buf(),
-        host: shared.host.to_string(),
-        sample_hz: CAPTURE_HZ,
-        native_stacks: true,
-    };
-    let _bound = match kineto {
-        true => Some(shared.kineto.lock().await),
-        false => None,
-    };
-    let lines = Mutex::new(Vec::new());
-    let say = |line: String| lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(line);
-    let recorded = mlprof_run::attach::attach(&options, std::future::pending(), &say).await;
-    let mut lines = lines.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
-    match recorded {
-        Ok(outcome) => Ok(CaptureOutcome { pid, session: outcome.session, lines, tools_link: None }),
-        Err(error) => {
-            lines.push(error.to_string());
-            Err(CaptureOutcome { pid, session: None, lines, tools_link: None })
-        }
-    }
-}
-
-/// Waits until nothing else records job `pid`; it is the caller's while the guard lives.
-async fn recording_lock(shared: &Shared, pid: u32) -> tokio::sync::OwnedMutexGuard<()> {
-    let lock = {
-        let mut locks = shared.recording.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        // Locks nobody holds or waits for are dropped (their jobs may be long gone).
-        locks.retain(|_, lock| Arc::strong_count(lock) > 1);
-        locks.entry(pid).or_default().clone()
-    };
-    lock.lock_owned().await
-}
-
-/// Asks the run job `pid` is registered with (as `registered`) to record `duration` into
-/// `logdir`, and waits for its answer.
-async fn record_through_run(
-    shared: &Shared,
-    pid: u32,
-    registered: u32,
-    logdir: &Path,
-    duration: Duration,
-) -> Result<CaptureOutcome, CaptureOutcome> {
-    let failed = |line: String| CaptureOutcome { pid, session: None, lines: vec![line], tools_link: None };
-    let asked = shared.registry.lock().unwrap_or_else(std::sync::PoisonError::into_inner).ask(
-        registered,
-        duration,
-        logdir.to_path_buf(),
-    );
-    let Some(answer) = asked else { return Err(failed("the mlprof run that started it is gone".to_string())) };
-    let wait = duration + CAPTURE_GRACE;
-    match tokio::time::timeout(wait, answer).await {
-        Ok(Ok(outcome)) => {
-            let mut lines = vec![format!("recorded by the mlprof run that started it (pid {registered})")];
-            lines.extend(outcome.lines);
-            let recorded = CaptureOutcome { pid, session: outcome.session, lines, tools_link: None };
-            if recorded.session.is_some() { Ok(recorded) } else { Err(recorded) }
-        }
-        Ok(Err(_)) => Err(failed("the mlprof run that started it ended before the capture did".to_string())),
-        Err(_) => Err(failed(format!("the mlprof run that started it did not answer within {} s", wait.as_secs()))),
-    }
 }
 
 /// Takes a heartbeat of `mlprof run --agent` (see [`crate::registry`]).

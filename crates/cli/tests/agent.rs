@@ -645,7 +645,8 @@ fn jobs_started_by_run_register_and_are_captured_through_their_run() {
     for ((name, pid, _), capture) in captures {
         let out = capture.join().expect("the capture thread");
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{name}: {err}");
+        let run_said = || std::fs::read_to_string(logdir.path().join(format!("{name}.err"))).unwrap_or_default();
+        assert!(out.status.success(), "{name}: {err}\nits run said:\n{}", run_said());
         assert!(err.contains("recorded by the mlprof run that started it"), "{err}");
         let session = std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
         let job_logdir = session.ancestors().nth(3).expect("DATA/<job>-<pid>/plugins/profile/<session>");
@@ -656,9 +657,8 @@ fn jobs_started_by_run_register_and_are_captured_through_their_run() {
             // This failed now and then for the JAX job (no steps in a 1.5-1.8 MB capture:
             // step inference wanted regular periods, and a job the scheduler keeps pausing
             // has none; fixture jax_plain_loop_busy). What the capture holds, line by line.
-            let run_said = std::fs::read_to_string(logdir.path().join(format!("{name}.err"))).unwrap_or_default();
             let info = peers::what_it_holds(job_logdir);
-            panic!("{name}: {source}: {steps:?}\n{err}\nits run said:\n{run_said}\nthe capture:\n{info}");
+            panic!("{name}: {source}: {steps:?}\n{err}\nits run said:\n{}\nthe capture:\n{info}", run_said());
         }
     }
     // One capture of each, counted in the next snapshot (within a second).
