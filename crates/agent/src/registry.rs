@@ -106,8 +106,14 @@ impl Registry {
     }
 
     /// Asks the run of the job whose registration is `pid` for `duration` into `logdir`:
-    /// the outcome to await, or `None` where no run is registered under `pid`.
-    pub fn ask(&mut self, pid: u32, duration: Duration, logdir: PathBuf) -> Option<oneshot::Receiver<AskOutcome>> {
+    /// the ask's id and the outcome to await, or `None` where no run is registered under
+    /// `pid`.
+    pub fn ask(
+        &mut self,
+        pid: u32,
+        duration: Duration,
+        logdir: PathBuf,
+    ) -> Option<(u64, oneshot::Receiver<AskOutcome>)> {
         let run = self.runs.get_mut(&pid)?;
         self.next_id += 1;
         let id = self.next_id;
@@ -115,7 +121,20 @@ impl Registry {
         run.queued.push(Ask { id, duration_ms, logdir });
         let (answer, outcome) = oneshot::channel();
         run.waiting.insert(id, answer);
-        Some(outcome)
+        Some((id, outcome))
+    }
+
+    /// Takes back ask `id` of the run registered under `pid` if it has not been handed
+    /// out yet: whether it was (once handed out, the run records it whatever follows).
+    pub fn withdraw(&mut self, pid: u32, id: u64) -> bool {
+        let Some(run) = self.runs.get_mut(&pid) else { return false };
+        let queued = run.queued.len();
+        run.queued.retain(|ask| ask.id != id);
+        let withdrawn = run.queued.len() < queued;
+        if withdrawn {
+            run.waiting.remove(&id);
+        }
+        withdrawn
     }
 
     /// The registration pid the job whose first process is `job_pid` is known under: its
@@ -159,7 +178,7 @@ mod tests {
         let t0 = Instant::now();
         assert!(registry.ask(50, Duration::from_secs(1), "/d".into()).is_none(), "not registered");
         assert_eq!(registry.register(registration(50), t0).asks, []);
-        let mut waiting = registry.ask(50, Duration::from_millis(1500), "/d".into()).unwrap();
+        let (_, mut waiting) = registry.ask(50, Duration::from_millis(1500), "/d".into()).unwrap();
         let asks = registry.register(registration(50), t0).asks;
         assert_eq!(asks.len(), 1);
         assert_eq!((asks[0].duration_ms, asks[0].logdir.clone()), (1500, PathBuf::from("/d")));
@@ -176,11 +195,15 @@ mod tests {
         let mut registry = Registry::default();
         let t0 = Instant::now();
         registry.register(registration(50), t0);
-        let given_up = registry.ask(50, Duration::from_secs(1), "/probe".into()).unwrap();
-        let _waiting = registry.ask(50, Duration::from_secs(2), "/capture".into()).unwrap();
+        let (_, given_up) = registry.ask(50, Duration::from_secs(1), "/probe".into()).unwrap();
+        let (withdrawn, _) = registry.ask(50, Duration::from_secs(1), "/probe".into()).unwrap();
+        let (handed, _waiting) = registry.ask(50, Duration::from_secs(2), "/capture".into()).unwrap();
         drop(given_up);
+        assert!(registry.withdraw(50, withdrawn), "still queued");
         let asks = registry.register(registration(50), t0).asks;
         assert_eq!(asks.iter().map(|a| a.logdir.clone()).collect::<Vec<_>>(), [PathBuf::from("/capture")]);
+        assert!(!registry.withdraw(50, handed), "handed out: the run records it");
+        assert!(!registry.withdraw(51, handed), "no such run");
     }
 
     #[test]
@@ -189,7 +212,7 @@ mod tests {
         let t0 = Instant::now();
         registry.register(registration(50), t0);
         registry.register(registration(51), t0);
-        let mut waiting = registry.ask(51, Duration::from_secs(1), "/d".into()).unwrap();
+        let (_, mut waiting) = registry.ask(51, Duration::from_secs(1), "/d".into()).unwrap();
         registry.register(registration(50), t0 + EXPIRES);
         registry.expire(t0 + EXPIRES);
         assert!(registry.view(51).is_none(), "silent for EXPIRES");

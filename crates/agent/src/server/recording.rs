@@ -30,14 +30,20 @@ pub struct Recording<'a> {
     pub purpose: Purpose,
 }
 
+/// How long a whole recording of `duration` for `purpose` may take, its wait for the
+/// job's turn included.
+fn budget(duration: Duration, purpose: Purpose) -> Duration {
+    duration
+        + match purpose {
+            Purpose::Capture => CAPTURE_GRACE,
+            Purpose::Probe => PROBE_GRACE,
+        }
+}
+
 impl Recording<'_> {
     /// How long the whole recording may take, its wait for the turn included.
     fn budget(&self) -> Duration {
-        self.duration
-            + match self.purpose {
-                Purpose::Capture => CAPTURE_GRACE,
-                Purpose::Probe => PROBE_GRACE,
-            }
+        budget(self.duration, self.purpose)
     }
 
     /// What is said of a recording that failed with `line`.
@@ -47,12 +53,17 @@ impl Recording<'_> {
 
     /// What is said of a recording that got no turn.
     fn no_turn(&self, why: NoTurn) -> CaptureOutcome {
-        self.failed(match why {
-            NoTurn::Deadline => {
-                format!("not recorded: another recording of it was still running {} s later", self.budget().as_secs())
-            }
-            NoTurn::CaptureFirst => "not probed: a capture of it came first".to_string(),
-        })
+        self.failed(no_turn_line(why, self.budget()))
+    }
+}
+
+/// What is said of a recording with `budget` that got no turn.
+fn no_turn_line(why: NoTurn, budget: Duration) -> String {
+    match why {
+        NoTurn::Deadline => {
+            format!("not recorded: another recording of it was still running {} s later", budget.as_secs())
+        }
+        NoTurn::CaptureFirst => "not probed: a capture of it came first".to_string(),
     }
 }
 
@@ -61,12 +72,22 @@ pub async fn record_job(shared: &Shared, recording: Recording<'_>) -> Result<Cap
     let deadline = Instant::now() + recording.budget();
     let turn = shared.turns.take(recording.pid, recording.purpose, deadline).await;
     let turn = turn.map_err(|why| recording.no_turn(why))?;
+    record_in_turn(shared, &recording, &turn, deadline).await
+}
+
+/// Records `recording` in the job's `turn`, by `deadline`.
+async fn record_in_turn(
+    shared: &Shared,
+    recording: &Recording<'_>,
+    turn: &Turn,
+    deadline: Instant,
+) -> Result<CaptureOutcome, CaptureOutcome> {
     let registered =
         shared.registry.lock().unwrap_or_else(std::sync::PoisonError::into_inner).registered_as(recording.pid);
     if let Some(registered) = registered {
-        return record_through_run(shared, &recording, registered, &turn, deadline).await;
+        return record_through_run(shared, recording, registered, turn, deadline).await;
     }
-    let _bound = bind_kineto(shared, &recording, deadline).await?;
+    let _bound = bind_kineto(shared, recording, deadline).await?;
     let options = AttachOptions {
         pid: recording.pid,
         duration: recording.duration,
@@ -95,8 +116,8 @@ pub async fn record_job(shared: &Shared, recording: Recording<'_>) -> Result<Cap
 }
 
 /// Asks the run the job is registered with (as `registered`) to record, and waits for
-/// its answer until `deadline`; a probe stops waiting when a capture of the job asks
-/// for its turn (the run records the probe's round on its own, then the capture's).
+/// its answer until `deadline`; a probe whose ask the run has not been handed yet takes
+/// it back and gives way when a capture of the job asks for its turn.
 async fn record_through_run(
     shared: &Shared,
     recording: &Recording<'_>,
@@ -109,18 +130,26 @@ async fn record_through_run(
         recording.duration,
         recording.logdir.to_path_buf(),
     );
-    let Some(answer) = asked else {
+    let Some((id, mut answer)) = asked else {
         return Err(recording.failed("the mlprof run that started it is gone".to_string()));
     };
-    let gave_way = async {
+    let capture_asked = async {
         match recording.purpose {
             Purpose::Probe => turn.capture_asked().await,
             Purpose::Capture => std::future::pending().await,
         }
     };
     let answered = tokio::select! {
-        answered = tokio::time::timeout_at(deadline, answer) => answered,
-        () = gave_way => return Err(recording.failed("the probe gave way to a capture of it".to_string())),
+        answered = tokio::time::timeout_at(deadline, &mut answer) => answered,
+        () = capture_asked => {
+            let withdrawn =
+                shared.registry.lock().unwrap_or_else(std::sync::PoisonError::into_inner).withdraw(registered, id);
+            if withdrawn {
+                return Err(recording.failed("the probe gave way to a capture of it".to_string()));
+            }
+            // The run records it already: the capture waits for its answer.
+            tokio::time::timeout_at(deadline, answer).await
+        }
     };
     match answered {
         Ok(Ok(outcome)) => {
@@ -142,6 +171,9 @@ async fn record_through_run(
 /// server or Kineto endpoint; why nothing was found, where nothing was. `None` where a
 /// capture of the job came first: the probe is not counted, and is due again.
 pub async fn probe_job(shared: &Shared, job: &JobView, dir: &Path) -> Option<Result<ProbeView, String>> {
+    if shared.turns.capture_pending(job.pid) {
+        return None;
+    }
     let found = if job.run.is_some() {
         probe_through_run(shared, job, dir).await
     } else {
@@ -153,12 +185,17 @@ pub async fn probe_job(shared: &Shared, job: &JobView, dir: &Path) -> Option<Res
     }
 }
 
-/// A probe recorded by the run that started `job`.
+/// A probe recorded by the run that started `job`: its log directory is made afresh
+/// (the job's last probe goes) once it is the probe's turn.
 async fn probe_through_run(shared: &Shared, job: &JobView, dir: &Path) -> Result<ProbeView, String> {
+    let budget = budget(probe::WINDOW, Purpose::Probe);
+    let deadline = Instant::now() + budget;
+    let turn = shared.turns.take(job.pid, Purpose::Probe, deadline).await;
+    let turn = turn.map_err(|why| no_turn_line(why, budget))?;
     let logdir = probe::fresh_logdir(job, dir);
     let recording =
         Recording { pid: job.pid, logdir: &logdir, kineto: false, duration: probe::WINDOW, purpose: Purpose::Probe };
-    match record_job(shared, recording).await {
+    match record_in_turn(shared, &recording, &turn, deadline).await {
         Ok(CaptureOutcome { session: Some(session), .. }) => probe::read(session).await,
         Ok(outcome) | Err(outcome) => Err(last_line(outcome)),
     }

@@ -5,8 +5,8 @@
 //!
 //! A capture someone asked for never waits for a probe to start: while a capture of a
 //! job waits, no probe of it gets a turn, and a probe holding the turn can hear that a
-//! capture asked ([`Turn::capture_asked`]) and give way where it can stop at once (one
-//! waiting on the run that records it: the run finishes the probe's round on its own).
+//! capture asked ([`Turn::capture_asked`]) and give way where its recording has not
+//! begun (its ask not yet handed to the job's run).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
