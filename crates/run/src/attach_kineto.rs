@@ -137,13 +137,7 @@ impl KinetoAttach {
             if let Some(served) = served {
                 serving = served.is_ok();
                 let Ok(Received::Started(started)) = served else { continue };
-                say(format!(
-                    "pid {}: Kineto dropped the trace (its profiler thread took the request up too late, as on a \
-                     busy machine): asked again ({} of {})",
-                    self.pid,
-                    started.attempt,
-                    crate::kineto_retry::MAX_ATTEMPTS
-                ));
+                say(format!("pid {}: {}", self.pid, crate::kineto_retry::asked_again(&started)));
                 give_up_at = give_up_at.max(started.at + self.window + WRITE_WAIT);
                 (last_size, stable) = (None, 0);
                 continue;

@@ -575,13 +575,7 @@ impl State {
                 let window = self.rounds.duration_of(started.round).map_or(self.window, TraceWindow::Duration);
                 if started.attempt > 1 {
                     self.pending.retain(|t| (t.started.pid, t.started.round) != (started.pid, started.round));
-                    say(format!(
-                        "PyTorch process {}: Kineto dropped the trace (its profiler thread took the request up too \
-                         late, as on a busy machine): asked again ({} of {})",
-                        started.pid,
-                        started.attempt,
-                        crate::kineto_retry::MAX_ATTEMPTS
-                    ));
+                    say(format!("PyTorch process {}: {}", started.pid, crate::kineto_retry::asked_again(&started)));
                 }
                 say(format!("PyTorch process {}: tracing {window} (Kineto on demand)", started.pid));
                 let budget = match window {

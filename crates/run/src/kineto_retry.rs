@@ -22,6 +22,15 @@ pub const DROPPED_AFTER: Duration = Duration::from_secs(3);
 /// Configs sent for one trace, at most.
 pub const MAX_ATTEMPTS: u32 = 3;
 
+/// What is said of `started`, a config sent again because Kineto dropped the one before.
+pub fn asked_again(started: &TraceStarted) -> String {
+    format!(
+        "Kineto dropped the trace (its profiler thread took the request up too late, as on a busy machine): asked \
+         again ({} of {MAX_ATTEMPTS})",
+        started.attempt
+    )
+}
+
 /// The timed traces handed out and not yet known to be written, by process.
 #[derive(Debug, Default)]
 pub struct HandedOut {
