@@ -41,7 +41,7 @@ pub(crate) use mlprof_model::time::PS_PER_US;
 pub(crate) fn needs_rounding(host: &Host) -> bool {
     let fractional = host.planes.iter().flat_map(|p| &p.lines).any(|line| {
         let base = line.start_ps();
-        line.events.offset_ps.iter().any(|offset| base.saturating_add(*offset).rem_euclid(PS_PER_US) != 0)
+        line.events.offset_ps.iter().any(|offset| base.saturating_add(offset).rem_euclid(PS_PER_US) != 0)
     });
     fractional
         || host

@@ -127,10 +127,7 @@ fn grown_line(line: &Line, copies: i64, period: i64, rewrites: &[Rewrite]) -> Re
         ..Line::default()
     };
     let events = line.len() * copies as usize;
-    grown.events.offset_ps.reserve(events);
-    grown.events.duration_ps.reserve(events);
-    grown.events.metadata.reserve(events);
-    grown.events.stat_start.reserve(events);
+    grown.events.reserve(events);
     grown.stats.reserve(line.stats.len() * copies as usize, 0);
     for copy in 0..copies {
         for event in line.iter() {

@@ -4,8 +4,9 @@
 //! XSpace file or a Kineto trace of one rank); a host holds [`Plane`]s (`/host:CPU`,
 //! `/device:GPU:0`, …); a plane holds [`Line`]s (threads, streams) whose events are
 //! stored **column-wise** (start offset, duration, metadata index, stat range) rather
-//! than as one struct per event. Names and stat keys are interned once per plane in
-//! its metadata tables; events refer to them by dense `u32` index. Times are integer
+//! than as one struct per event, offsets and durations packed in about 4 bytes each
+//! ([`PackedI64`]), stat ranges in about 2 ([`StatStarts`]). Names and stat keys are interned once per plane in its metadata
+//! tables; events refer to them by dense `u32` index. Times are integer
 //! **picoseconds** everywhere, as in XSpace.
 //!
 //! The one design decision to know: the model does no I/O and knows no file format.
@@ -20,12 +21,17 @@ mod host;
 pub mod human;
 mod line;
 pub mod names;
+#[macro_use]
+mod packed;
 mod plane;
+mod stat_starts;
 mod stats;
 pub mod time;
 
 pub use allocator_trace::{AllocatorAction, AllocatorRecord, AllocatorTrace, ByDevice, RecordExtras};
 pub use host::{ChromeMetadataEvent, ChromeTraceInfo, Host, Session, SourceFormat};
 pub use line::{Event, EventColumns, Line, TrackId};
+pub use packed::PackedI64;
 pub use plane::{EventMetadata, Plane, PlaneBuilder, StatMetadata};
+pub use stat_starts::StatStarts;
 pub use stats::{ArenaFull, MAX_STAT_KEYS, Stat, StatStore, StatValue, TextRef};

@@ -6,6 +6,8 @@
 //! the stats per line (not per plane) lets readers decode lines independently, in
 //! parallel, with no shared mutable state.
 
+use crate::packed::PackedI64;
+use crate::stat_starts::StatStarts;
 use crate::stats::{Stat, StatStore, StatValue};
 
 /// A Chrome-trace process or thread id: an integer, or a string (Kineto writes
@@ -22,14 +24,16 @@ pub enum TrackId {
 /// `stat_start`, which has one more (the end of the last event's stats).
 #[derive(Clone, Debug, PartialEq)]
 pub struct EventColumns {
-    /// Start of each event in picoseconds, relative to the line's `timestamp_ns`.
-    pub offset_ps: Vec<i64>,
-    /// Duration of each event in picoseconds (0 for instants).
-    pub duration_ps: Vec<i64>,
+    /// Start of each event in picoseconds, relative to the line's `timestamp_ns`
+    /// (packed: about 4 bytes an event).
+    pub offset_ps: PackedI64,
+    /// Duration of each event in picoseconds, 0 for instants (packed likewise).
+    pub duration_ps: PackedI64,
     /// Dense index of each event's [`crate::EventMetadata`] in its plane.
     pub metadata: Vec<u32>,
-    /// Start of each event's stats in the line's stat store; `len() == events + 1`.
-    pub stat_start: Vec<u32>,
+    /// Start of each event's stats in the line's stat store; `len() == events + 1`
+    /// (packed: about 2 bytes an event).
+    pub stat_start: StatStarts,
     /// Events that carry XSpace's `num_occurrences` instead of an offset (aggregated
     /// events): `(event index, occurrences)`, sorted by index. Their offset is 0.
     pub occurrences: Vec<(u32, i64)>,
@@ -38,12 +42,30 @@ pub struct EventColumns {
 impl Default for EventColumns {
     fn default() -> Self {
         EventColumns {
-            offset_ps: Vec::new(),
-            duration_ps: Vec::new(),
+            offset_ps: PackedI64::new(),
+            duration_ps: PackedI64::new(),
             metadata: Vec::new(),
-            stat_start: vec![0],
+            stat_start: StatStarts::from_iter([0]),
             occurrences: Vec::new(),
         }
+    }
+}
+
+impl EventColumns {
+    /// Reserves room for exactly `events` more events.
+    pub fn reserve(&mut self, events: usize) {
+        self.offset_ps.reserve(events);
+        self.duration_ps.reserve(events);
+        self.metadata.reserve_exact(events);
+        self.stat_start.reserve(events);
+    }
+
+    /// Gives back the room reserved beyond the events held.
+    pub fn shrink_to_fit(&mut self) {
+        self.offset_ps.shrink_to_fit();
+        self.duration_ps.shrink_to_fit();
+        self.metadata.shrink_to_fit();
+        self.stat_start.shrink_to_fit();
     }
 }
 
@@ -102,7 +124,7 @@ impl Line {
     }
 
     /// Appends an event whose stats were pushed to `self.stats` just before this call.
-    #[inline]
+    #[inline(always)]
     pub fn push_event(&mut self, metadata: u32, offset_ps: i64, duration_ps: i64) {
         self.events.metadata.push(metadata);
         self.events.offset_ps.push(offset_ps);
@@ -125,7 +147,7 @@ impl Line {
     }
 
     /// Line start in picoseconds relative to the profile start.
-    #[inline]
+    #[inline(always)]
     pub fn start_ps(&self) -> i64 {
         self.timestamp_ns.saturating_mul(crate::time::PS_PER_NS)
     }
@@ -141,8 +163,8 @@ impl Line {
                 aggregated.next();
                 continue;
             }
-            let start = base.saturating_add(self.events.offset_ps[i]);
-            let end = start.saturating_add(self.events.duration_ps[i].max(0));
+            let start = base.saturating_add(self.events.offset_ps.at(i));
+            let end = start.saturating_add(self.events.duration_ps.at(i).max(0));
             span = Some(match span {
                 None => (start, end),
                 Some((s, e)) => (s.min(start), e.max(end)),
@@ -166,25 +188,25 @@ impl<'a> Event<'a> {
     }
 
     /// Offset from the line start in picoseconds.
-    #[inline]
+    #[inline(always)]
     pub fn offset_ps(&self) -> i64 {
-        self.line.events.offset_ps[self.index]
+        self.line.events.offset_ps.at(self.index)
     }
 
     /// Start in picoseconds relative to the profile start.
-    #[inline]
+    #[inline(always)]
     pub fn start_ps(&self) -> i64 {
         self.line.start_ps().saturating_add(self.offset_ps())
     }
 
     /// Duration in picoseconds.
-    #[inline]
+    #[inline(always)]
     pub fn duration_ps(&self) -> i64 {
-        self.line.events.duration_ps[self.index]
+        self.line.events.duration_ps.at(self.index)
     }
 
     /// End in picoseconds relative to the profile start.
-    #[inline]
+    #[inline(always)]
     pub fn end_ps(&self) -> i64 {
         self.start_ps().saturating_add(self.duration_ps())
     }
@@ -200,8 +222,8 @@ impl<'a> Event<'a> {
     #[inline]
     pub fn stats(&self) -> &'a [Stat] {
         let starts = &self.line.events.stat_start;
-        let (from, to) = (starts[self.index] as usize, starts[self.index + 1] as usize);
-        self.line.stats.stats().get(from..to).unwrap_or(&[])
+        let (Some(from), Some(to)) = (starts.get(self.index), starts.get(self.index + 1)) else { return &[] };
+        self.line.stats.stats().get(from as usize..to as usize).unwrap_or(&[])
     }
 
     /// The store that holds this event's string payloads.

@@ -120,7 +120,8 @@ struct Open {
 fn visiting_order<'l>(line: &'l Line) -> impl Iterator<Item = Event<'l>> + 'l {
     let base_ps = line.start_ps();
     let columns = &line.events;
-    let key = |i: usize| (base_ps.saturating_add(columns.offset_ps[i]), std::cmp::Reverse(columns.duration_ps[i]));
+    let key =
+        |i: usize| (base_ps.saturating_add(columns.offset_ps.at(i)), std::cmp::Reverse(columns.duration_ps.at(i)));
     let in_order = (1..line.len()).all(|i| key(i - 1) <= key(i));
     // A stable sort of the indices keeps stored order on ties; it is close to linear
     // on the nearly sorted lines profilers write.

@@ -232,9 +232,7 @@ fn settle_time_origin(r: &mut Reader) -> i64 {
             let shift = (provisional - origin).saturating_mul(PS_PER_US);
             if shift != 0 {
                 for track in &mut r.tracks {
-                    for offset in &mut track.line.events.offset_ps {
-                        *offset = offset.saturating_add(shift);
-                    }
+                    track.line.events.offset_ps.saturating_add_all(shift);
                 }
             }
             origin
@@ -242,10 +240,8 @@ fn settle_time_origin(r: &mut Reader) -> i64 {
         None => r.meta_ts.iter().flatten().map(|m| m.whole).min().unwrap_or(0),
     };
     for &(track, index) in &r.missing_ts {
-        if let Some(offset) =
-            r.tracks.get_mut(track as usize).and_then(|t| t.line.events.offset_ps.get_mut(index as usize))
-        {
-            *offset = 0;
+        if let Some(track) = r.tracks.get_mut(track as usize) {
+            track.line.events.offset_ps.set(index as usize, 0);
         }
     }
     for (event, ts) in r.meta_events.iter_mut().zip(&r.meta_ts) {
@@ -440,8 +436,8 @@ fn profile_span_ns(planes: &[Plane], origin: i64, base_ns: Option<i64>) -> (Opti
     let max_end = planes
         .iter()
         .flat_map(|p| p.lines.iter())
-        .flat_map(|l| l.events.offset_ps.iter().zip(&l.events.duration_ps))
-        .map(|(o, d)| o.saturating_add((*d).max(0)))
+        .flat_map(|l| l.events.offset_ps.iter().zip(l.events.duration_ps.iter()))
+        .map(|(o, d)| o.saturating_add(d.max(0)))
         .max();
     let start_ns = match base_ns {
         Some(base) => origin.checked_mul(1000).and_then(|o| o.checked_add(base)),

@@ -587,9 +587,7 @@ impl Reader {
                     for m in &mut line.events.metadata {
                         *m = mapped(&maps.meta, *m)?;
                     }
-                    for offset in &mut line.events.offset_ps {
-                        *offset = offset.checked_add(maps.shift_ps).ok_or("timestamp out of range")?;
-                    }
+                    line.events.offset_ps.checked_add_all(maps.shift_ps).ok_or("timestamp out of range")?;
                     line.stats.remap_keys(&maps.key);
                     match (&pid, &tid) {
                         (TrackId::Int(p), TrackId::Int(t)) => self.int_tracks.insert((*p, *t), index),
@@ -653,13 +651,13 @@ fn append_line(to: &mut Line, from: &Line, meta_map: &[u32], key_map: &[u32], sh
     let metadata = ev.metadata.iter().map(|&m| mapped(meta_map, m)).collect::<Result<Vec<u32>, String>>()?;
     to.stats.append_remapped(&from.stats, key_map).map_err(|_| arena_full())?;
     to.events.metadata.extend(metadata);
-    for &offset in &ev.offset_ps {
+    for offset in ev.offset_ps.iter() {
         to.events.offset_ps.push(offset.checked_add(shift_ps).ok_or("timestamp out of range")?);
     }
-    to.events.duration_ps.extend_from_slice(&ev.duration_ps);
+    to.events.duration_ps.extend(ev.duration_ps.iter());
     // `stat_start` has one entry more than there are events: `to`'s last entry is
     // where `from`'s stats now start.
-    to.events.stat_start.extend(ev.stat_start.iter().skip(1).map(|&start| base + start));
+    to.events.stat_start.extend(ev.stat_start.iter().skip(1).map(|start| base + start));
     Ok(())
 }
 

@@ -66,8 +66,8 @@ fn fractional_and_integer_times_are_exact() {
     let chrome = host.chrome.as_ref().unwrap();
     assert_eq!(chrome.origin_us, 1712195495519689);
     let line = &host.planes[0].lines[0];
-    assert_eq!(line.events.offset_ps, vec![0, 6_800_000]);
-    assert_eq!(line.events.duration_ps, vec![63_813_000, 15_000_000]);
+    assert_eq!(line.events.offset_ps.to_vec(), vec![0, 6_800_000]);
+    assert_eq!(line.events.duration_ps.to_vec(), vec![63_813_000, 15_000_000]);
     assert_eq!(line.timestamp_ns, 0);
     // No baseTimeNanoseconds, epoch-like ts: start is the origin in ns.
     assert_eq!(host.profile_start_ns, Some(1712195495519689 * 1000));
@@ -86,8 +86,8 @@ fn earlier_later_events_move_the_origin_down() {
     let chrome = host.chrome.as_ref().unwrap();
     assert_eq!(chrome.origin_us, 90);
     let host_plane = &host.planes[0];
-    assert_eq!(host_plane.lines[0].events.offset_ps, vec![10_250_000]);
-    assert_eq!(host_plane.lines[1].events.offset_ps, vec![500_000]);
+    assert_eq!(host_plane.lines[0].events.offset_ps.to_vec(), vec![10_250_000]);
+    assert_eq!(host_plane.lines[1].events.offset_ps.to_vec(), vec![500_000]);
     assert_eq!(chrome.metadata_events[0].ts_ps, Some(-10_000_000));
     assert_eq!(host.profile_start_ns, Some(1_000_000_000 + 90_000));
     assert_eq!(host.profile_stop_ns, Some(1_000_000_000 + 90_000 + 11_250));
@@ -190,7 +190,7 @@ fn flows_instants_counters_and_extra_keys_are_kept() {
     assert_eq!(event_stats(plane, 0, 2), pairs(&[("a", "1"), ("@s", "g")]));
     assert_eq!(event_stats(plane, 0, 3), pairs(&[("bytes", "12.5"), ("big", "18446744073709551615")]));
     assert_eq!(event_stats(plane, 0, 4), pairs(&[("@id2", r#"{"local": "0x1"}"#), ("@dur", "3")]));
-    assert_eq!(plane.lines[0].events.duration_ps, vec![0; 6]);
+    assert_eq!(plane.lines[0].events.duration_ps.to_vec(), vec![0; 6]);
     assert_eq!(meta_stats(plane, 0, 0), pairs(&[("cat", "fwdbwd"), ("ph", "s")]));
     assert_eq!(meta_stats(plane, 0, 3), pairs(&[("ph", "C")]));
     assert_eq!(plane.event_metadata[plane.lines[0].events.metadata[5] as usize].name, "");

@@ -270,11 +270,7 @@ impl Planes {
             let (events, stats) = counts[&key];
             let line = self.line(key);
             let line = &mut self.lines[line].1;
-            let columns = &mut line.events;
-            columns.offset_ps.reserve_exact(events);
-            columns.duration_ps.reserve_exact(events);
-            columns.metadata.reserve_exact(events);
-            columns.stat_start.reserve_exact(events);
+            line.events.reserve(events);
             line.stats.reserve(stats, 0);
         }
     }

@@ -410,10 +410,7 @@ fn decode_line(
     let mut line = Line::default();
     let mut pending = Unresolved::default();
     let estimate = data.len() / 24;
-    line.events.metadata.reserve(estimate);
-    line.events.offset_ps.reserve(estimate);
-    line.events.duration_ps.reserve(estimate);
-    line.events.stat_start.reserve(estimate);
+    line.events.reserve(estimate);
     // An encoded XStat takes at least 4 bytes; most take 8 or more. Room that is
     // reserved but never written costs address space, not memory, and is given back
     // by the shrink below.
@@ -454,10 +451,7 @@ fn decode_line(
     if reader.offset() > released {
         release(released as usize..reader.offset() as usize);
     }
-    line.events.metadata.shrink_to_fit();
-    line.events.offset_ps.shrink_to_fit();
-    line.events.duration_ps.shrink_to_fit();
-    line.events.stat_start.shrink_to_fit();
+    line.events.shrink_to_fit();
     line.stats.shrink_to_fit();
     Ok((line, pending))
 }

@@ -142,12 +142,12 @@ impl<'h> HostEvents<'h> {
     ) -> Option<Row> {
         let events = &line.events;
         let (name, cat) = (*kinds.kinds.get(*events.metadata.get(index)? as usize)?)?;
-        let from = *events.stat_start.get(index)? as usize;
-        let to = *events.stat_start.get(index + 1)? as usize;
+        let from = events.stat_start.get(index)? as usize;
+        let to = events.stat_start.get(index + 1)? as usize;
         let stats = line.stats.stats().get(from..to).unwrap_or(&[]);
         let (ts_ps, dur_ps) =
-            (line.start_ps().saturating_add(*events.offset_ps.get(index)?), *events.duration_ps.get(index)?);
-        let (stream, correlation, memory_bw_gbps) = read_args(kinds, line, stats, *events.duration_ps.get(index)?);
+            (line.start_ps().saturating_add(events.offset_ps.get(index)?), events.duration_ps.get(index)?);
+        let (stream, correlation, memory_bw_gbps) = read_args(kinds, line, stats, events.duration_ps.get(index)?);
         let stream = line_stream.unwrap_or(stream);
         let on_gpu = (stream >= 0 && correlation >= 0) || self.sync_ids.contains(&name);
         Some(Row {
