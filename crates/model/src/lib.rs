@@ -5,7 +5,7 @@
 //! `/device:GPU:0`, …); a plane holds [`Line`]s (threads, streams) whose events are
 //! stored **column-wise** (start offset, duration, metadata index, stat range) rather
 //! than as one struct per event, offsets and durations packed in about 4 bytes each
-//! ([`PackedI64`]), stat ranges in about 2 ([`StatStarts`]). Names and stat keys are interned once per plane in its metadata
+//! ([`PackedI64`]), metadata indices and stat ranges in about 2 ([`PackedU32`]). Names and stat keys are interned once per plane in its metadata
 //! tables; events refer to them by dense `u32` index. Times are integer
 //! **picoseconds** everywhere, as in XSpace.
 //!
@@ -23,8 +23,8 @@ mod line;
 pub mod names;
 #[macro_use]
 mod packed;
+mod packed_u32;
 mod plane;
-mod stat_starts;
 mod stats;
 pub mod time;
 
@@ -32,6 +32,6 @@ pub use allocator_trace::{AllocatorAction, AllocatorRecord, AllocatorTrace, ByDe
 pub use host::{ChromeMetadataEvent, ChromeTraceInfo, Host, Session, SourceFormat};
 pub use line::{Event, EventColumns, Line, TrackId};
 pub use packed::PackedI64;
+pub use packed_u32::PackedU32;
 pub use plane::{EventMetadata, Plane, PlaneBuilder, StatMetadata};
-pub use stat_starts::StatStarts;
 pub use stats::{ArenaFull, MAX_STAT_KEYS, Stat, StatStore, StatValue, TextRef};

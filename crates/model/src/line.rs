@@ -7,7 +7,7 @@
 //! parallel, with no shared mutable state.
 
 use crate::packed::PackedI64;
-use crate::stat_starts::StatStarts;
+use crate::packed_u32::PackedU32;
 use crate::stats::{Stat, StatStore, StatValue};
 
 /// A Chrome-trace process or thread id: an integer, or a string (Kineto writes
@@ -29,11 +29,12 @@ pub struct EventColumns {
     pub offset_ps: PackedI64,
     /// Duration of each event in picoseconds, 0 for instants (packed likewise).
     pub duration_ps: PackedI64,
-    /// Dense index of each event's [`crate::EventMetadata`] in its plane.
-    pub metadata: Vec<u32>,
+    /// Dense index of each event's [`crate::EventMetadata`] in its plane (packed:
+    /// about 2 bytes an event).
+    pub metadata: PackedU32,
     /// Start of each event's stats in the line's stat store; `len() == events + 1`
     /// (packed: about 2 bytes an event).
-    pub stat_start: StatStarts,
+    pub stat_start: PackedU32,
     /// Events that carry XSpace's `num_occurrences` instead of an offset (aggregated
     /// events): `(event index, occurrences)`, sorted by index. Their offset is 0.
     pub occurrences: Vec<(u32, i64)>,
@@ -44,8 +45,8 @@ impl Default for EventColumns {
         EventColumns {
             offset_ps: PackedI64::new(),
             duration_ps: PackedI64::new(),
-            metadata: Vec::new(),
-            stat_start: StatStarts::from_iter([0]),
+            metadata: PackedU32::new(),
+            stat_start: PackedU32::from_iter([0]),
             occurrences: Vec::new(),
         }
     }
@@ -56,7 +57,7 @@ impl EventColumns {
     pub fn reserve(&mut self, events: usize) {
         self.offset_ps.reserve(events);
         self.duration_ps.reserve(events);
-        self.metadata.reserve_exact(events);
+        self.metadata.reserve(events);
         self.stat_start.reserve(events);
     }
 
@@ -184,7 +185,7 @@ impl<'a> Event<'a> {
     /// Dense index of the event's metadata in its plane.
     #[inline]
     pub fn metadata_index(&self) -> u32 {
-        self.line.events.metadata[self.index]
+        self.line.events.metadata.at(self.index)
     }
 
     /// Offset from the line start in picoseconds.

@@ -65,6 +65,35 @@ pub(crate) struct Blocked<Slot, Header, Side> {
     pub side: Vec<Side>,
 }
 
+impl<Slot, Header, Side> Blocked<Slot, Header, Side> {
+    /// Appends the slot `fit` gives for the last block's header, if the next value
+    /// falls in that block and `fit` gives one; false otherwise.
+    #[inline(always)]
+    pub fn push_into_last(&mut self, fit: impl FnOnce(&Header) -> Option<Slot>) -> bool {
+        if self.slots.len().is_multiple_of(BLOCK) {
+            return false;
+        }
+        match self.blocks.last().and_then(fit) {
+            Some(slot) => {
+                self.slots.push(slot);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Starts a block with `header` and `slot` if the next value starts one; false
+    /// otherwise.
+    pub fn push_starting_block(&mut self, header: Header, slot: Slot) -> bool {
+        if !self.slots.len().is_multiple_of(BLOCK) {
+            return false;
+        }
+        self.blocks.push(header);
+        self.slots.push(slot);
+        true
+    }
+}
+
 impl<Slot, Header, Side> Default for Blocked<Slot, Header, Side> {
     fn default() -> Self {
         Blocked { slots: Vec::new(), blocks: Vec::new(), side: Vec::new() }
@@ -119,15 +148,10 @@ impl PackedI64 {
     #[inline(always)]
     pub fn push(&mut self, value: i64) {
         // The common case: a value that fits the last, narrow block.
-        if !self.store.slots.len().is_multiple_of(BLOCK)
-            && let Some(block) = self.store.blocks.last()
-            && block.wide == NARROW
-            && let Some(low) = block.step(value)
-        {
-            self.store.slots.push(low);
-            return;
+        let fits = |block: &Block| if block.wide == NARROW { block.step(value) } else { None };
+        if !self.store.push_into_last(fits) {
+            self.push_slow(value);
         }
-        self.push_slow(value);
     }
 
     /// [`PackedI64::push`] of a value that starts a block, or that the last block
@@ -135,13 +159,11 @@ impl PackedI64 {
     #[cold]
     #[inline(never)]
     fn push_slow(&mut self, value: i64) {
-        let index = self.store.slots.len();
-        let at = index / BLOCK;
-        if index.is_multiple_of(BLOCK) {
-            self.store.blocks.push(Block::narrow(value));
-            self.store.slots.push(0);
+        if self.store.push_starting_block(Block::narrow(value), 0) {
             return;
         }
+        let index = self.store.slots.len();
+        let at = index / BLOCK;
         let Some(&block) = self.store.blocks.get(at) else { return };
         if block.wide == NARROW {
             if let Some(low) = self.refit(at, value) {
@@ -255,9 +277,10 @@ impl PackedI64 {
     }
 }
 
+/// Panics for an index out of the bounds of a packed list of `len` values.
 #[cold]
 #[inline(never)]
-fn out_of_bounds(index: usize, len: usize) -> ! {
+pub(crate) fn out_of_bounds(index: usize, len: usize) -> ! {
     panic!("index {index} out of bounds of a column of {len} values")
 }
 
@@ -333,6 +356,17 @@ impl_blocked_list!(PackedI64, i64);
 impl From<Vec<i64>> for PackedI64 {
     fn from(values: Vec<i64>) -> PackedI64 {
         values.into_iter().collect()
+    }
+}
+
+/// A pseudo-random `u64` generator from `seed` (non-zero), for tests.
+#[cfg(test)]
+pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
     }
 }
 
@@ -433,13 +467,7 @@ mod tests {
 
     #[test]
     fn random_values_and_updates_round_trip() {
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x9E37_79B9_7F4A_7C15);
         for round in 0..200 {
             let len = (next() % 700) as usize;
             let mut value = (next() as i64) >> (next() % 64);
@@ -463,7 +491,7 @@ mod tests {
                     break;
                 }
                 let at = (next() as usize) % len;
-                let new = if next() % 2 == 0 { values[at].wrapping_add(1) } else { next() as i64 };
+                let new = if next().is_multiple_of(2) { values[at].wrapping_add(1) } else { next() as i64 };
                 values[at] = new;
                 column.set(at, new);
             }

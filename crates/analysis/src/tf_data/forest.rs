@@ -199,8 +199,12 @@ impl Forest {
         let tf_data_names = plane.event_metadata.iter().map(|m| is_tf_data_name(&m.name)).collect();
         let mut forest = Forest { tf_data_names, ..Forest::default() };
         // The nodes, counted first so that their column is allocated once.
-        let nodes: usize =
-            plane.lines.iter().flat_map(|line| &line.events.metadata).filter(|&&m| kind_of(m) != Kind::Other).count();
+        let nodes: usize = plane
+            .lines
+            .iter()
+            .flat_map(|line| line.events.metadata.iter())
+            .filter(|&m| kind_of(m) != Kind::Other)
+            .count();
         forest.nodes.reserve_exact(nodes);
         let mut produce: [Vec<u32>; 6] = Default::default();
         // Each consumer event with its enclosing iterator (its first parent in XProf),
@@ -210,7 +214,7 @@ impl Forest {
         let mut nested: Vec<(u32, u32)> = Vec::new();
         'lines: for line in &plane.lines {
             // Nesting never crosses lines, so a line without tf.data events adds nothing.
-            if line.events.metadata.iter().all(|&m| kind_of(m) == Kind::Other) {
+            if line.events.metadata.iter().all(|m| kind_of(m) == Kind::Other) {
                 continue;
             }
             let mut stack: Vec<Open> = Vec::new();

@@ -196,7 +196,7 @@ fn odd_input_does_not_panic() {
         plane.stat_metadata.push(mlprof_model::StatMetadata { id: 99, name: "id".into(), description: String::new() });
         let line = &mut plane.lines[0];
         line.stats.push(key, StatValue::Uint(u64::MAX));
-        line.events.stat_start = mlprof_model::StatStarts::from_iter([0, 1]);
+        line.events.stat_start = mlprof_model::PackedU32::from_iter([0, 1]);
     }
     let analysis = analyze(&[&h]);
     assert_eq!(analysis.hosts[0].pipelines[0].id, 0);

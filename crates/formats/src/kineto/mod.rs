@@ -474,12 +474,12 @@ impl<'r> Compactor<'r> {
     fn add_line(&mut self, builder: &mut PlaneBuilder, mut line: Line) -> std::result::Result<(), String> {
         let r = self.r;
         let mut arena_full = false;
-        for m in &mut line.events.metadata {
-            let Some(slot) = self.meta_map.get_mut(*m as usize) else {
-                continue;
+        let mapped = line.events.metadata.try_map(|m| {
+            let Some(slot) = self.meta_map.get_mut(m as usize) else {
+                return Ok::<u32, std::convert::Infallible>(m);
             };
             if *slot == UNMAPPED {
-                let (name_id, variant) = r.meta_list.get(*m as usize).copied().unwrap_or((0, 0));
+                let (name_id, variant) = r.meta_list.get(m as usize).copied().unwrap_or((0, 0));
                 let (cat_id, ph_id) = r.catph_list.get(variant as usize).copied().unwrap_or((NO_CAT, 0));
                 let ph = r.phs.get(ph_id);
                 *slot = builder.event_metadata(r.names.get(name_id), variant, |b| {
@@ -501,8 +501,9 @@ impl<'r> Compactor<'r> {
                     stats
                 });
             }
-            *m = *slot;
-        }
+            Ok(*slot)
+        });
+        let Ok(()) = mapped;
         if arena_full {
             return Err("the metadata strings of one plane exceed 4 GiB".to_string());
         }

@@ -584,9 +584,7 @@ impl Reader {
                 }
                 None => {
                     let index = self.next_track_index()?;
-                    for m in &mut line.events.metadata {
-                        *m = mapped(&maps.meta, *m)?;
-                    }
+                    line.events.metadata.try_map(|m| mapped(&maps.meta, m))?;
                     line.events.offset_ps.checked_add_all(maps.shift_ps).ok_or("timestamp out of range")?;
                     line.stats.remap_keys(&maps.key);
                     match (&pid, &tid) {
@@ -648,7 +646,7 @@ fn append_line(to: &mut Line, from: &Line, meta_map: &[u32], key_map: &[u32], sh
         let key = unmapped.key();
         return Err(format!("internal error: unmapped stat key {key}"));
     }
-    let metadata = ev.metadata.iter().map(|&m| mapped(meta_map, m)).collect::<Result<Vec<u32>, String>>()?;
+    let metadata = ev.metadata.iter().map(|m| mapped(meta_map, m)).collect::<Result<Vec<u32>, String>>()?;
     to.stats.append_remapped(&from.stats, key_map).map_err(|_| arena_full())?;
     to.events.metadata.extend(metadata);
     for offset in ev.offset_ps.iter() {

@@ -193,7 +193,7 @@ fn flows_instants_counters_and_extra_keys_are_kept() {
     assert_eq!(plane.lines[0].events.duration_ps.to_vec(), vec![0; 6]);
     assert_eq!(meta_stats(plane, 0, 0), pairs(&[("cat", "fwdbwd"), ("ph", "s")]));
     assert_eq!(meta_stats(plane, 0, 3), pairs(&[("ph", "C")]));
-    assert_eq!(plane.event_metadata[plane.lines[0].events.metadata[5] as usize].name, "");
+    assert_eq!(plane.event_metadata[plane.lines[0].events.metadata.at(5) as usize].name, "");
     // Typed values.
     let stats = plane.lines[0].event(1).unwrap().stats();
     assert!(matches!(stats[0].value(), StatValue::Str(_)));

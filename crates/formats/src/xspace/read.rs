@@ -346,7 +346,7 @@ impl Resolver {
                 table.push(EventMetadata { id, stats: stats_end..stats_end, ..EventMetadata::default() });
                 (table.len() - 1) as u32
             });
-            line.events.metadata[event as usize] = index;
+            line.events.metadata.set(event as usize, index);
         }
     }
 

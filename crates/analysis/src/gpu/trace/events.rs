@@ -92,7 +92,7 @@ impl<'h> HostEvents<'h> {
             let (Some(kinds), Some(selected)) = (self.planes.get(plane_index), selected.get(plane_index)) else {
                 continue;
             };
-            for (index, &metadata) in line.events.metadata.iter().enumerate() {
+            for (index, metadata) in line.events.metadata.iter().enumerate() {
                 if !selected.get(metadata as usize).copied().unwrap_or(false) {
                     continue;
                 }
@@ -141,7 +141,7 @@ impl<'h> HostEvents<'h> {
         index: usize,
     ) -> Option<Row> {
         let events = &line.events;
-        let (name, cat) = (*kinds.kinds.get(*events.metadata.get(index)? as usize)?)?;
+        let (name, cat) = (*kinds.kinds.get(events.metadata.get(index)? as usize)?)?;
         let from = events.stat_start.get(index)? as usize;
         let to = events.stat_start.get(index + 1)? as usize;
         let stats = line.stats.stats().get(from..to).unwrap_or(&[]);
