@@ -99,7 +99,9 @@ impl PackedU32 {
         let Some(shift) = base.checked_sub(value) else { return false };
         let Some(slots) = self.store.slots.get_mut(at * BLOCK..) else { return false };
         let highest = slots.iter().filter(|&&slot| slot != SPILLED).max().copied().unwrap_or(0);
-        if u32::from(highest) + shift >= u32::from(SPILLED) {
+        // Counted in u64 for plain reading; the sum is the block's highest value minus
+        // `value`, which u32 holds anyway.
+        if u64::from(highest) + u64::from(shift) >= u64::from(SPILLED) {
             return false;
         }
         // Every new slot is at most `highest + shift`, below SPILLED.
