@@ -223,13 +223,6 @@ impl PackedI64 {
         Some(())
     }
 
-    /// Bytes of heap this column holds (its capacity, not only its values).
-    pub fn heap_bytes(&self) -> usize {
-        self.store.slots.capacity() * 4
-            + self.store.blocks.capacity() * std::mem::size_of::<Block>()
-            + self.store.side.capacity() * 4
-    }
-
     /// Makes narrow block `at` hold `value` too, if it can stay narrow: counting in
     /// picoseconds when `value` is off its nanosecond grid, and lowering its base when
     /// `value` is below it. Returns the `u32` that keeps `value`; the values already in
@@ -353,12 +346,6 @@ macro_rules! impl_blocked_list {
 
 impl_blocked_list!(PackedI64, i64);
 
-impl From<Vec<i64>> for PackedI64 {
-    fn from(values: Vec<i64>) -> PackedI64 {
-        values.into_iter().collect()
-    }
-}
-
 /// A pseudo-random `u64` generator from `seed` (non-zero), for tests.
 #[cfg(test)]
 pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
@@ -373,6 +360,15 @@ pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl PackedI64 {
+        /// Bytes of heap the column holds (its capacity, not only its values).
+        fn heap_bytes(&self) -> usize {
+            self.store.slots.capacity() * 4
+                + self.store.blocks.capacity() * std::mem::size_of::<Block>()
+                + self.store.side.capacity() * 4
+        }
+    }
 
     fn round_trip(values: &[i64]) -> PackedI64 {
         let column: PackedI64 = values.iter().copied().collect();
