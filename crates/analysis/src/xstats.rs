@@ -32,6 +32,9 @@ impl<const N: usize> StatKeys<N> {
 pub struct StatSlots<const N: usize> {
     /// Per stat key: 1 + the position in the list, 0 for stats not in it.
     slots: Vec<u8>,
+    /// Per event metadata: whether its stats hold any listed stat (most hold none, and
+    /// their stats are then never read).
+    metadata_lists: Vec<bool>,
 }
 
 impl<const N: usize> StatSlots<N> {
@@ -43,7 +46,10 @@ impl<const N: usize> StatSlots<N> {
                 *slot = position as u8 + 1;
             }
         }
-        StatSlots { slots }
+        let lists = |stats: &[Stat]| stats.iter().any(|stat| slots.get(stat.key() as usize).is_some_and(|&s| s > 0));
+        let metadata_lists =
+            plane.event_metadata.iter().map(|metadata| lists(plane.metadata_stats_of(metadata))).collect();
+        StatSlots { slots, metadata_lists }
     }
 
     /// Whether the plane has stat number `i` of the list at all.
@@ -57,24 +63,32 @@ impl<const N: usize> StatSlots<N> {
     /// bytes, built for each of millions of events).
     #[inline(always)]
     pub fn row(&self, plane: &Plane, event: &Event<'_>) -> StatRow<N> {
-        let mut row = StatRow { values: [None; N], from_metadata: 0 };
+        let mut row = StatRow { values: [None; N], present: 0, from_metadata: 0 };
         self.fill(&mut row, event.stats(), false);
-        self.fill(&mut row, metadata_stats(plane, event), true);
+        if self.metadata_lists.get(event.metadata_index() as usize).copied().unwrap_or(false) {
+            self.fill(&mut row, metadata_stats(plane, event), true);
+        }
         row
     }
 
+    /// Fills the row's empty values from `stats`. The masks are gathered in locals and
+    /// stored once: a bit set in place makes the next read of the mask wait for the
+    /// store (a partial write read back whole cannot be forwarded).
     #[inline(always)]
     fn fill(&self, row: &mut StatRow<N>, stats: &[Stat], from_metadata: bool) {
+        let mut present = 0u128;
         for stat in stats {
             if let Some(&slot) = self.slots.get(stat.key() as usize)
                 && slot > 0
                 && let Some(value @ None) = row.values.get_mut(slot as usize - 1)
             {
                 *value = Some(stat.value());
-                if from_metadata {
-                    row.from_metadata |= 1u128 << (slot - 1);
-                }
+                present |= 1u128 << (slot - 1);
             }
+        }
+        row.present |= present;
+        if from_metadata {
+            row.from_metadata |= present;
         }
     }
 }
@@ -83,12 +97,20 @@ impl<const N: usize> StatSlots<N> {
 #[derive(Clone, Copy, Debug)]
 pub struct StatRow<const N: usize> {
     values: [Option<StatValue>; N],
+    /// Bit `i` set: the event (or its metadata) has value `i`.
+    present: u128,
     /// Bit `i` set: value `i` came from the event's metadata (its strings live in the
     /// plane's metadata store, not the line's).
     from_metadata: u128,
 }
 
 impl<const N: usize> StatRow<N> {
+    /// Whether the event (and its metadata) has none of the listed stats.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.present == 0
+    }
+
     /// The value of stat `i` of the list, if the event (or its metadata) has it.
     #[inline]
     pub fn get(&self, i: usize) -> Option<StatValue> {
@@ -207,6 +229,10 @@ mod tests {
         let row = slots.row(&plane, &events[1]);
         assert_eq!(row.str(2, &plane, &events[1]), Some("[9]"));
         assert_eq!(row.int(3), None);
+        assert!(!row.is_empty());
+        let only_missing = StatSlots::new(&plane, ["missing", "count"]);
+        assert!(!only_missing.row(&plane, &events[0]).is_empty(), "the event's own count");
+        assert!(only_missing.row(&plane, &events[1]).is_empty(), "no count, and the metadata lists none");
         // The same answers as the one-stat readers.
         for event in &events {
             let row = slots.row(&plane, event);

@@ -219,7 +219,12 @@ impl Contexts {
         // alone first (an 8-byte key, cheap to compare), then each run of equal ids
         // (almost always a producer and a consumer) by the whole end: the order of one
         // full sort.
-        self.ends.par_sort_unstable_by_key(|end| end.id);
+        if rayon::current_num_threads() > 1 {
+            self.ends.par_sort_unstable_by_key(|end| end.id);
+        } else {
+            // The standard library's sort is the quicker on one thread.
+            self.ends.sort_unstable_by_key(|end| end.id);
+        }
         for same_id in self.ends.chunk_by_mut(|a, b| a.id == b.id) {
             same_id.sort_unstable();
         }
@@ -279,8 +284,11 @@ impl LineFacts {
                 kind = if plane.is_host_plane { Kind::KernelLaunch } else { Kind::KernelExecute };
             }
             *kind_slot = kind;
-            facts.note(node, kind, &row);
-            facts.contexts.add(node, &row, plane.pid);
+            // An event without any listed stat adds nothing but an unflagged root.
+            if !row.is_empty() || kind == Kind::TraceContext {
+                facts.note(node, kind, &row);
+                facts.contexts.add(node, &row, plane.pid);
+            }
             let mut parent = NONE;
             let at = (node - first_node) as usize;
             if let Some(end_slot) = columns.subtree_end.get_mut(at) {

@@ -41,13 +41,14 @@ const STAT_NAMES: [&str; 6] = [
 /// Empty when the host has no such plane.
 pub(crate) fn xspace_host_op_metrics_db(host: &Host, groups: &HostGroups) -> OpMetricsDb {
     let mut combined = DbBuilder::default();
+    let mut order = Vec::new();
     for_each_thread(host, groups, |occurrences| {
         let mut builder = DbBuilder::default();
         // Each op's position by where its name lies (names are the plane's ops' and the
         // model's stat strings, alive throughout): a thread's millions of runs name a
         // few hundred ops, and a known name is then found without hashing its text.
         let mut positions: FxMap<(u64, usize, usize), usize> = FxMap::default();
-        let span = replay(occurrences, |activity, run| {
+        let span = replay(occurrences, &mut order, |activity, run| {
             let module = activity.id as u64;
             let key = (module, activity.name.as_ptr() as usize, activity.name.len());
             let position = *positions.entry(key).or_insert_with(|| builder.position(module, activity.name));
@@ -72,8 +73,9 @@ pub(crate) fn xspace_host_op_metrics_db(host: &Host, groups: &HostGroups) -> OpM
 /// `/host:CPU` plane).
 pub(crate) fn xspace_host_op_runs(host: &Host, groups: &HostGroups, mut visit: impl FnMut(&HostOpRun<'_>)) {
     let mut line = 0;
+    let mut order = Vec::new();
     for_each_thread(host, groups, |occurrences| {
-        replay(occurrences, |activity, run| {
+        replay(occurrences, &mut order, |activity, run| {
             visit(&HostOpRun {
                 line,
                 event: activity.event as usize,
@@ -91,7 +93,9 @@ pub(crate) fn xspace_host_op_runs(host: &Host, groups: &HostGroups, mut visit: i
 }
 
 /// Calls `per_thread` with the op occurrences of every line of the host plane, in line
-/// order (nothing when the host has no `/host:CPU` plane).
+/// order (nothing when the host has no `/host:CPU` plane). One buffer holds every
+/// line's occurrences in turn: a thread's can run to tens of megabytes, and memory
+/// freed and allocated again per line is memory the system zeroes and maps again.
 fn for_each_thread(host: &Host, groups: &HostGroups, mut per_thread: impl FnMut(&[Occurrence<'_>])) {
     let Some(plane_index) = host.planes.iter().position(|plane| plane.name == names::HOST_PLANE) else {
         return;
@@ -99,9 +103,10 @@ fn for_each_thread(host: &Host, groups: &HostGroups, mut per_thread: impl FnMut(
     let plane = &host.planes[plane_index];
     let slots = StatSlots::new(plane, STAT_NAMES);
     let ops = collect_ops(plane, &slots);
+    let mut occurrences = Vec::new();
     for (line_index, line) in plane.lines.iter().enumerate() {
         let eager = |event: usize| groups.is_eager(plane_index, line_index, event);
-        let occurrences = line_occurrences(plane, line, &slots, &ops, eager);
+        line_occurrences(plane, line, &slots, &ops, eager, &mut occurrences);
         per_thread(&occurrences);
     }
 }
@@ -200,17 +205,19 @@ struct Occurrence<'a> {
     from_stat: bool,
 }
 
-/// The op occurrences of one thread, in event order.
+/// The op occurrences of one thread, in event order, into `occurrences` (emptied
+/// first).
 fn line_occurrences<'a>(
     plane: &'a Plane,
     line: &'a Line,
     slots: &StatSlots<6>,
     ops: &'a FxMap<i64, HostOp>,
     eager: impl Fn(usize) -> bool,
-) -> Vec<Occurrence<'a>> {
-    let mut occurrences: Vec<Occurrence<'a>> = Vec::new();
+    occurrences: &mut Vec<Occurrence<'a>>,
+) {
+    occurrences.clear();
     if is_derived_line_id(line.id) {
-        return occurrences;
+        return;
     }
     for event in line.iter() {
         let Some(metadata) = plane.metadata_of(&event) else { continue };
@@ -247,7 +254,6 @@ fn line_occurrences<'a>(
             });
         }
     }
-    occurrences
 }
 
 /// An op on the stack: its occurrence, start and the total time of its direct children.
@@ -270,8 +276,10 @@ struct Run {
 /// order on the threads profilers write: then the ends, each no earlier than its
 /// begin, are merged in from a heap of the open ones (as deep as the op stack), since
 /// no end of a later occurrence can precede an earlier begin; otherwise all are sorted.
-fn activity_order(occurrences: &[Occurrence<'_>]) -> Vec<(i64, u32)> {
-    let mut order: Vec<(i64, u32)> = Vec::with_capacity(occurrences.len() * 2);
+/// Written into `order` (emptied first), a buffer the caller keeps across threads.
+fn activity_order(occurrences: &[Occurrence<'_>], order: &mut Vec<(i64, u32)>) {
+    order.clear();
+    order.reserve(occurrences.len() * 2);
     let in_begin_order = occurrences.windows(2).all(|pair| pair[0].begin_ps <= pair[1].begin_ps);
     if in_begin_order && occurrences.iter().all(|o| o.begin_ps <= o.end_ps) {
         let mut open_ends: BinaryHeap<Reverse<(i64, u32)>> = BinaryHeap::new();
@@ -289,28 +297,31 @@ fn activity_order(occurrences: &[Occurrence<'_>]) -> Vec<(i64, u32)> {
         while let Some(Reverse(end)) = open_ends.pop() {
             order.push(end);
         }
-        return order;
+        return;
     }
     for (k, o) in occurrences.iter().enumerate() {
         order.push((o.begin_ps, 2 * k as u32));
         order.push((o.end_ps, 2 * k as u32 + 1));
     }
     order.sort_unstable();
-    order
 }
 
 /// Replays a thread's op occurrences through the op stack (XProf's
 /// `ProcessTfActivities`): each occurrence is a begin activity and an end activity,
 /// listed begin, end, next begin, … . Calls `on_run` with each completed run (at its
 /// end activity); returns the span of the activities (first and last time), `None`
-/// when there are none.
-fn replay<'a>(occurrences: &[Occurrence<'a>], mut on_run: impl FnMut(&Occurrence<'a>, Run)) -> Option<(i64, i64)> {
+/// when there are none. `order` is scratch space for the activities.
+fn replay<'a>(
+    occurrences: &[Occurrence<'a>],
+    order: &mut Vec<(i64, u32)>,
+    mut on_run: impl FnMut(&Occurrence<'a>, Run),
+) -> Option<(i64, i64)> {
     let times = occurrences.iter().flat_map(|o| [o.begin_ps, o.end_ps]);
     let first = times.clone().min()?;
     let last = times.max()?;
-    let order = activity_order(occurrences);
+    activity_order(occurrences, order);
     let mut stack: Vec<Open> = Vec::new();
-    for &(time_ps, activity) in &order {
+    for &(time_ps, activity) in order.iter() {
         let occurrence = activity / 2;
         if activity % 2 == 0 {
             stack.push(Open { occurrence, start_ps: time_ps, children_ps: 0 });
@@ -422,7 +433,9 @@ mod tests {
         }
         for spans in cases {
             let occurrences: Vec<Occurrence<'_>> = spans.iter().copied().map(occurrence).collect();
-            assert_eq!(activity_order(&occurrences), sorted(&spans), "{spans:?}");
+            let mut order = vec![(1, 1)];
+            activity_order(&occurrences, &mut order);
+            assert_eq!(order, sorted(&spans), "{spans:?}");
         }
     }
 
