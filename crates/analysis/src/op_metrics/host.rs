@@ -103,6 +103,7 @@ fn for_each_thread(host: &Host, groups: &HostGroups, mut per_thread: impl FnMut(
     let plane = &host.planes[plane_index];
     let slots = StatSlots::new(plane, STAT_NAMES);
     let ops = collect_ops(plane, &slots);
+    let ops = PlaneOps { by_metadata: plane.event_metadata.iter().map(|m| ops.get(&m.id)).collect(), by_id: &ops };
     let mut occurrences = Vec::new();
     for (line_index, line) in plane.lines.iter().enumerate() {
         let eager = |event: usize| groups.is_eager(plane_index, line_index, event);
@@ -189,6 +190,14 @@ fn collect_ops(plane: &Plane, slots: &StatSlots<6>) -> FxMap<i64, HostOp> {
     ops
 }
 
+/// The ops of a plane ([`collect_ops`]), and the op of each event metadata's own id,
+/// so that an event without a stage id finds its op without hashing.
+struct PlaneOps<'a> {
+    by_id: &'a FxMap<i64, HostOp>,
+    /// Per event metadata: the op of its id, if any.
+    by_metadata: Vec<Option<&'a HostOp>>,
+}
+
 /// One occurrence of an op on a thread: an event that is an op, or the op its `tf_op`
 /// stat names (an event can be both, in that order).
 #[derive(Clone, Copy)]
@@ -211,7 +220,7 @@ fn line_occurrences<'a>(
     plane: &'a Plane,
     line: &'a Line,
     slots: &StatSlots<6>,
-    ops: &'a FxMap<i64, HostOp>,
+    ops: &PlaneOps<'a>,
     eager: impl Fn(usize) -> bool,
     occurrences: &mut Vec<Occurrence<'a>>,
 ) {
@@ -220,13 +229,16 @@ fn line_occurrences<'a>(
         return;
     }
     for event in line.iter() {
-        let Some(metadata) = plane.metadata_of(&event) else { continue };
+        let Some(&metadata_op) = ops.by_metadata.get(event.metadata_index() as usize) else { continue };
         let row = slots.row(plane, &event);
-        let id = stage_id(&row).unwrap_or(metadata.id);
+        let op = match stage_id(&row) {
+            Some(stage) => ops.by_id.get(&stage),
+            None => metadata_op,
+        };
         let (begin_ps, end_ps) = (event.start_ps(), event.end_ps());
         // Event indices fit u32, as the model's stat offsets do.
         let index = event.index() as u32;
-        if let Some(op) = ops.get(&id) {
+        if let Some(op) = op {
             occurrences.push(Occurrence {
                 begin_ps,
                 end_ps,
