@@ -59,7 +59,7 @@ impl<const N: usize> StatSlots<N> {
 
     /// The listed stats of `event`: the event's own value of each, else its metadata's
     /// (XProf's `XEventVisitor::GetStat` rule). Inlined always: the row is then built
-    /// in the caller's frame instead of being copied out (a row of 13 stats is 224
+    /// in the caller's frame instead of being copied out (a row of 13 stats is 240
     /// bytes, built for each of millions of events).
     #[inline(always)]
     pub fn row(&self, plane: &Plane, event: &Event<'_>) -> StatRow<N> {
