@@ -4,10 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
-use mlprof_analysis::facts::step_groups;
+use mlprof_analysis::facts::{op_metrics_read_groups, step_groups};
 use mlprof_analysis::framework_op_stats;
 use mlprof_analysis::grouping::HostGroups;
+use mlprof_analysis::tool::{Analysis, Options, ToolId, ToolResult};
 use mlprof_formats::discover::load;
+use mlprof_model::Host;
 use serde_json::Value;
 
 const CASES: &[&str] = &[
@@ -110,4 +112,32 @@ fn fixtures_match_xprof_execution_mode() {
         }
     }
     assert!(problems.is_empty(), "{} differences:\n{}", problems.len(), problems.join("\n"));
+}
+
+/// Run as a tool, the framework op stats group only where the op metrics read the
+/// groups (eager marks, GPU kernels' steps), and are the same as with grouping either way.
+#[test]
+fn the_tool_groups_only_where_the_op_metrics_read_the_groups() {
+    let (mut grouped_without_need, mut without_groups) = (Vec::new(), 0);
+    for case in CASES.iter().chain(&["tf_plain_loop"]) {
+        let sessions = load(&case_dir(case).join("logdir")).expect("fixture loads");
+        let hosts: Vec<&Host> = sessions[0].hosts.iter().collect();
+        let analysis = Analysis::new(hosts.clone(), Options::default());
+        let Ok(ToolResult::FrameworkOpStats(stats)) = analysis.run(ToolId::FrameworkOpStats) else {
+            panic!("{case}: framework_op_stats runs");
+        };
+        let groups: Vec<HostGroups> = hosts.iter().map(|host| step_groups(host)).collect();
+        let pairs: Vec<_> = hosts.iter().copied().zip(&groups).collect();
+        assert_eq!(stats.to_xprof_json(), framework_op_stats::analyze(&pairs).to_xprof_json(), "{case}");
+        let grouped = analysis.times().iter().any(|(what, _)| what == "grouping");
+        let needed = hosts.iter().copied().any(op_metrics_read_groups);
+        assert!(!needed || grouped, "{case}: the op metrics read the groups, which were not built");
+        if grouped && !needed {
+            grouped_without_need.push(*case);
+        }
+        without_groups += usize::from(!grouped);
+    }
+    assert!(grouped_without_need.is_empty(), "grouped for nothing: {grouped_without_need:?}");
+    // The CPU-only TensorFlow and JAX profiles mark nothing eager.
+    assert!(without_groups >= 4, "only {without_groups} cases went without grouping");
 }

@@ -9,7 +9,8 @@
 //! The facts:
 //! - steps: each event's step group ([`step_groups`], [`step_groups_as_xprof`]);
 //! - ops: XProf's host and device op databases ([`host_op_metrics_db`],
-//!   [`device_op_metrics_db`]), the GPU kernel launches with their op
+//!   [`device_op_metrics_db`], and whether they read the groups,
+//!   [`op_metrics_read_groups`]), the GPU kernel launches with their op
 //!   ([`KernelLaunch`]), and the activity view of host threads, GPU ops, copies and
 //!   synchronisations ([`activity_view`]);
 //! - the recorder: who wrote the host ([`framework`]), whether it trains
@@ -120,6 +121,17 @@ pub fn host_op_metrics_db(host: &Host, groups: &HostGroups) -> OpMetricsDb {
     match host.format {
         SourceFormat::Xspace => op_metrics::xspace_host_op_metrics_db(host, groups),
         SourceFormat::Kineto => op_metrics::kineto_host_op_metrics_db(host),
+    }
+}
+
+/// Whether the op metrics databases of `host` ([`host_op_metrics_db`],
+/// [`device_op_metrics_db`]) read its groups: XSpace hosts with GPU events (each XLA
+/// kernel's step) or events grouping can mark eager ([`crate::grouping::may_mark_eager`]).
+/// Where this is false, the databases are the same with no groups at all.
+pub fn op_metrics_read_groups(host: &Host) -> bool {
+    match host.format {
+        SourceFormat::Xspace => host.has_gpu_events() || crate::grouping::may_mark_eager(host),
+        SourceFormat::Kineto => false,
     }
 }
 

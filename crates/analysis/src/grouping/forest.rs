@@ -42,6 +42,9 @@ pub(super) enum Kind {
     KernelExecute,
 }
 
+/// The name of TensorFlow's eager executes ([`Kind::EagerKernelExecute`]).
+pub(super) const EAGER_KERNEL_EXECUTE: &str = "EagerKernelExecute";
+
 fn kind_of_name(name: &str) -> Kind {
     match name {
         "TraceContext" => Kind::TraceContext,
@@ -51,7 +54,7 @@ fn kind_of_name(name: &str) -> Kind {
         "ExecutorState::Process" => Kind::ExecutorStateProcess,
         "IteratorGetNextOp::DoCompute" => Kind::IteratorGetNext,
         "IteratorGetNextAsOptionalOp::DoCompute" => Kind::IteratorGetNextAsOptional,
-        "EagerKernelExecute" => Kind::EagerKernelExecute,
+        EAGER_KERNEL_EXECUTE => Kind::EagerKernelExecute,
         "InstantiatedCapturedFunction::Run"
         | "InstantiatedCapturedFunction::RunWithBorrowedArgs"
         | "InstantiatedCapturedFunction::RunInstantiated"

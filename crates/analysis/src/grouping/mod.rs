@@ -29,7 +29,9 @@ use mlprof_model::fxhash::FxMap;
 use mlprof_model::{Host, Plane, names};
 use serde::Serialize;
 
-use forest::{Forest, IS_FUNC, Kind, STEP_ID};
+use forest::{EAGER_KERNEL_EXECUTE, Forest, IS_FUNC, Kind, STEP_ID};
+
+use crate::xstats::StatSlots;
 
 /// A group id as stored for each event: an index into [`HostGroups::names`], or
 /// [`NO_GROUP`]. 32 bits are plenty (every group has a root event and a name) and keep
@@ -514,6 +516,24 @@ fn step_num_roots(forest: &Forest<'_>) -> Option<(String, Vec<u32>)> {
     Some((name.to_string(), nodes))
 }
 
+/// Whether grouping can mark any event of `host` eager ([`HostGroups::eager`]): only
+/// where some `EagerKernelExecute` event has `is_func` 0 (see [`eager_events`]). It
+/// reads the events of that name alone, so a result that reads no more of the groups
+/// than the eager marks can go without grouping where this is false.
+pub fn may_mark_eager(host: &Host) -> bool {
+    host.planes.iter().any(|plane| {
+        let executes: Vec<bool> = plane.event_metadata.iter().map(|m| m.name == EAGER_KERNEL_EXECUTE).collect();
+        if !executes.contains(&true) {
+            return false;
+        }
+        let slots = StatSlots::new(plane, ["is_func"]);
+        plane.lines.iter().flat_map(|line| line.iter()).any(|event| {
+            executes.get(event.metadata_index() as usize).copied().unwrap_or(false)
+                && slots.row(plane, &event).int(0) == Some(0)
+        })
+    })
+}
+
 /// XProf's `MarkEagerlyExecuted{Gpu,Cpu}…`: kernels and TF ops under an
 /// `EagerKernelExecute` whose `is_func` is 0. Where no such execute exists (a
 /// `tf.function` job's executes all run functions) there is nothing to search for.
@@ -568,7 +588,7 @@ impl StepNames<'_> {
 mod tests {
     use mlprof_model::{Host, Line, PlaneBuilder, SourceFormat, StatValue, names};
 
-    use super::{Fallbacks, StepNames, group_by_markers};
+    use super::{Fallbacks, StepNames, group_by_markers, may_mark_eager};
 
     /// A host plane with an `EagerKernelExecute` whose `is_func` is `first_is_func`
     /// and a function one (`is_func` 1), each around a TF op, an op on another thread
@@ -611,6 +631,16 @@ mod tests {
         };
         assert_eq!(eager_of(&eager_host(0)), vec![(0, 1), (1, 0)]);
         assert_eq!(eager_of(&eager_host(1)), Vec::<(usize, usize)>::new());
+    }
+
+    /// The look for eager executes alone says whether grouping marks any event eager.
+    #[test]
+    fn may_mark_eager_only_with_an_eager_execute() {
+        assert!(may_mark_eager(&eager_host(0)));
+        assert!(!may_mark_eager(&eager_host(1)));
+        let mut without_executes = eager_host(0);
+        without_executes.planes[0].event_metadata.iter_mut().for_each(|m| m.name = m.name.replace("Eager", "Lazy"));
+        assert!(!may_mark_eager(&without_executes));
     }
 
     /// Asked in file order, the walk answers as a search of the list would, for every

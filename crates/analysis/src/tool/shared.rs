@@ -35,6 +35,10 @@ pub struct Analysis<'h> {
     all_hosts: Vec<&'h Host>,
     options: Options,
     groups: OnceLock<Vec<HostGroups>>,
+    /// Whether the op metrics read the groups ([`Analysis::op_groups`]).
+    ops_read_groups: OnceLock<bool>,
+    /// No groups, one empty table per host, for the op metrics where they read none.
+    no_groups: Vec<HostGroups>,
     host_steps: OnceLock<Vec<HostSteps>>,
     host_ops: OnceLock<OpMetricsDb>,
     device_ops: OnceLock<Vec<OpMetricsDb>>,
@@ -55,11 +59,14 @@ impl<'h> Analysis<'h> {
     /// all are kept (the tools then say there is nothing for them).
     pub fn new(hosts: Vec<&'h Host>, options: Options) -> Analysis<'h> {
         let traced: Vec<&Host> = hosts.iter().copied().filter(|h| !is_sampled_only(h)).collect();
+        let hosts_analysed = if traced.is_empty() { hosts.clone() } else { traced };
         Analysis {
-            hosts: if traced.is_empty() { hosts.clone() } else { traced },
+            no_groups: vec![HostGroups::default(); hosts_analysed.len()],
+            hosts: hosts_analysed,
             all_hosts: hosts,
             options,
             groups: OnceLock::new(),
+            ops_read_groups: OnceLock::new(),
             host_steps: OnceLock::new(),
             host_ops: OnceLock::new(),
             device_ops: OnceLock::new(),
@@ -86,10 +93,12 @@ impl<'h> Analysis<'h> {
 
     /// Whether `tool` reads these hosts' step groups: [`ToolId::reads_steps`], except
     /// that the memory profile needs them only for TensorFlow allocator events
-    /// ([`memory_profile::reads_groups`]).
+    /// ([`memory_profile::reads_groups`]), and the framework op stats only where the op
+    /// metrics read them ([`facts::op_metrics_read_groups`]).
     pub fn reads_steps(&self, tool: ToolId) -> bool {
         match tool {
             ToolId::MemoryProfile => self.hosts.iter().copied().any(memory_profile::reads_groups),
+            ToolId::FrameworkOpStats => self.ops_read_groups(),
             _ => tool.reads_steps(),
         }
     }
@@ -109,12 +118,23 @@ impl<'h> Analysis<'h> {
         })
     }
 
-    /// `f` of every host with its groups, in host order. Sequential on purpose: it runs
+    /// Whether any host's op metrics read its groups ([`facts::op_metrics_read_groups`]).
+    fn ops_read_groups(&self) -> bool {
+        *self.ops_read_groups.get_or_init(|| self.hosts.iter().copied().any(facts::op_metrics_read_groups))
+    }
+
+    /// The groups the op metrics read: each host's where any host's op metrics read
+    /// them, else empty tables, so that the op metrics alone go without grouping.
+    fn op_groups(&self) -> &[HostGroups] {
+        if self.ops_read_groups() { self.groups() } else { &self.no_groups }
+    }
+
+    /// `f` of every host with its table of `groups` (one per host), in host order. Sequential on purpose: it runs
     /// inside the `OnceLock` initialisers of the shared databases, and a rayon job there
     /// could let the initialising thread steal another tool that waits on the same
     /// lock, which would deadlock. The tools themselves run in parallel.
-    fn per_host<T>(&self, f: impl Fn(&Host, &HostGroups) -> T) -> Vec<T> {
-        self.hosts.iter().zip(self.groups()).map(|(host, groups)| f(host, groups)).collect()
+    fn per_host<T>(&self, groups: &[HostGroups], f: impl Fn(&Host, &HostGroups) -> T) -> Vec<T> {
+        self.hosts.iter().zip(groups).map(|(host, groups)| f(host, groups)).collect()
     }
 
     /// `f()`, its wall time recorded under `what` (see [`Analysis::times`]), less the
@@ -193,8 +213,8 @@ impl<'h> Analysis<'h> {
     pub fn host_steps(&self) -> &[HostSteps] {
         self.host_steps.get_or_init(|| {
             let options = StepOptions { breakdown: self.breakdown(), drop_incomplete_steps: false };
-            self.groups();
-            self.timed("host steps", || self.per_host(|host, groups| host_steps(host, groups, options)))
+            let groups = self.groups();
+            self.timed("host steps", || self.per_host(groups, |host, groups| host_steps(host, groups, options)))
         })
     }
 
@@ -226,9 +246,9 @@ impl<'h> Analysis<'h> {
     /// The host op metrics of all hosts, combined.
     pub fn host_ops(&self) -> &OpMetricsDb {
         self.host_ops.get_or_init(|| {
-            self.groups();
+            let groups = self.op_groups();
             self.timed("host op metrics", || {
-                let dbs = self.per_host(facts::host_op_metrics_db);
+                let dbs = self.per_host(groups, facts::host_op_metrics_db);
                 op_metrics::combine_dbs(&dbs, false)
             })
         })
@@ -238,7 +258,7 @@ impl<'h> Analysis<'h> {
     pub fn device_ops(&self) -> &[OpMetricsDb] {
         // Sequential, as `per_host`: this runs inside a `OnceLock` initialiser.
         self.device_ops.get_or_init(|| {
-            let (groups, programs) = (self.groups(), self.programs());
+            let (groups, programs) = (self.op_groups(), self.programs());
             self.timed("device op metrics", || {
                 let hosts = self.hosts.iter().zip(groups).zip(programs);
                 hosts
