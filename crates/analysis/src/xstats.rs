@@ -57,6 +57,14 @@ impl<const N: usize> StatSlots<N> {
         self.slots.iter().any(|&slot| usize::from(slot) == i + 1)
     }
 
+    /// Whether `event` may have a listed stat: it has stats of its own, or its
+    /// metadata lists one. Where not, its [`StatSlots::row`] is empty, and a pass over
+    /// millions of events can skip building it.
+    #[inline(always)]
+    pub fn may_list(&self, event: &Event<'_>) -> bool {
+        !event.stats().is_empty() || self.metadata_lists.get(event.metadata_index() as usize).copied().unwrap_or(false)
+    }
+
     /// The listed stats of `event`: the event's own value of each, else its metadata's
     /// (XProf's `XEventVisitor::GetStat` rule). Inlined always: the row is then built
     /// in the caller's frame instead of being copied out (a row of 13 stats is 240

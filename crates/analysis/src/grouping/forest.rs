@@ -280,24 +280,31 @@ impl LineFacts {
         let mut last_node = first_node;
         for ((node, event), (kind_slot, parent_slot)) in (first_node..).zip(line.iter()).zip(slots) {
             last_node = node;
-            let row = plane.slots.row(plane.plane, &event);
-            let int = |slot: usize| row.int(slot);
             let mut kind = plane.metadata_kinds.get(event.metadata_index() as usize).copied().unwrap_or(Kind::Other);
-            if kind == Kind::Other && int(CORRELATION_ID).is_some() {
-                kind = if plane.is_host_plane { Kind::KernelLaunch } else { Kind::KernelExecute };
+            let mut is_async = false;
+            // An event without any listed stat adds nothing but an unflagged root; its
+            // row (most of it a copy of empty values) is built only where it may not
+            // be empty.
+            if plane.slots.may_list(&event) {
+                let row = plane.slots.row(plane.plane, &event);
+                if kind == Kind::Other && row.int(CORRELATION_ID).is_some() {
+                    kind = if plane.is_host_plane { Kind::KernelLaunch } else { Kind::KernelExecute };
+                }
+                if !row.is_empty() || kind == Kind::TraceContext {
+                    facts.note(node, kind, &row);
+                    facts.contexts.add(node, &row, plane.pid);
+                }
+                is_async = row.int(IS_ASYNC).is_some_and(|v| v != 0);
+            } else if kind == Kind::TraceContext {
+                facts.note(node, kind, &plane.slots.row(plane.plane, &event));
             }
             *kind_slot = kind;
-            // An event without any listed stat adds nothing but an unflagged root.
-            if !row.is_empty() || kind == Kind::TraceContext {
-                facts.note(node, kind, &row);
-                facts.contexts.add(node, &row, plane.pid);
-            }
             let mut parent = NONE;
             let at = (node - first_node) as usize;
             if let Some(end_slot) = columns.subtree_end.get_mut(at) {
                 *end_slot = node;
             }
-            if int(IS_ASYNC).is_none_or(|v| v == 0) {
+            if !is_async {
                 let (start, end) = (event.start_ps(), event.end_ps());
                 while let Some(&(open_node, open_start, open_end)) = open.last() {
                     if open_start <= start && end <= open_end {
