@@ -527,9 +527,13 @@ pub fn may_mark_eager(host: &Host) -> bool {
             return false;
         }
         let slots = StatSlots::new(plane, ["is_func"]);
-        plane.lines.iter().flat_map(|line| line.iter()).any(|event| {
-            executes.get(event.metadata_index() as usize).copied().unwrap_or(false)
-                && slots.row(plane, &event).int(0) == Some(0)
+        plane.lines.iter().any(|line| {
+            // The metadata column alone, read in order, until an execute turns up.
+            let mut indices = line.events.metadata.iter().enumerate();
+            indices.any(|(index, metadata)| {
+                executes.get(metadata as usize).copied().unwrap_or(false)
+                    && line.event(index).is_some_and(|event| slots.row(plane, &event).int(0) == Some(0))
+            })
         })
     })
 }
