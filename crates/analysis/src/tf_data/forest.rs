@@ -122,7 +122,10 @@ fn visiting_order<'l>(line: &'l Line) -> impl Iterator<Item = Event<'l>> + 'l {
     let columns = &line.events;
     let key =
         |i: usize| (base_ps.saturating_add(columns.offset_ps.at(i)), std::cmp::Reverse(columns.duration_ps.at(i)));
-    let in_order = (1..line.len()).all(|i| key(i - 1) <= key(i));
+    let mut keys = (0..line.len()).map(key);
+    let in_order = keys
+        .next()
+        .is_none_or(|first| keys.try_fold(first, |previous, next| (previous <= next).then_some(next)).is_some());
     // A stable sort of the indices keeps stored order on ties; it is close to linear
     // on the nearly sorted lines profilers write.
     let order: Vec<u32> = if in_order {
@@ -198,23 +201,26 @@ impl Forest {
         let kind_of = |metadata: u32| kinds.get(metadata as usize).copied().unwrap_or(Kind::Other);
         let tf_data_names = plane.event_metadata.iter().map(|m| is_tf_data_name(&m.name)).collect();
         let mut forest = Forest { tf_data_names, ..Forest::default() };
-        // The nodes, counted first so that their column is allocated once.
-        let nodes: usize = plane
+        // The nodes of each line, counted first so that their column is allocated once.
+        let is_node: Vec<bool> = kinds.iter().map(|&kind| kind != Kind::Other).collect();
+        let line_nodes: Vec<usize> = plane
             .lines
             .iter()
-            .flat_map(|line| line.events.metadata.iter())
-            .filter(|&m| kind_of(m) != Kind::Other)
-            .count();
-        forest.nodes.reserve_exact(nodes);
+            .map(|line| {
+                let metadata = line.events.metadata.iter();
+                metadata.filter(|&m| is_node.get(m as usize).copied().unwrap_or(false)).count()
+            })
+            .collect();
+        forest.nodes.reserve_exact(line_nodes.iter().sum());
         let mut produce: [Vec<u32>; 6] = Default::default();
         // Each consumer event with its enclosing iterator (its first parent in XProf),
         // or `NO_NODE` where its enclosing event is not an iterator.
         let mut consume: [Vec<(u32, u32)>; 6] = Default::default();
         // (parent, child) of each nesting edge, in visiting order.
         let mut nested: Vec<(u32, u32)> = Vec::new();
-        'lines: for line in &plane.lines {
+        'lines: for (line, &nodes) in plane.lines.iter().zip(&line_nodes) {
             // Nesting never crosses lines, so a line without tf.data events adds nothing.
-            if line.events.metadata.iter().all(|m| kind_of(m) == Kind::Other) {
+            if nodes == 0 {
                 continue;
             }
             let mut stack: Vec<Open> = Vec::new();
