@@ -129,10 +129,11 @@ impl<'h> Analysis<'h> {
         if self.ops_read_groups() { self.groups() } else { &self.no_groups }
     }
 
-    /// `f` of every host with its table of `groups` (one per host), in host order. Sequential on purpose: it runs
-    /// inside the `OnceLock` initialisers of the shared databases, and a rayon job there
-    /// could let the initialising thread steal another tool that waits on the same
-    /// lock, which would deadlock. The tools themselves run in parallel.
+    /// `f` of every host with its table of `groups` (one per host), in host order.
+    /// Sequential on purpose: it runs inside the `OnceLock` initialisers of the shared
+    /// databases, and a rayon job there could let the initialising thread steal another
+    /// tool that waits on the same lock, which would deadlock. The tools themselves run
+    /// in parallel.
     fn per_host<T>(&self, groups: &[HostGroups], f: impl Fn(&Host, &HostGroups) -> T) -> Vec<T> {
         self.hosts.iter().zip(groups).map(|(host, groups)| f(host, groups)).collect()
     }
