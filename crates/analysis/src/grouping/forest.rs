@@ -14,7 +14,7 @@
 //! threads.
 
 use std::cell::RefCell;
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 
 use mlprof_model::fxhash::{FxMap, FxSet};
 use mlprof_model::{Event, Host, Line, Plane, StatValue, names};
@@ -88,7 +88,7 @@ const CONSUMER_PID: usize = 4;
 const IS_ROOT: usize = 5;
 const IS_ASYNC: usize = 6;
 /// Slot of the `id` stat (the step id of TF executor and tf.data events).
-pub(super) const STEP_ID: usize = 7;
+const STEP_ID: usize = 7;
 const ITER_NUM: usize = 8;
 const CORRELATION_ID: usize = 9;
 const GRAPH_TYPE: usize = 10;
@@ -291,12 +291,12 @@ impl LineFacts {
                     kind = if plane.is_host_plane { Kind::KernelLaunch } else { Kind::KernelExecute };
                 }
                 if !row.is_empty() || kind == Kind::TraceContext {
-                    facts.note(node, kind, &row);
+                    facts.note(node, kind, &row, event.start_ps());
                     facts.contexts.add(node, &row, plane.pid);
                 }
                 is_async = row.int(IS_ASYNC).is_some_and(|v| v != 0);
             } else if kind == Kind::TraceContext {
-                facts.note(node, kind, &plane.slots.row(plane.plane, &event));
+                facts.note(node, kind, &plane.slots.row(plane.plane, &event), event.start_ps());
             }
             *kind_slot = kind;
             let mut parent = NONE;
@@ -325,15 +325,16 @@ impl LineFacts {
         facts
     }
 
-    /// Records what later passes need about one event, so they never rescan stats.
-    fn note(&mut self, node: u32, kind: Kind, row: &StatRow) {
+    /// Records what later passes need about one event, starting at `start_ps`, so they
+    /// never rescan stats.
+    fn note(&mut self, node: u32, kind: Kind, row: &StatRow, start_ps: i64) {
         let int = |slot: usize| row.int(slot);
         let mut level = int(IS_ROOT).unwrap_or(0);
         if level == 0 && kind == Kind::TraceContext && row.get(IS_ROOT).is_none() {
             level = 1;
         }
         if level > 0 {
-            self.roots.push(Root { node, level });
+            self.roots.push(Root { node, level, start_ps, step_id: int(STEP_ID) });
         }
         if int(STEP_NUM).is_some() {
             self.step_num_nodes.push(node);
@@ -389,11 +390,17 @@ pub(super) struct NodeRef {
     pub event: u32,
 }
 
-/// A root event (stat `_r` > 0, or an unflagged `TraceContext`).
+/// A root event (stat `_r` > 0, or an unflagged `TraceContext`), with what ordering
+/// and filtering the roots read of it, kept from the stats pass so that neither looks
+/// the event up again (a TF profile has a root per step of every function run).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Root {
     pub node: u32,
     pub level: i64,
+    /// The event's start in picoseconds.
+    pub start_ps: i64,
+    /// Its `id` stat (the step id), if an integer.
+    pub step_id: Option<i64>,
 }
 
 /// An event that an inter-thread link can connect, with the values it is matched on
@@ -535,7 +542,7 @@ pub(super) struct Forest<'h> {
     /// `ExecutorState::Process` events with both `id` and `iter_num`, in node order.
     pub executor_runs: Vec<LinkEnd>,
     /// The `id` of each tf.data captured-function run that has one.
-    pub tf_data_step_ids: HashSet<i64>,
+    pub tf_data_step_ids: FxSet<i64>,
     /// Events with an integer `step_num`, in node order.
     pub step_num_nodes: Vec<u32>,
 }
@@ -652,7 +659,7 @@ impl<'h> Forest<'h> {
             search: RefCell::default(),
             roots: Vec::new(),
             executor_runs: Vec::new(),
-            tf_data_step_ids: HashSet::new(),
+            tf_data_step_ids: FxSet::default(),
             step_num_nodes: Vec::new(),
         };
         // Every line's nodes on their own (lines on every thread), joined in node order.
@@ -699,6 +706,9 @@ impl<'h> Forest<'h> {
         drop(planes);
         let mut line_contexts = Vec::with_capacity(lines.len());
         let mut links = Links::default();
+        // Each list is reserved whole: the executor runs alone are 15 MB in a TF profile.
+        forest.roots.reserve_exact(lines.iter().map(|line| line.roots.len()).sum());
+        forest.executor_runs.reserve_exact(lines.iter().map(|line| line.executor_runs.len()).sum());
         for line in lines {
             forest.roots.extend(line.roots);
             forest.executor_runs.extend(line.executor_runs);

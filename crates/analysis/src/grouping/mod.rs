@@ -25,11 +25,11 @@ pub mod profiler_steps;
 
 use std::collections::{HashMap, VecDeque};
 
-use mlprof_model::fxhash::FxMap;
+use mlprof_model::fxhash::{FxMap, FxSet};
 use mlprof_model::{Host, Plane, names};
 use serde::Serialize;
 
-use forest::{EAGER_KERNEL_EXECUTE, Forest, IS_FUNC, Kind, STEP_ID};
+use forest::{EAGER_KERNEL_EXECUTE, Forest, IS_FUNC, Kind};
 
 use crate::xstats::StatSlots;
 
@@ -299,13 +299,14 @@ pub fn group_by_markers(host: &Host, fallbacks: Fallbacks) -> HostGroups {
     }
     let forest = Forest::build(host);
     let loop_roots = tf_loop_roots(&forest);
-    let mut roots: Vec<(i64, u32)> = forest
+    let mut roots: Vec<(i64, i64, u32)> = forest
         .roots
         .iter()
-        .filter(|root| forest.int_stat(root.node, STEP_ID).is_none_or(|id| !forest.tf_data_step_ids.contains(&id)))
-        .map(|root| (root.level, root.node))
+        .filter(|root| root.step_id.is_none_or(|id| !forest.tf_data_step_ids.contains(&id)))
+        .map(|root| (-root.level, root.start_ps, root.node))
         .collect();
-    roots.sort_by_cached_key(|&(level, node)| (-level, forest.start_ps(node), node));
+    roots.sort_unstable();
+    let roots: Vec<(i64, u32)> = roots.into_iter().map(|(level, _, node)| (-level, node)).collect();
 
     let mut grouper = Grouper::new(&forest);
     let mut step_spans = Vec::new();
@@ -475,19 +476,27 @@ impl<'f, 'h> Grouper<'f, 'h> {
 /// XProf's `ProcessTensorFlowLoop`: iterations of TF loops become roots; each returns
 /// the first `ExecutorState::Process` of an iteration and the iteration's other ones.
 fn tf_loop_roots(forest: &Forest<'_>) -> Vec<(u32, Vec<u32>)> {
+    // A loop is a step id whose runs have more than iteration 0; runs of other step ids
+    // (a function's runs, hundreds of thousands in a TF profile) are never gathered.
+    let looping: FxSet<i64> = forest
+        .executor_runs
+        .iter()
+        .filter(|run| run.values[1] != 0 && !forest.tf_data_step_ids.contains(&run.values[0]))
+        .map(|run| run.values[0])
+        .collect();
+    if looping.is_empty() {
+        return Vec::new();
+    }
     let mut loops: FxMap<i64, FxMap<i64, Vec<u32>>> = FxMap::default();
     for run in &forest.executor_runs {
         let [step_id, iter_num] = run.values;
-        if forest.tf_data_step_ids.contains(&step_id) {
+        if !looping.contains(&step_id) {
             continue;
         }
         loops.entry(step_id).or_default().entry(iter_num).or_default().push(run.node);
     }
     let mut iterations: Vec<(i64, u32, Vec<u32>)> = Vec::new();
     for iterations_of_loop in loops.into_values() {
-        if iterations_of_loop.len() == 1 && iterations_of_loop.contains_key(&0) {
-            continue;
-        }
         for members in iterations_of_loop.into_values() {
             let Some((start, first)) = members.iter().map(|&n| (forest.start_ps(n), n)).min() else { continue };
             let others = members.into_iter().filter(|&n| n != first).collect();
@@ -592,7 +601,7 @@ impl StepNames<'_> {
 mod tests {
     use mlprof_model::{Host, Line, PlaneBuilder, SourceFormat, StatValue, names};
 
-    use super::{Fallbacks, StepNames, group_by_markers, may_mark_eager};
+    use super::{Fallbacks, NO_GROUP, StepNames, StepSource, group_by_markers, may_mark_eager};
 
     /// A host plane with an `EagerKernelExecute` whose `is_func` is `first_is_func`
     /// and a function one (`is_func` 1), each around a TF op, an op on another thread
@@ -645,6 +654,41 @@ mod tests {
         let mut without_executes = eager_host(0);
         without_executes.planes[0].event_metadata.iter_mut().for_each(|m| m.name = m.name.replace("Eager", "Lazy"));
         assert!(!may_mark_eager(&without_executes));
+    }
+
+    /// XProf's TF loop rule: each iteration of a step id whose executor runs go past
+    /// iteration 0 is a group, its runs on every thread members; a step id run only at
+    /// iteration 0 (a function) and the step ids of tf.data functions are no loop.
+    #[test]
+    fn tf_loop_iterations_become_the_groups() {
+        let mut cpu = PlaneBuilder::new(1, names::HOST_PLANE);
+        let process = cpu.event_metadata("ExecutorState::Process", 0, |_| Vec::new());
+        let captured = cpu.event_metadata("InstantiatedCapturedFunction::Run", 0, |_| Vec::new());
+        let [id, iter_num] = ["id", "iter_num"].map(|n| cpu.stat_key(n));
+        let run = |line: &mut Line, metadata, start: i64, step: i64, iteration: Option<i64>| {
+            line.stats.push(id, StatValue::Int(step));
+            if let Some(iteration) = iteration {
+                line.stats.push(iter_num, StatValue::Int(iteration));
+            }
+            line.push_event(metadata, start, 10);
+        };
+        let mut main = Line::new(1, "main");
+        run(&mut main, process, 0, 7, Some(0));
+        run(&mut main, process, 20, 7, Some(1));
+        run(&mut main, process, 40, 9, Some(0));
+        run(&mut main, process, 60, 11, Some(2));
+        cpu.push_line(main);
+        let mut worker = Line::new(2, "worker");
+        run(&mut worker, process, 25, 7, Some(1));
+        run(&mut worker, captured, 50, 11, None);
+        cpu.push_line(worker);
+        let mut host = Host::new("h", "h.xplane.pb", SourceFormat::Xspace);
+        host.planes.push(cpu.finish());
+        let groups = group_by_markers(&host, Fallbacks::NONE);
+        assert_eq!(groups.source, StepSource::TfLoop { groups: 2 });
+        assert_eq!(groups.names, ["0", "1"]);
+        assert_eq!(groups.line(0, 0), [0, 1, NO_GROUP, NO_GROUP]);
+        assert_eq!(groups.line(0, 1), [1, NO_GROUP]);
     }
 
     /// Asked in file order, the walk answers as a search of the list would, for every
