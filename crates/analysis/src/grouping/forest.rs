@@ -652,8 +652,10 @@ impl<'h> Forest<'h> {
             slots,
             lines: Vec::new(),
             kinds: vec![Kind::Other; events],
-            nest_parent: vec![NONE; events],
-            subtree_end: vec![NONE; events],
+            // The line pass writes every node's slot of these two, so they start as
+            // fresh zeroed memory instead of being filled first (50 MB in a TF profile).
+            nest_parent: vec![0; events],
+            subtree_end: vec![0; events],
             link_parents: LinkLists::default(),
             link_children: LinkLists::default(),
             search: RefCell::default(),
