@@ -25,7 +25,7 @@ pub mod profiler_steps;
 
 use std::collections::{HashMap, VecDeque};
 
-use mlprof_model::fxhash::{FxMap, FxSet};
+use mlprof_model::fxhash::FxMap;
 use mlprof_model::{Host, Plane, names};
 use serde::Serialize;
 
@@ -476,23 +476,11 @@ impl<'f, 'h> Grouper<'f, 'h> {
 /// XProf's `ProcessTensorFlowLoop`: iterations of TF loops become roots; each returns
 /// the first `ExecutorState::Process` of an iteration and the iteration's other ones.
 fn tf_loop_roots(forest: &Forest<'_>) -> Vec<(u32, Vec<u32>)> {
-    // A loop is a step id whose runs have more than iteration 0; runs of other step ids
-    // (a function's runs, hundreds of thousands in a TF profile) are never gathered.
-    let looping: FxSet<i64> = forest
-        .executor_runs
-        .iter()
-        .filter(|run| run.values[1] != 0 && !forest.tf_data_step_ids.contains(&run.values[0]))
-        .map(|run| run.values[0])
-        .collect();
-    if looping.is_empty() {
-        return Vec::new();
-    }
+    // The forest keeps the runs of looping step ids only: a step id whose runs go past
+    // iteration 0 (a function's runs, hundreds of thousands in a TF profile, do not).
     let mut loops: FxMap<i64, FxMap<i64, Vec<u32>>> = FxMap::default();
     for run in &forest.executor_runs {
         let [step_id, iter_num] = run.values;
-        if !looping.contains(&step_id) {
-            continue;
-        }
         loops.entry(step_id).or_default().entry(iter_num).or_default().push(run.node);
     }
     let mut iterations: Vec<(i64, u32, Vec<u32>)> = Vec::new();
