@@ -392,7 +392,7 @@ pub(super) struct NodeRef {
 
 /// A root event (stat `_r` > 0, or an unflagged `TraceContext`), with what ordering
 /// and filtering the roots read of it, kept from the stats pass so that neither looks
-/// the event up again (a TF profile has a root per step of every function run).
+/// the event up again (a 190 MB TF profile has 133,000 roots).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Root {
     pub node: u32,
