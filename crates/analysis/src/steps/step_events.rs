@@ -89,6 +89,12 @@ pub type StepEvents = BTreeMap<i64, StepDetails>;
 
 /// Adds `src` into `dst` step by step (XProf's `UnionCombineStepEvents`).
 pub fn union_combine(src: StepEvents, dst: &mut StepEvents) {
+    // Into nothing, the union is `src` itself: moved, not copied (a CPU profile's host
+    // steps hold millions of spans).
+    if dst.is_empty() {
+        *dst = src;
+        return;
+    }
     for (group, details) in src {
         dst.entry(group).or_default().combine(&details);
     }
@@ -128,6 +134,10 @@ pub fn host_step_events(
             }
         }
     }
+    // A grouped event's stats tell whether it names its step (`step_name`) and, on a
+    // GPU host, whether it launches device work (`correlation_id`); without either,
+    // its row is never built.
+    let needs_row = slots.resolves(STEP_NAME) || (device_steps.is_some() && slots.resolves(CORRELATION_ID));
     let event_names: Vec<HostEventName> = plane.event_metadata.iter().map(|m| HostEventName::of(&m.name)).collect();
     let unknown_name = HostEventName::of("");
     // Per group id (ids are dense, below the number of names): its details, once an
@@ -166,10 +176,11 @@ pub fn host_step_events(
             {
                 continue;
             }
-            // Read only for grouped events (the stage pass above reads its own).
-            let row = slots.row(plane, &event);
+            // Read only for grouped events (the stage pass above reads its own), and
+            // only where a stat it holds can matter.
+            let row = needs_row.then(|| slots.row(plane, &event));
             let step_name = step_names.has(plane_index, line_index, event.index())
-                || row.str(STEP_NAME, plane, &event).is_some_and(|s| !s.is_empty());
+                || row.as_ref().and_then(|row| row.str(STEP_NAME, plane, &event)).is_some_and(|s| !s.is_empty());
             let slot = usize::try_from(group).ok().and_then(|index| by_group.get_mut(index));
             let details = match slot {
                 Some(slot) => slot.get_or_insert_with(StepDetails::default),
@@ -178,7 +189,7 @@ pub fn host_step_events(
             if name.is_step_marker || step_name {
                 details.markers.push(StepMarker { on_device: false, begin_ps: begin, end_ps: end });
             } else if name.is_real_cpu_compute {
-                let has_correlation = row.int(CORRELATION_ID).is_some();
+                let has_correlation = row.as_ref().is_some_and(|row| row.int(CORRELATION_ID).is_some());
                 let kind = name.classify(device_steps.is_some(), has_correlation, is_root_stage);
                 details.events.push(TypedSpan { kind, begin_ps: begin, end_ps: end });
             }
@@ -396,6 +407,18 @@ mod tests {
 
     use mlprof_model::{Line, PlaneBuilder, SourceFormat, StatValue};
 
+    /// A host whose `/host:CPU` plane (`builder`) has the one thread `line`, all its
+    /// events in group 0, named `name`.
+    fn one_step_host(mut builder: PlaneBuilder, line: Line, name: &str) -> (Host, HostGroups) {
+        builder.push_line(line);
+        let mut host = Host::new("h", "h.xplane.pb", SourceFormat::Xspace);
+        host.planes.push(builder.finish());
+        let mut groups = HostGroups::none(&host);
+        groups.line_mut(0, 0).fill(0);
+        groups.names = vec![name.to_string()];
+        (host, groups)
+    }
+
     /// One thread, all in group 0: `train` (0–100) encloses `stage_a` (10–40, a root
     /// input-pipeline stage) with `inner` (15–20, no stage name, under a stage) and
     /// `stage_b` (50–60, a stage consuming what `producer` (70–80) produces).
@@ -417,12 +440,7 @@ mod tests {
         line.stats.push(pt, StatValue::Int(3));
         line.stats.push(p, StatValue::Int(9));
         line.push_event(producer, 70, 10);
-        builder.push_line(line);
-        let mut host = Host::new("h", "h.xplane.pb", SourceFormat::Xspace);
-        host.planes.push(builder.finish());
-        let mut groups = HostGroups::none(&host);
-        groups.line_mut(0, 0).fill(0);
-        groups.names = vec!["train 1".to_string()];
+        let (host, groups) = one_step_host(builder, line, "train 1");
 
         let events = host_step_events(&host.planes[0], 0, &groups, None);
         let step = &events[&0];
@@ -437,5 +455,48 @@ mod tests {
                 (70, EventType::HostCompute)
             ]
         );
+    }
+
+    /// The stats a grouped event's row is read for: `step_name` makes the event a
+    /// step marker, and on a GPU host `correlation_id` makes it a launch (prepare
+    /// time), with or without a `step_name` stat on the plane; on a CPU-only host the
+    /// launch is plain compute.
+    #[test]
+    fn step_name_and_correlation_stats_are_read_off_grouped_events() {
+        let host_with = |named: bool| {
+            let mut builder = PlaneBuilder::new(1, names::HOST_PLANE);
+            let correlation = builder.stat_key("correlation_id");
+            let [outer, launch, compute] =
+                ["outer", "cudaLaunchKernel", "compute"].map(|n| builder.event_metadata(n, 0, |_| Vec::new()));
+            let mut line = Line::new(1, "thread");
+            if named {
+                let step_name = builder.stat_key("step_name");
+                line.stats.push_str(step_name, "step 7").unwrap();
+            }
+            line.push_event(outer, 0, 100);
+            line.stats.push(correlation, StatValue::Int(5));
+            line.push_event(launch, 10, 20);
+            line.push_event(compute, 40, 20);
+            one_step_host(builder, line, "step 7")
+        };
+        let kinds = |events: &StepEvents| -> Vec<(i64, EventType)> {
+            events[&0].events.iter().map(|span| (span.begin_ps, span.kind)).collect()
+        };
+        let device_steps = StepEvents::from([(0, StepDetails::default())]);
+        for named in [true, false] {
+            let (host, groups) = host_with(named);
+            let cpu_only = host_step_events(&host.planes[0], 0, &groups, None);
+            let markers = if named { vec![StepMarker { on_device: false, begin_ps: 0, end_ps: 100 }] } else { vec![] };
+            assert_eq!(cpu_only[&0].markers, markers);
+            assert_eq!(cpu_only[&0].step_name, if named { "step 7" } else { "" });
+            let outer = if named { vec![] } else { vec![(0, EventType::HostCompute)] };
+            let expected = [outer.clone(), vec![(10, EventType::HostCompute), (40, EventType::HostCompute)]].concat();
+            assert_eq!(kinds(&cpu_only), expected);
+
+            let with_device = host_step_events(&host.planes[0], 0, &groups, Some(&device_steps));
+            assert_eq!(with_device[&0].markers, markers);
+            let expected = [outer, vec![(10, EventType::HostPrepare), (40, EventType::HostCompute)]].concat();
+            assert_eq!(kinds(&with_device), expected, "step_name stat on the plane: {named}");
+        }
     }
 }
