@@ -165,6 +165,59 @@ fn a_pytorch_job_that_exits_while_kineto_records_exits_cleanly() {
     assert!(err.contains("tracing 120000 ms (Kineto on demand)"), "{err}");
     assert!(err.contains("exited while Kineto's on-demand trace was recording: stopped it first"), "{err}");
     assert!(err.contains("the job ended before its trace was written"), "{err}");
+    // Nothing is left of the trace Kineto never finished (it had opened a temporary file).
+    let files = session_files(logdir.path());
+    assert!(files.iter().all(|f| !f.file_name().unwrap_or_default().to_string_lossy().starts_with('.')), "{files:?}");
+}
+
+/// Runs `tests/peers/torch_exit_near_trace.py`, which exits at `moment` (`start` or `end`)
+/// of its Kineto trace plus `offset` seconds, under `mlprof run --duration DURATION`, and
+/// checks that the job exited cleanly when it aimed to and that mlprof said each of
+/// `said`: the log directory.
+fn run_torch_exiting_near_its_trace(
+    test: &str,
+    [moment, offset, duration]: [&str; 3],
+    said: &[&str],
+) -> Option<tempfile::TempDir> {
+    let python = peers::python("MLPROF_TORCH_PYTHON", test)?;
+    let logdir = tempfile::tempdir().expect("temp dir");
+    let out =
+        run(logdir.path(), &["--duration", duration], &[&python, &script("torch_exit_near_trace.py"), moment, offset]);
+    let (job_said, err) = (String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert!(out.status.success(), "{job_said}\n{err}");
+    let aimed = format!("exited at the trace's {moment}");
+    assert!(job_said.contains(&aimed) && !job_said.contains("no trace announced"), "{job_said}");
+    for words in said {
+        assert!(err.contains(words), "{words:?} not said:\n{err}");
+    }
+    Some(logdir)
+}
+
+#[test]
+fn a_pytorch_job_that_exits_just_before_its_trace_ends_waits_for_it() {
+    // Stopped at exit, a trace whose end came before the process was gone killed the job
+    // with SIGABRT (Kineto's thread stopped it again, and that throws); the hook now waits
+    // the last second out, and Kineto writes the trace.
+    let test = "a_pytorch_job_that_exits_just_before_its_trace_ends_waits_for_it";
+    let said = ["exited as Kineto's on-demand trace was about to end: waited", "s for it to end and be written"];
+    let Some(logdir) = run_torch_exiting_near_its_trace(test, ["end", "-0.7", "2s"], &said) else { return };
+    let files = session_files(logdir.path());
+    assert!(files.iter().any(|f| f.to_string_lossy().ends_with(".pt.trace.json")), "{files:?}");
+    let ops = ok_stdout(mlprof(&["analyze", &logdir.path().display().to_string(), "--tool", "framework_op_stats"]));
+    assert!(ops.contains("aten::addmm") || ops.contains("aten::linear"), "{ops}");
+}
+
+#[test]
+fn a_pytorch_job_that_exits_just_before_its_trace_starts_exits_cleanly() {
+    // A trace starting as the process exits leaves PyTorch's profiler state alive at exit
+    // (SIGSEGV): the hook waits for the start, then stops the trace, whose end is a minute
+    // away.
+    let test = "a_pytorch_job_that_exits_just_before_its_trace_starts_exits_cleanly";
+    let said = [
+        "exited as Kineto's on-demand trace was about to start: waited",
+        "exited while Kineto's on-demand trace was recording: stopped it first",
+    ];
+    run_torch_exiting_near_its_trace(test, ["start", "-1", "60s"], &said);
 }
 
 /// Runs a JAX or TensorFlow loop under `mlprof run` and checks its server was captured.

@@ -18,7 +18,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use mlprof_capture::address::Target;
 use mlprof_capture::client::{CaptureOptions, NoProgress, SessionIds, WorkerOutcome, capture};
@@ -27,7 +27,7 @@ use tokio::task::JoinHandle;
 use crate::agent_link::{AgentLink, Ask, AskOutcome, Registration};
 use crate::cupti_collector::{CuptiListener, CuptiProcesses, Delivery, Window};
 use crate::kineto_daemon::{KinetoDaemon, Received, TraceEnding, TraceStarted, kineto_output_path, trace_ending};
-use crate::kineto_ipc::TraceWindow;
+use crate::kineto_ipc::{KINETO_START_DELAY, TraceWindow};
 use crate::launch::{self, JobCommand};
 use crate::python_hook::{Hook, StartedServer};
 use crate::sample_windows::{SampleWindow, SampleWindows};
@@ -171,7 +171,7 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
             joined = &mut exited => break joined.map_err(io::Error::other)??,
             received = serve(&mut daemon, &mut state) => {
                 if let Some(received) = received {
-                    state.received(received, say);
+                    state.received(received, hook.as_ref(), say);
                 } else {
                     say("Kineto on-demand tracing stopped: its socket failed".to_string());
                     daemon = None;
@@ -479,6 +479,19 @@ struct PendingTrace {
     deadline: Instant,
 }
 
+impl PendingTrace {
+    /// Removes what the tracer left of a trace it never finished: a partial file, and the
+    /// temporary file Kineto (and the hook) write before renaming it into place.
+    fn remove_unfinished(&self) {
+        let mut temporary = self.written_to.clone().into_os_string();
+        temporary.push(".tmp");
+        for leftover in [self.written_to.as_path(), Path::new(&temporary)] {
+            // Nothing there, or not ours to remove: either way nothing more to do.
+            let _ = std::fs::remove_file(leftover);
+        }
+    }
+}
+
 /// Ticks a trace without Kineto's closing `traceName` must stay the same size before it
 /// counts as written (1 s).
 const STABLE_TICKS: u32 = 4;
@@ -568,7 +581,10 @@ impl State {
         }
     }
 
-    fn received(&mut self, received: Received, say: &(dyn Fn(String) + Sync)) {
+    /// Takes note of what the Kineto daemon did; a timed trace handed out is announced
+    /// to the start-up hook in the process, when there is one (see
+    /// [`Hook::announce_kineto_trace`]).
+    fn received(&mut self, received: Received, hook: Option<&Hook>, say: &(dyn Fn(String) + Sync)) {
         match received {
             Received::Started(started) => {
                 self.torch.polled(started.pid);
@@ -583,6 +599,16 @@ impl State {
                     TraceWindow::Iterations(_) => KINETO_STEPS_DEADLINE,
                 };
                 let written_to = kineto_output_path(&started.log_file, started.pid);
+                if let (Some(hook), TraceWindow::Duration(duration)) = (hook, window) {
+                    let starts = SystemTime::now() + KINETO_START_DELAY;
+                    if let Err(error) = hook.announce_kineto_trace(started.pid, starts, starts + duration, &written_to)
+                    {
+                        say(format!(
+                            "PyTorch process {}: telling the start-up hook about its trace: {error}",
+                            started.pid
+                        ));
+                    }
+                }
                 let deadline = started.at + budget;
                 self.pending.push(PendingTrace { deadline, written_to, last_size: None, stable_ticks: 0, started });
             }
@@ -1087,6 +1113,7 @@ impl State {
         }
         for trace in std::mem::take(&mut self.pending) {
             say(format!("PyTorch process {}: the job ended before its trace was written", trace.started.pid));
+            trace.remove_unfinished();
         }
         if let ServerState::Capturing { server, task, .. } = std::mem::replace(&mut self.server, ServerState::Done) {
             self.finish_capture(&server, task.await.ok().flatten(), say);

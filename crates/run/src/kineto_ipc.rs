@@ -213,6 +213,11 @@ impl fmt::Display for TraceWindow {
     }
 }
 
+/// How long after receiving a timed config Kineto starts its trace: the config names no
+/// start time, so Kineto sets one at receipt plus its warmup (5 s) plus two ticks of its
+/// profiler thread (1 s each).
+pub const KINETO_START_DELAY: Duration = Duration::from_secs(7);
+
 /// The Kineto config text that starts one trace written to `log_file` (Kineto inserts
 /// `_<pid>` before the file's extension). Shapes, memory and stacks are recorded, as
 /// `torch.profiler` records them when asked; every thread is traced.

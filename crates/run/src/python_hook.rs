@@ -16,8 +16,9 @@ use std::ffi::OsString;
 use std::io;
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The hook's source, written as `<run dir>/hook/sitecustomize.py`.
 pub const SITECUSTOMIZE: &str = include_str!("hook/sitecustomize.py");
@@ -45,10 +46,19 @@ pub struct TorchProcess {
 }
 
 /// What mlprof asks the hook of a PyTorch process to record.
-#[derive(serde::Serialize)]
+#[derive(Serialize)]
 struct TorchRequest<'a> {
     duration_ms: u128,
     log_file: &'a Path,
+}
+
+/// A timed Kineto trace handed to a PyTorch process: when it should start and end
+/// (seconds since the Unix epoch) and the file Kineto writes it to.
+#[derive(Serialize)]
+struct KinetoWindow<'a> {
+    starts_unix_s: f64,
+    ends_unix_s: f64,
+    trace: &'a Path,
 }
 
 /// A framework profiler server the hook started.
@@ -138,10 +148,34 @@ impl Hook {
     /// and write the trace to `log_file` (written whole, by rename).
     pub fn request_torch_trace(&self, pid: i32, duration: std::time::Duration, log_file: &Path) -> io::Result<()> {
         let request = TorchRequest { duration_ms: duration.as_millis(), log_file };
-        let text = serde_json::to_string(&request).map_err(io::Error::other)?;
-        let tmp = self.run_dir.join(format!("torch-{pid}.request.tmp"));
+        self.write_report(&format!("torch-{pid}.request"), &request)
+    }
+
+    /// Tells the hook in PyTorch process `pid` that Kineto was handed a timed trace that
+    /// should record from `starts` to `ends` and be written to `trace`
+    /// (`torch-PID.window`, replaced by each trace handed out): a process that exits
+    /// about when the trace starts or ends waits for that moment to pass instead of
+    /// dying in it (see the hook).
+    pub fn announce_kineto_trace(
+        &self,
+        pid: i32,
+        starts: SystemTime,
+        ends: SystemTime,
+        trace: &Path,
+    ) -> io::Result<()> {
+        let unix_s =
+            |at: SystemTime| at.duration_since(SystemTime::UNIX_EPOCH).map_or(0.0, |since| since.as_secs_f64());
+        let window = KinetoWindow { starts_unix_s: unix_s(starts), ends_unix_s: unix_s(ends), trace };
+        self.write_report(&format!("torch-{pid}.window"), &window)
+    }
+
+    /// Writes `value` as JSON to `name` in the run directory, whole (by rename), so the
+    /// hook never reads half of it.
+    fn write_report(&self, name: &str, value: &impl Serialize) -> io::Result<()> {
+        let text = serde_json::to_string(value).map_err(io::Error::other)?;
+        let tmp = self.run_dir.join(format!("{name}.tmp"));
         std::fs::write(&tmp, text)?;
-        std::fs::rename(&tmp, self.run_dir.join(format!("torch-{pid}.request")))
+        std::fs::rename(&tmp, self.run_dir.join(name))
     }
 
     /// What the hook logged as going wrong, one entry per line (empty when nothing did).
@@ -218,5 +252,11 @@ mod tests {
         hook.request_torch_trace(9, std::time::Duration::from_millis(1500), Path::new("/s/t.json")).unwrap();
         let request = std::fs::read_to_string(dir.path().join("torch-9.request")).unwrap();
         assert_eq!(request, r#"{"duration_ms":1500,"log_file":"/s/t.json"}"#);
+        let starts = SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(1_800_000_000_500);
+        let ends = starts + std::time::Duration::from_secs(2);
+        hook.announce_kineto_trace(9, starts, ends, Path::new("/s/t_9.json")).unwrap();
+        let window = std::fs::read_to_string(dir.path().join("torch-9.window")).unwrap();
+        assert_eq!(window, r#"{"starts_unix_s":1800000000.5,"ends_unix_s":1800000002.5,"trace":"/s/t_9.json"}"#);
+        assert!(!dir.path().join("torch-9.window.tmp").exists());
     }
 }

@@ -11,12 +11,22 @@
 #      launcher that dropped KINETO_USE_DAEMON), waits for mlprof to ask
 #      (torch-PID.request), then records every thread with torch.profiler for the asked
 #      duration and writes the trace where mlprof said, by rename; where on-demand mode is
-#      on, it stops a Kineto trace still recording when the process exits (PyTorch
-#      crashes otherwise).
+#      on, a process that exits while a Kineto trace is due or recording waits through a
+#      start or end of the trace due within _EXIT_MARGIN_S (torch-PID.window says when)
+#      and stops a trace still recording (PyTorch crashes otherwise).
 # Everything is inside try/except: the hook never raises into the job, never blocks an
 # import, and writes what went wrong to $MLPROF_RUN_DIR/hook.log instead.
 import os
 import sys
+
+# A start or end of a Kineto trace due within this many seconds of the process's exit is
+# waited for: the process's last moments must not hold one (see stop_ondemand_trace).
+_EXIT_MARGIN_S = 3.0
+# Kineto's profiler thread wakes once a second: a trace starts or ends up to a second
+# after it is due.
+_TICK_S = 1.5
+# How long after its end Kineto may take to write a trace the process waits for.
+_WRITE_GRACE_S = 10.0
 
 
 def _mlprof_install():
@@ -97,13 +107,59 @@ def _mlprof_install():
         profiler.export_chrome_trace(out + ".tmp")
         os.rename(out + ".tmp", out)
 
+    def settle_ondemand_trace():
+        # Waits through a start or end of the timed trace mlprof handed Kineto
+        # (torch-PID.window: when it should start and end, the file Kineto writes) that is
+        # due within _EXIT_MARGIN_S: whether the trace was then written (nothing is left
+        # to stop).
+        import json
+        import time
+
+        try:
+            with open(os.path.join(run_dir, "torch-%d.window" % os.getpid())) as f:
+                window = json.load(f)
+            starts, ends = float(window["starts_unix_s"]), float(window["ends_unix_s"])
+            trace = str(window["trace"])
+        except FileNotFoundError:
+            return False  # no timed trace was handed to this process
+        except Exception as e:
+            log("reading mlprof's window of the Kineto trace: %r" % (e,))
+            return False
+        if os.path.exists(trace):
+            return False
+        began = time.monotonic()
+        now = time.time()
+        if now < starts <= now + _EXIT_MARGIN_S:
+            time.sleep(starts - now + _TICK_S)
+            now = time.time()
+        if starts <= now and ends - _EXIT_MARGIN_S <= now < ends + _WRITE_GRACE_S:
+            while not os.path.exists(trace) and time.time() < ends + _WRITE_GRACE_S:
+                time.sleep(0.05)
+            written = os.path.exists(trace)
+            log(
+                "exited as Kineto's on-demand trace was about to end: waited %.1f s for it to %s"
+                % (time.monotonic() - began, "end and be written" if written else "be written, in vain")
+            )
+            return written
+        if time.monotonic() - began > 0.1:
+            log(
+                "exited as Kineto's on-demand trace was about to start: waited %.1f s for it to start"
+                % (time.monotonic() - began)
+            )
+        return False
+
     def stop_ondemand_trace():
-        # PyTorch crashes (SIGSEGV) when a process exits while a Kineto on-demand trace is
-        # recording: the trace's global profiler state is destroyed after libkineto and
-        # logs through it. Registered when torch is imported, this runs after the job's own
-        # atexit handlers and before the interpreter finalizes; stopping the trace here
-        # costs PyTorch's finalization of what it recorded (2 s for 15 s of the small
-        # model in mlprof's tests) and loses the trace, which could not be written anyway.
+        # PyTorch dies when a process exits while a Kineto on-demand trace is recording:
+        # of SIGSEGV, as the trace's global profiler state is destroyed after libkineto and
+        # logs through it (also when the trace starts as the process exits); of SIGABRT,
+        # when the trace was stopped here but its end comes before the process is gone
+        # (Kineto's thread then stops it again, and that throws). Registered when torch is
+        # imported, this runs after the job's own atexit handlers and before the
+        # interpreter finalizes. A start or end due within _EXIT_MARGIN_S is waited
+        # through (an ending trace is then written whole); a trace still recording after
+        # that is stopped, which costs PyTorch's finalization of what it recorded (2 s for
+        # 15 s of the small model in mlprof's tests) and loses the trace, which could not
+        # be written anyway.
         try:
             import time
 
@@ -112,6 +168,8 @@ def _mlprof_install():
             autograd = torch._C._autograd
             if autograd._profiler_enabled():
                 return  # this thread's own torch.profiler is the job's, not ours to stop
+            if settle_ondemand_trace():
+                return
             began = time.monotonic()
             try:
                 autograd._disable_profiler()
