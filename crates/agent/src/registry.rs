@@ -2,7 +2,8 @@
 //! heartbeat, forgotten after [`EXPIRES`] of silence or at once when the run says its
 //! job ended), the captures asked of it and not yet handed out, and the requests
 //! waiting for the run's answer. A registration is taken only for a process that is
-//! the registering run's child and belongs to a user the agent watches.
+//! the registering run's child and belongs to a user the agent watches, or, once that
+//! process has exited, from the run already registered for it while the run finishes.
 //!
 //! The run records what is asked with everything it drives (Kineto on its private
 //! socket, the profiler server its hook started, CUPTI, samples): the agent could reach
@@ -52,18 +53,21 @@ pub struct Registry {
 
 impl Registry {
     /// Whether `registration` may be taken from what `/proc` says now: its pid is a child
-    /// of its run and runs as `only_uid` (where set). The reason where not.
-    pub fn check(registration: &Registration, only_uid: Option<u32>) -> Result<(), String> {
+    /// of its run and runs as `only_uid` (where set). A run already registered whose job
+    /// has exited keeps its place while it finishes (collects the last traces, reports
+    /// the asks it recorded), as long as the run's own process lives and runs as
+    /// `only_uid`. The reason where not.
+    pub fn check(&self, registration: &Registration, only_uid: Option<u32>) -> Result<(), String> {
         let pid = registration.pid;
-        let stat = procfs::process_stat(pid).ok_or_else(|| format!("no process {pid}"))?;
+        let Some(stat) = procfs::process_stat(pid) else {
+            let run_pid = registration.run_pid;
+            let known = self.runs.get(&pid).is_some_and(|run| run.registration.run_pid == run_pid);
+            return if known { owned_by(run_pid, only_uid) } else { Err(format!("no process {pid}")) };
+        };
         if stat.ppid != registration.run_pid {
             return Err(format!("process {pid} is not a child of process {}", registration.run_pid));
         }
-        let uid = std::fs::metadata(format!("/proc/{pid}")).map_err(|e| format!("process {pid}: {e}"))?.uid();
-        match only_uid {
-            Some(only) if only != uid => Err(format!("process {pid} belongs to another user")),
-            _ => Ok(()),
-        }
+        owned_by(pid, only_uid)
     }
 
     /// Takes a heartbeat at `now`: passes on the outcomes it carries and answers with the
@@ -164,6 +168,15 @@ impl Registry {
     }
 }
 
+/// Whether process `pid` exists and runs as `only_uid` (where set); the reason where not.
+fn owned_by(pid: u32, only_uid: Option<u32>) -> Result<(), String> {
+    let uid = std::fs::metadata(format!("/proc/{pid}")).map_err(|e| format!("process {pid}: {e}"))?.uid();
+    match only_uid {
+        Some(only) if only != uid => Err(format!("process {pid} belongs to another user")),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,15 +236,33 @@ mod tests {
 
     #[test]
     fn only_a_child_of_its_run_is_taken() {
+        let registry = Registry::default();
         let me = std::process::id();
         let parent = procfs::process_stat(me).unwrap().ppid;
-        assert_eq!(Registry::check(&Registration { run_pid: parent, pid: me, ..Default::default() }, None), Ok(()));
+        assert_eq!(registry.check(&Registration { run_pid: parent, pid: me, ..Default::default() }, None), Ok(()));
         let wrong_parent = Registration { run_pid: me, pid: me, ..Default::default() };
-        assert!(Registry::check(&wrong_parent, None).unwrap_err().contains("not a child"));
+        assert!(registry.check(&wrong_parent, None).unwrap_err().contains("not a child"));
         let other_user = Registration { run_pid: parent, pid: me, ..Default::default() };
         let someone_else = nix_uid().wrapping_add(1);
-        assert!(Registry::check(&other_user, Some(someone_else)).unwrap_err().contains("another user"));
-        assert!(Registry::check(&Registration { pid: u32::MAX, ..Default::default() }, None).is_err());
+        assert!(registry.check(&other_user, Some(someone_else)).unwrap_err().contains("another user"));
+        assert!(registry.check(&Registration { pid: u32::MAX, ..Default::default() }, None).is_err());
+    }
+
+    #[test]
+    fn a_run_whose_job_exited_keeps_its_place_while_it_lives() {
+        let mut registry = Registry::default();
+        let me = std::process::id();
+        let mut job = std::process::Command::new("true").spawn().unwrap();
+        let gone = job.id();
+        job.wait().unwrap();
+        let finishing = Registration { run_pid: me, pid: gone, ..Default::default() };
+        assert!(registry.check(&finishing, None).unwrap_err().contains("no process"), "never registered");
+        registry.register(finishing.clone(), Instant::now());
+        assert_eq!(registry.check(&finishing, None), Ok(()));
+        let someone_else = nix_uid().wrapping_add(1);
+        assert!(registry.check(&finishing, Some(someone_else)).unwrap_err().contains("another user"));
+        let other_run = Registration { run_pid: u32::MAX, ..finishing.clone() };
+        assert!(registry.check(&other_run, None).unwrap_err().contains("no process"), "not the run registered");
     }
 
     #[test]

@@ -684,17 +684,13 @@ async fn register(
         Ok(registration) => registration,
         Err(error) => return (StatusCode::BAD_REQUEST, format!("not a registration: {error}\n")).into_response(),
     };
+    let mut registry = shared.registry.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     // A run whose job has ended only says goodbye (its process may be gone already).
-    let checked = if registration.ended { Ok(()) } else { Registry::check(&registration, shared.only_uid) };
+    let checked = if registration.ended { Ok(()) } else { registry.check(&registration, shared.only_uid) };
     if let Err(why) = checked {
         return (StatusCode::FORBIDDEN, format!("{why}\n")).into_response();
     }
-    let reply = shared
-        .registry
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .register(registration, Instant::now());
-    axum::Json(reply).into_response()
+    axum::Json(registry.register(registration, Instant::now())).into_response()
 }
 
 /// Whether a request may be answered: it carries the token, where one is needed, in

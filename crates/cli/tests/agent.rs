@@ -700,6 +700,32 @@ fn jobs_started_by_run_register_and_are_captured_through_their_run() {
     });
 }
 
+/// A run whose job has exited keeps its place on the agent while it finishes (waits for
+/// the job's last trace, reports the asks it recorded): its heartbeats meanwhile were
+/// refused ("no process"), and the run said the agent could not be reached.
+#[test]
+fn a_run_finishing_after_its_job_exited_stays_registered() {
+    let _framework_jobs = framework_jobs();
+    let test = "a_run_finishing_after_its_job_exited_stays_registered";
+    let Some(python) = peers::python("MLPROF_TORCH_PYTHON", test) else { return };
+    let (_agent, address, _) = start_agent("127.0.0.1:0");
+    let logdir = tempfile::tempdir().expect("temp dir");
+    // A minute's trace asked of a 14 s loop is still due when the job ends: the run waits
+    // for it after the job, heartbeats going on.
+    let out = Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["run", &format!("--agent={address}"), "--duration", "60s", "--logdir"])
+        .arg(logdir.path())
+        .args(["--", &python])
+        .args([peers::script("torch_one_thread_loop.py").as_os_str(), "14".as_ref()])
+        .output()
+        .expect("mlprof run runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("registered with the agent"), "{err}");
+    assert!(err.contains("the job ended before its trace was written"), "the run waited after the job: {err}");
+    assert!(!err.contains("cannot be reached"), "{err}");
+}
+
 /// `LOGDIR/plugins/profile`.
 fn mlprof_profile_root(logdir: &std::path::Path) -> std::path::PathBuf {
     logdir.join("plugins").join("profile")
