@@ -2,8 +2,9 @@
 //! function named from the samples), a JAX job serving the profiler (its server captured
 //! over the same window, and the samples counted in its steps), a PyTorch job started
 //! with Kineto's on-demand mode by someone else (traced through it), one that runs no op
-//! while traced (said to have waited), and the refusals: a pid that does not exist, a
-//! process that is not Python.
+//! while traced (said to have waited), a shell wrapping a Python job (recorded with it),
+//! and the refusals: a pid that does not exist, a process that neither is Python nor
+//! started one.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -83,6 +84,21 @@ fn a_running_python_process_is_sampled_and_its_hot_function_named() {
 }
 
 #[test]
+fn a_wrapper_of_a_python_job_is_recorded_with_the_job() {
+    // `sh -c "python3 …; true"` forks (a lone command it would exec): the job is a child.
+    let wrapped = format!("python3 {} 30; true", peers::script("python_hot_loop.py").display());
+    let wrapper = start_until_ready(Command::new("sh").args(["-c", &wrapped]));
+    let logdir = tempfile::tempdir().expect("temp dir");
+    let out = attach(wrapper.0.id(), logdir.path(), &["--duration", "1500ms"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let said = format!("pid {} (sh) is not Python: recording it and every process it started", wrapper.0.id());
+    assert!(err.contains(&said) && err.contains("(python3)"), "{err}");
+    let tool = peers::python_tool(logdir.path());
+    assert_eq!(tool["lines"][0]["function"], "hot_spin", "{tool:#}");
+}
+
+#[test]
 fn a_pid_that_does_not_exist_or_is_not_python_is_one_line_and_exit_2() {
     let logdir = tempfile::tempdir().expect("temp dir");
     // Pids above the kernel's pid_max (4194304 at most) never exist.
@@ -95,7 +111,7 @@ fn a_pid_that_does_not_exist_or_is_not_python_is_one_line_and_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("(sleep) is not a Python process"), "{err}");
+    assert!(err.contains("(sleep) is not a Python process, nor did it start one"), "{err}");
     assert!(!logdir.path().join("plugins").exists(), "nothing was written");
 }
 

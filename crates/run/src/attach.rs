@@ -6,8 +6,13 @@
 //! Kineto on-demand mode is on, Kineto traces it ([`crate::attach_kineto`]).
 //! Everything lands in one session of the log directory.
 //!
+//! The process may be a wrapper of the job (a shell, `srun`, a launcher that is not
+//! Python): its tree is sampled as it is, and the framework is looked for in its first
+//! Python descendant.
+//!
 //! Refusals are one line each, before anything is recorded: no such process, a process
-//! that is not Python, memory that cannot be read (with what would allow it).
+//! that neither is Python nor started one, memory that cannot be read (with what would
+//! allow it).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -44,10 +49,10 @@ pub enum AttachError {
     /// No process has the pid.
     #[error("no process with pid {0}")]
     NoProcess(u32),
-    /// The process runs no Python interpreter.
+    /// Neither the process nor any process it started runs a Python interpreter.
     #[error(
-        "pid {pid} ({name}) is not a Python process: mlprof attach reads Python stacks (start other programs under \
-         `mlprof run -- CMD`)"
+        "pid {pid} ({name}) is not a Python process, nor did it start one: mlprof attach reads Python stacks (start \
+         other programs under `mlprof run -- CMD`)"
     )]
     NotPython {
         /// The pid.
@@ -80,17 +85,24 @@ pub struct AttachOutcome {
     pub session: Option<PathBuf>,
 }
 
-/// Checks that `pid` can be sampled: it exists, runs Python, and its memory is readable.
-pub fn check(pid: u32) -> Result<(), AttachError> {
+/// Checks that `pid` can be sampled: it exists, it runs Python or is a wrapper of a
+/// process that does (its first Python descendant), and that Python's memory is
+/// readable. The Python process: `pid`, or that descendant.
+pub fn check(pid: u32) -> Result<u32, AttachError> {
     let stat = procfs::process_stat(pid).ok_or(AttachError::NoProcess(pid))?;
     // py-spy first: it also finds an interpreter linked into a program of another name.
-    match PythonProcess::attach(pid) {
-        Ok(_) => Ok(()),
-        Err(_) if !procfs::maps_python(pid) => Err(AttachError::NotPython { pid, name: stat.comm }),
-        Err(reason) => {
-            Err(AttachError::Unreadable { pid, reason: format!("{reason}{}", crate::sampling::ptrace_hint(&reason)) })
-        }
-    }
+    let python = match PythonProcess::attach(pid) {
+        Ok(_) => return Ok(pid),
+        Err(reason) if procfs::maps_python(pid) => return Err(unreadable(pid, &reason)),
+        Err(_) => procfs::process_tree(pid).into_iter().skip(1).find(|&descendant| procfs::maps_python(descendant)),
+    };
+    let python = python.ok_or(AttachError::NotPython { pid, name: stat.comm })?;
+    PythonProcess::attach(python).map(|_| python).map_err(|reason| unreadable(python, &reason))
+}
+
+/// Why the Python stacks of `pid` cannot be read: `reason`, and what would allow it.
+fn unreadable(pid: u32, reason: &str) -> AttachError {
+    AttachError::Unreadable { pid, reason: format!("{reason}{}", crate::sampling::ptrace_hint(reason)) }
 }
 
 /// Records `options.pid` for `options.duration` (or until `stop` resolves), saying what
@@ -100,7 +112,19 @@ pub async fn attach(
     stop: impl std::future::Future<Output = ()>,
     say: &(dyn Fn(String) + Sync),
 ) -> Result<AttachOutcome, AttachError> {
-    check(options.pid)?;
+    let python = check(options.pid)?;
+    // The framework's parts (its server, Kineto) are looked for in the Python process.
+    let framework = &AttachOptions { pid: python, ..options.clone() };
+    if python != options.pid {
+        let name = |pid| procfs::process_stat(pid).map_or_else(String::new, |stat| stat.comm);
+        say(format!(
+            "pid {} ({}) is not Python: recording it and every process it started, the framework in its Python \
+             process {python} ({})",
+            options.pid,
+            name(options.pid),
+            name(python)
+        ));
+    }
     let logdir = std::path::absolute(&options.logdir).unwrap_or_else(|_| options.logdir.clone());
     let root = mlprof_formats::output::profile_root(&logdir);
     let session_id = SessionIds::new().next_now(&root);
@@ -114,21 +138,20 @@ pub async fn attach(
         SamplerOptions { hz: options.sample_hz, native: options.native_stacks, counters: true },
         say,
     );
-    let ports = listening::local_ports(options.pid);
+    let ports = listening::local_ports(python);
     let captures = start_captures(&ports, &logdir, &session_id, options.duration);
-    let torch = procfs::maps_library(options.pid, "libtorch");
+    let torch = procfs::maps_library(python, "libtorch");
     if ports.is_empty() && !torch {
         say(format!(
-            "pid {}: no framework trace: it listens on no port this machine reaches (a JAX or TensorFlow job that \
-             calls jax.profiler.start_server / tf.profiler.experimental.server.start can be captured)",
-            options.pid
+            "pid {python}: no framework trace: it listens on no port this machine reaches (a JAX or TensorFlow job \
+             that calls jax.profiler.start_server / tf.profiler.experimental.server.start can be captured)"
         ));
     }
-    let kineto = if torch { start_kineto(options, &session, say) } else { None };
+    let kineto = if torch { start_kineto(framework, &session, say) } else { None };
     let kineto_started = kineto.is_some();
     say(format!("pid {}: recording for {} s", options.pid, options.duration.as_secs_f64()));
-    let (kineto_outcome, stopped) = record_window(kineto, options, stop, say).await;
-    let mut wrote = report_kineto(kineto_outcome, stopped && kineto_started, options, say);
+    let (kineto_outcome, stopped) = record_window(kineto, framework, stop, say).await;
+    let mut wrote = report_kineto(kineto_outcome, stopped && kineto_started, framework, say);
     if stopped {
         say(format!("stopped after {:.1} s", started.elapsed().as_secs_f64()));
     }
@@ -136,7 +159,7 @@ pub async fn attach(
     if let Some(sampler) = sampler {
         wrote |= write_samples(sampler, options, (begin_ns, end_ns), &session, say).await;
     }
-    wrote |= report_captures(captures, options.pid, say).await;
+    wrote |= report_captures(captures, python, say).await;
     if !wrote {
         let _ = std::fs::remove_dir(&session);
     }
