@@ -78,6 +78,10 @@ fn a_running_python_process_is_sampled_and_its_hot_function_named() {
     assert!(err.contains("no framework trace: it listens on no port"), "{err}");
     let tool = peers::python_tool(logdir.path());
     assert_eq!(tool["lines"][0]["function"], "hot_spin", "{tool:#}");
+    // Samples alone are a Python program's, not a framework's (advice was worded for
+    // TensorFlow, the default of an XSpace).
+    let advice = common::ok_stdout(mlprof(&["advise", &logdir.path().display().to_string(), "--format", "json"]));
+    assert!(advice.contains("\"framework\": \"python\""), "{advice}");
     // Attaching costs the process nothing lasting: it is still running.
     let mut job = job;
     assert!(job.0.try_wait().expect("the job's status").is_none(), "the job died");

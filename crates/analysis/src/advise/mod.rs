@@ -25,7 +25,7 @@
 //!
 //! ```text
 //! { "session": str, "hosts": [str],            (added by the CLI)
-//!   "schema_version": 1, "framework": "tensorflow" | "jax" | "pytorch" | "cuda",
+//!   "schema_version": 1, "framework": "tensorflow" | "jax" | "pytorch" | "cuda" | "python",
 //!   "steps": int, "step_time_ps": int | null,
 //!   "findings": [ { "rank": int (1 = most time lost), "rule": str, "severity": "high" | "medium" | "low",
 //!                   "title": str, "time_lost_per_step_ps": int | null, "step_time_percent": float | null,

@@ -17,24 +17,32 @@ pub enum Framework {
     /// A CUDA program with no framework events (XSpace that `mlprof run`'s CUPTI
     /// injection wrote: its `/host:metadata` plane says `profiler` "mlprof-inject").
     Cuda,
+    /// A Python program seen only through the stacks and counters `mlprof run` or
+    /// `mlprof attach` sampled (no framework trace): it has no steps and no device
+    /// activity, so the rules that word fixes by framework never reach it.
+    Python,
 }
 
 impl Framework {
-    /// The framework of a profile whose hosts were written by `each`: PyTorch when
-    /// every host is, else JAX when any host is, else a CUDA program when every host
-    /// is, else TensorFlow.
+    /// The framework of a profile whose hosts were written by `each`, leaving out hosts
+    /// of samples alone: PyTorch when every host is, else JAX when any host is, else a
+    /// CUDA program when every host is, else TensorFlow; a Python program when every
+    /// host holds samples alone.
     pub fn of_profile(each: impl IntoIterator<Item = Framework>) -> Framework {
-        let (mut count, mut pytorch, mut jax, mut cuda) = (0, 0, false, 0);
+        let (mut count, mut pytorch, mut jax, mut cuda, mut python) = (0, 0, false, 0, 0);
         for framework in each {
             count += 1;
             match framework {
                 Framework::Pytorch => pytorch += 1,
                 Framework::Jax => jax = true,
                 Framework::Cuda => cuda += 1,
+                Framework::Python => python += 1,
                 Framework::Tensorflow => {}
             }
         }
+        let count = count - python;
         match () {
+            _ if count == 0 && python > 0 => Framework::Python,
             _ if count > 0 && pytorch == count => Framework::Pytorch,
             _ if jax => Framework::Jax,
             _ if count > 0 && cuda == count => Framework::Cuda,
@@ -56,5 +64,8 @@ mod tests {
         assert_eq!(Framework::of_profile([Pytorch, Jax]), Jax);
         assert_eq!(Framework::of_profile([Cuda, Cuda]), Cuda);
         assert_eq!(Framework::of_profile([Cuda, Tensorflow]), Tensorflow);
+        assert_eq!(Framework::of_profile([Python, Python]), Python);
+        assert_eq!(Framework::of_profile([Pytorch, Python]), Pytorch, "samples beside a trace say nothing");
+        assert_eq!(Framework::of_profile([Python, Cuda]), Cuda);
     }
 }

@@ -163,7 +163,7 @@ fn fixes(framework: Framework, straggler: bool) -> Vec<String> {
                 .to_string(),
             "Reduce in 16-bit where accuracy allows (mixed precision), halving what is sent.".to_string(),
         ],
-        Framework::Cuda => vec![
+        Framework::Cuda | Framework::Python => vec![
             "Run collectives on their own stream and start them as soon as their inputs are ready, so compute \
              kernels on other streams hide them; group small collectives (`ncclGroupStart`/`ncclGroupEnd`)."
                 .to_string(),

@@ -35,7 +35,7 @@ pub fn check(results: &ToolResults) -> Outcome {
         Framework::Cuda => {
             return Outcome::NotApplicable("a CUDA program's activity has no framework compilation to see".into());
         }
-        Framework::Jax | Framework::Tensorflow => {}
+        Framework::Jax | Framework::Tensorflow | Framework::Python => {}
     }
     if results.steps().is_empty() {
         return Outcome::NotApplicable("no steps in the profile".into());
@@ -87,7 +87,7 @@ fn fixes(framework: Framework) -> Vec<&'static str> {
             "Keep batch shapes fixed (`dataset.batch(n, drop_remainder=True)`, padded batches) and pass tensors, \
              not Python values that change every step, into the function.",
         ],
-        Framework::Pytorch | Framework::Cuda => Vec::new(),
+        Framework::Pytorch | Framework::Cuda | Framework::Python => Vec::new(),
     }
 }
 

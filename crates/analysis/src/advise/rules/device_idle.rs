@@ -104,7 +104,7 @@ pub fn check(results: &ToolResults) -> Outcome {
         }
         Framework::Jax => "Jit the whole step so XLA fuses it into fewer, longer kernels.",
         Framework::Pytorch => "Fuse small ops with `torch.compile`, and replay the step as a CUDA graph.",
-        Framework::Cuda => {
+        Framework::Cuda | Framework::Python => {
             "Launch the work back to back: fuse small kernels, capture repeated launches in a CUDA graph \
              (`cudaStreamBeginCapture` … `cudaGraphLaunch`), and overlap copies with compute on separate streams."
         }

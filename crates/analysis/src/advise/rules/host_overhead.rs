@@ -113,7 +113,7 @@ fn fixes(framework: Framework) -> Vec<&'static str> {
              accumulate metrics on the GPU and log every N steps.",
             "Cut Python dispatch overhead with `torch.compile` (and CUDA graphs with mode=\"reduce-overhead\").",
         ],
-        Framework::Cuda => vec![
+        Framework::Cuda | Framework::Python => vec![
             "Keep the host ahead of the GPU: no synchronising call (`cudaDeviceSynchronize`, `cudaMemcpy`, \
              `cudaStreamSynchronize`) in the loop; wait on CUDA events only where results are read.",
             "Replay repeated launch sequences as a CUDA graph (`cudaStreamBeginCapture` … `cudaGraphLaunch`).",

@@ -223,7 +223,7 @@ fn no_pipeline_fixes(results: &ToolResults) -> Vec<String> {
              persistent_workers=True, so they are prepared while the step runs."
                 .to_string(),
         ),
-        Framework::Cuda => fixes.push(
+        Framework::Cuda | Framework::Python => fixes.push(
             "Prepare the next input on the host while the GPU works on the current one (another thread), and copy \
              it with `cudaMemcpyAsync` from pinned memory on a stream of its own."
                 .to_string(),
@@ -248,9 +248,11 @@ fn copy_fix(framework: Framework) -> String {
         Framework::Pytorch => "Most input time is copying to the device: `pin_memory=True` in the DataLoader and \
              `.to(device, non_blocking=True)`, so copies overlap compute."
             .to_string(),
-        Framework::Cuda => "Most input time is copying to the device: copy from pinned memory (`cudaMallocHost`, \
+        Framework::Cuda | Framework::Python => {
+            "Most input time is copying to the device: copy from pinned memory (`cudaMallocHost`, \
              `cudaHostRegister`) with `cudaMemcpyAsync` on a stream of its own, so copies overlap compute."
-            .to_string(),
+                .to_string()
+        }
     }
 }
 

@@ -129,7 +129,7 @@ fn fixes(framework: Framework) -> Vec<String> {
             "Fuse small ops with `torch.compile`, so fewer kernels are launched.".to_string(),
             "Do more work per launch: a larger batch launches the same kernels for more examples.".to_string(),
         ],
-        Framework::Cuda => vec![
+        Framework::Cuda | Framework::Python => vec![
             "Replay repeated launch sequences as a CUDA graph (`cudaStreamBeginCapture` … `cudaGraphLaunch`): one \
              launch for the whole sequence."
                 .to_string(),

@@ -73,7 +73,7 @@ fn fixes(framework: Framework) -> Vec<&'static str> {
             "For the float32 that remains, allow TF32 TensorCore math: `torch.backends.cuda.matmul.allow_tf32 = \
              True` and `torch.backends.cudnn.allow_tf32 = True`.",
         ],
-        Framework::Cuda => vec![
+        Framework::Cuda | Framework::Python => vec![
             "Compute in 16 bits where precision allows: bf16/fp16 inputs to cuBLAS/cuDNN (`cublasGemmEx` with \
              `CUBLAS_COMPUTE_32F` accumulation), or TF32 math for float32 (`CUBLAS_TF32_TENSOR_OP_MATH`).",
         ],

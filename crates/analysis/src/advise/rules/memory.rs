@@ -149,7 +149,7 @@ fn memory_fixes(framework: Framework) -> [String; 2] {
         Framework::Tensorflow => "`tf.recompute_grad`",
         Framework::Jax => "`jax.checkpoint`",
         Framework::Pytorch => "`torch.utils.checkpoint`",
-        Framework::Cuda => "recomputing what is cheap to recompute",
+        Framework::Cuda | Framework::Python => "recomputing what is cheap to recompute",
     };
     [
         format!(
@@ -257,7 +257,7 @@ fn fragmented(framework: Framework, path: &str, host: &str, allocator: &Allocato
             "Let the caching allocator grow segments instead of splitting them: \
              `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`."
         }
-        Framework::Cuda => {
+        Framework::Cuda | Framework::Python => {
             "Allocate from a stream-ordered pool (`cudaMallocAsync` / `cudaFreeAsync`) or reuse buffers of one size, \
              instead of many `cudaMalloc` of varying sizes."
         }

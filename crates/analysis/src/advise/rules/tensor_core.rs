@@ -168,7 +168,7 @@ fn layout_fix(framework: Framework) -> &'static str {
             "Give convolutions NHWC inputs (`dimension_numbers=('NHWC', 'HWIO', 'NHWC')`), the layout TensorCore \
              convolutions use."
         }
-        Framework::Cuda => {
+        Framework::Cuda | Framework::Python => {
             "Describe tensors to cuDNN in NHWC (`CUDNN_TENSOR_NHWC`), the layout its TensorCore convolutions run \
              in without transposes."
         }
@@ -191,7 +191,7 @@ fn math_fix(framework: Framework) -> &'static str {
             "Run matmuls and convolutions in bfloat16, or allow TF32 for float32 \
              (`jax.default_matmul_precision('tensorfloat32')`)."
         }
-        Framework::Cuda => {
+        Framework::Cuda | Framework::Python => {
             "Give cuBLAS and cuDNN 16-bit inputs, or allow TF32 for float32 (`cublasSetMathMode(handle, \
              CUBLAS_TF32_TENSOR_OP_MATH)`, `CUDNN_TENSOR_OP_MATH`)."
         }

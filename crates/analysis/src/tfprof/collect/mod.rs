@@ -35,7 +35,9 @@ pub(super) fn collect(hosts: &[(&Host, &HostGroups)]) -> Profile {
         // tf.data iterators, GPU kernels by `tf_op`).
         let host_records = match facts::framework(host) {
             Framework::Pytorch => kineto::collect(&mut profile, &context),
-            Framework::Tensorflow | Framework::Jax | Framework::Cuda => xspace::collect(&mut profile, &context),
+            Framework::Tensorflow | Framework::Jax | Framework::Cuda | Framework::Python => {
+                xspace::collect(&mut profile, &context)
+            }
         };
         xla::collect(&mut profile, &context);
         memory::attribute(&mut profile, &context, &host_records, first);
