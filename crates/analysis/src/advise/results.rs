@@ -109,7 +109,7 @@ const XPROF_TOOLS: [ToolId; 5] = [
 /// Hosts that hold only mlprof's samples say nothing about the framework, the steps or
 /// the device: they are left out as `Analysis` leaves them out of the step tools.
 pub fn collect(hosts: &[&Host]) -> ToolResults {
-    let traced: Vec<&Host> = hosts.iter().copied().filter(|h| !crate::tool::is_sampled_only(h)).collect();
+    let traced: Vec<&Host> = hosts.iter().copied().filter(|h| !facts::is_sampled_only(h)).collect();
     let hosts: &[&Host] = if traced.is_empty() { hosts } else { &traced };
     let analysis = Analysis::new(hosts.to_vec(), Options::default());
     let steps: Vec<u64> = analysis.host_steps().iter().map(|h| h.steps.len() as u64).collect();

@@ -37,7 +37,7 @@ pub use from_kineto::aten_op_tensor_core_eligible;
 pub use from_xspace::{einsum_tensor_core_eligible, op_tensor_core_eligible, parse_kernel_details, tf_op_name};
 pub(crate) use kernels::KernelLaunch;
 pub use kernels::{LaunchParams, kernel_uses_tensor_core};
-pub use recorder::Framework;
+pub use recorder::{Framework, is_sampled_only};
 
 use crate::grouping::{Fallbacks, HostGroups, group_by_markers, profiler_steps};
 use crate::hlo::HloModules;

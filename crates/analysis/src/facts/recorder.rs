@@ -1,7 +1,17 @@
 //! Who recorded a host, and how its source lists devices: the facts that word advice,
 //! name the run environment and explain a missing column.
 
+use mlprof_model::{Host, names};
 use serde::Serialize;
+
+/// Whether `host` holds only what mlprof sampled (and its time span).
+pub fn is_sampled_only(host: &Host) -> bool {
+    use names::sampled::{COUNTERS_PLANE, NATIVE_PLANE, PYTHON_PLANE};
+    let sampled =
+        |name: &str| matches!(name, PYTHON_PLANE | NATIVE_PLANE | COUNTERS_PLANE | names::TASK_ENVIRONMENT_PLANE);
+    host.planes.iter().any(|p| matches!(p.name.as_str(), PYTHON_PLANE | NATIVE_PLANE | COUNTERS_PLANE))
+        && host.planes.iter().all(|p| sampled(&p.name))
+}
 
 /// The framework (or program) that wrote a profile: it decides how fixes are worded.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]

@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use options::{ANALYSES_OPTION, BREAKDOWN, GAP_THRESHOLD, Options, TFPROF_OPTIONS};
-pub use shared::{Analysis, is_sampled_only};
+pub use shared::Analysis;
 use spec::{Availability, Output, ToolSpec};
 
 use crate::gpu::hta_csv::{self, CsvFile};

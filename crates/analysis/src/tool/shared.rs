@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use mlprof_model::{Host, names};
+use mlprof_model::Host;
 
 use super::{Options, ToolError, ToolId, ToolResult};
-use crate::facts::{step_groups, step_groups_as_xprof};
+use crate::facts::{is_sampled_only, step_groups, step_groups_as_xprof};
 use crate::grouping::{HostGroups, StepSource};
 use crate::hlo::HloModules;
 use crate::op_metrics::{self, OpMetricsDb};
@@ -336,13 +336,4 @@ impl<'h> Analysis<'h> {
             is_training: self.hosts.iter().any(|host| facts::records_training(host)),
         }
     }
-}
-
-/// Whether `host` holds only what mlprof sampled (and its time span).
-pub fn is_sampled_only(host: &Host) -> bool {
-    use names::sampled::{COUNTERS_PLANE, NATIVE_PLANE, PYTHON_PLANE};
-    let sampled =
-        |name: &str| matches!(name, PYTHON_PLANE | NATIVE_PLANE | COUNTERS_PLANE | names::TASK_ENVIRONMENT_PLANE);
-    host.planes.iter().any(|p| matches!(p.name.as_str(), PYTHON_PLANE | NATIVE_PLANE | COUNTERS_PLANE))
-        && host.planes.iter().all(|p| sampled(&p.name))
 }

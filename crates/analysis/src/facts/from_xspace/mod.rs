@@ -47,7 +47,7 @@ pub(super) fn framework(host: &Host) -> Framework {
         Framework::Jax
     } else if metadata.is_some_and(recorded_by_cupti_tool) {
         Framework::Cuda
-    } else if crate::tool::is_sampled_only(host) {
+    } else if super::is_sampled_only(host) {
         Framework::Python
     } else {
         Framework::Tensorflow
