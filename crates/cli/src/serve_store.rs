@@ -2,9 +2,9 @@
 //! cache directory and served from there like any log directory, kept in step with the
 //! store every [`SYNC_EVERY`] (new captures appear, the web server's rescan finds them).
 //!
-//! The first mirror must succeed (an unreachable store, a missing bucket or an empty
-//! prefix is one line and exit 2); later ones that fail say so once on stderr and the
-//! server goes on with what it has.
+//! The first mirror must succeed (an unreachable store or a missing bucket is one line
+//! and exit 2; a prefix with no profile that could be mirrored, one line and exit 1);
+//! later ones that fail say so once on stderr and the server goes on with what it has.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -24,10 +24,14 @@ pub async fn mirror(url: &str, cache: &Path) -> Result<(PathBuf, Mirror), Failur
     let synced = mirror.sync().await.map_err(|e| Failure::input(e.to_string()))?;
     say_skipped(&synced, &mut Vec::new());
     if synced.sessions == 0 {
-        return Err(Failure::nothing(format!(
-            "no profile found under {url}: expected <run>/plugins/profile/<session>/<host>.xplane.pb (or \
-             <worker>.pt.trace.json.gz) objects"
-        )));
+        const LAYOUT: &str = "<run>/plugins/profile/<session>/<host>.xplane.pb (or <worker>.pt.trace.json.gz) objects";
+        return Err(Failure::nothing(match synced.skipped.len() {
+            0 => format!("no profile found under {url}: expected {LAYOUT}"),
+            // What was left out may be every profile there is: say so, not that none exists.
+            left_out => {
+                format!("no profile of {url} could be mirrored: {left_out} left out, each said above ({LAYOUT})")
+            }
+        }));
     }
     eprintln!(
         "mlprof serve: {} session(s) of {url} in {} ({} fetched, {})",

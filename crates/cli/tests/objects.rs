@@ -2,7 +2,8 @@
 //! from the interpreter `MLPROF_MOTO_PYTHON` names; `.ci/run` makes that venv). A session
 //! uploaded lands in TensorBoard's layout byte for byte, a large one in parts; the mirror
 //! fetches new and changed sessions whole, drops deleted ones, never writes a hostile key
-//! and says what it left out; an unreachable store or a missing bucket is one line.
+//! and says what it left out (and `mlprof serve`, when that was every profile); an
+//! unreachable store or a missing bucket is one line.
 
 use std::path::{Path, PathBuf};
 
@@ -154,6 +155,25 @@ fn an_unreachable_store_or_a_missing_bucket_is_one_line() {
     let error = rt.block_on(unreachable.sync()).expect_err("unreachable").to_string();
     assert!(error.starts_with("s3://nowhere: list:") && !error.contains('\n'), "{error}");
     assert!(started.elapsed() < mlprof_objects::store::RETRY_TIMEOUT * 2, "gave up in {:?}", started.elapsed());
+}
+
+#[test]
+fn serving_a_store_whose_profiles_are_all_left_out_says_so() {
+    let Some(moto) = moto("serving_a_store_whose_profiles_are_all_left_out_says_so") else { return };
+    moto.bucket("hostile");
+    moto.boto("s3.put_object(Bucket='hostile', Key='p/evil/../../../x/plugins/profile/s/h.xplane.pb', Body=b'x')");
+    let cache = tempfile::tempdir().expect("cache");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["serve", "s3://hostile/p", "--port", "0", "--cache-dir"])
+        .arg(cache.path())
+        .envs(moto.vars())
+        .output()
+        .expect("mlprof serve runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "read fine, nothing usable: {err}");
+    assert!(err.contains("mlprof serve: skipped ") && err.contains("evil"), "{err}");
+    let said = "mlprof: error: no profile of s3://hostile/p could be mirrored: 1 left out, each said above";
+    assert!(err.contains(said), "{err}");
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {
