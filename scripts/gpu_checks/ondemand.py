@@ -5,6 +5,9 @@ Binds the abstract datagram socket "\\0dynolog\\0", starts CMD with
 KINETO_USE_DAEMON=1, logs every message, answers `ctxt` with an i32 0 and the
 first `req` polls after 3 s with a duration trace (0.5 s), the next one after that
 trace landed with an iteration trace (3 iterations); then stops CMD.
+OD_AFTER_S: seconds before the first config (3); OD_EXTRA: config lines added to both
+(`;`-separated, e.g. ACTIVITIES_WARMUP_PERIOD_SECS=1); OD_ONLY_DURATION=1: stop after
+the duration trace.
 """
 import json
 import os
@@ -41,6 +44,8 @@ dur_file = os.path.join(out, "od_duration.json")
 it_file = os.path.join(out, "od_iterations.json")
 sent_at = None
 kinds = {}
+after_s = float(os.environ.get("OD_AFTER_S", "3"))
+extra = "".join(line + "\n" for line in os.environ.get("OD_EXTRA", "").split(";") if line)
 deadline = t0 + float(os.environ.get("OD_DEADLINE_S", "75"))
 
 
@@ -57,7 +62,7 @@ while child.poll() is None and time.time() < deadline:
         data = None
     if phase == 1 and landed(dur_file):
         say("duration trace landed after", round(time.time() - sent_at, 2), "s:", landed(dur_file))
-        phase = 2
+        phase = 4 if os.environ.get("OD_ONLY_DURATION") else 2
         sent_at = None
     if phase == 3 and landed(it_file):
         say("iteration trace landed after", round(time.time() - sent_at, 2), "s:", landed(it_file))
@@ -77,11 +82,11 @@ while child.poll() is None and time.time() < deadline:
         reply = struct.pack("<i", 0)
     elif mtype == "req":
         text = b""
-        if phase == 0 and time.time() - t0 > 3:
-            text = ("ACTIVITIES_LOG_FILE=%s\nPROFILE_START_TIME=0\nACTIVITIES_DURATION_MSECS=500\n" % dur_file).encode()
+        if phase == 0 and time.time() - t0 > after_s:
+            text = ("ACTIVITIES_LOG_FILE=%s\nPROFILE_START_TIME=0\nACTIVITIES_DURATION_MSECS=500\n%s" % (dur_file, extra)).encode()
             phase, sent_at = 1, time.time()
         elif phase == 2:
-            text = ("ACTIVITIES_LOG_FILE=%s\nPROFILE_START_ITERATION=0\nPROFILE_START_ITERATION_ROUNDUP=1\nACTIVITIES_ITERATIONS=3\n" % it_file).encode()
+            text = ("ACTIVITIES_LOG_FILE=%s\nPROFILE_START_ITERATION=0\nPROFILE_START_ITERATION_ROUNDUP=1\nACTIVITIES_ITERATIONS=3\n%s" % (it_file, extra)).encode()
             phase, sent_at = 3, time.time()
         if text:
             say("replying config", text)

@@ -9,7 +9,8 @@ Modes:
   --profile-all      torch.profiler active for every timed step (overhead),
                      trace not exported.
   (neither)          no profiler code at all (on-demand / injection runs).
---steps N, --seconds S (run until S elapsed), --report FILE (JSON step times).
+--steps N, --seconds S (run until S elapsed), --report FILE (JSON step times),
+--stamps FILE (JSON [[unix end time s, length s], ...] of every timed step).
 """
 import argparse
 import json
@@ -62,6 +63,7 @@ def main():
     p.add_argument("--seconds", type=float)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--report")
+    p.add_argument("--stamps")
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--after-steps", type=int, default=0)
     a = p.parse_args()
@@ -90,6 +92,7 @@ def main():
     for _ in range(a.warmup):
         step()
     times = []
+    stamps = []
     t_start = time.perf_counter()
 
     def timed(n_or_none, on_step=None):
@@ -103,6 +106,7 @@ def main():
             t0 = time.perf_counter()
             step()
             times.append(time.perf_counter() - t0)
+            stamps.append((time.time(), times[-1]))
             if on_step:
                 on_step()
             i += 1
@@ -143,6 +147,9 @@ def main():
         "kineto_daemon": os.environ.get("KINETO_USE_DAEMON"),
     }
     print("REPORT", json.dumps(rep), flush=True)
+    if a.stamps:
+        with open(a.stamps, "w") as f:
+            json.dump(stamps, f)
     if a.report:
         with open(a.report, "w") as f:
             json.dump(rep, f)

@@ -416,3 +416,66 @@ fn without_kinetos_on_demand_mode_pytorch_is_traced_through_the_start_up_hook() 
     assert!(steps.len() >= 3, "{} steps in 1 s of a millisecond loop: {source}", steps.len());
     assert!(!err.contains("start-up hook:"), "the hook reported a problem: {err}");
 }
+
+/// Runs `python -c job` under `mlprof run --duration 1s` with `env`; returns its output.
+fn run_python_job(python: &str, job: &str, env: &[(&str, &str)]) -> Output {
+    let logdir = tempfile::tempdir().expect("temp dir");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mlprof"));
+    command.args(["run", "--logdir", &logdir.path().display().to_string(), "--duration", "1s", "--"]);
+    command.args([python, "-c", job]).env_remove("TEARDOWN_CUPTI").envs(env.iter().copied());
+    command.output().expect("mlprof runs")
+}
+
+#[test]
+fn pytorch_jobs_detach_cupti_after_their_traces() {
+    let test = "pytorch_jobs_detach_cupti_after_their_traces";
+    let Some(python) = peers::python("MLPROF_TORCH_PYTHON", test) else { return };
+    // Kineto leaves CUPTI attached after a trace (and the job's steps slower until it
+    // exits) unless TEARDOWN_CUPTI=1, which the hook sets once torch (a CUDA 13 build
+    // here) is imported.
+    let job = "import os, torch\nprint(torch.version.cuda, os.environ.get('TEARDOWN_CUPTI'))";
+    let out = run_python_job(&python, job, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = String::from_utf8_lossy(&out.stdout);
+    let cuda = said.split_whitespace().next().unwrap_or_default().to_string();
+    assert!(cuda.starts_with("13.") || cuda.starts_with("12."), "a CUDA build of PyTorch is expected: {said}");
+    assert_eq!(said.split_whitespace().last(), Some("1"), "{said}");
+
+    // A job that sets it itself keeps its choice, and is told what it costs once a trace
+    // starts (the hook's torch.profiler here, which detaches CUPTI the same way).
+    let job = "import os, time, torch\nprint(os.environ.get('TEARDOWN_CUPTI'))\ntime.sleep(9)";
+    let out = run_python_job(&python, job, &[("TEARDOWN_CUPTI", "0"), ("MLPROF_PYTORCH_TRACER", "hook")]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "0\n");
+    assert!(err.contains("tracing 1000 ms (torch.profiler)"), "{err}");
+    assert!(
+        err.contains(
+            "Kineto keeps CUPTI attached after this trace (TEARDOWN_CUPTI=0 in the job's environment), so its steps \
+             may stay slower until it exits"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn cupti_stays_attached_where_pytorch_is_older_than_cuda_12_6() {
+    // PyTorch keeps CUPTI attached for CUDA graphs before CUDA 12.6, where detaching it
+    // could crash them; the hook goes no further than PyTorch. A package named torch
+    // with only a version stands in for each build.
+    let cases = [("'12.4'", "None"), ("'12.6'", "1"), ("'13.0'", "1"), ("None", "None"), ("'x.y'", "None")];
+    for (cuda, expected) in cases {
+        let fake = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir(fake.path().join("torch")).expect("mkdir");
+        std::fs::write(fake.path().join("torch/__init__.py"), "__version__ = '2.0'\nfrom . import version\n")
+            .expect("write");
+        std::fs::write(fake.path().join("torch/version.py"), format!("cuda = {cuda}\n")).expect("write");
+        let job = "import os, torch\nprint(os.environ.get('TEARDOWN_CUPTI'))";
+        let path = fake.path().display().to_string();
+        let out = run_python_job("python3", job, &[("PYTHONPATH", &path), ("MLPROF_PYTORCH_TRACER", "hook")]);
+        let err = stderr(&out);
+        assert!(out.status.success(), "{err}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim_end(), expected, "CUDA {cuda}: {err}");
+        assert!(!err.contains("start-up hook:"), "the hook reported a problem: {err}");
+    }
+}

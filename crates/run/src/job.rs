@@ -12,7 +12,7 @@
 //! the job's. Traces of one round share one session directory, named like TensorFlow's
 //! client names sessions, so `mlprof analyze LOGDIR` reads them like any capture.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -533,6 +533,9 @@ struct State {
     sample_interval_ns: i64,
     /// Which PyTorch processes the hook's torch.profiler traces.
     torch: TorchFallback,
+    /// PyTorch processes whose first trace has started and whose CUPTI teardown was
+    /// looked at (see [`State::say_if_cupti_stays`]).
+    cupti_looked_at: HashSet<i32>,
     /// Signals waiting for the CUDA processes' flush (see `launch`).
     flush_waiters: Vec<std::sync::mpsc::Sender<()>>,
     /// Rounds the agent asked for, not yet reported.
@@ -575,6 +578,7 @@ impl State {
             sample_windows: SampleWindows::default(),
             sample_interval_ns: crate::sampling::interval_ns(options.sample_hz),
             torch: TorchFallback::new(TorchFallback::forced_by_environment()),
+            cupti_looked_at: HashSet::new(),
             flush_waiters: Vec::new(),
             asks: Vec::new(),
             server_tries: HashMap::new(),
@@ -594,6 +598,9 @@ impl State {
                     say(format!("PyTorch process {}: {}", started.pid, crate::kineto_retry::asked_again(&started)));
                 }
                 say(format!("PyTorch process {}: tracing {window} (Kineto on demand)", started.pid));
+                if let Some(hook) = hook {
+                    self.say_if_cupti_stays(hook, started.pid, say);
+                }
                 let budget = match window {
                     TraceWindow::Duration(d) => d + KINETO_GRACE,
                     TraceWindow::Iterations(_) => KINETO_STEPS_DEADLINE,
@@ -921,6 +928,23 @@ impl State {
         }
     }
 
+    /// Says, once per PyTorch process as its first trace starts, where Kineto will keep
+    /// CUPTI attached after it: the hook could not set `TEARDOWN_CUPTI=1` there, so the
+    /// job's steps may stay slower until it exits.
+    fn say_if_cupti_stays(&mut self, hook: &Hook, pid: i32, say: &(dyn Fn(String) + Sync)) {
+        if self.cupti_looked_at.contains(&pid) {
+            return;
+        }
+        let Some(stays) = hook.cupti_stays(pid) else { return };
+        self.cupti_looked_at.insert(pid);
+        if let Some(why) = stays {
+            say(format!(
+                "PyTorch process {pid}: Kineto keeps CUPTI attached after this trace ({why}), so its steps may \
+                 stay slower until it exits; TEARDOWN_CUPTI=1 detaches it where the job uses no CUDA graphs"
+            ));
+        }
+    }
+
     /// Sends the PyTorch processes Kineto does not answer for to the hook, and asks the
     /// hook of each for its trace when its round is due.
     fn drive_torch_hook(&mut self, hook: &Hook, options: &RunOptions, say: &(dyn Fn(String) + Sync)) {
@@ -961,6 +985,7 @@ impl State {
                         "PyTorch process {pid}: tracing {} (torch.profiler){steps}",
                         TraceWindow::Duration(duration)
                     ));
+                    self.say_if_cupti_stays(hook, pid, say);
                     let started = TraceStarted { pid, round, log_file: log_file.clone(), at: now, attempt: 1 };
                     let deadline = now + duration + KINETO_GRACE;
                     self.pending.push(PendingTrace {

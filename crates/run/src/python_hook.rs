@@ -43,6 +43,12 @@ pub struct TorchProcess {
     /// no thread there and cannot trace it.
     #[serde(default)]
     pub kineto_daemon: bool,
+    /// Why Kineto keeps CUPTI attached after this process's traces (its kernel launches
+    /// then stay slower until it exits): the hook sets `TEARDOWN_CUPTI=1` where PyTorch's
+    /// CUDA is 12.6 or later and the job has not set it; `None` where CUPTI is detached
+    /// or there is none.
+    #[serde(default)]
+    pub cupti_stays: Option<String>,
 }
 
 /// What mlprof asks the hook of a PyTorch process to record.
@@ -142,6 +148,15 @@ impl Hook {
             .collect();
         processes.sort_by_key(|p| p.pid);
         processes
+    }
+
+    /// Why Kineto keeps CUPTI attached after the traces of PyTorch process `pid`
+    /// ([`TorchProcess::cupti_stays`]): `None` until the hook has announced the process,
+    /// `Some(None)` where CUPTI is detached after each trace.
+    pub fn cupti_stays(&self, pid: i32) -> Option<Option<String>> {
+        let text = read_bounded(&self.run_dir.join(format!("torch-{pid}.ready")))?;
+        let process: TorchProcess = serde_json::from_str(&text).ok()?;
+        Some(process.cupti_stays)
     }
 
     /// Asks the hook in PyTorch process `pid` to record `duration` with torch.profiler
@@ -247,7 +262,7 @@ mod tests {
         std::fs::write(dir.path().join("torch-3.ready.tmp"), r#"{"pid": 3}"#).unwrap();
         assert_eq!(
             hook.torch_processes(),
-            vec![TorchProcess { pid: 9, version: "2.11.0".into(), kineto_daemon: false }]
+            vec![TorchProcess { pid: 9, version: "2.11.0".into(), kineto_daemon: false, cupti_stays: None }]
         );
         hook.request_torch_trace(9, std::time::Duration::from_millis(1500), Path::new("/s/t.json")).unwrap();
         let request = std::fs::read_to_string(dir.path().join("torch-9.request")).unwrap();

@@ -101,7 +101,7 @@ mod tests {
     use super::*;
 
     fn process(pid: i32) -> TorchProcess {
-        TorchProcess { pid, version: "2.11.0".into(), kineto_daemon: false }
+        TorchProcess { pid, version: "2.11.0".into(), kineto_daemon: false, cupti_stays: None }
     }
 
     #[test]
