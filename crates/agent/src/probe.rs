@@ -6,8 +6,10 @@
 //! it: how many steps, their mean time, the share of it spent waiting for input, the op
 //! with the most self time. Only the last probe of each job is kept on disk.
 //!
-//! A probe costs the job what its framework's tracer costs, for the window only (1 s in
-//! every [`DEFAULT_EVERY`] by default); a job with neither endpoint is never probed.
+//! A probe costs the job what its framework's tracer costs, for the window (1 s in every
+//! [`DEFAULT_EVERY`] by default) and, through Kineto on a GPU, its 5 s warm-up before it;
+//! a job with neither endpoint is never probed, nor one whose probes would leave it
+//! slower ([`harms`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -77,6 +79,23 @@ pub struct ProbeView {
 /// records what the agent asks.
 pub fn probeable(job: &JobView) -> bool {
     !job.listening_ports.is_empty() || job.kineto_endpoint.is_some() || job.run.is_some()
+}
+
+/// Why probing `job` would harm it, as its probe's note: it would be traced through
+/// Kineto (it serves no profiler and was not started by `mlprof run`, whose start-up hook
+/// detaches CUPTI after each trace) on a GPU, where Kineto keeps CUPTI attached after the
+/// probe unless the job started with `TEARDOWN_CUPTI=1`, and its steps stay slower until
+/// it exits. Such a job is still captured when asked (`mlprof agent capture`).
+pub fn harms(job: &JobView) -> Option<String> {
+    if job.run.is_some() || !job.listening_ports.is_empty() || job.kineto_endpoint.is_none() {
+        return None;
+    }
+    let why = mlprof_run::attach_kineto::cupti_stays(job.pid)?;
+    Some(format!(
+        "not probed: Kineto would keep CUPTI attached after each probe ({why}), slowing its steps until it exits; \
+         start it with TEARDOWN_CUPTI=1 (PyTorch with CUDA 12.6 or later) or under `mlprof run --agent`, or capture \
+         it when wanted"
+    ))
 }
 
 /// The log directory of `job`'s probes under `dir`, emptied: one probe per job is kept.

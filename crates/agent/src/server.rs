@@ -318,7 +318,13 @@ async fn probe_jobs(shared: Shared, every: Duration, slowdown: Option<f64>) {
                 .collect()
         };
         for job in due {
-            let Some(found) = recording::probe_job(&shared, &job, &dir).await else { continue };
+            let found = match probe::harms(&job) {
+                Some(why) => Err(why),
+                None => match recording::probe_job(&shared, &job, &dir).await {
+                    Some(found) => found,
+                    None => continue,
+                },
+            };
             let slowed = {
                 let mut probes = shared.probes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 let state = probes.entry(job.pid).or_insert_with(|| ProbeState {

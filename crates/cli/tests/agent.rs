@@ -922,3 +922,41 @@ fn captures_go_to_an_object_store_and_mlprof_serve_reads_them_there() {
         std::thread::sleep(Duration::from_millis(500));
     }
 }
+
+/// A job found with Kineto's on-demand mode on, on a GPU (a file named as NVIDIA's driver
+/// library, mapped in it, stands for one), started without `TEARDOWN_CUPTI=1`: every
+/// probe would leave CUPTI attached and its steps slower until it exits, so it is not
+/// probed, and its note says why and what would allow it.
+#[test]
+fn a_gpu_job_its_probes_would_leave_slower_is_not_probed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let driver = peers::fake_driver(dir.path());
+    let script = format!("{}import time\nwhile True:\n    time.sleep(0.05)\n", peers::python_mapping(&driver));
+    let gpu_job = Killed(
+        Command::new("python3")
+            .args(["-c", &script])
+            .env("KINETO_USE_DAEMON", "1")
+            .env("KINETO_IPC_SOCKET_DIR", dir.path())
+            .env_remove("TEARDOWN_CUPTI")
+            .spawn()
+            .expect("python3 starts"),
+    );
+    let data = tempfile::tempdir().expect("temp dir");
+    let data_arg = data.path().display().to_string();
+    let (_agent, address, _) = start_agent_with("127.0.0.1:0", &["--probe-every", "5s", "--data", &data_arg]);
+    let pid = gpu_job.0.id();
+    let noted = |s: &Value| job(s, pid).is_some_and(|j| !j["probe_note"].is_null());
+    let snapshot = wait_for(&address, "the GPU job's probe note", noted);
+    let seen = job(&snapshot, pid).expect("the GPU job");
+    assert_eq!(seen["uses_gpu"], true, "{seen:#}");
+    assert!(seen["kineto_endpoint"].as_str().is_some(), "{seen:#}");
+    assert!(seen["probe"].is_null(), "{seen:#}");
+    let note = seen["probe_note"].as_str().unwrap_or_default();
+    assert!(
+        note.starts_with(
+            "not probed: Kineto would keep CUPTI attached after each probe (TEARDOWN_CUPTI=1 is not in its \
+             environment), slowing its steps until it exits; start it with TEARDOWN_CUPTI=1"
+        ),
+        "{seen:#}"
+    );
+}

@@ -31,10 +31,16 @@ fn attach(pid: u32, logdir: &Path, options: &[&str]) -> Output {
 /// Starts a PyTorch process that runs one op and then sleeps for 90 s, with Kineto's
 /// on-demand mode on and its socket in `sockets`, and waits for its `ready`.
 fn start_waiting_torch_job(python: &str, sockets: &Path) -> Job {
-    let waiting = "import time, torch\ntorch.ones(1).sum()\nprint('ready', flush=True)\ntime.sleep(90)\n";
+    start_waiting_torch_job_after(python, sockets, "")
+}
+
+/// [`start_waiting_torch_job`], running the Python `prelude` first.
+fn start_waiting_torch_job_after(python: &str, sockets: &Path, prelude: &str) -> Job {
+    let waiting =
+        format!("{prelude}import time, torch\ntorch.ones(1).sum()\nprint('ready', flush=True)\ntime.sleep(90)\n");
     start_until_ready(
         Command::new(python)
-            .args(["-c", waiting])
+            .args(["-c", &waiting])
             .env("KINETO_USE_DAEMON", "1")
             .env("KINETO_IPC_SOCKET_DIR", sockets)
             .stderr(Stdio::null()),
@@ -240,6 +246,29 @@ fn a_pytorch_job_that_runs_no_op_while_traced_is_said_to_have_waited() {
     let said = format!(
         "mlprof: pid {}: PyTorch: its trace holds no op: the job ran no PyTorch op in the 1 s traced (it was waiting, \
          or not given a CPU); its Python stacks say on what",
+        job.0.id()
+    );
+    assert!(err.lines().any(|l| l == said), "{err}");
+}
+
+/// A PyTorch job on a GPU started without `TEARDOWN_CUPTI=1` (a file named as NVIDIA's
+/// driver library, mapped in it, stands for the GPU): Kineto will keep CUPTI attached
+/// after the trace, and attach says what that leaves the job with.
+#[test]
+fn a_gpu_job_started_without_cupti_teardown_is_told_what_the_trace_leaves() {
+    let test = "a_gpu_job_started_without_cupti_teardown_is_told_what_the_trace_leaves";
+    let Some(python) = peers::python("MLPROF_TORCH_PYTHON", test) else { return };
+    let sockets = tempfile::tempdir().expect("temp dir");
+    let driver = peers::fake_driver(sockets.path());
+    let job = start_waiting_torch_job_after(&python, sockets.path(), &peers::python_mapping(&driver));
+    let logdir = tempfile::tempdir().expect("temp dir");
+    let out = attach(job.0.id(), logdir.path(), &["--duration", "500ms"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let said = format!(
+        "mlprof: pid {}: Kineto keeps CUPTI attached after this trace (TEARDOWN_CUPTI=1 is not in its environment), \
+         so its steps may stay slower until it exits; start the job with TEARDOWN_CUPTI=1 (PyTorch with CUDA 12.6 or \
+         later) to avoid it",
         job.0.id()
     );
     assert!(err.lines().any(|l| l == said), "{err}");

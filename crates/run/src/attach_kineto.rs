@@ -48,6 +48,28 @@ fn endpoint_in(environ: &[u8]) -> Option<Endpoint> {
     })
 }
 
+/// Why Kineto will keep CUPTI attached after a trace of `pid`, slowing its kernel
+/// launches until it exits (pytorch/pytorch#144455): `TEARDOWN_CUPTI=1` is not in the
+/// environment it started with. `None` where it is, or where `pid` maps no NVIDIA driver
+/// (`libcuda`: no GPU work, so no CUPTI). A job that sets the variable in its own code
+/// is not seen.
+pub fn cupti_stays(pid: u32) -> Option<String> {
+    if !crate::sampling::procfs::maps_library(pid, "libcuda.so") {
+        return None;
+    }
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    cupti_stays_in(&environ)
+}
+
+/// [`cupti_stays`] of an environment block, for a process that uses the GPU.
+fn cupti_stays_in(environ: &[u8]) -> Option<String> {
+    match environ_value(environ, "TEARDOWN_CUPTI") {
+        Some(value) if value == "1" => None,
+        Some(value) => Some(format!("TEARDOWN_CUPTI={value} in its environment")),
+        None => Some("TEARDOWN_CUPTI=1 is not in its environment".to_string()),
+    }
+}
+
 /// A Kineto trace being recorded for an attach.
 pub struct KinetoAttach {
     daemon: KinetoDaemon,
@@ -114,6 +136,14 @@ impl KinetoAttach {
                 Ok(Ok(Received::Started(started))) => {
                     let window = TraceWindow::Duration(self.window);
                     say(format!("pid {}: PyTorch: tracing {window} (Kineto on demand)", self.pid));
+                    if let Some(why) = u32::try_from(self.pid).ok().and_then(cupti_stays) {
+                        say(format!(
+                            "pid {}: Kineto keeps CUPTI attached after this trace ({why}), so its steps may stay \
+                             slower until it exits; start the job with TEARDOWN_CUPTI=1 (PyTorch with CUDA 12.6 or \
+                             later) to avoid it",
+                            self.pid
+                        ));
+                    }
                     self.asked_at = Some(started.at);
                 }
                 Ok(Ok(_)) => {}
@@ -235,6 +265,15 @@ fn effective_uid() -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cupti_stays_attached_unless_the_job_started_with_teardown_on() {
+        assert_eq!(cupti_stays_in(b"PATH=/bin\0TEARDOWN_CUPTI=1\0"), None);
+        assert_eq!(cupti_stays_in(b"TEARDOWN_CUPTI=0\0").as_deref(), Some("TEARDOWN_CUPTI=0 in its environment"));
+        assert_eq!(cupti_stays_in(b"PATH=/bin\0").as_deref(), Some("TEARDOWN_CUPTI=1 is not in its environment"));
+        // A process that maps no NVIDIA driver runs no CUPTI: this one, the test's.
+        assert_eq!(cupti_stays(std::process::id()), None);
+    }
 
     #[test]
     fn the_endpoint_comes_from_the_environment_the_process_started_with() {

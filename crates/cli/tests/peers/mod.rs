@@ -229,6 +229,22 @@ pub fn mock_nvml(dir: &Path, test: &str) -> Option<PathBuf> {
     }
 }
 
+/// A file named as NVIDIA's driver library (`libcuda.so.1`) in `dir`: a process that
+/// maps it looks like one that uses a GPU to whoever reads its `/proc/PID/maps`.
+pub fn fake_driver(dir: &Path) -> PathBuf {
+    let path = dir.join("libcuda.so.1");
+    std::fs::write(&path, vec![0u8; 4096]).expect("write the stand-in driver");
+    path
+}
+
+/// Python lines that map `file` read-only for the rest of the process's life.
+pub fn python_mapping(file: &Path) -> String {
+    format!(
+        "import mmap as _mmap\n_file = open({:?}, 'rb')\n_driver = _mmap.mmap(_file.fileno(), 0, prot=_mmap.PROT_READ)\n",
+        file.display().to_string()
+    )
+}
+
 /// A moto server (an S3 peer) and its address; killed when dropped.
 pub struct Moto {
     child: Child,
