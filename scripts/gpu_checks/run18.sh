@@ -5,7 +5,9 @@
 # a trace unless TEARDOWN_CUPTI=1 (pytorch/pytorch#144455); the start-up hook now sets it.
 # Five runs of the same 25 s loop, one at a time, each step's time brought back: alone,
 # traced (teardown on), traced with TEARDOWN_CUPTI=0 (as before), sampled with no trace,
-# alone. Repo root on the device machine, mlprof in .dev/mlprof.xz; output in $OUT.
+# alone; then 60 s of it under `mlprof run --agent` with the agent probing every 10 s
+# (the first probe timed, with Kineto's 5 s warm-up; the next ones by whole steps).
+# Repo root on the device machine, mlprof in .dev/mlprof.xz; output in $OUT.
 set -u
 export PYTHONUNBUFFERED=1
 O=${OUT:-/tmp/out}
@@ -26,4 +28,17 @@ one traced "$B" run --logdir "$W/r1" --duration 500ms -- $(loop traced)
 one traced_no_teardown env TEARDOWN_CUPTI=0 "$B" run --logdir "$W/r2" --duration 500ms -- $(loop traced_no_teardown)
 one sampled "$B" run --logdir "$W/r3" --delay 3600s -- $(loop sampled)
 one alone2 $(loop alone2)
+echo; echo "=== $(date +%T) probed by the agent every 10 s"
+"$B" agent --listen 127.0.0.1:7799 --probe-every 10s --data "$W/agent" > "$W/agent.out" 2>&1 &
+AG=$!
+sleep 2
+timeout 120 "$B" run --agent --logdir "$W/r4" --delay 3600s -- \
+  python3 $G/torch_train.py --seconds 60 --stamps "$O/probed.json" > "$W/probed.err" 2>&1 &
+R=$!
+sleep 60
+curl -s 127.0.0.1:7799/api/jobs > "$O/probed_jobs.txt"
+wait $R
+grep -E "REPORT|agent asked|CUPTI" "$W/probed.err" | cut -c1-200
+kill $AG
+python3 $G/step_bins.py --bin 1 "$O"/*.json
 ls -la "$O"

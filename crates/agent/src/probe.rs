@@ -19,6 +19,7 @@ use mlprof_analysis::tool::{Analysis, Options, ToolId, ToolResult};
 use mlprof_capture::address::Target;
 use mlprof_capture::client::{CaptureOptions, NoProgress, SessionIds, capture};
 use mlprof_run::attach_kineto::{self, KinetoAttach, KinetoOutcome};
+use mlprof_run::kineto_ipc::TraceWindow;
 use serde::{Deserialize, Serialize};
 
 use crate::jobs::JobView;
@@ -30,6 +31,21 @@ pub const DEFAULT_EVERY: Duration = Duration::from_secs(60);
 pub const FIRST_AFTER: Duration = Duration::from_secs(10);
 /// How much of the job a probe records.
 pub const WINDOW: Duration = Duration::from_secs(1);
+
+/// The fewest and the most whole steps a probe through Kineto records.
+const KINETO_STEPS: (f64, f64) = (2.0, 20.0);
+
+/// How many whole steps a probe through Kineto records after `last`, the job's last
+/// probe: about [`WINDOW`]'s worth (2 to 20), where that probe found the steps of the
+/// job's optimizer, which Kineto counts. Kineto then starts at the job's next step,
+/// where a timed trace first warms up for 5 s with CUPTI on (on a GPU, the job's steps
+/// ran at about tracing speed all that time). `None`, a timed window, otherwise.
+pub fn kineto_steps_after(last: Option<&ProbeView>) -> Option<u32> {
+    let last = last?;
+    let counted = last.steps > 0 && last.step_time_ms > 0.0 && last.step_source.contains("Optimizer.step");
+    let steps = (WINDOW.as_secs_f64() * 1e3 / last.step_time_ms).round().clamp(KINETO_STEPS.0, KINETO_STEPS.1);
+    counted.then_some(steps as u32)
+}
 
 /// How many probes' step times are kept per job (they make its trend).
 pub const HISTORY: usize = 30;
@@ -57,6 +73,10 @@ pub struct ProbeView {
     pub at_unix_s: f64,
     /// The window recorded, ms.
     pub window_ms: u64,
+    /// Kineto recorded this many whole steps instead of `window_ms` (see
+    /// [`kineto_steps_after`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kineto_steps: Option<u32>,
     /// Steps found in the window.
     pub steps: usize,
     /// Their mean time, ms (0 without steps).
@@ -105,15 +125,16 @@ pub fn fresh_logdir(job: &JobView, dir: &Path) -> PathBuf {
     logdir
 }
 
-/// Records [`WINDOW`] of `job`'s framework trace under `dir` and reads its steps.
-pub async fn probe(job: &JobView, dir: &Path, host: &str) -> Result<ProbeView, String> {
+/// Records [`WINDOW`] of `job`'s framework trace (through Kineto, `kineto_steps` whole
+/// steps where given) under `dir` and reads its steps.
+pub async fn probe(job: &JobView, dir: &Path, host: &str, kineto_steps: Option<u32>) -> Result<ProbeView, String> {
     let logdir = fresh_logdir(job, dir);
     let root = mlprof_formats::output::profile_root(&logdir);
     let session_id = SessionIds::new().next_now(&root);
     let session = root.join(&session_id);
     std::fs::create_dir_all(&session).map_err(|e| format!("cannot make {}: {e}", session.display()))?;
     let recorded = if job.listening_ports.is_empty() {
-        kineto_window(job, &session, host).await
+        kineto_window(job, &session, host, kineto_steps).await
     } else {
         server_window(job, &logdir, &session_id).await
     };
@@ -121,18 +142,18 @@ pub async fn probe(job: &JobView, dir: &Path, host: &str) -> Result<ProbeView, S
         let _ = std::fs::remove_dir_all(&logdir);
         return Err(why);
     }
-    read(session).await
+    read(session, kineto_steps.filter(|_| job.listening_ports.is_empty())).await
 }
 
 /// What a probe's `session` holds: its steps, read through the overview (off the
-/// runtime's threads).
-pub async fn read(session: PathBuf) -> Result<ProbeView, String> {
+/// runtime's threads); `kineto_steps`: what Kineto was asked for instead of [`WINDOW`].
+pub async fn read(session: PathBuf, kineto_steps: Option<u32>) -> Result<ProbeView, String> {
     let at_unix_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
     let session_path = session.clone();
     tokio::task::spawn_blocking(move || overview(&session_path))
         .await
         .map_err(|e| format!("reading the probe: {e}"))?
-        .map(|found| ProbeView { at_unix_s, window_ms: WINDOW.as_millis() as u64, session, ..found })
+        .map(|found| ProbeView { at_unix_s, window_ms: WINDOW.as_millis() as u64, kineto_steps, session, ..found })
 }
 
 /// A window from the first port that serves `tensorflow.ProfilerService`.
@@ -156,12 +177,14 @@ async fn server_window(job: &JobView, logdir: &Path, session_id: &str) -> Result
     Err(format!("profiler server: {why}"))
 }
 
-/// A window of Kineto's trace, asked for at the job's next poll.
-async fn kineto_window(job: &JobView, session: &Path, host: &str) -> Result<(), String> {
+/// A window of Kineto's trace (`steps` whole steps, where given), asked for at the
+/// job's next poll.
+async fn kineto_window(job: &JobView, session: &Path, host: &str, steps: Option<u32>) -> Result<(), String> {
     let endpoint = attach_kineto::endpoint(job.pid)
         .map_err(|e| format!("reading its environment: {e}"))?
         .ok_or("its Kineto on-demand mode is off")?;
-    let kineto = KinetoAttach::bind(endpoint, job.pid, WINDOW, session, host)?;
+    let window = steps.map_or(TraceWindow::Duration(WINDOW), TraceWindow::Iterations);
+    let kineto = KinetoAttach::bind(endpoint, job.pid, window, session, host)?;
     match kineto.record(Instant::now() + attach_kineto::POLL_WAIT, host, &|_| {}).await {
         KinetoOutcome::Written(_) => Ok(()),
         KinetoOutcome::Missing(why) => Err(format!("Kineto: {why}")),
@@ -197,6 +220,23 @@ fn overview(session: &Path) -> Result<ProbeView, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn probes_after_one_that_found_optimizer_steps_ask_kineto_for_steps() {
+        let found = |steps: usize, step_time_ms: f64, step_source: &str| ProbeView {
+            steps,
+            step_time_ms,
+            step_source: step_source.to_string(),
+            ..ProbeView::default()
+        };
+        let optimizer = "inferred from PyTorch's \"Optimizer.step#SGD.step\" annotations";
+        assert_eq!(kineto_steps_after(None), None, "the first probe is timed");
+        assert_eq!(kineto_steps_after(Some(&found(30, 15.0, optimizer))), Some(20), "at most 20");
+        assert_eq!(kineto_steps_after(Some(&found(10, 100.0, optimizer))), Some(10), "about 1 s of them");
+        assert_eq!(kineto_steps_after(Some(&found(1, 900.0, optimizer))), Some(2), "at least 2");
+        assert_eq!(kineto_steps_after(Some(&found(0, 0.0, optimizer))), None, "no steps found");
+        assert_eq!(kineto_steps_after(Some(&found(5, 20.0, "ProfilerStep#N"))), None, "Kineto counts optimizer steps");
+    }
 
     #[test]
     fn the_trend_is_the_last_probe_against_the_median_before_it() {

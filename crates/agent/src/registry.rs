@@ -109,20 +109,21 @@ impl Registry {
         self.runs.retain(|_, run| now.duration_since(run.heard) < EXPIRES);
     }
 
-    /// Asks the run of the job whose registration is `pid` for `duration` into `logdir`:
-    /// the ask's id and the outcome to await, or `None` where no run is registered under
-    /// `pid`.
+    /// Asks the run of the job whose registration is `pid` for `duration` (Kineto:
+    /// `kineto_steps` whole steps, where given) into `logdir`: the ask's id and the
+    /// outcome to await, or `None` where no run is registered under `pid`.
     pub fn ask(
         &mut self,
         pid: u32,
         duration: Duration,
+        kineto_steps: Option<u32>,
         logdir: PathBuf,
     ) -> Option<(u64, oneshot::Receiver<AskOutcome>)> {
         let run = self.runs.get_mut(&pid)?;
         self.next_id += 1;
         let id = self.next_id;
         let duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
-        run.queued.push(Ask { id, duration_ms, logdir });
+        run.queued.push(Ask { id, duration_ms, kineto_steps, logdir });
         let (answer, outcome) = oneshot::channel();
         run.waiting.insert(id, answer);
         Some((id, outcome))
@@ -189,9 +190,9 @@ mod tests {
     fn an_ask_goes_out_once_and_its_outcome_comes_back() {
         let mut registry = Registry::default();
         let t0 = Instant::now();
-        assert!(registry.ask(50, Duration::from_secs(1), "/d".into()).is_none(), "not registered");
+        assert!(registry.ask(50, Duration::from_secs(1), None, "/d".into()).is_none(), "not registered");
         assert_eq!(registry.register(registration(50), t0).asks, []);
-        let (_, mut waiting) = registry.ask(50, Duration::from_millis(1500), "/d".into()).unwrap();
+        let (_, mut waiting) = registry.ask(50, Duration::from_millis(1500), None, "/d".into()).unwrap();
         let asks = registry.register(registration(50), t0).asks;
         assert_eq!(asks.len(), 1);
         assert_eq!((asks[0].duration_ms, asks[0].logdir.clone()), (1500, PathBuf::from("/d")));
@@ -208,9 +209,9 @@ mod tests {
         let mut registry = Registry::default();
         let t0 = Instant::now();
         registry.register(registration(50), t0);
-        let (_, given_up) = registry.ask(50, Duration::from_secs(1), "/probe".into()).unwrap();
-        let (withdrawn, _) = registry.ask(50, Duration::from_secs(1), "/probe".into()).unwrap();
-        let (handed, _waiting) = registry.ask(50, Duration::from_secs(2), "/capture".into()).unwrap();
+        let (_, given_up) = registry.ask(50, Duration::from_secs(1), None, "/probe".into()).unwrap();
+        let (withdrawn, _) = registry.ask(50, Duration::from_secs(1), None, "/probe".into()).unwrap();
+        let (handed, _waiting) = registry.ask(50, Duration::from_secs(2), None, "/capture".into()).unwrap();
         drop(given_up);
         assert!(registry.withdraw(50, withdrawn), "still queued");
         let asks = registry.register(registration(50), t0).asks;
@@ -225,7 +226,7 @@ mod tests {
         let t0 = Instant::now();
         registry.register(registration(50), t0);
         registry.register(registration(51), t0);
-        let (_, mut waiting) = registry.ask(51, Duration::from_secs(1), "/d".into()).unwrap();
+        let (_, mut waiting) = registry.ask(51, Duration::from_secs(1), None, "/d".into()).unwrap();
         registry.register(registration(50), t0 + EXPIRES);
         registry.expire(t0 + EXPIRES);
         assert!(registry.view(51).is_none(), "silent for EXPIRES");

@@ -318,9 +318,13 @@ async fn probe_jobs(shared: Shared, every: Duration, slowdown: Option<f64>) {
                 .collect()
         };
         for job in due {
+            let steps = {
+                let probes = shared.probes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                probe::kineto_steps_after(probes.get(&job.pid).and_then(|state| state.last.as_ref().ok()))
+            };
             let found = match probe::harms(&job) {
                 Some(why) => Err(why),
-                None => match recording::probe_job(&shared, &job, &dir).await {
+                None => match recording::probe_job(&shared, &job, &dir, steps).await {
                     Some(found) => found,
                     None => continue,
                 },
@@ -409,6 +413,7 @@ async fn capture_slowdown(shared: &Shared, job: &JobView, trend: f64) {
         logdir: &logdir,
         kineto,
         duration: Duration::from_secs(2),
+        kineto_steps: None,
         purpose: Purpose::Capture,
     };
     let mut recorded = record_job(shared, recording).await;
@@ -615,7 +620,7 @@ async fn capture(
         return (StatusCode::TOO_MANY_REQUESTS, why).into_response();
     };
     let logdir = shared.data_dir.join(folder);
-    let recording = Recording { pid, logdir: &logdir, kineto, duration, purpose: Purpose::Capture };
+    let recording = Recording { pid, logdir: &logdir, kineto, duration, kineto_steps: None, purpose: Purpose::Capture };
     match record_job(&shared, recording).await {
         Ok(mut outcome) => {
             saved(&shared, &mut outcome);
@@ -657,7 +662,8 @@ async fn capture_every_job(
         let task = tokio::spawn(async move {
             let _permit = permit;
             let logdir = shared.data_dir.join(&folder);
-            let recording = Recording { pid, logdir: &logdir, kineto, duration, purpose: Purpose::Capture };
+            let recording =
+                Recording { pid, logdir: &logdir, kineto, duration, kineto_steps: None, purpose: Purpose::Capture };
             let mut recorded = record_job(&shared, recording).await;
             if let Ok(outcome) = &mut recorded {
                 saved(&shared, outcome);

@@ -201,6 +201,17 @@ fn the_agent_finds_every_job_live_and_drops_the_ones_that_exit() {
         let probe = &job(&snapshot, pid).expect("the PyTorch job")["probe"];
         assert!(probe["step_time_ms"].as_f64().is_some_and(|ms| ms > 0.0), "{probe:#}");
         assert!(probe["step_source"].as_str().is_some_and(|s| s.contains("Optimizer.step")), "{probe:#}");
+        // Its optimizer's steps found, the next probes ask Kineto for whole steps (no 5 s
+        // warm-up with CUPTI on, as a timed trace has on a GPU).
+        let by_steps = |s: &Value| {
+            job(s, pid).is_some_and(|j| {
+                j["probe"]["kineto_steps"].as_u64().is_some_and(|n| n >= 2)
+                    && j["probe"]["steps"].as_u64().is_some_and(|n| n >= 2)
+            })
+        };
+        let snapshot = wait_for(&address, "a probe of the PyTorch job's steps", by_steps);
+        let probe = &job(&snapshot, pid).expect("the PyTorch job")["probe"];
+        assert!(probe["step_source"].as_str().is_some_and(|s| s.contains("Optimizer.step")), "{probe:#}");
     }
     if let Some(jax) = &jax {
         let pid = jax.pid();
@@ -631,6 +642,14 @@ fn jobs_started_by_run_register_and_are_captured_through_their_run() {
     assert!(job(&snapshot, plain.0.id()).is_some_and(|j| j["run"].is_null()));
     let kineto = job(&snapshot, jobs[0].1).expect("the PyTorch job");
     assert!(kineto["run"]["tracers"].as_array().is_some_and(|t| t.contains(&json!("kineto"))), "{kineto:#}");
+    // Its optimizer's steps found, the run is asked for whole steps of Kineto's.
+    let by_steps = |s: &Value| {
+        job(s, jobs[0].1).is_some_and(|j| {
+            j["probe"]["kineto_steps"].as_u64().is_some_and(|n| n >= 2)
+                && j["probe"]["steps"].as_u64().is_some_and(|n| n >= 2)
+        })
+    };
+    wait_for(&address, "a probe of the PyTorch job's steps through its run", by_steps);
 
     let capture = |pid: u32| {
         let address = address.clone();

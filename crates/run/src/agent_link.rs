@@ -40,6 +40,8 @@ pub const DEFAULT_AGENT: &str = "127.0.0.1:7766";
 pub const TOKEN_VARIABLE: &str = "MLPROF_AGENT_TOKEN";
 /// The longest capture an agent may ask for.
 pub const MAX_ASK: Duration = Duration::from_secs(600);
+/// The most Kineto steps an ask records.
+pub const MAX_ASK_STEPS: u32 = 100;
 /// How long one heartbeat's answer may take.
 const ANSWER_WAIT: Duration = Duration::from_secs(2);
 /// Outcomes kept for an agent that cannot be reached, at most.
@@ -82,6 +84,11 @@ pub struct Ask {
     pub id: u64,
     /// How long to record, ms (1 to [`MAX_ASK`]).
     pub duration_ms: u64,
+    /// Kineto records this many whole steps instead (1 to [`MAX_ASK_STEPS`]): it then
+    /// starts at the job's next step, where a timed trace first warms up for 5 s with
+    /// CUPTI on. The other tracers keep `duration_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kineto_steps: Option<u32>,
     /// The TensorBoard log directory its session goes to (the run's own where this one
     /// cannot be made).
     pub logdir: PathBuf,
@@ -92,6 +99,11 @@ impl Ask {
     pub fn duration(&self) -> Option<Duration> {
         let duration = Duration::from_millis(self.duration_ms);
         (!duration.is_zero() && duration <= MAX_ASK).then_some(duration)
+    }
+
+    /// Its Kineto steps, where asked for and in range.
+    pub fn kineto_steps(&self) -> Option<u32> {
+        self.kineto_steps.filter(|steps| (1..=MAX_ASK_STEPS).contains(steps))
     }
 }
 
@@ -300,6 +312,15 @@ mod tests {
         (address, thread)
     }
 
+    #[test]
+    fn an_ask_for_kineto_steps_is_taken_in_range_only() {
+        let ask = |text: &str| serde_json::from_str::<Ask>(text).unwrap().kineto_steps();
+        assert_eq!(ask(r#"{"id":1,"duration_ms":1000,"kineto_steps":5,"logdir":"/x"}"#), Some(5));
+        assert_eq!(ask(r#"{"id":1,"duration_ms":1000,"kineto_steps":0,"logdir":"/x"}"#), None);
+        assert_eq!(ask(r#"{"id":1,"duration_ms":1000,"kineto_steps":101,"logdir":"/x"}"#), None);
+        assert_eq!(ask(r#"{"id":1,"duration_ms":1000,"logdir":"/x"}"#), None, "an agent of before");
+    }
+
     #[tokio::test]
     async fn asks_arrive_and_outcomes_go_back() {
         let reply =
@@ -308,7 +329,7 @@ mod tests {
         let registration = Registration { run_pid: 1, pid: 2, command: "python t.py".into(), ..Default::default() };
         let mut link = AgentLink::start(address, None, registration).unwrap();
         let ask = tokio::time::timeout(Duration::from_secs(10), link.next_ask()).await.unwrap();
-        assert_eq!((ask.id, ask.duration()), (7, Some(Duration::from_millis(1500))));
+        assert_eq!((ask.id, ask.duration(), ask.kineto_steps()), (7, Some(Duration::from_millis(1500)), None));
         link.finished(AskOutcome { id: 7, session: Some("/tmp/x/s".into()), lines: vec!["wrote".into()] });
         let got = agent.join().unwrap();
         assert_eq!(got[0].pid, 2);

@@ -22,6 +22,7 @@ use mlprof_capture::address::Target;
 use mlprof_capture::client::{CaptureOptions, NoProgress, SessionIds, capture};
 
 use crate::attach_kineto::{self, KinetoAttach, KinetoOutcome};
+use crate::kineto_ipc::TraceWindow;
 use crate::listening;
 use crate::sampling::python::PythonProcess;
 use crate::sampling::{Sampler, SamplerOptions, file, interval_ns, procfs};
@@ -184,7 +185,7 @@ fn start_kineto(options: &AttachOptions, session: &Path, say: &(dyn Fn(String) +
             return None;
         }
     };
-    match KinetoAttach::bind(endpoint, pid, options.duration, session, &options.host) {
+    match KinetoAttach::bind(endpoint, pid, TraceWindow::Duration(options.duration), session, &options.host) {
         Ok(kineto) => Some(kineto),
         Err(why) => {
             say(format!("pid {pid}: PyTorch: no Kineto trace: {why}"));

@@ -20,6 +20,8 @@ use crate::schedule::{Rounds, Schedule};
 
 /// How long a Kineto client may take to poll: it polls about every 5 s.
 pub const POLL_WAIT: Duration = Duration::from_secs(15);
+/// How long a trace of whole steps may record.
+const STEPS_SPAN: Duration = Duration::from_secs(60);
 /// How long Kineto may take to write a trace once its window is over.
 const WRITE_WAIT: Duration = Duration::from_secs(30);
 /// How often the trace file is looked at while Kineto writes it.
@@ -75,7 +77,7 @@ pub struct KinetoAttach {
     daemon: KinetoDaemon,
     pid: i32,
     rounds: Rounds,
-    window: Duration,
+    window: TraceWindow,
     /// Where Kineto is told to write (it inserts the pid), in [`KINETO_DIR`].
     log_file: PathBuf,
     /// The path socket this attach made, removed when it is done.
@@ -97,7 +99,7 @@ impl KinetoAttach {
     /// Binds `endpoint` to trace `pid` for `window`, Kineto writing into `session` as
     /// `<host>_<pid>.pt.trace.json`. Fails (one line) when the endpoint is held by
     /// another daemon or cannot be bound.
-    pub fn bind(endpoint: Endpoint, pid: u32, window: Duration, session: &Path, host: &str) -> Result<Self, String> {
+    pub fn bind(endpoint: Endpoint, pid: u32, window: TraceWindow, session: &Path, host: &str) -> Result<Self, String> {
         let foreign = process_uid(pid).is_some_and(|uid| uid != effective_uid());
         let daemon = bind_daemon(&endpoint, window, foreign)?;
         let pid = i32::try_from(pid).map_err(|_| format!("pid {pid} is out of range"))?;
@@ -114,6 +116,14 @@ impl KinetoAttach {
         };
         let log_file = dir.join(format!("{host}.json"));
         Ok(KinetoAttach { daemon: daemon.only_for(pid), pid, rounds, window, log_file, socket_file, asked_at: None })
+    }
+
+    /// How long the trace may record: its duration, or for whole steps [`STEPS_SPAN`].
+    fn span(&self) -> Duration {
+        match self.window {
+            TraceWindow::Duration(duration) => duration,
+            TraceWindow::Iterations(_) => STEPS_SPAN,
+        }
     }
 
     /// Answers polls until the process was asked for its trace and the trace is written,
@@ -134,8 +144,7 @@ impl KinetoAttach {
                 }
                 Ok(Err(error)) => return KinetoOutcome::Missing(format!("{}: {error}", self.daemon.endpoint())),
                 Ok(Ok(Received::Started(started))) => {
-                    let window = TraceWindow::Duration(self.window);
-                    say(format!("pid {}: PyTorch: tracing {window} (Kineto on demand)", self.pid));
+                    say(format!("pid {}: PyTorch: tracing {} (Kineto on demand)", self.pid, self.window));
                     if let Some(why) = u32::try_from(self.pid).ok().and_then(cupti_stays) {
                         say(format!(
                             "pid {}: Kineto keeps CUPTI attached after this trace ({why}), so its steps may stay \
@@ -150,7 +159,8 @@ impl KinetoAttach {
             }
         }
         let written_to = kineto_output_path(&self.log_file, self.pid);
-        let mut give_up_at = give_up_at.max(self.asked_at.unwrap_or_else(Instant::now) + self.window + WRITE_WAIT);
+        let span = self.span();
+        let mut give_up_at = give_up_at.max(self.asked_at.unwrap_or_else(Instant::now) + span + WRITE_WAIT);
         let (mut last_size, mut stable) = (None, 0u32);
         let mut looks = tokio::time::interval(LOOK_EVERY);
         looks.tick().await;
@@ -168,7 +178,7 @@ impl KinetoAttach {
                 serving = served.is_ok();
                 let Ok(Received::Started(started)) = served else { continue };
                 say(format!("pid {}: {}", self.pid, crate::kineto_retry::asked_again(&started)));
-                give_up_at = give_up_at.max(started.at + self.window + WRITE_WAIT);
+                give_up_at = give_up_at.max(started.at + span + WRITE_WAIT);
                 (last_size, stable) = (None, 0);
                 continue;
             }
@@ -189,7 +199,7 @@ impl KinetoAttach {
                 return KinetoOutcome::Missing(format!(
                     "Kineto wrote no complete trace to {} within {} s of asking",
                     written_to.display(),
-                    (self.window + WRITE_WAIT).as_secs()
+                    (span + WRITE_WAIT).as_secs()
                 ));
             }
         }
@@ -221,8 +231,8 @@ impl Drop for KinetoAttach {
 /// Binds the endpoint; a path socket left by an attach that died (nobody receives on
 /// it) is replaced. `foreign`: the process runs as another user, who must be able to
 /// send to a path socket.
-fn bind_daemon(endpoint: &Endpoint, window: Duration, foreign: bool) -> Result<KinetoDaemon, String> {
-    let bind = || KinetoDaemon::bind(endpoint.clone(), TraceWindow::Duration(window));
+fn bind_daemon(endpoint: &Endpoint, window: TraceWindow, foreign: bool) -> Result<KinetoDaemon, String> {
+    let bind = || KinetoDaemon::bind(endpoint.clone(), window);
     let bound = match (bind(), endpoint) {
         (Err(error), Endpoint::Dir(dir)) if error.kind() == std::io::ErrorKind::AddrInUse => {
             let path = dir.join(SOCKET_NAME);
@@ -296,7 +306,7 @@ mod tests {
         let endpoint = Endpoint::Dir(dir.path().to_path_buf());
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let _guard = runtime.enter();
-        let window = Duration::from_secs(1);
+        let window = TraceWindow::Duration(Duration::from_secs(1));
         // A socket file nobody receives on.
         drop(std::os::unix::net::UnixDatagram::bind(dir.path().join(SOCKET_NAME)).unwrap());
         let live = bind_daemon(&endpoint, window, false).expect("the stale socket is replaced");

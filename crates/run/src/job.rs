@@ -592,7 +592,7 @@ impl State {
         match received {
             Received::Started(started) => {
                 self.torch.polled(started.pid);
-                let window = self.rounds.duration_of(started.round).map_or(self.window, TraceWindow::Duration);
+                let window = self.rounds.kineto_window_of(started.round).unwrap_or(self.window);
                 if started.attempt > 1 {
                     self.pending.retain(|t| (t.started.pid, t.started.round) != (started.pid, started.round));
                     say(format!("PyTorch process {}: {}", started.pid, crate::kineto_retry::asked_again(&started)));
@@ -634,6 +634,9 @@ impl State {
         let Some(duration) = ask.duration() else { return };
         let now = Instant::now();
         let round = self.rounds.ask(now, duration);
+        if let Some(steps) = ask.kineto_steps() {
+            self.rounds.trace_steps_of(round, steps);
+        }
         self.cupti_rounds.ask_as(round, now, duration);
         self.sessions.ask_into(round, &ask.logdir);
         if self.sampler.is_some() {
@@ -641,7 +644,13 @@ impl State {
             let until = now_ns.saturating_add(duration.as_nanos() as i64);
             self.sample_windows.open_asked(round, now_ns, until);
         }
-        say(format!("the agent asked for {}: recording it", TraceWindow::Duration(duration)));
+        let kineto =
+            ask.kineto_steps().map(|steps| format!(" ({} where Kineto traces)", TraceWindow::Iterations(steps)));
+        say(format!(
+            "the agent asked for {}{}: recording it",
+            TraceWindow::Duration(duration),
+            kineto.unwrap_or_default()
+        ));
         self.asks.push(OpenAsk { id: ask.id, round, due: now + duration });
     }
 

@@ -179,7 +179,7 @@ impl KinetoDaemon {
                 match wanted.and_then(|pid| Some((pid, rounds.start(pid, now)?))) {
                     Some((pid, round)) => {
                         let file = log_file(pid, round);
-                        let window = rounds.duration_of(round).map_or(self.window, TraceWindow::Duration);
+                        let window = rounds.kineto_window_of(round).unwrap_or(self.window);
                         let config = kineto_ipc::trace_config(&file.to_string_lossy(), window);
                         let attempt = dropped.filter(|d| d.round == round).map_or(1, |d| d.attempt + 1);
                         let started = TraceStarted { pid, round, log_file: file, at: now, attempt };

@@ -19,6 +19,8 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use crate::kineto_ipc::TraceWindow;
+
 /// When rounds are due.
 #[derive(Clone, Copy, Debug)]
 pub struct Schedule {
@@ -64,6 +66,8 @@ struct AskedRound {
     round: u32,
     at: Instant,
     duration: Duration,
+    /// Kineto traces this many whole steps of it instead of `duration`.
+    kineto_steps: Option<u32>,
 }
 
 impl AskedRound {
@@ -148,7 +152,7 @@ impl Rounds {
         self.forget_closed_asks(now);
         let round = self.next_asked;
         self.next_asked = self.next_asked.saturating_add(1);
-        self.asked.push(AskedRound { round, at: now, duration });
+        self.asked.push(AskedRound { round, at: now, duration, kineto_steps: None });
         round
     }
 
@@ -156,7 +160,7 @@ impl Rounds {
     pub fn ask_as(&mut self, round: u32, now: Instant, duration: Duration) {
         self.forget_closed_asks(now);
         self.next_asked = self.next_asked.max(round.saturating_add(1));
-        self.asked.push(AskedRound { round, at: now, duration });
+        self.asked.push(AskedRound { round, at: now, duration, kineto_steps: None });
     }
 
     /// Drops the asked rounds no process may start any more (nor a new one).
@@ -170,6 +174,21 @@ impl Rounds {
     /// How long `round` records, where it was asked for with its own duration.
     pub fn duration_of(&self, round: u32) -> Option<Duration> {
         self.asked.iter().find(|asked| asked.round == round).map(|asked| asked.duration)
+    }
+
+    /// Asked round `round` is traced by Kineto for `steps` whole steps instead of its
+    /// duration (which the other tracers keep).
+    pub fn trace_steps_of(&mut self, round: u32, steps: u32) {
+        if let Some(asked) = self.asked.iter_mut().find(|asked| asked.round == round) {
+            asked.kineto_steps = Some(steps);
+        }
+    }
+
+    /// What Kineto records of asked round `round`: its steps where it was asked for
+    /// steps, else its duration; `None` for a round not asked for.
+    pub fn kineto_window_of(&self, round: u32) -> Option<TraceWindow> {
+        let asked = self.asked.iter().find(|asked| asked.round == round)?;
+        Some(asked.kineto_steps.map_or(TraceWindow::Duration(asked.duration), TraceWindow::Iterations))
     }
 
     /// The asked round a process not tracing and settled may join at `now`.
@@ -352,6 +371,11 @@ mod tests {
         assert!(is_asked(asked) && !is_asked(0));
         assert_eq!(rounds.duration_of(asked), Some(Duration::from_secs(2)));
         assert_eq!(rounds.duration_of(0), None);
+        assert_eq!(rounds.kineto_window_of(asked), Some(TraceWindow::Duration(Duration::from_secs(2))));
+        rounds.trace_steps_of(asked, 5);
+        assert_eq!(rounds.kineto_window_of(asked), Some(TraceWindow::Iterations(5)), "Kineto traces steps");
+        assert_eq!(rounds.duration_of(asked), Some(Duration::from_secs(2)), "the other tracers, its duration");
+        assert_eq!(rounds.kineto_window_of(0), None);
         assert_eq!(rounds.start(1, at(t0, 2000)), None, "still settling");
         assert_eq!(rounds.start(1, at(t0, 6000)), Some(asked), "asked first");
         assert_eq!(rounds.start(1, at(t0, 6100)), None, "tracing it");

@@ -26,6 +26,8 @@ pub struct Recording<'a> {
     pub kineto: bool,
     /// How long to record.
     pub duration: Duration,
+    /// Where Kineto records it through the job's run: this many whole steps instead.
+    pub kineto_steps: Option<u32>,
     /// A capture, or a probe (which waits for captures and gives way to them).
     pub purpose: Purpose,
 }
@@ -128,6 +130,7 @@ async fn record_through_run(
     let asked = shared.registry.lock().unwrap_or_else(std::sync::PoisonError::into_inner).ask(
         registered,
         recording.duration,
+        recording.kineto_steps,
         recording.logdir.to_path_buf(),
     );
     let Some((id, mut answer)) = asked else {
@@ -170,14 +173,19 @@ async fn record_through_run(
 /// A probe of `job` under `dir`: through the run that started it, else of its profiler
 /// server or Kineto endpoint; why nothing was found, where nothing was. `None` where a
 /// capture of the job came first: the probe is not counted, and is due again.
-pub async fn probe_job(shared: &Shared, job: &JobView, dir: &Path) -> Option<Result<ProbeView, String>> {
+pub async fn probe_job(
+    shared: &Shared,
+    job: &JobView,
+    dir: &Path,
+    kineto_steps: Option<u32>,
+) -> Option<Result<ProbeView, String>> {
     if shared.turns.capture_pending(job.pid) {
         return None;
     }
     let found = if job.run.is_some() {
-        probe_through_run(shared, job, dir).await
+        probe_through_run(shared, job, dir, kineto_steps).await
     } else {
-        probe_directly(shared, job, dir).await
+        probe_directly(shared, job, dir, kineto_steps).await
     };
     match found {
         Err(_) if shared.turns.capture_pending(job.pid) => None,
@@ -187,29 +195,46 @@ pub async fn probe_job(shared: &Shared, job: &JobView, dir: &Path) -> Option<Res
 
 /// A probe recorded by the run that started `job`: its log directory is made afresh
 /// (the job's last probe goes) once it is the probe's turn.
-async fn probe_through_run(shared: &Shared, job: &JobView, dir: &Path) -> Result<ProbeView, String> {
+async fn probe_through_run(
+    shared: &Shared,
+    job: &JobView,
+    dir: &Path,
+    kineto_steps: Option<u32>,
+) -> Result<ProbeView, String> {
     let budget = budget(probe::WINDOW, Purpose::Probe);
     let deadline = Instant::now() + budget;
     let turn = shared.turns.take(job.pid, Purpose::Probe, deadline).await;
     let turn = turn.map_err(|why| no_turn_line(why, budget))?;
     let logdir = probe::fresh_logdir(job, dir);
-    let recording =
-        Recording { pid: job.pid, logdir: &logdir, kineto: false, duration: probe::WINDOW, purpose: Purpose::Probe };
+    let recording = Recording {
+        pid: job.pid,
+        logdir: &logdir,
+        kineto: false,
+        duration: probe::WINDOW,
+        kineto_steps,
+        purpose: Purpose::Probe,
+    };
     match record_in_turn(shared, &recording, &turn, deadline).await {
-        Ok(CaptureOutcome { session: Some(session), .. }) => probe::read(session).await,
+        Ok(CaptureOutcome { session: Some(session), .. }) => probe::read(session, kineto_steps).await,
         Ok(outcome) | Err(outcome) => Err(last_line(outcome)),
     }
 }
 
 /// A probe of `job`'s profiler server or Kineto endpoint.
-async fn probe_directly(shared: &Shared, job: &JobView, dir: &Path) -> Result<ProbeView, String> {
+async fn probe_directly(
+    shared: &Shared,
+    job: &JobView,
+    dir: &Path,
+    kineto_steps: Option<u32>,
+) -> Result<ProbeView, String> {
     let kineto = job.kineto_endpoint.is_some();
-    let recording = Recording { pid: job.pid, logdir: dir, kineto, duration: probe::WINDOW, purpose: Purpose::Probe };
+    let recording =
+        Recording { pid: job.pid, logdir: dir, kineto, duration: probe::WINDOW, kineto_steps, purpose: Purpose::Probe };
     let deadline = Instant::now() + recording.budget();
     let turn = shared.turns.take(job.pid, Purpose::Probe, deadline).await;
     let _turn = turn.map_err(|why| last_line(recording.no_turn(why)))?;
     let _bound = bind_kineto(shared, &recording, deadline).await.map_err(last_line)?;
-    tokio::time::timeout_at(deadline, probe::probe(job, dir, &shared.host))
+    tokio::time::timeout_at(deadline, probe::probe(job, dir, &shared.host, kineto_steps))
         .await
         .map_err(|_| format!("not probed within {} s", recording.budget().as_secs()))?
 }
