@@ -113,8 +113,8 @@ pub fn harms(job: &JobView) -> Option<String> {
     let why = mlprof_run::attach_kineto::cupti_stays(job.pid)?;
     Some(format!(
         "not probed: Kineto would keep CUPTI attached after each probe ({why}), slowing its steps until it exits; \
-         start it with TEARDOWN_CUPTI=1 (PyTorch with CUDA 12.6 or later) or under `mlprof run --agent`, or capture \
-         it when wanted"
+         start it with TEARDOWN_CUPTI=1 (PyTorch 2.11 or later, CUDA 12.6 or later) or under `mlprof run \
+         --agent`, or capture it when wanted"
     ))
 }
 

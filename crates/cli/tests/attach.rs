@@ -267,8 +267,8 @@ fn a_gpu_job_started_without_cupti_teardown_is_told_what_the_trace_leaves() {
     assert!(out.status.success(), "{err}");
     let said = format!(
         "mlprof: pid {}: Kineto keeps CUPTI attached after this trace (TEARDOWN_CUPTI=1 is not in its environment), \
-         so its steps may stay slower until it exits; start the job with TEARDOWN_CUPTI=1 (PyTorch with CUDA 12.6 or \
-         later) to avoid it",
+         so its steps may stay slower until it exits; start the job with TEARDOWN_CUPTI=1 (PyTorch 2.11 or later, CUDA \
+         12.6 or later) to avoid it",
         job.0.id()
     );
     assert!(err.lines().any(|l| l == said), "{err}");

@@ -459,23 +459,32 @@ fn pytorch_jobs_detach_cupti_after_their_traces() {
 }
 
 #[test]
-fn cupti_stays_attached_where_pytorch_is_older_than_cuda_12_6() {
+fn cupti_stays_attached_where_pytorch_or_its_cuda_is_too_old_to_detach_it() {
     // PyTorch keeps CUPTI attached for CUDA graphs before CUDA 12.6, where detaching it
-    // could crash them; the hook goes no further than PyTorch. A package named torch
-    // with only a version stands in for each build.
-    let cases = [("'12.4'", "None"), ("'12.6'", "1"), ("'13.0'", "1"), ("None", "None"), ("'x.y'", "None")];
-    for (cuda, expected) in cases {
+    // could crash them, and before PyTorch 2.11 Kineto could crash detaching it between
+    // back-to-back traces: the hook leaves those alone. A package named torch with only
+    // versions stands in for each build.
+    let cases = [
+        ("2.11.0+cu124", "'12.4'", "None"),
+        ("2.11.0+cu126", "'12.6'", "1"),
+        ("2.12.1", "'13.0'", "1"),
+        ("2.10.1+cu128", "'12.8'", "None"),
+        ("2.11.0+cpu", "None", "None"),
+        ("2.11.0", "'x.y'", "None"),
+        ("nightly", "'13.0'", "None"),
+    ];
+    for (torch, cuda, expected) in cases {
         let fake = tempfile::tempdir().expect("temp dir");
         std::fs::create_dir(fake.path().join("torch")).expect("mkdir");
-        std::fs::write(fake.path().join("torch/__init__.py"), "__version__ = '2.0'\nfrom . import version\n")
-            .expect("write");
+        let init = format!("__version__ = '{torch}'\nfrom . import version\n");
+        std::fs::write(fake.path().join("torch/__init__.py"), init).expect("write");
         std::fs::write(fake.path().join("torch/version.py"), format!("cuda = {cuda}\n")).expect("write");
         let job = "import os, torch\nprint(os.environ.get('TEARDOWN_CUPTI'))";
         let path = fake.path().display().to_string();
         let out = run_python_job("python3", job, &[("PYTHONPATH", &path), ("MLPROF_PYTORCH_TRACER", "hook")]);
         let err = stderr(&out);
         assert!(out.status.success(), "{err}");
-        assert_eq!(String::from_utf8_lossy(&out.stdout).trim_end(), expected, "CUDA {cuda}: {err}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim_end(), expected, "PyTorch {torch}, CUDA {cuda}: {err}");
         assert!(!err.contains("start-up hook:"), "the hook reported a problem: {err}");
     }
 }

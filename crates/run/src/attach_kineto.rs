@@ -148,8 +148,8 @@ impl KinetoAttach {
                     if let Some(why) = u32::try_from(self.pid).ok().and_then(cupti_stays) {
                         say(format!(
                             "pid {}: Kineto keeps CUPTI attached after this trace ({why}), so its steps may stay \
-                             slower until it exits; start the job with TEARDOWN_CUPTI=1 (PyTorch with CUDA 12.6 or \
-                             later) to avoid it",
+                             slower until it exits; start the job with TEARDOWN_CUPTI=1 (PyTorch 2.11 or later, CUDA \
+                             12.6 or later) to avoid it",
                             self.pid
                         ));
                     }

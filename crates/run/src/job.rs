@@ -949,7 +949,7 @@ impl State {
         if let Some(why) = stays {
             say(format!(
                 "PyTorch process {pid}: Kineto keeps CUPTI attached after this trace ({why}), so its steps may \
-                 stay slower until it exits; TEARDOWN_CUPTI=1 detaches it where the job uses no CUDA graphs"
+                 stay slower until it exits"
             ));
         }
     }

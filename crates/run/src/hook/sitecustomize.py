@@ -14,9 +14,9 @@
 #      on, a process that exits while a Kineto trace is due or recording waits through a
 #      start or end of the trace due within _EXIT_MARGIN_S (torch-PID.window says when)
 #      and stops a trace still recording (PyTorch crashes otherwise); in either mode it
-#      sets TEARDOWN_CUPTI=1 where the job has not set it and PyTorch's CUDA is 12.6 or
-#      later, so that Kineto detaches CUPTI after each trace instead of leaving the job's
-#      kernel launches slower until it exits (see tear_cupti_down_after_traces).
+#      sets TEARDOWN_CUPTI=1 where the job has not set it, PyTorch is 2.11 or later and its
+#      CUDA 12.6 or later, so that Kineto detaches CUPTI after each trace instead of leaving
+#      the job's kernel launches slower until it exits (see tear_cupti_down_after_traces).
 # Everything is inside try/except: the hook never raises into the job, never blocks an
 # import, and writes what went wrong to $MLPROF_RUN_DIR/hook.log instead.
 import os
@@ -191,20 +191,29 @@ def _mlprof_install():
         # slower until it exits (pytorch/pytorch#144455; on an H200 a job under mlprof
         # run stayed at 17.8 ms a step from its one 500 ms trace to its exit, 14.8 ms
         # alone). PyTorch's own profiler keeps CUPTI attached only for CUDA graphs before
-        # CUDA 12.6, which tearing it down could crash. Returns why CUPTI stays attached
-        # in this process, or None.
+        # CUDA 12.6, which detaching it could crash; and the Kineto of PyTorch before 2.11
+        # could crash detaching it between back-to-back traces (kineto#1169). Returns why
+        # CUPTI stays attached in this process, or None.
         own = os.environ.get("TEARDOWN_CUPTI")
         if own is not None:
             return None if own == "1" else "TEARDOWN_CUPTI=%s in the job's environment" % own
         cuda = getattr(getattr(module, "version", None), "cuda", None)
         if not cuda:
             return None  # a CPU or ROCm build: no CUPTI
-        try:
-            major, minor = (int(part) for part in str(cuda).split(".")[:2])
-        except ValueError:
+
+        def major_minor(text):
+            try:
+                return tuple(int(part) for part in str(text).split("+")[0].split(".")[:2])
+            except ValueError:
+                return None
+
+        torch_version = getattr(module, "__version__", "")
+        if (major_minor(torch_version) or (0, 0)) < (2, 11):
+            return "PyTorch %s: before 2.11, Kineto could crash detaching CUPTI" % torch_version
+        if major_minor(cuda) is None:
             return "PyTorch's CUDA version %r is not one mlprof knows" % (cuda,)
-        if (major, minor) < (12, 6):
-            return "CUDA %s: before 12.6, detaching CUPTI can crash CUDA graphs" % cuda
+        if major_minor(cuda) < (12, 6):
+            return "CUDA %s: before 12.6, detaching CUPTI could crash CUDA graphs" % cuda
         os.environ["TEARDOWN_CUPTI"] = "1"
         return None
 
