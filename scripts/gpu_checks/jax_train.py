@@ -4,7 +4,8 @@ Batches come from numpy on the host each step (device_put: real H2D copies).
   --trace LOGDIR   jax.profiler.trace around --steps steps, each in a
                    StepTraceAnnotation("train", step_num=i)
   (no --trace)     no profiler code at all; --seconds S runs that long
---report FILE writes step times as JSON.
+--report FILE writes step times as JSON; --stamps FILE every step's [unix end time s,
+length s].
 """
 import argparse
 import json
@@ -38,6 +39,7 @@ def main():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--seconds", type=float)
     p.add_argument("--report")
+    p.add_argument("--stamps")
     a = p.parse_args()
     sizes = [1024, 4096, 4096, 4096, 1000]
     params = init(jax.random.PRNGKey(0), sizes)
@@ -66,6 +68,7 @@ def main():
         params, opt_state, loss = train_step(params, opt_state, x, y)
     loss.block_until_ready()
     times = []
+    stamps = []
 
     def run(n):
         nonlocal params, opt_state
@@ -83,6 +86,7 @@ def main():
                 params, opt_state, loss = train_step(params, opt_state, x, y)
                 loss.block_until_ready()
             times.append(time.perf_counter() - t0)
+            stamps.append((time.time(), times[-1]))
             i += 1
 
     if a.trace:
@@ -90,6 +94,8 @@ def main():
             run(a.steps)
     else:
         run(a.steps)
+    if a.stamps:
+        json.dump(stamps, open(a.stamps, "w"))
     times.sort()
     n = len(times)
     rep = {"mode": "trace" if a.trace else "plain", "jax": jax.__version__,

@@ -6,7 +6,8 @@
 # Five runs of the same 25 s loop, one at a time, each step's time brought back: alone,
 # traced (teardown on), traced with TEARDOWN_CUPTI=0 (as before), sampled with no trace,
 # alone; then 60 s of it under `mlprof run --agent` with the agent probing every 10 s
-# (the first probe timed, with Kineto's 5 s warm-up; the next ones by whole steps).
+# (the first probe timed, with Kineto's 5 s warm-up; the next ones by whole steps); then a
+# JAX loop with one 1 s capture of its profiler server (does XLA's tracer leave it slower?).
 # Repo root on the device machine, mlprof in .dev/mlprof.xz; output in $OUT.
 set -u
 export PYTHONUNBUFFERED=1
@@ -40,5 +41,7 @@ curl -s 127.0.0.1:7799/api/jobs > "$O/probed_jobs.txt"
 wait $R
 grep -E "REPORT|agent asked|CUPTI" "$W/probed.err" | cut -c1-200
 kill $AG
+one jax_traced "$B" run --logdir "$W/r5" --duration 1s -- \
+  python3 $G/jax_train.py --seconds 30 --stamps "$O/jax_traced.json"
 python3 $G/step_bins.py --bin 1 "$O"/*.json
 ls -la "$O"
