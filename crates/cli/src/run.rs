@@ -33,7 +33,9 @@ pub struct RunArgs {
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     duration: Duration,
     /// PyTorch: trace this many whole training steps (N + 1 optimizer steps) instead of
-    /// --duration (JAX and TensorFlow servers trace by time).
+    /// --duration (JAX and TensorFlow servers trace by time). Such a trace starts at the
+    /// job's next step; a timed one first has Kineto warm up for 5 s with CUPTI on, which
+    /// on a GPU slows the job about as much as tracing does.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
     steps: Option<u32>,
     /// From launch until the first trace may start. Each process is also given 5 s from
