@@ -102,12 +102,20 @@ pub fn probeable(job: &JobView) -> bool {
 }
 
 /// Why probing `job` would harm it, as its probe's note: it would be traced through
-/// Kineto (it serves no profiler and was not started by `mlprof run`, whose start-up hook
-/// detaches CUPTI after each trace) on a GPU, where Kineto keeps CUPTI attached after the
-/// probe unless the job started with `TEARDOWN_CUPTI=1`, and its steps stay slower until
-/// it exits. Such a job is still captured when asked (`mlprof agent capture`).
+/// Kineto on a GPU, where Kineto keeps CUPTI attached after the probe and the job's steps
+/// stay slower until it exits — a job not started by `mlprof run` whose environment
+/// lacks `TEARDOWN_CUPTI=1`, or one whose run says its start-up hook could not detach
+/// CUPTI (an older PyTorch or CUDA). Such a job is still captured when asked (`mlprof
+/// agent capture`).
 pub fn harms(job: &JobView) -> Option<String> {
-    if job.run.is_some() || !job.listening_ports.is_empty() || job.kineto_endpoint.is_none() {
+    if let Some(run) = &job.run {
+        let why = run.cupti_stays.as_ref().filter(|_| job.uses_gpu)?;
+        return Some(format!(
+            "not probed: Kineto would keep CUPTI attached after each probe ({why}), slowing its steps until it \
+             exits; capture it when wanted"
+        ));
+    }
+    if !job.listening_ports.is_empty() || job.kineto_endpoint.is_none() {
         return None;
     }
     let why = mlprof_run::attach_kineto::cupti_stays(job.pid)?;

@@ -32,6 +32,10 @@ pub struct RunView {
     pub logdir: PathBuf,
     /// What the run drives: `kineto`, `hook`, `cupti`, `samples`.
     pub tracers: Vec<String>,
+    /// Why Kineto keeps CUPTI attached after traces in one of the job's PyTorch
+    /// processes, as the run reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cupti_stays: Option<String>,
 }
 
 /// A registered run.
@@ -165,6 +169,7 @@ impl Registry {
             run_pid: registration.run_pid,
             logdir: registration.logdir.clone(),
             tracers: registration.tracers.clone(),
+            cupti_stays: registration.cupti_stays.clone(),
         })
     }
 }

@@ -979,3 +979,44 @@ fn a_gpu_job_its_probes_would_leave_slower_is_not_probed() {
         "{seen:#}"
     );
 }
+
+/// A job started by `mlprof run --agent` whose PyTorch is too old for the start-up hook
+/// to detach CUPTI after a trace (a package named torch, 2.10.1 for CUDA 12.8, stands in
+/// for it; a mapped file named as NVIDIA's driver library for the GPU): the run tells the
+/// agent, which does not probe it.
+#[test]
+fn a_run_whose_hook_cannot_detach_cupti_is_not_probed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir(dir.path().join("torch")).expect("mkdir");
+    std::fs::write(dir.path().join("torch/__init__.py"), "__version__ = '2.10.1+cu128'\nfrom . import version\n")
+        .expect("write");
+    std::fs::write(dir.path().join("torch/version.py"), "cuda = '12.8'\n").expect("write");
+    let driver = peers::fake_driver(dir.path());
+    let script = format!("{}import time, torch\nwhile True:\n    time.sleep(0.05)\n", peers::python_mapping(&driver));
+    let data = tempfile::tempdir().expect("temp dir");
+    let data_arg = data.path().display().to_string();
+    let (_agent, address, _) = start_agent_with("127.0.0.1:0", &["--probe-every", "5s", "--data", &data_arg]);
+    let run = Run(Command::new(env!("CARGO_BIN_EXE_mlprof"))
+        .args(["run", &format!("--agent={address}"), "--delay", "60m", "--logdir"])
+        .arg(data.path())
+        .args(["--", "python3", "-c", &script])
+        .env("PYTHONPATH", dir.path())
+        .env_remove("TEARDOWN_CUPTI")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("mlprof run starts"));
+    let pid = job_of(&run);
+    let noted = |s: &Value| job(s, pid).is_some_and(|j| !j["probe_note"].is_null());
+    let snapshot = wait_for(&address, "the run's job's probe note", noted);
+    let seen = job(&snapshot, pid).expect("the job");
+    assert!(seen["run"]["run_pid"].as_u64().is_some(), "{seen:#}");
+    assert_eq!(seen["uses_gpu"], true, "{seen:#}");
+    assert!(seen["probe"].is_null(), "{seen:#}");
+    assert_eq!(
+        seen["probe_note"],
+        "not probed: Kineto would keep CUPTI attached after each probe (PyTorch 2.10.1+cu128: before 2.11, Kineto \
+         could crash detaching CUPTI), slowing its steps until it exits; capture it when wanted",
+        "{seen:#}"
+    );
+}

@@ -67,6 +67,11 @@ pub struct Registration {
     /// The job has ended: this is the run's last word.
     #[serde(default)]
     pub ended: bool,
+    /// Why Kineto keeps CUPTI attached after traces in one of the job's PyTorch
+    /// processes (the start-up hook could not detach it): each trace there leaves the
+    /// job slower on a GPU, so the agent does not probe it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cupti_stays: Option<String>,
 }
 
 /// What the agent answers a registration.
@@ -123,6 +128,7 @@ pub struct AgentLink {
     asks: tokio::sync::mpsc::Receiver<Ask>,
     outcomes: std::sync::mpsc::Sender<AskOutcome>,
     notes: std::sync::mpsc::Receiver<String>,
+    cupti_stays: std::sync::mpsc::Sender<String>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -134,6 +140,7 @@ impl AgentLink {
         let (ask_sender, asks) = tokio::sync::mpsc::channel(16);
         let (outcomes, outcome_receiver) = std::sync::mpsc::channel();
         let (note_sender, notes) = std::sync::mpsc::channel();
+        let (cupti_stays, cupti_receiver) = std::sync::mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
         let heartbeat = Heartbeat {
             address,
@@ -142,11 +149,18 @@ impl AgentLink {
             asks: ask_sender,
             outcomes: outcome_receiver,
             notes: note_sender,
+            cupti_stays: cupti_receiver,
             stop: stop.clone(),
             reached: None,
         };
         let thread = std::thread::Builder::new().name("mlprof-agent-link".into()).spawn(move || heartbeat.run())?;
-        Ok(AgentLink { asks, outcomes, notes, stop, thread: Some(thread) })
+        Ok(AgentLink { asks, outcomes, notes, cupti_stays, stop, thread: Some(thread) })
+    }
+
+    /// Tells the agent, from the next heartbeat on, why Kineto keeps CUPTI attached in
+    /// one of the job's processes ([`Registration::cupti_stays`]).
+    pub fn cupti_stays(&self, why: String) {
+        let _ = self.cupti_stays.send(why);
     }
 
     /// The next ask; pending forever once the link has stopped.
@@ -191,6 +205,7 @@ struct Heartbeat {
     asks: tokio::sync::mpsc::Sender<Ask>,
     outcomes: std::sync::mpsc::Receiver<AskOutcome>,
     notes: std::sync::mpsc::Sender<String>,
+    cupti_stays: std::sync::mpsc::Receiver<String>,
     stop: Arc<AtomicBool>,
     /// Whether the last heartbeat reached the agent (`None`: none sent yet).
     reached: Option<bool>,
@@ -201,6 +216,9 @@ impl Heartbeat {
         loop {
             let ending = self.stop.load(Ordering::Relaxed);
             self.registration.done.extend(self.outcomes.try_iter());
+            if let Some(why) = self.cupti_stays.try_iter().last() {
+                self.registration.cupti_stays = Some(why);
+            }
             let excess = self.registration.done.len().saturating_sub(MAX_UNSENT);
             self.registration.done.drain(..excess);
             self.registration.ended = ending;

@@ -183,6 +183,7 @@ pub async fn run_job(options: &RunOptions, say: &(dyn Fn(String) + Sync)) -> io:
             _ = tick.tick() => {
                 state.tick(hook.as_ref(), options, say).await;
                 state.finish_asks(link.as_ref(), false, say);
+                state.tell_agent_cupti_stays(link.as_ref());
             }
         }
     };
@@ -536,12 +537,22 @@ struct State {
     /// PyTorch processes whose first trace has started and whose CUPTI teardown was
     /// looked at (see [`State::say_if_cupti_stays`]).
     cupti_looked_at: HashSet<i32>,
+    /// Why Kineto keeps CUPTI attached in one of the announced PyTorch processes, until
+    /// the agent is told (see [`State::tell_agent_cupti_stays`]); then `Told`.
+    cupti_stays_for_agent: CuptiStays,
     /// Signals waiting for the CUDA processes' flush (see `launch`).
     flush_waiters: Vec<std::sync::mpsc::Sender<()>>,
     /// Rounds the agent asked for, not yet reported.
     asks: Vec<OpenAsk>,
     /// Captures of the profiler server tried, by round.
     server_tries: HashMap<u32, u32>,
+}
+
+/// What the agent is to hear of CUPTI staying attached in the job's processes.
+enum CuptiStays {
+    NotSeen,
+    Seen(String),
+    Told,
 }
 
 /// A round the agent asked for.
@@ -579,6 +590,7 @@ impl State {
             sample_interval_ns: crate::sampling::interval_ns(options.sample_hz),
             torch: TorchFallback::new(TorchFallback::forced_by_environment()),
             cupti_looked_at: HashSet::new(),
+            cupti_stays_for_agent: CuptiStays::NotSeen,
             flush_waiters: Vec::new(),
             asks: Vec::new(),
             server_tries: HashMap::new(),
@@ -937,6 +949,16 @@ impl State {
         }
     }
 
+    /// Tells the agent, once, why Kineto keeps CUPTI attached in one of the job's PyTorch
+    /// processes: it then does not probe the job (each probe would leave it slower).
+    fn tell_agent_cupti_stays(&mut self, link: Option<&AgentLink>) {
+        let Some(link) = link else { return };
+        if let CuptiStays::Seen(why) = &self.cupti_stays_for_agent {
+            link.cupti_stays(why.clone());
+            self.cupti_stays_for_agent = CuptiStays::Told;
+        }
+    }
+
     /// Says, once per PyTorch process as its first trace starts, where Kineto will keep
     /// CUPTI attached after it: the hook could not set `TEARDOWN_CUPTI=1` there, so the
     /// job's steps may stay slower until it exits.
@@ -962,6 +984,11 @@ impl State {
         // longer anyone's to trace.
         let alive = |pid: i32| u32::try_from(pid).is_ok_and(|pid| crate::sampling::procfs::process_stat(pid).is_some());
         let announced: Vec<_> = hook.torch_processes().into_iter().filter(|p| alive(p.pid)).collect();
+        if let (CuptiStays::NotSeen, Some(why)) =
+            (&self.cupti_stays_for_agent, announced.iter().find_map(|p| p.cupti_stays.clone()))
+        {
+            self.cupti_stays_for_agent = CuptiStays::Seen(why);
+        }
         let changes = self.torch.announced(&announced, now);
         for pid in changes.silent {
             say(format!(
