@@ -948,6 +948,7 @@ fn captures_go_to_an_object_store_and_mlprof_serve_reads_them_there() {
 /// probed, and its note says why and what would allow it.
 #[test]
 fn a_gpu_job_its_probes_would_leave_slower_is_not_probed() {
+    let _framework_jobs = framework_jobs();
     let dir = tempfile::tempdir().expect("temp dir");
     let driver = peers::fake_driver(dir.path());
     let script = format!("{}import time\nwhile True:\n    time.sleep(0.05)\n", peers::python_mapping(&driver));
@@ -962,7 +963,9 @@ fn a_gpu_job_its_probes_would_leave_slower_is_not_probed() {
     );
     let data = tempfile::tempdir().expect("temp dir");
     let data_arg = data.path().display().to_string();
-    let (_agent, address, _) = start_agent_with("127.0.0.1:0", &["--probe-every", "5s", "--data", &data_arg]);
+    // A probe is first due 10 s after a job appears; one a minute at most disturbs the
+    // other tests' jobs this agent finds too.
+    let (_agent, address, _) = start_agent_with("127.0.0.1:0", &["--probe-every", "60s", "--data", &data_arg]);
     let pid = gpu_job.0.id();
     let noted = |s: &Value| job(s, pid).is_some_and(|j| !j["probe_note"].is_null());
     let snapshot = wait_for(&address, "the GPU job's probe note", noted);
@@ -986,6 +989,7 @@ fn a_gpu_job_its_probes_would_leave_slower_is_not_probed() {
 /// agent, which does not probe it.
 #[test]
 fn a_run_whose_hook_cannot_detach_cupti_is_not_probed() {
+    let _framework_jobs = framework_jobs();
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::create_dir(dir.path().join("torch")).expect("mkdir");
     std::fs::write(dir.path().join("torch/__init__.py"), "__version__ = '2.10.1+cu128'\nfrom . import version\n")
@@ -995,7 +999,9 @@ fn a_run_whose_hook_cannot_detach_cupti_is_not_probed() {
     let script = format!("{}import time, torch\nwhile True:\n    time.sleep(0.05)\n", peers::python_mapping(&driver));
     let data = tempfile::tempdir().expect("temp dir");
     let data_arg = data.path().display().to_string();
-    let (_agent, address, _) = start_agent_with("127.0.0.1:0", &["--probe-every", "5s", "--data", &data_arg]);
+    // A probe is first due 10 s after a job appears; one a minute at most disturbs the
+    // other tests' jobs this agent finds too.
+    let (_agent, address, _) = start_agent_with("127.0.0.1:0", &["--probe-every", "60s", "--data", &data_arg]);
     let run = Run(Command::new(env!("CARGO_BIN_EXE_mlprof"))
         .args(["run", &format!("--agent={address}"), "--delay", "60m", "--logdir"])
         .arg(data.path())
