@@ -441,21 +441,22 @@ fn pytorch_jobs_detach_cupti_after_their_traces() {
     assert!(cuda.starts_with("13.") || cuda.starts_with("12."), "a CUDA build of PyTorch is expected: {said}");
     assert_eq!(said.split_whitespace().last(), Some("1"), "{said}");
 
-    // A job that sets it itself keeps its choice, and is told what it costs once a trace
-    // starts (the hook's torch.profiler here, which detaches CUPTI the same way).
-    let job = "import os, time, torch\nprint(os.environ.get('TEARDOWN_CUPTI'))\ntime.sleep(9)";
-    let out = run_python_job(&python, job, &[("TEARDOWN_CUPTI", "0"), ("MLPROF_PYTORCH_TRACER", "hook")]);
-    let err = stderr(&out);
-    assert!(out.status.success(), "{err}");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "0\n");
-    assert!(err.contains("tracing 1000 ms (torch.profiler)"), "{err}");
-    assert!(
-        err.contains(
-            "Kineto keeps CUPTI attached after this trace (TEARDOWN_CUPTI=0 in the job's environment), so its steps \
-             may stay slower until it exits"
-        ),
-        "{err}"
-    );
+    // A job that sets it itself keeps its choice, and on a GPU (a mapped file named as
+    // NVIDIA's driver library stands for one) is told what it costs once a trace starts
+    // (the hook's torch.profiler here, which detaches CUPTI the same way); not elsewhere.
+    let cupti_stays = "Kineto keeps CUPTI attached after this trace (TEARDOWN_CUPTI=0 in the job's environment), \
+                       so its steps may stay slower until it exits";
+    let dir = tempfile::tempdir().expect("temp dir");
+    let driver = peers::fake_driver(dir.path());
+    for prelude in [peers::python_mapping(&driver), String::new()] {
+        let job = format!("{prelude}import os, time, torch\nprint(os.environ.get('TEARDOWN_CUPTI'))\ntime.sleep(9)");
+        let out = run_python_job(&python, &job, &[("TEARDOWN_CUPTI", "0"), ("MLPROF_PYTORCH_TRACER", "hook")]);
+        let err = stderr(&out);
+        assert!(out.status.success(), "{err}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "0\n");
+        assert!(err.contains("tracing 1000 ms (torch.profiler)"), "{err}");
+        assert_eq!(err.contains(cupti_stays), !prelude.is_empty(), "on a GPU: {}\n{err}", !prelude.is_empty());
+    }
 }
 
 #[test]

@@ -959,16 +959,18 @@ impl State {
         }
     }
 
-    /// Says, once per PyTorch process as its first trace starts, where Kineto will keep
-    /// CUPTI attached after it: the hook could not set `TEARDOWN_CUPTI=1` there, so the
-    /// job's steps may stay slower until it exits.
+    /// Says, once per PyTorch process on a GPU as its first trace starts, where Kineto
+    /// will keep CUPTI attached after it: the hook could not set `TEARDOWN_CUPTI=1`
+    /// there, so the job's steps may stay slower until it exits.
     fn say_if_cupti_stays(&mut self, hook: &Hook, pid: i32, say: &(dyn Fn(String) + Sync)) {
         if self.cupti_looked_at.contains(&pid) {
             return;
         }
         let Some(stays) = hook.cupti_stays(pid) else { return };
         self.cupti_looked_at.insert(pid);
-        if let Some(why) = stays {
+        // CUPTI records only where the process uses a GPU (maps NVIDIA's driver).
+        let on_a_gpu = u32::try_from(pid).is_ok_and(|pid| crate::sampling::procfs::maps_library(pid, "libcuda.so"));
+        if let Some(why) = stays.filter(|_| on_a_gpu) {
             say(format!(
                 "PyTorch process {pid}: Kineto keeps CUPTI attached after this trace ({why}), so its steps may \
                  stay slower until it exits"
