@@ -282,7 +282,14 @@ impl CuptiProcesses {
                 process.passive = true;
                 say.push(format!("CUDA process {}: mlprof-inject stays out of CUPTI: {reason}", process.pid));
                 // It may have been recording (a framework appeared later): keep what it had.
-                return finish(process, true);
+                // A window started between its hello and this, with nothing in it, is no
+                // window: nothing is filed.
+                let window = finish(process, true)?;
+                if window.profile.is_empty() {
+                    rounds.finished(window.pid as i32);
+                    return None;
+                }
+                return Some(window);
             }
             FromInjection::Device(device) => {
                 process.devices.retain(|d| d.ordinal != device.ordinal);
@@ -510,4 +517,43 @@ async fn send(writer: &mut OwnedWriteHalf, message: ToInjection) -> bool {
         let _ = tokio::time::timeout(Duration::from_secs(1), writer.shutdown()).await;
     }
     sent
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hello(pid: u32) -> wire::Hello {
+        wire::Hello {
+            protocol: wire::PROTOCOL_VERSION,
+            pid,
+            cupti_api_version: 0,
+            cupti_timestamp_ns: 0,
+            realtime_ns: wire::realtime_ns(),
+            recording: false,
+        }
+    }
+
+    /// A process that stays out sends its hello and then why; a window started between
+    /// the two holds nothing and is not filed (it once was, as an empty profile).
+    #[tokio::test]
+    async fn a_window_started_before_a_process_said_it_stays_out_is_dropped() {
+        let (ours, _theirs) = tokio::net::UnixStream::pair().unwrap();
+        let (_, writer) = ours.into_split();
+        let mut rounds = crate::schedule::Rounds::new(
+            crate::schedule::Schedule { first: Instant::now(), every: None },
+            Duration::ZERO,
+            1,
+        );
+        let mut processes = CuptiProcesses::default();
+        let second = Duration::from_secs(1);
+        processes.deliver(Delivery::Connected(1, writer), &mut rounds, second).await;
+        processes.deliver(Delivery::Message(1, FromInjection::Hello(hello(42))), &mut rounds, second).await;
+        let (started, _) = processes.tick(&mut rounds, second).await;
+        assert_eq!(started.len(), 1, "the tick came between the two messages");
+        let passive = FromInjection::Passive("another tool holds CUPTI".to_string());
+        let (said, window) = processes.deliver(Delivery::Message(1, passive), &mut rounds, second).await;
+        assert!(window.is_none(), "an empty window is not filed");
+        assert_eq!(said, ["CUDA process 42: mlprof-inject stays out of CUPTI: another tool holds CUPTI"]);
+    }
 }

@@ -142,6 +142,11 @@ impl CuptiProfile {
         self.dropped = self.dropped.saturating_add(records);
     }
 
+    /// Nothing was recorded in the window, nor dropped.
+    pub fn is_empty(&self) -> bool {
+        self.activities.is_empty() && self.dropped == 0
+    }
+
     /// What the window holds.
     pub fn counts(&self) -> Counts {
         let mut c = Counts::default();
