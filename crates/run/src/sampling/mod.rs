@@ -38,11 +38,16 @@ pub use mlprof_cupti::wire::realtime_ns;
 pub const DEFAULT_HZ: u32 = 100;
 /// The highest sampling rate accepted, samples per second.
 pub const MAX_HZ: u32 = 1000;
-/// The sampling thread's nice value: where the job keeps every core busy, the job's
-/// threads run first and samples come late or not at all, rather than the job slowing
-/// down (reading a PyTorch job's three processes at 100 Hz costs about a fifth of a
-/// core); on a machine with a core to spare nothing changes.
-const SAMPLER_NICE: libc::c_int = 10;
+/// The sampling thread's nice value, the lowest: where the job keeps every core busy,
+/// the kernel gives the sampler about 15/1024 of a nice-0 thread's share (under 1 % of a
+/// core against two busy threads per core), so samples come later and fewer rather than
+/// the job slowing; on a machine with a core to spare nothing changes. At nice 10
+/// (before), reading a PyTorch loop's three processes at 100 Hz took about 5 % of a core
+/// from a job using both cores of a 2-core machine and slowed its steps by about 6 %
+/// (`scripts/bench_watch_cost`, sharing all cores). `SCHED_IDLE` would yield more, but
+/// leaves a job's own busy processes (DataLoader workers on every core) with hardly a
+/// sample.
+const SAMPLER_NICE: libc::c_int = 19;
 
 /// Lowers the calling thread's priority to [`SAMPLER_NICE`] (on Linux a thread has its
 /// own nice value); failing that, samples simply compete as before.
@@ -361,20 +366,22 @@ impl Sampling {
         }
     }
 
+    /// Reads every Python process's stacks, then records them: the store is locked only
+    /// to record, so a sampler kept off the CPU while reading holds up nothing else.
     fn sample_stacks(&mut self) {
         let at_ns = mlprof_cupti::wire::realtime_ns();
-        let mut samples = Vec::new();
+        let mut traces = Vec::new();
         let mut failed = 0;
-        let mut store = self.shared.store();
         for watched in self.watched.values_mut() {
             let Watched::Python(process) = watched else { continue };
-            match process.sample(at_ns, &mut store.frames) {
-                Ok(threads) => samples.extend(threads),
+            match process.read() {
+                Ok(read) => traces.extend(read),
                 Err(_) => failed += 1,
             }
         }
+        let mut store = self.shared.store();
         store.failed_samples += failed;
-        for thread in samples {
+        for thread in python::intern(&traces, at_ns, &mut store.frames) {
             if let Some(name) = &thread.name {
                 store.name_thread(thread.sample.pid, thread.sample.tid, name);
             }

@@ -46,11 +46,18 @@ impl PythonProcess {
         Ok(PythonProcess { spy, version })
     }
 
-    /// Every Python thread's stack now, interned into `frames`.
-    pub fn sample(&mut self, at_ns: i64, frames: &mut Frames) -> Result<Vec<ThreadSample>, String> {
-        let traces = guarded(|| self.spy.get_stack_traces()).and_then(|t| t.map_err(|e| one_line(&e)))?;
-        Ok(traces.iter().map(|trace| thread_sample(trace, at_ns, frames)).collect())
+    /// Every Python thread's stack now, read from the process's memory; [`intern`] makes
+    /// them samples. Reading takes no lock of mlprof's: the sampler may be kept waiting
+    /// for the CPU in the middle of it.
+    pub fn read(&mut self) -> Result<Vec<StackTrace>, String> {
+        guarded(|| self.spy.get_stack_traces()).and_then(|t| t.map_err(|e| one_line(&e)))
     }
+}
+
+/// Stacks [`PythonProcess::read`] at `at_ns` as samples, their frames interned into
+/// `frames`.
+pub fn intern(traces: &[StackTrace], at_ns: i64, frames: &mut Frames) -> Vec<ThreadSample> {
+    traces.iter().map(|trace| thread_sample(trace, at_ns, frames)).collect()
 }
 
 fn thread_sample(trace: &StackTrace, at_ns: i64, frames: &mut Frames) -> ThreadSample {
