@@ -39,14 +39,13 @@ pub const DEFAULT_HZ: u32 = 100;
 /// The highest sampling rate accepted, samples per second.
 pub const MAX_HZ: u32 = 1000;
 /// The sampling thread's nice value, the lowest: where the job keeps every core busy,
-/// the kernel gives the sampler about 15/1024 of a nice-0 thread's share (under 1 % of a
-/// core against two busy threads per core), so samples come later and fewer rather than
-/// the job slowing; on a machine with a core to spare nothing changes. At nice 10
-/// (before), reading a PyTorch loop's three processes at 100 Hz took about 5 % of a core
-/// from a job using both cores of a 2-core machine and slowed its steps by about 6 %
-/// (`scripts/bench_watch_cost`, sharing all cores). `SCHED_IDLE` would yield more, but
-/// leaves a job's own busy processes (DataLoader workers on every core) with hardly a
-/// sample.
+/// the kernel weighs the sampler at 15 against a job thread's 1024, so samples come later
+/// rather than the job slowing; on a machine with a core to spare nothing changes.
+/// Measured inside a PyTorch loop sharing both cores of a 2-core machine
+/// (`scripts/bench_watch_cost --toggle`, 100 Hz with native stacks): at nice 10 its
+/// steps took 6.3 % longer and mlprof 5.9 % of a core, at nice 19 1.0-1.6 % longer and
+/// 2.9 % of a core. (`SCHED_IDLE`, weight 3, would starve the sampler wherever the job's
+/// own processes keep every core busy, DataLoader workers included.)
 const SAMPLER_NICE: libc::c_int = 19;
 
 /// Lowers the calling thread's priority to [`SAMPLER_NICE`] (on Linux a thread has its
