@@ -38,15 +38,16 @@ pub use mlprof_cupti::wire::realtime_ns;
 pub const DEFAULT_HZ: u32 = 100;
 /// The highest sampling rate accepted, samples per second.
 pub const MAX_HZ: u32 = 1000;
-/// The sampling thread's nice value, the lowest: where the job keeps every core busy,
-/// the kernel weighs the sampler at 15 against a job thread's 1024, so samples come later
-/// rather than the job slowing; on a machine with a core to spare nothing changes.
-/// Measured inside a PyTorch loop sharing both cores of a 2-core machine
-/// (`scripts/bench_watch_cost --toggle`, 100 Hz with native stacks): at nice 10 its
-/// steps took 6.3 % longer and mlprof 5.9 % of a core, at nice 19 1.0-1.6 % longer and
-/// 2.9 % of a core. (`SCHED_IDLE`, weight 3, would starve the sampler wherever the job's
-/// own processes keep every core busy, DataLoader workers included.)
-const SAMPLER_NICE: libc::c_int = 19;
+/// The sampling thread's nice value: where the job keeps every core busy, the job's
+/// threads run first and samples come later, rather than the job slowing as much; on a
+/// machine with a core to spare nothing changes. Measured inside a PyTorch loop sharing
+/// both cores of a 2-core machine (`scripts/bench_watch_cost --toggle`, 100 Hz with
+/// native stacks): at nice 10 its steps took 6.3 % longer (mlprof 5.9 % of a core), at
+/// nice 19 1.0-1.6 % longer (2.9 %). But at nice 19, in CI with tests keeping both cores
+/// busy, an agent's 1 s capture of a Python job recorded nothing — most likely attaching
+/// (which reads the interpreter's memory) did not finish within the second at a weight of
+/// 15 against 1024 per busy thread. A lower priority would need attaching done first.
+const SAMPLER_NICE: libc::c_int = 10;
 
 /// Lowers the calling thread's priority to [`SAMPLER_NICE`] (on Linux a thread has its
 /// own nice value); failing that, samples simply compete as before.
