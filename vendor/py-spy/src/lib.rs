@@ -39,6 +39,8 @@ mod cython;
 pub mod dump;
 #[cfg(feature = "unwind")]
 mod native_stack_trace;
+pub mod page_reader;
+pub mod thread_states;
 mod python_bindings;
 mod python_data_access;
 mod python_interpreters;

@@ -20,6 +20,8 @@ use crate::python_data_access::format_variable;
 use crate::python_interpreters::{InterpreterState, ThreadState};
 use crate::python_process_info::{get_python_version, PythonProcessInfo, PythonProcessLayout};
 use crate::python_threading::thread_name_lookup;
+use crate::page_reader::{Blocks, PageReader};
+use crate::thread_states::ThreadStates;
 use crate::stack_trace::{get_gil_threadid, get_stack_trace_cached, CodeCache, StackTrace};
 use crate::version::Version;
 
@@ -40,6 +42,10 @@ pub struct PythonSpy {
     pub dockerized: bool,
     /// mlprof patch: code objects' names, read once each.
     code_cache: CodeCache,
+    /// mlprof patch: the Python threads' `stat` files, kept open.
+    thread_states: ThreadStates,
+    /// mlprof patch: the memory the last sample's blocks were read into.
+    sample_blocks: Blocks,
 }
 
 impl PythonSpy {
@@ -92,6 +98,8 @@ impl PythonSpy {
             python_thread_names: HashMap::new(),
             thread_name_lookup_time: Instant::now(),
             code_cache: CodeCache::default(),
+            thread_states: ThreadStates::new(pid),
+            sample_blocks: Blocks::default(),
         })
     }
 
@@ -195,7 +203,7 @@ impl PythonSpy {
         // Query the OS to get if each thread in the process is running or not
         // mlprof patch: only when the process is to be locked (the activity must be read
         // before the lock, or every thread reads as stopped); otherwise each Python
-        // thread's activity is read after its stack (`python_thread_activity`), so a
+        // thread's activity is read after its stack (`ThreadStates`), so a
         // process with many threads that run no Python (XLA's and CUDA's pools) costs a
         // sample nothing for them.
         let activity_upfront = !self.config.gil_only && self.config.blocking == LockingStrategy::Lock;
@@ -222,16 +230,20 @@ impl PythonSpy {
             None
         };
 
+        // mlprof patch: this sample's reads, a block at a time (`PageReader`), through a
+        // handle of its own so `self` stays free to borrow.
+        let process = Process { pid: self.process.pid };
+        let memory = PageReader::reusing(&process, Some(self.process.pid), std::mem::take(&mut self.sample_blocks));
+
         // Find PyThreadState, and loop over all the python threads
         let threadstate_ptr_ptr = I::threadstate_ptr_ptr(self.addresses.interpreter_address);
-        let threads_head = self
-            .process
+        let threads_head = memory
             .copy_pointer(threadstate_ptr_ptr)
             .context("Failed to copy PyThreadState head pointer")?;
 
         // get the threadid of the gil if appropriate
         let gil_thread_id =
-            get_gil_threadid::<I, Process>(self.addresses.threadstate_address, &self.process)
+            get_gil_threadid::<I, PageReader<Process>>(self.addresses.threadstate_address, &memory)
                 .context("failed to get gil_thread_id")?;
 
         let mut did_thread_name_lookup = false;
@@ -247,8 +259,7 @@ impl PythonSpy {
             }
 
             // Get the stack trace of the python thread
-            let thread = self
-                .process
+            let thread = memory
                 .copy_pointer(threads)
                 .context("Failed to copy PyThreadState")?;
             threads = thread.next();
@@ -262,7 +273,7 @@ impl PythonSpy {
 
             let mut trace = get_stack_trace_cached(
                 &thread,
-                &self.process,
+                &memory,
                 self.config.dump_locals > 0,
                 self.config.lineno,
                 &mut self.code_cache,
@@ -291,7 +302,7 @@ impl PythonSpy {
                     let gone = if activity_upfront {
                         !thread_activity.is_empty() && !thread_activity.contains_key(&tid)
                     } else {
-                        !self.config.gil_only && python_thread_activity(self.process.pid, tid).is_none()
+                        !self.config.gil_only && self.thread_states.activity(tid).is_none()
                     };
                     if gone {
                         info!("clearing away thread id caches, thread {} has exited", tid);
@@ -323,7 +334,7 @@ impl PythonSpy {
                 } else if self.config.gil_only {
                     None
                 } else {
-                    python_thread_activity(self.process.pid, id)
+                    self.thread_states.activity(id)
                 };
                 if let Some(active) = active {
                     trace.active = active;
@@ -378,6 +389,9 @@ impl PythonSpy {
                 break;
             }
         }
+        // mlprof patch: close the files of threads gone, keep the blocks' memory.
+        self.thread_states.end_sample();
+        self.sample_blocks = memory.into_blocks();
         Ok(traces)
     }
 
@@ -469,8 +483,7 @@ impl PythonSpy {
         let mut all_python_threads = HashSet::new();
         let mut threads = interp_head;
         while !threads.is_null() {
-            let thread = self
-                .process
+            let thread = memory
                 .copy_pointer(threads)
                 .context("Failed to copy PyThreadState")?;
             let current = thread.thread_id();
@@ -653,18 +666,3 @@ impl PythonSpy {
     }
 }
 
-/// mlprof patch: whether thread `tid` of process `pid` is running (`R` in its
-/// `/proc/PID/task/TID/stat`), or None when it is not a thread of `pid` (gone, or an id
-/// from another process) or its state cannot be read. One open and one read, no regular
-/// expression: this runs for every Python thread of every sample.
-fn python_thread_activity(pid: Pid, tid: Tid) -> Option<bool> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
-    let mut buf = [0u8; 512];
-    let read = file.read(&mut buf).ok()?;
-    let stat = buf.get(..read)?;
-    // The name, in parentheses, may itself hold ')': the state follows the last one.
-    let close = stat.iter().rposition(|&b| b == b')')?;
-    let state = stat.get(close + 1..)?.iter().find(|b| !b.is_ascii_whitespace())?;
-    Some(*state == b'R')
-}

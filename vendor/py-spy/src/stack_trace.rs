@@ -6,6 +6,7 @@ use remoteprocess::{Pid, ProcessMemory};
 use serde_derive::Serialize;
 
 use crate::config::{Config, LineNo};
+use crate::page_reader::PageReader;
 use crate::python_data_access::{copy_bytes, copy_string};
 use crate::python_interpreters::{
     CodeObject, FrameObject, InterpreterState, ThreadState, TupleObject,
@@ -120,7 +121,8 @@ where
     T: ThreadState,
     P: ProcessMemory,
 {
-    get_stack_trace_cached(thread, process, copy_locals, lineno, &mut CodeCache::default())
+    let process = PageReader::new(process, None);
+    get_stack_trace_cached(thread, &process, copy_locals, lineno, &mut CodeCache::default())
 }
 
 /// mlprof patch: the most code objects a [`CodeCache`] holds before it starts over.
@@ -216,10 +218,11 @@ impl CodeCache {
 }
 
 /// Gets a stack trace for an individual thread, reading each code object's names through
-/// `cache` (mlprof patch).
+/// `cache`, and the frames and code objects through `process` a block at a time: the
+/// frames first, then the blocks of all their code objects in one call (mlprof patch).
 pub fn get_stack_trace_cached<T, P>(
     thread: &T,
-    process: &P,
+    process: &PageReader<'_, P>,
     copy_locals: bool,
     lineno: LineNo,
     cache: &mut CodeCache,
@@ -248,19 +251,30 @@ where
         }
     };
 
-    let mut visited = 0;
+    // mlprof patch: every frame first (a Python 3.11+ stack is one contiguous data
+    // stack, so most frames come from blocks already read), then the blocks of every code
+    // object they run, in one call.
+    let mut chain = Vec::new();
     while !frame_ptr.is_null() {
-        visited += 1;
-        if visited > 4096 {
+        if chain.len() >= 4096 {
             return Err(format_err!("Max frame recursion depth reached"));
         }
-
         let frame = process
             .copy_pointer(frame_ptr)
             .context("Failed to copy PyFrameObject")?;
+        chain.push((frame_ptr, frame));
+        frame_ptr = frame.back();
+    }
+    let code_size = std::mem::size_of::<<T::FrameObject as FrameObject>::CodeObject>();
+    process.prefetch(
+        chain
+            .iter()
+            .filter(|(_, frame)| frame.is_python_frame())
+            .map(|(_, frame)| (frame.code() as usize, code_size)),
+    );
 
+    for (frame_ptr, frame) in chain {
         if !frame.is_python_frame() {
-            frame_ptr = frame.back();
             set_last_frame_as_shim_entry(&mut frames);
             continue;
         }
@@ -275,7 +289,6 @@ where
             cache.named(frame.code() as usize, &code, &code_bytes, process, lasti)
         else {
             // Guards against torn reads while sampling without pausing the process.
-            frame_ptr = frame.back();
             set_last_frame_as_shim_entry(&mut frames);
             continue;
         };
@@ -283,7 +296,6 @@ where
         // skip <shim> entries in python 3.13+
         // Unset file/function name in py3.13 means this is a shim.
         if filename.is_empty() || filename == "<shim>" {
-            frame_ptr = frame.back();
             set_last_frame_as_shim_entry(&mut frames);
             continue;
         }
@@ -330,8 +342,6 @@ where
             is_entry,
             is_shim_entry: false,
         });
-
-        frame_ptr = frame.back();
     }
 
     // First frame is always a shim
