@@ -251,30 +251,41 @@ where
         }
     };
 
-    // mlprof patch: every frame first (a Python 3.11+ stack is one contiguous data
-    // stack, so most frames come from blocks already read), then the blocks of every code
-    // object they run, in one call.
-    let mut chain = Vec::new();
-    while !frame_ptr.is_null() {
-        if chain.len() >= 4096 {
+    // mlprof patch: every frame first, for the code objects they run (a Python 3.11+
+    // stack is one contiguous data stack, so most frames come from blocks already read);
+    // then the blocks of all those code objects, in one call; then the frames again, now
+    // from the blocks held, for their names and lines.
+    let mut codes = Vec::new();
+    let mut walked = frame_ptr;
+    while !walked.is_null() {
+        if codes.len() >= 4096 {
             return Err(format_err!("Max frame recursion depth reached"));
         }
         let frame = process
-            .copy_pointer(frame_ptr)
+            .copy_pointer(walked)
             .context("Failed to copy PyFrameObject")?;
-        chain.push((frame_ptr, frame));
-        frame_ptr = frame.back();
+        if frame.is_python_frame() {
+            codes.push(frame.code() as usize);
+        }
+        walked = frame.back();
     }
     let code_size = std::mem::size_of::<<T::FrameObject as FrameObject>::CodeObject>();
-    process.prefetch(
-        chain
-            .iter()
-            .filter(|(_, frame)| frame.is_python_frame())
-            .map(|(_, frame)| (frame.code() as usize, code_size)),
-    );
+    process.prefetch(codes.iter().map(|&code| (code, code_size)));
+    frames.reserve(codes.len());
 
-    for (frame_ptr, frame) in chain {
+    let mut visited = 0;
+    while !frame_ptr.is_null() {
+        visited += 1;
+        if visited > 4096 {
+            return Err(format_err!("Max frame recursion depth reached"));
+        }
+
+        let frame = process
+            .copy_pointer(frame_ptr)
+            .context("Failed to copy PyFrameObject")?;
+
         if !frame.is_python_frame() {
+            frame_ptr = frame.back();
             set_last_frame_as_shim_entry(&mut frames);
             continue;
         }
@@ -289,6 +300,7 @@ where
             cache.named(frame.code() as usize, &code, &code_bytes, process, lasti)
         else {
             // Guards against torn reads while sampling without pausing the process.
+            frame_ptr = frame.back();
             set_last_frame_as_shim_entry(&mut frames);
             continue;
         };
@@ -296,6 +308,7 @@ where
         // skip <shim> entries in python 3.13+
         // Unset file/function name in py3.13 means this is a shim.
         if filename.is_empty() || filename == "<shim>" {
+            frame_ptr = frame.back();
             set_last_frame_as_shim_entry(&mut frames);
             continue;
         }
@@ -342,6 +355,8 @@ where
             is_entry,
             is_shim_entry: false,
         });
+
+        frame_ptr = frame.back();
     }
 
     // First frame is always a shim
