@@ -483,7 +483,8 @@ impl PythonSpy {
         let mut all_python_threads = HashSet::new();
         let mut threads = interp_head;
         while !threads.is_null() {
-            let thread = memory
+            let thread = self
+                .process
                 .copy_pointer(threads)
                 .context("Failed to copy PyThreadState")?;
             let current = thread.thread_id();
